@@ -1,0 +1,160 @@
+"""capevolve.yaml as pydantic v2 models.
+
+Every model forbids unknown keys, so a typo is an error that names the key's path
+(``gate.k_sE: extra inputs are not permitted``) instead of a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from capevolve.errors import ConfigError
+from capevolve.kinds import EngineKind, GateMode
+
+CONFIG_FILENAME = "capevolve.yaml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class SplitsConfig(_Section):
+    """How tasks are divided into train / val / test (fractions, or a fixed id file)."""
+
+    train: float = Field(0.5, ge=0, le=1)
+    """Fraction of tasks in train (the split editors may look at)."""
+    val: float = Field(0.25, gt=0, le=1)
+    """Fraction of tasks in val (where gates are decided)."""
+    test: float = Field(0.25, gt=0, le=1)
+    """Fraction of tasks in the held-out test split (scored once, by finalize)."""
+    seed: int = 0
+    """Seed of the task-id hash that assigns tasks to splits."""
+    ids_file: str | None = None
+    """A JSON file (relative to the project) with explicit id lists under train/val/test."""
+
+    @model_validator(mode="after")
+    def _fractions_sum_to_one(self) -> SplitsConfig:
+        total = self.train + self.val + self.test
+        if self.ids_file is None and abs(total - 1.0) > 1e-6:
+            raise ValueError(f"train + val + test must sum to 1, got {total:g}")
+        return self
+
+
+class GateConfig(_Section):
+    """When a candidate is accepted over the current best (on the full val split)."""
+
+    mode: GateMode = GateMode.PAIRED
+    """paired (over tasks scored on both sides) or welch (unpaired)."""
+    k_se: float = Field(1.0, ge=0)
+    """Accept only if delta > k_se * SE of the difference."""
+    min_delta: float = Field(0.02, ge=0)
+    """Smallest improvement worth accepting; smaller moves are negligible."""
+    min_coverage: float = Field(0.6, ge=0, le=1)
+    """Below this fraction of val tasks scored on both sides the gate is indecisive."""
+    no_regression: bool = True
+    """Veto a candidate that fails every trial of a val task the best passed on every trial."""
+
+
+class BudgetConfig(_Section):
+    """Spending caps; 0 means no cap."""
+
+    max_iterations: int = Field(20, ge=0)
+    """Accept/reject decisions (editing iterations)."""
+    max_metric_calls: int = Field(0, ge=0)
+    """Rollouts executed (metric calls) across the run."""
+    max_usd: float = Field(0, ge=0)
+    """Recorded money spent across the run."""
+    stall: int = Field(0, ge=0)
+    """Stop after this many consecutive rejections."""
+
+
+class EngineConfig(_Section):
+    """Where and how rollouts run."""
+
+    kind: EngineKind = EngineKind.RAY
+    """ray (default; local Ray started on demand) or local (in-process, for debugging)."""
+    address: str | None = None
+    """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
+    workers: int | Literal["auto"] = "auto"
+    """Number of worker actors; auto = one per CPU Ray reports."""
+    concurrency: int = Field(64, ge=1)
+    """Rollouts in flight across the whole engine (all workers together)."""
+    timeout_s: float = Field(600, gt=0)
+    """Per-rollout wall-clock limit; past it the unit is an error of kind timeout."""
+    retries: int = Field(2, ge=0)
+    """Extra attempts for transient errors (with exponential backoff and jitter)."""
+
+    @model_validator(mode="after")
+    def _workers_positive(self) -> EngineConfig:
+        if isinstance(self.workers, int) and self.workers < 1:
+            raise ValueError("workers must be >= 1 or 'auto'")
+        return self
+
+
+class ProjectConfig(_Section):
+    """The whole capevolve.yaml of a project."""
+
+    name: str = Field(min_length=1)
+    """Project name, shown in reports."""
+    adapter: str = Field(min_length=1)
+    """``file.py:Class`` or ``package.module:Class``, relative to the project dir."""
+    capability_path: str = Field(min_length=1)
+    """The seed capability directory, relative to the project dir."""
+    capabilities: list[str] = Field(default_factory=list)
+    """What an optimizer may edit (informational)."""
+    splits: SplitsConfig = SplitsConfig()
+    """Split fractions and seed."""
+    num_trials: int = Field(3, ge=1, le=1000)
+    """Trials per task in every evaluation."""
+    gate: GateConfig = GateConfig()
+    """Gate policy."""
+    budget: BudgetConfig = BudgetConfig()
+    """Spending caps."""
+    stop_condition: str = ""
+    """Free text, recorded and shown by status."""
+    engine: EngineConfig = EngineConfig()
+    """Execution engine."""
+    seed: int = 0
+    """Run seed: rollout seeds derive from (seed, task_id, trial)."""
+    protected_paths: list[str] = Field(default_factory=list)
+    """Glob patterns (relative to a candidate) an edit must not touch."""
+
+
+def _error_path(error: dict) -> str:
+    return ".".join(str(part) for part in error["loc"]) or "<root>"
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    """One line naming the file and every offending key path."""
+    problems = "; ".join(f"{_error_path(e)}: {e['msg']}" for e in exc.errors())
+    return f"{source}: {problems}"
+
+
+def parse_config(data: object, source: str) -> ProjectConfig:
+    """Validate already-parsed YAML; raises ConfigError naming ``source`` and key paths."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return ProjectConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(source, exc)) from None
+
+
+def load_config(project_dir: Path) -> ProjectConfig:
+    """Read and validate ``<project_dir>/capevolve.yaml``."""
+    path = Path(project_dir) / CONFIG_FILENAME
+    if not path.is_file():
+        raise ConfigError(f"{path}: no {CONFIG_FILENAME} here (is this a capevolve project?)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: malformed YAML{where}") from None
+    return parse_config(data, str(path))

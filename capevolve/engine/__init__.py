@@ -1,0 +1,1 @@
+"""Execution engines: plan work units, run them (locally or on Ray), stream rows back."""

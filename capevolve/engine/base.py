@@ -1,0 +1,91 @@
+"""The engine contract and the description of one evaluation's work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from capevolve.adapter import Task
+from capevolve.config import EngineConfig
+from capevolve.engine.plan import WorkUnit
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """Everything a worker needs to run the units of one evaluation.
+
+    ``candidate_files`` carries the capability itself (``{relative path: bytes}``), so
+    workers need no shared filesystem; ``tasks`` holds only the tasks of the split.
+    """
+
+    run_id: str
+    eval_id: str
+    split: str
+    candidate_id: str
+    candidate_hash: str
+    candidate_files: dict[str, bytes]
+    tasks: dict[str, Task]
+    project_root: str
+    adapter_spec: str
+
+
+RowSink = Callable[[list[dict]], None]
+"""Receives finished rows in batches, as they arrive; must persist them before returning."""
+
+
+@dataclass
+class EngineReport:
+    """What an engine run did, beyond the rows it delivered."""
+
+    delivered: int = 0
+    stopped_early: bool = False
+    stop_reason: str | None = None
+    worker_restarts: int = 0
+    workers: list[str] = field(default_factory=list)
+
+
+class Engine(Protocol):
+    """Runs work units and streams their rows to a sink.
+
+    Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
+    unless ``should_stop`` returns True (then undispatched units are left out and the
+    report says so). Per-unit failures are rows with ``error`` set, never exceptions;
+    :class:`~capevolve.errors.EngineError` means the engine itself failed.
+    """
+
+    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+            should_stop: Callable[[], str | None] | None = None) -> EngineReport:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def make_engine(config: EngineConfig, address: str | None = None) -> Engine:
+    """Build the configured engine; Ray is imported only when the Ray engine is chosen."""
+    from capevolve.kinds import EngineKind
+
+    if config.kind == EngineKind.LOCAL:
+        from capevolve.engine.local import LocalEngine
+
+        return LocalEngine(config)
+    from capevolve.engine.ray_engine import RayEngine
+
+    return RayEngine(config, address=address or config.address)
+
+
+class WorkerLost(Exception):
+    """A worker died or became unreachable; its unfinished units must be re-dispatched."""
+
+
+class WorkerHandle(Protocol):
+    """What the dispatcher needs from one worker (in-process core or Ray actor)."""
+
+    name: str
+    slots: int
+
+    async def prepare(self, job: EvalJob) -> None: ...
+
+    async def submit(self, eval_id: str, units: list[WorkUnit]) -> None: ...
+
+    async def drain(self, max_wait_s: float) -> list[dict]: ...

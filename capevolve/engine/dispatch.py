@@ -1,0 +1,103 @@
+"""The driver loop shared by every engine: keep workers full, collect rows, re-dispatch.
+
+Each worker gets units up to its slot count; rows come back as they finish and go to the
+sink at once. A lost worker's unfinished units go back to the front of the queue (bounded
+restarts). A row whose unit was already delivered (a late duplicate) is dropped, so the
+sink sees exactly one row per unit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Callable
+
+from capevolve.engine.base import EngineReport, EvalJob, RowSink, WorkerHandle, WorkerLost
+from capevolve.engine.plan import WorkUnit
+from capevolve.errors import EngineError
+
+DRAIN_WAIT_S = 0.5
+RECOVER_DELAY_S = 0.5
+
+
+class Dispatcher:
+    """Runs one evaluation's units over a fixed set of workers."""
+
+    def __init__(self, workers: list[WorkerHandle], max_restarts: int) -> None:
+        self.workers = workers
+        self.max_restarts = max_restarts
+
+    async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+                  should_stop: Callable[[], str | None] | None = None) -> EngineReport:
+        self.job, self.sink, self.should_stop = job, sink, should_stop
+        self.pending: deque[WorkUnit] = deque(units)
+        self.outstanding: dict[tuple[str, int], int] = {}
+        self.report = EngineReport(workers=[w.name for w in self.workers])
+        await asyncio.gather(*(w.prepare(job) for w in self.workers))
+        await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
+        return self.report
+
+    def _check_stop(self) -> None:
+        if self.should_stop is None or self.report.stopped_early:
+            return
+        reason = self.should_stop()
+        if reason:
+            self.report.stopped_early, self.report.stop_reason = True, reason
+            self.pending.clear()
+
+    async def _feed(self, index: int) -> None:
+        worker = self.workers[index]
+        in_flight: dict[tuple[str, int], WorkUnit] = {}
+        while True:
+            self._check_stop()
+            batch = []
+            while self.pending and len(in_flight) + len(batch) < worker.slots:
+                batch.append(self.pending.popleft())
+            try:
+                if batch:
+                    for unit in batch:
+                        in_flight[unit.key] = unit
+                        self.outstanding[unit.key] = index
+                    await worker.submit(self.job.eval_id, batch)
+                if not in_flight:
+                    if not self.pending:
+                        return
+                    await asyncio.sleep(0)
+                    continue
+                rows = await worker.drain(DRAIN_WAIT_S)
+            except WorkerLost as exc:
+                await self._recover(worker, in_flight, exc)
+                continue
+            self._deliver(rows, in_flight)
+
+    def _deliver(self, rows: list[dict], in_flight: dict) -> None:
+        fresh = []
+        for row in rows:
+            key = (row["task_id"], row["trial"])
+            in_flight.pop(key, None)
+            if self.outstanding.pop(key, None) is not None:
+                fresh.append(row)
+        self.sink(fresh)  # also on empty batches, so the sink can flush on time
+        self.report.delivered += len(fresh)
+
+    async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
+        self.report.worker_restarts += 1
+        lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]
+        in_flight.clear()
+        self.pending.extendleft(reversed(lost))
+        if self.report.worker_restarts > self.max_restarts:
+            left = len(self.pending) + len(self.outstanding)
+            raise EngineError(
+                f"eval {self.job.eval_id}: workers died {self.report.worker_restarts} times "
+                f"(limit {self.max_restarts}); {left} units were not run ({exc})"
+            )
+        while True:
+            await asyncio.sleep(RECOVER_DELAY_S)
+            try:
+                await worker.prepare(self.job)
+                return
+            except WorkerLost:
+                self.report.worker_restarts += 1
+                if self.report.worker_restarts > self.max_restarts:
+                    raise EngineError(f"eval {self.job.eval_id}: worker {worker.name} "
+                                      f"cannot be restarted ({exc})") from None

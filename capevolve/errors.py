@@ -1,0 +1,58 @@
+"""The capevolve exception tree.
+
+Every error capevolve raises on purpose derives from one root, so callers (and the CLI)
+can catch user-facing problems without catching programming errors::
+
+    CapevolveError                 root; the CLI prints its message on one line, exit 2
+     +-- ConfigError               capevolve.yaml missing, malformed or invalid (names the key path)
+     +-- AdapterError              the adapter cannot be imported or breaks its contract
+     +-- CandidateError            a candidate directory or id that does not exist / is invalid
+     +-- RunDirError               not a run dir, corrupt layout, splits checksum mismatch
+     |    +-- TestSealError        the test split was already scored (or the seal is burnt)
+     +-- GateError                 a gate cannot be computed or an accept lacks a passing gate
+     +-- StoreError                rollout storage unreadable or inconsistent
+     +-- EngineError               the execution engine failed as a whole (not one rollout)
+
+Per-rollout failures are never exceptions escaping the engine: they are data
+(``Rollout.error`` and the ``error_kind`` column).
+"""
+
+from __future__ import annotations
+
+
+class CapevolveError(Exception):
+    """Root of every error capevolve raises deliberately."""
+
+
+class ConfigError(CapevolveError):
+    """capevolve.yaml (or another config input) is missing, malformed or invalid."""
+
+
+class AdapterError(CapevolveError):
+    """The adapter cannot be loaded, or it breaks the adapter contract."""
+
+
+class CandidateError(CapevolveError):
+    """A candidate directory or id does not exist or cannot be snapshotted."""
+
+
+class RunDirError(CapevolveError):
+    """A run directory is missing, malformed, or fails an integrity check."""
+
+
+class TestSealError(RunDirError):
+    """The held-out test split was already scored; it can be scored only once."""
+
+    __test__ = False  # not a pytest test class
+
+
+class GateError(CapevolveError):
+    """A gate cannot be computed, or an accept has no passing gate behind it."""
+
+
+class StoreError(CapevolveError):
+    """Rollout storage is unreadable or inconsistent."""
+
+
+class EngineError(CapevolveError):
+    """The execution engine failed as a whole (not a single rollout)."""

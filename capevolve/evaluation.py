@@ -1,0 +1,190 @@
+"""Evaluate a candidate on train or val: plan -> engine -> Parquet -> DuckDB -> stats.
+
+An evaluation is identified by (split, candidate, trials): running the same command again
+resumes an incomplete evaluation (only missing units run) and returns a complete one as
+it is, so re-running never buys a second, luckier draw of the same candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capevolve import jsonfiles
+from capevolve.adapter import Task
+from capevolve.candidate import content_hash, pack
+from capevolve.config import EngineConfig, ProjectConfig
+from capevolve.engine.base import Engine, EvalJob, make_engine
+from capevolve.engine.plan import plan_units
+from capevolve.errors import CandidateError, RunDirError, TestSealError
+from capevolve.kinds import EvalStatus, EventKind, Split
+from capevolve.project import Project, load_project, load_tasks
+from capevolve.rundir import RunDir, utc_now
+from capevolve.stats import mean_and_se, pass_k_table, task_means
+from capevolve.store.query import RolloutStore, quarantine_bad_parts
+from capevolve.store.writer import PartWriter
+
+
+def run_config(run: RunDir) -> ProjectConfig:
+    """The config frozen into run.json when the run was created."""
+    return ProjectConfig.model_validate(run.manifest["config"])
+
+
+def run_project(run: RunDir) -> Project:
+    """The project a run belongs to, with the run's frozen config."""
+    return load_project(Path(run.manifest["project_dir"]), config=run_config(run))
+
+
+def eval_id_for(split: str, candidate_id: str, n_trials: int) -> str:
+    """The id of the evaluation of a candidate on a split with a number of trials."""
+    return f"{split}__{candidate_id}__k{n_trials}"
+
+
+def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
+    """An existing candidate id, or a directory to snapshot (identical content is reused)."""
+    text = str(candidate)
+    if (run.layout.candidate_meta(text)).is_file():
+        return text
+    path = Path(text)
+    if not path.is_dir():
+        raise CandidateError(f"candidate {text!r}: neither a candidate id of this run "
+                             "nor an existing directory")
+    existing = run.find_candidate(content_hash(path))
+    if existing:
+        return existing
+    return run.snapshot(run.next_candidate_id(), path)["id"]
+
+
+@dataclass
+class _Tally:
+    """Spend of the rows this invocation ran (for the run's budget)."""
+
+    rows: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0
+
+    def add(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.rows += 1
+            self.tokens += row.get("tokens") or 0
+            if row.get("cost_usd") is None:
+                self.cost_unrecorded += 1
+            else:
+                self.cost_usd += row["cost_usd"]
+
+
+def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, Any]:
+    """Statistics of an evaluation computed from its stored rows (task is the unit)."""
+    outcomes = RolloutStore(run.layout).outcomes(eval_id)
+    rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
+    means = task_means(rewards)
+    mean, stderr = mean_and_se(list(means.values()))
+    return {
+        "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
+        "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
+        "coverage": len(means) / len(task_ids) if task_ids else 0.0,
+        "pass_k": pass_k_table(rewards), "task_means": means,
+    }
+
+
+def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
+         tasks: list[Task]) -> EvalJob:
+    ids = set(run.splits.ids(split))
+    by_id = {t.id: t for t in tasks if t.id in ids}
+    missing = sorted(ids - set(by_id))
+    if missing:
+        raise RunDirError(f"split {split}: tasks {missing[:5]} are no longer returned by "
+                          "the adapter (the task set changed after the splits were frozen)")
+    files_dir = run.candidate_dir(candidate_id)
+    return EvalJob(
+        run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
+        candidate_hash=run.candidate_meta(candidate_id)["hash"],
+        candidate_files=pack(files_dir), tasks=by_id, project_root=str(project.root),
+        adapter_spec=project.config.adapter,
+    )
+
+
+def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | None = None,
+             engine: Engine | None = None, address: str | None = None,
+             allow_test: bool = False) -> dict[str, Any]:
+    """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
+
+    Only train and val are accepted: the test split belongs to ``finalize``.
+    """
+    split = Split(split)
+    if split == Split.TEST and not allow_test:
+        raise TestSealError("evaluate: the test split is held out; only `capevolve finalize` "
+                            "scores it, once")
+    config = run_config(run)
+    n_trials = n_trials or config.num_trials
+    if n_trials < 1:
+        raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
+    candidate_id = resolve_candidate(run, candidate)
+    eval_id = eval_id_for(split, candidate_id, n_trials)
+    path = run.layout.eval_json(eval_id)
+    previous = jsonfiles.read(path) if path.is_file() else None
+    if previous and previous["status"] == EvalStatus.COMPLETE:
+        return previous
+    return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
+                    resumed=previous is not None)
+
+
+def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
+             candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
+             resumed: bool) -> dict[str, Any]:
+    project = run_project(run)
+    quarantine_bad_parts(run.layout)
+    job = _job(run, project, eval_id, split, candidate_id, load_tasks(project.adapter()))
+    task_ids = run.splits.ids(split)
+    done = RolloutStore(run.layout).done_units(eval_id)
+    units = plan_units(task_ids, n_trials, config.seed, done)
+    record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
+              "n_trials": n_trials, "candidate_hash": job.candidate_hash,
+              "status": EvalStatus.RUNNING, "started_at": utc_now()}
+    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
+    run.log_event(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+                  split=str(split), units=len(units), resumed=resumed)
+    writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
+    tally = _Tally()
+
+    def sink(rows: list[dict]) -> None:
+        writer.add(rows)
+        tally.add(rows)
+
+    engine = engine or make_engine(config.engine, address)
+    t0 = time.monotonic()
+    try:
+        report = engine.run(job, units, sink)
+    finally:
+        writer.flush()
+        run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
+                         cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
+                         wall_s=time.monotonic() - t0)
+    stats = summarize(run, eval_id, task_ids)
+    complete = stats["n_rows"] == len(task_ids) * n_trials
+    record.update(stats, status=EvalStatus.COMPLETE if complete else EvalStatus.INCOMPLETE,
+                  finished_at=utc_now(), units_run=tally.rows, resumed=resumed,
+                  stop_reason=report.stop_reason, worker_restarts=report.worker_restarts)
+    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
+    run.log_event(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+                  split=str(split), status=record["status"], mean=stats["mean"],
+                  stderr=stats["stderr"], n_scored=stats["n_scored"])
+    return record
+
+
+def load_eval(run: RunDir, eval_id: str) -> dict[str, Any]:
+    """An evaluation record by id."""
+    path = run.layout.eval_json(eval_id)
+    if not path.is_file():
+        raise RunDirError(f"evaluation {eval_id!r}: not found in {run.root}")
+    return jsonfiles.read(path)
+
+
+def latest_complete_eval(run: RunDir, candidate_id: str, split: str) -> dict[str, Any] | None:
+    """The most recently finished complete evaluation of a candidate on a split."""
+    found = [jsonfiles.read(p) for p in sorted(run.layout.evals.glob(f"{split}__{candidate_id}__k*.json"))]
+    found = [e for e in found if e["status"] == EvalStatus.COMPLETE]
+    return max(found, key=lambda e: e.get("finished_at", ""), default=None)

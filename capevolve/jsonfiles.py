@@ -1,0 +1,61 @@
+"""Persisting JSON documents: canonical form, atomic replace, append-only logs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+
+def dumps(obj: Any, indent: int | None = 2) -> str:
+    """Canonical JSON: sorted keys, so equal data gives byte-identical files."""
+    return json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def write_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(dumps(obj) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read(path: Path) -> Any:
+    """Read a JSON document."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def append_line(path: Path, obj: Any) -> None:
+    """Append one JSON record as a single ``write`` on an O_APPEND descriptor.
+
+    One write per record keeps concurrent appends from interleaving; a kill mid-write can
+    leave at most a torn last line, which :func:`read_lines` skips.
+    """
+    data = (json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path) -> Iterator[dict]:
+    """Every complete JSON record in an append-only log; a torn line is skipped."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield record

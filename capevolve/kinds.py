@@ -1,0 +1,78 @@
+"""Enumerations for every decision, status and kind capevolve records (no bare strings)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Split(StrEnum):
+    """The three frozen splits of a run."""
+
+    TRAIN = "train"
+    VAL = "val"
+    TEST = "test"
+
+
+class ErrorKind(StrEnum):
+    """Why a rollout has no reward. Every kind is missing data, never a score of 0."""
+
+    ADAPTER = "adapter"  # the adapter returned a Rollout with ``error`` set
+    EXCEPTION = "exception"  # run_target raised
+    SCORE = "score"  # score() raised or returned an invalid Score
+    TIMEOUT = "timeout"  # run_target exceeded engine.timeout_s
+    CRASH = "crash"  # the worker process died while running the unit
+
+
+class Decision(StrEnum):
+    """The outcome of a gate."""
+
+    ACCEPT = "accept"
+    REJECT = "reject"
+    INDECISIVE = "indecisive"
+
+
+class Confidence(StrEnum):
+    """How a measured difference should be read."""
+
+    SIGNIFICANT = "significant"  # |t| >= 2 and |delta| >= min_delta
+    WITHIN_NOISE = "within_noise"  # |delta| >= min_delta but |t| < 2
+    NEGLIGIBLE = "negligible"  # |delta| < min_delta
+
+
+class EvalStatus(StrEnum):
+    """Lifecycle of one evaluation (evals/<eval_id>.json)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"  # every planned unit has a stored row
+    INCOMPLETE = "incomplete"  # stopped early (crash, budget); resumable
+
+
+class GateMode(StrEnum):
+    """Which test a gate uses."""
+
+    PAIRED = "paired"  # paired differences over tasks scored on both sides
+    WELCH = "welch"  # unpaired (Welch) comparison of the two task-mean samples
+
+
+class EngineKind(StrEnum):
+    """Which execution engine runs the rollouts."""
+
+    RAY = "ray"
+    LOCAL = "local"
+
+
+class EventKind(StrEnum):
+    """Kinds of records in events.jsonl (the append-only audit log)."""
+
+    RUN_CREATED = "run_created"
+    SNAPSHOT = "snapshot"
+    EVAL_STARTED = "eval_started"
+    EVAL_FINISHED = "eval_finished"
+    GATE = "gate"
+    ACCEPT = "accept"
+    REJECT = "reject"
+    SET_BEST = "set_best"
+    SPEND = "spend"
+    FINALIZE_STARTED = "finalize_started"
+    FINALIZED = "finalized"
+    NOTE = "note"

@@ -1,0 +1,74 @@
+"""Every path inside a run directory, owned by one object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each file of a run dir lives (see DESIGN.md, "The data flow")."""
+
+    root: Path
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def splits_json(self) -> Path:
+        return self.root / "splits.json"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def candidates(self) -> Path:
+        return self.root / "candidates"
+
+    @property
+    def rollouts(self) -> Path:
+        return self.root / "rollouts"
+
+    @property
+    def evals(self) -> Path:
+        return self.root / "evals"
+
+    @property
+    def diagnoses(self) -> Path:
+        return self.root / "diagnoses"
+
+    @property
+    def seal(self) -> Path:
+        return self.root / "seal.json"
+
+    @property
+    def final(self) -> Path:
+        return self.root / "final.json"
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    def candidate_files(self, candidate_id: str) -> Path:
+        """The immutable snapshot of a candidate's capability files."""
+        return self.candidates / candidate_id / "files"
+
+    def candidate_meta(self, candidate_id: str) -> Path:
+        return self.candidates / candidate_id / "candidate.json"
+
+    def eval_json(self, eval_id: str) -> Path:
+        return self.evals / f"{eval_id}.json"
+
+    def partition(self, split: str, candidate_id: str) -> Path:
+        """Hive partition directory of one split and candidate."""
+        return self.rollouts / f"split={split}" / f"candidate={candidate_id}"
+
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"

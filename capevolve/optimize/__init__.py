@@ -1,0 +1,1 @@
+"""Driving the edit loop: the agent-mode handoff (and, later, automated optimizers)."""

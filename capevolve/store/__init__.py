@@ -1,0 +1,1 @@
+"""Rollout storage: the Arrow schema, atomic Parquet parts, and DuckDB queries."""
