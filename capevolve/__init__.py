@@ -3,6 +3,7 @@
 from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
 from capevolve.errors import (
     AdapterError,
+    BudgetError,
     CandidateError,
     CapevolveError,
     ConfigError,
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Adapter",
     "AdapterError",
+    "BudgetError",
     "CandidateError",
     "CapevolveError",
     "ConfigError",

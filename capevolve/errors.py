@@ -12,6 +12,7 @@ can catch user-facing problems without catching programming errors::
      +-- GateError                 a gate cannot be computed or an accept lacks a passing gate
      +-- StoreError                rollout storage unreadable or inconsistent
      +-- EngineError               the execution engine failed as a whole (not one rollout)
+     +-- BudgetError               a budget cap is reached; no more work is handed out
 
 Per-rollout failures are never exceptions escaping the engine: they are data
 (``Rollout.error`` and the ``error_kind`` column).
@@ -56,3 +57,7 @@ class StoreError(CapevolveError):
 
 class EngineError(CapevolveError):
     """The execution engine failed as a whole (not a single rollout)."""
+
+
+class BudgetError(CapevolveError):
+    """A budget cap (iterations, metric calls, money, stall) is reached."""

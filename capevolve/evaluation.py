@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capevolve import jsonfiles
+from capevolve import budget, jsonfiles
 from capevolve.adapter import Task
 from capevolve.candidate import content_hash, pack
 from capevolve.config import EngineConfig, ProjectConfig
 from capevolve.engine.base import Engine, EvalJob, make_engine
 from capevolve.engine.plan import plan_units
-from capevolve.errors import CandidateError, RunDirError, TestSealError
+from capevolve.errors import BudgetError, CandidateError, RunDirError, TestSealError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.project import Project, load_project, load_tasks
 from capevolve.rundir import RunDir, utc_now
@@ -128,6 +128,11 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     previous = jsonfiles.read(path) if path.is_file() else None
     if previous and previous["status"] == EvalStatus.COMPLETE:
         return previous
+    if not allow_test:
+        reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run))
+        if reasons:
+            raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)}); "
+                              "run `capevolve finalize`")
     return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
                     resumed=previous is not None)
 

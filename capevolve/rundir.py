@@ -98,6 +98,10 @@ class RunDir:
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
         run.splits  # noqa: B018 - verifies the checksum on every open
+        test_dir = run.layout.rollouts / "split=test"
+        if any(test_dir.rglob("*.parquet")) and not run.layout.seal.is_file():
+            raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "
+                              "split was written outside `capevolve finalize`")
         return run
 
     @property

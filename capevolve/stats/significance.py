@@ -182,14 +182,11 @@ def summary_comparison(
     return _build(candidate_mean - reference_mean, se, None, 0, min_delta)
 
 
-def paired_regressions(
-    candidate: Mapping[str, float], reference: Mapping[str, float], pass_threshold: float = 1.0
-) -> list[str]:
+def paired_regressions(candidate: Mapping[str, float], reference: Mapping[str, float]) -> list[str]:
     """Return sorted task ids the reference always passed and the candidate never did.
 
     Both mappings hold per-task *pass rates*: the fraction of valid trials that
-    passed (a trial passes when its reward >= ``pass_threshold``, judged by the
-    caller; the argument is accepted for the record and not used here).
+    passed (whether a trial passed is judged by the caller).
     An id is a regression when reference rate >= 1 - 1e-9 and candidate rate
     <= 1e-9. Only ids present in both mappings are considered.
     """

@@ -1,0 +1,40 @@
+# capevolve: `make demo` runs the whole loop on the example project, `make test` the suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CAPEVOLVE := $(VENV)/bin/capevolve
+STAMP := $(VENV)/.installed
+DEMO_PROJECT ?= benchmarks/toy
+DEMO_RUN := demo-run
+
+.PHONY: install demo test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	rm -rf $(DEMO_RUN)
+	$(CAPEVOLVE) run --project $(DEMO_PROJECT) --run-dir $(DEMO_RUN)
+	$(CAPEVOLVE) evaluate --run-dir $(DEMO_RUN) --candidate $(DEMO_PROJECT)/improved_capability --split val
+	$(CAPEVOLVE) gate --run-dir $(DEMO_RUN) --candidate cand_001
+	$(CAPEVOLVE) accept --run-dir $(DEMO_RUN) --candidate cand_001 --note "adds the missing rules"
+	$(CAPEVOLVE) status --run-dir $(DEMO_RUN)
+	$(CAPEVOLVE) finalize --run-dir $(DEMO_RUN)
+	$(CAPEVOLVE) report --run-dir $(DEMO_RUN)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not cluster"
+
+bench: $(STAMP)
+	$(PY) benchmarks/perf/bench.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_RUN) .pytest_cache

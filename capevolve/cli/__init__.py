@@ -1,0 +1,1 @@
+"""The capevolve command line: thin commands over the library (parse -> call -> render)."""

@@ -1,0 +1,26 @@
+"""The capevolve Typer application (console scripts ``capevolve`` and ``cap-evolve``)."""
+
+from __future__ import annotations
+
+import typer
+
+from capevolve.cli import eval_cmds, inspect_cmds, project_cmds
+
+app = typer.Typer(
+    name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Evolve the capabilities of LLM agents and measure every edit honestly.",
+)
+
+for module, names in (
+    (project_cmds, ("init", "check", "run")),
+    (eval_cmds, ("evaluate", "gate", "accept", "reject", "finalize")),
+    (inspect_cmds, ("status", "report", "query")),
+):
+    for name in names:
+        app.command(name)(getattr(module, name))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,126 @@
+"""Commands that measure and decide: evaluate, gate, accept, reject, finalize."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt, build_engine
+from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.decisions import accept as accept_candidate
+from capevolve.decisions import gate_candidate
+from capevolve.decisions import reject as reject_candidate
+from capevolve.evaluation import evaluate as evaluate_candidate
+from capevolve.evaluation import run_config
+from capevolve.finalize import finalize as finalize_run
+from capevolve.gate import decide_from_summary
+from capevolve.kinds import GateMode, Split
+from capevolve.rundir import RunDir
+
+EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
+             "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run")
+NoteOpt = Annotated[Optional[str], typer.Option("--note", help="Why (recorded in events).")]
+CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")]
+
+
+def _eval_human(record: dict) -> str:
+    pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record["pass_k"].items()) or "—"
+    return (f"{record['eval_id']}: {record['split']} mean {fmt_mean(record['mean'], record['stderr'])}"
+            f" ({record['n_scored']}/{record['n_tasks']} tasks scored, {record['n_errors']} "
+            f"errored trials, {record['n_trials']} trials; {pass_k}) [{record['status']}]")
+
+
+@command
+def evaluate(run_dir: RunDirOpt,
+             candidate: Annotated[str, typer.Option("--candidate", "-c",
+                                                    help="A candidate directory or id.")],
+             split: Annotated[str, typer.Option("--split", "-s", help="train or val.")] = "val",
+             n_trials: Annotated[Optional[int], typer.Option(
+                 "--n-trials", min=1, help="Trials per task (default: num_trials).")] = None,
+             resume: Annotated[bool, typer.Option(
+                 "--resume", help="Continue an interrupted evaluation (also automatic).")] = False,
+             address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
+    """Evaluate a candidate on train or val (test is refused: only finalize scores it)."""
+    if split not in (Split.TRAIN, Split.VAL):
+        fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
+             "and scored once by `capevolve finalize`")
+    run = RunDir.open(run_dir)
+    config = run_config(run)
+    progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
+    record = evaluate_candidate(run, candidate, split, n_trials=n_trials,
+                                engine=build_engine(config.engine, engine, address))
+    emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
+
+
+def _gate_human(result: dict) -> str:
+    numbers = ", ".join(f"{k} {result[k]:.4f}" for k in ("delta", "se", "t", "p_value")
+                        if result.get(k) is not None)
+    return f"{result['decision'].upper()}: {numbers}\n" + "\n".join(
+        f"- {r}" for r in result["reasons"])
+
+
+@command
+def gate(candidate: CandidateIdOpt,
+         run_dir: Annotated[Optional[str], typer.Option(
+             "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")] = None,
+         mode: Annotated[Optional[GateMode], typer.Option("--mode", help="paired or welch.")] = None,
+         k_se: Annotated[Optional[float], typer.Option("--k-se", min=0,
+                                                       help="Accept if delta > k_se x SE.")] = None,
+         current: Annotated[Optional[float], typer.Option(
+             "--current", help="Raw form: the current best's mean (computed elsewhere).")] = None,
+         current_stderr: Annotated[Optional[float], typer.Option("--current-stderr", min=0)] = None,
+         candidate_stderr: Annotated[Optional[float], typer.Option("--candidate-stderr",
+                                                                   min=0)] = None,
+         json: JsonOpt = False) -> None:
+    """Gate a candidate against the current best on full val, from stored rollouts.
+
+    Raw form for numbers computed elsewhere (unpaired SE):
+    --current X --candidate Y --current-stderr a --candidate-stderr b --k-se K
+    """
+    if current is not None:
+        if current_stderr is None or candidate_stderr is None:
+            fail("raw gate: --current-stderr and --candidate-stderr are required with --current")
+        try:
+            cand_mean = float(candidate)
+        except ValueError:
+            fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
+        result = decide_from_summary(current, cand_mean, current_stderr, candidate_stderr,
+                                     k_se if k_se is not None else 1.0).to_dict()
+    else:
+        if run_dir is None:
+            fail("gate: --run-dir is required (or use the raw form with --current)")
+        result = gate_candidate(RunDir.open(run_dir), candidate, k_se=k_se, mode=mode)
+    emit(result, json, _gate_human(result))
+
+
+@command
+def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
+           json: JsonOpt = False) -> None:
+    """Make a candidate the best; refused without a passing full-val gate against the best."""
+    result = accept_candidate(RunDir.open(run_dir), candidate, note)
+    emit(result, json, f"accepted {candidate}: best is now {result['best_id']}")
+
+
+@command
+def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
+           json: JsonOpt = False) -> None:
+    """Record a rejected candidate (one iteration spent)."""
+    result = reject_candidate(RunDir.open(run_dir), candidate, note)
+    emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
+
+
+@command
+def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt = None,
+             json: JsonOpt = False) -> None:
+    """Score the best and the seed on the held-out test split, once; writes final.json."""
+    run = RunDir.open(run_dir)
+    progress("capevolve: burning the test seal and scoring best and seed on test ...")
+    final = finalize_run(run, engine=build_engine(run_config(run).engine, engine, address))
+    t, b = final["test"], final["test_baseline"]
+    ci = final["ci95"]
+    human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "
+             f"{fmt_mean(b['mean'], b['stderr'])}; paired delta "
+             + ("—" if final["delta"] is None else
+                f"{final['delta']:+.3f} (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])"))
+    emit(final, json, human)

@@ -1,0 +1,69 @@
+"""Commands that read a run: status, report, query."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit, fmt_mean
+from capevolve.report.markdown import write_report
+from capevolve.rundir import RunDir
+from capevolve.status import run_status
+from capevolve.store.query import RolloutStore
+
+
+def _status_human(status: dict) -> str:
+    spent, budget = status["spent"], status["budget"]
+    best = status["best_val"] or {}
+    cost = "not recorded" if spent["cost_usd"] is None else f"${spent['cost_usd']:.4f}"
+
+    def cap(value: float) -> str:
+        return f" of {value:g}" if value else " (no cap)"
+
+    lines = [
+        f"run {status['run_id']} ({status['project']}): best {status['best_id']} val "
+        f"{fmt_mean(best.get('mean'), best.get('stderr'))}",
+        f"iterations {spent['iterations']}{cap(budget['max_iterations'])}; metric calls "
+        f"{spent['metric_calls']}{cap(budget['max_metric_calls'])}; tokens "
+        f"{spent['tokens'] or 'not recorded'}; cost {cost}{cap(budget['max_usd'])}; "
+        f"wall {spent['wall_s']:.1f}s",
+        f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
+    ]
+    if status["budget_exhausted"]:
+        lines.append("budget exhausted: " + "; ".join(status["budget_exhausted"]))
+    for e in status["evaluations"]:
+        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
+    lines.append("finalized" if status["finalized"] else "not finalized")
+    return "\n".join(lines)
+
+
+@command
+def status(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+    """Best candidate, spend against budget, stop condition, evaluations."""
+    result = run_status(RunDir.open(run_dir))
+    emit(result, json, _status_human(result))
+
+
+@command
+def report(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+    """Write report.md from stored data and print it."""
+    run = RunDir.open(run_dir)
+    text = write_report(run)
+    emit({"report": str(run.layout.report_md), "markdown": text}, json, text)
+
+
+@command
+def query(run_dir: RunDirOpt,
+          sql: Annotated[str, typer.Argument(help="SQL over the `rollouts` view.")],
+          json: JsonOpt = False) -> None:
+    """Run DuckDB SQL over every rollout of the run (the `rollouts` view)."""
+    columns, rows = RolloutStore(RunDir.open(run_dir).layout).query(sql)
+    payload = {"columns": columns, "rows": [list(r) for r in rows]}
+    widths = [max([len(c)] + [len(str(r[i])) for r in rows[:200]]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)) for r in rows[:200]]
+    if len(rows) > 200:
+        lines.append(f"... {len(rows) - 200} more rows (use --json for all)")
+    emit(payload, json, "\n".join(lines))

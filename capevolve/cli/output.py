@@ -1,0 +1,106 @@
+"""How commands talk: one JSON object on stdout with --json, everything else on stderr.
+
+While a command runs, anything written to stdout (user code printing, Ray forwarding
+worker logs) is routed to stderr, so ``--json`` output is always exactly one JSON document.
+User errors are one line on stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import re
+import sys
+from typing import Any, Callable
+
+import typer
+
+from capevolve.errors import CapevolveError
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean(text: str) -> str:
+    """Neutralise terminal escape sequences and control characters for human output."""
+    return _ESCAPES.sub(lambda m: repr(m.group(0))[1:-1], text)
+
+
+class _Stdout:
+    """The real stdout, set aside while the command runs."""
+
+    stream: Any = None
+
+
+def _protect_stdout() -> None:
+    if _Stdout.stream is not None:
+        return
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, io.UnsupportedOperation, ValueError):
+        _Stdout.stream = sys.stdout  # in-memory stdout (tests): swap the Python object only
+        sys.stdout = sys.stderr
+        return
+    saved = os.dup(fd)
+    os.dup2(sys.stderr.fileno(), fd)  # native writes and subprocess output go to stderr too
+    _Stdout.stream = os.fdopen(saved, "w", encoding="utf-8", closefd=True)
+
+
+def _restore_stdout() -> None:
+    stream, _Stdout.stream = _Stdout.stream, None
+    if stream is None:
+        return
+    if sys.stdout is sys.stderr:
+        sys.stdout = stream
+    else:
+        stream.flush()
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr."""
+    print(clean(message), file=sys.stderr, flush=True)
+
+
+def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> None:
+    """Print the result: JSON on the real stdout, or the human text."""
+    stream = _Stdout.stream or sys.stdout
+    if as_json:
+        stream.write(json.dumps(payload, sort_keys=True, default=str, allow_nan=False) + "\n")
+    else:
+        stream.write(clean(human if human is not None else json.dumps(payload, indent=2,
+                                                                      default=str)) + "\n")
+    stream.flush()
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one error line on stderr and exit with ``code``."""
+    sys.stderr.write(f"error: {clean(message)}\n")
+    sys.stderr.flush()
+    raise typer.Exit(code)
+
+
+def command(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a command: protect stdout for its whole run and map CapevolveError to exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _protect_stdout()
+        try:
+            return fn(*args, **kwargs)
+        except CapevolveError as exc:
+            fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except KeyboardInterrupt:
+            fail("interrupted; finished rollouts are on disk, rerun to resume", code=130)
+        finally:
+            _restore_stdout()
+
+    return wrapper
+
+
+def fmt_mean(mean: float | None, stderr: float | None) -> str:
+    """``0.675 ± 0.072``, or "not measured" when nothing was scored."""
+    if mean is None:
+        return "not measured"
+    return f"{mean:.3f} ± {stderr:.3f}" if stderr is not None else f"{mean:.3f}"

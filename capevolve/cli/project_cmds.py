@@ -1,0 +1,63 @@
+"""Commands on a project: init, check, run (agent mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, build_engine
+from capevolve.cli.output import command, emit, fmt_mean, progress
+from capevolve.config import load_config
+from capevolve.optimize.handoff import start_run
+from capevolve.project import check_project, load_tasks
+from capevolve.scaffold import init_project
+
+ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
+                                          help="The project directory (holds capevolve.yaml).")]
+
+
+@command
+def init(directory: Annotated[Path, typer.Argument(help="Where to create the project.")],
+         json: JsonOpt = False) -> None:
+    """Scaffold a runnable project: config, adapter skeleton, seed capability, PROJECT.md."""
+    files = init_project(directory)
+    emit({"project": str(directory.resolve()), "files": files}, json,
+         f"created {directory}: {', '.join(files)}\nnext: capevolve check --project {directory}")
+
+
+@command
+def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
+    """Load config and adapter, check tasks (non-empty, unique, stable) and score determinism.
+
+    Exits 1 with every problem listed when the project is not runnable.
+    """
+    loaded, problems = check_project(project)
+    n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
+    payload = {"ok": not problems, "project": str(project.resolve()), "n_tasks": n_tasks,
+               "problems": problems}
+    human = (f"ok: {n_tasks} tasks, adapter and scorer check out" if not problems
+             else "problems:\n" + "\n".join(f"- {p}" for p in problems))
+    emit(payload, json, human)
+    if problems:
+        raise typer.Exit(1)
+
+
+@command
+def run(project: ProjectOpt = Path("."),
+        run_dir: Annotated[Optional[Path], typer.Option(
+            "--run-dir", "-r", help="Where to create the run (default .capevolve/run_<utc>).")] = None,
+        address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
+    """Agent mode: check -> freeze splits -> snapshot the seed -> baseline on val -> handoff."""
+    config = load_config(project)
+    progress(f"capevolve: checking {project} and scoring the seed on val ...")
+    handoff = start_run(project, run_dir, engine=build_engine(config.engine, engine, address))
+    base = handoff["baseline"]
+    human = "\n".join([
+        f"run dir: {handoff['run_dir']}",
+        f"baseline (seed on val): {fmt_mean(base['mean'], base['stderr'])} "
+        f"({base['n_scored']}/{base['n_tasks']} tasks scored)",
+        "next:", *(f"  {c}" for c in handoff["next"]),
+    ])
+    emit(handoff, json, human)

@@ -1,0 +1,1 @@
+"""Reports written from stored data only."""

@@ -1,0 +1,101 @@
+"""``capevolve init``: a runnable starter project to edit into a real one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capevolve.errors import ConfigError
+
+CONFIG = """\
+name: {name}
+adapter: adapter.py:MyAdapter
+capability_path: seed_capability
+capabilities: [system-prompt]
+splits: {{train: 0.5, val: 0.25, test: 0.25, seed: 0}}
+num_trials: 3
+gate: {{mode: paired, k_se: 1.0, min_delta: 0.02, min_coverage: 0.6, no_regression: true}}
+budget: {{max_iterations: 20, max_metric_calls: 0, max_usd: 0, stall: 0}}
+stop_condition: "val mean >= 0.9 or 10 iterations"
+engine: {{kind: ray, address: null, workers: auto, concurrency: 64, timeout_s: 600, retries: 2}}
+"""
+
+ADAPTER = '''\
+"""Adapter of {name}: replace the simulated agent in run_target with your real one."""
+
+import hashlib
+import random
+from pathlib import Path
+
+from capevolve import Rollout, Score, Task
+
+COLORS = ["red", "green", "blue", "yellow", "purple", "orange", "black", "white"]
+
+
+class MyAdapter:
+    """Tasks: name the color a word describes. The 'agent' knows a color when the
+    capability's system prompt mentions it, and guesses otherwise."""
+
+    def tasks(self) -> list[Task]:
+        things = ["sky", "grass", "sun", "coal", "snow", "plum", "carrot", "cherry"]
+        answers = ["blue", "green", "yellow", "black", "white", "purple", "orange", "red"]
+        return [
+            Task(id=f"q{{i:02d}}", input=f"What color is the {{thing}}? ({{i}})", target=answer)
+            for i, (thing, answer) in enumerate(zip(things * 4, answers * 4))
+        ]
+
+    def run_target(self, candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout:
+        prompt_file = candidate / "system_prompt.md"
+        if not prompt_file.is_file():
+            return Rollout(error=f"{{prompt_file}} is missing")
+        prompt = prompt_file.read_text(encoding="utf-8").lower()
+        rng = random.Random(seed)
+        knows = task.target in prompt
+        answer = task.target if knows and rng.random() < 0.9 else rng.choice(COLORS)
+        return Rollout(output=answer, trace=[{{"role": "user", "content": task.input}}])
+
+    def score(self, task: Task, rollout: Rollout) -> Score:
+        if rollout.output == task.target:
+            return Score(reward=1.0, feedback="correct color")
+        return Score(reward=0.0, feedback="named a color the object does not have")
+'''
+
+PROMPT = """\
+# System prompt
+
+- Answer with a single lowercase color word.
+- Grass is green; the sky is blue.
+"""
+
+PROJECT_MD = """\
+# {name}
+
+A capevolve project. Files:
+
+- `capevolve.yaml` — the configuration (splits, trials, gate, budget, engine).
+- `adapter.py` — tasks, the agent (`run_target`) and the scorer (`score`).
+- `seed_capability/` — the capability the agent starts from; editors change copies of it.
+
+Try it:
+
+    capevolve check --project .
+    capevolve run --project .
+"""
+
+
+def init_project(directory: Path | str) -> list[str]:
+    """Write a starter project into ``directory``; refuses to overwrite a project."""
+    root = Path(directory)
+    if (root / "capevolve.yaml").exists():
+        raise ConfigError(f"{root / 'capevolve.yaml'}: a project already exists here")
+    name = root.resolve().name or "project"
+    files = {
+        "capevolve.yaml": CONFIG.format(name=name),
+        "adapter.py": ADAPTER.format(name=name),
+        "seed_capability/system_prompt.md": PROMPT,
+        "PROJECT.md": PROJECT_MD.format(name=name),
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return sorted(files)

@@ -1,0 +1,34 @@
+"""Shared fixtures: one session-scoped local Ray, run dirs on the toy project."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "benchmarks" / "toy"
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole test session (starting Ray costs seconds)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
+                 log_to_driver=False)
+    yield ray
+    from capevolve.engine import ray_engine
+
+    ray_engine.shutdown_pool()
+    ray.shutdown()
+
+
+@pytest.fixture
+def toy_project() -> Path:
+    """The toy example project."""
+    return TOY
