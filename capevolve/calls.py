@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from concurrent.futures import Executor
+import queue
+import threading
+from concurrent.futures import Executor, Future
 from typing import Any, Callable
 
 
@@ -35,3 +37,52 @@ async def call_async(
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+class DaemonThreadPool(Executor):
+    """A thread pool whose threads never block interpreter exit.
+
+    ``ThreadPoolExecutor`` joins its threads at exit, so one adapter call that hangs past
+    its timeout would keep the process alive forever. Here a timed-out call is abandoned:
+    its daemon thread dies with the process.
+    """
+
+    def __init__(self, max_workers: int, name: str = "unit") -> None:
+        self._max = max_workers
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args, kwargs))
+        with self._lock:
+            if self._idle == 0 and len(self._threads) < self._max:
+                thread = threading.Thread(target=self._work, daemon=True,
+                                          name=f"{self._name}_{len(self._threads)}")
+                self._threads.append(thread)
+                thread.start()
+            else:
+                self._idle -= 1 if self._idle else 0
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:  # noqa: BLE001 - delivered to the caller
+                    future.set_exception(exc)
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop idle threads; busy ones finish (or die with the process)."""
+        for _ in self._threads:
+            self._queue.put(None)

@@ -164,7 +164,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     try:
         report = engine.run(job, units, sink)
     finally:
-        writer.flush()
+        writer.close()
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
                          cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
                          wall_s=time.monotonic() - t0)

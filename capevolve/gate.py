@@ -7,7 +7,7 @@ The paired gate compares per-task means over the val tasks scored on both sides:
 - fewer than 2 comparable tasks -> indecisive;
 - a task the best passed on every trial and the candidate passed on none is a regression;
   with ``no_regression`` any regression vetoes (reject), even when the mean rises;
-- accept iff delta >= min_delta and (the move is exact or delta > k_se * SE);
+- accept iff delta > 0, delta >= min_delta and (the move is exact or delta > k_se * SE);
 - otherwise reject.
 
 The Welch gate uses the same rules on the two unpaired samples but refuses (indecisive)
@@ -90,10 +90,11 @@ def _from_comparison(decision: Decision, comparison: Comparison | None, k_se: fl
 
 def _verdict(comparison: Comparison, k_se: float, min_delta: float) -> tuple[Decision, str]:
     delta, se = comparison.delta, comparison.se
-    if delta < min_delta - 1e-12:
-        return Decision.REJECT, f"delta {delta:+.4f} is below min_delta {min_delta:g}"
+    if delta <= 0 or delta < min_delta - 1e-12:
+        return Decision.REJECT, (f"delta {delta:+.4f} is not an improvement of at least "
+                                 f"min_delta {min_delta:g}")
     if comparison.exact:
-        return Decision.ACCEPT, f"exact move: every paired difference is {delta:+.4f}"
+        return Decision.ACCEPT, f"exact move: zero SE, delta {delta:+.4f} >= min_delta"
     if se is None:
         return Decision.REJECT, "no standard error: cannot show the gain exceeds noise"
     if delta > k_se * se:

@@ -103,6 +103,8 @@ def load_tasks(adapter: Any) -> list[Task]:
         raw = call_sync(adapter.tasks)
     except Exception as exc:
         raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(raw, (list, tuple)):
+        raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list")
     try:
         tasks = [t if isinstance(t, Task) else Task.model_validate(t) for t in raw]
     except ValidationError as exc:

@@ -81,6 +81,8 @@ class RunDir:
     def create(cls, root: Path | str, manifest: dict[str, Any], splits: Splits) -> RunDir:
         """Make a new run dir with its manifest and frozen splits; refuses an existing run."""
         run = cls(Path(root))
+        if run.root.exists() and not run.root.is_dir():
+            raise RunDirError(f"{run.root}: exists and is not a directory")
         if run.layout.run_json.exists():
             raise RunDirError(f"{run.root}: already holds a run (run.json exists)")
         for folder in (run.root, run.layout.candidates, run.layout.rollouts, run.layout.evals):

@@ -85,6 +85,8 @@ Try it:
 def init_project(directory: Path | str) -> list[str]:
     """Write a starter project into ``directory``; refuses to overwrite a project."""
     root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{root}: exists and is not a directory")
     if (root / "capevolve.yaml").exists():
         raise ConfigError(f"{root / 'capevolve.yaml'}: a project already exists here")
     name = root.resolve().name or "project"

@@ -32,3 +32,4 @@ def ray_session():
 def toy_project() -> Path:
     """The toy example project."""
     return TOY
+

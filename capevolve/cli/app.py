@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from capevolve.cli import eval_cmds, inspect_cmds, project_cmds
+from capevolve.cli import eval_cmds, inspect_cmds, output, project_cmds
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
@@ -22,5 +22,6 @@ for module, names in (
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (keeps stdout for the JSON result until exit)."""
+    output._Stdout.keep_redirect = True
     app()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -28,9 +29,12 @@ def clean(text: str) -> str:
 
 
 class _Stdout:
-    """The real stdout, set aside while the command runs."""
+    """The real stdout, set aside while a command runs."""
 
-    stream: Any = None
+    stream: Any = None  # where the one JSON document (or the human result) goes
+    fd: int | None = None  # the file descriptor redirected to stderr, if any
+    saved: int | None = None  # a duplicate of the original descriptor
+    keep_redirect = False  # console script: keep fd 1 on stderr until the process exits
 
 
 def _protect_stdout() -> None:
@@ -43,19 +47,35 @@ def _protect_stdout() -> None:
         _Stdout.stream = sys.stdout  # in-memory stdout (tests): swap the Python object only
         sys.stdout = sys.stderr
         return
-    saved = os.dup(fd)
+    _Stdout.fd, _Stdout.saved = fd, os.dup(fd)
     os.dup2(sys.stderr.fileno(), fd)  # native writes and subprocess output go to stderr too
-    _Stdout.stream = os.fdopen(saved, "w", encoding="utf-8", closefd=True)
+    _Stdout.stream = os.fdopen(os.dup(_Stdout.saved), "w", encoding="utf-8")
 
 
 def _restore_stdout() -> None:
     stream, _Stdout.stream = _Stdout.stream, None
     if stream is None:
         return
-    if sys.stdout is sys.stderr:
+    if _Stdout.fd is None:
         sys.stdout = stream
-    else:
-        stream.flush()
+        return
+    stream.close()
+    if not _Stdout.keep_redirect:  # in-process callers get their stdout back
+        sys.stdout.flush()
+        os.dup2(_Stdout.saved, _Stdout.fd)
+        os.close(_Stdout.saved)
+        _Stdout.fd = _Stdout.saved = None
+
+
+def json_safe(value: Any) -> Any:
+    """Replace non-finite floats (NaN, inf) with None, recursively, for strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def progress(message: str) -> None:
@@ -67,7 +87,8 @@ def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> No
     """Print the result: JSON on the real stdout, or the human text."""
     stream = _Stdout.stream or sys.stdout
     if as_json:
-        stream.write(json.dumps(payload, sort_keys=True, default=str, allow_nan=False) + "\n")
+        stream.write(json.dumps(json_safe(payload), sort_keys=True, default=str,
+                                allow_nan=False) + "\n")
     else:
         stream.write(clean(human if human is not None else json.dumps(payload, indent=2,
                                                                       default=str)) + "\n")

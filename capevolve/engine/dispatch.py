@@ -3,7 +3,9 @@
 Each worker gets units up to its slot count; rows come back as they finish and go to the
 sink at once. A lost worker's unfinished units go back to the front of the queue (bounded
 restarts). A row whose unit was already delivered (a late duplicate) is dropped, so the
-sink sees exactly one row per unit.
+sink sees exactly one row per unit. Each worker holds up to ``QUEUE_FACTOR`` x its slots
+units, so it starts the next unit the moment one finishes; the slots themselves (enforced
+inside the worker) bound the rollouts actually in flight.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from capevolve.errors import EngineError
 
 DRAIN_WAIT_S = 0.5
 RECOVER_DELAY_S = 0.5
+QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
 
 
 class Dispatcher:
@@ -51,20 +54,18 @@ class Dispatcher:
         while True:
             self._check_stop()
             batch = []
-            while self.pending and len(in_flight) + len(batch) < worker.slots:
+            while self.pending and len(in_flight) + len(batch) < worker.slots * QUEUE_FACTOR:
                 batch.append(self.pending.popleft())
+            for unit in batch:
+                in_flight[unit.key] = unit
+                self.outstanding[unit.key] = index
+            if not in_flight:
+                if not self.pending:
+                    return
+                await asyncio.sleep(0)
+                continue
             try:
-                if batch:
-                    for unit in batch:
-                        in_flight[unit.key] = unit
-                        self.outstanding[unit.key] = index
-                    await worker.submit(self.job.eval_id, batch)
-                if not in_flight:
-                    if not self.pending:
-                        return
-                    await asyncio.sleep(0)
-                    continue
-                rows = await worker.drain(DRAIN_WAIT_S)
+                rows = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
             except WorkerLost as exc:
                 await self._recover(worker, in_flight, exc)
                 continue

@@ -25,11 +25,9 @@ class _LocalWorker:
     async def prepare(self, job: EvalJob) -> None:
         self.core.prepare(job)
 
-    async def submit(self, eval_id: str, units: list[WorkUnit]) -> None:
-        self.core.submit(eval_id, units)
-
-    async def drain(self, max_wait_s: float) -> list[dict]:
-        return await self.core.drain(max_wait_s)
+    async def exchange(self, eval_id: str, units: list[WorkUnit],
+                       max_wait_s: float) -> list[dict]:
+        return await self.core.exchange(eval_id, units, max_wait_s)
 
 
 class LocalEngine:

@@ -43,13 +43,9 @@ class RolloutActor:
         self.core.prepare(job)
         return self.core.worker_id
 
-    async def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
-        if eval_id not in self.core.jobs:
-            raise KeyError(f"job {eval_id} not prepared on this worker")
-        return self.core.submit(eval_id, units)
-
-    async def drain(self, max_wait_s: float) -> list[dict]:
-        return await self.core.drain(max_wait_s)
+    async def exchange(self, eval_id: str, units: list[tuple[str, int, int]],
+                       max_wait_s: float) -> list[dict]:
+        return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s)
 
     async def pid(self) -> int:
         return os.getpid()
@@ -60,16 +56,17 @@ class _ActorWorker:
 
     def __init__(self, actor, name: str, slots: int) -> None:
         self.actor, self.name, self.slots = actor, name, slots
-        self._job_ref = None
+        self._job: tuple[str, object] | None = None  # (eval_id, ObjectRef of the job)
 
     async def prepare(self, job: EvalJob) -> None:
-        await self._call(self.actor.prepare.remote(job))
+        if self._job is None or self._job[0] != job.eval_id:
+            self._job = (job.eval_id, _shared_ref(job))
+        await self._call(self.actor.prepare.remote(self._job[1]))
 
-    async def submit(self, eval_id: str, units: list[WorkUnit]) -> None:
-        await self._call(self.actor.submit.remote(eval_id, units))
-
-    async def drain(self, max_wait_s: float) -> list[dict]:
-        return await self._call(self.actor.drain.remote(max_wait_s))
+    async def exchange(self, eval_id: str, units: list[WorkUnit],
+                       max_wait_s: float) -> list[dict]:
+        plain = [(u.task_id, u.trial, u.seed) for u in units]  # tuples pickle cheaply
+        return await self._call(self.actor.exchange.remote(eval_id, plain, max_wait_s))
 
     @staticmethod
     async def _call(ref):
@@ -84,6 +81,16 @@ class _ActorWorker:
 
 
 _POOL: dict = {"key": None, "actors": []}
+_JOB_REFS: dict[tuple[str, str, str], object] = {}
+
+
+def _shared_ref(job: EvalJob):
+    """Put the job in the object store once; every actor reads the same object."""
+    key = (job.run_id, job.eval_id, job.candidate_hash)
+    if key not in _JOB_REFS:
+        _JOB_REFS.clear()
+        _JOB_REFS[key] = ray.put(job)
+    return _JOB_REFS[key]
 
 
 def ensure_ray(address: str | None) -> None:

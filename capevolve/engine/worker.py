@@ -12,14 +12,13 @@ import asyncio
 import random
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from capevolve.adapter import Rollout, Score, TransientError
-from capevolve.calls import call_async
+from capevolve.calls import DaemonThreadPool, call_async
 from capevolve.candidate import unpack
 from capevolve.engine.base import EvalJob
 from capevolve.engine.plan import WorkUnit
@@ -54,11 +53,12 @@ class WorkerCore:
         self.retries = retries
         self.worker_id = worker_id
         self.node_id = node_id
-        self.executor = ThreadPoolExecutor(max_workers=max(4, slots), thread_name_prefix="unit")
+        self.executor = DaemonThreadPool(max_workers=max(4, slots))
         self.scratch = Path(tempfile.mkdtemp(prefix="capevolve-worker-"))
         self.jobs: dict[str, tuple[EvalJob, Path]] = {}
         self.finished: list[dict] = []
-        self.running = 0
+        self.running = 0  # submitted and not yet finished (queued or executing)
+        self._slots = asyncio.Semaphore(slots)  # at most ``slots`` execute at once
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
 
@@ -69,7 +69,11 @@ class WorkerCore:
             self.jobs[job.eval_id] = (job, path)
 
     def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
-        """Start running ``units`` in the background; returns the number now running."""
+        """Queue ``units``; each starts as soon as one of the ``slots`` is free, so the
+        worker refills itself without a round trip to the driver. Returns the number of
+        units submitted and not yet finished."""
+        if eval_id not in self.jobs:
+            raise KeyError(f"job {eval_id} not prepared on this worker")
         for unit in units:
             task = asyncio.get_running_loop().create_task(self._run(eval_id, unit))
             self._tasks.add(task)
@@ -77,7 +81,14 @@ class WorkerCore:
         self.running += len(units)
         return self.running
 
-    async def drain(self, max_wait_s: float = 1.0, linger_s: float = 0.02) -> list[dict]:
+    async def exchange(self, eval_id: str, units: list[WorkUnit],
+                       max_wait_s: float) -> list[dict]:
+        """Submit ``units`` (may be empty) and drain finished rows, in one call."""
+        if units:
+            self.submit(eval_id, units)
+        return await self.drain(max_wait_s)
+
+    async def drain(self, max_wait_s: float = 1.0, linger_s: float = 0.005) -> list[dict]:
         """Rows finished since the last drain; waits up to ``max_wait_s`` for the first one,
         then ``linger_s`` more to batch rows that finish close together."""
         if not self.finished and self.running:
@@ -100,6 +111,12 @@ class WorkerCore:
         return rows
 
     async def _run(self, eval_id: str, unit: WorkUnit) -> None:
+        async with self._slots:
+            await self._execute(eval_id, unit)
+        self.running -= 1
+        self._ready.set()
+
+    async def _execute(self, eval_id: str, unit: WorkUnit) -> None:
         job, candidate_path = self.jobs[eval_id]
         task = job.tasks[unit.task_id]
         row = base_row(job, unit, task, self.worker_id, self.node_id)
@@ -123,8 +140,6 @@ class WorkerCore:
         row.update(attempts=attempts, latency_s=time.perf_counter() - t0,
                    started_at=utc(started), finished_at=utc(time.time()))
         self.finished.append(fill_outcome(row, rollout, score, error, kind))
-        self.running -= 1
-        self._ready.set()
 
     async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit):
         try:
@@ -158,7 +173,7 @@ class WorkerCore:
 
     def close(self) -> None:
         """Stop the thread pool (running sync adapter calls finish in the background)."""
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown(wait=False)
 
 
 def _describe(exc: BaseException) -> str:

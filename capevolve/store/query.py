@@ -66,11 +66,16 @@ class RolloutStore:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with a deduplicated ``rollouts`` view."""
+    def connect(self, eval_id: str | None = None) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection with a deduplicated ``rollouts`` view.
+
+        With ``eval_id`` the view reads only that evaluation's parts (their file names
+        start with the eval id), which keeps per-evaluation statistics fast in big runs.
+        """
         con = duckdb.connect(":memory:")
-        glob = str(self.layout.rollouts / "**" / "*.parquet")
-        if any(self.layout.rollouts.rglob("*.parquet")):
+        name = f"{eval_id}-*.parquet" if eval_id else "*.parquet"
+        glob = str(self.layout.rollouts / "**" / name)
+        if any(self.layout.rollouts.rglob(name)):
             source = (f"read_parquet('{_sql_quote(glob)}', hive_partitioning=true, "
                       "union_by_name=true, hive_types_autocast=false)")
         else:
@@ -86,9 +91,10 @@ class RolloutStore:
         """)
         return con
 
-    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
-        """Run any SQL over the ``rollouts`` view; returns (column names, rows)."""
-        con = self.connect()
+    def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
+        """Run any SQL over the ``rollouts`` view (optionally one evaluation's parts);
+        returns (column names, rows)."""
+        con = self.connect(eval_id)
         try:
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
@@ -101,8 +107,8 @@ class RolloutStore:
     def done_units(self, eval_id: str) -> set[tuple[str, int]]:
         """(task_id, trial) pairs of an evaluation that already have a stored row."""
         _, rows = self.query(
-            f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'"
-        )
+            f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'",
+            eval_id)
         return {(task_id, int(trial)) for task_id, trial in rows}
 
     def outcomes(self, eval_id: str) -> TaskOutcomes:
@@ -115,7 +121,7 @@ class RolloutStore:
                    count(*) FILTER (WHERE cost_usd IS NULL)
             FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'
             GROUP BY task_id ORDER BY task_id
-        """)
+        """, eval_id)
         out = TaskOutcomes()
         for task_id, rewards, n_errors, n_rows, tokens, cost, unrecorded in rows:
             out.rewards[task_id] = [float(r) for r in (rewards or [])]

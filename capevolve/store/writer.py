@@ -3,6 +3,8 @@
 Each part is written to a temporary name, fsynced and renamed into place, so a reader
 (or a crash) never sees a half-written ``.parquet``. Parts live in the hive partition of
 their split and candidate and are named after the evaluation and a sequence number.
+Writes happen on one background thread, so the driver's dispatch loop never waits on
+compression or fsync; :meth:`PartWriter.close` waits until every row is on disk.
 """
 
 from __future__ import annotations
@@ -10,12 +12,25 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from capevolve.layout import Layout
 from capevolve.store.schema import rows_to_table
+
+
+def write_part(rows: list[dict], final: Path) -> Path:
+    """Write rows as one Parquet file at ``final`` via a temporary name (atomic)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.tmp")
+    with open(tmp, "wb") as fh:
+        pq.write_table(rows_to_table(rows), fh, compression="zstd")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    return final
 
 
 class PartWriter:
@@ -36,17 +51,16 @@ class PartWriter:
         self._first_at: float | None = None
         self._token = uuid.uuid4().hex[:8]
         self._sequence = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="part-writer")
+        self._pending: list[Future] = []
         self.rows_written = 0
 
     def add(self, rows: list[dict]) -> None:
-        """Buffer rows; flush when the buffer is full or old enough."""
-        if not rows:
-            if self.due():
-                self.flush()
-            return
-        if self._first_at is None:
-            self._first_at = time.monotonic()
-        self._rows.extend(rows)
+        """Buffer rows; flush when the buffer is full or old enough (also on empty calls)."""
+        if rows:
+            if self._first_at is None:
+                self._first_at = time.monotonic()
+            self._rows.extend(rows)
         if len(self._rows) >= self.max_rows or self.due():
             self.flush()
 
@@ -54,22 +68,22 @@ class PartWriter:
         """True when buffered rows are older than ``max_age_s``."""
         return self._first_at is not None and time.monotonic() - self._first_at >= self.max_age_s
 
-    def flush(self) -> Path | None:
-        """Write the buffered rows as one part (atomic rename); returns its path."""
+    def flush(self) -> None:
+        """Hand the buffered rows to the writer thread as one part."""
         if not self._rows:
-            return None
-        self.directory.mkdir(parents=True, exist_ok=True)
+            return
         name = f"{self.eval_id}-{self._token}-{self._sequence:05d}.parquet"
-        final = self.directory / name
-        tmp = self.directory / f".{name}.tmp"
-        table = rows_to_table(self._rows)
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-        self._sequence += 1
+        self._pending = [f for f in self._pending if not f.done() or f.result() is None]
+        self._pending.append(self._pool.submit(write_part, self._rows, self.directory / name))
         self.rows_written += len(self._rows)
-        self._rows = []
-        self._first_at = None
-        return final
+        self._sequence += 1
+        self._rows, self._first_at = [], None
+
+    def close(self) -> None:
+        """Flush and wait until every part is on disk (re-raises a write failure)."""
+        self.flush()
+        try:
+            for future in self._pending:
+                future.result()
+        finally:
+            self._pool.shutdown(wait=True)
