@@ -14,7 +14,7 @@ from typing import Any
 
 from capevolve import budget, jsonfiles
 from capevolve.adapter import Task
-from capevolve.candidate import content_hash, pack
+from capevolve.candidate import content_hash, pack, protected_changes
 from capevolve.config import EngineConfig, ProjectConfig
 from capevolve.engine.base import Engine, EvalJob, make_engine
 from capevolve.engine.plan import plan_units
@@ -55,6 +55,20 @@ def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
     if existing:
         return existing
     return run.snapshot(run.next_candidate_id(), path)["id"]
+
+
+def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> None:
+    """Refuse, before any rollout is paid for, a candidate that modified, added or
+    removed a file matching ``protected_paths`` relative to the seed."""
+    if not config.protected_paths or candidate_id == "seed":
+        return
+    changed = protected_changes(run.candidate_meta("seed")["files"],
+                                run.candidate_meta(candidate_id)["files"],
+                                config.protected_paths)
+    if changed:
+        run.log_event(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
+        raise CandidateError(f"candidate {candidate_id!r} changes protected paths: "
+                             f"{', '.join(changed[:10])}; refused before any rollout")
 
 
 @dataclass
@@ -123,6 +137,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     candidate_id = resolve_candidate(run, candidate)
+    refuse_tampering(run, config, candidate_id)
     eval_id = eval_id_for(split, candidate_id, n_trials)
     path = run.layout.eval_json(eval_id)
     previous = jsonfiles.read(path) if path.is_file() else None

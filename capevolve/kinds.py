@@ -76,3 +76,4 @@ class EventKind(StrEnum):
     FINALIZE_STARTED = "finalize_started"
     FINALIZED = "finalized"
     NOTE = "note"
+    TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
