@@ -11,7 +11,7 @@ from typing import Any
 from capevolve.config import GateConfig
 from capevolve.errors import GateError
 from capevolve.evaluation import latest_complete_eval, run_config
-from capevolve.gate import GateDecision, SideOutcomes, decide
+from capevolve.gate import GateDecision, SideOutcomes, decide, design_power
 from capevolve.kinds import Decision, EventKind, GateMode, Split
 from capevolve.rundir import RunDir
 from capevolve.store.query import RolloutStore
@@ -36,12 +36,14 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
     cand_eval, best_eval = _val_eval(run, candidate_id), _val_eval(run, best_id)
     store = RolloutStore(run.layout)
     config: GateConfig = run_config(run).gate
+    cand_rewards = store.outcomes(cand_eval["eval_id"]).rewards
+    best_rewards = store.outcomes(best_eval["eval_id"]).rewards
     verdict: GateDecision = decide(
-        SideOutcomes.from_rewards(store.outcomes(cand_eval["eval_id"]).rewards),
-        SideOutcomes.from_rewards(store.outcomes(best_eval["eval_id"]).rewards),
+        SideOutcomes.from_rewards(cand_rewards), SideOutcomes.from_rewards(best_rewards),
         run.splits.val, config, k_se=k_se, mode=GateMode(mode) if mode else None,
     )
     result = {**verdict.to_dict(), "candidate_id": candidate_id, "best_id": best_id,
+              "power": design_power(cand_rewards, best_rewards, config.min_delta),
               "candidate_eval": cand_eval["eval_id"], "best_eval": best_eval["eval_id"],
               "candidate_mean": cand_eval["mean"], "best_mean": best_eval["mean"]}
     run.log_event(EventKind.GATE, **result)

@@ -22,7 +22,7 @@ from capevolve.errors import BudgetError, CandidateError, RunDirError, TestSealE
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.project import Project, load_project, load_tasks
 from capevolve.rundir import RunDir, utc_now
-from capevolve.stats import mean_and_se, pass_k_table, task_means
+from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 from capevolve.store.query import RolloutStore, quarantine_bad_parts
 from capevolve.store.writer import PartWriter
 
@@ -90,13 +90,19 @@ class _Tally:
                 self.cost_usd += row["cost_usd"]
 
 
-def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, Any]:
-    """Statistics of an evaluation computed from its stored rows (task is the unit)."""
+def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
+              clusters: dict[str, str] | None = None) -> dict[str, Any]:
+    """Statistics of an evaluation computed from its stored rows (task is the unit).
+
+    With ``clusters`` (task id -> cluster key, from ``Task.metadata['cluster']``) the
+    record also carries the cluster-robust SE of the mean.
+    """
     outcomes = RolloutStore(run.layout).outcomes(eval_id)
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
-    return {
+    extra = {"stderr_clustered": clustered_se(means, clusters)} if clusters else {}
+    return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
@@ -183,7 +189,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
                          cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
                          wall_s=time.monotonic() - t0)
-    stats = summarize(run, eval_id, task_ids)
+    clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
+                if t.metadata.get("cluster") is not None}
+    stats = summarize(run, eval_id, task_ids, clusters or None)
     complete = stats["n_rows"] == len(task_ids) * n_trials
     record.update(stats, status=EvalStatus.COMPLETE if complete else EvalStatus.INCOMPLETE,
                   finished_at=utc_now(), units_run=tally.rows, resumed=resumed,

@@ -16,6 +16,7 @@ when the two sides were scored on different tasks: denominators must match.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -23,9 +24,11 @@ from capevolve.config import GateConfig
 from capevolve.kinds import Decision, GateMode
 from capevolve.stats import (
     Comparison,
+    minimum_detectable_effect,
     paired_comparison,
     paired_regressions,
     summary_comparison,
+    trials_needed,
     welch_comparison,
 )
 
@@ -139,6 +142,37 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: list[str] | tup
         reasons.append(f"no-regression veto: {len(regressions)} val task(s) the best passed "
                        f"on every trial now fail every trial: {', '.join(regressions[:10])}")
     return _from_comparison(decision, comparison, k_se, coverage, reasons, mode, regressions)
+
+
+def design_power(candidate: Mapping[str, list[float]], best: Mapping[str, list[float]],
+                 min_delta: float) -> dict[str, Any] | None:
+    """How sensitive this val design is: the minimum detectable paired effect (alpha 0.05,
+    power 0.8) at the trials used, and the trials per task needed to detect ``min_delta``.
+
+    sd_within pools the trial-to-trial SD around each task mean over both sides;
+    sd_between is the SD of the per-task differences with the trial noise removed.
+    """
+    common = [t for t in candidate if candidate[t] and best.get(t)]
+    if len(common) < 2:
+        return None
+    deviations, trials = [], []
+    for rewards in [candidate[t] for t in common] + [best[t] for t in common]:
+        mean = sum(rewards) / len(rewards)
+        deviations += [(r - mean) ** 2 for r in rewards]
+        trials.append(len(rewards))
+    dof = len(deviations) - 2 * len(common)
+    sd_within = math.sqrt(sum(deviations) / dof) if dof > 0 else 0.0
+    k = min(trials)
+    diffs = [sum(candidate[t]) / len(candidate[t]) - sum(best[t]) / len(best[t]) for t in common]
+    mean_d = sum(diffs) / len(diffs)
+    var_d = sum((d - mean_d) ** 2 for d in diffs) / (len(diffs) - 1)
+    sd_between = math.sqrt(max(0.0, var_d - 2 * sd_within**2 / k))
+    return {
+        "n_tasks": len(common), "trials": k, "sd_within": sd_within, "sd_between": sd_between,
+        "mde": minimum_detectable_effect(sd_between, sd_within, len(common), k),
+        "trials_for_min_delta": trials_needed(sd_between, sd_within, len(common), min_delta)
+        if min_delta > 0 else None,
+    }
 
 
 def decide_from_summary(current: float, candidate: float, current_se: float,

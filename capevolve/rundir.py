@@ -29,6 +29,14 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
+def _kind_name(kind: EventKind | str) -> str:
+    """An event kind: one of EventKind, or a user's own lowercase name (``my_note``)."""
+    name = str(kind)
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name):
+        raise ValueError(f"event kind {name!r}: use lowercase letters, digits and _")
+    return name
+
+
 @dataclass
 class Spend:
     """What a run has spent so far (summed from SPEND events)."""
@@ -135,15 +143,18 @@ class RunDir:
     # -- events and derived state ---------------------------------------------------------
 
     def log_event(self, kind: EventKind | str, **fields: Any) -> dict[str, Any]:
-        """Append one record to events.jsonl (atomic single write) and refresh the cache."""
-        record = {"kind": str(EventKind(kind)), "ts": utc_now(), "pid": os.getpid(), **fields}
+        """Append one record to events.jsonl (atomic single write) and refresh the cache.
+
+        ``kind`` is an EventKind or a user's own lowercase name; fields must be JSON-able.
+        """
+        record = {"kind": _kind_name(kind), "ts": utc_now(), "pid": os.getpid(), **fields}
         jsonfiles.append_line(self.layout.events, record)
         self._write_state(self._derive_state())
         return record
 
     def events(self, kind: EventKind | str | None = None) -> list[dict[str, Any]]:
         """Every event (optionally of one kind) in log order."""
-        wanted = None if kind is None else str(EventKind(kind))
+        wanted = None if kind is None else _kind_name(kind)
         return [e for e in jsonfiles.read_lines(self.layout.events)
                 if wanted is None or e.get("kind") == wanted]
 

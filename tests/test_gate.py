@@ -96,3 +96,18 @@ def test_raw_gate_uses_unpaired_se():
     assert result.se == pytest.approx(0.05) and result.decision == Decision.ACCEPT
     assert decide_from_summary(0.5, 0.6, 0.03, 0.04, k_se=2.5).decision == Decision.REJECT
     assert decide_from_summary(0.5, 0.5, 0.0, 0.0, k_se=1.0).decision == Decision.REJECT
+
+
+def test_design_power_reports_mde_and_trials_needed():
+    """The gate's power block: more noise -> larger MDE; trials_needed matches the MDE."""
+    from capevolve.gate import design_power
+    from capevolve.stats import minimum_detectable_effect
+
+    cand = {t: [1.0, 0.0, 1.0] if i % 2 else [1.0, 1.0, 1.0] for i, t in enumerate(VAL)}
+    best = {t: [0.0, 1.0, 0.0] if i % 3 else [0.0, 0.0, 0.0] for i, t in enumerate(VAL)}
+    power = design_power(cand, best, 0.05)
+    assert power["n_tasks"] == 10 and power["trials"] == 3
+    assert power["mde"] == minimum_detectable_effect(power["sd_between"], power["sd_within"], 10, 3)
+    k = power["trials_for_min_delta"]
+    assert k is None or minimum_detectable_effect(power["sd_between"], power["sd_within"], 10, k) <= 0.05
+    assert design_power({"a": [1.0]}, {"a": [0.0]}, 0.05) is None
