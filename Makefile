@@ -35,6 +35,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py
+	$(PY) benchmarks/perf/bench_diagnose.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_RUN) .pytest_cache

@@ -85,8 +85,11 @@ class EngineConfig(_Section):
     """Rollouts in flight across the whole engine (all workers together)."""
     timeout_s: float = Field(600, gt=0)
     """Per-rollout wall-clock limit; past it the unit is an error of kind timeout."""
-    retries: int = Field(2, ge=0)
+    retries: int = Field(2, ge=0, le=20)
     """Extra attempts for transient errors (with exponential backoff and jitter)."""
+    isolation: Literal["none", "process"] = "none"
+    """process: run each run_target in a child process, so a native crash becomes an
+    error row of kind crash instead of killing the worker (slower; for native code)."""
 
     @model_validator(mode="after")
     def _workers_positive(self) -> EngineConfig:
@@ -121,7 +124,10 @@ class ProjectConfig(_Section):
     seed: int = 0
     """Run seed: rollout seeds derive from (seed, task_id, trial)."""
     protected_paths: list[str] = Field(default_factory=list)
-    """Glob patterns (relative to a candidate) an edit must not touch."""
+    """Glob patterns (relative to a candidate) an edit must not touch (added to defaults
+    covering gold / answer files, scorers and splits)."""
+    domain_notes: str = ""
+    """Notes about the domain for people and describer agents (census export)."""
 
 
 def _error_path(error: dict) -> str:

@@ -10,15 +10,16 @@ from typing import Any
 
 from capevolve.config import GateConfig
 from capevolve.errors import GateError
-from capevolve.evaluation import latest_complete_eval, run_config
+from capevolve.evaluation import latest_complete_eval, latest_eval, run_config
 from capevolve.gate import GateDecision, SideOutcomes, decide, design_power
-from capevolve.kinds import Decision, EventKind, GateMode, Split
+from capevolve.kinds import Decision, EvalStatus, EventKind, GateMode, Split
 from capevolve.rundir import RunDir
 from capevolve.store.query import RolloutStore
 
 
 def _val_eval(run: RunDir, candidate_id: str) -> dict[str, Any]:
-    record = latest_complete_eval(run, candidate_id, Split.VAL)
+    record = latest_eval(run, candidate_id, Split.VAL,
+                         (EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
     if record is None:
         raise GateError(f"candidate {candidate_id!r} has no complete evaluation on the full "
                         f"val split: run `capevolve evaluate --candidate {candidate_id} "
@@ -28,7 +29,17 @@ def _val_eval(run: RunDir, candidate_id: str) -> dict[str, Any]:
 
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    mode: GateMode | str | None = None) -> dict[str, Any]:
-    """Gate ``candidate_id`` against the current best on full val; records a gate event."""
+    """Gate ``candidate_id`` against the current best on full val; records a gate event.
+
+    An incomplete evaluation on either side (an outage, a budget stop) gives an indecisive
+    gate: missing data is never a rejection.
+    """
+    with run.locked():
+        return _gate(run, candidate_id, k_se, mode)
+
+
+def _gate(run: RunDir, candidate_id: str, k_se: float | None,
+          mode: GateMode | str | None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     best_id = run.best_id
     if candidate_id == best_id:
@@ -42,6 +53,13 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
         SideOutcomes.from_rewards(cand_rewards), SideOutcomes.from_rewards(best_rewards),
         run.splits.val, config, k_se=k_se, mode=GateMode(mode) if mode else None,
     )
+    unmeasured = [f"{e['eval_id']} is incomplete: {e.get('incomplete_reason')}"
+                  for e in (cand_eval, best_eval) if e["status"] != EvalStatus.COMPLETE]
+    if unmeasured:
+        verdict = GateDecision(decision=Decision.INDECISIVE, delta=None, se=None, t=None,
+                               df=None, p_value=None, k_se=verdict.k_se,
+                               coverage=verdict.coverage, reasons=unmeasured,
+                               mode=verdict.mode)
     result = {**verdict.to_dict(), "candidate_id": candidate_id, "best_id": best_id,
               "power": design_power(cand_rewards, best_rewards, config.min_delta),
               "candidate_eval": cand_eval["eval_id"], "best_eval": best_eval["eval_id"],
@@ -70,6 +88,11 @@ def _passing_gate(run: RunDir, candidate_id: str) -> dict[str, Any]:
 
 def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; requires a passing full-val gate against the best."""
+    with run.locked():
+        return _accept(run, candidate_id, note)
+
+
+def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
     run.log_event(EventKind.ACCEPT, candidate_id=candidate_id, previous_best=previous,
@@ -82,6 +105,11 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
 
 def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
     """Record that ``candidate_id`` is rejected (one iteration spent)."""
+    with run.locked():
+        return _reject(run, candidate_id, note)
+
+
+def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     if candidate_id == run.best_id:
         raise GateError(f"reject refused: {candidate_id!r} is the current best")

@@ -7,6 +7,7 @@ it is, so re-running never buys a second, luckier draw of the same candidate.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +15,14 @@ from typing import Any
 
 from capevolve import budget, jsonfiles
 from capevolve.adapter import Task
-from capevolve.candidate import content_hash, pack, protected_changes
-from capevolve.config import EngineConfig, ProjectConfig
+from capevolve.candidate import pack
+from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.engine.base import Engine, EvalJob, make_engine
 from capevolve.engine.plan import plan_units
-from capevolve.errors import BudgetError, CandidateError, RunDirError, TestSealError
+from capevolve.errors import BudgetError, RunDirError, TestSealError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.project import Project, load_project, load_tasks
+from capevolve.intake import refuse_tampering, resolve_candidate
 from capevolve.rundir import RunDir, utc_now
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 from capevolve.store.query import RolloutStore, quarantine_bad_parts
@@ -40,35 +42,6 @@ def run_project(run: RunDir) -> Project:
 def eval_id_for(split: str, candidate_id: str, n_trials: int) -> str:
     """The id of the evaluation of a candidate on a split with a number of trials."""
     return f"{split}__{candidate_id}__k{n_trials}"
-
-
-def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
-    """An existing candidate id, or a directory to snapshot (identical content is reused)."""
-    text = str(candidate)
-    if (run.layout.candidate_meta(text)).is_file():
-        return text
-    path = Path(text)
-    if not path.is_dir():
-        raise CandidateError(f"candidate {text!r}: neither a candidate id of this run "
-                             "nor an existing directory")
-    existing = run.find_candidate(content_hash(path))
-    if existing:
-        return existing
-    return run.snapshot(run.next_candidate_id(), path)["id"]
-
-
-def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> None:
-    """Refuse, before any rollout is paid for, a candidate that modified, added or
-    removed a file matching ``protected_paths`` relative to the seed."""
-    if not config.protected_paths or candidate_id == "seed":
-        return
-    changed = protected_changes(run.candidate_meta("seed")["files"],
-                                run.candidate_meta(candidate_id)["files"],
-                                config.protected_paths)
-    if changed:
-        run.log_event(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
-        raise CandidateError(f"candidate {candidate_id!r} changes protected paths: "
-                             f"{', '.join(changed[:10])}; refused before any rollout")
 
 
 @dataclass
@@ -142,30 +115,34 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     n_trials = n_trials or config.num_trials
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
-    candidate_id = resolve_candidate(run, candidate)
-    refuse_tampering(run, config, candidate_id)
-    eval_id = eval_id_for(split, candidate_id, n_trials)
-    path = run.layout.eval_json(eval_id)
-    previous = jsonfiles.read(path) if path.is_file() else None
-    if previous and previous["status"] == EvalStatus.COMPLETE:
-        return previous
-    if not allow_test:
-        reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run))
-        if reasons:
-            raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)}); "
-                              "run `capevolve finalize`")
-    return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
-                    resumed=previous is not None)
+    with run.locked():
+        candidate_id = resolve_candidate(run, candidate)
+        refuse_tampering(run, config, candidate_id)
+        eval_id = eval_id_for(split, candidate_id, n_trials)
+        path = run.layout.eval_json(eval_id)
+        previous = jsonfiles.read(path) if path.is_file() else None
+        if previous and previous["status"] == EvalStatus.COMPLETE and _intact(run, previous):
+            return previous
+        limit = None
+        if not allow_test:
+            reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run))
+            if reasons:
+                raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
+                                  "; run `capevolve finalize`")
+            limit = config.budget
+        return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
+                        resumed=previous is not None, limit=limit)
 
 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
              candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
-             resumed: bool) -> dict[str, Any]:
+             resumed: bool, limit: BudgetConfig | None) -> dict[str, Any]:
     project = run_project(run)
+    verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
     job = _job(run, project, eval_id, split, candidate_id, load_tasks(project.adapter()))
     task_ids = run.splits.ids(split)
-    done = RolloutStore(run.layout).done_units(eval_id)
+    done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
@@ -181,9 +158,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         tally.add(rows)
 
     engine = engine or make_engine(config.engine, address)
+    allowance = budget.dispatch_allowance(limit, run.spent, tally) if limit else None
     t0 = time.monotonic()
     try:
-        report = engine.run(job, units, sink)
+        report = engine.run(job, units, sink, allowance)
     finally:
         writer.close()
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
@@ -192,15 +170,55 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None)
-    complete = stats["n_rows"] == len(task_ids) * n_trials
-    record.update(stats, status=EvalStatus.COMPLETE if complete else EvalStatus.INCOMPLETE,
-                  finished_at=utc_now(), units_run=tally.rows, resumed=resumed,
-                  stop_reason=report.stop_reason, worker_restarts=report.worker_restarts)
+    why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
+                            report.stop_reason)
+    record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
+                  incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
+                  resumed=resumed, worker_restarts=report.worker_restarts)
     jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
     run.log_event(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                   split=str(split), status=record["status"], mean=stats["mean"],
                   stderr=stats["stderr"], n_scored=stats["n_scored"])
     return record
+
+
+def _intact(run: RunDir, record: dict[str, Any]) -> bool:
+    """A complete evaluation still has all its rows (a truncated part is quarantined)."""
+    quarantine_bad_parts(run.layout)
+    return len(RolloutStore(run.layout).done_units(record["eval_id"])) == record["n_rows"]
+
+
+def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
+                      stop_reason: str | None) -> str | None:
+    """Why an evaluation is not a measurement (None when it is complete).
+
+    Missing units (a budget stop, a crash) and low coverage (an outage: most units errored)
+    both leave the evaluation incomplete; resuming it runs the missing and errored units.
+    """
+    if stats["n_rows"] < n_units:
+        return (f"stopped early: {stop_reason}" if stop_reason
+                else f"{n_units - stats['n_rows']} of {n_units} units not run")
+    if stats["coverage"] < min_coverage:
+        return (f"coverage {stats['coverage']:.2f} below {min_coverage:g}: most units errored "
+                "(missing data, not a score); rerun to retry them")
+    return None
+
+
+def verify_adapter_unchanged(run: RunDir, project: Project) -> None:
+    """The adapter file (tasks and scorer) must be the one the run started with."""
+    frozen = run.manifest.get("adapter_sha256")
+    if frozen and adapter_digest(project) != frozen:
+        raise RunDirError(f"{project.root}: the adapter ({project.config.adapter}) changed "
+                          "since the run started; its scores would not be comparable")
+
+
+def adapter_digest(project: Project) -> str | None:
+    """sha256 of the adapter file when the adapter is given as a file path."""
+    target = project.config.adapter.rpartition(":")[0]
+    path = project.root / target
+    if not (target.endswith(".py") and path.is_file()):
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load_eval(run: RunDir, eval_id: str) -> dict[str, Any]:
@@ -211,8 +229,14 @@ def load_eval(run: RunDir, eval_id: str) -> dict[str, Any]:
     return jsonfiles.read(path)
 
 
+def latest_eval(run: RunDir, candidate_id: str, split: str,
+                statuses: tuple[str, ...] = (EvalStatus.COMPLETE,)) -> dict[str, Any] | None:
+    """The most recently finished evaluation of a candidate on a split with a status."""
+    paths = sorted(run.layout.evals.glob(f"{split}__{candidate_id}__k*.json"))
+    found = [e for e in map(jsonfiles.read, paths) if e["status"] in statuses]
+    return max(found, key=lambda e: e.get("finished_at", ""), default=None)
+
+
 def latest_complete_eval(run: RunDir, candidate_id: str, split: str) -> dict[str, Any] | None:
     """The most recently finished complete evaluation of a candidate on a split."""
-    found = [jsonfiles.read(p) for p in sorted(run.layout.evals.glob(f"{split}__{candidate_id}__k*.json"))]
-    found = [e for e in found if e["status"] == EvalStatus.COMPLETE]
-    return max(found, key=lambda e: e.get("finished_at", ""), default=None)
+    return latest_eval(run, candidate_id, split)

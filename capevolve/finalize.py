@@ -38,9 +38,19 @@ def paired_delta(best: dict, baseline: dict) -> dict[str, Any]:
 
 def finalize(run: RunDir, engine: Engine | None = None,
              address: str | None = None) -> dict[str, Any]:
-    """Burn the seal, score best and seed on test, write final.json; once per run."""
-    best_id = run.best_id
-    taken = seal.burn(run.layout, best_id=best_id, baseline_id=SEED_ID)
+    """Burn the seal, score best and seed on test, write final.json; once per run.
+
+    The seal is taken before the run lock, so of two finalize processes the loser fails
+    with TestSealError (not a lock error).
+    """
+    taken = seal.burn(run.layout, best_id=run.best_id, baseline_id=SEED_ID)
+    with run.locked():
+        return _finalize(run, engine, address, taken)
+
+
+def _finalize(run: RunDir, engine: Engine | None, address: str | None,
+              taken: dict[str, Any]) -> dict[str, Any]:
+    best_id = taken["best_id"]
     run.log_event(EventKind.FINALIZE_STARTED, best_id=best_id)
     best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
     baseline = best if best_id == SEED_ID else evaluate(

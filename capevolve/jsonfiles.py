@@ -33,11 +33,15 @@ def append_line(path: Path, obj: Any) -> None:
     """Append one JSON record as a single ``write`` on an O_APPEND descriptor.
 
     One write per record keeps concurrent appends from interleaving; a kill mid-write can
-    leave at most a torn last line, which :func:`read_lines` skips.
+    leave at most a torn last line, which :func:`read_lines` skips. A record appended after
+    a torn line starts on a fresh line, so it is never glued to the torn bytes.
     """
     data = (json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)
     finally:

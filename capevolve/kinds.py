@@ -76,4 +76,5 @@ class EventKind(StrEnum):
     FINALIZE_STARTED = "finalize_started"
     FINALIZED = "finalized"
     NOTE = "note"
+    DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout

@@ -70,5 +70,9 @@ class Layout:
         """Hive partition directory of one split and candidate."""
         return self.rollouts / f"split={split}" / f"candidate={candidate_id}"
 
+    @property
+    def lock(self) -> Path:
+        return self.root / "lock"
+
     def quarantine(self) -> Path:
         return self.root / "quarantine"

@@ -112,6 +112,7 @@ class RunDir:
         if any(test_dir.rglob("*.parquet")) and not run.layout.seal.is_file():
             raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "
                               "split was written outside `capevolve finalize`")
+        run._refresh_state_cache()
         return run
 
     @property
@@ -140,6 +141,12 @@ class RunDir:
             self._splits = splits
         return self._splits
 
+    def locked(self):
+        """Context manager: hold this run dir's writer lock (see capevolve.lock)."""
+        from capevolve.lock import hold
+
+        return hold(self.layout.lock)
+
     # -- events and derived state ---------------------------------------------------------
 
     def log_event(self, kind: EventKind | str, **fields: Any) -> dict[str, Any]:
@@ -167,6 +174,16 @@ class RunDir:
             elif event["kind"] == EventKind.SPEND:
                 state.spent.add(event)
         return state
+
+    def _refresh_state_cache(self) -> None:
+        """Rebuild state.json when it is missing or behind the event log."""
+        state = self._derive_state()
+        try:
+            cached = jsonfiles.read(self.layout.state).get("n_events")
+        except (OSError, ValueError, AttributeError):
+            cached = None
+        if cached != state.n_events:
+            self._write_state(state)
 
     def _write_state(self, state: State) -> None:
         jsonfiles.write_atomic(self.layout.state, {

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from typing import Any
 
 import psutil
 
 from capevolve import jsonfiles
-from capevolve.errors import TestSealError
+from capevolve.errors import RunDirError, TestSealError
 from capevolve.kinds import Split
 from capevolve.layout import Layout
+from capevolve.lock import hold, holder_alive
 from capevolve.rundir import utc_now
 
 STARTED, COMPLETE = "started", "complete"
@@ -29,14 +31,12 @@ def test_rollouts_exist(layout: Layout) -> bool:
     return any((layout.rollouts / f"split={Split.TEST}").rglob("*.parquet"))
 
 
-def _holder_alive(seal: dict[str, Any]) -> bool:
-    if seal.get("host") != socket.gethostname():
-        return True  # cannot tell: assume alive
+def _read_seal(layout: Layout) -> dict[str, Any]:
     try:
-        proc = psutil.Process(int(seal.get("pid", -1)))
-        return proc.is_running() and proc.create_time() <= float(seal.get("pid_started", 0)) + 1
-    except (psutil.Error, ValueError):
-        return False
+        data = jsonfiles.read(layout.seal)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _create(layout: Layout, fields: dict[str, Any]) -> dict[str, Any]:
@@ -58,13 +58,23 @@ def burn(layout: Layout, **fields: Any) -> dict[str, Any]:
     except FileExistsError:
         pass
     try:
-        existing = jsonfiles.read(layout.seal)
-    except (OSError, ValueError):
-        existing = {}
+        with hold(layout.root / "seal.lock"):  # one retry at a time judges the old seal
+            return _retry(layout, fields)
+    except TestSealError:
+        raise
+    except RunDirError:  # the seal.lock is held: another retry is judging the old seal
+        raise TestSealError(f"{layout.seal}: another finalize is taking over the seal") from None
+
+
+def _retry(layout: Layout, fields: dict[str, Any]) -> dict[str, Any]:
+    existing = _read_seal(layout)
     if existing.get("status") == COMPLETE or test_rollouts_exist(layout):
         raise TestSealError(f"{layout.seal}: the test split was already scored "
                             f"(sealed at {existing.get('started_at', '?')}); it is scored once")
-    if _holder_alive(existing):
+    if not existing:  # empty: being written this instant, or torn by a crash at creation
+        time.sleep(0.2)
+        existing = _read_seal(layout)
+    if existing and holder_alive(existing):
         raise TestSealError(f"{layout.seal}: finalize is already running "
                             f"(pid {existing.get('pid')}); the test split is scored once")
     aside = layout.root / f"seal.aborted-{utc_now().replace(':', '')}.json"

@@ -32,6 +32,10 @@ class EvalJob:
 RowSink = Callable[[list[dict]], None]
 """Receives finished rows in batches, as they arrive; must persist them before returning."""
 
+Limit = Callable[[int], tuple["int | None", "str | None"]]
+"""Given the units dispatched so far, how many more may go out (None: no limit) and why
+not; 0 stops the evaluation early (undispatched units are left out)."""
+
 
 @dataclass
 class EngineReport:
@@ -48,13 +52,13 @@ class Engine(Protocol):
     """Runs work units and streams their rows to a sink.
 
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
-    unless ``should_stop`` returns True (then undispatched units are left out and the
-    report says so). Per-unit failures are rows with ``error`` set, never exceptions;
+    unless ``limit`` allows no more (then undispatched units are left out and the report
+    says so). Per-unit failures are rows with ``error`` set, never exceptions;
     :class:`~capevolve.errors.EngineError` means the engine itself failed.
     """
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            should_stop: Callable[[], str | None] | None = None) -> EngineReport:
+            limit: Limit | None = None) -> EngineReport:
         ...
 
     def close(self) -> None:

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Callable
 
-from capevolve.engine.base import EngineReport, EvalJob, RowSink, WorkerHandle, WorkerLost
+from capevolve.engine.base import (
+    EngineReport,
+    EvalJob,
+    Limit,
+    RowSink,
+    WorkerHandle,
+    WorkerLost,
+)
 from capevolve.engine.plan import WorkUnit
 from capevolve.errors import EngineError
 
@@ -31,8 +37,9 @@ class Dispatcher:
         self.max_restarts = max_restarts
 
     async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-                  should_stop: Callable[[], str | None] | None = None) -> EngineReport:
-        self.job, self.sink, self.should_stop = job, sink, should_stop
+                  limit: Limit | None = None) -> EngineReport:
+        self.job, self.sink, self.limit = job, sink, limit
+        self.dispatched = 0
         self.pending: deque[WorkUnit] = deque(units)
         self.outstanding: dict[tuple[str, int], int] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
@@ -40,22 +47,25 @@ class Dispatcher:
         await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
         return self.report
 
-    def _check_stop(self) -> None:
-        if self.should_stop is None or self.report.stopped_early:
-            return
-        reason = self.should_stop()
-        if reason:
+    def _room(self, wanted: int) -> int:
+        """How many of ``wanted`` units may be dispatched now (the budget limit)."""
+        if self.limit is None or not self.pending:
+            return wanted
+        allowed, reason = self.limit(self.dispatched)
+        if allowed is None or allowed >= wanted:
+            return wanted
+        if allowed <= 0 and not self.report.stopped_early:
             self.report.stopped_early, self.report.stop_reason = True, reason
             self.pending.clear()
+        return max(0, allowed)
 
     async def _feed(self, index: int) -> None:
         worker = self.workers[index]
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while True:
-            self._check_stop()
-            batch = []
-            while self.pending and len(in_flight) + len(batch) < worker.slots * QUEUE_FACTOR:
-                batch.append(self.pending.popleft())
+            room = self._room(worker.slots * QUEUE_FACTOR - len(in_flight))
+            batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
+            self.dispatched += len(batch)
             for unit in batch:
                 in_flight[unit.key] = unit
                 self.outstanding[unit.key] = index

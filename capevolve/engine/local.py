@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from typing import Callable
 
 from capevolve.config import EngineConfig
-from capevolve.engine.base import EngineReport, EvalJob, RowSink
+from capevolve.engine.base import EngineReport, EvalJob, Limit, RowSink
 from capevolve.engine.dispatch import Dispatcher
 from capevolve.engine.plan import WorkUnit
 from capevolve.engine.worker import WorkerCore
@@ -37,16 +36,17 @@ class LocalEngine:
         self.config = config
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            should_stop: Callable[[], str | None] | None = None) -> EngineReport:
-        return asyncio.run(self._run(job, units, sink, should_stop))
+            limit: Limit | None = None) -> EngineReport:
+        return asyncio.run(self._run(job, units, sink, limit))
 
-    async def _run(self, job, units, sink, should_stop) -> EngineReport:
+    async def _run(self, job, units, sink, limit) -> EngineReport:
         core = WorkerCore(job.project_root, job.adapter_spec, slots=self.config.concurrency,
                           timeout_s=self.config.timeout_s, retries=self.config.retries,
-                          worker_id=f"local-{os.getpid()}", node_id=socket.gethostname())
+                          worker_id=f"local-{os.getpid()}", node_id=socket.gethostname(),
+                          isolation=self.config.isolation)
         try:
             return await Dispatcher([_LocalWorker(core)], max_restarts=0).run(
-                job, units, sink, should_stop)
+                job, units, sink, limit)
         finally:
             core.close()
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from typing import Callable
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
 from capevolve.config import EngineConfig
-from capevolve.engine.base import EngineReport, EvalJob, RowSink, WorkerLost
+from capevolve.engine.base import EngineReport, EvalJob, Limit, RowSink, WorkerLost
 from capevolve.engine.dispatch import Dispatcher
 from capevolve.engine.plan import WorkUnit
 from capevolve.engine.worker import WorkerCore
@@ -33,11 +32,12 @@ class RolloutActor:
     """One worker process: a WorkerCore behind async actor methods."""
 
     def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
-                 retries: int) -> None:
+                 retries: int, isolation: str) -> None:
         context = ray.get_runtime_context()
         worker_id = f"{context.get_actor_id()[:12]}-{os.getpid()}"
         self.core = WorkerCore(project_root, adapter_spec, slots, timeout_s, retries,
-                               worker_id=worker_id, node_id=context.get_node_id())
+                               worker_id=worker_id, node_id=context.get_node_id(),
+                               isolation=isolation)
 
     async def prepare(self, job: EvalJob) -> str:
         self.core.prepare(job)
@@ -123,14 +123,15 @@ class RayEngine:
         workers = max(1, min(workers, self.config.concurrency))
         slots = math.ceil(self.config.concurrency / workers)
         key = (job.project_root, job.adapter_spec, workers, slots, self.config.timeout_s,
-               self.config.retries)
+               self.config.retries, self.config.isolation)
         if _POOL["key"] != key:
             shutdown_pool()
             cpus = min(1.0, total_cpus / workers)
             _POOL["actors"] = [
                 _ActorWorker(RolloutActor.options(num_cpus=cpus, scheduling_strategy="SPREAD")
                              .remote(job.project_root, job.adapter_spec, slots,
-                                     self.config.timeout_s, self.config.retries),
+                                     self.config.timeout_s, self.config.retries,
+                                     self.config.isolation),
                              name=f"actor-{i}", slots=slots)
                 for i in range(workers)
             ]
@@ -138,10 +139,10 @@ class RayEngine:
         return _POOL["actors"]
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            should_stop: Callable[[], str | None] | None = None) -> EngineReport:
+            limit: Limit | None = None) -> EngineReport:
         actors = self._actors(job)
         dispatcher = Dispatcher(actors, max_restarts=3 * len(actors) + 3)
-        return asyncio.run(dispatcher.run(job, units, sink, should_stop))
+        return asyncio.run(dispatcher.run(job, units, sink, limit))
 
     def close(self) -> None:
         """Actors are kept for the next evaluation of this process; see shutdown_pool."""

@@ -21,6 +21,7 @@ from capevolve.adapter import Rollout, Score, TransientError
 from capevolve.calls import DaemonThreadPool, call_async
 from capevolve.candidate import unpack
 from capevolve.engine.base import EvalJob
+from capevolve.engine.isolation import ChildCrash, run_isolated
 from capevolve.engine.plan import WorkUnit
 from capevolve.engine.rollout_row import base_row, fill_outcome, utc
 from capevolve.kinds import ErrorKind
@@ -46,8 +47,10 @@ class WorkerCore:
     """Executes units with the project's adapter; one instance per worker process."""
 
     def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
-                 retries: int, worker_id: str, node_id: str) -> None:
+                 retries: int, worker_id: str, node_id: str, isolation: str = "none") -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
+        self.project_root, self.adapter_spec = project_root, adapter_spec
+        self.isolation = isolation
         self.slots = slots
         self.timeout_s = timeout_s
         self.retries = retries
@@ -141,12 +144,19 @@ class WorkerCore:
                    started_at=utc(started), finished_at=utc(time.time()))
         self.finished.append(fill_outcome(row, rollout, score, error, kind))
 
+    def _call_target(self, candidate_path: Path, task: Any, unit: WorkUnit):
+        if self.isolation == "process":
+            return run_isolated(self.project_root, self.adapter_spec, candidate_path, task,
+                                unit.trial, unit.seed, self.timeout_s)
+        return call_async(self.adapter.run_target, candidate_path, task, trial=unit.trial,
+                          seed=unit.seed, executor=self.executor)
+
     async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit):
         try:
-            rollout = await asyncio.wait_for(
-                call_async(self.adapter.run_target, candidate_path, task, trial=unit.trial,
-                           seed=unit.seed, executor=self.executor),
-                timeout=self.timeout_s)
+            rollout = await asyncio.wait_for(self._call_target(candidate_path, task, unit),
+                                             timeout=self.timeout_s)
+        except ChildCrash as exc:
+            raise _Failure(ErrorKind.CRASH, str(exc), False) from None
         except asyncio.TimeoutError:
             raise _Failure(ErrorKind.TIMEOUT, f"run_target exceeded {self.timeout_s:g}s",
                            True) from None

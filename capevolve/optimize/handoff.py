@@ -10,7 +10,7 @@ from typing import Any
 
 from capevolve.engine.base import Engine
 from capevolve.errors import AdapterError, RunDirError
-from capevolve.evaluation import evaluate
+from capevolve.evaluation import adapter_digest, evaluate
 from capevolve.kinds import Split
 from capevolve.project import check_project, load_tasks
 from capevolve.rundir import RunDir
@@ -40,7 +40,7 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
         "run_id": root.name, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
-        "n_tasks": len(tasks),
+        "n_tasks": len(tasks), "adapter_sha256": adapter_digest(project),
     }
     run = RunDir.create(root, manifest, splits)
     run.snapshot(SEED_ID, project.capability_dir, role="seed")

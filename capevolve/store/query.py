@@ -2,7 +2,8 @@
 
 The Parquet files are the source of truth; DuckDB runs in memory over them, so any number
 of readers can query a run while a driver writes it. A unit's row is counted once even if
-a retry wrote it twice (the first finished row wins).
+it was written twice: a scored row wins over an errored one (a retry after an outage),
+then the first finished.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class RolloutStore:
             CREATE VIEW rollouts AS
             SELECT * EXCLUDE (_rank) FROM (
                 SELECT *, row_number() OVER (
-                    PARTITION BY eval_id, task_id, trial ORDER BY finished_at, worker_id
+                    PARTITION BY eval_id, task_id, trial
+                    ORDER BY (reward IS NULL), finished_at, worker_id
                 ) AS _rank FROM {source}
             ) WHERE _rank = 1
         """)
@@ -94,7 +96,10 @@ class RolloutStore:
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
         """Run any SQL over the ``rollouts`` view (optionally one evaluation's parts);
         returns (column names, rows)."""
-        con = self.connect(eval_id)
+        try:
+            con = self.connect(eval_id)
+        except duckdb.Error as exc:
+            raise StoreError(f"rollouts unreadable: {str(exc).splitlines()[0]}") from None
         try:
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
@@ -104,11 +109,13 @@ class RolloutStore:
         finally:
             con.close()
 
-    def done_units(self, eval_id: str) -> set[tuple[str, int]]:
-        """(task_id, trial) pairs of an evaluation that already have a stored row."""
+    def done_units(self, eval_id: str, valid_only: bool = False) -> set[tuple[str, int]]:
+        """(task_id, trial) pairs of an evaluation that have a stored row (with
+        ``valid_only``, a scored row: errored units then count as not done)."""
+        where = " AND reward IS NOT NULL" if valid_only else ""
         _, rows = self.query(
-            f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'",
-            eval_id)
+            f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'"
+            + where, eval_id)
         return {(task_id, int(trial)) for task_id, trial in rows}
 
     def outcomes(self, eval_id: str) -> TaskOutcomes:

@@ -62,3 +62,20 @@ def test_concurrency_caps_rollouts_in_flight(tmp_path):
         peak = max(peak, level)
     assert peak <= 3
     assert peak >= 2  # it does run concurrently
+
+
+def test_native_crash_in_an_isolated_call_is_a_crash_row(tmp_path):
+    """os.abort() inside run_target under process isolation is an error row of kind crash;
+    the other units of the evaluation are unaffected."""
+    tasks = [{"id": f"t{i}"} for i in range(6)] + [{"id": "boom", "mode": "abort"}]
+    project = make_project(tmp_path / "p", tasks, adapter="CrashingAdapter", trials=1,
+                           engine={"isolation": "process", "timeout_s": 20},
+                           splits="{ids_file: ids.json}")
+    (project / "ids.json").write_text(
+        '{"train": [], "val": ["t0", "t1", "t2", "t3", "t4", "boom"], "test": ["t5"]}')
+    run = create_run(project, tmp_path / "run")
+    record = evaluate(run, "seed", "val")
+    rows = _rows(run, record["eval_id"])
+    assert rows[("boom", 0)][:2] == (None, ErrorKind.CRASH)
+    assert "SIGABRT" in rows[("boom", 0)][3]
+    assert sum(1 for key, r in rows.items() if r[1] is None) == 5

@@ -1,0 +1,132 @@
+"""Benchmark of ``capevolve diagnose``: 10,000 failing rollouts must diagnose in under 5 s.
+
+Run with ``.venv/bin/python benchmarks/perf/bench_diagnose.py`` (``--failing N`` to change
+the size). It builds a run dir in a temporary folder with one Parquet part per 2,000 rows:
+``N / 4`` failing val tasks x 4 trials (every trial failing) plus 500 passing tasks x 4,
+with realistic rows -- a shared scorer preamble, 40 causes in three phrasings each, random
+numbers and quoted literals (customer names), 3-6 tool calls per rollout, an OpenAI-style
+trace of ~8 messages and some narrated-without-action finals. It then times the library
+call ``diagnose(run, options, context)`` (the DuckDB read, classification, narrated
+detection, gold guard, clustering, the JSON write), with the task targets given directly
+(loading a project's adapter is the project's cost, not diagnosis'). Prints a line per
+figure and, last, one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from capevolve.diagnose.context import AdapterContext
+from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
+from capevolve.rundir import RunDir
+from capevolve.splits import Splits
+from capevolve.store.writer import write_part
+
+TARGET_S = 5.0
+TRIALS = 4
+PASSING_TASKS = 500
+PREAMBLE = "Evaluation report (policy scorer v2): "
+VERBS = ("confirm verify escalate cancel compute notify approve archive audit bill book "
+         "charge close credit deliver disclose enroll flag freeze grant hold invite label "
+         "lock merge offer pause price quote rebook record renew reroute refill route "
+         "schedule transfer upgrade waive void").split()
+NOUNS = ("refund reservation baggage seat invoice address payment subscription voucher "
+         "insurance itinerary loyalty cabin meal visa passport receipt shipment warranty "
+         "coupon pickup locker ticket gate lounge pet stroller wheelchair infant minor fare "
+         "penalty deposit membership parcel return exchange bundle license permit").split()
+PHRASINGS = ["did not {a} the {o}", 'omitted required {a} step for the {o} of "{n}"',
+             "missing {a} before changing the {o}: expected {x} got {y}"]
+NAMES = ["Mia Chen", "Omar Diaz", "Ana Silva", "Li Wei", "Noah Kim", "Eva Berg"]
+TOOLS = ["get_user_details", "get_order", "list_orders", "search_flights", "update_address",
+         "cancel_order", "issue_refund", "calculate_total"]
+
+
+def _feedback(rng: random.Random, cause: int) -> str:
+    action, obj = VERBS[cause], NOUNS[cause]
+    text = rng.choice(PHRASINGS).format(a=action, o=obj, n=rng.choice(NAMES),
+                                        x=rng.randint(1, 999), y=f'"{rng.randint(1, 99)}-A"')
+    return PREAMBLE + text
+
+
+def _rollout(rng: random.Random, narrated: bool) -> tuple[str, list, list]:
+    calls = [{"name": rng.choice(TOOLS[:4] if narrated else TOOLS),
+              "arguments": {"user_id": f"u{rng.randint(1, 9999)}", "order_id": "o1"},
+              "mutates": None} for _ in range(rng.randint(3, 6))]
+    final = ("Your reservation has been cancelled and the refund was issued."
+             if narrated else "I looked into it; here is what I found.")
+    trace = [{"role": "system", "content": "You are a helpful airline agent. " * 8},
+             {"role": "user", "content": "Please help me with my booking " * 4}]
+    for call in calls:
+        trace.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {
+                "name": call["name"], "arguments": json.dumps(call["arguments"])}}]})
+        trace.append({"role": "tool", "content": json.dumps({"status": "ok", "rows": [1, 2]})})
+    trace.append({"role": "assistant", "content": final})
+    return final, calls, trace
+
+
+def build_run(root: Path, n_failing: int, seed: int = 0) -> tuple[RunDir, dict]:
+    """A run dir with ``n_failing`` failing val rollouts (plus passing ones)."""
+    rng = random.Random(seed)
+    n_fail_tasks = n_failing // TRIALS
+    fail_ids = [f"f{i:06d}" for i in range(n_fail_tasks)]
+    pass_ids = [f"p{i:06d}" for i in range(PASSING_TASKS)]
+    splits = Splits(train=("x0",), val=tuple(sorted(fail_ids + pass_ids)), test=("z0",),
+                    seed=0)
+    manifest = {"run_id": "bench", "project_dir": str(root / "none"), "config": {}}
+    run = RunDir.create(root / "run", manifest, splits)
+    (root / "seed").mkdir()
+    (root / "seed" / "prompt.md").write_text("be good")
+    run.snapshot("seed", root / "seed")
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    rows = []
+    for task in fail_ids + pass_ids:
+        cause = rng.randrange(40)
+        for trial in range(TRIALS):
+            failing = task.startswith("f")
+            narrated = failing and rng.random() < 0.1
+            final, calls, trace = _rollout(rng, narrated)
+            rows.append({
+                "schema_version": 1, "run_id": "bench", "eval_id": "val__seed__k4",
+                "split": "val", "candidate_id": "seed", "candidate_hash": "h", "task_id": task,
+                "trial": trial, "seed": len(rows), "attempts": 1,
+                "reward": 1.0 if not failing else rng.choice([0.0, 0.0, 0.5, 0.8]),
+                "feedback": "all good" if not failing else _feedback(rng, cause),
+                "output": final, "inputs": json.dumps(f"help with {task}"),
+                "tool_calls": json.dumps(calls), "trace": json.dumps(trace),
+                "finished_at": t0 + dt.timedelta(seconds=len(rows))})
+    partition = run.layout.partition("val", "seed")
+    for start in range(0, len(rows), 2000):
+        write_part(rows[start:start + 2000],
+                   partition / f"val__seed__k4-bench-{start // 2000:05d}.parquet")
+    targets = {t: {"answer": f"{rng.randint(1000, 9999)}-Q"} for t in fail_ids + pass_ids}
+    return run, targets
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--failing", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run, targets = build_run(Path(tmp), args.failing)
+        context = AdapterContext(targets=targets)
+        start = time.perf_counter()
+        result = diagnose(run, DiagnoseOptions("val", "seed"), context)
+        wall = time.perf_counter() - start
+    figures = {"failing_rollouts": result["failing_total"], "wall_s": round(wall, 3),
+               "clusters": len(result["clusters"]), "target_s": TARGET_S,
+               "verdict": "PASS" if wall < TARGET_S else "MISS"}
+    print(f"diagnose: {figures['failing_rollouts']} failing rollouts in {wall:.2f} s "
+          f"({figures['clusters']} clusters) -- target < {TARGET_S:.0f} s: {figures['verdict']}")
+    print(json.dumps(figures, sort_keys=True))
+    return 0 if wall < TARGET_S else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

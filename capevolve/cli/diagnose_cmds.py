@@ -1,0 +1,158 @@
+"""Commands that explain failures: ``diagnose`` (+ ``diagnose annotate``) and ``census``.
+
+``diagnose_app`` is a Typer group whose callback runs when no sub-command is given, so
+``capevolve diagnose --run-dir R --tag C`` diagnoses and ``capevolve diagnose annotate ...``
+annotates; ``census_app`` holds ``census export`` and ``census check``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from capevolve import jsonfiles
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit, fail, progress
+from capevolve.diagnose import census as census_lib
+from capevolve.diagnose.annotate import annotate as annotate_cluster
+from capevolve.diagnose.context import adapter_context
+from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
+from capevolve.diagnose.diagnosis import diagnose as diagnose_run
+from capevolve.diagnose.kinds import ClusterMode
+from capevolve.errors import CapevolveError
+from capevolve.kinds import Split
+from capevolve.rundir import RunDir
+
+diagnose_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
+                           add_completion=False, pretty_exceptions_enable=False)
+census_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                         pretty_exceptions_enable=False,
+                         help="Export failing datapoints for describers; check a census.")
+
+OptRunDir = Annotated[Optional[Path], typer.Option(
+    "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")]
+SplitOpt = Annotated[str, typer.Option("--split", "-s", help="train or val (test is refused).")]
+TagOpt = Annotated[Optional[str], typer.Option("--tag", "-t", help="The candidate id.")]
+ProjectOpt = Annotated[Optional[Path], typer.Option(
+    "--project", "-p", help="Project dir whose adapter gives targets and trajectories "
+                            "(default: the run's project).")]
+
+
+def _check_split(split: str) -> None:
+    if split not in (Split.TRAIN, Split.VAL):
+        fail(f"--split {split!r}: diagnose reads train or val; the test split is held out")
+
+
+def _diagnosis_human(result: dict, path: Path) -> str:
+    lines = [(f"{result['split']} / {result['tag']} ({result['eval_id']}): "
+              f"{result['failing_total']} failing trials in {result['failing_tasks']} tasks "
+              f"({len(result['flaky'])} flaky, {len(result['always_failing'])} always "
+              f"failing); {len(result['kept_good'])} kept good; {result['errored_trials']} "
+              "errored trials (missing data)")]
+    for c in result["clusters"]:
+        lines.append(f"  {c['score_lost']:7.2f}  {c['size']:4d}  {c['signature']}  "
+                     f"[{', '.join(c['tasks'][:6])}{' ...' if len(c['tasks']) > 6 else ''}]")
+    gold = result["gold_check"]
+    if gold["entries_with_gold"]:
+        lines.append(f"gold leakage: {gold['entries_with_gold']} entries quote a target"
+                     + (" (redacted)" if gold["redacted"] else "; use --redact-gold"))
+    elif not gold["available"]:
+        lines.append(f"gold leakage check unavailable: {gold['unavailable_reason']}")
+    lines += [f"warning: {w}" for w in result["sanity"]]
+    lines.append(f"written: {path}")
+    return "\n".join(lines)
+
+
+@diagnose_app.callback(invoke_without_command=True)
+@command
+def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "val",
+             tag: TagOpt = None, project: ProjectOpt = None,
+             cluster: Annotated[ClusterMode, typer.Option(
+                 "--cluster", help="root-cause (default) or first-words.")] =
+             ClusterMode.ROOT_CAUSE,
+             redact_gold: Annotated[bool, typer.Option(
+                 "--redact-gold", help="Replace target values quoted in feedback.")] = False,
+             json: JsonOpt = False) -> None:
+    """Turn a candidate's stored rollouts into a reflective dataset and root-cause clusters."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if run_dir is None or tag is None:
+        fail("diagnose: --run-dir and --tag are required")
+    _check_split(split)
+    run = RunDir.open(run_dir)
+    options = DiagnoseOptions(split=split, tag=tag, mode=cluster, redact_gold=redact_gold,
+                              project=project)
+    progress(f"capevolve: diagnosing {tag} on {split} ...")
+    result = diagnose_run(run, options)
+    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag)))
+
+
+@diagnose_app.command("annotate")
+@command
+def annotate(run_dir: RunDirOpt,
+             file: Annotated[Path, typer.Option("--file", "-f", help="The diagnosis file.")],
+             cluster: Annotated[str, typer.Option("--cluster", help="Cluster signature.")],
+             tag: Annotated[Optional[str], typer.Option(
+                 "--tag", help="KNOWLEDGE, BEHAVIORAL, DECISION/PERMISSION or "
+                               "CAPABILITY-GAP.")] = None,
+             blast_radius: Annotated[Optional[str], typer.Option(
+                 "--blast-radius", help="Comma-separated passing task ids.")] = None,
+             json: JsonOpt = False) -> None:
+    """Record a judgement (tag, blast radius) on one cluster of a diagnosis."""
+    radius = None if blast_radius is None else [
+        t.strip() for t in blast_radius.split(",") if t.strip()]
+    result = annotate_cluster(RunDir.open(run_dir), file, cluster, tag, radius)
+    emit(result, json, f"{result['signature']}: tag {result['tag']}, blast radius "
+                       f"{', '.join(result['blast_radius'] or []) or '—'}")
+
+
+@census_app.command("export")
+@command
+def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option("--tag", "-t")],
+                  out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+                  split: SplitOpt = "val",
+                  batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
+                  project: ProjectOpt = None,
+                  notes: Annotated[Optional[Path], typer.Option(
+                      "--notes", help="A text file of domain notes for describers.")] = None,
+                  json: JsonOpt = False) -> None:
+    """Write batches of failing datapoints (no category vocabulary) for describer agents."""
+    _check_split(split)
+    run = RunDir.open(run_dir)
+    text = None
+    if notes is not None:
+        if not notes.is_file():
+            fail(f"--notes {notes}: no such file")
+        text = notes.read_text(encoding="utf-8")
+    manifest = census_lib.export(run, split, tag, batch_size, out,
+                                 adapter_context(run, split, project), text)
+    emit(manifest, json, f"{manifest['failing_total']} failing datapoints in "
+                         f"{len(manifest['batches'])} batches under {out}")
+
+
+@census_app.command("check")
+@command
+def census_check(file: Annotated[Path, typer.Argument(help="The census.json to check.")],
+                 run_dir: OptRunDir = None, json: JsonOpt = False) -> None:
+    """Validate a census.json and print its coverage ("N of M failures described")."""
+    try:
+        doc = jsonfiles.read(file)
+    except (OSError, ValueError) as exc:
+        fail(f"{file}: unreadable census ({exc})")
+    failing = None
+    where = run_dir or (doc.get("run_dir") if isinstance(doc, dict) else None)
+    if where and isinstance(doc, dict) and doc.get("split") and doc.get("tag"):
+        if str(doc["split"]) not in (Split.TRAIN, Split.VAL):
+            fail(f"census split {doc['split']!r}: only train or val can be censused")
+        try:
+            failing = census_lib.failing_trials(RunDir.open(where), doc["split"], doc["tag"])
+        except CapevolveError as exc:
+            fail(f"census: {exc}")
+    result = census_lib.check(doc, failing)
+    human = "\n".join([result["coverage"] or "coverage unknown",
+                       *(f"problem: {p}" for p in result["problems"])])
+    emit(result, json, human)
+    if not result["ok"]:
+        raise typer.Exit(1)

@@ -1,0 +1,25 @@
+"""Diagnose: a candidate's failures as actionable side information.
+
+``diagnose`` turns stored rollouts into a reflective dataset, ranked root-cause clusters
+(with a ``narrated_without_action`` cluster for claims no tool call backs), task groups
+(kept-good / flaky / always-failing) and sanity checks; ``annotate`` records a person's
+judgement on a cluster; ``census`` exports failing datapoints for describer agents and
+checks their synthesis. The modules: source (one DuckDB query), classify, signature,
+cluster, narrated, gold, reflective, grouping, diagnosis, annotate, census.
+"""
+
+from capevolve.diagnose.annotate import annotate
+from capevolve.diagnose.diagnosis import DiagnoseOptions, build_diagnosis, diagnose, diagnosis_path
+from capevolve.diagnose.kinds import ClusterMode, FailureKind, JudgementTag, TaskPattern
+
+__all__ = [
+    "ClusterMode",
+    "DiagnoseOptions",
+    "FailureKind",
+    "JudgementTag",
+    "TaskPattern",
+    "annotate",
+    "build_diagnosis",
+    "diagnose",
+    "diagnosis_path",
+]

@@ -1,0 +1,123 @@
+"""Classify scored trials and tasks: failure kinds, flaky vs always-failing, kept-good.
+
+A trial fails when it has a reward below 1. An errored trial (reward None) is missing
+data: it is never a failure and never a pass. Per task, the graded mean over its scored
+trials is the honest signal (one trial's feedback may disagree with it):
+
+- ``always_failing``: a task with a failing trial whose mean is ~ 0;
+- ``flaky``: a task with a failing trial whose mean is strictly between 0 and 1;
+- ``kept_good``: a task with at least one scored trial, every one of them passing
+  (the set a no-regression check protects).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from capevolve.diagnose.kinds import FailureKind, TaskPattern
+from capevolve.diagnose.source import Trial
+
+TOLERANCE = 1e-9
+NEAR_MISS_FLOOR = 0.7
+
+_COMM_PART = re.compile(r"communicat|inform|messag|mention|explain|omi[st]|tell|notif|disclos")
+_COMM_FEEDBACK = re.compile(
+    r"\b(?:did not|didn't|does not|doesn't|failed to|never|forgot to|neglected to)\s+"
+    r"(?:\w+\s+)?(?:tell|inform|mention|communicat|notify|report|explain|disclos|relay)\w*"
+    r"|\b(?:omitted|omits|missing|left out|absent|not included)\b[^.]{0,40}?"
+    r"\b(?:reply|response|message|answer|summary)\b"
+    r"|\b(?:reply|response|message|answer|summary)\b[^.]{0,40}?"
+    r"\b(?:omitted|omits|omit|left out|lacks|lacked|did not include|does not include)\b",
+    re.IGNORECASE)
+
+
+def is_pass(reward: float | None) -> bool:
+    """A scored trial with full reward."""
+    return reward is not None and reward >= 1.0 - TOLERANCE
+
+
+def is_failure(trial: Trial) -> bool:
+    """A scored trial with a reward below 1 (errored trials are never failures)."""
+    return trial.reward is not None and not is_pass(trial.reward)
+
+
+def _communication_parts(score_parts: str | None) -> bool:
+    """True when only communication-like score parts fell short of 1."""
+    try:
+        parts = json.loads(score_parts) if score_parts else None
+    except ValueError:
+        return False
+    if not isinstance(parts, dict) or len(parts) < 2:
+        return False
+    short = [k for k, v in parts.items() if isinstance(v, (int, float)) and v < 1 - TOLERANCE]
+    return bool(short) and all(_COMM_PART.search(str(k).lower()) for k in short)
+
+
+def failure_kind(trial: Trial) -> FailureKind:
+    """The kind of one failing trial; communication wins where it is detectable."""
+    if _communication_parts(trial.score_parts) or _COMM_FEEDBACK.search(trial.feedback or ""):
+        return FailureKind.COMMUNICATION
+    reward = trial.reward or 0.0
+    if reward <= TOLERANCE:
+        return FailureKind.ZERO
+    return FailureKind.NEAR_MISS if reward >= NEAR_MISS_FLOOR else FailureKind.PARTIAL
+
+
+@dataclass
+class TaskOutcome:
+    """One task's scored rewards and errored count across its trials."""
+
+    task_id: str
+    rewards: list[float] = field(default_factory=list)
+    errored: int = 0
+
+    @property
+    def mean(self) -> float | None:
+        """Graded mean over scored trials; None when every trial errored."""
+        return sum(self.rewards) / len(self.rewards) if self.rewards else None
+
+    @property
+    def pattern(self) -> TaskPattern | None:
+        """always_failing / flaky for a task with a failing trial; None otherwise."""
+        if not self.rewards or all(is_pass(r) for r in self.rewards):
+            return None
+        return TaskPattern.ALWAYS_FAILING if self.mean <= TOLERANCE else TaskPattern.FLAKY
+
+
+def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
+    """Per-task outcomes, keyed and ordered by task id."""
+    out: dict[str, TaskOutcome] = {}
+    for trial in sorted(trials, key=lambda t: (t.task_id, t.trial)):
+        outcome = out.setdefault(trial.task_id, TaskOutcome(trial.task_id))
+        if trial.reward is None:
+            outcome.errored += 1
+        else:
+            outcome.rewards.append(trial.reward)
+    return out
+
+
+@dataclass(frozen=True)
+class TaskGroups:
+    """Sorted task-id lists of the diagnosis header."""
+
+    kept_good: list[str]
+    flaky: list[str]
+    always_failing: list[str]
+    unscored: list[str]  # every trial errored: missing data
+
+
+def group_tasks(outcomes: dict[str, TaskOutcome]) -> TaskGroups:
+    """Split tasks into kept-good, flaky, always-failing and unscored (each sorted)."""
+    groups: dict[object, list[str]] = {"good": [], "none": [], TaskPattern.FLAKY: [],
+                                       TaskPattern.ALWAYS_FAILING: []}
+    for task_id in sorted(outcomes):
+        outcome = outcomes[task_id]
+        if not outcome.rewards:
+            groups["none"].append(task_id)
+        else:
+            groups[outcome.pattern or "good"].append(task_id)
+    return TaskGroups(kept_good=groups["good"], flaky=groups[TaskPattern.FLAKY],
+                      always_failing=groups[TaskPattern.ALWAYS_FAILING],
+                      unscored=groups["none"])

@@ -1,0 +1,56 @@
+"""What diagnosis needs from the project's adapter: task targets, inputs and trajectories.
+
+With ``--project`` the adapter of that project directory is used (an error there is the
+user's). Without it the run's own project is tried (``run_project``); when that cannot be
+loaded the context is empty and says why: the gold-leakage guard then reports itself
+unavailable and trajectories point at the stored rollouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capevolve.calls import call_sync
+from capevolve.errors import AdapterError, CapevolveError
+from capevolve.evaluation import run_config, run_project
+from capevolve.project import load_project, load_tasks
+from capevolve.rundir import RunDir
+
+
+@dataclass
+class AdapterContext:
+    """Targets of the split's tasks and the adapter's trajectory path, when available."""
+
+    targets: dict[str, Any] | None = None  # task id -> Task.target; None = unavailable
+    trajectory: str | None = None  # adapter.trajectories(split), if it has one
+    unavailable: str | None = None  # why the adapter could not be consulted
+    inputs: dict[str, Any] = field(default_factory=dict)  # task id -> Task.input
+
+
+def adapter_context(run: RunDir, split: str, project: Path | None = None) -> AdapterContext:
+    """Consult the adapter once (see the module docstring)."""
+    try:
+        if project is not None:
+            loaded = load_project(project, config=run_config(run))
+        else:
+            loaded = run_project(run)
+        adapter = loaded.adapter()
+        tasks = load_tasks(adapter)
+    except CapevolveError as exc:
+        if project is not None:
+            raise
+        return AdapterContext(unavailable=str(exc).splitlines()[0] if str(exc) else "error")
+    ids = set(run.splits.ids(split))
+    context = AdapterContext(targets={t.id: t.target for t in tasks if t.id in ids},
+                             inputs={t.id: t.input for t in tasks if t.id in ids})
+    hook = getattr(adapter, "trajectories", None)
+    if callable(hook):
+        try:
+            path = call_sync(hook, split)
+        except Exception as exc:  # noqa: BLE001 - re-raised as a one-line AdapterError
+            raise AdapterError(f"adapter: trajectories({split!r}) raised "
+                               f"{type(exc).__name__}: {exc}") from None
+        context.trajectory = None if path is None else str(path)
+    return context

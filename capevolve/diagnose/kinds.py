@@ -1,0 +1,47 @@
+"""Enumerations of the diagnosis: failure kinds, task patterns, cluster modes, judgement tags."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class FailureKind(StrEnum):
+    """What kind of failure one scored trial (reward < 1) is.
+
+    Decided from the trial's own reward, except ``communication``, which is reported when
+    the score parts or the feedback show the work was done but not told (or left out).
+    """
+
+    ZERO = "zero"  # reward ~ 0: the task was not achieved
+    PARTIAL = "partial"  # 0 < reward < 0.7: partial credit
+    NEAR_MISS = "near_miss"  # 0.7 <= reward < 1: almost right
+    COMMUNICATION = "communication"  # an omission / communication failure, where detectable
+
+
+class TaskPattern(StrEnum):
+    """How a task with at least one failing trial behaves across its scored trials."""
+
+    ALWAYS_FAILING = "always_failing"  # task mean ~ 0
+    FLAKY = "flaky"  # 0 < task mean < 1
+
+
+class ClusterMode(StrEnum):
+    """How failures are grouped into clusters."""
+
+    ROOT_CAUSE = "root-cause"  # the shared-token key (the default)
+    FIRST_WORDS = "first-words"  # the old lexical key: the feedback's first words
+
+
+class JudgementTag(StrEnum):
+    """A person's (or an editor agent's) judgement of a cluster; never set mechanically."""
+
+    KNOWLEDGE = "KNOWLEDGE"
+    BEHAVIORAL = "BEHAVIORAL"
+    DECISION_PERMISSION = "DECISION/PERMISSION"
+    CAPABILITY_GAP = "CAPABILITY-GAP"
+
+
+NARRATED_SIGNATURE = "narrated_without_action"
+NARRATED_NOTE = ("the final message claims a state change that no mutating tool call made; "
+                 "the fix is structural (require the write before the claim, e.g. a tool-use "
+                 "rule or a check in the loop), not a prose reminder")

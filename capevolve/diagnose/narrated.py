@@ -1,0 +1,163 @@
+"""narrated_without_action: a final message that claims a state change no tool call made.
+
+Detected mechanically from the rollout's records, never from the feedback's wording:
+
+- the claim: the final message (the ``output`` column, or the last assistant message of
+  the trace when the output is empty) says something *has been updated / cancelled /
+  refunded / ...* (a negated phrase such as "has not been updated" is no claim);
+- the action: a call is mutating unless its name's leading verb is a read verb (get,
+  list, search, find, read, lookup, fetch, view, show, query, count, describe, check,
+  calculate, ...); ``mutates: true`` on a call wins over its name, ``mutates: false``
+  makes it read-only. Calls come from the ``tool_calls`` column and from OpenAI-style
+  ``tool_calls`` (or ``function_call``) found anywhere inside the trace (the trace is
+  parsed only when the column has no mutating call and the message makes a claim);
+- a rollout with no tool-call record at all is missing data: never flagged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+READ_VERBS = frozenset("""
+get list search find read lookup look fetch view show query count describe check calculate
+compute retrieve load inspect verify validate browse preview estimate summarize think peek
+see explore scan select filter sort compare lookup locate print display
+""".split())
+
+_STATE = (r"(?:updated|cancell?ed|refunded|changed|modified|booked|rebooked|created|deleted|"
+          r"removed|added|processed|submitted|sent|issued|applied|saved|scheduled|"
+          r"rescheduled|confirmed|transferred|reset|exchanged|returned|placed|completed|"
+          r"upgraded|downgraded|credited|charged|reserved|assigned|activated|deactivated|"
+          r"enabled|disabled|approved|granted|revoked|renewed|paid|recorded|stored|posted|"
+          r"uploaded|moved|replaced|fixed|resolved|edited|renamed|archived)")
+_ADVERBS = r"(?:(?:now|already|just|also|successfully|been)\s+)*"
+_CLAIM = re.compile(
+    rf"\b(?:(?:has|have|had|was|were|is|are|been|got)\s+{_ADVERBS}{_STATE}"
+    rf"|(?:i|we)(?:'ve|\s+have)?\s+{_ADVERBS}{_STATE}|successfully\s+{_STATE})\b",
+    re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|unable|n't)\b|n't\b", re.IGNORECASE)
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def leading_verb(name: str) -> str:
+    """The first word of a tool name (snake, kebab, dotted or camel case), lowercased."""
+    parts = _NAME_PARTS.findall(name.rsplit(".", 1)[-1])
+    return parts[0].lower() if parts else ""
+
+
+def call_mutates(name: str, mutates: bool | None) -> bool:
+    """Whether a call changes state: ``mutates`` when set, else inferred from the name."""
+    if mutates is not None:
+        return bool(mutates)
+    return leading_verb(name) not in READ_VERBS
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded tool call: its name and its explicit ``mutates`` flag, if any."""
+
+    name: str
+    mutates: bool | None
+    fields: tuple[str, ...] = ()  # argument names, when the arguments are an object
+
+
+def _load(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _fields(arguments: Any) -> tuple[str, ...]:
+    if isinstance(arguments, str):
+        arguments = _load(arguments) if arguments.lstrip().startswith("{") else None
+    return tuple(sorted(str(k) for k in arguments)) if isinstance(arguments, dict) else ()
+
+
+def column_calls(tool_calls: str | None) -> list[Call]:
+    """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...})."""
+    data = _load(tool_calls)
+    if not isinstance(data, list):
+        return []
+    return [Call(str(c["name"]), _flag(c.get("mutates")), _fields(c.get("arguments")))
+            for c in data if isinstance(c, dict) and c.get("name")]
+
+
+def _walk(node: Any) -> Iterator[dict]:
+    """Every dict inside a JSON value (depth-first, document order)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(v for v in reversed(item.values()) if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in reversed(item) if isinstance(v, (dict, list)))
+
+
+def trace_calls(trace: str | None) -> list[Call]:
+    """OpenAI-style calls anywhere in the trace: ``tool_calls`` lists and ``function_call``."""
+    if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
+        return []
+    calls = []
+    for node in _walk(_load(trace)):
+        items = node.get("tool_calls")
+        items = items if isinstance(items, list) else []
+        if isinstance(node.get("function_call"), dict):
+            items = [*items, node["function_call"]]
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            fn = item.get("function") if isinstance(item.get("function"), dict) else item
+            if fn.get("name"):
+                flag = _flag(item.get("mutates", fn.get("mutates")))
+                calls.append(Call(str(fn["name"]), flag, _fields(fn.get("arguments"))))
+    return calls
+
+
+def final_message(output: str | None, trace: str | None) -> str:
+    """The output, or the last assistant message's text in the trace when it is empty."""
+    if output and output.strip():
+        return output
+    messages = [n for n in _walk(_load(trace)) if n.get("role") == "assistant"
+                and isinstance(n.get("content"), str) and n["content"].strip()]
+    return messages[-1]["content"] if messages else ""
+
+
+def claims_state_change(message: str) -> bool:
+    """True when the message says a state change happened (negated phrases excluded)."""
+    for match in _CLAIM.finditer(message):
+        before = message[max(0, match.start() - 12):match.end()]
+        if not _NEGATION.search(before):
+            return True
+    return False
+
+
+def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:
+    """A rollout's calls: the ``tool_calls`` column, or the trace's when the column is empty."""
+    return column_calls(tool_calls) or trace_calls(trace)
+
+
+def narrated_without_action(output: str | None, calls: list[Call],
+                            trace: str | None = None) -> bool:
+    """The module's rule over one rollout's final message and recorded calls.
+
+    ``calls`` are the rollout's calls as :func:`rollout_calls` gives them; when the claim
+    is made and none of them mutates, the trace's OpenAI-style calls are checked as well.
+    """
+    if any(call_mutates(c.name, c.mutates) for c in calls):
+        return False
+    if not claims_state_change(final_message(output, trace)):
+        return False
+    more = trace_calls(trace)
+    if not calls and not more:
+        return False  # no tool-call record: missing data, never flagged
+    return not any(call_mutates(c.name, c.mutates) for c in more)

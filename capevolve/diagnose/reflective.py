@@ -1,0 +1,83 @@
+"""Per-failure facts and the reflective-dataset entry an editor reads.
+
+An entry is one failing trial (a scored trial with reward < 1), ordered by (task, trial):
+``task_id``, ``trial``, ``Inputs``, ``Generated Outputs``, ``Feedback``, ``Trajectory``
+(a path, never parsed), ``kind``, ``narrated_without_action``, the trial's ``reward``,
+the task's graded ``task_mean`` and ``pattern``, ``gold_in_feedback`` (None when the
+targets were unavailable) and the ``cluster`` signature it landed in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from capevolve.diagnose.classify import TaskOutcome, failure_kind
+from capevolve.diagnose.gold import GoldGuard
+from capevolve.diagnose.kinds import FailureKind
+from capevolve.diagnose.narrated import Call, narrated_without_action
+from capevolve.diagnose.source import Trial
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What diagnosis derives from one failing trial."""
+
+    trial: Trial
+    kind: FailureKind
+    narrated: bool
+    tools: frozenset[str]
+    identifiers: frozenset[str]  # tool names and argument names, lowercased
+    feedback: str  # as shown (redacted when asked)
+    gold_leak: bool | None
+
+
+def tool_names(calls: list[Call]) -> frozenset[str]:
+    """The distinct tool names of a rollout's calls."""
+    return frozenset(c.name for c in calls)
+
+
+def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
+            redact: bool) -> Failure:
+    """The facts of one failing trial (calls already extracted from its columns)."""
+    feedback = trial.feedback or ""
+    leak = None if guard is None else guard.leaks(trial.task_id, feedback)
+    if redact and guard is not None:
+        feedback = guard.redact(trial.task_id, feedback) or ""
+    identifiers = frozenset(n.lower() for c in calls for n in (c.name, *c.fields))
+    return Failure(trial=trial, kind=failure_kind(trial),
+                   narrated=narrated_without_action(trial.output, calls, trial.trace),
+                   tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
+                   gold_leak=leak)
+
+
+def input_text(inputs: str | None) -> str:
+    """The task input as text: a JSON string decoded, anything else as its JSON text."""
+    if inputs is None:
+        return ""
+    try:
+        value = json.loads(inputs)
+    except ValueError:
+        return inputs
+    return value if isinstance(value, str) else inputs
+
+
+def rollout_pointer(partition: str, trial: Trial) -> str:
+    """Where a stored rollout lives, for entries without a trajectory file."""
+    return f"{partition}#eval_id={trial.eval_id}&task_id={trial.task_id}&trial={trial.trial}"
+
+
+def entry(failure: Failure, outcome: TaskOutcome, trajectory: str, cluster: str) -> dict[str, Any]:
+    """The reflective-dataset entry of one failure (see the module docstring)."""
+    trial = failure.trial
+    mean = outcome.mean
+    return {
+        "task_id": trial.task_id, "trial": trial.trial, "Inputs": input_text(trial.inputs),
+        "Generated Outputs": trial.output or "", "Feedback": failure.feedback,
+        "Trajectory": trajectory, "kind": str(failure.kind),
+        "narrated_without_action": failure.narrated, "reward": trial.reward,
+        "task_mean": None if mean is None else round(mean, 6),
+        "pattern": None if outcome.pattern is None else str(outcome.pattern),
+        "gold_in_feedback": failure.gold_leak, "cluster": cluster,
+    }

@@ -1,0 +1,150 @@
+"""The clustering key of one failure's feedback (root-cause mode) and the old lexical key.
+
+Root-cause key, computed over every failure of a diagnosis at once:
+
+1. tokens: quoted literals ("...", '...', `...`) are removed, except a quoted identifier
+   that contains an underscore or names a tool / field of the trace; words are lowercased;
+2. preamble: the leading token run that *every* failure's feedback shares is stripped,
+   unless it is the whole of that feedback (or nothing specific would be left of it:
+   then the shared run was the cause, not a preamble);
+3. numbers and codes (tokens with a digit and no underscore) and stopwords are dropped;
+   identifiers (an underscore, or a tool / field name from the trace) are kept verbatim;
+   every other word has its inflection collapsed (confirm / confirmed / confirmation ->
+   ``confirm``), and only *then* the outcome-generic words (failed, wrong, missing,
+   expected, invalid, ...) are dropped, so an inflected generic word cannot leak through.
+
+The key is a frozenset of tokens; ``surface`` maps a collapsed token back to a word a
+person reads (the shortest form seen).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”|`([^`\n]*)`|(?<!\w)\'([^\'\n]*)\'(?!\w)')
+_WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+_REDACTED = "[REDACTED]"
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been
+before being below between both but by can cannot could couldn't did didn't do does doesn't
+doing don't down during each either few for from further had hadn't has hasn't have haven't
+having he her here hers him his how i if in into is isn't it it's its itself just me more
+most my neither no nor not now of off on once only or other our out over own same she so
+some such than that the their them then there these they this those through to too under
+until up very was wasn't we were weren't what when where which while who whom why will with
+won't would wouldn't you your yet never without via per s t
+""".split())
+
+_GENERIC_WORDS = """
+fail failed failing failure failures wrong missing miss missed expected expect expectation
+invalid incorrect incorrectly error errors erroneous omitted omit omission required require
+requirement should must need needed correct correctly properly proper instead actual
+actually got get found result answer output response reply agent assistant model task score
+reward value mismatch mismatched match different unexpected bad issue problem success
+successful successfully pass passed ok okay yes true false none null given provided step
+redacted
+""".split()
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Collapse inflections: plural, then one suffix (ed, ing, ation, ion, ment, ly, al),
+    then a final e and a doubled final consonant (cancelled -> cancel, changes -> chang)."""
+    w = word
+    if len(w) <= 3:
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith(("ches", "shes", "sses", "xes", "zes")) or (
+            w.endswith("es") and len(w) > 4 and not w.endswith(("ses", "us"))):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
+        w = w[:-1]
+    for suffix, replacement in (("ational", "ate"), ("ation", ""), ("ition", ""), ("ied", "y"),
+                                ("ion", ""), ("ment", ""), ("ing", ""), ("edly", ""),
+                                ("ed", ""), ("ly", ""), ("al", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)] + replacement
+            break
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiou":
+        w = w[:-1]
+    return w
+
+
+GENERIC = frozenset(stem(w) for w in _GENERIC_WORDS)
+
+
+def raw_tokens(feedback: str, identifiers: frozenset[str] = frozenset()) -> list[str]:
+    """Lowercased word tokens with quoted literals removed (quoted identifiers kept)."""
+    def keep_identifier(match: re.Match) -> str:
+        inner = next(g for g in match.groups() if g is not None).strip().lower()
+        if _IDENT.match(inner) and ("_" in inner or inner in identifiers):
+            return f" {inner} "
+        return " "
+
+    text = feedback.replace(_REDACTED, " ")
+    return _WORD.findall(_QUOTED.sub(keep_identifier, text).lower())
+
+
+def shared_preamble(token_lists: list[list[str]]) -> int:
+    """Length of the leading token run every list shares (0 for fewer than two lists)."""
+    if len(token_lists) < 2:
+        return 0
+    first, n = token_lists[0], min(len(t) for t in token_lists)
+    for i in range(n):
+        word = first[i]
+        if any(tokens[i] != word for tokens in token_lists):
+            return i
+    return n
+
+
+@dataclass(frozen=True)
+class Key:
+    """One failure's root-cause key and the surface word of each of its tokens."""
+
+    tokens: frozenset[str]
+    surface: tuple[tuple[str, str], ...]  # (token, shortest word as written), in text order
+
+
+def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
+    """Step 3 of the module docstring over already preamble-stripped tokens."""
+    kept: dict[str, str] = {}
+    for word in tokens:
+        word = word.split("'", 1)[0] if word.endswith("'s") else word
+        if "_" in word or word in identifiers:
+            if any(c.isalpha() for c in word):
+                kept.setdefault(word, word)
+            continue
+        if any(c.isdigit() for c in word) or word in STOPWORDS:
+            continue
+        token = stem(word)
+        if len(token) < 2 or token in GENERIC:
+            continue
+        if token not in kept or len(word) < len(kept[token]):
+            kept[token] = word
+    return Key(frozenset(kept), tuple(kept.items()))
+
+
+def root_cause_keys(feedbacks: list[str], identifiers: list[frozenset[str]]) -> list[Key]:
+    """The root-cause key of every failure (see the module docstring)."""
+    token_lists = [raw_tokens(f, ids) for f, ids in zip(feedbacks, identifiers)]
+    cut = shared_preamble(token_lists)
+    keys = []
+    for tokens, ids in zip(token_lists, identifiers):
+        key = key_of(tokens[cut:], ids) if len(tokens) > cut else key_of(tokens, ids)
+        if not key.tokens and cut:  # the shared run was this failure's whole cause
+            key = key_of(tokens, ids)
+        keys.append(key)
+    return keys
+
+
+def first_words(feedback: str, n: int = 4) -> str:
+    """The old lexical key: the feedback's first ``n`` words, lowercased."""
+    words = re.findall(r"[a-z0-9_']+", feedback.lower())[:n]
+    return " ".join(words) or "(no feedback)"

@@ -1,0 +1,67 @@
+"""diagnose annotate: validated judgements on a cluster, kept across re-diagnosis."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from diagnose.diag_support import READ_CALLS, make_run, write_rows
+
+from capevolve.diagnose import DiagnoseOptions, annotate, diagnose, diagnosis_path
+from capevolve.errors import ConfigError, RunDirError
+
+
+@pytest.fixture
+def diagnosed(tmp_path):
+    """A run with one passing and two failing val tasks, diagnosed."""
+    run = make_run(tmp_path)
+    good, bad1, bad2 = run.splits.val[:3]
+    write_rows(run, [
+        {"task_id": good, "reward": 1.0, "feedback": "fine", "tool_calls": READ_CALLS},
+        {"task_id": bad1, "reward": 0.0, "feedback": "refund amount off"},
+        {"task_id": bad2, "reward": 0.0, "feedback": "refund amount off again"}])
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    return run, result["clusters"][0]["signature"], good, bad1
+
+
+def test_annotate_records_tag_and_blast_radius(diagnosed):
+    """A known tag and a passing val task are written into the file and the event log."""
+    run, sig, good, _ = diagnosed
+    cluster = annotate(run, "diagnoses/val__seed.json", sig, "behavioral", [good])
+    assert cluster["tag"] == "BEHAVIORAL" and cluster["blast_radius"] == [good]
+    saved = json.loads(diagnosis_path(run, "val", "seed").read_text())
+    assert saved["clusters"][0]["tag"] == "BEHAVIORAL"
+    assert run.events("diagnosis_annotated")[-1]["cluster"] == sig
+
+
+def test_annotate_rejects_unknown_tags_clusters_and_tasks(diagnosed):
+    """Unknown tag, unknown cluster, a task outside the split, or a failing task: refused."""
+    run, sig, _, bad = diagnosed
+    path = diagnosis_path(run, "val", "seed")
+    with pytest.raises(ConfigError, match="unknown judgement tag"):
+        annotate(run, path, sig, "VIBES")
+    with pytest.raises(ConfigError, match="no such cluster"):
+        annotate(run, path, "nope", "KNOWLEDGE")
+    with pytest.raises(ConfigError, match="not in the val split"):
+        annotate(run, path, sig, blast_radius=[run.splits.train[0]])
+    with pytest.raises(ConfigError, match="do not currently pass"):
+        annotate(run, path, sig, blast_radius=[bad])
+    assert json.loads(path.read_text())["clusters"][0]["tag"] is None
+
+
+def test_annotate_refuses_files_outside_the_runs_diagnoses(diagnosed, tmp_path):
+    """A JSON file elsewhere is not a diagnosis of this run."""
+    run, sig, _, _ = diagnosed
+    stray = tmp_path / "stray.json"
+    stray.write_text(diagnosis_path(run, "val", "seed").read_text())
+    with pytest.raises(RunDirError, match="not a diagnosis of this run"):
+        annotate(run, stray, sig, "KNOWLEDGE")
+
+
+def test_judgements_survive_a_rediagnosis(diagnosed):
+    """Re-running diagnose keeps the tag of a cluster whose signature remains."""
+    run, sig, good, _ = diagnosed
+    annotate(run, diagnosis_path(run, "val", "seed"), sig, "DECISION/PERMISSION", [good])
+    again = diagnose(run, DiagnoseOptions("val", "seed"))
+    assert again["clusters"][0]["tag"] == "DECISION/PERMISSION"
+    assert again["clusters"][0]["blast_radius"] == [good]

@@ -1,0 +1,166 @@
+"""diagnose() over a real run dir: one DuckDB read, the file, eval choice, test refusal,
+determinism, gold leakage, trajectories and the suggested blast radius."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from diagnose.diag_support import READ_CALLS, WRITE_CALLS, make_run, write_rows
+
+from capevolve.diagnose import DiagnoseOptions, diagnose, diagnosis_path
+from capevolve.diagnose.source import load_trials
+from capevolve.errors import CandidateError, ConfigError, TestSealError
+from capevolve.evaluation import evaluate
+
+
+def _specs(run, n: int = 6) -> list[dict]:
+    ids = run.splits.val[:n]
+    specs = [{"task_id": ids[0], "reward": 1.0, "feedback": "fine", "tool_calls": WRITE_CALLS},
+             {"task_id": ids[1], "reward": 1.0, "feedback": "fine", "tool_calls": READ_CALLS}]
+    specs += [{"task_id": t, "reward": 0.0, "feedback": f"Check: did not confirm the change {i}",
+               "tool_calls": WRITE_CALLS} for i, t in enumerate(ids[2:4])]
+    specs += [{"task_id": t, "reward": 0.5, "feedback": "Check: refund amount off by 3",
+               "tool_calls": READ_CALLS} for t in ids[4:n]]
+    return specs
+
+
+def test_diagnose_writes_the_diagnosis_file_and_returns_it(tmp_path):
+    """diagnoses/<split>__<tag>.json holds exactly what diagnose returned."""
+    import json
+
+    run = make_run(tmp_path)
+    write_rows(run, _specs(run))
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    path = diagnosis_path(run, "val", "seed")
+    assert path.name == "val__seed.json" and json.loads(path.read_text()) == result
+    assert result["failing_total"] == 4 and len(result["clusters"]) == 2
+    assert result["kept_good"] == sorted(run.splits.val[:2])
+    assert set(result["reflective_dataset"][0]) >= {
+        "task_id", "Inputs", "Generated Outputs", "Feedback", "Trajectory", "kind",
+        "narrated_without_action"}
+
+
+def test_output_is_byte_identical_run_to_run_and_independent_of_row_order(tmp_path):
+    """Same stored rows (in any part order) give the same bytes."""
+    run = make_run(tmp_path / "a")
+    specs = _specs(run)
+    write_rows(run, specs)
+    diagnose(run, DiagnoseOptions("val", "seed"))
+    first = diagnosis_path(run, "val", "seed").read_bytes()
+    diagnose(run, DiagnoseOptions("val", "seed"))
+    assert diagnosis_path(run, "val", "seed").read_bytes() == first
+    other = make_run(tmp_path / "b")
+    shuffled = specs[:]
+    random.Random(3).shuffle(shuffled)
+    write_rows(other, shuffled[:3], part=0)
+    write_rows(other, shuffled[3:], part=1)
+    again = diagnose(other, DiagnoseOptions("val", "seed"))
+    assert [c["signature"] for c in again["clusters"]] == \
+        [c["signature"] for c in diagnose(run, DiagnoseOptions("val", "seed"))["clusters"]]
+    text = lambda p: p.read_text().replace(str(other.root), "R").replace(str(run.root), "R")
+    assert text(diagnosis_path(other, "val", "seed")) == text(diagnosis_path(run, "val", "seed"))
+
+
+def test_the_test_split_is_refused(tmp_path):
+    """Diagnosing test raises TestSealError before reading anything."""
+    run = make_run(tmp_path)
+    with pytest.raises(TestSealError):
+        diagnose(run, DiagnoseOptions("test", "seed"))
+
+
+def test_unknown_candidate_or_no_rollouts_is_a_user_error(tmp_path):
+    """An unknown tag, or a candidate never evaluated on the split, is CandidateError."""
+    run = make_run(tmp_path)
+    with pytest.raises(CandidateError):
+        diagnose(run, DiagnoseOptions("val", "nope"))
+    with pytest.raises(CandidateError):
+        diagnose(run, DiagnoseOptions("val", "seed"))
+
+
+def test_the_evaluation_with_the_most_rows_is_read(tmp_path):
+    """Of k1 and k2 evaluations of one candidate, the one with more rows wins."""
+    run = make_run(tmp_path)
+    task = run.splits.val[0]
+    write_rows(run, [{"task_id": task, "reward": 0.0, "feedback": "x"}],
+               eval_id="val__seed__k1")
+    write_rows(run, [{"task_id": task, "trial": i, "reward": 1.0, "feedback": "y"}
+                     for i in range(2)], eval_id="val__seed__k2")
+    trials = load_trials(run, "val", "seed")
+    assert {t.eval_id for t in trials} == {"val__seed__k2"} and len(trials) == 2
+
+
+def test_real_evaluation_is_diagnosed_end_to_end(tmp_path):
+    """A run evaluated by the local engine diagnoses without error; counts add up."""
+    run = make_run(tmp_path, 40)
+    record = evaluate(run, "seed", "val", n_trials=2)
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    failing = sum(1 for e in result["reflective_dataset"])
+    assert failing == result["failing_total"]
+    assert record["n_rows"] == 2 * len(run.splits.val)
+    assert result["gold_check"]["available"] is True
+
+
+def test_gold_values_in_feedback_are_reported_and_redacted(tmp_path):
+    """The flex target 'ok' quoted in feedback is flagged; --redact-gold replaces it."""
+    run = make_run(tmp_path)
+    a, b = run.splits.val[:2]
+    write_rows(run, [{"task_id": a, "reward": 0.0, "feedback": "answer should be OK here"},
+                     {"task_id": b, "reward": 0.0, "feedback": "looks broken"}])
+    plain = diagnose(run, DiagnoseOptions("val", "seed"))
+    leaks = {e["task_id"]: e["gold_in_feedback"] for e in plain["reflective_dataset"]}
+    assert leaks == {a: True, b: False} and plain["gold_check"]["entries_with_gold"] == 1
+    redacted = diagnose(run, DiagnoseOptions("val", "seed", redact_gold=True))
+    feedback = {e["task_id"]: e["Feedback"] for e in redacted["reflective_dataset"]}
+    assert feedback[a] == "answer should be [REDACTED] here" and "OK" not in str(redacted)
+
+
+def test_redact_gold_without_targets_is_refused(tmp_path):
+    """With the project gone, --redact-gold cannot work and says so."""
+    import shutil
+
+    run = make_run(tmp_path)
+    write_rows(run, [{"task_id": run.splits.val[0], "reward": 0.0, "feedback": "x"}])
+    shutil.rmtree(tmp_path / "project")
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    assert result["gold_check"]["available"] is False
+    assert result["reflective_dataset"][0]["gold_in_feedback"] is None
+    with pytest.raises(ConfigError, match="redact-gold"):
+        diagnose(run, DiagnoseOptions("val", "seed", redact_gold=True))
+
+
+def test_trajectory_is_the_adapters_path_or_a_pointer_to_the_rollout(tmp_path):
+    """Without a trajectories() hook entries point at the stored rollout."""
+    run = make_run(tmp_path)
+    task = run.splits.val[0]
+    write_rows(run, [{"task_id": task, "reward": 0.0, "feedback": "x"}])
+    entry = diagnose(run, DiagnoseOptions("val", "seed"))["reflective_dataset"][0]
+    assert entry["Trajectory"].startswith(str(run.layout.partition("val", "seed")))
+    assert f"task_id={task}" in entry["Trajectory"]
+
+
+def test_trajectories_hook_of_the_project_adapter_is_used(tmp_path):
+    """With --project whose adapter has trajectories(split), entries carry that path."""
+    run = make_run(tmp_path)
+    with open(tmp_path / "project" / "adapter.py", "a") as fh:
+        fh.write("\n\ndef _traj(self, split):\n    return HERE / 'traj' / split\n\n"
+                 "FlexAdapter.trajectories = _traj\n")
+    write_rows(run, [{"task_id": run.splits.val[0], "reward": 0.0, "feedback": "x"}])
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith("capevolve_project_")]:
+        del sys.modules[name]
+    result = diagnose(run, DiagnoseOptions("val", "seed", project=tmp_path / "project"))
+    assert result["reflective_dataset"][0]["Trajectory"].endswith("traj/val")
+
+
+def test_suggested_blast_radius_names_passing_tasks_calling_the_same_tools(tmp_path):
+    """A cluster whose failures call cancel_order suggests the passing task that does."""
+    run = make_run(tmp_path)
+    write_rows(run, _specs(run))
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    by_tools = {tuple(c["tools"]): c for c in result["clusters"]}
+    ids = run.splits.val
+    assert by_tools[("cancel_order",)]["suggested_blast_radius"] == [ids[0]]
+    assert by_tools[("get_order",)]["suggested_blast_radius"] == [ids[1]]
+    assert all(c["tag"] is None and c["blast_radius"] is None for c in result["clusters"])
