@@ -4,10 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 CAPEVOLVE := $(VENV)/bin/capevolve
 STAMP := $(VENV)/.installed
-DEMO_PROJECT ?= benchmarks/toy
+DEMO_PROJECT ?= benchmarks/retail
+TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo demo-toy test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +19,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	bash $(DEMO_PROJECT)/demo.sh $(CAPEVOLVE) $(DEMO_RUN)
+
+demo-toy: $(STAMP)
 	rm -rf $(DEMO_RUN)
-	$(CAPEVOLVE) run --project $(DEMO_PROJECT) --run-dir $(DEMO_RUN)
-	$(CAPEVOLVE) evaluate --run-dir $(DEMO_RUN) --candidate $(DEMO_PROJECT)/improved_capability --split val
+	$(CAPEVOLVE) run --project $(TOY_PROJECT) --run-dir $(DEMO_RUN)
+	$(CAPEVOLVE) evaluate --run-dir $(DEMO_RUN) --candidate $(TOY_PROJECT)/improved_capability --split val
 	$(CAPEVOLVE) gate --run-dir $(DEMO_RUN) --candidate cand_001
 	$(CAPEVOLVE) accept --run-dir $(DEMO_RUN) --candidate cand_001 --note "adds the missing rules"
 	$(CAPEVOLVE) status --run-dir $(DEMO_RUN)
@@ -36,6 +40,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py
 	$(PY) benchmarks/perf/bench_diagnose.py
+	$(PY) benchmarks/perf/reliability.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_RUN) .pytest_cache

@@ -53,11 +53,10 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
         if not data:
             raise ChildCrash(f"isolated run_target process died ({_signal_name(proc.returncode)})")
         status, payload = json.loads(data)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    finally:
+    finally:  # a timeout or a cancellation from outside: never leave the child running
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
         Path(result_path).unlink(missing_ok=True)
     if status == "ok":
         return Rollout.model_validate(payload)

@@ -79,3 +79,20 @@ def test_native_crash_in_an_isolated_call_is_a_crash_row(tmp_path):
     assert rows[("boom", 0)][:2] == (None, ErrorKind.CRASH)
     assert "SIGABRT" in rows[("boom", 0)][3]
     assert sum(1 for key, r in rows.items() if r[1] is None) == 5
+
+
+def test_an_isolated_call_past_its_timeout_is_killed(tmp_path):
+    """A hung isolated run_target is a timeout row and its child process does not survive."""
+    import psutil
+
+    tasks = [{"id": "ok"}, {"id": "hang", "mode": "hang"}, {"id": "t"}]
+    project = make_project(tmp_path / "p", tasks, adapter="CrashingAdapter", trials=1,
+                           engine={"isolation": "process", "timeout_s": 2, "retries": 0},
+                           splits="{ids_file: ids.json}")
+    (project / "ids.json").write_text('{"train": [], "val": ["ok", "hang"], "test": ["t"]}')
+    run = create_run(project, tmp_path / "run")
+    rows = _rows(run, evaluate(run, "seed", "val")["eval_id"])
+    assert rows[("hang", 0)][1] == ErrorKind.TIMEOUT
+    children = [p for p in psutil.Process().children(recursive=True)
+                if "capevolve.engine.isolation" in " ".join(p.cmdline())]
+    assert children == []

@@ -1,0 +1,92 @@
+"""OpenAIRetailAdapter: the retail environment with a real model behind an OpenAI-compatible
+chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server, ...).
+
+Same tasks and scorer as :class:`retail.adapter.RetailAdapter`; only the agent differs.
+Configuration comes from :class:`AgentSettings` (``from_env`` reads ``CAPEVOLVE_OPENAI_*``,
+see README.md). The per-trial seed is sent as ``seed``. Tokens are the endpoint's reported
+usage; cost is computed only when both prices are configured (else None, never 0).
+Persistent 429 / 5xx / timeouts give ``Rollout(error=..., transient=True)``: missing data,
+never a 0 reward. A malformed candidate is a rollout error naming file and line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from retail.adapter import RetailAdapter, customer, db_summary
+from retail.capability import CapabilityError, load_capability
+from retail.store import fresh_db
+from retail.toolbox import ToolBox
+
+from capevolve.adapter import Rollout, Task
+from openai_agent.client import ChatClient, ClientConfig, EndpointError, EndpointUnavailable
+from openai_agent.loop import ModelConfig, run_conversation
+
+ENV_PREFIX = "CAPEVOLVE_OPENAI_"
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Endpoint and model settings for the OpenAI-compatible agent."""
+
+    client: ClientConfig
+    model: ModelConfig
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> AgentSettings:
+        """Read ``CAPEVOLVE_OPENAI_{BASE_URL, MODEL, API_KEY_ENV, TEMPERATURE, MAX_TURNS,
+        TIMEOUT_S, RETRIES, BACKOFF_S, USD_PER_1M_INPUT, USD_PER_1M_OUTPUT}``; the API key is
+        read from the variable named by API_KEY_ENV (default ``OPENAI_API_KEY``)."""
+        env = os.environ if env is None else env
+
+        def get(name: str, default: str | None = None) -> str | None:
+            return env.get(ENV_PREFIX + name, default)
+
+        def price(name: str) -> float | None:
+            value = get(name)
+            return float(value) if value else None
+
+        key_var = get("API_KEY_ENV", "OPENAI_API_KEY")
+        return cls(
+            client=ClientConfig(base_url=get("BASE_URL", "http://127.0.0.1:8000/v1"),
+                                api_key=env.get(key_var) or None,
+                                timeout_s=float(get("TIMEOUT_S", "60")),
+                                retries=int(get("RETRIES", "3")),
+                                backoff_s=float(get("BACKOFF_S", "1.0"))),
+            model=ModelConfig(model=get("MODEL", "gpt-4o-mini"),
+                              temperature=float(get("TEMPERATURE", "0")),
+                              max_turns=int(get("MAX_TURNS", "12")),
+                              usd_per_1m_input=price("USD_PER_1M_INPUT"),
+                              usd_per_1m_output=price("USD_PER_1M_OUTPUT")))
+
+
+class OpenAIRetailAdapter(RetailAdapter):
+    """The retail tasks and scorer, with a chat model as the agent."""
+
+    def __init__(self, settings: AgentSettings | None = None) -> None:
+        self.settings = settings or AgentSettings.from_env()
+
+    def run_target(self, candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout:
+        """One conversation between the model and the scripted customer on ``task``."""
+        try:
+            capability = load_capability(Path(candidate))
+        except CapabilityError as exc:
+            return Rollout(error=str(exc))
+        box = ToolBox(capability.tools, fresh_db())
+        client = ChatClient(self.settings.client)
+        try:
+            usage = run_conversation(client, self.settings.model, capability, customer(task),
+                                     box, seed)
+        except EndpointUnavailable as exc:
+            return Rollout(error=str(exc), transient=True, trace={"messages": box.messages})
+        except EndpointError as exc:
+            return Rollout(error=str(exc), trace={"messages": box.messages})
+        final = next((m["content"] for m in reversed(box.messages)
+                      if m["role"] == "assistant"), "")
+        trace = {"messages": box.messages, "db": db_summary(box.db), "trial": trial,
+                 "model": self.settings.model.model, "turns": usage.turns,
+                 "http_attempts": client.attempts, "notes": usage.notes}
+        return Rollout(output=final, trace=trace, tool_calls=box.calls, tokens=usage.tokens,
+                       cost_usd=usage.cost(self.settings.model))
