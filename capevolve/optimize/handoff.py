@@ -52,8 +52,7 @@ def next_commands(run: RunDir) -> list[str]:
     """The commands an editor runs next, in order."""
     r = shlex.quote(str(run.root))
     return [
-        f"capevolve query --run-dir {r} \"SELECT task_id, trial, reward, feedback FROM "
-        f"rollouts WHERE split = 'val' AND candidate_id = '{run.best_id}' AND reward < 1\"",
+        f"capevolve diagnose --run-dir {r} --split val --tag {run.best_id}",
         f"cp -r {shlex.quote(str(run.candidate_dir(run.best_id)))} ./cand_next  "
         "# then edit ./cand_next",
         f"capevolve evaluate --run-dir {r} --candidate ./cand_next --split val --json",

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from cli.cli_support import invoke, one_json, user_error, write_project
 
 TASKS_NONE = """
