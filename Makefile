@@ -8,7 +8,8 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy test test-fast bench clean
+.PHONY: install demo demo-toy test test-fast bench clean cluster-up cluster-down
+CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +42,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py
 	$(PY) benchmarks/perf/bench_diagnose.py
 	$(PY) benchmarks/perf/reliability.py
+	$(PY) benchmarks/perf/bench_cluster.py
+
+cluster-up: $(STAMP)
+	$(PY) cluster/local_cluster.py up --root $(CLUSTER_ROOT)
+
+cluster-down:
+	$(PY) cluster/local_cluster.py down --root $(CLUSTER_ROOT)
 
 clean:
 	rm -rf $(VENV) $(DEMO_RUN) .pytest_cache

@@ -90,6 +90,20 @@ class EngineConfig(_Section):
     isolation: Literal["none", "process"] = "none"
     """process: run each run_target in a child process, so a native crash becomes an
     error row of kind crash instead of killing the worker (slower; for native code)."""
+    max_in_flight: int | None = Field(None, ge=1)
+    """Cluster-wide cap on rollouts executing at once, held by one small limiter actor
+    that every worker asks before each rollout (set it to the provider's concurrency
+    limit: adding nodes never exceeds it). None: only ``concurrency`` applies, split into
+    per-worker slots. Ray engine only."""
+    rate_limit_per_s: float | None = Field(None, gt=0)
+    """Cluster-wide cap on rollouts started per second, held by the same limiter actor
+    (a retry of a rollout reuses its start). None: no rate limit. Ray engine only."""
+    num_cpus: float | None = Field(None, ge=0)
+    """CPUs each worker actor requests. None: min(1, cluster CPUs / workers). With
+    ``workers: auto`` the pool holds as many actors as the cluster's resources fit."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources each worker actor requests (e.g. ``{api_slot: 1}``): actors
+    are placed only on nodes that offer them (``ray start --resources``)."""
 
     @model_validator(mode="after")
     def _workers_positive(self) -> EngineConfig:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from capevolve.cli import diagnose_cmds, eval_cmds, inspect_cmds, output, project_cmds
+from capevolve.cli import (
+    diagnose_cmds,
+    doctor_cmds,
+    eval_cmds,
+    inspect_cmds,
+    output,
+    project_cmds,
+)
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
@@ -19,6 +26,7 @@ for module, names in (
 ):
     for name in names:
         app.command(name)(getattr(module, name))
+app.command("doctor")(doctor_cmds.doctor)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
 

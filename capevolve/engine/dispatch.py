@@ -63,7 +63,8 @@ class Dispatcher:
         worker = self.workers[index]
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while True:
-            room = self._room(worker.slots * QUEUE_FACTOR - len(in_flight))
+            share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
+            room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share))
             batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
             self.dispatched += len(batch)
             for unit in batch:

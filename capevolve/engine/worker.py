@@ -62,6 +62,10 @@ class WorkerCore:
         self.finished: list[dict] = []
         self.running = 0  # submitted and not yet finished (queued or executing)
         self._slots = asyncio.Semaphore(slots)  # at most ``slots`` execute at once
+        # An optional cluster-wide gate (the Ray engine's limiter client): ``await
+        # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
+        self.limiter: Any = None
+        self.broken: str | None = None
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
 
@@ -101,6 +105,8 @@ class WorkerCore:
                 pass
             if self.running and len(self.finished) < self.running:
                 await asyncio.sleep(linger_s)
+        if self.broken:
+            raise RuntimeError(self.broken)
         rows, self.finished = self.finished, []
         self._ready.clear()
         return rows
@@ -114,10 +120,41 @@ class WorkerCore:
         return rows
 
     async def _run(self, eval_id: str, unit: WorkUnit) -> None:
-        async with self._slots:
+        try:
+            async with self._slots:
+                if self.limiter is None:
+                    await self._execute(eval_id, unit)
+                else:
+                    await self._execute_limited(eval_id, unit)
+        except Exception as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
+            self._fail_unit(eval_id, unit, f"internal error: {_describe(exc)}")
+        finally:
+            self.running -= 1
+            self._ready.set()
+
+    def _fail_unit(self, eval_id: str, unit: WorkUnit, message: str) -> None:
+        """Record an error row for a unit that could not run; if even that is impossible
+        (its job is gone), the next drain raises so the evaluation fails loudly."""
+        try:
+            job = self.jobs[eval_id][0]
+            row = base_row(job, unit, job.tasks[unit.task_id], self.worker_id, self.node_id)
+        except KeyError:
+            self.broken = f"unit {unit.key} of {eval_id} has no job on {self.worker_id}"
+            return
+        now = utc(time.time())
+        row.update(attempts=0, latency_s=0.0, started_at=now, finished_at=now)
+        self.finished.append(fill_outcome(row, None, None, message, ErrorKind.EXCEPTION))
+
+    async def _execute_limited(self, eval_id: str, unit: WorkUnit) -> None:
+        try:
+            await self.limiter.acquire()
+        except Exception as exc:  # noqa: BLE001 - no limiter: an error row, never a hang
+            self._fail_unit(eval_id, unit, "limiter unavailable: " + _describe(exc))
+            return
+        try:
             await self._execute(eval_id, unit)
-        self.running -= 1
-        self._ready.set()
+        finally:
+            self.limiter.release()
 
     async def _execute(self, eval_id: str, unit: WorkUnit) -> None:
         job, candidate_path = self.jobs[eval_id]
