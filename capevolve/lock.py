@@ -22,7 +22,8 @@ from capevolve.errors import RunDirError
 _HELD: dict[Path, int] = {}  # lock path -> depth held by this process
 
 
-def _me() -> dict:
+def holder_identity() -> dict:
+    """Who holds a lock or seal: pid, host and the pid's start time (guards pid reuse)."""
     return {"pid": os.getpid(), "host": socket.gethostname(),
             "pid_started": psutil.Process().create_time()}
 
@@ -51,7 +52,7 @@ def _try_create(path: Path) -> bool:
     except FileExistsError:
         return False
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(_me()) + "\n")
+        fh.write(json.dumps(holder_identity()) + "\n")
     return True
 
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from typing import Any
 
-import psutil
 
 from capevolve import jsonfiles
 from capevolve.errors import RunDirError, TestSealError
 from capevolve.kinds import Split
 from capevolve.layout import Layout
-from capevolve.lock import hold, holder_alive
+from capevolve.lock import hold, holder_alive, holder_identity
 from capevolve.rundir import utc_now
 
 STARTED, COMPLETE = "started", "complete"
@@ -40,9 +38,7 @@ def _read_seal(layout: Layout) -> dict[str, Any]:
 
 
 def _create(layout: Layout, fields: dict[str, Any]) -> dict[str, Any]:
-    me = psutil.Process()
-    seal = {"status": STARTED, "pid": os.getpid(), "pid_started": me.create_time(),
-            "host": socket.gethostname(), "started_at": utc_now(), **fields}
+    seal = {"status": STARTED, **holder_identity(), "started_at": utc_now(), **fields}
     fd = os.open(layout.seal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(seal, sort_keys=True, indent=2) + "\n")

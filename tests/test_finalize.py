@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import psutil
 import pytest
-from fixtures.projects import make_candidate, make_project
+from fixtures.projects import clean_env, make_candidate, make_project
 from scipy.stats import t as student_t
 
 from capevolve import jsonfiles
@@ -32,13 +32,6 @@ CAPEVOLVE = Path(sys.executable).with_name("capevolve")
 AT_GO = Path(__file__).resolve().parent / "fixtures" / "proc_cli_at_go.py"
 FINAL_KEYS = {"best_id", "baseline_id", "test", "test_baseline", "delta", "se", "ci95"}
 
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE",
-                        "RAY_ADDRESS")}
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    return env
 
 
 def _finalize_argv(run_dir: Path) -> list[str]:
@@ -155,7 +148,7 @@ def test_final_json_delta_is_recomputed_from_stored_test_rollouts(finalized):
 
 def _race(tmp_path: Path, run: RunDir, released_together: bool) -> list[subprocess.Popen]:
     argv = _finalize_argv(run.root)
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": _env()}
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": clean_env()}
     if not released_together:
         return [subprocess.Popen([str(CAPEVOLVE), *argv], **pipes) for _ in range(2)]
     go = tmp_path / "go"
@@ -254,7 +247,7 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
         found = real_check(layout)
         if not other:  # this retry has read the dead seal; another process retries now
             done = subprocess.run([sys.executable, str(BURN), str(run.root), "A"],
-                                  capture_output=True, text=True, env=_env(), timeout=60,
+                                  capture_output=True, text=True, env=clean_env(), timeout=60,
                                   check=False)
             assert done.returncode == 0, done.stderr
             other.append(json.loads(done.stdout))
@@ -288,7 +281,7 @@ def test_a_refused_finalize_says_why(finalized, tmp_path, why):
 def test_finalize_killed_after_test_rows_cannot_retry(tmp_path):
     """SIGKILL a finalize once a test part is on disk: a retry raises TestSealError."""
     run = _run_with_best(tmp_path, tasks=20, trials=2, sleep=0.3, engine={"concurrency": 2})
-    proc = subprocess.Popen([str(CAPEVOLVE), *_finalize_argv(run.root)], env=_env(),
+    proc = subprocess.Popen([str(CAPEVOLVE), *_finalize_argv(run.root)], env=clean_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

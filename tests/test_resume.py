@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from fixtures.projects import make_candidate, make_project
+from fixtures.projects import clean_env, make_candidate, make_project
 from typer.testing import CliRunner
 
 from capevolve import jsonfiles
@@ -25,13 +25,6 @@ CAPEVOLVE = Path(sys.executable).with_name("capevolve")
 EVAL_ID = "train__seed__k2"
 N_UNITS = 40 * 2  # 40 train tasks x 2 trials
 
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE",
-                        "RAY_ADDRESS")}
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    return env
 
 
 def _evaluate_cmd(run_dir: Path, *extra: str) -> list[str]:
@@ -75,9 +68,9 @@ def test_killed_evaluate_resumes_only_the_missing_units(tmp_path):
     killed = create_run(project, tmp_path / "killed")
     clean = create_run(project, tmp_path / "clean")
     assert len(killed.splits.ids("train")) == 40
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": _env()}
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "env": clean_env()}
     victim = subprocess.Popen(_evaluate_cmd(killed.root), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=_env())
+                              stderr=subprocess.DEVNULL, env=clean_env())
     reference = subprocess.Popen(_evaluate_cmd(clean.root), **pipes)  # runs meanwhile
     try:
         deadline = time.monotonic() + 60
