@@ -13,7 +13,7 @@ from capevolve.errors import (
     StoreError,
     TestSealError,
 )
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 __version__ = "0.1.0"
 

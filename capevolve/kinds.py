@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+SEED_ID = "seed"
+"""The candidate id of the seed capability (the baseline of every run)."""
+
 
 class Split(StrEnum):
     """The three frozen splits of a run."""

@@ -22,7 +22,7 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
                  log_to_driver=False)
     yield ray
-    from capevolve.engine import ray_engine
+    from capevolve._engine.ray import engine as ray_engine
 
     ray_engine.shutdown_pool()
     ray.shutdown()

@@ -143,10 +143,10 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
     import duckdb
 
     from capevolve.config import EngineConfig
-    from capevolve.engine import ray_engine
-    from capevolve.engine.ray_engine import RayEngine, ensure_ray
-    from capevolve.evaluation import evaluate
-    from capevolve.optimize.handoff import create_run
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray.engine import RayEngine, ensure_ray
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._loop.run import create_run
 
     with tempfile.TemporaryDirectory(prefix="capevolve-bench-") as tmp:
         run = create_run(PROJECT, Path(tmp) / "run")

@@ -64,9 +64,9 @@ def spin_project(root: Path, n_tasks: int, spin_s: float) -> Path:
 def child(project: str, address: str, workers: str, concurrency: int) -> dict:
     """Driver: join ``address``, warm up on train, time the val evaluation."""
     from capevolve.config import EngineConfig
-    from capevolve.engine import ray_engine
-    from capevolve.evaluation import evaluate
-    from capevolve.optimize.handoff import create_run
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._loop.run import create_run
 
     with tempfile.TemporaryDirectory(prefix="capevolve-bench-cluster-") as tmp:
         run = create_run(Path(project), Path(tmp) / "run")

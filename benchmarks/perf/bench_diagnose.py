@@ -24,9 +24,9 @@ from pathlib import Path
 
 from capevolve.diagnose.context import AdapterContext
 from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
-from capevolve.rundir import RunDir
-from capevolve.splits import Splits
-from capevolve.store.writer import write_part
+from capevolve._store.rundir import RunDir
+from capevolve._store.splits import Splits
+from capevolve._store.rollouts.writer import write_part
 
 TARGET_S = 5.0
 TRIALS = 4

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from capevolve import jsonfiles
+from capevolve._store import jsonfiles
 from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fail, progress
 from capevolve.diagnose import census as census_lib
@@ -23,7 +23,7 @@ from capevolve.diagnose.diagnosis import diagnose as diagnose_run
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 diagnose_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                            add_completion=False, pretty_exceptions_enable=False)

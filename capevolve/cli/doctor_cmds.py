@@ -8,7 +8,7 @@ import typer
 
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
-from capevolve.doctor import diagnose, render
+from capevolve._loop.doctor import diagnose, render
 
 
 @command

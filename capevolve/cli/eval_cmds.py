@@ -8,15 +8,15 @@ import typer
 
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt, build_engine
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
-from capevolve.decisions import accept as accept_candidate
-from capevolve.decisions import gate_candidate
-from capevolve.decisions import reject as reject_candidate
-from capevolve.evaluation import evaluate as evaluate_candidate
-from capevolve.evaluation import run_config
-from capevolve.finalize import finalize as finalize_run
-from capevolve.gate import decide_from_summary
+from capevolve._loop.decide import accept as accept_candidate
+from capevolve._loop.decide import gate_candidate
+from capevolve._loop.decide import reject as reject_candidate
+from capevolve._loop.evaluate import evaluate as evaluate_candidate
+from capevolve._loop.evaluate import run_config
+from capevolve._loop.finalize import finalize as finalize_run
+from capevolve._policy.gate import decide_from_summary
 from capevolve.kinds import GateMode, Split
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run")

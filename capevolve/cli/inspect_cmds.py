@@ -9,9 +9,9 @@ import typer
 from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fmt_mean
 from capevolve.report.markdown import write_report
-from capevolve.rundir import RunDir
-from capevolve.status import run_status
-from capevolve.store.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve._loop.status import run_status
+from capevolve._store.rollouts.query import RolloutStore
 
 
 def _status_human(status: dict) -> str:

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from capevolve.config import EngineConfig
-from capevolve.engine.base import Engine, make_engine
+from capevolve._engine import make_engine
+from capevolve._engine.contract import Engine
 from capevolve.kinds import EngineKind
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]

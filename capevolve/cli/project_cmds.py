@@ -10,9 +10,9 @@ import typer
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, build_engine
 from capevolve.cli.output import command, emit, fmt_mean, progress
 from capevolve.config import load_config
-from capevolve.optimize.handoff import start_run
-from capevolve.project import check_project, load_tasks
-from capevolve.scaffold import init_project
+from capevolve._loop.run import start_run
+from capevolve._project.loader import check_project, load_tasks
+from capevolve._project.scaffold import init_project
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]

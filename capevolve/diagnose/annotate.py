@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capevolve import jsonfiles
+from capevolve._store import jsonfiles
 from capevolve.diagnose.diagnosis import write_document
 from capevolve.diagnose.kinds import JudgementTag
 from capevolve.errors import ConfigError, RunDirError
 from capevolve.kinds import EventKind
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 EVENT = EventKind.DIAGNOSIS_ANNOTATED
 

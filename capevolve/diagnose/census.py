@@ -17,13 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capevolve import jsonfiles
+from capevolve._store import jsonfiles
 from capevolve.diagnose.classify import is_failure
 from capevolve.diagnose.context import AdapterContext
 from capevolve.diagnose.reflective import input_text
 from capevolve.diagnose.source import Trial, load_trials
 from capevolve.errors import ConfigError
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 MANIFEST = "census_manifest.json"
 INSTRUCTIONS = ("For each datapoint, describe in your own words what went wrong and why, "

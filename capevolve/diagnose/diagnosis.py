@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capevolve import jsonfiles
+from capevolve._store import jsonfiles
 from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
 from capevolve.diagnose.cluster import sanity_checks
 from capevolve.diagnose.context import AdapterContext, adapter_context
@@ -25,7 +25,7 @@ from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.reflective import analyse, entry, rollout_pointer, tool_names
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.errors import ConfigError
-from capevolve.rundir import RunDir
+from capevolve._store.rundir import RunDir
 
 FORMAT = 1
 

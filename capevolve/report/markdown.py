@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve import jsonfiles
-from capevolve.evaluation import run_config, summarize
-from capevolve.finalize import paired_delta
+from capevolve._store import jsonfiles
+from capevolve._loop.evaluate import run_config, summarize
+from capevolve._loop.finalize import paired_delta
 from capevolve.kinds import EventKind, Split
-from capevolve.rundir import RunDir
-from capevolve.status import evaluations
+from capevolve._store.rundir import RunDir
+from capevolve._loop.status import evaluations
 
 
 def _num(value: float | None, digits: int = 3) -> str:

@@ -73,7 +73,7 @@ def oracle_candidate(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def unit_seed():
     """The seed capevolve derives for (run seed 0, task, trial)."""
-    from capevolve.engine.plan import derive_seed
+    from capevolve._engine.plan import derive_seed
 
     return lambda task_id, trial: derive_seed(0, task_id, trial)
 

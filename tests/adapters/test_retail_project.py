@@ -29,8 +29,8 @@ def test_start_run_scores_the_seed_baseline_in_process(tmp_path):
     """start_run on the retail project (local engine) checks it, freezes splits and scores
     the seed on val with no errors and a mean in 0.3-0.5."""
     from capevolve.config import EngineConfig
-    from capevolve.engine.local import LocalEngine
-    from capevolve.optimize.handoff import start_run
+    from capevolve._engine.local import LocalEngine
+    from capevolve._loop.run import start_run
 
     handoff = start_run(RETAIL_PROJECT, tmp_path / "run",
                         engine=LocalEngine(EngineConfig(kind="local", concurrency=8)))
@@ -87,7 +87,7 @@ def test_demo_script_is_valid_bash_and_checks_its_arguments():
 
 def test_both_project_configs_load_their_adapters():
     """benchmarks/retail and benchmarks/retail/openai load and build their adapters by path."""
-    from capevolve.project import load_project
+    from capevolve._project.loader import load_project
 
     offline = load_project(RETAIL_PROJECT)
     assert type(offline.adapter()).__name__ == "RetailAdapter"

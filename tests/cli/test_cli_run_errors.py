@@ -66,7 +66,7 @@ def _edit_splits(run_dir: Path, fix_checksum: bool) -> None:
     moved = data["val"].pop(0)
     data["train"].append(moved)
     if fix_checksum:
-        from capevolve.splits import Splits
+        from capevolve._store.splits import Splits
 
         data["checksum"] = Splits(tuple(data["train"]), tuple(data["val"]),
                                   tuple(data["test"]), data["seed"]).checksum()

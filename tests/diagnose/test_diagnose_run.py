@@ -11,7 +11,7 @@ from diagnose.diag_support import READ_CALLS, WRITE_CALLS, make_run, write_rows
 from capevolve.diagnose import DiagnoseOptions, diagnose, diagnosis_path
 from capevolve.diagnose.source import load_trials
 from capevolve.errors import CandidateError, ConfigError, TestSealError
-from capevolve.evaluation import evaluate
+from capevolve._loop.evaluate import evaluate
 
 
 def _specs(run, n: int = 6) -> list[dict]:

@@ -1,0 +1,21 @@
+"""Execution: plan units, dispatch them to workers, run candidate code, hand back rows.
+
+Only :mod:`capevolve._engine.ray` imports ray; :func:`make_engine` imports it lazily.
+"""
+
+from __future__ import annotations
+
+from capevolve._engine.contract import Engine
+from capevolve.config import EngineConfig
+from capevolve.kinds import EngineKind
+
+
+def make_engine(config: EngineConfig, address: str | None = None) -> Engine:
+    """Build the configured engine; Ray is imported only when the Ray engine is chosen."""
+    if config.kind == EngineKind.LOCAL:
+        from capevolve._engine.local import LocalEngine
+
+        return LocalEngine(config)
+    from capevolve._engine.ray.engine import RayEngine
+
+    return RayEngine(config, address=address or config.address)

@@ -1,0 +1,90 @@
+"""Run one ``run_target`` call in a child process, so a native crash is a row, not a loss.
+
+With ``engine.isolation: process`` every call runs in a fresh ``python -m
+capevolve._engine.isolation`` child. The request goes in on stdin as JSON and the result comes
+back as JSON through a file (so whatever user code prints cannot corrupt it; the child's stdout is sent
+to stderr). A child that dies without a result (segfault, ``os.abort``, OOM kill) is an
+error of kind ``crash``; a child past the timeout is killed (kind ``timeout``). Each call
+pays a Python start-up, so this is opt-in, for adapters with native code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from capevolve.adapter import Rollout, Task, TransientError
+
+
+class ChildCrash(Exception):
+    """The isolated child died without returning a result."""
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, task: Task,
+                       trial: int, seed: int, timeout_s: float) -> Any:
+    """The child's Rollout; raises ChildCrash, asyncio.TimeoutError, TransientError, or
+    RuntimeError carrying the child's exception text."""
+    fd, result_path = tempfile.mkstemp(prefix="capevolve-isolated-", suffix=".json")
+    os.close(fd)
+    request = json.dumps([project_root, adapter_spec, str(candidate),
+                          task.model_dump(mode="json"), trial, seed, result_path]).encode()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "capevolve._engine.isolation", stdin=asyncio.subprocess.PIPE,
+        stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+    try:
+        await asyncio.wait_for(proc.communicate(request), timeout=timeout_s)
+        with open(result_path, "rb") as fh:
+            data = fh.read()
+        if not data:
+            raise ChildCrash(f"isolated run_target process died ({_signal_name(proc.returncode)})")
+        status, payload = json.loads(data)
+    finally:  # a timeout or a cancellation from outside: never leave the child running
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
+        Path(result_path).unlink(missing_ok=True)
+    if status == "ok":
+        return Rollout.model_validate(payload)
+    if status == "transient":
+        raise TransientError(payload)
+    if status == "bad":
+        return payload  # not a Rollout: the caller reports the wrong type
+    raise RuntimeError(payload)
+
+
+def _child_main() -> None:
+    from capevolve._project.calls import call_sync
+    from capevolve._project.loader import load_adapter
+
+    root, spec, candidate, task, trial, seed, result_path = json.loads(sys.stdin.buffer.read())
+    try:
+        adapter = load_adapter(Path(root), spec)
+        rollout = call_sync(adapter.run_target, Path(candidate), Task.model_validate(task),
+                            trial=trial, seed=seed)
+        result = (("ok", rollout.model_dump(mode="json")) if isinstance(rollout, Rollout)
+                  else ("bad", type(rollout).__name__))
+    except TransientError as exc:
+        result = ("transient", f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as data
+        result = ("raise", f"{type(exc).__name__}: {exc}")
+    with open(result_path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, default=repr)
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,0 +1,244 @@
+"""Evaluate a candidate on train or val: plan -> engine -> Parquet -> DuckDB -> stats.
+
+An evaluation is identified by (split, candidate, trials): running the same command again
+resumes an incomplete evaluation (only missing units run) and returns a complete one as
+it is, so re-running never buys a second, luckier draw of the same candidate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capevolve._policy import budget
+from capevolve._store import jsonfiles
+from capevolve.adapter import Task
+from capevolve._store.candidates import pack
+from capevolve.config import BudgetConfig, ProjectConfig
+from capevolve._engine import make_engine
+from capevolve._engine.contract import Engine, EvalJob
+from capevolve._engine.plan import plan_units
+from capevolve.errors import BudgetError, RunDirError, TestSealError
+from capevolve.kinds import EvalStatus, EventKind, Split
+from capevolve._project.loader import Project, load_project, load_tasks
+from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
+from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
+from capevolve._store.rollouts.writer import PartWriter
+
+
+def run_config(run: RunDir) -> ProjectConfig:
+    """The config frozen into run.json when the run was created."""
+    return ProjectConfig.model_validate(run.manifest["config"])
+
+
+def run_project(run: RunDir) -> Project:
+    """The project a run belongs to, with the run's frozen config."""
+    return load_project(Path(run.manifest["project_dir"]), config=run_config(run))
+
+
+def eval_id_for(split: str, candidate_id: str, n_trials: int) -> str:
+    """The id of the evaluation of a candidate on a split with a number of trials."""
+    return f"{split}__{candidate_id}__k{n_trials}"
+
+
+@dataclass
+class _Tally:
+    """Spend of the rows this invocation ran (for the run's budget)."""
+
+    rows: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0
+
+    def add(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.rows += 1
+            self.tokens += row.get("tokens") or 0
+            if row.get("cost_usd") is None:
+                self.cost_unrecorded += 1
+            else:
+                self.cost_usd += row["cost_usd"]
+
+
+def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
+              clusters: dict[str, str] | None = None) -> dict[str, Any]:
+    """Statistics of an evaluation computed from its stored rows (task is the unit).
+
+    With ``clusters`` (task id -> cluster key, from ``Task.metadata['cluster']``) the
+    record also carries the cluster-robust SE of the mean.
+    """
+    outcomes = RolloutStore(run.layout).outcomes(eval_id)
+    rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
+    means = task_means(rewards)
+    mean, stderr = mean_and_se(list(means.values()))
+    extra = {"stderr_clustered": clustered_se(means, clusters)} if clusters else {}
+    return {**extra,
+        "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
+        "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
+        "coverage": len(means) / len(task_ids) if task_ids else 0.0,
+        "pass_k": pass_k_table(rewards), "task_means": means,
+    }
+
+
+def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
+         tasks: list[Task]) -> EvalJob:
+    ids = set(run.splits.ids(split))
+    by_id = {t.id: t for t in tasks if t.id in ids}
+    missing = sorted(ids - set(by_id))
+    if missing:
+        raise RunDirError(f"split {split}: tasks {missing[:5]} are no longer returned by "
+                          "the adapter (the task set changed after the splits were frozen)")
+    files_dir = run.candidate_dir(candidate_id)
+    return EvalJob(
+        run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
+        candidate_hash=run.candidate_meta(candidate_id)["hash"],
+        candidate_files=pack(files_dir), tasks=by_id, project_root=str(project.root),
+        adapter_spec=project.config.adapter,
+    )
+
+
+def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | None = None,
+             engine: Engine | None = None, address: str | None = None,
+             allow_test: bool = False) -> dict[str, Any]:
+    """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
+
+    Only train and val are accepted: the test split belongs to ``finalize``.
+    """
+    split = Split(split)
+    if split == Split.TEST and not allow_test:
+        raise TestSealError("evaluate: the test split is held out; only `capevolve finalize` "
+                            "scores it, once")
+    config = run_config(run)
+    n_trials = n_trials or config.num_trials
+    if n_trials < 1:
+        raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
+    with run.locked():
+        candidate_id = resolve_candidate(run, candidate)
+        refuse_tampering(run, config, candidate_id)
+        eval_id = eval_id_for(split, candidate_id, n_trials)
+        path = run.layout.eval_json(eval_id)
+        previous = jsonfiles.read(path) if path.is_file() else None
+        if previous and previous["status"] == EvalStatus.COMPLETE and _intact(run, previous):
+            return previous
+        limit = None
+        if not allow_test:
+            reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run))
+            if reasons:
+                raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
+                                  "; run `capevolve finalize`")
+            limit = config.budget
+        return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
+                        resumed=previous is not None, limit=limit)
+
+
+def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
+             candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
+             resumed: bool, limit: BudgetConfig | None) -> dict[str, Any]:
+    project = run_project(run)
+    verify_adapter_unchanged(run, project)
+    quarantine_bad_parts(run.layout)
+    job = _job(run, project, eval_id, split, candidate_id, load_tasks(project.adapter()))
+    task_ids = run.splits.ids(split)
+    done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
+    units = plan_units(task_ids, n_trials, config.seed, done)
+    record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
+              "n_trials": n_trials, "candidate_hash": job.candidate_hash,
+              "status": EvalStatus.RUNNING, "started_at": utc_now()}
+    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
+    run.log_event(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+                  split=str(split), units=len(units), resumed=resumed)
+    writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
+    tally = _Tally()
+
+    def sink(rows: list[dict]) -> None:
+        writer.add(rows)
+        tally.add(rows)
+
+    engine = engine or make_engine(config.engine, address)
+    allowance = budget.dispatch_allowance(limit, run.spent, tally) if limit else None
+    t0 = time.monotonic()
+    try:
+        report = engine.run(job, units, sink, allowance)
+    finally:
+        writer.close()
+        run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
+                         cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
+                         wall_s=time.monotonic() - t0)
+    clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
+                if t.metadata.get("cluster") is not None}
+    stats = summarize(run, eval_id, task_ids, clusters or None)
+    why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
+                            report.stop_reason)
+    record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
+                  incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
+                  resumed=resumed, worker_restarts=report.worker_restarts)
+    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
+    run.log_event(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+                  split=str(split), status=record["status"], mean=stats["mean"],
+                  stderr=stats["stderr"], n_scored=stats["n_scored"])
+    return record
+
+
+def _intact(run: RunDir, record: dict[str, Any]) -> bool:
+    """A complete evaluation still has all its rows (a truncated part is quarantined)."""
+    quarantine_bad_parts(run.layout)
+    return len(RolloutStore(run.layout).done_units(record["eval_id"])) == record["n_rows"]
+
+
+def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
+                      stop_reason: str | None) -> str | None:
+    """Why an evaluation is not a measurement (None when it is complete).
+
+    Missing units (a budget stop, a crash) and low coverage (an outage: most units errored)
+    both leave the evaluation incomplete; resuming it runs the missing and errored units.
+    """
+    if stats["n_rows"] < n_units:
+        return (f"stopped early: {stop_reason}" if stop_reason
+                else f"{n_units - stats['n_rows']} of {n_units} units not run")
+    if stats["coverage"] < min_coverage:
+        return (f"coverage {stats['coverage']:.2f} below {min_coverage:g}: most units errored "
+                "(missing data, not a score); rerun to retry them")
+    return None
+
+
+def verify_adapter_unchanged(run: RunDir, project: Project) -> None:
+    """The adapter file (tasks and scorer) must be the one the run started with."""
+    frozen = run.manifest.get("adapter_sha256")
+    if frozen and adapter_digest(project) != frozen:
+        raise RunDirError(f"{project.root}: the adapter ({project.config.adapter}) changed "
+                          "since the run started; its scores would not be comparable")
+
+
+def adapter_digest(project: Project) -> str | None:
+    """sha256 of the adapter file when the adapter is given as a file path."""
+    target = project.config.adapter.rpartition(":")[0]
+    path = project.root / target
+    if not (target.endswith(".py") and path.is_file()):
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_eval(run: RunDir, eval_id: str) -> dict[str, Any]:
+    """An evaluation record by id."""
+    path = run.layout.eval_json(eval_id)
+    if not path.is_file():
+        raise RunDirError(f"evaluation {eval_id!r}: not found in {run.root}")
+    return jsonfiles.read(path)
+
+
+def latest_eval(run: RunDir, candidate_id: str, split: str,
+                statuses: tuple[str, ...] = (EvalStatus.COMPLETE,)) -> dict[str, Any] | None:
+    """The most recently finished evaluation of a candidate on a split with a status."""
+    paths = sorted(run.layout.evals.glob(f"{split}__{candidate_id}__k*.json"))
+    found = [e for e in map(jsonfiles.read, paths) if e["status"] in statuses]
+    return max(found, key=lambda e: e.get("finished_at", ""), default=None)
+
+
+def latest_complete_eval(run: RunDir, candidate_id: str, split: str) -> dict[str, Any] | None:
+    """The most recently finished complete evaluation of a candidate on a split."""
+    return latest_eval(run, candidate_id, split)

@@ -1,0 +1,54 @@
+"""Candidate intake: snapshot a directory (or take an id) and verify it before paying.
+
+A candidate that modifies, adds or removes a file matching the protected paths (the
+config's ``protected_paths`` plus defaults for gold / answer files, scorers and splits) is
+refused before any rollout runs, and recorded as an *indecisive* gate (tampering is not
+evidence about quality, so it is never a rejection).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capevolve._store.candidates import content_hash, protected_changes
+from capevolve.config import ProjectConfig
+from capevolve.errors import CandidateError
+from capevolve.kinds import Decision, EventKind
+from capevolve._store.rundir import RunDir
+
+DEFAULT_PROTECTED = ("*gold*", "*answers*", "*answer_key*", "*scorer*", "splits.json",
+                     "*/splits.json", "capevolve.yaml")
+
+
+def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
+    """An existing candidate id, or a directory to snapshot (identical content is reused)."""
+    text = str(candidate)
+    if (run.layout.candidate_meta(text)).is_file():
+        return text
+    path = Path(text)
+    if not path.is_dir():
+        raise CandidateError(f"candidate {text!r}: neither a candidate id of this run "
+                             "nor an existing directory")
+    existing = run.find_candidate(content_hash(path))
+    if existing:
+        return existing
+    return run.snapshot(run.next_candidate_id(), path)["id"]
+
+
+def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> None:
+    """Refuse, before any rollout is paid for, a candidate that modified, added or
+    removed a protected file relative to the seed; records an indecisive gate."""
+    if candidate_id == "seed":
+        return
+    patterns = [*DEFAULT_PROTECTED, *config.protected_paths]
+    changed = protected_changes(run.candidate_meta("seed")["files"],
+                                run.candidate_meta(candidate_id)["files"], patterns)
+    if changed:
+        run.log_event(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
+        run.log_event(EventKind.GATE, candidate_id=candidate_id, best_id=run.best_id,
+                      decision=str(Decision.INDECISIVE), delta=None, se=None,
+                      reasons=[f"tampering: protected paths changed: {', '.join(changed)}"])
+        raise CandidateError(f"candidate {candidate_id!r} changes protected paths: "
+                             f"{', '.join(changed[:10])}; refused before any rollout")
+
+

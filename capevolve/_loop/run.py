@@ -1,0 +1,76 @@
+"""Agent mode: check -> splits -> snapshot the seed -> baseline on val -> handoff."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+import socket
+from pathlib import Path
+from typing import Any
+
+from capevolve._engine.contract import Engine
+from capevolve.errors import AdapterError, RunDirError
+from capevolve._loop.evaluate import adapter_digest, evaluate
+from capevolve.kinds import SEED_ID, Split
+from capevolve._project.loader import check_project, load_tasks
+from capevolve._store.rundir import RunDir
+from capevolve._store.splits import make_splits
+from capevolve.versions import versions
+
+
+
+def default_run_dir(project_root: Path) -> Path:
+    """``<project>/.capevolve/run_<utc timestamp>``."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return project_root / ".capevolve" / f"run_{stamp}"
+
+
+def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> RunDir:
+    """Check the project, freeze its splits and snapshot the seed as candidate ``seed``."""
+    project, problems = check_project(project_dir)
+    if problems:
+        raise AdapterError("project check failed: " + "; ".join(problems))
+    tasks = load_tasks(project.adapter())
+    splits = make_splits([t.id for t in tasks], project.config.splits, project.root)
+    root = Path(run_dir) if run_dir else default_run_dir(project.root)
+    if (root / "run.json").exists():
+        raise RunDirError(f"{root}: already holds a run; pass another --run-dir")
+    manifest = {
+        "run_id": root.name, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
+        "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
+        "n_tasks": len(tasks), "adapter_sha256": adapter_digest(project),
+    }
+    run = RunDir.create(root, manifest, splits)
+    run.snapshot(SEED_ID, project.capability_dir, role="seed")
+    run.set_best(SEED_ID, reason="seed")
+    return run
+
+
+def next_commands(run: RunDir) -> list[str]:
+    """The commands an editor runs next, in order."""
+    r = shlex.quote(str(run.root))
+    return [
+        f"capevolve diagnose --run-dir {r} --split val --tag {run.best_id}",
+        f"cp -r {shlex.quote(str(run.candidate_dir(run.best_id)))} ./cand_next  "
+        "# then edit ./cand_next",
+        f"capevolve evaluate --run-dir {r} --candidate ./cand_next --split val --json",
+        f"capevolve gate --run-dir {r} --candidate <candidate_id> --json",
+        f"capevolve accept --run-dir {r} --candidate <candidate_id>   # or: capevolve reject",
+        f"capevolve status --run-dir {r}",
+        f"capevolve finalize --run-dir {r}   # once, at the end",
+        f"capevolve report --run-dir {r}",
+    ]
+
+
+def start_run(project_dir: Path | str, run_dir: Path | str | None = None,
+              engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
+    """Create the run, score the seed on val (the baseline) and return the handoff."""
+    run = create_run(project_dir, run_dir)
+    baseline = evaluate(run, SEED_ID, Split.VAL, engine=engine, address=address)
+    return {
+        "run_dir": str(run.root), "best_id": run.best_id,
+        "baseline": {k: baseline[k] for k in ("eval_id", "mean", "stderr", "n_tasks",
+                                              "n_scored", "n_errors", "status")},
+        "next": next_commands(run),
+    }

@@ -1,0 +1,98 @@
+"""The in-process engine and the worker core: errors are rows, retries are bounded."""
+
+import pytest
+
+from capevolve.kinds import ErrorKind
+from capevolve._loop.run import create_run
+from capevolve._loop.evaluate import evaluate
+from capevolve._store.rollouts.query import RolloutStore
+from fixtures.projects import make_project
+
+MODES = [{"id": "ok1"}, {"id": "ok2"}, {"id": "raise", "mode": "raise"},
+         {"id": "error", "mode": "error"}, {"id": "transient", "mode": "transient"},
+         {"id": "hang", "mode": "hang"}, {"id": "scorebug", "mode": "score_raise"},
+         {"id": "always", "mode": "always_transient"}, {"id": "print", "mode": "print"}]
+
+
+def _rows(run, eval_id):
+    _, rows = RolloutStore(run.layout).query(
+        f"SELECT task_id, trial, reward, error_kind, attempts, error FROM rollouts "
+        f"WHERE eval_id = '{eval_id}' ORDER BY task_id, trial")
+    return {(r[0], r[1]): r[2:] for r in rows}
+
+
+@pytest.mark.parametrize("adapter", ["FlexAdapter", "SyncFlexAdapter"])
+def test_every_failure_becomes_a_row_with_its_kind(tmp_path, adapter, monkeypatch):
+    """Exceptions, adapter errors, timeouts and scorer bugs are error rows (reward null);
+    transient errors are retried with backoff and the attempts are recorded."""
+    monkeypatch.setattr("capevolve._engine.worker.BACKOFF_BASE_S", 0.01)
+    project = make_project(tmp_path / "p", MODES, adapter=adapter, trials=1,
+                           engine={"timeout_s": 0.5, "retries": 2},
+                           splits="{ids_file: ids.json}")
+    ids = [t["id"] for t in MODES]
+    (project / "ids.json").write_text(
+        '{"train": [], "val": %s, "test": ["ok1"]}' % str(ids[1:]).replace("'", '"'))
+    run = create_run(project, tmp_path / "run")
+    record = evaluate(run, "seed", "val")
+    rows = _rows(run, record["eval_id"])
+    assert len(rows) == len(ids) - 1
+    assert rows[("raise", 0)][:2] == (None, ErrorKind.EXCEPTION)
+    assert rows[("error", 0)][:3] == (None, ErrorKind.ADAPTER, 1)
+    assert rows[("hang", 0)][1] == ErrorKind.TIMEOUT and rows[("hang", 0)][2] == 3
+    assert rows[("scorebug", 0)][1] == ErrorKind.SCORE
+    assert rows[("always", 0)][1:3] == (ErrorKind.ADAPTER, 3)
+    assert rows[("transient", 0)][1] is None and rows[("transient", 0)][2] == 3
+    assert rows[("print", 0)][1] is None
+    assert record["n_errors"] == 5 and record["n_scored"] == 3
+
+
+def test_concurrency_caps_rollouts_in_flight(tmp_path):
+    """No more than engine.concurrency rollouts overlap in time."""
+    project = make_project(tmp_path / "p", 40, trials=2, sleep=0.05,
+                           engine={"concurrency": 3})
+    run = create_run(project, tmp_path / "run")
+    evaluate(run, "seed", "train")
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT started_at, finished_at FROM rollouts WHERE split = 'train'")
+    events = sorted([(s, 1) for s, _ in rows] + [(f, -1) for _, f in rows],
+                    key=lambda e: (e[0], e[1]))
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    assert peak <= 3
+    assert peak >= 2  # it does run concurrently
+
+
+def test_native_crash_in_an_isolated_call_is_a_crash_row(tmp_path):
+    """os.abort() inside run_target under process isolation is an error row of kind crash;
+    the other units of the evaluation are unaffected."""
+    tasks = [{"id": f"t{i}"} for i in range(6)] + [{"id": "boom", "mode": "abort"}]
+    project = make_project(tmp_path / "p", tasks, adapter="CrashingAdapter", trials=1,
+                           engine={"isolation": "process", "timeout_s": 20},
+                           splits="{ids_file: ids.json}")
+    (project / "ids.json").write_text(
+        '{"train": [], "val": ["t0", "t1", "t2", "t3", "t4", "boom"], "test": ["t5"]}')
+    run = create_run(project, tmp_path / "run")
+    record = evaluate(run, "seed", "val")
+    rows = _rows(run, record["eval_id"])
+    assert rows[("boom", 0)][:2] == (None, ErrorKind.CRASH)
+    assert "SIGABRT" in rows[("boom", 0)][3]
+    assert sum(1 for key, r in rows.items() if r[1] is None) == 5
+
+
+def test_an_isolated_call_past_its_timeout_is_killed(tmp_path):
+    """A hung isolated run_target is a timeout row and its child process does not survive."""
+    import psutil
+
+    tasks = [{"id": "ok"}, {"id": "hang", "mode": "hang"}, {"id": "t"}]
+    project = make_project(tmp_path / "p", tasks, adapter="CrashingAdapter", trials=1,
+                           engine={"isolation": "process", "timeout_s": 2, "retries": 0},
+                           splits="{ids_file: ids.json}")
+    (project / "ids.json").write_text('{"train": [], "val": ["ok", "hang"], "test": ["t"]}')
+    run = create_run(project, tmp_path / "run")
+    rows = _rows(run, evaluate(run, "seed", "val")["eval_id"])
+    assert rows[("hang", 0)][1] == ErrorKind.TIMEOUT
+    children = [p for p in psutil.Process().children(recursive=True)
+                if "capevolve._engine.isolation" in " ".join(p.cmdline())]
+    assert children == []

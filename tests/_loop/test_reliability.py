@@ -1,0 +1,105 @@
+"""Outages, budgets inside an evaluation, the run-dir lock, and tampering."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from capevolve._loop.decide import gate_candidate
+from capevolve.errors import CandidateError, RunDirError
+from capevolve._loop.evaluate import evaluate
+from capevolve._store.lock import hold
+from capevolve._loop.run import start_run
+from capevolve.report.markdown import render
+from capevolve._store.rundir import RunDir
+from capevolve._loop.status import run_status
+from fixtures.projects import make_candidate, make_project
+
+
+def _run(tmp_path, n=40, trials=2, **kw):
+    project = make_project(tmp_path / "p", n, trials=trials, **kw)
+    return project, RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+
+
+def test_an_outage_is_not_a_score_and_resumes_cleanly(tmp_path):
+    """Most rollouts erroring: the eval is incomplete, its gate indecisive (no stall), the
+    report says not measured; after the outage a rerun retries only errored units."""
+    project, run = _run(tmp_path)
+    (project / "outage.flag").write_text("down")
+    cand = make_candidate(tmp_path / "c", 0.9)
+    record = evaluate(run, cand, "val")
+    assert record["status"] == "incomplete" and "coverage" in record["incomplete_reason"]
+    assert record["mean"] is None and record["n_errors"] == 20
+    gate = gate_candidate(run, record["candidate_id"])
+    assert gate["decision"] == "indecisive"
+    assert run_status(run)["stall"] == 0
+    assert "not measured" in render(run)
+    (project / "outage.flag").unlink()
+    again = evaluate(run, cand, "val")
+    assert again["status"] == "complete" and again["units_run"] == 20
+    assert again["n_errors"] == 0 and again["n_scored"] == 10
+    assert gate_candidate(run, record["candidate_id"])["decision"] in ("accept", "reject")
+
+
+def test_budget_is_enforced_while_dispatching(tmp_path):
+    """max_metric_calls stops handing out work mid-evaluation; never overshoots."""
+    project, run = _run(tmp_path, n=40, trials=2,
+                        extra="budget: {max_metric_calls: 50}\n",
+                        engine={"concurrency": 4})
+    assert run.spent.metric_calls == 20
+    record = evaluate(run, "seed", "train")  # 40 units wanted, 30 allowed
+    assert record["status"] == "incomplete"
+    assert "max_metric_calls" in record["incomplete_reason"]
+    assert record["units_run"] == 30 and run.spent.metric_calls == 50
+
+
+def test_budget_on_money_uses_the_observed_cost(tmp_path):
+    """max_usd: dispatch stops before recorded cost plus work in flight passes the cap."""
+    project, run = _run(tmp_path, n=40, trials=2, cost=0.01,
+                        extra="budget: {max_usd: 0.5}\n", engine={"concurrency": 2})
+    assert run.spent.cost_usd == pytest.approx(0.2)
+    record = evaluate(run, "seed", "train")
+    assert record["status"] == "incomplete" and "max_usd" in record["incomplete_reason"]
+    assert run.spent.cost_usd <= 0.5 + 1e-9
+
+
+def test_a_second_writer_is_refused_and_a_stale_lock_is_taken_over(tmp_path):
+    """While another live process holds the lock, mutations fail naming its pid; a lock
+    left by a dead process is taken over."""
+    _, run = _run(tmp_path, n=20)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.path.insert(0, %r)\n"
+        "from capevolve._store.lock import hold\n"
+        "with hold(%r):\n    print('held', flush=True); time.sleep(30)\n"
+    ) % (os.getcwd(), str(run.layout.lock))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirError, match=f"locked by pid {holder.pid}"):
+            evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.layout.lock.exists()  # killed: its lock file is stale now
+    with hold(run.layout.lock):
+        assert json.loads(run.layout.lock.read_text())["pid"] == os.getpid()
+    assert not run.layout.lock.exists()
+
+
+def test_tampering_is_refused_before_rollouts_and_recorded_indecisive(tmp_path):
+    """Adding a gold file (a default protected path) is refused, costs nothing, and is
+    recorded as an indecisive gate; a changed adapter file is refused on the next command."""
+    project, run = _run(tmp_path, n=20)
+    spent = run.spent.metric_calls
+    cheat = make_candidate(tmp_path / "cheat", 0.9)
+    (cheat / "gold_answers.json").write_text("{}")
+    with pytest.raises(CandidateError, match="gold_answers.json"):
+        evaluate(run, cheat, "val")
+    assert run.spent.metric_calls == spent
+    gate = run.events("gate")[-1]
+    assert gate["decision"] == "indecisive" and "tampering" in gate["reasons"][0]
+    with open(project / "adapter.py", "a") as fh:
+        fh.write("\n# edited\n")
+    with pytest.raises(RunDirError, match="adapter"):
+        evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")

@@ -1,0 +1,220 @@
+"""RunDir invariants: the event log survives a torn write, state.json is derived, snapshots
+are immutable, unknown cost is "not recorded", and the frozen splits cannot be edited."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from fixtures.projects import make_candidate, make_project
+
+from capevolve._store import jsonfiles
+from capevolve.errors import CandidateError, RunDirError
+from capevolve.kinds import EventKind
+from capevolve._loop.run import SEED_ID, create_run
+from capevolve._store.rundir import RunDir, Spend
+from capevolve._store.splits import Splits
+
+TORN = b'{"kind": "note", "msg": "half a rec'  # what a kill mid-write leaves behind
+
+
+@pytest.fixture
+def run(tmp_path):
+    """A fresh run of a small flex project (seed snapshotted, best = seed, nothing scored)."""
+    return create_run(make_project(tmp_path / "p", 12), tmp_path / "run")
+
+
+def _tear(run: RunDir) -> None:
+    with open(run.layout.events, "ab") as fh:
+        fh.write(TORN)
+
+
+# -- events.jsonl ---------------------------------------------------------------------------
+
+def test_torn_last_line_is_skipped_on_read(run):
+    """A half-written last record is skipped: events(), best_id and open() still work."""
+    before = run.events()
+    _tear(run)
+    reopened = RunDir.open(run.root)
+    assert reopened.events() == before
+    assert reopened.best_id == SEED_ID
+    assert list(jsonfiles.read_lines(run.layout.events)) == before
+
+
+def test_record_appended_after_a_torn_line_is_readable(run):
+    """After a torn last line, the next log_event is still a readable record."""
+    _tear(run)
+    record = run.log_event(EventKind.NOTE, msg="after the tear")
+    notes = run.events(EventKind.NOTE)
+    assert [e.get("msg") for e in notes] == ["after the tear"], notes
+    assert notes[0]["ts"] == record["ts"]
+    lines = run.layout.events.read_bytes().split(b"\n")
+    assert TORN in lines, "the torn bytes must stay on a line of their own"
+    run.log_event(EventKind.NOTE, msg="and one more")
+    assert [e.get("msg") for e in run.events(EventKind.NOTE)] == ["after the tear",
+                                                                 "and one more"]
+
+
+def test_set_best_after_a_torn_line_takes_effect(run, tmp_path):
+    """A set_best logged right after a torn line changes best_id."""
+    run.snapshot("cand_001", make_candidate(tmp_path / "c1", 0.9))
+    _tear(run)
+    run.set_best("cand_001")
+    assert RunDir.open(run.root).best_id == "cand_001"
+
+
+# -- state.json is derived ------------------------------------------------------------------
+
+def test_state_json_is_a_derived_cache(run, tmp_path):
+    """Deleting or corrupting state.json changes nothing: best and spend come from events."""
+    run.snapshot("cand_001", make_candidate(tmp_path / "c1", 0.9))
+    run.set_best("cand_001")
+    run.update_spent(metric_calls=3, tokens=30, cost_usd=0.5, wall_s=1.25)
+    run.update_spent(iterations=1)
+    best, spent = run.best_id, run.spent.to_dict()
+    assert best == "cand_001"
+    assert spent["metric_calls"] == 3 and spent["iterations"] == 1 and spent["tokens"] == 30
+    state = jsonfiles.read(run.layout.state)
+    assert state["best_id"] == best and state["spent"] == spent
+
+    run.layout.state.unlink()
+    reopened = RunDir.open(run.root)
+    assert reopened.best_id == best and reopened.spent.to_dict() == spent
+
+    jsonfiles.write_atomic(run.layout.state, {"best_id": SEED_ID, "n_events": 0,
+                                              "spent": Spend().to_dict(), "budget": None})
+    reopened = RunDir.open(run.root)
+    assert reopened.best_id == best and reopened.spent.to_dict() == spent
+    reopened.log_event(EventKind.NOTE, msg="refresh")
+    state = jsonfiles.read(run.layout.state)
+    assert state["best_id"] == best and state["spent"] == spent
+    assert state["n_events"] == len(reopened.events())
+
+
+def test_update_spent_refuses_unknown_fields(run):
+    """update_spent with an unknown field raises ValueError and logs nothing."""
+    n_events = len(run.events())
+    with pytest.raises(ValueError, match="dollars"):
+        run.update_spent(metric_calls=1, dollars=3)
+    assert len(run.events()) == n_events
+    assert run.spent.metric_calls == 0
+
+
+# -- candidates -----------------------------------------------------------------------------
+
+def test_snapshot_same_content_reuses_and_other_content_is_refused(run, tmp_path):
+    """Identical content under a taken id returns the record; other content: CandidateError."""
+    first = run.snapshot("cand_001", make_candidate(tmp_path / "a", 0.7))
+    twin = run.snapshot("cand_001", make_candidate(tmp_path / "twin", 0.7))
+    assert twin == first
+    assert len(run.events(EventKind.SNAPSHOT)) == 2  # seed + cand_001, no second record
+    with pytest.raises(CandidateError, match="cand_001"):
+        run.snapshot("cand_001", make_candidate(tmp_path / "other", 0.2))
+    files = run.candidate_dir("cand_001")
+    assert (files / "quality.txt").read_text() == "0.7"
+    assert run.candidate_meta("cand_001")["hash"] == first["hash"]
+
+
+def test_snapshot_files_are_read_only(run, tmp_path):
+    """Every file of a snapshot has no write permission bit."""
+    src = make_candidate(tmp_path / "a", 0.7, overrides={"t001": 1.0})
+    (src / "tools").mkdir()
+    (src / "tools" / "x.py").write_text("X = 1\n")
+    run.snapshot("cand_001", src)
+    files = [p for p in run.candidate_dir("cand_001").rglob("*") if p.is_file()]
+    assert len(files) == 3
+    for path in files:
+        mode = path.stat().st_mode
+        assert not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), (path, oct(mode))
+        assert os.geteuid() == 0 or not os.access(path, os.W_OK)
+    seed_files = [p for p in run.candidate_dir(SEED_ID).rglob("*") if p.is_file()]
+    assert seed_files and all(not p.stat().st_mode & 0o222 for p in seed_files)
+
+
+def test_next_candidate_id_increments(run, tmp_path):
+    """next_candidate_id is one past the highest cand_NNN, and never reuses an id."""
+    assert run.next_candidate_id() == "cand_001"
+    run.snapshot(run.next_candidate_id(), make_candidate(tmp_path / "a", 0.1))
+    assert run.next_candidate_id() == "cand_002"
+    run.snapshot("cand_007", make_candidate(tmp_path / "b", 0.2))
+    run.snapshot("custom", make_candidate(tmp_path / "c", 0.3))
+    assert run.next_candidate_id() == "cand_008"
+    assert run.candidate_ids() == ["cand_001", "cand_007", "custom", SEED_ID]
+
+
+def test_set_best_of_unknown_id_is_refused(run):
+    """set_best of a never-snapshotted id raises CandidateError and leaves best unchanged."""
+    n_events = len(run.events())
+    with pytest.raises(CandidateError, match="cand_404"):
+        run.set_best("cand_404")
+    assert run.best_id == SEED_ID
+    assert len(run.events()) == n_events
+
+
+# -- spend ----------------------------------------------------------------------------------
+
+def test_spend_cost_is_not_recorded_when_every_cost_is_unknown():
+    """cost_usd is None when every rollout's cost was unknown, a number when some were known."""
+    unknown = Spend()
+    unknown.add({"metric_calls": 10, "cost_unrecorded": 10, "cost_usd": 0.0})
+    assert unknown.to_dict()["cost_usd"] is None
+    assert unknown.to_dict()["cost_unrecorded"] == 10
+
+    some = Spend()
+    some.add({"metric_calls": 10, "cost_unrecorded": 4, "cost_usd": 0.25})
+    assert some.to_dict()["cost_usd"] == pytest.approx(0.25)
+
+    free = Spend()  # known costs that happen to be zero are a recorded $0
+    free.add({"metric_calls": 5, "cost_unrecorded": 0, "cost_usd": 0.0})
+    assert free.to_dict()["cost_usd"] == 0.0
+
+    assert Spend().to_dict()["cost_usd"] is None  # nothing ran: nothing recorded
+
+
+def test_run_spend_reports_unknown_cost_as_not_recorded(tmp_path):
+    """Real evaluations: no adapter cost gives cost_usd None; known costs give their sum."""
+    from capevolve._loop.evaluate import evaluate
+
+    no_cost = create_run(make_project(tmp_path / "p0", 12, trials=1), tmp_path / "r0")
+    evaluate(no_cost, SEED_ID, "val")
+    spent = RunDir.open(no_cost.root).spent.to_dict()
+    assert spent["metric_calls"] == 3 and spent["cost_unrecorded"] == 3
+    assert spent["cost_usd"] is None
+    assert jsonfiles.read(no_cost.layout.state)["spent"]["cost_usd"] is None
+
+    priced = create_run(make_project(tmp_path / "p1", 12, trials=1, cost=0.01), tmp_path / "r1")
+    evaluate(priced, SEED_ID, "val")
+    spent = RunDir.open(priced.root).spent.to_dict()
+    assert spent["cost_unrecorded"] == 0
+    assert spent["cost_usd"] == pytest.approx(0.03)
+
+
+# -- opening and the frozen splits ----------------------------------------------------------
+
+def test_open_without_run_json_is_refused(tmp_path):
+    """RunDir.open of a directory without run.json (or of a missing path) raises RunDirError."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunDirError, match="run.json"):
+        RunDir.open(tmp_path / "empty")
+    with pytest.raises(RunDirError):
+        RunDir.open(tmp_path / "missing")
+
+
+def _move_a_test_task_to_train(path, fix_checksum: bool) -> None:
+    data = json.loads(path.read_text())
+    data["train"].append(data["test"].pop())
+    if fix_checksum:
+        data["checksum"] = Splits(train=tuple(data["train"]), val=tuple(data["val"]),
+                                  test=tuple(data["test"]), seed=data["seed"]).checksum()
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+@pytest.mark.parametrize("fix_checksum", [False, True], ids=["plain-edit", "checksum-recomputed"])
+def test_edited_splits_are_caught_on_open(run, fix_checksum):
+    """Editing splits.json is a RunDirError on open, even with its checksum recomputed."""
+    RunDir.open(run.root).splits  # noqa: B018 - the untouched run opens
+    _move_a_test_task_to_train(run.layout.splits_json, fix_checksum)
+    with pytest.raises(RunDirError, match="splits"):
+        RunDir.open(run.root)
