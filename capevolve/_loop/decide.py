@@ -2,6 +2,8 @@
 
 ``accept`` is refused unless the latest recorded gate of that candidate, against the
 *current* best, on complete full-val evaluations, said accept. Every decision is an event.
+Decisions are idempotent (one per candidate and best, ``capevolve._policy.decisions``) and
+limited by the iteration budget (``capevolve._policy.budget.decision_refusal``).
 """
 
 from __future__ import annotations
@@ -9,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from capevolve.config import GateConfig
-from capevolve.errors import GateError
+from capevolve.errors import BudgetError, GateError
 from capevolve._loop.evaluate import latest_complete_eval, latest_eval, run_config
+from capevolve._policy import budget, decisions
 from capevolve._policy.gate import GateDecision, SideOutcomes, decide, design_power
 from capevolve.kinds import Decision, EvalStatus, EventKind, GateMode, Split
 from capevolve._store.rundir import RunDir
@@ -87,33 +90,87 @@ def _passing_gate(run: RunDir, candidate_id: str) -> dict[str, Any]:
 
 
 def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
-    """Make ``candidate_id`` the best; requires a passing full-val gate against the best."""
+    """Make ``candidate_id`` the best; requires a passing full-val gate against the best.
+
+    Idempotent: accepting the candidate that is already the best by its accept returns that
+    accept again (``repeated``: True) and records nothing. Refused (GateError) when the
+    candidate was rejected against the current best; refused (BudgetError) once the
+    iteration budget is spent (see capevolve._policy.budget and ._policy.decisions).
+    """
     with run.locked():
         return _accept(run, candidate_id, note)
 
 
 def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
+    run.candidate_meta(candidate_id)
+    events = run.events()
+    if candidate_id == run.best_id:
+        last = decisions.last_accept(events)
+        if last is not None and _field(last, "candidate_id") == candidate_id:
+            return _accepted(last, run.best_id, repeated=True)
+        raise GateError(f"accept refused: {candidate_id!r} is already the best")
+    prior = decisions.prior_decision(events, candidate_id, run.best_id)
+    refusal = decisions.conflict(prior, EventKind.ACCEPT, candidate_id)
+    if refusal:
+        raise GateError(refusal)
+    _refuse_past_budget(run, "accept")
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
-    run.log_event(EventKind.ACCEPT, candidate_id=candidate_id, previous_best=previous,
-                  note=note, delta=gate["delta"])
+    event = run.log_event(EventKind.ACCEPT, candidate_id=candidate_id,
+                          previous_best=previous, note=note, delta=gate["delta"])
     run.set_best(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
-    return {"decision": "accept", "candidate_id": candidate_id, "previous_best": previous,
-            "best_id": run.best_id, "delta": gate["delta"], "note": note}
+    return _accepted(event, run.best_id, repeated=False)
+
+
+def _accepted(event: Any, best_id: str | None, repeated: bool) -> dict[str, Any]:
+    return {"decision": "accept", "candidate_id": _field(event, "candidate_id"),
+            "previous_best": _field(event, "previous_best"), "best_id": best_id,
+            "delta": _field(event, "delta"), "note": _field(event, "note"),
+            "repeated": repeated, "decided_at": _field(event, "ts")}
 
 
 def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
-    """Record that ``candidate_id`` is rejected (one iteration spent)."""
+    """Record that ``candidate_id`` is rejected against the current best (one iteration).
+
+    Idempotent: rejecting it again against the same best returns the first rejection
+    (``repeated``: True) and records and spends nothing. Refused when it is the best, when
+    it was accepted against the current best, or once the iteration budget is spent.
+    """
     with run.locked():
         return _reject(run, candidate_id, note)
 
 
 def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
-    if candidate_id == run.best_id:
+    best_id = run.best_id
+    if candidate_id == best_id:
         raise GateError(f"reject refused: {candidate_id!r} is the current best")
-    run.log_event(EventKind.REJECT, candidate_id=candidate_id, note=note, best_id=run.best_id)
+    prior = decisions.prior_decision(run.events(), candidate_id, best_id)
+    refusal = decisions.conflict(prior, EventKind.REJECT, candidate_id)
+    if refusal:
+        raise GateError(refusal)
+    if prior is not None:
+        return _rejected(prior.event, repeated=True)
+    _refuse_past_budget(run, "reject")
+    event = run.log_event(EventKind.REJECT, candidate_id=candidate_id, note=note,
+                          best_id=best_id)
     run.update_spent(iterations=1)
-    return {"decision": "reject", "candidate_id": candidate_id, "best_id": run.best_id,
-            "note": note}
+    return _rejected(event, repeated=False)
+
+
+def _rejected(event: Any, repeated: bool) -> dict[str, Any]:
+    return {"decision": "reject", "candidate_id": _field(event, "candidate_id"),
+            "best_id": _field(event, "best_id"), "note": _field(event, "note"),
+            "repeated": repeated, "decided_at": _field(event, "ts")}
+
+
+def _refuse_past_budget(run: RunDir, verb: str) -> None:
+    why = budget.decision_refusal(run_config(run).budget, run.spent)
+    if why:
+        raise BudgetError(f"{verb} refused: {why}")
+
+
+def _field(event: Any, name: str) -> Any:
+    """A field of a recorded event (a record model or its JSON mapping)."""
+    return event.get(name) if isinstance(event, dict) else getattr(event, name, None)

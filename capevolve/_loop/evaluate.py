@@ -127,7 +127,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
             return previous
         limit = None
         if not allow_test:
-            reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run))
+            reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run.events()))
             if reasons:
                 raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
                                   "; run `capevolve finalize`")

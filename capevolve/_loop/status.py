@@ -31,7 +31,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
     """Everything ``capevolve status`` shows, computed from the run dir."""
     config = run_config(run)
     spent = run.spent
-    stall = budget.stall_count(run)
+    stall = budget.stall_count(run.events())
     best_eval = latest_complete_eval(run, run.best_id, Split.VAL)
     return {
         "run_dir": str(run.root), "run_id": run.run_id, "project": config.name,

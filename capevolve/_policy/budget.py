@@ -1,26 +1,51 @@
-"""Budget caps against what a run has spent (0 in the config means no cap)."""
+"""Budget caps against what a run has spent (0 in the config means no cap). Pure: no I/O.
+
+The iteration budget counts decisions: each accept or reject that is recorded spends one
+iteration. It is enforced at the decision: once ``max_iterations`` decisions are recorded,
+a further accept or reject is refused (:func:`decision_refusal`), so the count never passes
+the cap and ``status`` never shows "iterations 2 of 1". Repeating a decision already made is
+not a new decision and spends nothing (see :mod:`capevolve._policy.decisions`). The other
+caps (metric calls, money, stall) stop new evaluations, not decisions on evaluations
+already made.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, Protocol
 
 from capevolve.config import BudgetConfig
 from capevolve.kinds import EventKind
-from capevolve._store.rundir import RunDir, Spend
 
 
-def stall_count(run: RunDir) -> int:
-    """Consecutive rejections since the last accept (indecisive gates do not count)."""
+class Spent(Protocol):
+    """What a run has spent (``capevolve._store`` provides it; read-only here)."""
+
+    iterations: int
+    metric_calls: int
+    cost_usd: float
+
+
+def event_kind(event: Any) -> str:
+    """The kind of an event, whether it is a record model or its JSON mapping."""
+    kind = event.get("kind") if isinstance(event, Mapping) else getattr(event, "kind", None)
+    return str(kind)
+
+
+def stall_count(events: Iterable[Any]) -> int:
+    """Consecutive rejections since the last accept, over events in log order
+    (indecisive gates do not count)."""
     count = 0
-    for event in run.events():
-        if event["kind"] == EventKind.REJECT:
+    for event in events:
+        kind = event_kind(event)
+        if kind == EventKind.REJECT:
             count += 1
-        elif event["kind"] == EventKind.ACCEPT:
+        elif kind == EventKind.ACCEPT:
             count = 0
     return count
 
 
-def exhausted(budget: BudgetConfig, spent: Spend, stall: int) -> list[str]:
+def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
     """Every cap that is reached, in words (empty when the run may go on)."""
     reasons = []
     if budget.max_iterations and spent.iterations >= budget.max_iterations:
@@ -34,7 +59,16 @@ def exhausted(budget: BudgetConfig, spent: Spend, stall: int) -> list[str]:
     return reasons
 
 
-def remaining(budget: BudgetConfig, spent: Spend) -> dict[str, Any]:
+def decision_refusal(budget: BudgetConfig, spent: Spent) -> str | None:
+    """Why a new accept / reject may not be recorded (None when it may): the iteration
+    budget is spent. The only cap that limits decisions (see the module docstring)."""
+    if budget.max_iterations and spent.iterations >= budget.max_iterations:
+        return (f"the iteration budget is spent ({spent.iterations} of "
+                f"{budget.max_iterations} decisions recorded); run `capevolve finalize`")
+    return None
+
+
+def remaining(budget: BudgetConfig, spent: Spent) -> dict[str, Any]:
     """What is left under each cap (None where there is no cap)."""
     def left(cap: float, used: float) -> float | None:
         return max(0, cap - used) if cap else None
@@ -46,7 +80,7 @@ def remaining(budget: BudgetConfig, spent: Spend) -> dict[str, Any]:
     }
 
 
-def dispatch_allowance(cap: BudgetConfig, spent: Spend, delivered: Any
+def dispatch_allowance(cap: BudgetConfig, spent: Spent, delivered: Any
                        ) -> Callable[[int], tuple[int | None, str | None]]:
     """A limit for the dispatcher: how many more units may be handed out now.
 

@@ -1,9 +1,18 @@
 """DuckDB over the run's Parquet parts: the ``rollouts`` view and the queries stats need.
 
 The Parquet files are the source of truth; DuckDB runs in memory over them, so any number
-of readers can query a run while a driver writes it. A unit's row is counted once even if
-it was written twice: a scored row wins over an errored one (a retry after an outage),
-then the first finished.
+of readers can query a run while a driver writes it. Every connection is confined
+(:mod:`capevolve._store.rollouts.confine`): it reads the run's parts and nothing else, and
+runs one read-only SELECT.
+
+The parts are the files ``rollouts/split=<s>/candidate=<c>/*.parquet``; a file anywhere
+else under ``rollouts/`` is not a part and is never read.
+
+**One row per unit** (``eval_id``, ``task_id``, ``trial``), by one fixed rule used by every
+query path (the CLI, the gate, finalize, diagnose): a scored row wins over an errored one (a
+retry after an outage), then the earliest ``finished_at`` (null last), then the part whose
+path sorts first, then the earlier row in that part. The order is total, so the same stored
+rows always give the same view, and the same gate never flips.
 """
 
 from __future__ import annotations
@@ -17,9 +26,15 @@ import pyarrow as pa
 
 from capevolve.errors import StoreError
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 
 PARQUET_MAGIC = b"PAR1"
+PART_GLOB = "split=*/candidate=*/*.parquet"
+
+DEDUP_ORDER = ("(reward IS NULL), finished_at ASC NULLS LAST, "
+               "_part ASC, _part_row ASC")
+"""The one tie-breaking rule for duplicate units (see the module docstring)."""
 
 
 def _is_complete_part(path: Path) -> bool:
@@ -49,6 +64,16 @@ def quarantine_bad_parts(layout: Layout) -> list[Path]:
     return moved
 
 
+def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
+    """The run's rollout parts (of one evaluation when ``eval_id`` is given), sorted."""
+    if not layout.rollouts.is_dir():
+        return []
+    parts = sorted(p for p in layout.rollouts.glob(PART_GLOB) if p.is_file())
+    if eval_id is not None:
+        parts = [p for p in parts if p.name.startswith(f"{eval_id}-")]
+    return parts
+
+
 @dataclass
 class TaskOutcomes:
     """Per-task trial outcomes of one evaluation, read from stored rows."""
@@ -62,50 +87,56 @@ class TaskOutcomes:
 
 
 class RolloutStore:
-    """Read access to a run's rollouts through DuckDB."""
+    """Read-only, confined access to a run's rollouts through DuckDB."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
 
     def connect(self, eval_id: str | None = None) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with a deduplicated ``rollouts`` view.
+        """A confined in-memory connection with the deduplicated ``rollouts`` view.
 
         With ``eval_id`` the view reads only that evaluation's parts (their file names
         start with the eval id), which keeps per-evaluation statistics fast in big runs.
+        The set of parts is fixed when the connection is made.
         """
         con = duckdb.connect(":memory:")
-        name = f"{eval_id}-*.parquet" if eval_id else "*.parquet"
-        glob = str(self.layout.rollouts / "**" / name)
-        if any(self.layout.rollouts.rglob(name)):
-            source = (f"read_parquet('{_sql_quote(glob)}', hive_partitioning=true, "
-                      "union_by_name=true, hive_types_autocast=false)")
+        parts = part_files(self.layout, eval_id)
+        if parts:
+            files = ", ".join(_sql_literal(str(p)) for p in parts)
+            source = (f"read_parquet([{files}], hive_partitioning=true, union_by_name=true, "
+                      "hive_types_autocast=false, filename='_part', file_row_number=true)")
+            rank_source = f"SELECT *, file_row_number AS _part_row FROM {source}"
+            drop = "_rank, _part, _part_row, file_row_number"
         else:
             con.register("_empty_rollouts", pa.Table.from_pylist([], schema=ROLLOUT_SCHEMA))
-            source = "_empty_rollouts"
+            rank_source = ("SELECT *, NULL::VARCHAR AS _part, NULL::BIGINT AS _part_row "
+                           "FROM _empty_rollouts")
+            drop = "_rank, _part, _part_row"
         con.execute(f"""
             CREATE VIEW rollouts AS
-            SELECT * EXCLUDE (_rank) FROM (
+            SELECT * EXCLUDE ({drop}) FROM (
                 SELECT *, row_number() OVER (
-                    PARTITION BY eval_id, task_id, trial
-                    ORDER BY (reward IS NULL), finished_at, worker_id
-                ) AS _rank FROM {source}
+                    PARTITION BY eval_id, task_id, trial ORDER BY {DEDUP_ORDER}
+                ) AS _rank FROM ({rank_source})
             ) WHERE _rank = 1
         """)
+        lock_down(con, parts)
         return con
 
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
-        """Run any SQL over the ``rollouts`` view (optionally one evaluation's parts);
-        returns (column names, rows)."""
+        """Run one read-only SELECT over the ``rollouts`` view (optionally one evaluation's
+        parts); returns (column names, rows). Anything else is a one-line StoreError."""
         try:
             con = self.connect(eval_id)
         except duckdb.Error as exc:
-            raise StoreError(f"rollouts unreadable: {str(exc).splitlines()[0]}") from None
+            raise StoreError(f"rollouts unreadable: {_first_line(exc)}") from None
         try:
+            read_only_statement(con, sql)
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
             return names, cursor.fetchall()
         except duckdb.Error as exc:
-            raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+            raise StoreError(f"query failed: {_first_line(exc)}") from None
         finally:
             con.close()
 
@@ -114,7 +145,7 @@ class RolloutStore:
         ``valid_only``, a scored row: errored units then count as not done)."""
         where = " AND reward IS NOT NULL" if valid_only else ""
         _, rows = self.query(
-            f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'"
+            f"SELECT task_id, trial FROM rollouts WHERE eval_id = {_sql_literal(eval_id)}"
             + where, eval_id)
         return {(task_id, int(trial)) for task_id, trial in rows}
 
@@ -126,7 +157,7 @@ class RolloutStore:
                    count(*) FILTER (WHERE reward IS NULL),
                    count(*), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0),
                    count(*) FILTER (WHERE cost_usd IS NULL)
-            FROM rollouts WHERE eval_id = '{_sql_quote(eval_id)}'
+            FROM rollouts WHERE eval_id = {_sql_literal(eval_id)}
             GROUP BY task_id ORDER BY task_id
         """, eval_id)
         out = TaskOutcomes()
@@ -141,5 +172,10 @@ class RolloutStore:
         return out
 
 
-def _sql_quote(text: str) -> str:
-    return str(text).replace("'", "''")
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + str(text).replace("'", "''") + "'"

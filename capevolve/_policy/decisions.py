@@ -1,0 +1,76 @@
+"""One decision per candidate and best: accept and reject are idempotent. Pure: no I/O.
+
+A decision is about a pair (candidate, the best it was measured against). The first accept
+or reject recorded for a pair stands:
+
+- repeating it (rejecting a rejected candidate again against the same best, accepting the
+  candidate that is already the best by that accept) records nothing, spends nothing and
+  returns the earlier decision;
+- the opposite decision for the same pair is refused (a rejected candidate cannot be
+  accepted later against the same best; re-measure it against a new best instead).
+
+Once the best moves, the pair is new: a candidate rejected against ``seed`` may be gated
+and decided again against ``cand_002``, and that is a new iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from capevolve.kinds import EventKind
+
+
+def _get(event: Any, name: str) -> Any:
+    """A field of an event, whether it is a record model or its JSON mapping."""
+    return event.get(name) if isinstance(event, Mapping) else getattr(event, name, None)
+
+
+@dataclass(frozen=True)
+class PriorDecision:
+    """The decision already recorded for a (candidate, best) pair."""
+
+    kind: EventKind
+    """accept or reject."""
+    event: Any
+    """The recorded event (model or mapping)."""
+
+    @property
+    def ts(self) -> str:
+        return str(_get(self.event, "ts"))
+
+
+def prior_decision(events: Iterable[Any], candidate_id: str,
+                   best_id: str | None) -> PriorDecision | None:
+    """The first accept / reject of ``candidate_id`` against ``best_id`` in the log."""
+    for event in events:
+        kind = str(_get(event, "kind"))
+        if _get(event, "candidate_id") != candidate_id:
+            continue
+        if kind == EventKind.REJECT and _get(event, "best_id") == best_id:
+            return PriorDecision(EventKind.REJECT, event)
+        if kind == EventKind.ACCEPT and _get(event, "previous_best") == best_id:
+            return PriorDecision(EventKind.ACCEPT, event)
+    return None
+
+
+def last_accept(events: Iterable[Any]) -> Any | None:
+    """The latest accept event of the log (the one that made the current best), if any."""
+    found = None
+    for event in events:
+        if str(_get(event, "kind")) == EventKind.ACCEPT:
+            found = event
+    return found
+
+
+def conflict(prior: PriorDecision | None, wanted: EventKind, candidate_id: str) -> str | None:
+    """Why ``wanted`` may not be recorded given the pair's ``prior`` decision (None when it
+    may, or when it repeats the prior one: the caller then returns the prior)."""
+    if prior is None or prior.kind == wanted:
+        return None
+    against = _get(prior.event, "best_id" if prior.kind == EventKind.REJECT else
+                   "previous_best")
+    return (f"{wanted} refused: {candidate_id!r} was already {prior.kind}ed against "
+            f"{against!r} at {prior.ts}; a decision stands (measure it against a new best "
+            "to decide again)")

@@ -1,0 +1,72 @@
+"""Confining DuckDB to reading one run's rollout parts.
+
+Two independent fences, both needed:
+
+1. :func:`lock_down` restricts the connection's file system access to exactly the Parquet
+   parts the ``rollouts`` view reads (``allowed_paths``), turns external access, extension
+   installing / loading and spilling to disk off, then locks the configuration so SQL
+   cannot change it back. DuckDB's allowed paths are readable *and writable*, so this
+   alone would still let ``COPY ... TO '<a part>'`` rewrite a part.
+2. :func:`read_only_statement` admits a SQL text only when it is exactly one statement of
+   type SELECT (``WITH``, ``FROM x``, ``VALUES``, ``DESCRIBE``, ``SUMMARIZE`` and ``SHOW``
+   parse as SELECT). COPY, ATTACH, CREATE, INSERT / UPDATE / DELETE, DROP, INSTALL / LOAD,
+   PRAGMA, SET, CALL, EXPLAIN and any second statement (also one hidden after a comment)
+   are refused before anything runs.
+
+Refusals are :class:`~capevolve.errors.StoreError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from capevolve.errors import StoreError
+
+ALLOWED_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
+
+_SETTINGS = (
+    "SET temp_directory = ''",  # never spill to disk: a query writes nothing anywhere
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse ``sql`` unless it is exactly one SELECT statement (see the module docstring).
+
+    Raises StoreError naming the refused statement type, or the parse error, in one line.
+    """
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise StoreError(f"query failed: {_first_line(exc)}") from None
+    if not statements:
+        raise StoreError("query refused: no SQL statement given")
+    if len(statements) > 1:
+        kinds = ", ".join(s.type.name for s in statements)
+        raise StoreError(f"query refused: {len(statements)} statements ({kinds}); "
+                         "query runs exactly one read-only SELECT")
+    kind = statements[0].type
+    if kind not in ALLOWED_STATEMENTS:
+        raise StoreError(f"query refused: {kind.name} statements are not allowed; "
+                         "query is read-only (one SELECT over the `rollouts` view)")
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, readable: Sequence[Path]) -> None:
+    """Allow reading only ``readable`` (the view's parts), then lock the configuration."""
+    paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in readable)
+    con.execute(f"SET allowed_paths = [{paths}]")
+    con.execute("SET allowed_directories = []")
+    for statement in _SETTINGS:
+        con.execute(statement)
