@@ -13,13 +13,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from capevolve.errors import ConfigError
-from capevolve.kinds import EngineKind, GateMode
+from capevolve.kinds import AlphaSpending, EngineKind, GateMode
 
 CONFIG_FILENAME = "capevolve.yaml"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    """A config section: unknown keys and non-finite numbers (.nan, .inf) are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              allow_inf_nan=False)
 
 
 class SplitsConfig(_Section):
@@ -45,18 +48,41 @@ class SplitsConfig(_Section):
 
 
 class GateConfig(_Section):
-    """When a candidate is accepted over the current best (on the full val split)."""
+    """When a candidate is accepted over the current best (on the full val split).
+
+    These settings, as frozen in run.json, are the deciding ones: a gate run with any
+    other value (a CLI override) is exploratory and never licenses an accept.
+    """
 
     mode: GateMode = GateMode.PAIRED
     """paired (over tasks scored on both sides) or welch (unpaired)."""
-    k_se: float = Field(1.0, ge=0)
-    """Accept only if delta > k_se * SE of the difference."""
+    alpha: float = Field(0.05, gt=0, lt=0.5)
+    """False-accept probability: a candidate no better than the best is accepted with
+    probability at most alpha per gate (``per_gate``) or per run (``run``); the gate is a
+    one-sided t-test at the t-quantile for its degrees of freedom."""
+    alpha_spending: AlphaSpending = AlphaSpending.PER_GATE
+    """per_gate: each gate tests at alpha. run: each gate tests at
+    alpha / budget.max_iterations, so the whole loop falsely accepts with probability at
+    most alpha (needs a max_iterations cap and no fixed k_se)."""
+    k_se: float | None = Field(None, ge=0)
+    """A fixed threshold instead of alpha: accept only if delta > k_se x SE. None (the
+    default) derives it from alpha and the df; a fixed k_se gives up alpha's bound (the
+    gate still records the false-accept probability it implies)."""
     min_delta: float = Field(0.02, ge=0)
     """Smallest improvement worth accepting; smaller moves are negligible."""
     min_coverage: float = Field(0.6, ge=0, le=1)
     """Below this fraction of val tasks scored on both sides the gate is indecisive."""
+    max_missing: float = Field(0.05, ge=0, le=1)
+    """Paired mode: the largest fraction of the best's scored val tasks the candidate may
+    leave unscored (each counts as a 0 for it); more makes the gate indecisive."""
     no_regression: bool = True
-    """Veto a candidate that fails every trial of a val task the best passed on every trial."""
+    """Veto a candidate that regresses a val task (see regression_drop), even when the
+    mean rises."""
+    regression_drop: float = Field(0.5, gt=0, le=1)
+    """A val task regresses when its mean drops by more than this and by more than twice
+    the SE of the per-task difference from its trials (errored on every trial: 0)."""
+    pass_threshold: float = Field(1.0, gt=0, le=1)
+    """A trial passes (pass^k, pass rates) when its reward is at least this."""
 
 
 class BudgetConfig(_Section):
@@ -142,6 +168,17 @@ class ProjectConfig(_Section):
     covering gold / answer files, scorers and splits)."""
     domain_notes: str = ""
     """Notes about the domain for people and describer agents (census export)."""
+
+    @model_validator(mode="after")
+    def _run_alpha_needs_a_budget(self) -> ProjectConfig:
+        if self.gate.alpha_spending == AlphaSpending.RUN:
+            if self.budget.max_iterations < 1:
+                raise ValueError("gate.alpha_spending run spends alpha over "
+                                 "budget.max_iterations, which must be >= 1")
+            if self.gate.k_se is not None:
+                raise ValueError("gate.alpha_spending run derives the threshold from alpha;"
+                                 " remove gate.k_se")
+        return self
 
 
 def _error_path(error: dict) -> str:

@@ -37,9 +37,9 @@ class Decision(StrEnum):
 class Confidence(StrEnum):
     """How a measured difference should be read."""
 
-    SIGNIFICANT = "significant"  # |t| >= 2 and |delta| >= min_delta
-    WITHIN_NOISE = "within_noise"  # |delta| >= min_delta but |t| < 2
-    NEGLIGIBLE = "negligible"  # |delta| < min_delta
+    SIGNIFICANT = "significant"  # |t| >= the two-sided 95% t-quantile for the df, or exact
+    WITHIN_NOISE = "within_noise"  # |delta| >= min_delta but not shown beyond the noise
+    NEGLIGIBLE = "negligible"  # |delta| < min_delta (or no move at all)
 
 
 class EvalStatus(StrEnum):
@@ -55,6 +55,13 @@ class GateMode(StrEnum):
 
     PAIRED = "paired"  # paired differences over tasks scored on both sides
     WELCH = "welch"  # unpaired (Welch) comparison of the two task-mean samples
+
+
+class AlphaSpending(StrEnum):
+    """How the gate's false-accept probability alpha is spent."""
+
+    PER_GATE = "per_gate"  # every gate may falsely accept with probability <= alpha
+    RUN = "run"  # alpha / budget.max_iterations per gate: the whole loop <= alpha
 
 
 class EngineKind(StrEnum):

@@ -1,184 +1,186 @@
-"""Gate policies: should a candidate replace the current best? (pure, no I/O)
+"""The strict gate: should a candidate replace the current best? (pure, no I/O)
 
-The paired gate compares per-task means over the val tasks scored on both sides:
+On the full val split, from each side's valid trial rewards:
 
-- coverage (tasks scored on both sides / val tasks) below ``min_coverage`` -> indecisive
-  (an outage is missing data, never a rejection);
-- fewer than 2 comparable tasks -> indecisive;
-- a task the best passed on every trial and the candidate passed on none is a regression;
-  with ``no_regression`` any regression vetoes (reject), even when the mean rises;
-- accept iff delta > 0, delta >= min_delta and (the move is exact or delta > k_se * SE);
-- otherwise reject.
+1. completeness (``_policy.completeness``): coverage floor, paired denominator guard
+   (tasks the best scored and the candidate did not count as 0 for it; beyond
+   ``max_missing`` the gate is indecisive), equal denominators in welch mode;
+2. the comparison: paired differences of task means (CR1 cluster-robust SE and
+   df = clusters - 1 when tasks carry a cluster key), or Welch;
+3. the verdict, every comparison through ``_policy.thresholds``:
+   - reject unless delta > 0 and delta >= min_delta;
+   - accept an *exact* move: no trial noise on either side, nothing imputed, and every
+     paired difference equal (all-equal differences from noisy trials are not exact:
+     their noise cannot be estimated, so they are rejected as not shown beyond noise);
+   - otherwise accept iff t = delta / SE > c, the critical value of ``_policy.alpha``
+     (the one-sided t-quantile for the df at the per-gate alpha, or a fixed k_se);
+4. the no-regression veto (``_policy.regression``): with ``no_regression`` any
+   regressed val task turns an accept into a reject, even when the mean rises.
 
-The Welch gate uses the same rules on the two unpaired samples but refuses (indecisive)
-when the two sides were scored on different tasks: denominators must match.
+``decide_from_summary`` is the raw form for numbers computed elsewhere (unpaired SE
+sqrt(a^2 + b^2), normal quantiles); it refuses non-finite numbers.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from capevolve._policy.alpha import critical_value
+from capevolve._policy.completeness import comparable
+from capevolve._policy.labels import confidence
+from capevolve._policy.outcomes import SideOutcomes
+from capevolve._policy.power import gate_power
+from capevolve._policy.regression import regressions
+from capevolve._policy.thresholds import all_equal, below, exceeds, require_finite
 from capevolve.config import GateConfig
-from capevolve.kinds import Decision, GateMode
-from capevolve.stats import (
-    Comparison,
-    minimum_detectable_effect,
-    paired_comparison,
-    paired_regressions,
-    summary_comparison,
-    trials_needed,
-    welch_comparison,
-)
+from capevolve.errors import GateError
+from capevolve.kinds import Confidence, Decision, GateMode
+from capevolve.stats import Comparison, paired_comparison, summary_comparison, welch_comparison
 
-PASS_REWARD = 1.0 - 1e-9
-
-
-@dataclass(frozen=True)
-class SideOutcomes:
-    """One side of a gate: per-task mean reward and pass rate over valid trials."""
-
-    means: Mapping[str, float]
-    pass_rates: Mapping[str, float]
-
-    @classmethod
-    def from_rewards(cls, rewards: Mapping[str, list[float]]) -> SideOutcomes:
-        scored = {t: r for t, r in rewards.items() if r}
-        return cls(
-            means={t: sum(r) / len(r) for t, r in scored.items()},
-            pass_rates={t: sum(x >= PASS_REWARD for x in r) / len(r) for t, r in scored.items()},
-        )
+__all__ = ["GateDecision", "SideOutcomes", "decide", "decide_from_summary"]
 
 
 @dataclass(frozen=True)
 class GateDecision:
-    """A gate's verdict with every number behind it."""
+    """A gate's verdict with every number behind it (all finite or None)."""
 
     decision: Decision
-    delta: float | None
-    se: float | None
-    t: float | None
-    df: float | None
-    p_value: float | None
-    k_se: float
-    coverage: float | None
-    regressions: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    mode: str = GateMode.PAIRED
+    reasons: list[str]
+    mode: GateMode
+    coverage: float | None = None
+    delta: float | None = None
+    se: float | None = None
+    t: float | None = None
+    df: float | None = None
+    p_value: float | None = None
+    k_se: float | None = None
+    """The critical value c of ``t > c`` the gate used."""
+    alpha: float | None = None
+    """P(accept | candidate no better than the best) at c and the df (0 for exact)."""
+    exact: bool = False
     n_compared: int = 0
-    confidence: str | None = None
+    n_clusters: int | None = None
+    imputed: list[str] = field(default_factory=list)
+    regressions: list[str] = field(default_factory=list)
+    confidence: Confidence | None = None
+    power: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "decision": str(self.decision), "delta": self.delta, "se": self.se, "t": self.t,
-            "df": self.df, "p_value": self.p_value, "k_se": self.k_se,
-            "coverage": self.coverage, "regressions": list(self.regressions),
-            "reasons": list(self.reasons), "mode": str(self.mode),
-            "n_compared": self.n_compared, "confidence": self.confidence,
-        }
+        """The JSON form recorded in the gate event."""
+        out = dict(self.__dict__)
+        out["decision"], out["mode"] = str(self.decision), str(self.mode)
+        out["confidence"] = None if self.confidence is None else str(self.confidence)
+        out["imputed"], out["regressions"] = list(self.imputed), list(self.regressions)
+        return out
 
 
-def _from_comparison(decision: Decision, comparison: Comparison | None, k_se: float,
-                     coverage: float | None, reasons: list[str], mode: GateMode,
-                     regressions: list[str] = ()) -> GateDecision:
-    numbers = comparison.to_dict() if comparison else {}
+def _verdict(comparison: Comparison, exact: bool, degenerate: bool, critical: float,
+             min_delta: float) -> tuple[Decision, str]:
+    """Accept or reject from the numbers (rule 3 of the module docstring)."""
+    delta, se = comparison.delta, comparison.se
+    if not exceeds(delta, 0.0) or below(delta, min_delta):
+        return Decision.REJECT, (f"delta {delta:+.4f} is not an improvement of at least "
+                                 f"min_delta {min_delta:g}")
+    if exact:
+        return Decision.ACCEPT, (f"exact move (no trial noise on either side): delta "
+                                 f"{delta:+.4f} >= min_delta {min_delta:g}")
+    if degenerate:
+        return Decision.REJECT, ("every paired difference is equal although the trials are "
+                                 "noisy: the noise cannot be estimated, so the gain is not "
+                                 "shown beyond it")
+    if se is None:
+        return Decision.REJECT, "no standard error: cannot show the gain exceeds noise"
+    if exceeds(delta, critical * se):
+        return Decision.ACCEPT, f"delta {delta:+.4f} > {critical:.3f} x SE {se:.4f}"
+    return Decision.REJECT, f"delta {delta:+.4f} <= {critical:.3f} x SE {se:.4f} (within noise)"
+
+
+def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
+             imputed: Sequence[str], mode: GateMode,
+             clusters: Mapping[str, str]) -> tuple[Comparison, list[float], bool, bool]:
+    """(comparison, paired differences, exact, degenerate) over ``tasks``."""
+    cand = {t: (0.0 if t in imputed else candidate.mean(t)) for t in tasks}
+    ref = {t: best.mean(t) for t in tasks}
+    diffs = [cand[t] - ref[t] for t in tasks]
+    noiseless = not imputed and candidate.noiseless(tasks) and best.noiseless(tasks)
+    if mode == GateMode.WELCH:
+        comparison = welch_comparison(list(cand.values()), list(ref.values()))
+        spread_free = all_equal(cand.values()) and all_equal(ref.values())
+    else:
+        comparison = paired_comparison(cand, ref, clusters or None)
+        spread_free = all_equal(diffs)
+    exact, degenerate = noiseless and spread_free, spread_free and not noiseless
+    if spread_free:  # t and p are undefined: no spread to scale the delta by
+        comparison = Comparison(comparison.delta, 0.0, None, comparison.df, None,
+                                comparison.n, comparison.n_clusters)
+    return comparison, diffs, exact, degenerate
+
+
+def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
+           config: GateConfig, *, max_iterations: int = 0,
+           clusters: Mapping[str, str] | None = None) -> GateDecision:
+    """Gate ``candidate`` against ``best`` on the full val split (see the module docstring).
+
+    ``max_iterations`` is the run's budget (alpha spending over the run); ``clusters``
+    maps task ids to cluster keys (``Task.metadata['cluster']``).
+    """
+    mode = GateMode(config.mode)
+    scope = comparable(candidate, best, val_ids, config)
+    if scope.reason is not None:
+        return GateDecision(Decision.INDECISIVE, [scope.reason], mode, scope.coverage,
+                            imputed=list(scope.imputed))
+    comparison, diffs, exact, degenerate = _compare(
+        candidate, best, scope.compared, scope.imputed, mode, clusters or {})
+    critical, alpha = critical_value(config, comparison.df, max_iterations)
+    decision, reason = _verdict(comparison, exact, degenerate, critical, config.min_delta)
+    reasons = [reason]
+    if scope.imputed:
+        reasons.append(f"{len(scope.imputed)} val task(s) the best scored and the candidate "
+                       f"did not count as 0 for it: {', '.join(scope.imputed[:10])}")
+    broken = regressions(candidate, best, scope.compared, config.regression_drop)
+    if broken and config.no_regression:
+        if decision == Decision.ACCEPT:
+            decision = Decision.REJECT
+        reasons.append(f"no-regression veto: {len(broken)} val task(s) dropped by more than "
+                       f"{config.regression_drop:g} and beyond their trials' noise: "
+                       f"{', '.join(broken[:10])}")
+    numbers = comparison.to_dict()
     return GateDecision(
-        decision=decision, delta=numbers.get("delta"), se=numbers.get("se"),
-        t=numbers.get("t"), df=numbers.get("df"), p_value=numbers.get("p_value"), k_se=k_se,
-        coverage=coverage, regressions=sorted(regressions), reasons=reasons, mode=mode,
-        n_compared=numbers.get("n", 0), confidence=numbers.get("confidence"),
+        decision, reasons, mode, scope.coverage, delta=numbers["delta"], se=numbers["se"],
+        t=numbers["t"], df=numbers["df"], p_value=numbers["p_value"], k_se=critical,
+        alpha=0.0 if exact else alpha, exact=exact, n_compared=len(scope.compared),
+        n_clusters=comparison.n_clusters, imputed=list(scope.imputed), regressions=broken,
+        confidence=confidence(comparison.delta, comparison.se, comparison.df,
+                              config.min_delta, exact),
+        power=gate_power(candidate, best, diffs, comparison.se, comparison.df, critical,
+                         config.min_delta) if not (exact or degenerate) else None,
     )
 
 
-def _verdict(comparison: Comparison, k_se: float, min_delta: float) -> tuple[Decision, str]:
-    delta, se = comparison.delta, comparison.se
-    if delta <= 0 or delta < min_delta - 1e-12:
-        return Decision.REJECT, (f"delta {delta:+.4f} is not an improvement of at least "
-                                 f"min_delta {min_delta:g}")
-    if comparison.exact:
-        return Decision.ACCEPT, f"exact move: zero SE, delta {delta:+.4f} >= min_delta"
-    if se is None:
-        return Decision.REJECT, "no standard error: cannot show the gain exceeds noise"
-    if delta > k_se * se:
-        return Decision.ACCEPT, f"delta {delta:+.4f} > {k_se:g} x SE {se:.4f}"
-    return Decision.REJECT, f"delta {delta:+.4f} <= {k_se:g} x SE {se:.4f} (within noise)"
-
-
-def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: list[str] | tuple[str, ...],
-           config: GateConfig, k_se: float | None = None,
-           mode: GateMode | None = None) -> GateDecision:
-    """Gate ``candidate`` against ``best`` on the full val split (see module docstring)."""
-    k_se = config.k_se if k_se is None else k_se
-    mode = GateMode(mode or config.mode)
-    val = set(val_ids)
-    common = sorted(set(candidate.means) & set(best.means) & val)
-    coverage = len(common) / len(val) if val else 0.0
-    if coverage < config.min_coverage:
-        return _from_comparison(Decision.INDECISIVE, None, k_se, coverage, [
-            f"coverage {coverage:.2f} below the floor {config.min_coverage:g}: "
-            "too many val tasks unscored (missing data, not a rejection)"], mode)
-    if len(common) < 2:
-        return _from_comparison(Decision.INDECISIVE, None, k_se, coverage,
-                                ["fewer than 2 val tasks scored on both sides"], mode)
-    if mode == GateMode.WELCH:
-        cand_ids, best_ids = set(candidate.means) & val, set(best.means) & val
-        if cand_ids != best_ids:
-            return _from_comparison(Decision.INDECISIVE, None, k_se, coverage, [
-                f"denominators differ ({len(cand_ids)} vs {len(best_ids)} scored tasks): "
-                "comparison refused"], mode)
-        comparison = welch_comparison([candidate.means[t] for t in common],
-                                      [best.means[t] for t in common], config.min_delta)
-    else:
-        comparison = paired_comparison({t: candidate.means[t] for t in common},
-                                       {t: best.means[t] for t in common}, config.min_delta)
-    decision, reason = _verdict(comparison, k_se, config.min_delta)
-    reasons = [reason]
-    regressions = paired_regressions({t: candidate.pass_rates[t] for t in common},
-                                     {t: best.pass_rates[t] for t in common})
-    if regressions and config.no_regression:
-        if decision == Decision.ACCEPT:
-            decision = Decision.REJECT
-        reasons.append(f"no-regression veto: {len(regressions)} val task(s) the best passed "
-                       f"on every trial now fail every trial: {', '.join(regressions[:10])}")
-    return _from_comparison(decision, comparison, k_se, coverage, reasons, mode, regressions)
-
-
-def design_power(candidate: Mapping[str, list[float]], best: Mapping[str, list[float]],
-                 min_delta: float) -> dict[str, Any] | None:
-    """How sensitive this val design is: the minimum detectable paired effect (alpha 0.05,
-    power 0.8) at the trials used, and the trials per task needed to detect ``min_delta``.
-
-    sd_within pools the trial-to-trial SD around each task mean over both sides;
-    sd_between is the SD of the per-task differences with the trial noise removed.
-    """
-    common = [t for t in candidate if candidate[t] and best.get(t)]
-    if len(common) < 2:
-        return None
-    deviations, trials = [], []
-    for rewards in [candidate[t] for t in common] + [best[t] for t in common]:
-        mean = sum(rewards) / len(rewards)
-        deviations += [(r - mean) ** 2 for r in rewards]
-        trials.append(len(rewards))
-    dof = len(deviations) - 2 * len(common)
-    sd_within = math.sqrt(sum(deviations) / dof) if dof > 0 else 0.0
-    k = min(trials)
-    diffs = [sum(candidate[t]) / len(candidate[t]) - sum(best[t]) / len(best[t]) for t in common]
-    mean_d = sum(diffs) / len(diffs)
-    var_d = sum((d - mean_d) ** 2 for d in diffs) / (len(diffs) - 1)
-    sd_between = math.sqrt(max(0.0, var_d - 2 * sd_within**2 / k))
-    return {
-        "n_tasks": len(common), "trials": k, "sd_within": sd_within, "sd_between": sd_between,
-        "mde": minimum_detectable_effect(sd_between, sd_within, len(common), k),
-        "trials_for_min_delta": trials_needed(sd_between, sd_within, len(common), min_delta)
-        if min_delta > 0 else None,
-    }
-
-
 def decide_from_summary(current: float, candidate: float, current_se: float,
-                        candidate_se: float, k_se: float,
-                        min_delta: float = 0.0) -> GateDecision:
-    """The raw gate for numbers computed elsewhere (unpaired: SE = sqrt(a^2 + b^2))."""
-    comparison = summary_comparison(candidate, candidate_se, current, current_se, min_delta)
-    decision, reason = _verdict(comparison, k_se, min_delta)
-    return _from_comparison(decision, comparison, k_se, None, [reason], GateMode.WELCH)
+                        candidate_se: float, config: GateConfig) -> GateDecision:
+    """The raw gate for numbers computed elsewhere (unpaired: SE = sqrt(a^2 + b^2)).
+
+    ``config`` supplies min_delta and the threshold (k_se, or alpha with the normal
+    quantile). Both SEs 0 is an exact move. Non-finite or negative inputs are a
+    GateError naming the option.
+    """
+    values = {"--current": current, "--candidate": candidate,
+              "--current-stderr": current_se, "--candidate-stderr": candidate_se}
+    for name, value in values.items():
+        require_finite(value, name)
+    for name in ("--current-stderr", "--candidate-stderr"):
+        if values[name] < 0:
+            raise GateError(f"{name}: {values[name]!r} must be >= 0")
+    comparison = summary_comparison(candidate, candidate_se, current, current_se)
+    exact = comparison.se == 0.0
+    critical, alpha = critical_value(config, None, 0)
+    decision, reason = _verdict(comparison, exact, False, critical, config.min_delta)
+    numbers = comparison.to_dict()
+    return GateDecision(
+        decision, [reason], GateMode.WELCH, None, delta=numbers["delta"], se=numbers["se"],
+        t=numbers["t"], df=None, p_value=numbers["p_value"], k_se=critical,
+        alpha=0.0 if exact else alpha, exact=exact,
+        confidence=confidence(comparison.delta, comparison.se, None, config.min_delta, exact))

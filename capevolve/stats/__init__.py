@@ -1,19 +1,26 @@
-"""Statistics for capevolve: task-level estimators and candidate/reference comparisons."""
+"""Statistics for capevolve: task-level estimators, comparisons and power (pure numbers).
+
+Decisions built on these numbers (gates, labels, what counts as a pass or a tie) are
+policy and live in ``capevolve._policy``.
+"""
 
 from capevolve.stats.estimators import (
     clustered_se,
     mean_and_se,
-    minimum_detectable_effect,
+    n_clusters,
     pass_hat_k,
     pass_k_table,
     task_means,
+)
+from capevolve.stats.power import (
+    detectable_effect,
+    minimum_detectable_effect,
+    t_quantile,
     trials_needed,
 )
 from capevolve.stats.significance import (
     Comparison,
-    confidence_label,
     paired_comparison,
-    paired_regressions,
     summary_comparison,
     welch_comparison,
 )
@@ -21,14 +28,15 @@ from capevolve.stats.significance import (
 __all__ = [
     "Comparison",
     "clustered_se",
-    "confidence_label",
+    "detectable_effect",
     "mean_and_se",
     "minimum_detectable_effect",
+    "n_clusters",
     "paired_comparison",
-    "paired_regressions",
     "pass_hat_k",
     "pass_k_table",
     "summary_comparison",
+    "t_quantile",
     "task_means",
     "trials_needed",
     "welch_comparison",

@@ -12,11 +12,9 @@ from scipy import stats as sps
 from capevolve.stats import (
     clustered_se,
     mean_and_se,
-    minimum_detectable_effect,
     pass_hat_k,
     pass_k_table,
     task_means,
-    trials_needed,
 )
 
 SEEDS = [0, 1, 2, 3, 4]
@@ -48,25 +46,48 @@ def test_mean_and_se_matches_scipy_sem_on_task_means(seed, n_tasks):
     assert se == pytest.approx(sps.sem(values), rel=1e-10)
 
 
-def test_clustered_se_is_none_below_two_tasks():
-    """Fewer than two tasks has no clustered SE."""
+def test_clustered_se_is_none_below_two_clusters():
+    """Fewer than two clusters has no clustered SE (G - 1 = 0)."""
     assert clustered_se({}, {}) is None
     assert clustered_se({"a": 1.0}, {"a": "x"}) is None
+    assert clustered_se({"a": 1.0, "b": 0.0}, {"a": "x", "b": "x"}) is None
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("n_tasks", SIZES)
-def test_clustered_se_singletons_equal_population_form(seed, n_tasks):
-    """All-singleton clusters give sqrt(sum r^2)/n, i.e. sem * sqrt((n-1)/n)."""
+def test_clustered_se_singletons_equal_the_plain_se(seed, n_tasks):
+    """CR1 with every task its own cluster is exactly sd/sqrt(n) (scipy's sem)."""
     rng = np.random.default_rng(seed)
     values = rng.random(n_tasks)
     means = {f"t{i}": float(v) for i, v in enumerate(values)}
     own = {task: task for task in means}
-    expected = math.sqrt(np.sum((values - values.mean()) ** 2)) / n_tasks
-    assert clustered_se(means, own) == pytest.approx(expected, rel=1e-10)
-    assert clustered_se(means, {}) == pytest.approx(expected, rel=1e-10)
-    scaled = sps.sem(values) * math.sqrt((n_tasks - 1) / n_tasks)
-    assert clustered_se(means, own) == pytest.approx(scaled, rel=1e-10)
+    assert clustered_se(means, own) == pytest.approx(sps.sem(values), rel=1e-10)
+    assert clustered_se(means, {}) == pytest.approx(sps.sem(values), rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_clusters", [2, 3, 8, 25])
+def test_reproduction_12_clustered_se_equals_statsmodels_cr1(seed, n_clusters):
+    """The clustered SE is statsmodels' cluster-robust SE of an intercept (CR1), not the
+    uncorrected form that is smaller by sqrt((G-1)/G)."""
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, n_clusters)
+    values, groups = [], []
+    for c, size in enumerate(sizes):
+        shared = rng.normal()
+        for _ in range(size):
+            values.append(float(shared + 0.3 * rng.normal()))
+            groups.append(c)
+    means = {f"t{i:03d}": v for i, v in enumerate(values)}
+    clusters = {f"t{i:03d}": f"g{g}" for i, g in enumerate(groups)}
+    fit = sm.OLS(np.array(values), np.ones(len(values))).fit(
+        cov_type="cluster", cov_kwds={"groups": np.array(groups)})
+    ours = clustered_se(means, clusters)
+    assert ours == pytest.approx(float(fit.bse[0]), rel=1e-10)
+    g = n_clusters
+    uncorrected = ours * math.sqrt((g - 1) / g)
+    assert abs(uncorrected - float(fit.bse[0])) > 1e-6
 
 
 def test_clustered_se_task_id_does_not_collide_with_cluster_key():
@@ -128,81 +149,19 @@ def test_pass_hat_k_rejects_impossible_counts():
 
 def test_pass_k_table_stops_at_min_trials_and_drops_unscored():
     """Keys run 1..min trials over scored tasks; unscored tasks do not shrink the range."""
-    rewards = {"a": [1.0, 1.0, 1.0, 0.0], "b": [1.0, 0.0, 1.0], "c": []}
-    table = pass_k_table(rewards)
+    counts = {"a": (3, 4), "b": (2, 3), "c": (0, 0)}
+    table = pass_k_table(counts)
     assert list(table) == ["1", "2", "3"]
-    assert "4" not in table
     assert table["1"] == pytest.approx((3 / 4 + 2 / 3) / 2)
     assert table["3"] == pytest.approx((1 / 4 + 0.0) / 2)
 
 
 def test_pass_k_table_never_reports_zero_for_unmeasured_k():
     """Every reported k is measured; absent k are missing rather than 0."""
-    table = pass_k_table({"a": [1.0], "b": [1.0, 1.0, 1.0]})
-    assert table == {"1": 1.0}
+    assert pass_k_table({"a": (1, 1), "b": (3, 3)}) == {"1": 1.0}
 
 
 def test_pass_k_table_empty_when_nothing_scored():
     """No scored task gives an empty table."""
     assert pass_k_table({}) == {}
-    assert pass_k_table({"a": []}) == {}
-
-
-def test_pass_k_table_threshold_uses_tolerance():
-    """A reward a hair below the threshold (float noise) still counts as success."""
-    table = pass_k_table({"a": [1.0 - 1e-12, 0.7]}, success_threshold=1.0)
-    assert table == {"1": 0.5, "2": 0.0}
-    assert pass_k_table({"a": [0.7, 0.8]}, success_threshold=0.75) == {"1": 0.5, "2": 0.0}
-
-
-def test_minimum_detectable_effect_matches_formula():
-    """MDE equals (z_{1-a/2} + z_power) * sqrt((sb^2 + 2 sw^2 / K) / N)."""
-    z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
-    expected = z * math.sqrt((0.2**2 + 2 * 0.3**2 / 4) / 50)
-    assert minimum_detectable_effect(0.2, 0.3, 50, 4) == pytest.approx(expected, rel=1e-12)
-
-
-def test_minimum_detectable_effect_shrinks_with_tasks_and_trials():
-    """More tasks or more trials give a strictly smaller MDE."""
-    base = minimum_detectable_effect(0.2, 0.3, 50, 4)
-    assert minimum_detectable_effect(0.2, 0.3, 100, 4) < base
-    assert minimum_detectable_effect(0.2, 0.3, 50, 8) < base
-
-
-def test_minimum_detectable_effect_rejects_bad_designs():
-    """Zero tasks or trials, negative SDs and out-of-range alpha/power raise ValueError."""
-    for args in [(0.2, 0.3, 0, 4), (0.2, 0.3, 50, 0), (-0.1, 0.3, 50, 4)]:
-        with pytest.raises(ValueError):
-            minimum_detectable_effect(*args)
-    with pytest.raises(ValueError):
-        minimum_detectable_effect(0.2, 0.3, 50, 4, alpha=0.0)
-    with pytest.raises(ValueError):
-        minimum_detectable_effect(0.2, 0.3, 50, 4, power=1.0)
-
-
-@pytest.mark.parametrize(
-    ("sd_between", "sd_within", "n_tasks", "target"),
-    [(0.2, 0.3, 50, 0.15), (0.1, 0.5, 100, 0.08), (0.0, 0.4, 20, 0.05), (0.3, 0.3, 400, 0.05)],
-)
-def test_trials_needed_is_minimal(sd_between, sd_within, n_tasks, target):
-    """The returned K reaches the target and K - 1 does not."""
-    k = trials_needed(sd_between, sd_within, n_tasks, target)
-    assert k is not None and k >= 1
-    assert minimum_detectable_effect(sd_between, sd_within, n_tasks, k) <= target
-    if k > 1:
-        assert minimum_detectable_effect(sd_between, sd_within, n_tasks, k - 1) > target
-
-
-def test_trials_needed_is_one_when_one_trial_suffices():
-    """A loose target is met with a single trial."""
-    assert trials_needed(0.1, 0.1, 1000, 0.5) == 1
-    assert trials_needed(0.1, 0.0, 1000, 0.5) == 1
-
-
-def test_trials_needed_none_when_between_task_term_dominates():
-    """When the between-task spread alone exceeds the target no K works."""
-    floor = minimum_detectable_effect(0.5, 0.0, 20, 1)
-    assert trials_needed(0.5, 0.3, 20, floor) is None
-    assert trials_needed(0.5, 0.3, 20, floor * 0.9) is None
-    assert trials_needed(0.5, 0.0, 20, floor * 0.9) is None
-    assert trials_needed(0.1, 0.3, 20, 0.0) is None
+    assert pass_k_table({"a": (0, 0)}) == {}

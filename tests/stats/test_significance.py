@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from capevolve.kinds import Confidence
 from capevolve.stats import (
     Comparison,
-    confidence_label,
+    clustered_se,
     paired_comparison,
-    paired_regressions,
     summary_comparison,
     welch_comparison,
 )
@@ -46,7 +44,7 @@ def test_paired_matches_scipy_ttest_rel(seed, n_tasks):
     assert result.n == n_tasks
     assert result.delta == pytest.approx(np.mean(cand - ref), rel=1e-12)
     assert result.se == pytest.approx(sps.sem(cand - ref), rel=1e-10)
-    assert not result.exact
+    assert result.n_clusters is None
 
 
 def test_paired_uses_only_common_tasks():
@@ -88,69 +86,41 @@ def test_welch_needs_two_values_per_side():
         welch_comparison([0.5, 0.6], [0.2])
 
 
-def test_welch_exact_when_both_sides_constant():
-    """Two constant samples give an exact comparison with t and df None."""
+def test_welch_zero_spread_has_no_t_or_p():
+    """Two constant samples: se 0, and t, df and p undefined (None, never p = 0)."""
     result = welch_comparison([0.7, 0.7, 0.7], [0.5, 0.5])
-    assert result.exact and result.se == 0.0
-    assert result.t is None and result.df is None
-    assert result.p_value == 0.0
-    assert result.confidence is Confidence.SIGNIFICANT
+    assert result.se == 0.0 and result.delta == pytest.approx(0.2)
+    assert result.t is None and result.df is None and result.p_value is None
 
 
-@pytest.mark.parametrize(
-    ("shift", "min_delta", "label"),
-    [
-        (0.1, 0.0, Confidence.SIGNIFICANT),
-        (0.1, 0.1, Confidence.SIGNIFICANT),
-        (0.1, 0.2, Confidence.NEGLIGIBLE),
-        (-0.3, 0.2, Confidence.SIGNIFICANT),
-        (-0.1, 0.2, Confidence.NEGLIGIBLE),
-    ],
-)
-def test_paired_zero_variance_is_exact(shift, min_delta, label):
-    """A constant paired difference is exact: t None, SIGNIFICANT iff |delta| >= min_delta."""
-    ref = {"a": 0.2, "b": 0.4, "c": 0.6, "d": 0.5}
-    cand = {task: value + shift for task, value in ref.items()}
-    result = paired_comparison(cand, ref, min_delta=min_delta)
-    assert result.exact
-    assert result.se == 0.0
-    assert result.t is None and result.df is None
-    assert result.p_value == 0.0
-    assert result.confidence is label
+def test_paired_zero_spread_gives_no_p_value_of_zero():
+    """Equal paired differences (n = 2 included): se 0, t None, p None; whether that is an
+    exact move is for the caller, who knows the trials."""
+    for ref in ({"a": 0.2, "b": 0.4}, {"a": 0.2, "b": 0.4, "c": 0.6, "d": 0.5}):
+        cand = {task: value + 0.25 for task, value in ref.items()}
+        result = paired_comparison(cand, ref)
+        assert result.se == 0.0 or result.se < 1e-15
+        if result.se == 0.0:
+            assert result.t is None and result.p_value is None
+        assert result.p_value != 0.0
 
 
-def test_paired_identical_sides_have_p_value_one():
-    """Identical candidate and reference give delta 0, exact, and p-value 1."""
-    ref = {"a": 0.2, "b": 0.4}
-    result = paired_comparison(ref, ref, min_delta=0.01)
-    assert result.exact and result.delta == 0.0
-    assert result.p_value == 1.0
-    assert result.confidence is Confidence.NEGLIGIBLE
-
-
-def test_confidence_label_min_delta_boundary_tolerates_float_noise():
-    """0.12 - 0.10 reaches min_delta 0.02 despite float rounding; just below does not."""
-    delta = 0.12 - 0.10
-    assert delta < 0.02  # float arithmetic lands just under
-    assert confidence_label(delta, 0.0, 0.02) is Confidence.SIGNIFICANT
-    assert confidence_label(0.0199, 0.0, 0.02) is Confidence.NEGLIGIBLE
-    assert confidence_label(-0.0199, 0.001, 0.02) is Confidence.NEGLIGIBLE
-
-
-def test_confidence_label_t_boundary():
-    """|t| == 2 is SIGNIFICANT (also after float rounding), just under 2 is WITHIN_NOISE."""
-    assert (0.6 - 0.5) / 0.05 < 2.0  # float arithmetic lands just under
-    assert confidence_label(0.6 - 0.5, 0.05, 0.0) is Confidence.SIGNIFICANT
-    assert confidence_label(0.2, 0.1, 0.0) is Confidence.SIGNIFICANT
-    assert confidence_label(-0.2, 0.1, 0.0) is Confidence.SIGNIFICANT
-    assert confidence_label(0.1999, 0.1, 0.0) is Confidence.WITHIN_NOISE
-    assert confidence_label(-0.1999, 0.1, 0.0) is Confidence.WITHIN_NOISE
-
-
-def test_confidence_label_unknown_se_is_within_noise():
-    """A non-negligible delta with an unknown SE is WITHIN_NOISE."""
-    assert confidence_label(0.5, None, 0.1) is Confidence.WITHIN_NOISE
-    assert confidence_label(0.05, None, 0.1) is Confidence.NEGLIGIBLE
+def test_paired_with_clusters_uses_cr1_and_cluster_df():
+    """With shared cluster keys the SE is CR1 of the differences and df = G - 1."""
+    rng = np.random.default_rng(7)
+    ids = [f"t{i:02d}" for i in range(24)]
+    clusters = {t: f"c{i // 4}" for i, t in enumerate(ids)}
+    ref = {t: float(rng.random()) for t in ids}
+    shared = {f"c{c}": float(rng.normal(0, 0.2)) for c in range(6)}
+    cand = {t: ref[t] + 0.05 + shared[clusters[t]] + float(rng.normal(0, 0.02)) for t in ids}
+    result = paired_comparison(cand, ref, clusters)
+    diffs = {t: cand[t] - ref[t] for t in ids}
+    assert result.se == pytest.approx(clustered_se(diffs, clusters), rel=1e-12)
+    assert result.df == 5 and result.n_clusters == 6 and result.n == 24
+    assert result.p_value == pytest.approx(2 * sps.t.sf(abs(result.t), 5), rel=1e-9)
+    plain = paired_comparison(cand, ref)
+    assert plain.se < result.se and plain.df == 23
+    assert paired_comparison(cand, ref, {}).se == plain.se
 
 
 def test_summary_comparison_uses_normal_p_value():
@@ -160,44 +130,21 @@ def test_summary_comparison_uses_normal_p_value():
     assert result.t == pytest.approx(2.0)
     assert result.df is None and result.n == 0
     assert result.p_value == pytest.approx(2 * sps.norm.sf(2.0), rel=1e-12)
-    assert result.confidence is Confidence.SIGNIFICANT
 
 
 def test_summary_comparison_without_se():
     """A missing SE on either side leaves se, t and p-value None."""
-    result = summary_comparison(0.6, None, 0.5, 0.04, min_delta=0.05)
+    result = summary_comparison(0.6, None, 0.5, 0.04)
     assert result.se is None and result.t is None and result.p_value is None
-    assert not result.exact
-    assert result.confidence is Confidence.WITHIN_NOISE
 
 
 def test_to_dict_is_json_safe():
     """to_dict maps inf/nan to None, keeps the documented keys, and json.dumps strictly."""
-    odd = Comparison(
-        delta=math.nan,
-        se=math.inf,
-        t=-math.inf,
-        df=math.nan,
-        p_value=None,
-        n=3,
-        exact=False,
-        confidence=Confidence.WITHIN_NOISE,
-    )
-    exact = paired_comparison({"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0})
+    odd = Comparison(delta=math.nan, se=math.inf, t=-math.inf, df=math.nan, p_value=None, n=3)
+    flat = paired_comparison({"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0})
     welch = welch_comparison([0.1, 0.9, 0.4], [0.3, 0.2])
-    for comparison in (odd, exact, welch):
+    for comparison in (odd, flat, welch):
         data = comparison.to_dict()
-        assert set(data) == {"delta", "se", "t", "df", "p_value", "n", "exact", "confidence"}
+        assert set(data) == {"delta", "se", "t", "df", "p_value", "n", "n_clusters"}
         json.dumps(data, allow_nan=False)
     assert odd.to_dict()["delta"] is None and odd.to_dict()["t"] is None
-    assert exact.to_dict()["confidence"] == "significant"
-    assert type(exact.to_dict()["confidence"]) is str
-
-
-def test_paired_regressions_uses_pass_rates():
-    """Only ids the reference always passed and the candidate never passed, sorted."""
-    reference = {"z": 1.0, "a": 1.0, "b": 1.0, "c": 0.5, "only_ref": 1.0}
-    candidate = {"z": 0.0, "a": 1e-12, "b": 0.25, "c": 0.0, "only_cand": 0.0}
-    assert paired_regressions(candidate, reference) == ["a", "z"]
-    assert paired_regressions({"a": 0.0}, {"a": 1.0 - 1e-12}) == ["a"]
-    assert paired_regressions({}, {}) == []

@@ -1,0 +1,105 @@
+"""False accepts: the gate's threshold from alpha, and what a run has risked (pure).
+
+A gate accepts only if t = delta / SE exceeds a critical value c. With c the one-sided
+(1 - a) quantile of Student t for the gate's df, a candidate no better than the best is
+accepted with probability at most a. The per-gate a is ``gate.alpha`` (``per_gate``) or
+``gate.alpha / budget.max_iterations`` (``run``: by the union bound the whole loop of at
+most max_iterations decisions falsely accepts with probability at most alpha). A fixed
+``gate.k_se`` replaces c; the gate then records the a it implies, P(T_df > k_se).
+
+``false_accept_summary`` adds up what a run's decision gates risked: the expected number
+of false accepts had every candidate been no better than its best is at most the sum of
+their a (one per distinct pair of evaluations: re-gating the same pair is no new chance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from capevolve.config import GateConfig
+from capevolve.kinds import AlphaSpending, Decision
+from capevolve.stats import t_quantile
+
+
+def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
+    """The false-accept probability one gate may spend under ``config.alpha_spending``."""
+    if config.alpha_spending == AlphaSpending.RUN:
+        return config.alpha / max(1, max_iterations)
+    return config.alpha
+
+
+def critical_value(config: GateConfig, df: float | None,
+                   max_iterations: int) -> tuple[float, float]:
+    """``(c, a)``: accept needs t > c, and a = P(T_df > c) is the per-gate false-accept
+    bound (Student t for ``df``, the normal when df is None)."""
+    if config.k_se is not None:
+        tail = norm.sf(config.k_se) if df is None else student_t.sf(config.k_se, df)
+        return config.k_se, float(tail)
+    a = per_gate_alpha(config, max_iterations)
+    return t_quantile(1.0 - a, df), a
+
+
+@dataclass(frozen=True)
+class GateTally:
+    """What one recorded gate contributes to the false-accept ledger."""
+
+    exploratory: bool
+    decision: Decision
+    alpha: float | None
+    pair: tuple[str, str]
+    """(candidate eval id, best eval id) the gate compared."""
+
+
+@dataclass(frozen=True)
+class FalseAcceptSummary:
+    """How many gates ran and the false accepts they risked (see the module docstring)."""
+
+    gates: int
+    """Every recorded gate."""
+    decision_gates: int
+    """Non-exploratory gates (the only ones accept considers)."""
+    exploratory_gates: int
+    """Gates run with overridden settings (never a basis for accept)."""
+    distinct_pairs: int
+    """Distinct evaluation pairs among the decisive (accept/reject) decision gates."""
+    expected_false_accepts: float
+    """Upper bound of the expected number of false accepts so far."""
+    alpha: float
+    """gate.alpha."""
+    alpha_spending: str
+    """per_gate or run."""
+    per_gate_alpha: float | None
+    """The a each gate spends (None with a fixed k_se: it depends on each gate's df)."""
+    planned_bound: float | None
+    """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+
+def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
+                         max_iterations: int) -> FalseAcceptSummary:
+    """Sum the per-gate a of the distinct decisive decision gates of a run."""
+    items = list(tallies)
+    decisive: dict[tuple[str, str], float] = {}
+    for tally in items:
+        if tally.exploratory or tally.decision == Decision.INDECISIVE:
+            continue
+        decisive[tally.pair] = max(decisive.get(tally.pair, 0.0), tally.alpha or 0.0)
+    fixed = config.k_se is not None
+    per_gate = None if fixed else per_gate_alpha(config, max_iterations)
+    planned = None
+    if per_gate is not None and max_iterations > 0:
+        planned = min(1.0, per_gate * max_iterations)
+    return FalseAcceptSummary(
+        gates=len(items), decision_gates=sum(not t.exploratory for t in items),
+        exploratory_gates=sum(t.exploratory for t in items), distinct_pairs=len(decisive),
+        expected_false_accepts=sum(decisive.values()), alpha=config.alpha,
+        alpha_spending=str(config.alpha_spending), per_gate_alpha=per_gate,
+        planned_bound=planned)

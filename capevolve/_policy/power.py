@@ -1,0 +1,68 @@
+"""How sensitive a gate was, from its observed paired differences (pure, no I/O).
+
+The minimum detectable effect of the gate as it ran: the true improvement its test
+(t > c, the gate's own critical value) detects with probability 0.8, from the SE it
+used (the paired SE, or CR1 when tasks are clustered) and Student t for its df::
+
+    MDE = (c + t_{0.8, df}) * SE
+
+The trials needed to detect ``min_delta`` split the variance of the per-task
+differences into a part more trials remove and a part they cannot:
+var(d) = sd_between^2 + (s_c^2 + s_b^2) / K, with s^2 the pooled within-task trial
+variance of each side; K is the smallest trial count with (c + t_{0.8}) * sqrt(var(d)/n)
+<= min_delta (None when even infinitely many trials would not do, or no K is needed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from capevolve._policy.outcomes import SideOutcomes
+from capevolve.stats import detectable_effect, t_quantile
+from capevolve.stats.power import MAX_TRIALS
+
+POWER = 0.8
+"""Detection probability the MDE is stated at."""
+
+
+
+def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
+    """Pooled within-task trial variance of one side over its scored ``tasks``."""
+    num = den = 0.0
+    for task in tasks:
+        k = len(side.rewards.get(task, ()))
+        if k >= 2:
+            num += side.trial_variance(task) * (k - 1)
+            den += k - 1
+    return num / den if den else 0.0
+
+
+def gate_power(candidate: SideOutcomes, best: SideOutcomes, diffs: Sequence[float],
+               se: float | None, df: float | None, critical: float,
+               min_delta: float) -> dict[str, Any] | None:
+    """The gate's sensitivity (see the module docstring); None without a usable SE."""
+    n = len(diffs)
+    if n < 2 or se is None or df is None or df <= 0:
+        return None
+    tasks = [t for t in sorted(set(candidate.scored) & set(best.scored))]
+    mean_d = math.fsum(diffs) / n
+    sd_diff = math.sqrt(math.fsum((d - mean_d) ** 2 for d in diffs) / (n - 1))
+    k = min(candidate.min_trials(tasks), best.min_trials(tasks)) or 1
+    within = _pooled_within(candidate, tasks) + _pooled_within(best, tasks)
+    between = max(0.0, sd_diff**2 - within / k)
+    q = critical + t_quantile(POWER, df)
+    needed = None
+    if min_delta > 0 and q > 0:
+        for trials in range(1, MAX_TRIALS + 1):
+            if q * math.sqrt((between + within / trials) / n) <= min_delta:
+                needed = trials
+                break
+    return {
+        "n_tasks": n, "trials": k, "sd_diff": sd_diff, "se": se, "df": df,
+        "critical": critical, "power": POWER,
+        "mde": detectable_effect(se, df, critical, POWER),
+        "sd_within": math.sqrt(within / 2.0), "sd_between": math.sqrt(between),
+        "trials_for_min_delta": needed,
+    }

@@ -1,0 +1,72 @@
+"""The one tolerance, and every threshold comparison the policy makes (pure, no I/O).
+
+Rewards live in [0, 1] and every number the gate compares (a delta, k x SE, a coverage,
+a per-task mean, a drop) is a difference or ratio of such numbers, so one absolute
+tolerance fits them all. Two numbers closer than ``TOLERANCE`` are a tie, and a tie is
+decided by the rule's wording, never by float rounding:
+
+- ``exceeds(a, b)``  "a > b"  : a tie does NOT exceed (delta == k x SE is within noise);
+- ``at_least(a, b)`` "a >= b" : a tie IS at least (0.12 - 0.10 reaches min_delta 0.02);
+- ``below(a, b)``    "a < b"  : the negation of ``at_least``;
+- ``passes(r, threshold)``    : a trial passes when its reward is at least the threshold;
+- ``all_equal(values)``       : every value ties with every other (no spread).
+
+Non-finite numbers have no place in a decision: ``require_finite`` refuses them with a
+one-line GateError naming the value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from capevolve.errors import GateError
+
+TOLERANCE = 1e-9
+"""Absolute tolerance of every threshold comparison (rewards are in [0, 1])."""
+
+
+def exceeds(value: float, bound: float) -> bool:
+    """``value > bound`` by more than the tolerance (a tie does not exceed)."""
+    return value - bound > TOLERANCE
+
+
+def at_least(value: float, bound: float) -> bool:
+    """``value >= bound`` up to the tolerance (a tie is at least)."""
+    return value - bound >= -TOLERANCE
+
+
+def below(value: float, bound: float) -> bool:
+    """``value < bound`` by more than the tolerance (the negation of ``at_least``)."""
+    return not at_least(value, bound)
+
+
+def passes(reward: float, threshold: float) -> bool:
+    """Whether one trial's reward counts as a pass at ``threshold`` (pass^k, pass rates)."""
+    return at_least(reward, threshold)
+
+
+def all_equal(values: Iterable[float]) -> bool:
+    """Whether the values have no spread beyond the tolerance (True for zero or one value)."""
+    items = list(values)
+    return not items or max(items) - min(items) <= TOLERANCE
+
+
+def is_zero(value: float) -> bool:
+    """Whether ``value`` ties with 0."""
+    return abs(value) <= TOLERANCE
+
+
+def require_finite(value: float, what: str) -> float:
+    """``value`` as a float, or a GateError naming ``what`` when it is NaN or infinite."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise GateError(f"{what}: {value!r} is not a finite number")
+    return number
+
+
+def pass_counts(rewards_by_task: Mapping[str, Sequence[float]],
+                threshold: float) -> dict[str, tuple[int, int]]:
+    """(passed trials, valid trials) per task at ``threshold``: the input of pass^k."""
+    return {task: (sum(passes(r, threshold) for r in rewards), len(rewards))
+            for task, rewards in sorted(rewards_by_task.items())}
