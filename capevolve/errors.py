@@ -13,6 +13,7 @@ can catch user-facing problems without catching programming errors::
      +-- StoreError                rollout storage unreadable or inconsistent
      +-- EngineError               the execution engine failed as a whole (not one rollout)
      +-- BudgetError               a budget cap is reached; no more work is handed out
+     +-- RecordError               a value capevolve would record is refused (also a ValueError)
 
 Per-rollout failures are never exceptions escaping the engine: they are data
 (``Rollout.error`` and the ``error_kind`` column).
@@ -61,3 +62,8 @@ class EngineError(CapevolveError):
 
 class BudgetError(CapevolveError):
     """A budget cap (iterations, metric calls, money, stall) is reached."""
+
+
+class RecordError(CapevolveError, ValueError):
+    """A value that would be recorded is refused: an event kind the library records
+    itself, a negative or non-finite spend, a field a record does not have."""

@@ -88,3 +88,22 @@ class EventKind(StrEnum):
     NOTE = "note"
     DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
+
+
+class SealStatus(StrEnum):
+    """Lifecycle of the test seal (seal.json)."""
+
+    STARTED = "started"  # taken: test scoring may be under way
+    COMPLETE = "complete"  # the test scores are final
+
+
+class TestVerdict(StrEnum):
+    """What the held-out test says about the val gain (final.json ``verdict``)."""
+
+    __test__ = False  # not a pytest test class
+
+    CONFIRMED = "confirmed"  # the test delta's 95% CI lies above 0
+    NOT_CONFIRMED = "not_confirmed"  # the CI contains 0: the test cannot tell
+    CONTRADICTED = "contradicted"  # the CI lies below 0: the best is worse on test
+    NO_EDIT = "no_edit"  # the best is the seed: there is no gain to confirm
+    NOT_MEASURED = "not_measured"  # the test evaluation is incomplete: no delta, no CI

@@ -32,7 +32,7 @@ def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
     existing = run.find_candidate(content_hash(path))
     if existing:
         return existing
-    return run.snapshot(run.next_candidate_id(), path)["id"]
+    return run.snapshot(run.next_candidate_id(), path).id
 
 
 def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> None:
@@ -41,13 +41,13 @@ def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> N
     if candidate_id == "seed":
         return
     patterns = [*DEFAULT_PROTECTED, *config.protected_paths]
-    changed = protected_changes(run.candidate_meta("seed")["files"],
-                                run.candidate_meta(candidate_id)["files"], patterns)
+    changed = protected_changes(run.candidate_meta("seed").files,
+                                run.candidate_meta(candidate_id).files, patterns)
     if changed:
-        run.log_event(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
-        run.log_event(EventKind.GATE, candidate_id=candidate_id, best_id=run.best_id,
-                      decision=str(Decision.INDECISIVE), delta=None, se=None,
-                      reasons=[f"tampering: protected paths changed: {', '.join(changed)}"])
+        run._record(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
+        run._record(EventKind.GATE, candidate_id=candidate_id, best_id=run.best_id,
+                    decision=Decision.INDECISIVE,
+                    reasons=[f"tampering: protected paths changed: {', '.join(changed)}"])
         raise CandidateError(f"candidate {candidate_id!r} changes protected paths: "
                              f"{', '.join(changed[:10])}; refused before any rollout")
 

@@ -1,99 +1,124 @@
-"""One writer per run dir: an O_EXCL lock file naming its holder.
+"""One writer per run dir: an exclusive ``fcntl.flock`` on a held descriptor.
 
-Every command that mutates a run (evaluate, gate, accept, reject, finalize) holds the lock.
-It is re-entrant within a process (finalize evaluates while holding it), released on exit,
-and a lock left by a dead process (same host, pid gone or reused) is taken over safely:
-the stale file is renamed aside atomically, so of two processes racing for it only one wins.
+Contract:
+
+- :func:`hold` takes the lock for the block, or raises RunDirError ``run dir is locked by
+  pid N`` at once when another process holds it (no waiting, no takeover to race over).
+- The kernel owns the lock: it is released when the holder's descriptor closes, which
+  happens when the process dies however it dies (SIGKILL, and before a dead child is
+  reaped: a zombie holds no descriptors). There is no stale lock to judge.
+- Re-entrant within a process (finalize evaluates while holding it): the descriptor is
+  shared by nested holds and closed when the outermost one ends.
+- A child made by ``fork`` closes its inherited copy at once (``os.register_at_fork``),
+  so a worker process never keeps its dead parent's lock; exec'd children never get it
+  (Python descriptors are close-on-exec).
+- The lock file stays in place between holders (unlinking a flock file would let two
+  processes lock two different files). The holder's pid is written into it after the
+  lock is taken, for the message only.
+
+The same primitive guards other short critical sections (the seal's ``seal.lock``) via
+:func:`hold` with ``wait_s``.
 """
 
 from __future__ import annotations
 
-import json
+import errno
+import fcntl
 import os
-import socket
+import threading
+import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import psutil
-
 from capevolve.errors import RunDirError
 
-_HELD: dict[Path, int] = {}  # lock path -> depth held by this process
+
+@dataclass
+class _Held:
+    fd: int
+    depth: int
 
 
-def holder_identity() -> dict:
-    """Who holds a lock or seal: pid, host and the pid's start time (guards pid reuse)."""
-    return {"pid": os.getpid(), "host": socket.gethostname(),
-            "pid_started": psutil.Process().create_time()}
+_HELD: dict[Path, _Held] = {}  # lock path -> descriptor and depth held by this process
+_GUARD = threading.Lock()
 
 
-def holder_alive(info: dict) -> bool:
-    """False only when the holder is surely gone (same host; pid dead or reused)."""
-    if info.get("host") != socket.gethostname():
-        return True
+def _forget_in_child() -> None:
+    """After fork: close the inherited descriptors without unlocking the parent's lock."""
+    for held in _HELD.values():
+        try:
+            os.close(held.fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def try_flock(fd: int) -> bool:
+    """Take an exclusive flock on ``fd`` without blocking; False when someone holds it."""
     try:
-        proc = psutil.Process(int(info.get("pid", -1)))
-        return proc.is_running() and proc.create_time() <= float(info.get("pid_started", 0)) + 1
-    except (psutil.Error, ValueError, TypeError):
-        return False
-
-
-def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
-def _try_create(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(holder_identity()) + "\n")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
     return True
 
 
-def _acquire(path: Path) -> None:
-    if _try_create(path):
-        return
-    info = _read(path)
-    if not info:  # being written right now, or torn by a crash: give it a moment
-        import time
-
-        time.sleep(0.2)
-        info = _read(path)
-    if info and holder_alive(info):
-        raise RunDirError(f"run dir is locked by pid {info.get('pid')} on "
-                          f"{info.get('host')} ({path}); wait for it or stop it")
-    stale = path.with_name(f"{path.name}.stale-{os.getpid()}")
+def holder_pid(path: Path) -> int | None:
+    """The pid the last holder wrote into the lock file (None when unknown)."""
     try:
-        os.rename(path, stale)
-    except FileNotFoundError:
-        pass
-    else:
-        stale.unlink(missing_ok=True)
-    if not _try_create(path):
-        info = _read(path)
-        raise RunDirError(f"run dir is locked by pid {info.get('pid')} ({path})")
+        return int(Path(path).read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _acquire(path: Path, wait_s: float) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_s
+    while not try_flock(fd):
+        if time.monotonic() >= deadline:
+            os.close(fd)
+            pid = holder_pid(path)
+            who = f"pid {pid}" if pid else "another process"
+            raise RunDirError(f"run dir is locked by {who} ({path}); wait for it or stop it")
+        time.sleep(0.02)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def is_held(path: Path) -> bool:
+    """True when this process holds the lock at ``path``."""
+    return Path(path).resolve() in _HELD
 
 
 @contextmanager
-def hold(path: Path) -> Iterator[None]:
-    """Hold the lock at ``path`` for the duration of the block (re-entrant per process)."""
-    path = Path(path)
-    if _HELD.get(path):
-        _HELD[path] += 1
-    else:
-        _acquire(path)
-        _HELD[path] = 1
+def hold(path: Path, wait_s: float = 0.0) -> Iterator[bool]:
+    """Hold the lock at ``path`` for the block (re-entrant per process).
+
+    Waits up to ``wait_s`` seconds for another holder (0: fail at once). Yields True when
+    this call took the lock (the outermost hold), False when it was already held.
+    """
+    path = Path(path).resolve()
+    with _GUARD:
+        held = _HELD.get(path)
+        if held is not None:
+            held.depth += 1
+            fresh = False
+        else:
+            _HELD[path] = _Held(_acquire(path, wait_s), 1)
+            fresh = True
     try:
-        yield
+        yield fresh
     finally:
-        _HELD[path] -= 1
-        if not _HELD[path]:
-            del _HELD[path]
-            if _read(path).get("pid") == os.getpid():
-                path.unlink(missing_ok=True)
+        with _GUARD:
+            held = _HELD[path]
+            held.depth -= 1
+            if not held.depth:
+                del _HELD[path]
+                os.close(held.fd)  # releases the flock

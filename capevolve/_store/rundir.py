@@ -1,7 +1,21 @@
 """RunDir: one run's directory: manifest, frozen splits, candidates, events, spend, best.
 
-``events.jsonl`` is the append-only source of truth; ``state.json`` is a cache derived from
-it (best id and spend) that is rebuilt whenever it is missing or stale.
+``events.jsonl`` is the append-only source of truth, read once per process and cached
+(:class:`~capevolve._store.events.EventLog`); ``best_id`` and ``spent`` are derived from it
+incrementally. ``state.json`` is a cache of them, written only by writing calls.
+
+Rules this class enforces (the Python API obeys the CLI's rules; there is no back door):
+
+- Opening is read-only: :meth:`open`, the properties and every lookup create or modify no
+  file. Every write holds the run lock (:meth:`locked`, re-entrant).
+- :meth:`set_best` moves the best only to a candidate whose latest recorded
+  non-exploratory gate against the current best, on the val evaluations that are still the
+  latest, said accept (:meth:`passing_gate`). The seed at creation is the one exception,
+  recorded by :meth:`create` itself.
+- :meth:`log_event` records only user kinds: ``note`` and kinds registered with
+  :meth:`register_event_kind`; the kinds capevolve records itself are refused.
+- :meth:`update_spent` only adds: finite, non-negative increments of known fields.
+- A finalized run is closed (:meth:`require_open`).
 """
 
 from __future__ import annotations
@@ -9,18 +23,35 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Iterator, Mapping
+
+from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
 from capevolve._store.candidates import content_hash, copy_readonly, file_digests
-from capevolve.errors import CandidateError, RunDirError
-from capevolve.kinds import EventKind
+from capevolve._store.events import SPEND_FIELDS, EventLog, Spend
 from capevolve._store.layout import Layout
+from capevolve._store.lock import hold
 from capevolve._store.splits import Splits, read_splits, write_splits
+from capevolve.errors import CandidateError, GateError, RecordError, RunDirError
+from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, Split
+from capevolve.records import (
+    EVENT_KIND_PATTERN,
+    LIBRARY_EVENTS,
+    USER_KINDS_BUILTIN,
+    CandidateRecord,
+    Event,
+    GateEvent,
+    RunManifest,
+    StateRecord,
+    UserEvent,
+    parse_record,
+)
 
-RUN_FORMAT = 1
+__all__ = ["CANDIDATE_ID", "RunDir", "Spend", "utc_now"]
+
 CANDIDATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -29,189 +60,255 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
-def _kind_name(kind: EventKind | str) -> str:
-    """An event kind: one of EventKind, or a user's own lowercase name (``my_note``)."""
-    name = str(kind)
-    if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name):
-        raise ValueError(f"event kind {name!r}: use lowercase letters, digits and _")
-    return name
-
-
-@dataclass
-class Spend:
-    """What a run has spent so far (summed from SPEND events)."""
-
-    iterations: int = 0
-    metric_calls: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    cost_unrecorded: int = 0  # rollouts whose cost is unknown
-    wall_s: float = 0.0
-
-    def add(self, fields: dict[str, Any]) -> None:
-        for name in ("iterations", "metric_calls", "tokens", "cost_unrecorded"):
-            setattr(self, name, getattr(self, name) + int(fields.get(name) or 0))
-        for name in ("cost_usd", "wall_s"):
-            setattr(self, name, getattr(self, name) + float(fields.get(name) or 0.0))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form; ``cost_usd`` is None ("not recorded") when no rollout reported a cost."""
-        data = asdict(self)
-        data["cost_usd"] = round(self.cost_usd, 6) if self._any_cost_recorded() else None
-        data["wall_s"] = round(self.wall_s, 3)
-        return data
-
-    def _any_cost_recorded(self) -> bool:
-        return self.cost_usd > 0 or (self.metric_calls > self.cost_unrecorded)
-
-
-@dataclass
-class State:
-    """Derived view of the event log."""
-
-    best_id: str | None = None
-    spent: Spend = field(default_factory=Spend)
-    n_events: int = 0
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return jsonfiles.read(path)
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path}: unreadable {what} ({exc})") from None
 
 
 class RunDir:
     """A run directory. Create with :meth:`create`, open an existing one with :meth:`open`."""
 
-    def __init__(self, root: Path) -> None:
+    _user_kinds: ClassVar[set[str]] = set(USER_KINDS_BUILTIN)
+
+    def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
         self.layout = Layout(self.root)
-        self._manifest: dict[str, Any] | None = None
+        self._manifest: RunManifest | None = None
         self._splits: Splits | None = None
+        self._log = EventLog(self.layout.events)
+        self._candidates: dict[str, CandidateRecord] = {}
 
     # -- creation and opening -------------------------------------------------------------
 
     @classmethod
-    def create(cls, root: Path | str, manifest: dict[str, Any], splits: Splits) -> RunDir:
-        """Make a new run dir with its manifest and frozen splits; refuses an existing run."""
+    def create(cls, root: Path | str, manifest: RunManifest | Mapping[str, Any],
+               splits: Splits, seed: Path | str) -> RunDir:
+        """Make a new run dir: manifest, frozen splits, the seed snapshot as the best.
+
+        ``manifest`` is a RunManifest or its fields (``splits_checksum`` is filled in).
+        Refuses a path that already holds a run.
+        """
         run = cls(Path(root))
         if run.root.exists() and not run.root.is_dir():
             raise RunDirError(f"{run.root}: exists and is not a directory")
-        if run.layout.run_json.exists():
-            raise RunDirError(f"{run.root}: already holds a run (run.json exists)")
-        for folder in (run.root, run.layout.candidates, run.layout.rollouts, run.layout.evals):
-            folder.mkdir(parents=True, exist_ok=True)
-        write_splits(splits, run.layout.splits_json)
-        manifest = {**manifest, "format": RUN_FORMAT, "splits_checksum": splits.checksum()}
-        jsonfiles.write_atomic(run.layout.run_json, manifest)
-        run.log_event(EventKind.RUN_CREATED, run_id=manifest.get("run_id"))
+        fields = manifest.to_json() if isinstance(manifest, RunManifest) else dict(manifest)
+        try:
+            record = RunManifest.model_validate({**fields, "splits_checksum": splits.checksum()})
+        except ValidationError as exc:
+            raise RunDirError(f"run.json: invalid manifest: {exc.errors()[0]['msg']}") from None
+        run.root.mkdir(parents=True, exist_ok=True)
+        with run.locked():
+            if run.layout.run_json.exists():
+                raise RunDirError(f"{run.root}: already holds a run (run.json exists)")
+            for folder in (run.layout.candidates, run.layout.rollouts, run.layout.evals):
+                folder.mkdir(parents=True, exist_ok=True)
+            write_splits(splits, run.layout.splits_json)
+            jsonfiles.write_atomic(run.layout.run_json, record.to_json())
+            run._record(EventKind.RUN_CREATED, run_id=record.run_id)
+            run.snapshot(SEED_ID, seed, role="seed")
+            run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run
 
     @classmethod
     def open(cls, root: Path | str) -> RunDir:
-        """Open an existing run dir; verifies the manifest and the splits checksum."""
+        """Open an existing run dir (read-only): validates run.json and the splits checksum,
+        and refuses test rollouts without a seal. Creates and modifies nothing."""
         run = cls(Path(root))
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
-        run.splits  # noqa: B018 - verifies the checksum on every open
-        test_dir = run.layout.rollouts / "split=test"
-        if any(test_dir.rglob("*.parquet")) and not run.layout.seal.is_file():
+        run.splits  # noqa: B018 - validates run.json and the splits checksum
+        test_dir = run.layout.rollouts / f"split={Split.TEST}"
+        if test_dir.is_dir() and any(test_dir.rglob("*.parquet")) \
+                and not run.layout.seal.is_file():
             raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "
                               "split was written outside `capevolve finalize`")
-        run._refresh_state_cache()
         return run
 
     @property
-    def manifest(self) -> dict[str, Any]:
-        """run.json: config snapshot, versions, seeds."""
+    def manifest(self) -> RunManifest:
+        """run.json: config snapshot, versions, seeds (validated)."""
         if self._manifest is None:
-            try:
-                self._manifest = jsonfiles.read(self.layout.run_json)
-            except (OSError, ValueError) as exc:
-                raise RunDirError(f"{self.layout.run_json}: unreadable ({exc})") from None
+            path = self.layout.run_json
+            self._manifest = parse_record(RunManifest, _read_json(path, "manifest"), str(path))
         return self._manifest
 
     @property
     def run_id(self) -> str:
-        return self.manifest["run_id"]
+        return self.manifest.run_id
 
     @property
     def splits(self) -> Splits:
         """The frozen splits, checked against both splits.json and run.json."""
         if self._splits is None:
             splits = read_splits(self.layout.splits_json)
-            if splits.checksum() != self.manifest.get("splits_checksum"):
+            if splits.checksum() != self.manifest.splits_checksum:
                 raise RunDirError(
                     f"{self.layout.splits_json}: does not match the checksum frozen in run.json"
                 )
             self._splits = splits
         return self._splits
 
-    def locked(self):
-        """Context manager: hold this run dir's writer lock (see capevolve._store.lock)."""
-        from capevolve._store.lock import hold
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold this run dir's writer lock for the block (see capevolve._store.lock).
 
-        return hold(self.layout.lock)
+        Every command that writes into the run dir holds it; re-entrant in a process.
+        """
+        with hold(self.layout.lock):
+            yield
+
+    def finalized(self) -> bool:
+        """True once finalize has written final.json."""
+        return self.layout.final.is_file()
+
+    def require_open(self, verb: str) -> None:
+        """Refuse ``verb`` on a closed run: finalized (final.json) or being finalized
+        (seal.json taken). The one place this rule lives; every deciding verb calls it."""
+        if self.layout.final.is_file():
+            raise RunDirError(f"run is finalized (final.json): {verb} refused; the run is "
+                              "closed, start a new run to go on")
+        if self.layout.seal.is_file():
+            raise RunDirError(f"run is being finalized (seal.json): {verb} refused; the "
+                              "best is fixed once the test seal is taken")
 
     # -- events and derived state ---------------------------------------------------------
 
-    def log_event(self, kind: EventKind | str, **fields: Any) -> dict[str, Any]:
-        """Append one record to events.jsonl (atomic single write) and refresh the cache.
-
-        ``kind`` is an EventKind or a user's own lowercase name; fields must be JSON-able.
-        """
-        record = {"kind": _kind_name(kind), "ts": utc_now(), "pid": os.getpid(), **fields}
-        jsonfiles.append_line(self.layout.events, record)
-        self._write_state(self._derive_state())
-        return record
-
-    def events(self, kind: EventKind | str | None = None) -> list[dict[str, Any]]:
-        """Every event (optionally of one kind) in log order."""
-        wanted = None if kind is None else _kind_name(kind)
-        return [e for e in jsonfiles.read_lines(self.layout.events)
-                if wanted is None or e.get("kind") == wanted]
-
-    def _derive_state(self) -> State:
-        state = State()
-        for event in jsonfiles.read_lines(self.layout.events):
-            state.n_events += 1
-            if event["kind"] == EventKind.SET_BEST:
-                state.best_id = event["candidate_id"]
-            elif event["kind"] == EventKind.SPEND:
-                state.spent.add(event)
-        return state
-
-    def _refresh_state_cache(self) -> None:
-        """Rebuild state.json when it is missing or behind the event log."""
-        state = self._derive_state()
-        try:
-            cached = jsonfiles.read(self.layout.state).get("n_events")
-        except (OSError, ValueError, AttributeError):
-            cached = None
-        if cached != state.n_events:
-            self._write_state(state)
-
-    def _write_state(self, state: State) -> None:
-        jsonfiles.write_atomic(self.layout.state, {
-            "best_id": state.best_id, "n_events": state.n_events,
-            "spent": state.spent.to_dict(), "budget": self.manifest["config"].get("budget"),
-        })
+    def events(self, kind: EventKind | str | None = None) -> list[Event]:
+        """Every event (optionally of one kind) in log order, as typed records."""
+        return self._log.events(kind)
 
     @property
-    def best_id(self) -> str | None:
-        """The current best candidate (last set_best event)."""
-        return self._derive_state().best_id
+    def best_id(self) -> str:
+        """The current best candidate (the last set_best event)."""
+        best = self._log.best_id
+        if best is None:
+            raise RunDirError(f"{self.layout.events}: no set_best event: the run has no best")
+        return best
 
     @property
     def spent(self) -> Spend:
-        """Everything spent so far."""
-        return self._derive_state().spent
+        """Everything spent so far (a copy)."""
+        return self._log.spent
+
+    def _record(self, kind: EventKind, **fields: Any) -> Event:
+        """Append a library event (validated by its model) and refresh state.json.
+
+        Private: the verbs record their own events through it; users go through
+        :meth:`log_event`, :meth:`set_best` and :meth:`update_spent`.
+        """
+        model = LIBRARY_EVENTS[EventKind(kind)]
+        event = model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields)
+        with self.locked():
+            self._log.append(event)
+            self._write_state()
+        return event
+
+    def _write_state(self) -> None:
+        state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
+                            spent=self._log.spent.to_dict(),
+                            budget=self.manifest.config.budget.model_dump(mode="json"))
+        jsonfiles.write_atomic(self.layout.state, state.to_json())
+
+    @classmethod
+    def register_event_kind(cls, name: str) -> None:
+        """Allow :meth:`log_event` to record the user kind ``name`` (in this process).
+
+        ``note`` is always allowed. A name is lowercase letters, digits and ``_`` and may
+        not be a kind capevolve records itself. Registering twice is harmless.
+        """
+        if not re.fullmatch(EVENT_KIND_PATTERN, str(name)):
+            raise RecordError(f"event kind {name!r}: use lowercase letters, digits and _")
+        if name in {k.value for k in LIBRARY_EVENTS}:
+            raise RecordError(f"event kind {name!r} is recorded by capevolve itself")
+        cls._user_kinds.add(str(name))
+
+    def log_event(self, kind: str, **fields: Any) -> UserEvent:
+        """Record a user event: ``note`` or a kind registered with
+        :meth:`register_event_kind`; ``fields`` (JSON values) are stored under ``data``.
+
+        The kinds capevolve records itself (gate, accept, set_best, spend, ...) and
+        unregistered kinds are refused with RecordError; nothing is written then.
+        """
+        name = str(kind)
+        if name in {k.value for k in LIBRARY_EVENTS}:
+            raise RecordError(f"log_event: {name!r} events are recorded by capevolve itself "
+                              "(use the verb: evaluate, gate, accept, reject, finalize)")
+        if name not in self._user_kinds:
+            raise RecordError(f"log_event: unregistered event kind {name!r}; call "
+                              f"RunDir.register_event_kind({name!r}) first")
+        try:
+            jsonfiles.dumps(fields)  # JSON values only: no objects, NaN or infinities
+            event = UserEvent(kind=name, ts=utc_now(), pid=os.getpid(), data=fields)
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise RecordError(f"log_event {name!r}: fields must be JSON values ({exc})") from None
+        with self.locked():
+            self._log.append(event)
+            self._write_state()
+        return event
+
+    def passing_gate(self, candidate_id: str) -> GateEvent:
+        """The gate that licenses making ``candidate_id`` the best, or GateError.
+
+        It is the latest non-exploratory gate of the candidate against the current best;
+        it said accept; and the val evaluations it read are still each side's latest
+        complete ones (a re-evaluation since then needs a new gate).
+        """
+        from capevolve._store.evals import latest_complete_eval
+
+        best_id = self.best_id
+        gates = [g for g in self.events(EventKind.GATE)
+                 if isinstance(g, GateEvent) and g.candidate_id == candidate_id
+                 and g.best_id == best_id and not g.exploratory]
+        if not gates:
+            raise GateError(f"candidate {candidate_id!r} has no recorded gate against the "
+                            f"current best {best_id!r}; run `capevolve gate` first")
+        last = gates[-1]
+        if last.decision != Decision.ACCEPT:
+            raise GateError(f"the last gate of {candidate_id!r} against {best_id!r} said "
+                            f"{last.decision}: {'; '.join(last.reasons)}")
+        for eval_id, owner in ((last.candidate_eval, candidate_id), (last.best_eval, best_id)):
+            current = latest_complete_eval(self, owner, Split.VAL, n_trials=last.n_trials)
+            if current is None or current.eval_id != eval_id \
+                    or current.status != EvalStatus.COMPLETE:
+                raise GateError("the evaluations changed since the gate; gate again")
+        return last
 
     def set_best(self, candidate_id: str, **fields: Any) -> None:
-        """Make ``candidate_id`` the current best (it must be snapshotted)."""
-        self.candidate_meta(candidate_id)
-        self.log_event(EventKind.SET_BEST, candidate_id=candidate_id, **fields)
+        """Make ``candidate_id`` the best; it must hold a passing gate (:meth:`passing_gate`).
+
+        ``fields``: ``reason`` (default "accepted") and ``previous_best``. Refused on a
+        closed run, for an unknown candidate, and for the current best.
+        """
+        with self.locked():
+            self.require_open("set_best")
+            self.candidate_meta(candidate_id)
+            if candidate_id == self.best_id:
+                raise GateError(f"set_best: {candidate_id!r} is already the best")
+            gate = self.passing_gate(candidate_id)
+            fields = {"reason": "accepted", "previous_best": self.best_id, **fields}
+            try:
+                self._record(EventKind.SET_BEST, candidate_id=candidate_id, gate_ts=gate.ts,
+                             **fields)
+            except ValidationError as exc:
+                raise RecordError(f"set_best: {exc.errors()[0]['msg']}") from None
 
     def update_spent(self, **increments: Any) -> None:
-        """Record spending: iterations, metric_calls, tokens, cost_usd, cost_unrecorded, wall_s."""
-        unknown = set(increments) - set(Spend.__dataclass_fields__)
+        """Record spending: finite, non-negative increments of iterations, metric_calls,
+        tokens, cost_usd, cost_unrecorded, wall_s. Spend only adds; RecordError otherwise."""
+        unknown = set(increments) - set(SPEND_FIELDS)
         if unknown:
-            raise ValueError(f"update_spent: unknown fields {sorted(unknown)}")
-        self.log_event(EventKind.SPEND, **increments)
+            raise RecordError(f"update_spent: unknown fields {sorted(unknown)}")
+        bad = {k: v for k, v in increments.items() if isinstance(v, bool)}
+        if bad:
+            raise RecordError(f"update_spent: {sorted(bad)} must be numbers, not booleans")
+        try:
+            self._record(EventKind.SPEND, **increments)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise RecordError(f"update_spent: {'.'.join(map(str, error['loc']))}: "
+                              f"{error['msg']} (spend only adds)") from None
 
     # -- candidates -------------------------------------------------------------------------
 
@@ -221,12 +318,18 @@ class RunDir:
             return []
         return sorted(p.parent.name for p in self.layout.candidates.glob("*/candidate.json"))
 
-    def candidate_meta(self, candidate_id: str) -> dict[str, Any]:
+    def candidate_meta(self, candidate_id: str) -> CandidateRecord:
         """candidate.json of a snapshot; CandidateError for an unknown id."""
+        if candidate_id in self._candidates:
+            return self._candidates[candidate_id]
         path = self.layout.candidate_meta(candidate_id)
-        if not path.is_file():
+        if not CANDIDATE_ID.match(str(candidate_id)) or not path.is_file():
             raise CandidateError(f"candidate {candidate_id!r}: no such candidate in {self.root}")
-        return jsonfiles.read(path)
+        record = parse_record(CandidateRecord, _read_json(path, "candidate record"), str(path))
+        if record.id != candidate_id:
+            raise RunDirError(f"{path}: names candidate {record.id!r}, not {candidate_id!r}")
+        self._candidates[candidate_id] = record
+        return record
 
     def candidate_dir(self, candidate_id: str) -> Path:
         """The immutable capability files of a candidate."""
@@ -236,7 +339,7 @@ class RunDir:
     def find_candidate(self, digest: str) -> str | None:
         """The id of a snapshot with this content hash, if any."""
         for candidate_id in self.candidate_ids():
-            if self.candidate_meta(candidate_id)["hash"] == digest:
+            if self.candidate_meta(candidate_id).hash == digest:
                 return candidate_id
         return None
 
@@ -245,30 +348,40 @@ class RunDir:
         numbers = [int(c[5:]) for c in self.candidate_ids() if re.fullmatch(r"cand_\d+", c)]
         return f"cand_{max(numbers, default=0) + 1:03d}"
 
-    def snapshot(self, candidate_id: str, src: Path | str, **fields: Any) -> dict[str, Any]:
+    def snapshot(self, candidate_id: str, src: Path | str, **fields: Any) -> CandidateRecord:
         """Copy ``src`` into an immutable snapshot named ``candidate_id``.
 
-        Snapshotting identical content under an existing id returns the existing record;
-        different content under a taken id is a CandidateError.
+        ``fields``: ``note`` (free text). Snapshotting identical content under an existing
+        id returns the existing record; different content under a taken id is a
+        CandidateError.
         """
         src = Path(src).resolve()
         if not src.is_dir():
             raise CandidateError(f"candidate: {src} is not a directory")
         if not CANDIDATE_ID.match(candidate_id):
             raise CandidateError(f"candidate id {candidate_id!r}: use letters, digits, _ . -")
-        digest = content_hash(src)
-        meta_path = self.layout.candidate_meta(candidate_id)
-        if meta_path.is_file():
-            meta = jsonfiles.read(meta_path)
-            if meta["hash"] != digest:
-                raise CandidateError(f"candidate {candidate_id!r}: id taken by other content")
-            return meta
-        copy_readonly(src, self.layout.candidate_files(candidate_id))
-        if content_hash(self.layout.candidate_files(candidate_id)) != digest:
-            raise CandidateError(f"candidate: {src} changed while it was being copied")
-        meta = {"id": candidate_id, "hash": digest, "source": str(src), "created_at": utc_now(),
-                "files": file_digests(self.layout.candidate_files(candidate_id)), **fields}
-        jsonfiles.write_atomic(meta_path, meta)
-        self.log_event(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
-                       source=str(src))
+        with self.locked():
+            digest = content_hash(src)
+            if self.layout.candidate_meta(candidate_id).is_file():
+                existing = self.candidate_meta(candidate_id)
+                if existing.hash != digest:
+                    raise CandidateError(f"candidate {candidate_id!r}: id taken by other "
+                                         "content")
+                return existing
+            taken = sorted(set(fields) & {"id", "hash", "source", "created_at", "files"})
+            if taken:
+                raise RecordError(f"snapshot: {taken} are set by capevolve, not the caller")
+            try:
+                meta = CandidateRecord(id=candidate_id, hash=digest, source=str(src),
+                                       created_at=utc_now(), files={}, **fields)
+            except ValidationError as exc:
+                raise RecordError(f"snapshot: {exc.errors()[0]['msg']}") from None
+            files = self.layout.candidate_files(candidate_id)
+            copy_readonly(src, files)
+            if content_hash(files) != digest:
+                raise CandidateError(f"candidate: {src} changed while it was being copied")
+            meta = meta.model_copy(update={"files": file_digests(files)})
+            jsonfiles.write_atomic(self.layout.candidate_meta(candidate_id), meta.to_json())
+            self._record(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
+                         source=str(src))
         return meta

@@ -1,27 +1,54 @@
 """The test seal: the held-out split is scored once, by one process.
 
-``seal.json`` is created with O_EXCL before any test rollout runs, so of two racing
-finalize processes exactly one proceeds. A finalize that died before writing any test
-rollout may be retried (the dead seal is renamed aside atomically); once a test rollout
-is on disk, or the seal says complete, every later attempt raises TestSealError.
+Contract:
+
+- ``seal.json`` is created with O_EXCL before any test rollout runs, so of two racing
+  finalize processes exactly one proceeds; the other gets TestSealError.
+- The process that created it holds an exclusive ``flock`` on the seal's descriptor until
+  :func:`complete` (or :func:`release`, or its death: the kernel drops the lock when the
+  process dies, zombies included). That lock, not a pid, says whether the finalize is
+  still running.
+- Every taker (a first finalize or a retry) holds ``seal.lock`` while it creates or judges
+  the seal, so no one can judge a seal in the instant between its creation and its flock.
+- A finalize that died before writing any test rollout may be retried: the dead seal is
+  renamed aside (``seal.aborted-<time>.json``) and a new one is taken. Once a test rollout
+  is on disk, or the seal says complete, every later attempt raises TestSealError. A seal
+  taken on another host is respected (its lock cannot be seen from here).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
+import socket
 from typing import Any
 
+from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
-from capevolve.errors import RunDirError, TestSealError
-from capevolve.kinds import Split
 from capevolve._store.layout import Layout
-from capevolve._store.lock import hold, holder_alive, holder_identity
+from capevolve._store.lock import hold, try_flock
 from capevolve._store.rundir import utc_now
+from capevolve.errors import RecordError, RunDirError, TestSealError
+from capevolve.kinds import SealStatus, Split
+from capevolve.records import SealRecord, parse_record
 
-STARTED, COMPLETE = "started", "complete"
+SEAL_LOCK_WAIT_S = 5.0
+"""How long a taker waits for another taker's seal.lock (held for milliseconds)."""
+
+_HELD: dict[str, int] = {}  # seal path -> the flocked descriptor of the seal this process took
+
+
+def _forget_in_child() -> None:
+    for fd in _HELD.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def test_rollouts_exist(layout: Layout) -> bool:
@@ -29,64 +56,99 @@ def test_rollouts_exist(layout: Layout) -> bool:
     return any((layout.rollouts / f"split={Split.TEST}").rglob("*.parquet"))
 
 
-def _read_seal(layout: Layout) -> dict[str, Any]:
+def read_seal(layout: Layout) -> SealRecord | None:
+    """seal.json as a record (None when absent); RunDirError when it does not validate."""
     try:
         data = jsonfiles.read(layout.seal)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{layout.seal}: unreadable seal ({exc})") from None
+    return parse_record(SealRecord, data, str(layout.seal))
 
 
-def _create(layout: Layout, fields: dict[str, Any]) -> dict[str, Any]:
-    seal = {"status": STARTED, **holder_identity(), "started_at": utc_now(), **fields}
+def _create(layout: Layout, fields: dict[str, Any]) -> SealRecord:
+    try:
+        seal = SealRecord(status=SealStatus.STARTED, pid=os.getpid(),
+                          host=socket.gethostname(), started_at=utc_now(), **fields)
+    except ValidationError as exc:
+        raise RecordError(f"seal: {exc.errors()[0]['msg']}") from None
     fd = os.open(layout.seal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(seal, sort_keys=True, indent=2) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    if not try_flock(fd):  # nobody else can have it open yet: we made it a moment ago
+        os.close(fd)
+        raise TestSealError(f"{layout.seal}: could not lock the seal just taken")
+    os.write(fd, (json.dumps(seal.to_json(), sort_keys=True, indent=2) + "\n").encode())
+    os.fsync(fd)
+    _HELD[str(layout.seal)] = fd
     return seal
 
 
-def burn(layout: Layout, **fields: Any) -> dict[str, Any]:
-    """Take the seal for this process, or raise TestSealError naming why not."""
+def _holder_alive(layout: Layout) -> bool:
+    """True when a process holds the flock of the current seal.json."""
     try:
-        return _create(layout, fields)
-    except FileExistsError:
-        pass
+        fd = os.open(layout.seal, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
     try:
-        with hold(layout.root / "seal.lock"):  # one retry at a time judges the old seal
-            return _retry(layout, fields)
+        return not try_flock(fd)
+    finally:
+        os.close(fd)  # releases the probe's lock, if it got one
+
+
+def burn(layout: Layout, **fields: Any) -> SealRecord:
+    """Take the seal for this process, or raise TestSealError naming why not.
+
+    ``fields``: ``best_id`` and ``baseline_id`` of the finalize.
+    """
+    try:
+        with hold(layout.root / "seal.lock", wait_s=SEAL_LOCK_WAIT_S):
+            try:
+                return _create(layout, fields)
+            except FileExistsError:
+                return _retry(layout, fields)
     except TestSealError:
         raise
-    except RunDirError:  # the seal.lock is held: another retry is judging the old seal
-        raise TestSealError(f"{layout.seal}: another finalize is taking over the seal") from None
+    except RunDirError as exc:
+        if "locked by" not in str(exc):
+            raise
+        raise TestSealError(f"{layout.seal}: another finalize is taking the seal") from None
 
 
-def _retry(layout: Layout, fields: dict[str, Any]) -> dict[str, Any]:
-    existing = _read_seal(layout)
-    if existing.get("status") == COMPLETE or test_rollouts_exist(layout):
+def _retry(layout: Layout, fields: dict[str, Any]) -> SealRecord:
+    try:
+        existing = read_seal(layout)
+    except RunDirError:
+        existing = None  # torn by a crash at creation: judged by its lock like any other
+    if (existing and existing.status == SealStatus.COMPLETE) or test_rollouts_exist(layout):
+        when = existing.started_at if existing else "?"
         raise TestSealError(f"{layout.seal}: the test split was already scored "
-                            f"(sealed at {existing.get('started_at', '?')}); it is scored once")
-    if not existing:  # empty: being written this instant, or torn by a crash at creation
-        time.sleep(0.2)
-        existing = _read_seal(layout)
-    if existing and holder_alive(existing):
-        raise TestSealError(f"{layout.seal}: finalize is already running "
-                            f"(pid {existing.get('pid')}); the test split is scored once")
+                            f"(sealed at {when}); it is scored once")
+    if existing and existing.host != socket.gethostname():
+        raise TestSealError(f"{layout.seal}: finalize is already running on host "
+                            f"{existing.host} (pid {existing.pid}); the test split is scored "
+                            "once")
+    if _holder_alive(layout):
+        pid = existing.pid if existing else "?"
+        raise TestSealError(f"{layout.seal}: finalize is already running (pid {pid}); the "
+                            "test split is scored once")
     aside = layout.root / f"seal.aborted-{utc_now().replace(':', '')}.json"
-    try:
-        os.rename(layout.seal, aside)  # atomic: of two retries only one moves it
-    except FileNotFoundError:
-        raise TestSealError(f"{layout.seal}: another finalize took over the seal") from None
-    try:
-        return _create(layout, {**fields, "retry_of": aside.name})
-    except FileExistsError:
-        raise TestSealError(f"{layout.seal}: another finalize took over the seal") from None
+    os.rename(layout.seal, aside)  # under seal.lock: no other taker is judging this seal
+    return _create(layout, {**fields, "retry_of": aside.name})
 
 
-def complete(layout: Layout, seal: dict[str, Any], **fields: Any) -> None:
-    """Mark the seal complete (the test scores are final)."""
+def release(layout: Layout) -> None:
+    """Drop this process's lock on its seal (a finalize that failed and gives up: a retry
+    may then judge the seal by its test rows). A no-op when this process holds none."""
+    fd = _HELD.pop(str(layout.seal), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def complete(layout: Layout, seal: SealRecord) -> SealRecord:
+    """Mark the seal complete (the test scores are final) and release its lock."""
+    done = seal.model_copy(update={"status": SealStatus.COMPLETE, "finished_at": utc_now()})
     os.chmod(layout.seal, 0o644)
-    jsonfiles.write_atomic(layout.seal, {**seal, "status": COMPLETE, "finished_at": utc_now(),
-                                         **fields})
+    jsonfiles.write_atomic(layout.seal, done.to_json())
     os.chmod(layout.seal, 0o444)
+    release(layout)
+    return done

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import jsonfiles
+from capevolve._store.rundir import RunDir
 from capevolve.diagnose.diagnosis import write_document
 from capevolve.diagnose.kinds import JudgementTag
 from capevolve.errors import ConfigError, RunDirError
 from capevolve.kinds import EventKind
-from capevolve._store.rundir import RunDir
 
 EVENT = EventKind.DIAGNOSIS_ANNOTATED
 
@@ -64,22 +64,23 @@ def annotate(run: RunDir, file: Path, signature: str, tag: str | None = None,
     if tag is None and blast_radius is None:
         raise ConfigError("annotate: give --tag and/or --blast-radius")
     path = resolve_file(run, Path(file))
-    try:
-        doc = jsonfiles.read(path)
-        clusters = doc["clusters"]
-        doc["split"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise RunDirError(f"{path}: not a readable diagnosis file") from None
-    cluster = next((c for c in clusters if c.get("signature") == signature), None)
-    if cluster is None:
-        known = "; ".join(c.get("signature", "?") for c in clusters[:10])
-        raise ConfigError(f"--cluster {signature!r}: no such cluster in {path.name} "
-                          f"(clusters: {known or 'none'})")
-    if tag is not None:
-        cluster["tag"] = str(parse_tag(tag))
-    if blast_radius is not None:
-        cluster["blast_radius"] = _validate_radius(run, doc, blast_radius)
-    write_document(path, doc)
-    run.log_event(EVENT, file=str(path), cluster=signature, tag=cluster["tag"],
-                  blast_radius=cluster["blast_radius"])
-    return cluster
+    with run.locked():  # read-modify-write of the diagnosis file holds the run lock
+        try:
+            doc = jsonfiles.read(path)
+            clusters = doc["clusters"]
+            doc["split"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise RunDirError(f"{path}: not a readable diagnosis file") from None
+        cluster = next((c for c in clusters if c.get("signature") == signature), None)
+        if cluster is None:
+            known = "; ".join(c.get("signature", "?") for c in clusters[:10])
+            raise ConfigError(f"--cluster {signature!r}: no such cluster in {path.name} "
+                              f"(clusters: {known or 'none'})")
+        if tag is not None:
+            cluster["tag"] = str(parse_tag(tag))
+        if blast_radius is not None:
+            cluster["blast_radius"] = _validate_radius(run, doc, blast_radius)
+        write_document(path, doc)
+        run._record(EVENT, file=str(path), cluster=signature, tag=cluster["tag"],
+                    blast_radius=cluster["blast_radius"])
+        return cluster

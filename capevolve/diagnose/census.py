@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import jsonfiles
+from capevolve._store.rundir import RunDir
 from capevolve.diagnose.classify import is_failure
 from capevolve.diagnose.context import AdapterContext
 from capevolve.diagnose.reflective import input_text
 from capevolve.diagnose.source import Trial, load_trials
 from capevolve.errors import ConfigError
-from capevolve._store.rundir import RunDir
 
 MANIFEST = "census_manifest.json"
 INSTRUCTIONS = ("For each datapoint, describe in your own words what went wrong and why, "
@@ -51,7 +51,7 @@ def export(run: RunDir, split: str, tag: str, batch_size: int, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("batch_*.json"):
         stale.unlink()
-    config = run.manifest.get("config", {})
+    config = run.manifest.config.model_dump(mode="json")
     domain = {"project": config.get("name"), "capabilities": config.get("capabilities", []),
               "notes": notes if notes is not None else config.get("domain_notes")}
     names = []

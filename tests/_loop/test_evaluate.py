@@ -4,6 +4,7 @@ import pytest
 
 from capevolve.errors import CandidateError, TestSealError
 from capevolve._loop.evaluate import evaluate
+from capevolve._store.rundir import RunDir
 from capevolve._loop.run import create_run
 from capevolve.stats import clustered_se, mean_and_se
 from capevolve._store.rollouts.query import RolloutStore
@@ -59,9 +60,10 @@ def test_test_split_and_unknown_candidates_are_refused(tmp_path):
 
 
 def test_user_event_kinds_are_logged(tmp_path):
-    """log_event accepts the user's own lowercase kinds and rejects malformed ones."""
+    """log_event records a registered lowercase user kind and rejects malformed ones."""
     run = create_run(make_project(tmp_path / "p", 20), tmp_path / "run")
+    RunDir.register_event_kind("my_note")
     run.log_event("my_note", text="tried X")
-    assert run.events("my_note")[0]["text"] == "tried X"
+    assert run.events("my_note")[0].data["text"] == "tried X"
     with pytest.raises(ValueError):
         run.log_event("Bad Kind")

@@ -1,34 +1,41 @@
-"""RunDir invariants: the event log survives a torn write, state.json is derived, snapshots
-are immutable, unknown cost is "not recorded", and the frozen splits cannot be edited."""
+"""RunDir invariants: the event log survives a torn write and is read once, state.json is
+derived, opening is read-only, snapshots are immutable, unknown cost is "not recorded",
+and the frozen splits cannot be edited."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from fixtures.projects import make_candidate, make_project
 
-from capevolve._store import jsonfiles
-from capevolve.errors import CandidateError, RunDirError
-from capevolve.kinds import EventKind
 from capevolve._loop.run import SEED_ID, create_run
+from capevolve._store import jsonfiles
 from capevolve._store.rundir import RunDir, Spend
 from capevolve._store.splits import Splits
+from capevolve.errors import CandidateError, RunDirError
+from capevolve.kinds import EventKind
 
 TORN = b'{"kind": "note", "msg": "half a rec'  # what a kill mid-write leaves behind
-
-
-@pytest.fixture
-def run(tmp_path):
-    """A fresh run of a small flex project (seed snapshotted, best = seed, nothing scored)."""
-    return create_run(make_project(tmp_path / "p", 12), tmp_path / "run")
 
 
 def _tear(run: RunDir) -> None:
     with open(run.layout.events, "ab") as fh:
         fh.write(TORN)
+
+
+def _tree(root: Path) -> dict[str, tuple]:
+    """Every file and folder under ``root`` with its mtime and content hash."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        info = path.stat()
+        data = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        out[path.relative_to(root).as_posix()] = (info.st_mtime_ns, data)
+    return out
 
 
 # -- events.jsonl ---------------------------------------------------------------------------
@@ -40,7 +47,6 @@ def test_torn_last_line_is_skipped_on_read(run):
     reopened = RunDir.open(run.root)
     assert reopened.events() == before
     assert reopened.best_id == SEED_ID
-    assert list(jsonfiles.read_lines(run.layout.events)) == before
 
 
 def test_record_appended_after_a_torn_line_is_readable(run):
@@ -48,33 +54,60 @@ def test_record_appended_after_a_torn_line_is_readable(run):
     _tear(run)
     record = run.log_event(EventKind.NOTE, msg="after the tear")
     notes = run.events(EventKind.NOTE)
-    assert [e.get("msg") for e in notes] == ["after the tear"], notes
-    assert notes[0]["ts"] == record["ts"]
+    assert [e.data.get("msg") for e in notes] == ["after the tear"], notes
+    assert notes[0].ts == record.ts
     lines = run.layout.events.read_bytes().split(b"\n")
     assert TORN in lines, "the torn bytes must stay on a line of their own"
     run.log_event(EventKind.NOTE, msg="and one more")
-    assert [e.get("msg") for e in run.events(EventKind.NOTE)] == ["after the tear",
-                                                                 "and one more"]
+    assert [e.data["msg"] for e in RunDir.open(run.root).events(EventKind.NOTE)] == [
+        "after the tear", "and one more"]
 
 
-def test_set_best_after_a_torn_line_takes_effect(run, tmp_path):
-    """A set_best logged right after a torn line changes best_id."""
-    run.snapshot("cand_001", make_candidate(tmp_path / "c1", 0.9))
-    _tear(run)
-    run.set_best("cand_001")
-    assert RunDir.open(run.root).best_id == "cand_001"
+def test_set_best_after_a_torn_line_takes_effect(gated):
+    """An accept (set_best) recorded right after a torn line changes best_id."""
+    from capevolve._loop.decide import accept
+
+    _tear(gated)
+    accept(gated, "cand_001")
+    assert RunDir.open(gated.root).best_id == "cand_001"
 
 
-# -- state.json is derived ------------------------------------------------------------------
+def test_event_log_is_parsed_once_and_appends_fold_in(run, monkeypatch):
+    """best_id and spent do not re-read events.jsonl: bytes are parsed once, and events
+    appended by another RunDir (another process) are picked up incrementally."""
+    import capevolve._store.events as events_module
 
-def test_state_json_is_a_derived_cache(run, tmp_path):
+    parsed = []
+    real = events_module.parse_event
+    monkeypatch.setattr(events_module, "parse_event",
+                        lambda data, source: parsed.append(source) or real(data, source))
+    reader = RunDir.open(run.root)
+    for _ in range(20):
+        assert reader.best_id == SEED_ID and reader.spent.metric_calls == 0
+    n_lines = len(run.layout.events.read_bytes().splitlines())
+    assert len(parsed) == n_lines
+    run.update_spent(metric_calls=4)  # another writer appends
+    assert reader.spent.metric_calls == 4
+    assert len(parsed) == n_lines + 1 + 1  # the writer's own fold, then the reader's
+
+
+def test_a_rewritten_shorter_log_is_refused(run):
+    """An events.jsonl shortened after it was read (history rewritten) is a RunDirError."""
+    run.update_spent(tokens=5)
+    assert run.spent.tokens == 5
+    lines = run.layout.events.read_bytes().splitlines(keepends=True)
+    run.layout.events.write_bytes(b"".join(lines[:-1]))
+    with pytest.raises(RunDirError, match="events.jsonl"):
+        run.spent  # noqa: B018
+
+
+# -- state.json is derived; opening is read-only --------------------------------------------
+
+def test_state_json_is_a_derived_cache(run):
     """Deleting or corrupting state.json changes nothing: best and spend come from events."""
-    run.snapshot("cand_001", make_candidate(tmp_path / "c1", 0.9))
-    run.set_best("cand_001")
     run.update_spent(metric_calls=3, tokens=30, cost_usd=0.5, wall_s=1.25)
     run.update_spent(iterations=1)
     best, spent = run.best_id, run.spent.to_dict()
-    assert best == "cand_001"
     assert spent["metric_calls"] == 3 and spent["iterations"] == 1 and spent["tokens"] == 30
     state = jsonfiles.read(run.layout.state)
     assert state["best_id"] == best and state["spent"] == spent
@@ -82,24 +115,31 @@ def test_state_json_is_a_derived_cache(run, tmp_path):
     run.layout.state.unlink()
     reopened = RunDir.open(run.root)
     assert reopened.best_id == best and reopened.spent.to_dict() == spent
+    assert not run.layout.state.exists(), "a read-only open must not rewrite state.json"
 
-    jsonfiles.write_atomic(run.layout.state, {"best_id": SEED_ID, "n_events": 0,
+    jsonfiles.write_atomic(run.layout.state, {"best_id": "cand_999", "n_events": 0,
                                               "spent": Spend().to_dict(), "budget": None})
     reopened = RunDir.open(run.root)
     assert reopened.best_id == best and reopened.spent.to_dict() == spent
-    reopened.log_event(EventKind.NOTE, msg="refresh")
+    reopened.log_event(EventKind.NOTE, msg="refresh")  # a write refreshes the cache
     state = jsonfiles.read(run.layout.state)
     assert state["best_id"] == best and state["spent"] == spent
     assert state["n_events"] == len(reopened.events())
 
 
-def test_update_spent_refuses_unknown_fields(run):
-    """update_spent with an unknown field raises ValueError and logs nothing."""
-    n_events = len(run.events())
-    with pytest.raises(ValueError, match="dollars"):
-        run.update_spent(metric_calls=1, dollars=3)
-    assert len(run.events()) == n_events
-    assert run.spent.metric_calls == 0
+def test_open_and_status_change_no_file(gated):
+    """RunDir.open, status, the lookups and the report text leave every file's bytes and
+    mtime unchanged and create nothing (not even a lock file)."""
+    from capevolve._loop.status import run_status
+    from capevolve.report.markdown import render
+
+    (gated.layout.lock).unlink(missing_ok=True)
+    before = _tree(gated.root)
+    reopened = RunDir.open(gated.root)
+    run_status(reopened)
+    render(reopened)
+    reopened.events(), reopened.candidate_ids(), reopened.candidate_meta("cand_001")
+    assert _tree(gated.root) == before
 
 
 # -- candidates -----------------------------------------------------------------------------
@@ -114,7 +154,7 @@ def test_snapshot_same_content_reuses_and_other_content_is_refused(run, tmp_path
         run.snapshot("cand_001", make_candidate(tmp_path / "other", 0.2))
     files = run.candidate_dir("cand_001")
     assert (files / "quality.txt").read_text() == "0.7"
-    assert run.candidate_meta("cand_001")["hash"] == first["hash"]
+    assert RunDir.open(run.root).candidate_meta("cand_001").hash == first.hash
 
 
 def test_snapshot_files_are_read_only(run, tmp_path):
@@ -133,6 +173,13 @@ def test_snapshot_files_are_read_only(run, tmp_path):
     assert seed_files and all(not p.stat().st_mode & 0o222 for p in seed_files)
 
 
+def test_snapshot_refuses_unknown_fields(run, tmp_path):
+    """snapshot(**fields) takes only the record's fields; nothing is written otherwise."""
+    with pytest.raises(ValueError, match="snapshot"):
+        run.snapshot("cand_001", make_candidate(tmp_path / "a", 0.7), hash="forged")
+    assert "cand_001" not in run.candidate_ids()
+
+
 def test_next_candidate_id_increments(run, tmp_path):
     """next_candidate_id is one past the highest cand_NNN, and never reuses an id."""
     assert run.next_candidate_id() == "cand_001"
@@ -142,15 +189,6 @@ def test_next_candidate_id_increments(run, tmp_path):
     run.snapshot("custom", make_candidate(tmp_path / "c", 0.3))
     assert run.next_candidate_id() == "cand_008"
     assert run.candidate_ids() == ["cand_001", "cand_007", "custom", SEED_ID]
-
-
-def test_set_best_of_unknown_id_is_refused(run):
-    """set_best of a never-snapshotted id raises CandidateError and leaves best unchanged."""
-    n_events = len(run.events())
-    with pytest.raises(CandidateError, match="cand_404"):
-        run.set_best("cand_404")
-    assert run.best_id == SEED_ID
-    assert len(run.events()) == n_events
 
 
 # -- spend ----------------------------------------------------------------------------------
@@ -200,6 +238,14 @@ def test_open_without_run_json_is_refused(tmp_path):
         RunDir.open(tmp_path / "empty")
     with pytest.raises(RunDirError):
         RunDir.open(tmp_path / "missing")
+
+
+def test_create_refuses_an_existing_run(run, tmp_path):
+    """create_run into a dir that holds a run is refused and the run is untouched."""
+    before = _tree(run.root)
+    with pytest.raises(RunDirError, match="already holds a run"):
+        create_run(make_project(tmp_path / "p2", 12), run.root)
+    assert _tree(run.root) == before
 
 
 def _move_a_test_task_to_train(path, fix_checksum: bool) -> None:

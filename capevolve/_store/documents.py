@@ -1,0 +1,49 @@
+"""Reading and writing the run's single documents through their records: final.json and
+diagnoses/*.json (run.json, evals, events and the seal have their own modules).
+
+Every read validates the file (:func:`capevolve.records.parse_record`); a file that is
+unreadable, of an unknown ``format_version`` or invalid is a one-line RunDirError naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from capevolve._store import jsonfiles
+from capevolve._store.layout import Layout
+from capevolve.errors import RunDirError
+from capevolve.records import DiagnosisRecord, FinalRecord, Record, parse_record
+
+R = TypeVar("R", bound=Record)
+
+
+def read_document(model: type[R], path: Path) -> R:
+    """The document at ``path`` validated as ``model``."""
+    try:
+        data = jsonfiles.read(path)
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path}: unreadable ({exc})") from None
+    return parse_record(model, data, str(path))
+
+
+def read_final(layout: Layout) -> FinalRecord:
+    """final.json; RunDirError when the run is not finalized or the file is invalid."""
+    if not layout.final.is_file():
+        raise RunDirError(f"{layout.final}: the run is not finalized")
+    return read_document(FinalRecord, layout.final)
+
+
+def write_final(layout: Layout, record: FinalRecord) -> None:
+    """Write final.json atomically."""
+    jsonfiles.write_atomic(layout.final, record.to_json())
+
+
+def read_diagnosis(path: Path) -> DiagnosisRecord:
+    """A diagnosis file."""
+    return read_document(DiagnosisRecord, path)
+
+
+def diagnosis_record(doc: dict[str, Any]) -> DiagnosisRecord:
+    """Validate a diagnosis about to be written (the version is this capevolve's)."""
+    return DiagnosisRecord.model_validate(doc)

@@ -1,0 +1,101 @@
+"""Evaluation records (evals/<eval_id>.json): write, read, and the latest-eval lookups.
+
+An evaluation is identified by (split, candidate, trials): ``<split>__<candidate>__k<n>``.
+Every read validates the file as an :class:`~capevolve.records.EvalRecord` and checks
+that the record's id matches its file name, so a hand-renamed or hand-edited record is a
+RunDirError naming the file, never a silently different measurement.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Union
+
+from capevolve._store import jsonfiles
+from capevolve._store.layout import Layout
+from capevolve.errors import RunDirError
+from capevolve.kinds import EvalStatus, Split
+from capevolve.records import EvalRecord, parse_record
+
+if TYPE_CHECKING:
+    from capevolve._store.rundir import RunDir
+
+Where = Union["RunDir", Layout]
+"""A run dir or its layout: every lookup takes either."""
+
+
+def _layout(where: Where) -> Layout:
+    return where if isinstance(where, Layout) else where.layout
+
+
+def eval_id_for(split: Split | str, candidate_id: str, n_trials: int) -> str:
+    """The id of the evaluation of a candidate on a split with a number of trials."""
+    return f"{Split(split)}__{candidate_id}__k{n_trials}"
+
+
+def read_eval_file(path: Path) -> EvalRecord:
+    """One evaluation record from its file (validated; its id must match the name)."""
+    try:
+        data = jsonfiles.read(path)
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path}: unreadable evaluation record ({exc})") from None
+    record = parse_record(EvalRecord, data, str(path))
+    if record.eval_id != Path(path).stem:
+        raise RunDirError(f"{path}: holds evaluation {record.eval_id!r}, not the one its "
+                          "name says")
+    return record
+
+
+def write_eval(where: Where, record: EvalRecord) -> None:
+    """Write an evaluation record atomically."""
+    layout = _layout(where)
+    jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json())
+
+
+def find_eval(where: Where, eval_id: str) -> EvalRecord | None:
+    """The record of ``eval_id``, or None when there is none."""
+    path = _layout(where).eval_json(eval_id)
+    return read_eval_file(path) if path.is_file() else None
+
+
+def load_eval(where: Where, eval_id: str) -> EvalRecord:
+    """The record of ``eval_id``; RunDirError when it does not exist."""
+    record = find_eval(where, eval_id)
+    if record is None:
+        raise RunDirError(f"evaluation {eval_id!r}: not found in {_layout(where).root}")
+    return record
+
+
+def all_evals(where: Where) -> list[EvalRecord]:
+    """Every evaluation record, in the order they started (then by id)."""
+    layout = _layout(where)
+    if not layout.evals.is_dir():
+        return []
+    records = [read_eval_file(p) for p in layout.evals.glob("*.json")]
+    return sorted(records, key=lambda r: (r.started_at, r.eval_id))
+
+
+def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
+                n_trials: int | None = None,
+                statuses: Iterable[EvalStatus] = (EvalStatus.COMPLETE,)) -> EvalRecord | None:
+    """The most recently finished evaluation of a candidate on a split with a status.
+
+    With ``n_trials`` only the evaluation made with that many trials counts (the gate
+    compares evaluations made with the same trial count; another count is another draw).
+    """
+    layout, wanted = _layout(where), set(statuses)
+    if n_trials is not None:
+        record = find_eval(layout, eval_id_for(split, candidate_id, n_trials))
+        found = [record] if record is not None else []
+    else:
+        paths = sorted(layout.evals.glob(f"{Split(split)}__{candidate_id}__k*.json"))
+        found = [read_eval_file(p) for p in paths]
+    found = [r for r in found if r.candidate_id == candidate_id and r.split == Split(split)
+             and r.status in wanted]
+    return max(found, key=lambda r: (r.finished_at or "", r.eval_id), default=None)
+
+
+def latest_complete_eval(where: Where, candidate_id: str, split: Split | str, *,
+                         n_trials: int | None = None) -> EvalRecord | None:
+    """The most recently finished complete evaluation of a candidate on a split."""
+    return latest_eval(where, candidate_id, split, n_trials=n_trials)

@@ -1,0 +1,129 @@
+"""The event log (events.jsonl): append-only, typed, read once per process and cached.
+
+Contract: :class:`EventLog` parses each byte of the file once. Every access stats the
+file; bytes appended since (by this or another process) are parsed and folded into the
+cached list and the derived ``best_id`` and ``spent``, so those are never re-derived
+from the whole file. Each complete line must be a valid, versioned event
+(:func:`capevolve.records.parse_event`): anything else is a RunDirError naming
+``events.jsonl:<line>``. A torn line (a kill mid-write leaves bytes that are not JSON)
+is skipped; a partial last line without its newline is left for the next read. A log
+that got shorter than what was already read was rewritten: RunDirError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from capevolve._store import jsonfiles
+from capevolve.errors import RunDirError
+from capevolve.kinds import EventKind
+from capevolve.records import Event, SetBestEvent, SpendEvent, parse_event
+
+SPEND_FIELDS = ("iterations", "metric_calls", "tokens", "cost_usd", "cost_unrecorded",
+                "wall_s")
+
+
+@dataclass
+class Spend:
+    """What a run has spent so far (summed from ``spend`` events)."""
+
+    iterations: int = 0
+    metric_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0  # rollouts whose cost is unknown
+    wall_s: float = 0.0
+
+    def add(self, fields: SpendEvent | Mapping[str, Any]) -> None:
+        """Add one spend record's increments."""
+        values = fields.model_dump() if isinstance(fields, SpendEvent) else dict(fields)
+        for name in ("iterations", "metric_calls", "tokens", "cost_unrecorded"):
+            setattr(self, name, getattr(self, name) + int(values.get(name) or 0))
+        for name in ("cost_usd", "wall_s"):
+            setattr(self, name, getattr(self, name) + float(values.get(name) or 0.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form; ``cost_usd`` is None ("not recorded") when no rollout reported a cost."""
+        data = asdict(self)
+        data["cost_usd"] = round(self.cost_usd, 6) if self._any_cost_recorded() else None
+        data["wall_s"] = round(self.wall_s, 3)
+        return data
+
+    def _any_cost_recorded(self) -> bool:
+        return self.cost_usd > 0 or (self.metric_calls > self.cost_unrecorded)
+
+
+class EventLog:
+    """events.jsonl of one run dir, with its derived state (see the module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._events: list[Event] = []
+        self._offset = 0  # bytes consumed (up to and including the last newline read)
+        self._lines = 0  # lines consumed, for error messages
+        self._best_id: str | None = None
+        self._spent = Spend()
+
+    def _refresh(self) -> None:
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            size = 0
+        if size == self._offset:
+            return
+        if size < self._offset:
+            raise RunDirError(f"{self.path}: shorter than already read: the append-only "
+                              "event log was rewritten")
+        with open(self.path, "rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read(size - self._offset)
+        end = chunk.rfind(b"\n") + 1  # a partial last line waits for its newline
+        for line in chunk[:end].split(b"\n")[:-1]:
+            self._lines += 1
+            if line.strip():
+                self._fold(line)
+        self._offset += end
+
+    def _fold(self, line: bytes) -> None:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            return  # a torn record (killed mid-write): skipped, never half-read
+        event = parse_event(data, f"{self.path}:{self._lines}")
+        self._events.append(event)
+        if isinstance(event, SetBestEvent):
+            self._best_id = event.candidate_id
+        elif isinstance(event, SpendEvent):
+            self._spent.add(event)
+
+    def append(self, event: Event) -> None:
+        """Append one event (one atomic write) and fold it into the cache."""
+        jsonfiles.append_line(self.path, event.to_json())
+        self._refresh()
+
+    def events(self, kind: EventKind | str | None = None) -> list[Event]:
+        """Every event (optionally of one kind) in log order."""
+        self._refresh()
+        if kind is None:
+            return list(self._events)
+        return [e for e in self._events if e.kind == str(kind)]
+
+    @property
+    def best_id(self) -> str | None:
+        """The candidate named by the last set_best event."""
+        self._refresh()
+        return self._best_id
+
+    @property
+    def spent(self) -> Spend:
+        """The sum of every spend event (a copy)."""
+        self._refresh()
+        return Spend(**asdict(self._spent))
+
+    def __len__(self) -> int:
+        self._refresh()
+        return len(self._events)

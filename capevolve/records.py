@@ -1,0 +1,545 @@
+"""Versioned records of every document capevolve writes into a run dir.
+
+Each document is a frozen pydantic v2 model that forbids unknown keys and non-finite
+numbers, and carries ``format_version``. Reading goes through :func:`parse_record` (or
+:func:`parse_event` for a line of ``events.jsonl``): a document whose version this
+capevolve does not read, or that does not validate, is a one-line
+:class:`~capevolve.errors.RunDirError` naming the file. Writing goes through the models
+(``model_dump(mode="json")``), so what is stored is what validates.
+
+Documents::
+
+    run.json            RunManifest
+    candidates/<id>/candidate.json   CandidateRecord
+    evals/<eval_id>.json             EvalRecord
+    events.jsonl        one Event per line (a model per EventKind; UserEvent for user kinds)
+    state.json          StateRecord (a derived cache, never read back as truth)
+    seal.json           SealRecord
+    final.json          FinalRecord (with two EvalSummary)
+    diagnoses/*.json    DiagnosisRecord (envelope typed; clusters and entries as data)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from capevolve.config import ProjectConfig
+from capevolve.errors import RunDirError
+from capevolve.kinds import (
+    Decision,
+    EvalStatus,
+    EventKind,
+    GateMode,
+    SealStatus,
+    Split,
+    TestVerdict,
+)
+
+FORMAT_VERSION = 1
+"""The one format version of every document this capevolve writes and reads."""
+
+EVENT_KIND_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""What a user event kind looks like (lowercase letters, digits and _)."""
+
+JsonScalar = Union[str, int, float, bool, None]
+
+
+class Record(BaseModel):
+    """Base of every stored document: frozen, no unknown keys, finite numbers only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              allow_inf_nan=False)
+
+    format_version: int = FORMAT_VERSION
+    """The document format; readers refuse a version they do not know."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form written to disk."""
+        return self.model_dump(mode="json")
+
+
+# -- run.json and candidates ----------------------------------------------------------------
+
+class RunManifest(Record):
+    """run.json: everything frozen when the run was created."""
+
+    run_id: str
+    """The run's name (the run dir's basename at creation)."""
+    created_at: str
+    """UTC creation time, ISO 8601."""
+    project_dir: str
+    """Absolute path of the project the run belongs to."""
+    config: ProjectConfig
+    """The project's capevolve.yaml as frozen at creation (the deciding settings)."""
+    versions: dict[str, str]
+    """Versions of Python, capevolve and the libraries that shape its numbers."""
+    seed: int
+    """The run seed (rollout seeds derive from it)."""
+    host: str
+    """Host that created the run."""
+    n_tasks: int = Field(ge=1)
+    """Number of tasks the adapter returned at creation."""
+    adapter_sha256: str | None = None
+    """sha256 of the adapter file (when the adapter is given as a file)."""
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+    """sha256 of every project file the scores depend on, by path relative to the project."""
+    splits_checksum: str
+    """Checksum of splits.json, verified on every open."""
+
+
+class CandidateRecord(Record):
+    """candidates/<id>/candidate.json: one immutable snapshot."""
+
+    id: str
+    """The candidate id."""
+    hash: str
+    """sha256 over every file's relative path and bytes."""
+    source: str
+    """The directory it was copied from."""
+    created_at: str
+    """UTC snapshot time."""
+    files: dict[str, str]
+    """sha256 of each file, by posix relative path."""
+    role: Literal["seed"] | None = None
+    """``seed`` for the run's baseline capability."""
+    note: str | None = None
+    """Free text recorded with the snapshot."""
+
+
+# -- evaluations ----------------------------------------------------------------------------
+
+class EvalRecord(Record):
+    """evals/<eval_id>.json: one evaluation (running, complete or incomplete)."""
+
+    eval_id: str
+    """``<split>__<candidate>__k<trials>``."""
+    candidate_id: str
+    """The candidate evaluated."""
+    split: Split
+    """The split evaluated."""
+    n_trials: int = Field(ge=1)
+    """Trials per task."""
+    candidate_hash: str
+    """Content hash of the candidate's snapshot."""
+    status: EvalStatus
+    """running, complete, or incomplete (resumable)."""
+    started_at: str
+    """UTC time the latest attempt started."""
+    finished_at: str | None = None
+    """UTC time the latest attempt finished (None while running)."""
+    mean: float | None = None
+    """Mean over tasks of the per-task mean reward (None when nothing is scored)."""
+    stderr: float | None = None
+    """SE of the mean: sd(task means) / sqrt(n)."""
+    stderr_clustered: float | None = None
+    """Cluster-robust (CR1) SE of the mean when tasks carry a cluster key."""
+    clusters: dict[str, str] = Field(default_factory=dict)
+    """Cluster key of each task that carries one (``Task.metadata['cluster']``)."""
+    n_tasks: int | None = Field(None, ge=0)
+    """Tasks in the split."""
+    n_scored: int | None = Field(None, ge=0)
+    """Tasks with at least one valid trial."""
+    n_errors: int | None = Field(None, ge=0)
+    """Errored trials (missing data, never a score)."""
+    n_rows: int | None = Field(None, ge=0)
+    """Stored rows of this evaluation."""
+    coverage: float | None = Field(None, ge=0, le=1)
+    """n_scored / n_tasks."""
+    pass_k: dict[str, float] = Field(default_factory=dict)
+    """pass^k for k = 1 .. the smallest trial count."""
+    task_means: dict[str, float] = Field(default_factory=dict)
+    """Per-task mean reward over valid trials."""
+    incomplete_reason: str | None = None
+    """Why the evaluation is not a measurement (None when complete)."""
+    units_run: int | None = Field(None, ge=0)
+    """Units the latest attempt ran."""
+    resumed: bool | None = None
+    """Whether the latest attempt resumed an earlier one."""
+    worker_restarts: int | None = Field(None, ge=0)
+    """Worker restarts during the latest attempt."""
+    refused: str | None = None
+    """Why the evaluation's rows can never count (a project file changed while it ran);
+    a refused evaluation is never resumed."""
+
+
+# -- gates and final ------------------------------------------------------------------------
+
+class GateRecord(Record):
+    """A gate's verdict and every number behind it (the body of a ``gate`` event)."""
+
+    candidate_id: str
+    """The candidate gated."""
+    best_id: str | None
+    """The best it was gated against."""
+    decision: Decision
+    """accept, reject or indecisive."""
+    delta: float | None = None
+    """Candidate minus best (paired over common tasks, or Welch)."""
+    se: float | None = None
+    """SE of delta."""
+    t: float | None = None
+    """delta / se."""
+    df: float | None = None
+    """Degrees of freedom of t."""
+    p_value: float | None = None
+    """Two-sided p-value of t."""
+    k_se: float | None = None
+    """The critical value c of ``t > c`` used (the t-quantile at alpha, or a fixed k_se)."""
+    alpha: float | None = Field(None, ge=0, le=1)
+    """The false-accept probability that c implies at the gate's df (0 for an exact move)."""
+    exact: bool = False
+    """No trial noise on either side and every paired difference equal."""
+    n_clusters: int | None = Field(None, ge=0)
+    """Clusters behind a cluster-robust (CR1) SE; None for the plain paired SE."""
+    imputed: list[str] = Field(default_factory=list)
+    """Val tasks the best scored and the candidate did not (a 0 for the candidate)."""
+    n_trials: int | None = Field(None, ge=1)
+    """The trial count of both evaluations compared."""
+    overrides: dict[str, JsonScalar] = Field(default_factory=dict)
+    """Settings that differed from the run's frozen gate (exploratory when non-empty)."""
+    coverage: float | None = None
+    """Val tasks scored on both sides / val tasks."""
+    regressions: list[str] = Field(default_factory=list)
+    """Val tasks the candidate broke (no-regression veto)."""
+    reasons: list[str] = Field(default_factory=list)
+    """Why, in words."""
+    mode: GateMode | None = None
+    """paired or welch."""
+    n_compared: int = Field(0, ge=0)
+    """Tasks compared."""
+    confidence: str | None = None
+    """significant, within_noise or negligible."""
+    power: dict[str, JsonScalar] | None = None
+    """The design's sensitivity (minimum detectable effect, trials needed)."""
+    candidate_eval: str | None = None
+    """The candidate's evaluation the gate read."""
+    best_eval: str | None = None
+    """The best's evaluation the gate read."""
+    candidate_mean: float | None = None
+    """The candidate's val mean."""
+    best_mean: float | None = None
+    """The best's val mean."""
+    exploratory: bool = False
+    """True when settings other than the frozen project's decided (never a basis for
+    accept)."""
+
+
+class EvalSummary(Record):
+    """The summary of one test evaluation inside final.json."""
+
+    eval_id: str
+    candidate_id: str
+    mean: float | None = None
+    stderr: float | None = None
+    n_tasks: int | None = None
+    n_scored: int | None = None
+    n_errors: int | None = None
+    n_trials: int | None = None
+    coverage: float | None = None
+    pass_k: dict[str, float] = Field(default_factory=dict)
+    status: EvalStatus
+
+
+class TestReuse(Record):
+    """How often a project's test ids were scored by earlier runs (final.json, report)."""
+
+    __test__ = False  # not a pytest test class
+
+    earlier_finalizes: int = Field(ge=0)
+    """Earlier finalizes (other runs) on exactly these test ids."""
+    earlier_runs: list[str] = Field(default_factory=list)
+    """Their run ids, oldest first."""
+    overlapping_finalizes: int = Field(0, ge=0)
+    """Earlier finalizes on a different test set that shares some of these ids."""
+    message: str
+    """In words: "test reused: N earlier finalizes on these ids" (or "test fresh ...")."""
+
+
+class FinalRecord(Record):
+    """final.json: the one held-out test result of a run."""
+
+    best_id: str
+    """The candidate finalized (the best at finalize)."""
+    baseline_id: str
+    """The baseline it is compared with (the seed)."""
+    test: EvalSummary
+    """The best's test evaluation."""
+    test_baseline: EvalSummary
+    """The baseline's test evaluation."""
+    delta: float | None = None
+    """Paired test delta of best over baseline."""
+    se: float | None = None
+    """SE of the delta."""
+    t: float | None = None
+    """delta / se."""
+    p_value: float | None = None
+    """Two-sided p-value."""
+    ci95: list[float] | None = None
+    """t-based 95% confidence interval of the delta."""
+    n_compared: int = Field(0, ge=0)
+    """Test tasks scored on both sides."""
+    df: float | None = None
+    """Degrees of freedom of t: n - 1, or G - 1 with the cluster-robust SE."""
+    n_clusters: int | None = None
+    """Clusters of the CR1 cluster-robust SE (None: the plain paired SE)."""
+    verdict: TestVerdict = TestVerdict.NOT_MEASURED
+    """What the test says about the val gain (rule: capevolve._policy.verdict)."""
+    verdict_text: str = ""
+    """The verdict in words."""
+    missing: list[str] = Field(default_factory=list)
+    """What keeps the test evaluation from being a measurement (empty when measured)."""
+    val_delta: float | None = None
+    """Paired val delta of best over the seed (the gain the test is asked to confirm)."""
+    test_ids_sha256: str = ""
+    """sha256 of the sorted test task ids (the key of the project's finalize ledger)."""
+    test_reuse: TestReuse | None = None
+    """Earlier finalizes of the same project on these test ids."""
+
+
+class FinalizeEntry(Record):
+    """One line of ``<project>/.capevolve/finalizes.jsonl``: a run took the test split."""
+
+    test_ids_sha256: str
+    """sha256 of the sorted test task ids."""
+    test_ids: list[str]
+    """The test task ids, sorted."""
+    run_id: str
+    """The run that finalized."""
+    run_dir: str
+    """Where that run lives."""
+    best_id: str
+    """The candidate it finalized."""
+    started_at: str
+    """UTC time the test seal was taken."""
+
+
+class SealRecord(Record):
+    """seal.json: who took the test split, and whether its scores are final."""
+
+    status: SealStatus
+    """started (scoring may be under way) or complete (final)."""
+    pid: int
+    """The finalize process (for messages; liveness is the seal's flock)."""
+    host: str
+    """Its host."""
+    started_at: str
+    """UTC time the seal was taken."""
+    best_id: str | None = None
+    """The candidate being finalized."""
+    baseline_id: str | None = None
+    """Its baseline."""
+    retry_of: str | None = None
+    """The aborted seal this one replaced (a finalize that died before any test row)."""
+    finished_at: str | None = None
+    """UTC time the seal was completed."""
+
+
+class StateRecord(Record):
+    """state.json: a cache derived from events.jsonl by writing commands (never truth)."""
+
+    best_id: str | None
+    n_events: int = Field(ge=0)
+    spent: dict[str, JsonScalar]
+    budget: dict[str, JsonScalar] | None = None
+
+
+class DiagnosisRecord(Record):
+    """diagnoses/<split>__<tag>.json: the envelope of a diagnosis (content as data)."""
+
+    split: Split
+    tag: str
+    eval_id: str | None = None
+    mode: str
+    reflective_dataset: list[dict[str, Any]]
+    clusters: list[dict[str, Any]]
+    kept_good: list[str]
+    flaky: list[str]
+    always_failing: list[str]
+    unscored: list[str]
+    failing_total: int = Field(ge=0)
+    failing_tasks: int = Field(ge=0)
+    errored_trials: int = Field(ge=0)
+    sanity: Any = None
+    gold_check: dict[str, Any]
+
+
+# -- events ---------------------------------------------------------------------------------
+
+class EventBase(Record):
+    """Fields every line of events.jsonl carries."""
+
+    kind: str
+    """What happened."""
+    ts: str
+    """UTC time, ISO 8601 with microseconds."""
+    pid: int
+    """The process that recorded it."""
+
+
+class RunCreated(EventBase):
+    kind: Literal[EventKind.RUN_CREATED]
+    run_id: str
+
+
+class SnapshotEvent(EventBase):
+    kind: Literal[EventKind.SNAPSHOT]
+    candidate_id: str
+    hash: str
+    source: str
+
+
+class EvalStarted(EventBase):
+    kind: Literal[EventKind.EVAL_STARTED]
+    eval_id: str
+    candidate_id: str
+    split: Split
+    units: int = Field(ge=0)
+    resumed: bool
+
+
+class EvalFinished(EventBase):
+    kind: Literal[EventKind.EVAL_FINISHED]
+    eval_id: str
+    candidate_id: str
+    split: Split
+    status: EvalStatus
+    mean: float | None = None
+    stderr: float | None = None
+    n_scored: int = Field(ge=0)
+
+
+class GateEvent(EventBase, GateRecord):
+    kind: Literal[EventKind.GATE]
+
+
+class AcceptEvent(EventBase):
+    kind: Literal[EventKind.ACCEPT]
+    candidate_id: str
+    previous_best: str | None
+    note: str | None = None
+    delta: float | None = None
+
+
+class RejectEvent(EventBase):
+    kind: Literal[EventKind.REJECT]
+    candidate_id: str
+    best_id: str | None
+    note: str | None = None
+
+
+class SetBestEvent(EventBase):
+    kind: Literal[EventKind.SET_BEST]
+    candidate_id: str
+    reason: str
+    """seed (at creation) or accepted."""
+    previous_best: str | None = None
+    gate_ts: str | None = None
+    """The ts of the gate event that licensed the move (None for the seed)."""
+
+
+class SpendEvent(EventBase):
+    """Increments of what the run spent; every field finite and non-negative."""
+
+    kind: Literal[EventKind.SPEND]
+    iterations: int = Field(0, ge=0, strict=True)
+    metric_calls: int = Field(0, ge=0, strict=True)
+    tokens: int = Field(0, ge=0, strict=True)
+    cost_usd: float = Field(0.0, ge=0, strict=True)
+    cost_unrecorded: int = Field(0, ge=0, strict=True)
+    wall_s: float = Field(0.0, ge=0, strict=True)
+
+
+class FinalizeStarted(EventBase):
+    kind: Literal[EventKind.FINALIZE_STARTED]
+    best_id: str | None
+
+
+class Finalized(EventBase):
+    kind: Literal[EventKind.FINALIZED]
+    best_id: str | None
+    delta: float | None = None
+
+
+class DiagnosisAnnotated(EventBase):
+    kind: Literal[EventKind.DIAGNOSIS_ANNOTATED]
+    file: str
+    cluster: str
+    tag: str | None = None
+    blast_radius: list[str] | None = None
+
+
+class TamperEvent(EventBase):
+    kind: Literal[EventKind.TAMPER]
+    candidate_id: str
+    paths: list[str]
+
+
+class UserEvent(EventBase):
+    """An event of a user's own kind (``note`` or a registered kind); fields as data."""
+
+    kind: str = Field(pattern=EVENT_KIND_PATTERN)
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The user's fields (JSON values)."""
+
+
+LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
+    EventKind.RUN_CREATED: RunCreated, EventKind.SNAPSHOT: SnapshotEvent,
+    EventKind.EVAL_STARTED: EvalStarted, EventKind.EVAL_FINISHED: EvalFinished,
+    EventKind.GATE: GateEvent, EventKind.ACCEPT: AcceptEvent, EventKind.REJECT: RejectEvent,
+    EventKind.SET_BEST: SetBestEvent, EventKind.SPEND: SpendEvent,
+    EventKind.FINALIZE_STARTED: FinalizeStarted, EventKind.FINALIZED: Finalized,
+    EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
+}
+"""The kinds capevolve records itself, and their models (a user may not log these)."""
+
+_LIBRARY_VALUES = frozenset(k.value for k in LIBRARY_EVENTS)
+
+USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
+"""User kinds every run accepts without registration."""
+
+Event = Union[RunCreated, SnapshotEvent, EvalStarted, EvalFinished, GateEvent, AcceptEvent,
+              RejectEvent, SetBestEvent, SpendEvent, FinalizeStarted, Finalized,
+              DiagnosisAnnotated, TamperEvent, UserEvent]
+
+R = TypeVar("R", bound=Record)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+def _one_line(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "<root>"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts[:5]) + (f" (+{len(parts) - 5} more)" if len(parts) > 5 else "")
+
+
+def check_version(data: Any, source: str) -> Mapping[str, Any]:
+    """``data`` as a mapping with a format_version this capevolve reads, else RunDirError."""
+    if not isinstance(data, Mapping):
+        raise RunDirError(f"{source}: not a JSON object")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise RunDirError(f"{source}: format_version {version!r} is not one this capevolve "
+                          f"reads (it reads {FORMAT_VERSION})")
+    return data
+
+
+def parse_record(model: type[R], data: Any, source: str) -> R:
+    """Validate a stored document as ``model``; a one-line RunDirError naming ``source``."""
+    check_version(data, source)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RunDirError(f"{source}: invalid {model.__name__}: {_one_line(exc)}") from None
+
+
+def parse_event(data: Any, source: str) -> Event:
+    """One line of events.jsonl as its model (a library kind's, else UserEvent)."""
+    kind = check_version(data, source).get("kind")
+    model: type[EventBase] = UserEvent
+    if isinstance(kind, str) and kind in _LIBRARY_VALUES:
+        model = LIBRARY_EVENTS.get(EventKind(kind), UserEvent)
+    return parse_record(model, data, source)  # type: ignore[return-value]
