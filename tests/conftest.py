@@ -22,9 +22,9 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
                  log_to_driver=False)
     yield ray
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool
 
-    ray_engine.shutdown_pool()
+    pool.shutdown_pool()
     ray.shutdown()
 
 

@@ -143,7 +143,7 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
     import duckdb
 
     from capevolve.config import EngineConfig
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool as ray_pool
     from capevolve._engine.ray.engine import RayEngine, ensure_ray
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run
@@ -168,8 +168,8 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
         if warm["n_rows"] != n_warm or warm["n_errors"]:
             raise SystemExit(f"warm-up failed: {warm['n_rows']}/{n_warm} rows, "
                              f"{warm['n_errors']} errors")
-        workers = len(ray_engine._POOL["actors"])
-        actor_procs = [psutil.Process(pid) for pid in ray_engine.actor_pids()]
+        workers = len(ray_pool._POOL["actors"])
+        actor_procs = [psutil.Process(pid) for pid in ray_pool.actor_pids()]
         other_procs = [p for p in _ray_processes() if p.pid not in {a.pid for a in actor_procs}]
 
         rss_before = me.memory_info().rss

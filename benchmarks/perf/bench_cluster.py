@@ -64,7 +64,7 @@ def spin_project(root: Path, n_tasks: int, spin_s: float) -> Path:
 def child(project: str, address: str, workers: str, concurrency: int) -> dict:
     """Driver: join ``address``, warm up on train, time the val evaluation."""
     from capevolve.config import EngineConfig
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run
 
@@ -86,7 +86,7 @@ def child(project: str, address: str, workers: str, concurrency: int) -> dict:
         ).fetchone()
     assert record["n_rows"] == record["n_tasks"] and not record["n_errors"], record
     return {"n": record["n_rows"], "wall_s": wall, "rollouts_per_s": record["n_rows"] / wall,
-            "workers": len(ray_engine._POOL["actors"]), "nodes_used": nodes[0],
+            "workers": len(ray_pool._POOL["actors"]), "nodes_used": nodes[0],
             "workers_used": nodes[1]}
 
 

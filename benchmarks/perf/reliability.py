@@ -44,7 +44,7 @@ def raw_keys(run, split: str) -> list[tuple[str, int]]:
 
 def worker_kill(root: Path) -> dict:
     """SIGKILL one Ray actor mid-evaluation; the dispatcher re-sends its units."""
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
 
     project = make_project(root / "p", 120, trials=2, sleep=0.15)
     run = create_run(project, root / "run")
@@ -53,7 +53,7 @@ def worker_kill(root: Path) -> dict:
 
     def kill():
         time.sleep(0.8)
-        os.kill(ray_engine.actor_pids()[0], signal.SIGKILL)
+        os.kill(ray_pool.actor_pids()[0], signal.SIGKILL)
 
     killer = threading.Thread(target=kill)
     killer.start()

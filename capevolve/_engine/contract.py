@@ -1,13 +1,46 @@
-"""The engine contract and the description of one evaluation's work."""
+"""The engine contract: the description of one evaluation's work and the seams between
+the driver, the workers (which run candidate code) and the scorers (which never do).
+
+This module imports no engine implementation (local, Ray): implementations import it.
+
+Trust boundary: a worker runs ``run_target`` and so imports candidate code; everything it
+sends back is untrusted *data* (an :data:`Outcome`: plain JSON types, the rollout as JSON
+text). A scorer rebuilds the row from the driver's own :class:`ScoreJob` and unit, parses
+the rollout, and calls ``score`` in a process where no candidate module was ever imported.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
-from capevolve.adapter import Task
-from capevolve.config import EngineConfig
 from capevolve._engine.plan import WorkUnit
+from capevolve.adapter import Task
+
+SCRATCH_PREFIX = "capevolve-worker-"
+"""Workers unpack candidates under ``<tempdir>/capevolve-worker-*``; scorers refuse to
+score while a module loaded from such a directory is in their ``sys.modules``."""
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """What a scorer needs to turn an evaluation's outcomes into rows: no candidate files.
+
+    ``untrusted_roots`` are directories holding candidate code (the run's snapshots); a
+    scorer refuses to score while a module loaded from one of them (or from a worker's
+    scratch directory) is in its ``sys.modules``.
+    """
+
+    run_id: str
+    eval_id: str
+    split: str
+    candidate_id: str
+    candidate_hash: str
+    tasks: dict[str, Task]
+    project_root: str
+    adapter_spec: str
+    untrusted_roots: tuple[str, ...] = ()
+    schema_version: int = 1
 
 
 @dataclass(frozen=True)
@@ -27,7 +60,24 @@ class EvalJob:
     tasks: dict[str, Task]
     project_root: str
     adapter_spec: str
+    untrusted_roots: tuple[str, ...] = ()
+    schema_version: int = 1
 
+    def score_job(self) -> ScoreJob:
+        """The scorer's view of this job (everything but the candidate's files)."""
+        return ScoreJob(run_id=self.run_id, eval_id=self.eval_id, split=self.split,
+                        candidate_id=self.candidate_id, candidate_hash=self.candidate_hash,
+                        tasks=self.tasks, project_root=self.project_root,
+                        adapter_spec=self.adapter_spec, untrusted_roots=self.untrusted_roots,
+                        schema_version=self.schema_version)
+
+
+Outcome = dict[str, Any]
+"""What a worker reports for one unit, as plain JSON-able data (never an object of a class
+candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s``,
+``started``, ``finished`` (POSIX seconds), ``worker_id``, ``node_id``, and either
+``rollout`` (the Rollout as JSON text, to be scored) or ``error`` + ``error_kind``
+(optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
 RowSink = Callable[[list[dict]], None]
 """Receives finished rows in batches, as they arrive; must persist them before returning."""
@@ -54,7 +104,8 @@ class Engine(Protocol):
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
     unless ``limit`` allows no more (then undispatched units are left out and the report
     says so). Per-unit failures are rows with ``error`` set, never exceptions;
-    :class:`~capevolve.errors.EngineError` means the engine itself failed.
+    :class:`~capevolve.errors.EngineError` means the engine itself failed. Rewards come
+    only from scorers that never imported candidate code.
     """
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
@@ -66,19 +117,36 @@ class Engine(Protocol):
 
 
 class WorkerLost(Exception):
-    """A worker died or became unreachable; its unfinished units must be re-dispatched."""
+    """A worker or scorer died or became unreachable; its unfinished work is re-sent."""
 
 
 class WorkerHandle(Protocol):
-    """What the dispatcher needs from one worker (in-process core or Ray actor)."""
+    """What the dispatcher needs from one worker (a subprocess or a Ray actor)."""
 
     name: str
     slots: int
 
-    async def prepare(self, job: EvalJob) -> None: ...
+    async def prepare(self, job: EvalJob) -> None:
+        """Make the job known to the worker (restarting it if it died)."""
+        ...
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[dict]:
-        """Queue ``units`` on the worker and return the rows finished since the last call
-        (waiting up to ``max_wait_s`` for the first). Raises WorkerLost if the worker died."""
+                       max_wait_s: float) -> list[Outcome]:
+        """Queue ``units`` on the worker and return the outcomes finished since the last
+        call (waiting up to ``max_wait_s`` for the first). Raises WorkerLost if it died."""
+        ...
+
+
+class ScorerHandle(Protocol):
+    """What the dispatcher needs from one scorer (in the driver, a process or an actor)."""
+
+    name: str
+
+    async def prepare(self, job: ScoreJob) -> None:
+        """Make the job known to the scorer (restarting it if it died)."""
+        ...
+
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
+        """Rows for a batch of ``(outcome, trusted seed)``: one row per item. Raises
+        WorkerLost if the scorer died, EngineError if it refuses to score."""
         ...

@@ -1,11 +1,16 @@
-"""The driver loop shared by every engine: keep workers full, collect rows, re-dispatch.
+"""The driver loop shared by every engine: keep workers full, score outcomes, re-dispatch.
 
-Each worker gets units up to its slot count; rows come back as they finish and go to the
-sink at once. A lost worker's unfinished units go back to the front of the queue (bounded
-restarts). A row whose unit was already delivered (a late duplicate) is dropped, so the
-sink sees exactly one row per unit. Each worker holds up to ``QUEUE_FACTOR`` x its slots
-units, so it starts the next unit the moment one finishes; the slots themselves (enforced
-inside the worker) bound the rollouts actually in flight.
+Each worker gets units up to ``QUEUE_FACTOR`` x its slots, so it starts the next unit
+the moment one finishes; the slots (enforced inside the worker) bound the rollouts in
+flight. Outcomes come back as they finish. An outcome counts only for a unit this worker
+holds and that is still outstanding (a late duplicate, or a worker reporting units it was
+never given, is dropped), so the sink sees exactly one row per unit.
+
+Fresh outcomes go, as one batch per exchange, to the least busy scorer; scoring runs
+concurrently with dispatch, at most ``SCORE_BATCHES`` batches per scorer at a time (the
+backpressure that keeps memory bounded). A lost worker's unfinished units go back to the
+front of the queue; a lost scorer's batch is scored again once it is back (scoring is
+deterministic and has no side effects). Both share one restart budget.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from capevolve._engine.contract import (
     EngineReport,
     EvalJob,
     Limit,
+    Outcome,
     RowSink,
+    ScorerHandle,
     WorkerHandle,
     WorkerLost,
 )
@@ -27,24 +34,41 @@ from capevolve.errors import EngineError
 DRAIN_WAIT_S = 0.5
 RECOVER_DELAY_S = 0.5
 QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
+SCORE_BATCHES = 2  # batches in flight per scorer
 
 
 class Dispatcher:
-    """Runs one evaluation's units over a fixed set of workers."""
+    """Runs one evaluation's units over a fixed set of workers and scorers."""
 
-    def __init__(self, workers: list[WorkerHandle], max_restarts: int) -> None:
-        self.workers = workers
+    def __init__(self, workers: list[WorkerHandle], scorers: list[ScorerHandle],
+                 max_restarts: int) -> None:
+        if not workers or not scorers:
+            raise EngineError("engine: needs at least one worker and one scorer")
+        self.workers, self.scorers = workers, scorers
         self.max_restarts = max_restarts
 
     async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
                   limit: Limit | None = None) -> EngineReport:
-        self.job, self.sink, self.limit = job, sink, limit
+        self.job, self.score_job, self.sink, self.limit = job, job.score_job(), sink, limit
         self.dispatched = 0
         self.pending: deque[WorkUnit] = deque(units)
-        self.outstanding: dict[tuple[str, int], int] = {}
+        self.outstanding: dict[tuple[str, int], WorkUnit] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
-        await asyncio.gather(*(w.prepare(job) for w in self.workers))
-        await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
+        self.load = [0] * len(self.scorers)
+        self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
+        self.scoring: set[asyncio.Task] = set()
+        self.failure: BaseException | None = None
+        await asyncio.gather(*(w.prepare(job) for w in self.workers),
+                             *(s.prepare(self.score_job) for s in self.scorers))
+        try:
+            await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
+            while self.scoring:
+                await asyncio.wait(set(self.scoring))
+        finally:
+            for task in self.scoring:
+                task.cancel()
+        if self.failure is not None:
+            raise self.failure
         return self.report
 
     def _room(self, wanted: int) -> int:
@@ -62,54 +86,100 @@ class Dispatcher:
     async def _feed(self, index: int) -> None:
         worker = self.workers[index]
         in_flight: dict[tuple[str, int], WorkUnit] = {}
-        while True:
+        while self.failure is None:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
             room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share))
             batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
             self.dispatched += len(batch)
             for unit in batch:
                 in_flight[unit.key] = unit
-                self.outstanding[unit.key] = index
+                self.outstanding[unit.key] = unit
             if not in_flight:
                 if not self.pending:
                     return
                 await asyncio.sleep(0)
                 continue
             try:
-                rows = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
+                outcomes = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
             except WorkerLost as exc:
                 await self._recover(worker, in_flight, exc)
                 continue
-            self._deliver(rows, in_flight)
+            await self._collect(outcomes, in_flight)
 
-    def _deliver(self, rows: list[dict], in_flight: dict) -> None:
-        fresh = []
-        for row in rows:
-            key = (row["task_id"], row["trial"])
-            in_flight.pop(key, None)
-            if self.outstanding.pop(key, None) is not None:
-                fresh.append(row)
-        self.sink(fresh)  # also on empty batches, so the sink can flush on time
-        self.report.delivered += len(fresh)
+    async def _collect(self, outcomes: list[Outcome], in_flight: dict) -> None:
+        """Keep the fresh outcomes of this worker's units and send them to a scorer."""
+        fresh: list[tuple[Outcome, int]] = []
+        for raw in outcomes if isinstance(outcomes, list) else []:
+            key = _key(raw)
+            if key is None or key not in in_flight:
+                continue  # not a unit this worker holds: forged or stale
+            del in_flight[key]
+            unit = self.outstanding.pop(key, None)
+            if unit is not None:
+                fresh.append((raw, unit.seed))
+        if not fresh:
+            self.sink([])  # also on empty batches, so the sink can flush on time
+            return
+        await self.room.acquire()
+        task = asyncio.get_running_loop().create_task(self._score(fresh))
+        self.scoring.add(task)
+        task.add_done_callback(self.scoring.discard)
+
+    async def _score(self, items: list[tuple[Outcome, int]]) -> None:
+        index = min(range(len(self.scorers)), key=lambda i: (self.load[i], i))
+        self.load[index] += 1
+        try:
+            while True:
+                try:
+                    rows = await self.scorers[index].score(self.job.eval_id, items)
+                    break
+                except WorkerLost as exc:
+                    await self._restart(self.scorers[index], self.score_job, exc)
+            if len(rows) != len(items):
+                raise EngineError(f"eval {self.job.eval_id}: scorer {self.scorers[index].name}"
+                                  f" returned {len(rows)} rows for {len(items)} outcomes")
+            self.sink(rows)
+            self.report.delivered += len(rows)
+        except BaseException as exc:  # noqa: BLE001 - stops the evaluation, raised by run()
+            if self.failure is None and not isinstance(exc, asyncio.CancelledError):
+                self.failure = exc
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self.load[index] -= 1
+            self.room.release()
 
     async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
-        self.report.worker_restarts += 1
         lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]
         in_flight.clear()
         self.pending.extendleft(reversed(lost))
+        await self._restart(worker, self.job, exc)
+
+    async def _restart(self, handle, job, exc: Exception) -> None:
+        """Count a loss against the restart budget, then bring ``handle`` back."""
+        self.report.worker_restarts += 1
         if self.report.worker_restarts > self.max_restarts:
             left = len(self.pending) + len(self.outstanding)
             raise EngineError(
                 f"eval {self.job.eval_id}: workers died {self.report.worker_restarts} times "
-                f"(limit {self.max_restarts}); {left} units were not run ({exc})"
-            )
+                f"(limit {self.max_restarts}); {left} units were not run ({exc})")
         while True:
             await asyncio.sleep(RECOVER_DELAY_S)
             try:
-                await worker.prepare(self.job)
+                await handle.prepare(job)
                 return
             except WorkerLost:
                 self.report.worker_restarts += 1
                 if self.report.worker_restarts > self.max_restarts:
-                    raise EngineError(f"eval {self.job.eval_id}: worker {worker.name} "
-                                      f"cannot be restarted ({exc})") from None
+                    raise EngineError(f"eval {self.job.eval_id}: {handle.name} cannot be "
+                                      f"restarted ({exc})") from None
+
+
+def _key(raw: object) -> tuple[str, int] | None:
+    """The unit key of an outcome, or None when it has none (untrusted input)."""
+    if not isinstance(raw, dict):
+        return None
+    task_id, trial = raw.get("task_id"), raw.get("trial")
+    if isinstance(task_id, str) and type(trial) is int:
+        return task_id, trial
+    return None

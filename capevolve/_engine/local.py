@@ -1,54 +1,75 @@
-"""The in-process engine: one WorkerCore on an asyncio loop, same rows as the Ray engine."""
+"""The local engine: worker subprocesses run ``run_target``; the driver scores.
+
+Candidate code runs only in the worker processes (:mod:`capevolve._engine.child`), fresh
+for every :meth:`LocalEngine.run`, so one candidate's code never shares a process with
+another's. Outcomes come back as JSON and are scored in this process by a
+:class:`~capevolve._engine.scorer.ScorerCore`, which refuses to score if a candidate
+module is loaded here. ``engine.workers`` sets the number of worker processes (auto: 1);
+``engine.concurrency`` rollouts are in flight across them. Rows are identical to the
+Ray engine's for a deterministic adapter.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
-import socket
 
-from capevolve.config import EngineConfig
-from capevolve._engine.contract import EngineReport, EvalJob, Limit, RowSink
+from capevolve._engine.contract import EngineReport, EvalJob, Limit, RowSink, ScoreJob
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.worker import WorkerCore
+from capevolve._engine.process import ProcessWorker
+from capevolve._engine.scorer import ScorerCore
+from capevolve.config import EngineConfig
+
+REPLY_MARGIN_S = 60.0
 
 
-class _LocalWorker:
-    """A WorkerHandle over a WorkerCore living on the current event loop."""
+class InlineScorer:
+    """A ScorerHandle over a ScorerCore in this process."""
 
-    def __init__(self, core: WorkerCore) -> None:
-        self.core = core
-        self.name = core.worker_id
-        self.slots = core.slots
+    def __init__(self, core: ScorerCore) -> None:
+        self.core, self.name = core, core.scorer_id
 
-    async def prepare(self, job: EvalJob) -> None:
+    async def prepare(self, job: ScoreJob) -> None:
         self.core.prepare(job)
 
-    async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[dict]:
-        return await self.core.exchange(eval_id, units, max_wait_s)
+    async def score(self, eval_id: str, items: list) -> list[dict]:
+        return await self.core.score(eval_id, items)
 
 
 class LocalEngine:
-    """Runs every unit in this process with ``engine.concurrency`` rollouts in flight."""
+    """Runs units in worker subprocesses on this machine and scores them here."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
+        self.workers: list[ProcessWorker] = []
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None) -> EngineReport:
         return asyncio.run(self._run(job, units, sink, limit))
 
-    async def _run(self, job, units, sink, limit) -> EngineReport:
-        core = WorkerCore(job.project_root, job.adapter_spec, slots=self.config.concurrency,
-                          timeout_s=self.config.timeout_s, retries=self.config.retries,
-                          worker_id=f"local-{os.getpid()}", node_id=socket.gethostname(),
-                          isolation=self.config.isolation)
+    async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+                   limit: Limit | None) -> EngineReport:
+        c = self.config
+        count = max(1, min(c.workers if isinstance(c.workers, int) else 1, c.concurrency))
+        slots = math.ceil(c.concurrency / count)
+        init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
+                "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
+        reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
+        scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
+                                         scorer_id=f"driver-{os.getpid()}"))
+        self.workers = [ProcessWorker(f"local{i}", slots, init, reply_timeout)
+                        for i in range(count)]
         try:
-            return await Dispatcher([_LocalWorker(core)], max_restarts=0).run(
+            return await Dispatcher(self.workers, [scorer], max_restarts=3 * count + 3).run(
                 job, units, sink, limit)
         finally:
-            core.close()
+            await asyncio.gather(*(w.close() for w in self.workers))
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the running worker processes (for fault-injection tests)."""
+        return [w.pid for w in self.workers if w.pid is not None]
 
     def close(self) -> None:
-        """Nothing to release: the core lives only during :meth:`run`."""
+        """Nothing to release: worker processes live only during :meth:`run`."""

@@ -1,18 +1,27 @@
-"""Turning one executed unit (rollout + score or failure) into a storage row."""
+"""Outcomes and rows: what a worker reports for a unit, and the storage row built from it.
+
+A worker (untrusted: it imports candidate code) reports an :data:`Outcome` made with
+:func:`outcome`. A scorer (trusted) turns it into a row with :func:`build_row`: the key
+columns come from the scorer's own job and the driver's unit, never from the worker, and
+reward / feedback come only from the scorer's ``score`` call. A malformed outcome is an
+error row, never a crash of the scorer.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from typing import Any
 
+from pydantic import ValidationError
+
+from capevolve._engine.contract import Outcome, ScoreJob
 from capevolve.adapter import Rollout, Score, Task
-from capevolve._engine.contract import EvalJob
-from capevolve._engine.plan import WorkUnit
 from capevolve.kinds import ErrorKind
-from capevolve._store.rollouts.schema import SCHEMA_VERSION
 
 MAX_ERROR_CHARS = 2000
+_KINDS = {str(kind) for kind in ErrorKind}
 
 
 def to_json_text(value: Any) -> str | None:
@@ -32,15 +41,74 @@ def bounded(message: str) -> str:
     return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + " [...]"
 
 
-def base_row(job: EvalJob, unit: WorkUnit, task: Task, worker_id: str, node_id: str) -> dict:
-    """The key columns of a unit's row, shared by every outcome."""
+def rollout_json(rollout: Rollout) -> str:
+    """A Rollout as JSON text for the trip to a scorer (values JSON cannot hold as repr)."""
+    return rollout.model_dump_json(fallback=repr)
+
+
+def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, started: float,
+            finished: float, worker_id: str, node_id: str, rollout: str | None = None,
+            error: str | None = None, error_kind: ErrorKind | None = None) -> Outcome:
+    """A worker's report on one unit (plain JSON types only)."""
+    return {"task_id": task_id, "trial": trial, "attempts": attempts, "latency_s": latency_s,
+            "started": started, "finished": finished, "worker_id": worker_id,
+            "node_id": node_id, "rollout": rollout,
+            "error": None if error is None else bounded(error),
+            "error_kind": None if error_kind is None else str(error_kind)}
+
+
+def utc(timestamp: float) -> dt.datetime:
+    """A POSIX timestamp as an aware UTC datetime."""
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
+
+
+def base_row(job: ScoreJob, task: Task, trial: int, seed: int) -> dict:
+    """The key columns of a unit's row, from the trusted job and unit only."""
     return {
-        "schema_version": SCHEMA_VERSION, "run_id": job.run_id, "eval_id": job.eval_id,
+        "schema_version": job.schema_version, "run_id": job.run_id, "eval_id": job.eval_id,
         "split": job.split, "candidate_id": job.candidate_id,
-        "candidate_hash": job.candidate_hash, "task_id": unit.task_id, "trial": unit.trial,
-        "seed": unit.seed, "inputs": to_json_text(task.input), "worker_id": worker_id,
-        "node_id": node_id,
+        "candidate_hash": job.candidate_hash, "task_id": task.id, "trial": trial,
+        "seed": seed, "inputs": to_json_text(task.input),
     }
+
+
+def _number(value: Any, default: float) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else default
+
+
+def measurements(raw: Outcome, now: float) -> dict:
+    """The worker-reported columns, type-checked (bad values become defaults)."""
+    attempts = raw.get("attempts")
+    started, finished = _number(raw.get("started"), now), _number(raw.get("finished"), now)
+    text = {k: raw.get(k) if isinstance(raw.get(k), str) else None
+            for k in ("worker_id", "node_id")}
+    return {"attempts": attempts if type(attempts) is int and attempts >= 0 else 0,
+            "latency_s": max(0.0, _number(raw.get("latency_s"), 0.0)),
+            "started_at": utc(started), "finished_at": utc(finished), **text}
+
+
+def parse_rollout(raw: Outcome) -> Rollout | None:
+    """The outcome's rollout; raises ValueError when the text is not a valid Rollout."""
+    text = raw.get("rollout")
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"rollout is {type(text).__name__}, not JSON text")
+    try:
+        return Rollout.model_validate_json(text)
+    except ValidationError as exc:
+        raise ValueError(f"rollout does not validate: {exc.errors()[0]['msg']}") from None
+
+
+def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:
+    """The worker's error and its kind, or None; a malformed error is a worker error."""
+    error, kind = raw.get("error"), raw.get("error_kind")
+    if error is None and kind is None:
+        return None
+    if not isinstance(error, str) or kind not in _KINDS or kind == ErrorKind.SCORE:
+        return f"worker reported a malformed error ({error!r}, {kind!r})", ErrorKind.EXCEPTION
+    return error, ErrorKind(kind)
 
 
 def fill_outcome(row: dict, rollout: Rollout | None, score: Score | None,
@@ -58,8 +126,3 @@ def fill_outcome(row: dict, rollout: Rollout | None, score: Score | None,
         row.update(reward=score.reward, feedback=score.feedback,
                    score_parts=to_json_text(score.parts) if score.parts else None)
     return row
-
-
-def utc(timestamp: float) -> dt.datetime:
-    """A POSIX timestamp as an aware UTC datetime."""
-    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)

@@ -1,9 +1,11 @@
-"""WorkerCore: runs units of an evaluation concurrently and hands back finished rows.
+"""WorkerCore: runs ``run_target`` for units of an evaluation and reports outcomes.
 
-The same core runs in-process (local engine) and inside each Ray actor (Ray engine), so
-both engines produce identical rows for a deterministic adapter. The protocol is
-submit / drain: the driver submits units up to the worker's slot count and drains finished
-rows as they complete, so a slow straggler never holds back rows that are done.
+This is where candidate code runs, so nothing here scores: each finished unit becomes an
+:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a
+scorer in another process turns into a row. The same core runs in the local engine's
+worker subprocess and inside each Ray rollout actor, so both engines produce identical
+rows for a deterministic adapter. The protocol is submit / drain: the driver submits
+units up to the worker's slot count and drains finished outcomes as they complete.
 """
 
 from __future__ import annotations
@@ -15,26 +17,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from capevolve.adapter import Rollout, Score, TransientError
-from capevolve._project.calls import DaemonThreadPool, call_async
-from capevolve._store.candidates import unpack
-from capevolve._engine.contract import EvalJob
+from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome
 from capevolve._engine.isolation import ChildCrash, run_isolated
+from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.rows import base_row, fill_outcome, utc
-from capevolve.kinds import ErrorKind
+from capevolve._engine.rows import outcome, rollout_json
+from capevolve._project.calls import DaemonThreadPool, call_async
 from capevolve._project.loader import load_adapter
+from capevolve.adapter import Rollout, TransientError
+from capevolve.kinds import ErrorKind
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 
 
 class _Failure(Exception):
-    def __init__(self, kind: ErrorKind, message: str, transient: bool) -> None:
+    def __init__(self, kind: ErrorKind, message: str, transient: bool,
+                 rollout: Rollout | None = None) -> None:
         super().__init__(message)
-        self.kind, self.message, self.transient = kind, message, transient
+        self.kind, self.message, self.transient, self.rollout = kind, message, transient, rollout
 
 
 def backoff_delay(seed: int, attempt: int) -> float:
@@ -44,7 +45,7 @@ def backoff_delay(seed: int, attempt: int) -> float:
 
 
 class WorkerCore:
-    """Executes units with the project's adapter; one instance per worker process."""
+    """Runs units' ``run_target`` with the project's adapter; one per worker process."""
 
     def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
                  retries: int, worker_id: str, node_id: str, isolation: str = "none") -> None:
@@ -57,15 +58,14 @@ class WorkerCore:
         self.worker_id = worker_id
         self.node_id = node_id
         self.executor = DaemonThreadPool(max_workers=max(4, slots))
-        self.scratch = Path(tempfile.mkdtemp(prefix="capevolve-worker-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         self.jobs: dict[str, tuple[EvalJob, Path]] = {}
-        self.finished: list[dict] = []
+        self.finished: list[Outcome] = []
         self.running = 0  # submitted and not yet finished (queued or executing)
         self._slots = asyncio.Semaphore(slots)  # at most ``slots`` execute at once
         # An optional cluster-wide gate (the Ray engine's limiter client): ``await
         # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
         self.limiter: Any = None
-        self.broken: str | None = None
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
 
@@ -89,15 +89,15 @@ class WorkerCore:
         return self.running
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[dict]:
-        """Submit ``units`` (may be empty) and drain finished rows, in one call."""
+                       max_wait_s: float) -> list[Outcome]:
+        """Submit ``units`` (may be empty) and drain finished outcomes, in one call."""
         if units:
             self.submit(eval_id, units)
         return await self.drain(max_wait_s)
 
-    async def drain(self, max_wait_s: float = 1.0, linger_s: float = 0.005) -> list[dict]:
-        """Rows finished since the last drain; waits up to ``max_wait_s`` for the first one,
-        then ``linger_s`` more to batch rows that finish close together."""
+    async def drain(self, max_wait_s: float = 1.0, linger_s: float = 0.005) -> list[Outcome]:
+        """Outcomes finished since the last drain; waits up to ``max_wait_s`` for the first
+        one, then ``linger_s`` more to batch outcomes that finish close together."""
         if not self.finished and self.running:
             try:
                 await asyncio.wait_for(self._ready.wait(), timeout=max_wait_s)
@@ -105,21 +105,12 @@ class WorkerCore:
                 pass
             if self.running and len(self.finished) < self.running:
                 await asyncio.sleep(linger_s)
-        if self.broken:
-            raise RuntimeError(self.broken)
-        rows, self.finished = self.finished, []
+        done, self.finished = self.finished, []
         self._ready.clear()
-        return rows
-
-    async def run_units(self, eval_id: str, units: list[WorkUnit]) -> list[dict]:
-        """Run units to completion and return their rows (for direct, in-process use)."""
-        self.submit(eval_id, units)
-        rows: list[dict] = []
-        while self.running:
-            rows += await self.drain()
-        return rows
+        return done
 
     async def _run(self, eval_id: str, unit: WorkUnit) -> None:
+        started = time.time()
         try:
             async with self._slots:
                 if self.limiter is None:
@@ -127,29 +118,23 @@ class WorkerCore:
                 else:
                     await self._execute_limited(eval_id, unit)
         except Exception as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
-            self._fail_unit(eval_id, unit, f"internal error: {_describe(exc)}")
+            self._fail_unit(unit, started, f"internal error: {_describe(exc)}")
         finally:
             self.running -= 1
             self._ready.set()
 
-    def _fail_unit(self, eval_id: str, unit: WorkUnit, message: str) -> None:
-        """Record an error row for a unit that could not run; if even that is impossible
-        (its job is gone), the next drain raises so the evaluation fails loudly."""
-        try:
-            job = self.jobs[eval_id][0]
-            row = base_row(job, unit, job.tasks[unit.task_id], self.worker_id, self.node_id)
-        except KeyError:
-            self.broken = f"unit {unit.key} of {eval_id} has no job on {self.worker_id}"
-            return
-        now = utc(time.time())
-        row.update(attempts=0, latency_s=0.0, started_at=now, finished_at=now)
-        self.finished.append(fill_outcome(row, None, None, message, ErrorKind.EXCEPTION))
+    def _fail_unit(self, unit: WorkUnit, started: float, message: str) -> None:
+        """Report a unit that could not run as an error outcome."""
+        self.finished.append(outcome(
+            unit.task_id, unit.trial, attempts=0, latency_s=0.0, started=started,
+            finished=time.time(), worker_id=self.worker_id, node_id=self.node_id,
+            error=message, error_kind=ErrorKind.EXCEPTION))
 
     async def _execute_limited(self, eval_id: str, unit: WorkUnit) -> None:
         try:
             await self.limiter.acquire()
         except Exception as exc:  # noqa: BLE001 - no limiter: an error row, never a hang
-            self._fail_unit(eval_id, unit, "limiter unavailable: " + _describe(exc))
+            self._fail_unit(unit, time.time(), "limiter unavailable: " + _describe(exc))
             return
         try:
             await self._execute(eval_id, unit)
@@ -159,27 +144,32 @@ class WorkerCore:
     async def _execute(self, eval_id: str, unit: WorkUnit) -> None:
         job, candidate_path = self.jobs[eval_id]
         task = job.tasks[unit.task_id]
-        row = base_row(job, unit, task, self.worker_id, self.node_id)
-        started = time.time()
-        t0 = time.perf_counter()
-        rollout = score = None
-        error = kind = None
-        attempts = 0
+        started, t0 = time.time(), time.perf_counter()
+        rollout, failure, attempts = None, None, 0
         while True:
             attempts += 1
             try:
-                rollout, score = await self._attempt(candidate_path, task, unit)
-                error = kind = None
+                rollout, failure = await self._attempt(candidate_path, task, unit), None
                 break
-            except _Failure as failure:
-                error, kind = failure.message, failure.kind
-                rollout = getattr(failure, "rollout", None)
-                if not failure.transient or attempts > self.retries:
+            except _Failure as exc:
+                failure, rollout = exc, exc.rollout
+                if not exc.transient or attempts > self.retries:
                     break
                 await asyncio.sleep(backoff_delay(unit.seed, attempts))
-        row.update(attempts=attempts, latency_s=time.perf_counter() - t0,
-                   started_at=utc(started), finished_at=utc(time.time()))
-        self.finished.append(fill_outcome(row, rollout, score, error, kind))
+        text = None
+        if rollout is not None:
+            try:
+                text = rollout_json(rollout)
+            except Exception as exc:  # noqa: BLE001 - an unserialisable rollout is data
+                failure = failure or _Failure(ErrorKind.ADAPTER, "run_target returned a "
+                                              f"Rollout JSON cannot hold: {_describe(exc)}",
+                                              False)
+        self.finished.append(outcome(
+            unit.task_id, unit.trial, attempts=attempts, latency_s=time.perf_counter() - t0,
+            started=started, finished=time.time(), worker_id=self.worker_id,
+            node_id=self.node_id, rollout=text,
+            error=failure.message if failure else None,
+            error_kind=failure.kind if failure else None))
 
     def _call_target(self, candidate_path: Path, task: Any, unit: WorkUnit):
         if self.isolation == "process":
@@ -188,7 +178,7 @@ class WorkerCore:
         return call_async(self.adapter.run_target, candidate_path, task, trial=unit.trial,
                           seed=unit.seed, executor=self.executor)
 
-    async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit):
+    async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit) -> Rollout:
         try:
             rollout = await asyncio.wait_for(self._call_target(candidate_path, task, unit),
                                              timeout=self.timeout_s)
@@ -205,18 +195,8 @@ class WorkerCore:
             raise _Failure(ErrorKind.ADAPTER,
                            f"run_target returned {type(rollout).__name__}, not Rollout", False)
         if rollout.error:
-            failure = _Failure(ErrorKind.ADAPTER, rollout.error, rollout.transient)
-            failure.rollout = rollout
-            raise failure
-        try:
-            score = await call_async(self.adapter.score, task, rollout, executor=self.executor)
-            if not isinstance(score, Score):
-                score = Score.model_validate(score)
-        except (Exception, ValidationError) as exc:  # noqa: BLE001
-            failure = _Failure(ErrorKind.SCORE, f"score: {_describe(exc)}", False)
-            failure.rollout = rollout
-            raise failure from None
-        return rollout, score
+            raise _Failure(ErrorKind.ADAPTER, rollout.error, rollout.transient, rollout)
+        return rollout
 
     def close(self) -> None:
         """Stop the thread pool (running sync adapter calls finish in the background)."""

@@ -44,7 +44,7 @@ def test_ray_and_local_engines_give_identical_rows(tmp_path, ray_session):
 
 def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_session):
     """SIGKILL of a worker mid-evaluation: the eval completes with one row per unit."""
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
 
     project = make_project(tmp_path / "p", 60, trials=2, sleep=0.15)
     run = create_run(project, tmp_path / "run")
@@ -54,7 +54,7 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_sessio
 
     def kill_one():
         time.sleep(0.6)
-        pid = ray_engine.actor_pids()[0]
+        pid = ray_pool.actor_pids()[0]
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 

@@ -43,7 +43,7 @@ def max_starts_in_window(starts: list[float], window_s: float) -> int:
 @pytest.mark.ray
 def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
     """max_in_flight=3 over 2 workers with 16 slots: never more than 3 rollouts overlap."""
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool
 
     project = make_project(tmp_path / "p", 40, trials=2, sleep=0.1)
     run = create_run(project, tmp_path / "run")
@@ -54,14 +54,14 @@ def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
     assert len({w for _, _, w in spans}) == 2  # both workers ran rollouts
     assert max_overlap(spans) <= 3
     assert max_overlap(spans) >= 2  # the cap, not a lack of work, is what bounded it
-    stats = ray_engine.limiter_stats()
+    stats = pool.limiter_stats()
     assert stats["peak"] == 3 and stats["in_flight"] == 0 and stats["granted"] == 40
 
 
 @pytest.mark.ray
 def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
     """rate_limit_per_s=20: the stored start times never exceed 20 rollouts per second."""
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool
 
     project = make_project(tmp_path / "p", 60, trials=2)
     run = create_run(project, tmp_path / "run")
@@ -79,18 +79,18 @@ def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
 @pytest.mark.ray
 def test_fractional_num_cpus_sizes_the_pool(tmp_path, ray_session):
     """num_cpus=0.5 on a 2-CPU Ray: workers auto makes 4 actors and the eval completes."""
-    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import engine as ray_engine, pool
 
     project = make_project(tmp_path / "p", 16, trials=2)
     run = create_run(project, tmp_path / "run")
     config = EngineConfig(kind="ray", num_cpus=0.5, concurrency=8, timeout_s=10)
     record = evaluate(run, "seed", "train", engine=ray_engine.RayEngine(config))
-    assert record["status"] == "complete" and len(ray_engine._POOL["actors"]) == 4
+    assert record["status"] == "complete" and len(pool._POOL["actors"]) == 4
 
 
 def test_pool_size_fits_the_requested_resources():
     """workers auto = the fewest actors any requested resource allows, capped by concurrency."""
-    from capevolve._engine.ray.engine import pool_size
+    from capevolve._engine.ray.pool import pool_size
 
     totals = {"CPU": 8.0, "api_slot": 3.0}
     assert pool_size(EngineConfig(), totals) == 8
@@ -102,7 +102,7 @@ def test_pool_size_fits_the_requested_resources():
 
 def test_missing_custom_resource_is_an_engine_error():
     """A resource no node offers fails fast instead of leaving actors pending forever."""
-    from capevolve._engine.ray.engine import pool_size
+    from capevolve._engine.ray.pool import pool_size
 
     with pytest.raises(EngineError, match="gpu_box"):
         pool_size(EngineConfig(resources={"gpu_box": 1}), {"CPU": 4.0})

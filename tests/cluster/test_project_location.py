@@ -12,7 +12,7 @@ from fixtures.projects import make_project
 @pytest.mark.ray
 def test_actor_resolves_project_relative_to_its_working_dir(tmp_path, ray_session):
     """With a bogus absolute root, an actor in a working_dir still loads the adapter."""
-    from capevolve._engine.ray.engine import RolloutActor
+    from capevolve._engine.ray.actor import RolloutActor
 
     work = tmp_path / "wd"
     make_project(work / "projects" / "flex", 4)
@@ -31,7 +31,7 @@ def test_actor_resolves_project_relative_to_its_working_dir(tmp_path, ray_sessio
 @pytest.mark.ray
 def test_actor_without_the_project_fails_with_a_clear_error(tmp_path, ray_session):
     """No working-dir copy and no absolute path: the actor dies naming both locations."""
-    from capevolve._engine.ray.engine import RolloutActor
+    from capevolve._engine.ray.actor import RolloutActor
 
     bogus = str(tmp_path / "nowhere" / "flex")
     actor = RolloutActor.options(num_cpus=0, max_restarts=0).remote(
@@ -43,7 +43,7 @@ def test_actor_without_the_project_fails_with_a_clear_error(tmp_path, ray_sessio
 @pytest.mark.ray
 def test_driver_outside_a_job_passes_the_absolute_path(tmp_path, ray_session):
     """Without a working_dir (local Ray) the project goes to actors by absolute path."""
-    from capevolve._engine.ray.engine import project_location
+    from capevolve._engine.ray.actor import project_location
 
     project = make_project(tmp_path / "p", 2)
     assert project_location(str(project)) == (str(project), None)

@@ -1,1 +1,1 @@
-"""_engine/ray"""
+"""The Ray engine (the only package that imports ray): engine, pool, actor, limiter, probe."""

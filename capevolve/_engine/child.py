@@ -1,0 +1,83 @@
+"""The local engine's worker process: ``python -m capevolve._engine.child``.
+
+Candidate code runs here, never in the driver. The driver writes one JSON request per line
+on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line from the
+process's original stdout, which is kept private: file descriptor 1 is pointed at stderr
+before any adapter code runs, so whatever the agent prints cannot corrupt the protocol.
+End of stdin (the driver closed it, or died) ends the process at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_wire
+from capevolve.errors import CapevolveError
+
+
+class _Replies:
+    """Writes reply lines to the private channel."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = memoryview(encode(message))
+        while data:
+            data = data[os.write(self.fd, data):]
+
+
+async def _serve(replies: _Replies) -> None:
+    from capevolve._engine.worker import WorkerCore
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_LINE)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    core: WorkerCore | None = None
+    while line := await reader.readline():
+        request = json.loads(line)
+        op = request.get("op")
+        try:
+            if op == "init":
+                core = WorkerCore(request["project_root"], request["adapter_spec"],
+                                  request["slots"], request["timeout_s"], request["retries"],
+                                  worker_id=f"{request['name']}-{os.getpid()}",
+                                  node_id=socket.gethostname(), isolation=request["isolation"])
+                replies.send({"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})
+            elif op == "prepare" and core is not None:
+                job = job_from_wire(request["job"])
+                core.jobs.pop(job.eval_id, None)  # same eval id, maybe another run: replace
+                core.prepare(job)
+                replies.send({"ok": True})
+            elif op == "exchange" and core is not None:
+                outcomes = await core.exchange(request["eval_id"],
+                                               units_from_wire(request["units"]),
+                                               request["max_wait_s"])
+                replies.send({"ok": True, "outcomes": outcomes})
+            else:
+                replies.send({"error": f"unexpected request {op!r}"})
+        except CapevolveError as exc:
+            replies.send({"error": str(exc)})
+        except KeyError as exc:
+            replies.send({"error": f"KeyError: {exc}"})
+
+
+def main() -> None:
+    """Keep the reply channel private, then serve requests until stdin closes."""
+    replies = _Replies(os.dup(1))
+    os.dup2(2, 1)
+    try:
+        asyncio.run(_serve(replies))
+    except BaseException as exc:  # noqa: BLE001 - the driver sees the end of the channel
+        print(f"capevolve worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        os._exit(0)  # running rollouts (daemon threads, children) end with the process
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""A WorkerHandle over a worker subprocess (:mod:`capevolve._engine.child`).
+
+Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that
+never comes (the process died, or stopped answering for ``reply_timeout_s``) is
+WorkerLost, and the process is killed. :meth:`prepare` on a dead worker starts a fresh
+process, so the dispatcher's recovery restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from capevolve._engine.contract import EvalJob, Outcome, WorkerLost
+from capevolve._engine.plan import WorkUnit
+from capevolve._engine.wire import MAX_LINE, encode, job_to_wire, units_to_wire
+from capevolve.errors import EngineError
+
+START_TIMEOUT_S = 120.0
+
+
+def _child_env() -> dict[str, str]:
+    """The driver's environment, with the capevolve the driver runs first on the path."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[2])  # the folder holding capevolve/
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _how(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return "still running" if code is None else f"exit code {code}"
+
+
+class ProcessWorker:
+    """One worker process running a WorkerCore; restarted on demand after a loss."""
+
+    def __init__(self, name: str, slots: int, init: dict[str, Any],
+                 reply_timeout_s: float) -> None:
+        self.name, self.slots = name, slots
+        self.init = {"op": "init", "name": name, "slots": slots, **init}
+        self.reply_timeout_s = reply_timeout_s
+        self.proc: asyncio.subprocess.Process | None = None
+        self.prepared: dict[str, EvalJob] = {}
+
+    @property
+    def pid(self) -> int | None:
+        """The live process id (for fault-injection tests), or None."""
+        return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
+
+    async def _start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "capevolve._engine.child", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, env=_child_env(), limit=MAX_LINE)
+        self.prepared = {}
+        await self._call(self.init, START_TIMEOUT_S)
+
+    async def prepare(self, job: EvalJob) -> None:
+        if self.pid is None:
+            await self._start()
+        if self.prepared.get(job.eval_id) is not job:
+            await self._call({"op": "prepare", "job": job_to_wire(job)}, START_TIMEOUT_S)
+            self.prepared[job.eval_id] = job
+
+    async def exchange(self, eval_id: str, units: list[WorkUnit],
+                       max_wait_s: float) -> list[Outcome]:
+        if self.pid is None:
+            raise WorkerLost(f"{self.name} is not running")
+        reply = await self._call({"op": "exchange", "eval_id": eval_id,
+                                  "units": units_to_wire(units), "max_wait_s": max_wait_s},
+                                 max_wait_s + self.reply_timeout_s)
+        return reply.get("outcomes", [])
+
+    async def _call(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(encode(message))
+            await proc.stdin.drain()
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=timeout_s)
+        except (ConnectionError, asyncio.TimeoutError, asyncio.LimitOverrunError,
+                ValueError) as exc:
+            line, why = b"", f"{type(exc).__name__}"
+        else:
+            why = "no reply"
+        reply = _parse(line)
+        if reply is None:
+            await self._kill()
+            raise WorkerLost(f"{self.name} (pid {proc.pid}) lost: {why}, {_how(proc.returncode)}")
+        if "error" in reply:
+            raise EngineError(f"{self.name}: {reply['error']}")
+        return reply
+
+    async def _kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+    async def close(self) -> None:
+        """End the process: close its stdin (it exits at once), kill it if it lingers."""
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.returncode is None and proc.stdin is not None:
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=5.0)
+            except asyncio.TimeoutError:
+                pass
+        await self._kill()
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        reply = json.loads(line) if line else None
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and ("ok" in reply or "error" in reply) else None

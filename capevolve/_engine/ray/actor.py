@@ -1,0 +1,110 @@
+"""The Ray actors: rollout actors run candidate code, scorer actors never do.
+
+A :class:`RolloutActor` holds a WorkerCore and returns outcomes (plain data, the rollout
+as JSON text). A :class:`ScorerActor` holds a ScorerCore: it loads only the project's
+adapter, receives a ScoreJob (no candidate files) and refuses to score if a candidate
+module is loaded in its process. Both restart when their process dies
+(``max_restarts=-1``) but calls are never retried by Ray (``max_task_retries=0``): the
+dispatcher re-sends lost work itself, so an adapter with side effects is never run twice
+behind capevolve's back. Actors find the project through the job's ``working_dir`` when
+there is one (see :func:`project_location`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ray
+
+from capevolve._engine.contract import EvalJob, Outcome, ScoreJob
+from capevolve._engine.plan import WorkUnit
+from capevolve._engine.ray.limiter import LimiterClient
+from capevolve._engine.scorer import ScorerCore
+from capevolve._engine.worker import WorkerCore
+from capevolve.errors import EngineError
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class RolloutActor:
+    """One worker process: a WorkerCore behind async actor methods."""
+
+    def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
+                 retries: int, isolation: str, project_rel: str | None = None,
+                 limiter=None) -> None:
+        context = ray.get_runtime_context()
+        actor_id = context.get_actor_id()
+        worker_id = f"{actor_id[:12]}-{os.getpid()}"
+        self.core = WorkerCore(resolve_project_root(project_root, project_rel), adapter_spec,
+                               slots, timeout_s, retries, worker_id=worker_id,
+                               node_id=context.get_node_id(), isolation=isolation)
+        if limiter is not None:  # a restarted actor first returns what its old self held
+            limiter.forget.remote(actor_id)
+            self.core.limiter = LimiterClient(limiter, actor_id)
+
+    async def prepare(self, job: EvalJob) -> str:
+        held = self.core.jobs.get(job.eval_id)
+        if held is not None and held[0] != job:  # same eval id, another run: replace it
+            del self.core.jobs[job.eval_id]
+        self.core.prepare(job)
+        return self.core.worker_id
+
+    async def exchange(self, eval_id: str, units: list[tuple[str, int, int]],
+                       max_wait_s: float) -> list[Outcome]:
+        return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s)
+
+    async def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class ScorerActor:
+    """One scorer process: a ScorerCore behind async actor methods."""
+
+    def __init__(self, project_root: str, adapter_spec: str,
+                 project_rel: str | None = None) -> None:
+        scorer_id = f"scorer-{ray.get_runtime_context().get_actor_id()[:12]}-{os.getpid()}"
+        self.core = ScorerCore(resolve_project_root(project_root, project_rel), adapter_spec,
+                               scorer_id=scorer_id)
+
+    async def prepare(self, job: ScoreJob) -> str:
+        self.core.prepare(job)
+        return self.core.scorer_id
+
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
+        return await self.core.score(eval_id, items)
+
+    async def pid(self) -> int:
+        return os.getpid()
+
+
+def project_location(project_root: str) -> tuple[str, str | None]:
+    """Where actors find the project: ``(absolute driver path, path relative to the job's
+    working_dir or None)``.
+
+    Under ``ray job submit --working-dir`` the driver runs inside the unpacked working dir
+    and every actor runs inside its own node's copy of it, at a path that differs per node.
+    When the project lies inside the working dir, actors get the relative path and resolve
+    it against their own cwd; otherwise they fall back to the absolute path (which then
+    needs a shared filesystem or the same path on every node).
+    """
+    if not ray.get_runtime_context().runtime_env.get("working_dir"):
+        return project_root, None
+    try:
+        rel = Path(project_root).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return project_root, None
+    return project_root, rel.as_posix()
+
+
+def resolve_project_root(project_root: str, project_rel: str | None) -> str:
+    """The project directory on this node (inside an actor): the working-dir copy first."""
+    if project_rel is not None:
+        local = Path.cwd() / project_rel
+        if local.is_dir():
+            return str(local)
+    if Path(project_root).is_dir():
+        return project_root
+    raise EngineError(f"project not found on node {ray.get_runtime_context().get_node_id()[:12]}"
+                      f": neither {project_rel!r} under {os.getcwd()} nor {project_root}; "
+                      "submit with --working-dir containing the project")

@@ -1,0 +1,68 @@
+"""The cluster-wide limiter actor: a cap on rollouts in flight and on starts per second."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import ray
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
+class Limiter:
+    """Cluster-wide limits shared by every worker: at most ``max_in_flight`` rollouts hold a
+    permit at once, and permits are handed out no faster than ``rate_per_s`` per second
+    (strict spacing, no burst). Permits are counted per holder (a worker actor id), so a
+    restarted worker returns what its dead incarnation held via :meth:`forget`. A restarted
+    limiter starts from zero (in-flight rollouts of that moment are not counted)."""
+
+    def __init__(self, max_in_flight: int | None, rate_per_s: float | None) -> None:
+        self.cap = max_in_flight
+        self.interval = 1.0 / rate_per_s if rate_per_s else 0.0
+        self.in_flight = self.peak = self.granted = 0
+        self.held: dict[str, int] = {}
+        self.next_start = 0.0
+        self.changed = asyncio.Condition()
+
+    async def acquire(self, holder: str) -> None:
+        if self.cap:
+            async with self.changed:
+                await self.changed.wait_for(lambda: self.in_flight < self.cap)
+                self.in_flight += 1
+                self.held[holder] = self.held.get(holder, 0) + 1
+                self.peak = max(self.peak, self.in_flight)
+        self.granted += 1
+        if self.interval:
+            now = time.monotonic()
+            start = max(now, self.next_start)
+            self.next_start = start + self.interval
+            await asyncio.sleep(start - now)
+
+    async def release(self, holder: str) -> None:
+        if self.cap and self.held.get(holder, 0) > 0:
+            async with self.changed:
+                self.held[holder] -= 1
+                self.in_flight -= 1
+                self.changed.notify(1)
+
+    async def forget(self, holder: str) -> None:
+        if self.cap and self.held.get(holder):
+            async with self.changed:
+                self.in_flight -= self.held.pop(holder)
+                self.changed.notify_all()
+
+    async def stats(self) -> dict:
+        return {"in_flight": self.in_flight, "peak": self.peak, "granted": self.granted}
+
+
+class LimiterClient:
+    """The WorkerCore's view of the limiter (see ``WorkerCore.limiter``)."""
+
+    def __init__(self, handle, holder: str) -> None:
+        self.handle, self.holder = handle, holder
+
+    async def acquire(self) -> None:
+        await self.handle.acquire.remote(self.holder)
+
+    def release(self) -> None:
+        self.handle.release.remote(self.holder)  # fire and forget: never delays the row

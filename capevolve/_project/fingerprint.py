@@ -1,0 +1,215 @@
+"""The project fingerprint: ``{path: sha256}`` of every file a run's scores depend on.
+
+What is fingerprinted (after the adapter is loaded, so its own ``sys.path`` changes apply):
+
+- the adapter module's file and, transitively, every *user* module it imports, found by
+  reading the ``import`` statements of each file (function-level imports included, so a
+  scorer imported lazily is covered). User code is any module outside the standard
+  library, ``site-packages`` and capevolve itself, wherever it lives;
+- the package the adapter class is defined in, every file of it (code and data such as
+  gold tasks), also when that package is installed (``capevolve_adapters.retail``);
+- scorer and gold / answer data files found in the project directory (``PROTECTED_DATA``),
+  skipping ``.capevolve/`` run dirs, hidden and virtualenv dirs, the seed capability and
+  copies of it (a directory holding every top-level entry of the seed).
+
+Keys are posix paths relative to the project dir, or absolute for files outside it.
+Imports made with ``importlib`` by computed name are not followed. :func:`verify` names
+the first changed, removed or newly imported file in a one-line RunDirError.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import importlib.util
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from capevolve._project.loader import Project, load_adapter
+from capevolve.errors import RunDirError
+
+PROTECTED_DATA = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
+SKIP_DIRS = frozenset({".capevolve", "__pycache__", "node_modules", "venv", "site-packages"})
+_FRAMEWORK = Path(__file__).resolve().parents[1]  # capevolve itself
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _library_dirs() -> list[Path]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs |= {p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))}
+    return [Path(d).resolve() for d in dirs]
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of module ``name`` (loaded, or found without importing it)."""
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None) if module is not None else None
+    if file is None and module is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError, AttributeError):
+            return None
+        file = spec.origin if spec is not None and spec.has_location else None
+    return Path(file).resolve() if isinstance(file, str) and os.path.isfile(file) else None
+
+
+def _imported_names(path: Path, package: str | None) -> list[str]:
+    """Module names the file imports (``from a import b`` yields ``a`` and ``a.b``)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError, OSError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = (package or "").split(".")
+                keep = len(parts) - (node.level - 1)
+                if not package or keep <= 0:
+                    continue
+                base = ".".join(parts[:keep] + ([base] if base else []))
+            if base:
+                names += [base] + [f"{base}.{alias.name}" for alias in node.names
+                                   if alias.name != "*"]
+    return names
+
+
+def _package_of(name: str, path: Path) -> str | None:
+    return name if path.name == "__init__.py" else name.rpartition(".")[0] or None
+
+
+def _import_closure(start: Path, start_name: str, own_package: Path | None) -> set[Path]:
+    libraries = _library_dirs()
+
+    def user_code(path: Path) -> bool:
+        if own_package is not None and _under(path, own_package):
+            return True
+        return not (_under(path, _FRAMEWORK) or any(_under(path, lib) for lib in libraries))
+
+    seen: set[Path] = set()
+    todo = [(start, start_name)]
+    while todo:
+        path, name = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if path.suffix != ".py":
+            continue
+        for imported in _imported_names(path, _package_of(name, path)):
+            file = _module_file(imported)
+            if file is not None and file not in seen and user_code(file):
+                todo.append((file, imported))
+    return seen
+
+
+def _class_package(adapter: object) -> Path | None:
+    """The directory of the package the adapter class is defined in, if it is one."""
+    module = sys.modules.get(type(adapter).__module__)
+    package = getattr(module, "__package__", None)
+    init = getattr(sys.modules.get(package or ""), "__file__", None)
+    if not package or not isinstance(init, str) or not init.endswith("__init__.py"):
+        return None
+    directory = Path(init).resolve().parent
+    return None if _under(_FRAMEWORK, directory) or _under(directory, _FRAMEWORK) else directory
+
+
+def _tree_files(directory: Path) -> set[Path]:
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")]
+        found |= {Path(dirpath, f) for f in filenames if not f.endswith((".pyc", ".pyo"))}
+    return found
+
+
+def _protected_data(root: Path, seed: Path) -> set[Path]:
+    seed_entries = {p.name for p in seed.iterdir()} if seed.is_dir() else set()
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = [
+            d for d in dirnames
+            if d not in SKIP_DIRS and not d.startswith(".") and (here / d) != seed
+            and not (here / d / "pyvenv.cfg").exists()
+            and not (seed_entries and seed_entries <= set(os.listdir(here / d)))
+        ]
+        for name in filenames:
+            rel = (here / name).relative_to(root).as_posix()
+            if any(fnmatch.fnmatch(rel, pattern) for pattern in PROTECTED_DATA):
+                found.add(here / name)
+    return found
+
+
+def _adapter_entry(project: Project) -> tuple[Path, str] | None:
+    """The adapter module's file and module name."""
+    target = project.config.adapter.rpartition(":")[0]
+    if target.endswith(".py") or "/" in target:
+        path = (project.root / target).resolve()
+        return (path, path.stem) if path.is_file() else None
+    file = _module_file(target)
+    return (file, target) if file is not None else None
+
+
+def sources(project: Project) -> dict[str, Path]:
+    """Every fingerprinted file, by key (see the module docstring)."""
+    root = project.root.resolve()
+    adapter = load_adapter(root, project.config.adapter)
+    own = _class_package(adapter)
+    files: set[Path] = set()
+    entry = _adapter_entry(project)
+    if entry is not None:
+        files |= _import_closure(entry[0], entry[1], own)
+    if own is not None:
+        files |= _tree_files(own)
+    files |= _protected_data(root, project.capability_dir)
+    return {(p.relative_to(root).as_posix() if _under(p, root) else p.as_posix()): p
+            for p in sorted(files)}
+
+
+def fingerprint(project: Project) -> dict[str, str]:
+    """``{key: sha256}`` of every file in :func:`sources` (sorted by key)."""
+    return {key: digest for key, path in sources(project).items()
+            if (digest := _digest(path)) is not None}
+
+
+def changes(project: Project, frozen: dict[str, str]) -> list[str]:
+    """How the project differs from ``frozen``, one phrase per file (empty: unchanged)."""
+    problems = []
+    for key, digest in sorted(frozen.items()):
+        path = Path(key) if Path(key).is_absolute() else project.root / key
+        current = _digest(path)
+        if current is None:
+            problems.append(f"{path} was removed")
+        elif current != digest:
+            problems.append(f"{path} changed (sha256 {digest[:12]} -> {current[:12]})")
+    for key, path in sources(project).items():
+        if key not in frozen:
+            problems.append(f"{path} is new (the adapter now depends on it)")
+    return problems
+
+
+def verify(project: Project, frozen: dict[str, str], when: str = "since the run started") -> None:
+    """Raise RunDirError naming the first file that differs from ``frozen``."""
+    problems = changes(project, frozen)
+    if problems:
+        more = f"; {len(problems) - 1} more file(s) differ" if len(problems) > 1 else ""
+        first, _, detail = problems[0].partition(" (")
+        detail = f" ({detail}" if detail else ""
+        raise RunDirError(f"{first} {when}{detail}{more}; scores measured before and after "
+                          "would not be comparable")
