@@ -1,4 +1,6 @@
-# capevolve: `make demo` runs the whole loop on the example project, `make test` the suite.
+# capevolve: `make demo` runs the whole loop on the example project, `make test` the whole
+# suite, `make test-fast` the quick tier (no Ray, no slow tests), `make check` lint, types and
+# import contracts. Everything installs into .venv from pyproject.toml (a fresh clone works).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,13 +10,13 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy test test-fast bench clean cluster-up cluster-down
+.PHONY: install demo demo-toy test test-fast check bench clean cluster-up cluster-down
 CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,check]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,11 +34,19 @@ demo-toy: $(STAMP)
 	$(CAPEVOLVE) finalize --run-dir $(DEMO_RUN)
 	$(CAPEVOLVE) report --run-dir $(DEMO_RUN)
 
+# Every test, Ray, slow and cluster tiers included (what CI runs).
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The quick tier: no Ray, nothing slow (about a minute on 2 cores).
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not cluster"
+	$(PY) -m pytest -m "not ray and not slow and not cluster and not llm and not browser"
+
+# Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts).
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py

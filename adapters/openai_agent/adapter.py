@@ -15,14 +15,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from retail.adapter import RetailAdapter, customer, db_summary
-from retail.capability import CapabilityError, load_capability
-from retail.store import fresh_db
-from retail.toolbox import ToolBox
-
 from capevolve.adapter import Rollout, Task
-from openai_agent.client import ChatClient, ClientConfig, EndpointError, EndpointUnavailable
-from openai_agent.loop import ModelConfig, run_conversation
+
+from ..retail.adapter import RetailAdapter, customer, db_summary
+from ..retail.capability import CapabilityError, load_capability
+from ..retail.store import fresh_db
+from ..retail.toolbox import ToolBox
+from .client import ChatClient, ClientConfig, EndpointError, EndpointUnavailable
+from .loop import ModelConfig, run_conversation
 
 ENV_PREFIX = "CAPEVOLVE_OPENAI_"
 

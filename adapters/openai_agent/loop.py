@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from retail import user
-from retail.capability import Capability
-from retail.toolbox import ToolBox, tool_schemas
-
-from openai_agent.client import ChatClient
+from ..retail import user
+from ..retail.capability import Capability
+from ..retail.toolbox import ToolBox, tool_schemas
+from .client import ChatClient
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ __all__ = ["RetailAdapter"]
 
 def __getattr__(name: str):
     if name == "RetailAdapter":
-        from retail.adapter import RetailAdapter
+        from .adapter import RetailAdapter
 
         return RetailAdapter
     raise AttributeError(name)

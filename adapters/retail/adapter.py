@@ -13,12 +13,13 @@ from hashlib import sha256
 from pathlib import Path
 
 from capevolve.adapter import Rollout, Score, Task
-from retail import scorer
-from retail.agent import PolicyAgent
-from retail.behaviours import Conduct
-from retail.capability import CapabilityError, load_capability
-from retail.store import canonical, changed_records, fresh_db, load_task_records
-from retail.toolbox import ToolBox
+
+from . import scorer
+from .agent import PolicyAgent
+from .behaviours import Conduct
+from .capability import CapabilityError, load_capability
+from .store import canonical, changed_records, fresh_db, load_task_records
+from .toolbox import ToolBox
 
 
 def to_task(record: dict) -> Task:

@@ -10,11 +10,11 @@ capability, task and seed, it produces the same conversation.
 
 from __future__ import annotations
 
-from retail import user
-from retail.behaviours import Behaviour as B
-from retail.behaviours import Conduct
-from retail.requests import Request, parse
-from retail.toolbox import ToolBox
+from . import user
+from .behaviours import Behaviour as B
+from .behaviours import Conduct
+from .requests import Request, parse
+from .toolbox import ToolBox
 
 NO_CONFIRM_WRITES = ("transfer_to_human",)
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from retail.capability import Rule
+from .capability import Rule
 
 P_FOLLOW_PLAIN = 0.65
 P_NARRATE = 0.3

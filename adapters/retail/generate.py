@@ -1,4 +1,4 @@
-"""Generate the fixed retail data: ``python adapters/retail/generate.py`` rewrites data/.
+"""Generate the fixed retail data: ``python -m capevolve_adapters.retail.generate`` rewrites data/.
 
 Everything comes from ``random.Random(GEN_SEED)``, so the output is byte-identical on every
 run. Each task record holds the customer (``user_id``), the request text, the customer's
@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from retail import reference_tools as ref
-from retail.store import DB_FILE, TASKS_FILE, fresh_db, state_hash
+from . import reference_tools as ref
+from .store import DB_FILE, TASKS_FILE, fresh_db, state_hash
 
 GEN_SEED = 20240611
 N_USERS = 60

@@ -140,7 +140,7 @@ def exchange_items(db: dict, order_id: str, item_ids: list, new_item_ids: list,
     if len(new_item_ids) != len(items):
         raise ValueError("give one new item per exchanged item")
     new_prices = []
-    for item, new_id in zip(items, new_item_ids):
+    for item, new_id in zip(items, new_item_ids, strict=True):
         variant = db["products"][item["product_id"]]["variants"].get(new_id)
         if variant is None or not variant["available"]:
             raise ValueError(f"item {new_id} is not an available variant of {item['name']}")

@@ -46,7 +46,7 @@ def parse(text: str) -> Request:
         reason = "ordered by mistake" if "mistake" in text else "no longer needed"
     if intent == "modify_address" and (m := _ADDRESS.search(text)):
         keys = ("address1", "address2", "city", "state", "zip")
-        address = dict(zip(keys, (g.strip() for g in m.groups())))
+        address = dict(zip(keys, (g.strip() for g in m.groups()), strict=True))
     if intent == "exchange" and (m := _VARIANT.search(text)):
         variant = {"color": m.group(1), "size": m.group(2)}
     return Request(intent, order_id, text, reason, address, variant)

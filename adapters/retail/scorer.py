@@ -17,8 +17,9 @@ import json
 import re
 
 from capevolve.adapter import Rollout, Score, Task
-from retail import reference_tools as ref
-from retail.store import changed_records, field_diff, fresh_db
+
+from . import reference_tools as ref
+from .store import changed_records, field_diff, fresh_db
 
 PREAMBLE = ("[retail scorer] reward 1 = the database end state matches the reference AND "
             "every required fact was told with each write confirmed; 0.5 = only one of the "

@@ -78,7 +78,7 @@ def field_diff(got: object, want: object, path: str = "") -> list[str]:
         return diffs
     if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
         diffs = []
-        for i, (a, b) in enumerate(zip(got, want)):
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
             diffs += field_diff(a, b, f"{path}[{i}]")
         return diffs
     return [] if got == want else [path]

@@ -35,7 +35,8 @@ _DIV_ANSWER = re.compile(r"^\s*(-?\d+)\s*(?:r\s*(-?\d+))?\s*$")
 def _digitwise(a: int, b: int, op) -> int:
     """Combine a and b column by column with no carry or borrow between columns."""
     width = max(len(str(a)), len(str(b)))
-    digits = [op(int(x), int(y)) % 10 for x, y in zip(str(a).zfill(width), str(b).zfill(width))]
+    pairs = zip(str(a).zfill(width), str(b).zfill(width), strict=True)
+    digits = [op(int(x), int(y)) % 10 for x, y in pairs]
     return int("".join(map(str, digits)))
 
 

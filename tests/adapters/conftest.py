@@ -1,13 +1,13 @@
 """Fixtures for the adapter tests: the retail adapter, its tasks, candidates and seeds.
 
-The adapters live in ``<repo>/adapters`` (packages ``retail`` and ``openai_agent``); this
-conftest puts that folder on ``sys.path`` so the tests import them as a project would.
+The adapters live in ``<repo>/adapters`` and install as ``capevolve_adapters`` (packages
+``capevolve_adapters.retail`` and ``capevolve_adapters.openai_agent``); the tests import them
+by that name, as any project would.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ADAPTERS = REPO / "adapters"
 RETAIL_PROJECT = REPO / "benchmarks" / "retail"
-if str(ADAPTERS) not in sys.path:
-    sys.path.insert(0, str(ADAPTERS))
 
 ORACLE_POLICY = """# Oracle policy
 - ALWAYS confirm the action with the customer and get an explicit yes before any write.
@@ -34,7 +32,7 @@ ORACLE_POLICY = """# Oracle policy
 @pytest.fixture(scope="session")
 def retail_adapter():
     """One RetailAdapter for the session (it holds no per-rollout state)."""
-    from retail.adapter import RetailAdapter
+    from capevolve_adapters.retail.adapter import RetailAdapter
 
     return RetailAdapter()
 

@@ -9,9 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
 import pytest
-from openai_agent.adapter import AgentSettings, OpenAIRetailAdapter
-from openai_agent.client import ClientConfig
-from openai_agent.loop import ModelConfig
+
+from capevolve_adapters.openai_agent.adapter import AgentSettings, OpenAIRetailAdapter
+from capevolve_adapters.openai_agent.client import ClientConfig
+from capevolve_adapters.openai_agent.loop import ModelConfig
 
 
 class ScriptedServer:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from retail.behaviours import Behaviour, Conduct, recognise
-from retail.capability import parse_policy
-from retail.scorer import PREAMBLE
+from capevolve_adapters.retail.behaviours import Behaviour, Conduct, recognise
+from capevolve_adapters.retail.capability import parse_policy
+from capevolve_adapters.retail.scorer import PREAMBLE
 
 
 def _kind(tasks, kind):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from retail.capability import CapabilityError, parse_policy
+
+from capevolve_adapters.retail.capability import CapabilityError, parse_policy
 
 
 def _run(adapter, tasks, candidate, task_id="retail_000"):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from retail import reference_tools as ref
-from retail import store
-from retail.generate import GEN_SEED, build_db, build_tasks
-from retail.toolbox import ToolBox, tool_schemas
+
+from capevolve_adapters.retail import reference_tools as ref
+from capevolve_adapters.retail import store
+from capevolve_adapters.retail.generate import GEN_SEED, build_db, build_tasks
+from capevolve_adapters.retail.toolbox import ToolBox, tool_schemas
 
 
 def _order(db, status, source=None):

@@ -28,9 +28,9 @@ def _mean(results) -> float:
 def test_start_run_scores_the_seed_baseline_in_process(tmp_path):
     """start_run on the retail project (local engine) checks it, freezes splits and scores
     the seed on val with no errors and a mean in 0.3-0.5."""
-    from capevolve.config import EngineConfig
     from capevolve._engine.local import LocalEngine
     from capevolve._loop.run import start_run
+    from capevolve.config import EngineConfig
 
     handoff = start_run(RETAIL_PROJECT, tmp_path / "run",
                         engine=LocalEngine(EngineConfig(kind="local", concurrency=8)))
