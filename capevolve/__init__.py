@@ -1,5 +1,24 @@
-"""capevolve: evolve the capabilities of LLM agents and measure every edit honestly."""
+"""capevolve: evolve the capabilities of LLM agents and measure every edit honestly.
 
+The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the verbs
+(:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate`, :func:`accept`,
+:func:`reject`, :func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`,
+:func:`check_project`, :func:`init_project`, :func:`doctor`, :func:`open_run`), the run
+directory (:class:`RunDir`), the adapter records and protocol, and the error tree
+(:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
+without notice.
+
+``capevolve.diagnose`` is at once the public subpackage and the verb: calling it diagnoses
+(see :mod:`capevolve.diagnose.verb`). ``import capevolve`` stays cheap: the verbs, and the
+DuckDB, Arrow and SciPy code behind them, load on first use, and Ray only when a Ray engine
+runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from capevolve._store.rundir import RunDir
 from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
 from capevolve.errors import (
     AdapterError,
@@ -13,9 +32,30 @@ from capevolve.errors import (
     StoreError,
     TestSealError,
 )
-from capevolve._store.rundir import RunDir
+
+if TYPE_CHECKING:
+    from capevolve._api import (
+        accept,
+        check_project,
+        create_run,
+        doctor,
+        evaluate,
+        finalize,
+        gate,
+        init_project,
+        open_run,
+        query,
+        reject,
+        start_run,
+        status,
+    )
 
 __version__ = "0.1.0"
+
+_VERBS = frozenset({
+    "accept", "check_project", "create_run", "doctor", "evaluate", "finalize", "gate",
+    "init_project", "open_run", "query", "reject", "start_run", "status",
+})
 
 __all__ = [
     "Adapter",
@@ -35,4 +75,40 @@ __all__ = [
     "TestSealError",
     "ToolCall",
     "TransientError",
+    "accept",
+    "check_project",
+    "create_run",
+    "diagnose",
+    "doctor",
+    "evaluate",
+    "finalize",
+    "gate",
+    "init_project",
+    "open_run",
+    "query",
+    "reject",
+    "start_run",
+    "status",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a verb from :mod:`capevolve._api` on first access (keeps the import cheap).
+
+    ``diagnose`` is the :mod:`capevolve.diagnose` package, which is callable (the verb).
+    """
+    if name == "diagnose":
+        import capevolve.diagnose
+
+        return capevolve.diagnose
+    if name in _VERBS:
+        from capevolve import _api
+
+        value = getattr(_api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'capevolve' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,12 +1,63 @@
-"""The curated public surface is sorted and locked."""
+"""The curated public surface: sorted and locked, verbs with stable signatures, cheap import."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 import capevolve
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "benchmarks" / "toy"
 
 EXPECTED = [
     "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
     "ConfigError", "EngineError", "GateError", "Rollout", "RunDir", "RunDirError", "Score",
     "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
+    "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "finalize",
+    "gate", "init_project", "open_run", "query", "reject", "start_run", "status",
 ]
+
+# The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
+# deliberate act, and the deciding gate takes no setting that could override the project's.
+SIGNATURES = {
+    "accept": "run, candidate_id, note=None",
+    "check_project": "project",
+    "create_run": "project, run_dir=None",
+    "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
+                "redact_gold=False, project=None",
+    "doctor": "address=None, timeout_s=60.0",
+    "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
+    "finalize": "run, *, engine=None, address=None",
+    "gate": "run, candidate_id",
+    "init_project": "directory",
+    "open_run": "run",
+    "query": "run, sql",
+    "reject": "run, candidate_id, note=None",
+    "start_run": "project, run_dir=None, *, engine=None, address=None",
+    "status": "run",
+}
+
+
+def _shape(fn) -> str:
+    parts, star = [], False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        default = p.default
+        if default is p.empty:
+            parts.append(p.name)
+        else:
+            text = repr(str(default)) if isinstance(default, str) else repr(default)
+            parts.append(f"{p.name}={text}")
+    return ", ".join(parts)
 
 
 def test_all_is_sorted_and_locked():
@@ -16,9 +67,35 @@ def test_all_is_sorted_and_locked():
 
 
 def test_every_public_name_resolves():
-    """Every name in __all__ is importable from the package root."""
+    """Every name in __all__ is importable from the package root, and dir() lists it."""
     for name in capevolve.__all__:
         assert getattr(capevolve, name) is not None
+    assert set(capevolve.__all__) <= set(dir(capevolve))
+    with pytest.raises(AttributeError):
+        capevolve.not_a_verb  # noqa: B018
+
+
+def test_verbs_have_locked_signatures_and_docstrings():
+    """Each verb is a documented function of capevolve._api with its locked parameters."""
+    verbs = {n for n in capevolve.__all__ if n[0].islower()}
+    assert verbs == set(SIGNATURES)
+    for name in sorted(verbs - {"diagnose"}):
+        fn = getattr(capevolve, name)
+        assert fn.__module__ == "capevolve._api", name
+        assert (fn.__doc__ or "").strip(), f"{name} has no docstring"
+        assert _shape(fn) == SIGNATURES[name], name
+
+
+def test_diagnose_is_the_callable_subpackage():
+    """``capevolve.diagnose`` is the subpackage (its names import as usual) and the verb,
+    whichever is touched first: calling it runs the diagnosis with the locked signature."""
+    import capevolve.diagnose as package
+    from capevolve.diagnose import ClusterMode
+
+    assert capevolve.diagnose is package and callable(package)
+    assert ClusterMode.ROOT_CAUSE == "root-cause"
+    assert _shape(capevolve.diagnose) == SIGNATURES["diagnose"]
+    assert (type(package).__call__.__doc__ or "").strip()
 
 
 def test_errors_share_one_root():
@@ -28,3 +105,70 @@ def test_errors_share_one_root():
         if isinstance(obj, type) and name.endswith("Error") and name != "TransientError":
             assert issubclass(obj, capevolve.CapevolveError)
     assert issubclass(capevolve.TestSealError, capevolve.RunDirError)
+
+
+HEAVY = ("ray", "duckdb", "pyarrow", "scipy")
+
+
+def test_import_is_cheap_and_never_imports_ray(tmp_path):
+    """A fresh ``import capevolve`` loads none of Ray, DuckDB, Arrow or SciPy; resolving a
+    verb loads its code but still not Ray (Ray loads only when a Ray engine runs)."""
+    code = ("import sys, json, capevolve\n"
+            f"before = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            "capevolve.gate; capevolve.evaluate\n"
+            f"after = [m for m in {HEAVY!r} if m in sys.modules]\n"
+            "print(json.dumps([before, after]))")
+    out = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, text=True,
+                         capture_output=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    before, after = json.loads(out.stdout)
+    assert before == []
+    assert "ray" not in after
+
+
+def test_no_internal_module_imports_the_package_root():
+    """The package root sits on top: no module below it imports ``capevolve`` itself (which
+    would be a cycle through the root API); only the CLI, a client of the API, may."""
+    import grimp
+
+    graph = grimp.build_graph("capevolve")
+    importers = {m for m in graph.find_modules_that_directly_import("capevolve")
+                 if not m.startswith("capevolve.cli")}
+    assert importers == set()
+
+
+def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
+    """start_run -> evaluate -> gate -> accept -> status -> query -> finalize through the
+    public verbs on the local engine; test is refused to evaluate, a second finalize too."""
+    project = tmp_path / "toy"
+    shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
+    assert capevolve.check_project(project)["ok"]
+    handoff = capevolve.start_run(project, tmp_path / "run", engine="local")
+    run = capevolve.open_run(handoff["run_dir"])
+    assert run.best_id == "seed"
+    record = capevolve.evaluate(run, project / "improved_capability", "val", engine="local")
+    assert record["status"] == "complete"
+    candidate = record["candidate_id"]
+    with pytest.raises(capevolve.TestSealError):
+        capevolve.evaluate(run, candidate, "test", engine="local")
+    verdict = capevolve.gate(str(run.root), candidate)
+    assert verdict["decision"] == "accept", verdict
+    capevolve.accept(run.root, candidate, note="adds the missing rules")
+    assert capevolve.status(run.root)["best_id"] == candidate
+    columns, rows = capevolve.query(run.root, "SELECT count(*) AS n FROM rollouts")
+    assert columns == ["n"] and rows[0][0] > 0
+    diagnosis = capevolve.diagnose(run.root, "seed", "val")
+    assert diagnosis["tag"] == "seed" and (run.root / "diagnoses").is_dir()
+    with pytest.raises(capevolve.CapevolveError):
+        capevolve.diagnose(run.root, "seed", "test")
+    final = capevolve.finalize(run.root, engine="local")
+    assert final["best_id"] == candidate
+    with pytest.raises(capevolve.TestSealError):
+        capevolve.finalize(run.root, engine="local")
+
+
+def test_open_run_refuses_a_directory_that_is_not_a_run(tmp_path):
+    """open_run on a plain directory is a one-line RunDirError, and creates nothing."""
+    with pytest.raises(capevolve.RunDirError, match="not a capevolve run dir"):
+        capevolve.open_run(tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-GIB = 1024 ** 3
 COMPARED = (("python", "Python"), ("ray_version", "Ray"), ("capevolve_version", "capevolve"))
 
 
@@ -45,31 +44,9 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
 
 def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
     """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
-    from capevolve._engine.ray.engine import cluster_overview
+    from capevolve._engine.ray.probe import cluster_overview
 
     overview = cluster_overview(address, timeout_s)
     problems = find_problems(overview)
     return {**overview, "problems": problems, "ok": not problems}
 
-
-def render(report: dict[str, Any]) -> str:
-    """The report as a short human table (one line per node, then the problems)."""
-    d = report["driver"]
-    lines = [f"cluster {report['address']}: {len(report['nodes'])} node(s)",
-             (f"driver: Python {d['python']}, Ray {d['ray_version']}, "
-             f"capevolve {d['capevolve_version']} on {d['hostname']}"),
-             (f"{'node':<14} {'address':<16} {'head':<5} {'CPU':>5} {'GPU':>4} "
-             f"{'obj store':>10} {'Python':<8} {'Ray':<8} {'capevolve':<10} custom")]
-    for n in report["nodes"]:
-        p = n.get("probe") or {}
-        custom = ", ".join(f"{k}={v:g}" for k, v in n["custom_resources"].items()) or "-"
-        lines.append(
-            f"{n['node_id'][:12]:<14} {n['address']!s:<16} {'yes' if n['is_head'] else '':<5} "
-            f"{n['cpus']:>5g} {n['gpus']:>4g} {n['object_store_bytes'] / GIB:>8.2f}Gi "
-            f"{p.get('python', '?')!s:<8} {p.get('ray_version', '?')!s:<8} "
-            f"{p.get('capevolve_version', '?')!s:<10} {custom}")
-    if report["problems"]:
-        lines += ["problems:", *(f"- {line}" for line in report["problems"])]
-    else:
-        lines.append("ok: every node matches the driver")
-    return "\n".join(lines)

@@ -7,12 +7,13 @@ annotates; ``census_app`` holds ``census export`` and ``census check``.
 
 from __future__ import annotations
 
+import json as jsonlib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from capevolve._store import jsonfiles
+from capevolve import RunDir
 from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fail, progress
 from capevolve.diagnose import census as census_lib
@@ -23,7 +24,6 @@ from capevolve.diagnose.diagnosis import diagnose as diagnose_run
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split
-from capevolve._store.rundir import RunDir
 
 diagnose_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                            add_completion=False, pretty_exceptions_enable=False)
@@ -31,11 +31,11 @@ census_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          pretty_exceptions_enable=False,
                          help="Export failing datapoints for describers; check a census.")
 
-OptRunDir = Annotated[Optional[Path], typer.Option(
+OptRunDir = Annotated[Path | None, typer.Option(
     "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")]
 SplitOpt = Annotated[str, typer.Option("--split", "-s", help="train or val (test is refused).")]
-TagOpt = Annotated[Optional[str], typer.Option("--tag", "-t", help="The candidate id.")]
-ProjectOpt = Annotated[Optional[Path], typer.Option(
+TagOpt = Annotated[str | None, typer.Option("--tag", "-t", help="The candidate id.")]
+ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", "-p", help="Project dir whose adapter gives targets and trajectories "
                             "(default: the run's project).")]
 
@@ -94,10 +94,10 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
 def annotate(run_dir: RunDirOpt,
              file: Annotated[Path, typer.Option("--file", "-f", help="The diagnosis file.")],
              cluster: Annotated[str, typer.Option("--cluster", help="Cluster signature.")],
-             tag: Annotated[Optional[str], typer.Option(
+             tag: Annotated[str | None, typer.Option(
                  "--tag", help="KNOWLEDGE, BEHAVIORAL, DECISION/PERMISSION or "
                                "CAPABILITY-GAP.")] = None,
-             blast_radius: Annotated[Optional[str], typer.Option(
+             blast_radius: Annotated[str | None, typer.Option(
                  "--blast-radius", help="Comma-separated passing task ids.")] = None,
              json: JsonOpt = False) -> None:
     """Record a judgement (tag, blast radius) on one cluster of a diagnosis."""
@@ -115,7 +115,7 @@ def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option("--tag", 
                   split: SplitOpt = "val",
                   batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
                   project: ProjectOpt = None,
-                  notes: Annotated[Optional[Path], typer.Option(
+                  notes: Annotated[Path | None, typer.Option(
                       "--notes", help="A text file of domain notes for describers.")] = None,
                   json: JsonOpt = False) -> None:
     """Write batches of failing datapoints (no category vocabulary) for describer agents."""
@@ -138,7 +138,7 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
                  run_dir: OptRunDir = None, json: JsonOpt = False) -> None:
     """Validate a census.json and print its coverage ("N of M failures described")."""
     try:
-        doc = jsonfiles.read(file)
+        doc = jsonlib.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         fail(f"{file}: unreadable census ({exc})")
     failing = None

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+import capevolve
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
-from capevolve._loop.doctor import diagnose, render
+
+GIB = 1024 ** 3
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as a short human table (one line per node, then the problems)."""
+    d = report["driver"]
+    lines = [f"cluster {report['address']}: {len(report['nodes'])} node(s)",
+             (f"driver: Python {d['python']}, Ray {d['ray_version']}, "
+             f"capevolve {d['capevolve_version']} on {d['hostname']}"),
+             (f"{'node':<14} {'address':<16} {'head':<5} {'CPU':>5} {'GPU':>4} "
+             f"{'obj store':>10} {'Python':<8} {'Ray':<8} {'capevolve':<10} custom")]
+    for n in report["nodes"]:
+        p = n.get("probe") or {}
+        custom = ", ".join(f"{k}={v:g}" for k, v in n["custom_resources"].items()) or "-"
+        lines.append(
+            f"{n['node_id'][:12]:<14} {n['address']!s:<16} {'yes' if n['is_head'] else '':<5} "
+            f"{n['cpus']:>5g} {n['gpus']:>4g} {n['object_store_bytes'] / GIB:>8.2f}Gi "
+            f"{p.get('python', '?')!s:<8} {p.get('ray_version', '?')!s:<8} "
+            f"{p.get('capevolve_version', '?')!s:<10} {custom}")
+    if report["problems"]:
+        lines += ["problems:", *(f"- {line}" for line in report["problems"])]
+    else:
+        lines.append("ok: every node matches the driver")
+    return "\n".join(lines)
 
 
 @command
@@ -20,7 +45,7 @@ def doctor(address: AddressOpt = None,
     versions on the driver and every node; exit 1 if a node mismatches or cannot import
     capevolve."""
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
-    report = diagnose(address, timeout_s)
+    report = capevolve.doctor(address, timeout_s)
     emit(report, json, render(report))
     if not report["ok"]:
         raise typer.Exit(1)

@@ -6,27 +6,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt, build_engine
-from capevolve.cli.output import command, emit, fail, fmt_mean, progress
-from capevolve._loop.decide import accept as accept_candidate
+import capevolve
 from capevolve._loop.decide import gate_candidate
-from capevolve._loop.decide import reject as reject_candidate
-from capevolve._loop.evaluate import evaluate as evaluate_candidate
-from capevolve._loop.evaluate import run_config
-from capevolve._loop.finalize import finalize as finalize_run
 from capevolve._policy.gate import decide_from_summary
-from capevolve.kinds import GateMode, Split
 from capevolve._store.rundir import RunDir
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.kinds import GateMode, Split
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run")
-NoteOpt = Annotated[Optional[str], typer.Option("--note", help="Why (recorded in events).")]
+NoteOpt = Annotated[str | None, typer.Option("--note", help="Why (recorded in events).")]
 CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")]
 
 
 def _eval_human(record: dict) -> str:
     pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record["pass_k"].items()) or "—"
-    return (f"{record['eval_id']}: {record['split']} mean {fmt_mean(record['mean'], record['stderr'])}"
+    mean = fmt_mean(record["mean"], record["stderr"])
+    return (f"{record['eval_id']}: {record['split']} mean {mean}"
             f" ({record['n_scored']}/{record['n_tasks']} tasks scored, {record['n_errors']} "
             f"errored trials, {record['n_trials']} trials; {pass_k}) [{record['status']}]")
 
@@ -36,7 +33,7 @@ def evaluate(run_dir: RunDirOpt,
              candidate: Annotated[str, typer.Option("--candidate", "-c",
                                                     help="A candidate directory or id.")],
              split: Annotated[str, typer.Option("--split", "-s", help="train or val.")] = "val",
-             n_trials: Annotated[Optional[int], typer.Option(
+             n_trials: Annotated[int | None, typer.Option(
                  "--n-trials", min=1, help="Trials per task (default: num_trials).")] = None,
              resume: Annotated[bool, typer.Option(
                  "--resume", help="Continue an interrupted evaluation (also automatic).")] = False,
@@ -45,11 +42,10 @@ def evaluate(run_dir: RunDirOpt,
     if split not in (Split.TRAIN, Split.VAL):
         fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
              "and scored once by `capevolve finalize`")
-    run = RunDir.open(run_dir)
-    config = run_config(run)
+    run = capevolve.open_run(run_dir)
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
-    record = evaluate_candidate(run, candidate, split, n_trials=n_trials,
-                                engine=build_engine(config.engine, engine, address))
+    record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
+                                address=address)
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
@@ -98,7 +94,7 @@ def gate(candidate: CandidateIdOpt,
 def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
            json: JsonOpt = False) -> None:
     """Make a candidate the best; refused without a passing full-val gate against the best."""
-    result = accept_candidate(RunDir.open(run_dir), candidate, note)
+    result = capevolve.accept(run_dir, candidate, note)
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}")
 
 
@@ -106,7 +102,7 @@ def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
 def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
            json: JsonOpt = False) -> None:
     """Record a rejected candidate (one iteration spent)."""
-    result = reject_candidate(RunDir.open(run_dir), candidate, note)
+    result = capevolve.reject(run_dir, candidate, note)
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 
 
@@ -114,9 +110,9 @@ def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
 def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt = None,
              json: JsonOpt = False) -> None:
     """Score the best and the seed on the held-out test split, once; writes final.json."""
-    run = RunDir.open(run_dir)
+    run = capevolve.open_run(run_dir)
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
-    final = finalize_run(run, engine=build_engine(run_config(run).engine, engine, address))
+    final = capevolve.finalize(run, engine=engine, address=address)
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "

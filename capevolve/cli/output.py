@@ -14,7 +14,8 @@ import math
 import os
 import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import typer
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, build_engine
+import capevolve
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
 from capevolve.cli.output import command, emit, fmt_mean, progress
-from capevolve.config import load_config
-from capevolve._loop.run import start_run
-from capevolve._project.loader import check_project, load_tasks
-from capevolve._project.scaffold import init_project
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -22,9 +19,9 @@ ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_P
 def init(directory: Annotated[Path, typer.Argument(help="Where to create the project.")],
          json: JsonOpt = False) -> None:
     """Scaffold a runnable project: config, adapter skeleton, seed capability, PROJECT.md."""
-    files = init_project(directory)
-    emit({"project": str(directory.resolve()), "files": files}, json,
-         f"created {directory}: {', '.join(files)}\nnext: capevolve check --project {directory}")
+    result = capevolve.init_project(directory)
+    emit(result, json, f"created {directory}: {', '.join(result['files'])}\n"
+                       f"next: capevolve check --project {directory}")
 
 
 @command
@@ -33,11 +30,9 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
 
     Exits 1 with every problem listed when the project is not runnable.
     """
-    loaded, problems = check_project(project)
-    n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
-    payload = {"ok": not problems, "project": str(project.resolve()), "n_tasks": n_tasks,
-               "problems": problems}
-    human = (f"ok: {n_tasks} tasks, adapter and scorer check out" if not problems
+    payload = capevolve.check_project(project)
+    problems = payload["problems"]
+    human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems
              else "problems:\n" + "\n".join(f"- {p}" for p in problems))
     emit(payload, json, human)
     if problems:
@@ -46,13 +41,13 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
 
 @command
 def run(project: ProjectOpt = Path("."),
-        run_dir: Annotated[Optional[Path], typer.Option(
-            "--run-dir", "-r", help="Where to create the run (default .capevolve/run_<utc>).")] = None,
+        run_dir: Annotated[Path | None, typer.Option(
+            "--run-dir", "-r", help="Where to create the run (default "
+                                    ".capevolve/run_<utc>).")] = None,
         address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
     """Agent mode: check -> freeze splits -> snapshot the seed -> baseline on val -> handoff."""
-    config = load_config(project)
     progress(f"capevolve: checking {project} and scoring the seed on val ...")
-    handoff = start_run(project, run_dir, engine=build_engine(config.engine, engine, address))
+    handoff = capevolve.start_run(project, run_dir, engine=engine, address=address)
     base = handoff["baseline"]
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",

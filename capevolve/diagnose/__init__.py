@@ -5,12 +5,18 @@
 (kept-good / flaky / always-failing) and sanity checks; ``annotate`` records a person's
 judgement on a cluster; ``census`` exports failing datapoints for describer agents and
 checks their synthesis. The modules: source (one DuckDB query), classify, signature,
-cluster, narrated, gold, reflective, grouping, diagnosis, annotate, census.
+cluster, narrated, gold, reflective, grouping, diagnosis, annotate, census; verb makes the
+package callable: ``capevolve.diagnose(run, candidate_id)`` is the public verb.
 """
+
+import sys
 
 from capevolve.diagnose.annotate import annotate
 from capevolve.diagnose.diagnosis import DiagnoseOptions, build_diagnosis, diagnose, diagnosis_path
 from capevolve.diagnose.kinds import ClusterMode, FailureKind, JudgementTag, TaskPattern
+from capevolve.diagnose.verb import DiagnosePackage
+
+sys.modules[__name__].__class__ = DiagnosePackage  # calling the package runs the verb
 
 __all__ = [
     "ClusterMode",

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capevolve._project.calls import call_sync
-from capevolve.errors import AdapterError, CapevolveError
 from capevolve._loop.evaluate import run_config, run_project
+from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_project, load_tasks
 from capevolve._store.rundir import RunDir
+from capevolve.errors import AdapterError, CapevolveError
 
 
 @dataclass

@@ -133,10 +133,10 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
 
 def root_cause_keys(feedbacks: list[str], identifiers: list[frozenset[str]]) -> list[Key]:
     """The root-cause key of every failure (see the module docstring)."""
-    token_lists = [raw_tokens(f, ids) for f, ids in zip(feedbacks, identifiers)]
+    token_lists = [raw_tokens(f, ids) for f, ids in zip(feedbacks, identifiers, strict=True)]
     cut = shared_preamble(token_lists)
     keys = []
-    for tokens, ids in zip(token_lists, identifiers):
+    for tokens, ids in zip(token_lists, identifiers, strict=True):
         key = key_of(tokens[cut:], ids) if len(tokens) > cut else key_of(tokens, ids)
         if not key.tokens and cut:  # the shared run was this failure's whole cause
             key = key_of(tokens, ids)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
 from capevolve.errors import CandidateError, TestSealError
 from capevolve.kinds import Split
-from capevolve._store.rundir import RunDir
-from capevolve._store.rollouts.query import RolloutStore
 
 _COLUMNS = ("eval_id", "task_id", "trial", "reward", "feedback", "score_parts", "output",
             "inputs", "tool_calls", "trace", "trajectory", "error", "error_kind")

@@ -8,7 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from capevolve._loop.doctor import find_problems, render
+from capevolve._loop.doctor import find_problems
+from capevolve.cli.doctor_cmds import render
 
 DRIVER = {"python": "3.11.7", "ray_version": "2.60.0", "capevolve_version": "0.1.0",
           "capevolve_import": None, "hostname": "h"}

@@ -1,0 +1,128 @@
+"""The verbs of the public API: thin, stable entry points over the application layer.
+
+Each verb does what the CLI command of the same name does (the CLI calls these), under the
+same rules: the deciding gate uses the frozen project's settings only, evaluate refuses the
+test split, finalize scores it once, writing verbs take the run lock. A ``run`` argument is a
+:class:`RunDir` or the path of a run directory (opened read-only first). Engine arguments
+choose only the engine's kind (``"ray"`` / ``"local"``) and Ray address; every other engine
+setting is the project's. Errors are :class:`capevolve.CapevolveError` subclasses with a
+one-line message. (The ``diagnose`` verb is the callable ``capevolve.diagnose`` package,
+see :mod:`capevolve.diagnose.verb`.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from capevolve._loop import decide, engines
+from capevolve._loop import evaluate as evaluating
+from capevolve._loop import finalize as finalizing
+from capevolve._loop import project as projects
+from capevolve._loop import run as running
+from capevolve._loop import status as statuses
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve.config import load_config
+from capevolve.kinds import EngineKind, Split
+
+RunLike = RunDir | str | os.PathLike[str]
+"""A run: an open :class:`RunDir`, or the path of a run directory."""
+
+
+def open_run(run: RunLike) -> RunDir:
+    """``run`` itself when it is a RunDir, else the run directory at that path, opened
+    read-only (nothing is created or modified; RunDirError if it is not a run)."""
+    return run if isinstance(run, RunDir) else RunDir.open(Path(run))
+
+
+def init_project(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Scaffold a runnable project (config, adapter skeleton, seed capability, PROJECT.md)
+    in ``directory``; refuses to overwrite one. Returns ``{"project", "files"}``."""
+    return projects.init(Path(directory))
+
+
+def check_project(project: str | os.PathLike[str]) -> dict[str, Any]:
+    """Is the project runnable? ``{"ok", "project", "n_tasks", "problems"}`` with every
+    problem in words (config, adapter import, task ids, score determinism)."""
+    return projects.check(Path(project))
+
+
+def create_run(project: str | os.PathLike[str],
+               run_dir: str | os.PathLike[str] | None = None) -> RunDir:
+    """Check the project, freeze its splits and snapshot the seed capability as candidate
+    ``seed`` (the best) in a new run dir (default ``<project>/.capevolve/run_<utc>``).
+    Runs no rollout; see :func:`start_run` for the baseline too."""
+    return running.create_run(Path(project), None if run_dir is None else Path(run_dir))
+
+
+def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,
+              *, engine: EngineKind | str | None = None,
+              address: str | None = None) -> dict[str, Any]:
+    """Agent mode: :func:`create_run`, score the seed on val (the baseline), return the
+    handoff ``{"run_dir", "best_id", "baseline", "next"}`` (``next``: the commands to run)."""
+    config = load_config(Path(project))
+    return running.start_run(Path(project), None if run_dir is None else Path(run_dir),
+                             engine=engines.engine_for(config.engine, engine, address))
+
+
+def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str = Split.VAL,
+             *, n_trials: int | None = None, engine: EngineKind | str | None = None,
+             address: str | None = None) -> dict[str, Any]:
+    """Evaluate ``candidate`` (a candidate id, or a directory to snapshot) on ``split``
+    (train or val; test is refused: only :func:`finalize` scores it). ``n_trials`` defaults
+    to the project's ``num_trials``. Re-running resumes an incomplete evaluation and returns
+    a complete one as it is. Returns the evaluation record."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return evaluating.evaluate(opened, os.fspath(candidate), Split(split), n_trials=n_trials,
+                               engine=engines.engine_for(config, engine, address))
+
+
+def gate(run: RunLike, candidate_id: str) -> dict[str, Any]:
+    """Gate ``candidate_id`` against the current best on full val, from stored rollouts,
+    with the frozen project's gate settings; records the gate. The result's ``decision`` is
+    accept, reject or indecisive (missing data is never a rejection)."""
+    return decide.gate_candidate(open_run(run), candidate_id)
+
+
+def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+    """Make ``candidate_id`` the best; refused unless its latest gate against the current
+    best, on the current full-val evaluations, said accept. ``note`` is recorded."""
+    return decide.accept(open_run(run), candidate_id, note)
+
+
+def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+    """Record that ``candidate_id`` is rejected (the best stays); ``note`` is recorded."""
+    return decide.reject(open_run(run), candidate_id, note)
+
+
+def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
+             address: str | None = None) -> dict[str, Any]:
+    """Score the best and the seed on the held-out test split, once per run (the seal),
+    and write final.json; returns its content. A second finalize raises TestSealError."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return finalizing.finalize(opened, engine=engines.engine_for(config, engine, address))
+
+
+def status(run: RunLike) -> dict[str, Any]:
+    """The run at a glance (best, spend against budget, stop condition, evaluations,
+    decisions made); reads only, writes nothing."""
+    return statuses.run_status(open_run(run))
+
+
+def query(run: RunLike, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run one read-only SQL query over this run's rollouts (the ``rollouts`` view);
+    returns (column names, rows). Writes, other files and extensions are refused."""
+    return RolloutStore(open_run(run).layout).query(sql)
+
+
+def doctor(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Is this Ray cluster ready? The driver's and every node's versions and resources, and
+    ``problems`` (``ok`` when there is none). Joins ``address`` (else RAY_ADDRESS, else a
+    local Ray)."""
+    from capevolve._loop.doctor import diagnose as cluster_diagnose
+
+    return cluster_diagnose(address, timeout_s)

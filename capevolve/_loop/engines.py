@@ -1,0 +1,24 @@
+"""Which engine a verb runs on: the configured one, with the caller's overrides applied.
+
+The engine's kind (``ray`` or ``local``) and Ray address are the only things a caller may
+override; every other engine setting is the project's (frozen in run.json for a run).
+"""
+
+from __future__ import annotations
+
+from capevolve._engine import make_engine
+from capevolve._engine.contract import Engine
+from capevolve.config import EngineConfig
+from capevolve.kinds import EngineKind
+
+
+def engine_for(config: EngineConfig, kind: EngineKind | str | None = None,
+               address: str | None = None) -> Engine:
+    """The engine ``config`` describes, of ``kind`` when given, joining ``address`` when
+    given (else ``config.address``, else RAY_ADDRESS / a local Ray for the Ray engine).
+
+    An unknown ``kind`` raises ValueError naming the valid kinds (EngineKind).
+    """
+    if kind is not None:
+        config = config.model_copy(update={"kind": EngineKind(kind)})
+    return make_engine(config, address)
