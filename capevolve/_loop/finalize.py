@@ -1,40 +1,78 @@
-"""Score the best candidate and the seed on the held-out test split, exactly once."""
+"""Score the best candidate and the seed on the held-out test split, exactly once.
+
+finalize burns the seal (``capevolve._store.seal``), records the finalize in the project's
+ledger (``capevolve._store.ledger``) before any test rollout runs, scores best and seed on
+test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
+
+- an incomplete test evaluation (units not run, or a test task unscored on either side) is
+  **not measured**: no delta, no CI, and ``missing`` names what is missing;
+- a complete one states a **verdict** on the val gain (confirmed / not_confirmed /
+  contradicted / no_edit; the rule is in ``capevolve._policy.verdict``), from the paired
+  test delta and its t-based 95% CI; the SE is the CR1 cluster-robust one (df G - 1) when
+  the tasks carry a cluster key;
+- ``test_reuse`` says how many earlier runs of the same project finalized on the same test
+  ids ("test reused: N earlier finalizes on these ids").
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from scipy.stats import t as student_t
-
-from capevolve._store import jsonfiles
-from capevolve._store import seal
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import evaluate
-from capevolve.kinds import EventKind, Split
-from capevolve.kinds import SEED_ID
-from capevolve._store.rundir import RunDir
-from capevolve.stats import paired_comparison
+from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._policy import verdict as rule
+from capevolve._store import ledger, seal
+from capevolve._store.documents import write_final
+from capevolve._store.evals import latest_complete_eval
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.kinds import SEED_ID, EventKind, Split
+from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, TestReuse
+from capevolve.stats import paired_comparison, t_quantile
 
-SUMMARY_KEYS = ("eval_id", "candidate_id", "mean", "stderr", "n_tasks", "n_scored",
-                "n_errors", "n_trials", "coverage", "pass_k", "status")
+SUMMARY_KEYS = tuple(k for k in EvalSummary.model_fields if k != "format_version")
 
 
-def paired_delta(best: dict, baseline: dict) -> dict[str, Any]:
-    """Paired test delta of best over baseline from two summaries' task means, with a
-    t-based 95% CI (None where fewer than 2 tasks are scored on both sides)."""
+def _plain(value: Any) -> dict[str, Any]:
+    """A record model or a mapping, as a plain dict."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return dict(value)
+
+
+def paired_delta(best: Mapping[str, Any], baseline: Mapping[str, Any],
+                 clusters: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Paired delta of best over baseline from two summaries' ``task_means``, with a
+    t-based 95% CI; the CR1 cluster-robust SE (df G - 1) when ``clusters`` groups tasks.
+    Every number is None where fewer than 2 tasks are scored on both sides (or the SE is
+    not estimable)."""
     common = sorted(set(best["task_means"]) & set(baseline["task_means"]))
+    empty = {"delta": None, "se": None, "ci95": None, "t": None, "p_value": None, "df": None,
+             "n_clusters": None, "n_compared": len(common)}
     if len(common) < 2:
-        return {"delta": None, "se": None, "ci95": None, "t": None, "p_value": None,
-                "n_compared": len(common)}
+        return empty
     comparison = paired_comparison({t: best["task_means"][t] for t in common},
-                                   {t: baseline["task_means"][t] for t in common})
-    if comparison.se is None or comparison.exact:
-        half = 0.0
-    else:
-        half = float(student_t.ppf(0.975, comparison.df)) * comparison.se
-    return {"delta": comparison.delta, "se": comparison.se, "t": comparison.t,
-            "p_value": comparison.p_value, "n_compared": len(common),
-            "ci95": [comparison.delta - half, comparison.delta + half]}
+                                   {t: baseline["task_means"][t] for t in common},
+                                   clusters or None)
+    ci = None
+    if comparison.se is not None:
+        half = 0.0 if comparison.se == 0 else t_quantile(0.975, comparison.df) * comparison.se
+        ci = [comparison.delta - half, comparison.delta + half]
+    return {**empty, "delta": comparison.delta, "se": comparison.se, "t": comparison.t,
+            "p_value": comparison.p_value, "df": comparison.df, "ci95": ci,
+            "n_clusters": comparison.n_clusters}
+
+
+def val_gain(run: RunDir, best_id: str) -> float | None:
+    """The paired val delta of ``best_id`` over the seed (None for the seed itself)."""
+    if best_id == SEED_ID:
+        return None
+    trials = run_config(run).num_trials  # the evaluations the gate compares
+    best, seed_eval = (latest_complete_eval(run, c, Split.VAL, n_trials=trials)
+                       for c in (best_id, SEED_ID))
+    if best is None or seed_eval is None:
+        return None
+    return paired_delta(_plain(best), _plain(seed_eval))["delta"]
 
 
 def finalize(run: RunDir, engine: Engine | None = None,
@@ -42,25 +80,61 @@ def finalize(run: RunDir, engine: Engine | None = None,
     """Burn the seal, score best and seed on test, write final.json; once per run.
 
     The seal is taken before the run lock, so of two finalize processes the loser fails
-    with TestSealError (not a lock error).
+    with TestSealError (not a lock error). Returns final.json's content.
     """
     taken = seal.burn(run.layout, best_id=run.best_id, baseline_id=SEED_ID)
     with run.locked():
         return _finalize(run, engine, address, taken)
 
 
+def _record(run: RunDir, kind: EventKind, **fields: Any) -> None:
+    """Record a library event (``RunDir._record`` where it exists, else ``log_event``)."""
+    recorder = getattr(run, "_record", None) or run.log_event
+    recorder(kind, **fields)
+
+
 def _finalize(run: RunDir, engine: Engine | None, address: str | None,
-              taken: dict[str, Any]) -> dict[str, Any]:
-    best_id = taken["best_id"]
-    run.log_event(EventKind.FINALIZE_STARTED, best_id=best_id)
-    best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
-    baseline = best if best_id == SEED_ID else evaluate(
-        run, SEED_ID, Split.TEST, engine=engine, address=address, allow_test=True)
-    final = {"best_id": best_id, "baseline_id": SEED_ID,
-             "test": {k: best.get(k) for k in SUMMARY_KEYS},
-             "test_baseline": {k: baseline.get(k) for k in SUMMARY_KEYS},
-             **paired_delta(best, baseline)}
-    jsonfiles.write_atomic(run.layout.final, final)
+              taken: Any) -> dict[str, Any]:
+    best_id = str(_plain(taken)["best_id"])
+    test_ids = run.splits.ids(Split.TEST)
+    entry = FinalizeEntry(test_ids_sha256=ledger.test_ids_digest(test_ids),
+                          test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
+                          best_id=best_id, started_at=utc_now())
+    project_dir = _plain(run.manifest)["project_dir"]
+    reuse = ledger.reuse(ledger.read(project_dir), entry)
+    ledger.append(project_dir, entry)  # before any test rollout: the split is being seen
+    _record(run, EventKind.FINALIZE_STARTED, best_id=best_id)
+    best = _plain(evaluate(run, best_id, Split.TEST, engine=engine, address=address,
+                           allow_test=True))
+    baseline = best if best_id == SEED_ID else _plain(evaluate(
+        run, SEED_ID, Split.TEST, engine=engine, address=address, allow_test=True))
+    final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
+                         entry.test_ids_sha256)
+    write_final(run.layout, final)
     seal.complete(run.layout, taken)
-    run.log_event(EventKind.FINALIZED, best_id=best_id, delta=final["delta"])
-    return final
+    _record(run, EventKind.FINALIZED, best_id=best_id, delta=final.delta)
+    return final.to_json()
+
+
+def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, Any],
+                 test_ids: tuple[str, ...] | list[str], val_delta: float | None,
+                 reuse: TestReuse | None, test_ids_sha256: str) -> FinalRecord:
+    """final.json from the two test evaluation records (see the module docstring)."""
+    sides = [rule.TestSide(e["eval_id"], e["status"], e.get("incomplete_reason"),
+                           e.get("task_means") or {}) for e in (best, baseline)]
+    gap = rule.missing(sides, test_ids)
+    clusters = best.get("clusters") or baseline.get("clusters")
+    numbers = {"n_compared": len(set(sides[0].task_means) & set(sides[1].task_means))}
+    if not gap:
+        numbers = paired_delta(best, baseline, clusters)
+    ci = numbers.get("ci95")
+    kind = rule.verdict(best_id, SEED_ID, gap, tuple(ci) if ci else None)
+    return FinalRecord(
+        best_id=best_id, baseline_id=SEED_ID,
+        test=EvalSummary(**{k: best.get(k) for k in SUMMARY_KEYS if k in best}),
+        test_baseline=EvalSummary(**{k: baseline.get(k) for k in SUMMARY_KEYS
+                                     if k in baseline}),
+        **numbers, verdict=kind, verdict_text=rule.sentence(kind, val_delta,
+                                                            numbers.get("delta")),
+        missing=gap.describe(), val_delta=val_delta, test_ids_sha256=test_ids_sha256,
+        test_reuse=reuse)

@@ -1,11 +1,17 @@
-"""A run at a glance: best, spend against budget, stop condition, evaluations, decisions."""
+"""A run at a glance: best, spend against budget, stop condition, evaluations, decisions,
+how many gates ran and the false accepts they risked, and the finalize verdict.
+
+Read-only: nothing here writes into the run dir (``capevolve status`` never takes the lock).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from capevolve._policy import budget
-from capevolve._store import jsonfiles
+from capevolve._loop.decide import false_accept_ledger
+from capevolve._store.documents import read_final
+from capevolve._store.evals import all_evals
 from capevolve._loop.evaluate import latest_complete_eval, run_config
 from capevolve.kinds import EventKind, Split
 from capevolve._store.rundir import RunDir
@@ -16,15 +22,13 @@ EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_
 
 def evaluations(run: RunDir) -> list[dict[str, Any]]:
     """Every evaluation record (summary fields), in the order they started."""
-    records = [jsonfiles.read(p) for p in run.layout.evals.glob("*.json")]
-    records.sort(key=lambda r: (r.get("started_at", ""), r["eval_id"]))
-    return [{k: r.get(k) for k in EVAL_KEYS} for r in records]
+    return [{k: r.to_json()[k] for k in EVAL_KEYS} for r in all_evals(run)]
 
 
 def decisions(run: RunDir) -> list[dict[str, Any]]:
     """Gate, accept and reject events in log order."""
     kinds = {EventKind.GATE, EventKind.ACCEPT, EventKind.REJECT}
-    return [e for e in run.events() if e["kind"] in kinds]
+    return [e.to_json() for e in run.events() if e.kind in kinds]
 
 
 def run_status(run: RunDir) -> dict[str, Any]:
@@ -36,12 +40,24 @@ def run_status(run: RunDir) -> dict[str, Any]:
     return {
         "run_dir": str(run.root), "run_id": run.run_id, "project": config.name,
         "best_id": run.best_id,
-        "best_val": {k: best_eval.get(k) for k in ("eval_id", "mean", "stderr", "n_scored")}
+        "best_val": {k: best_eval.to_json()[k] for k in ("eval_id", "mean", "stderr",
+                                                         "n_scored")}
         if best_eval else None,
         "spent": spent.to_dict(), "budget": config.budget.model_dump(),
         "budget_left": budget.remaining(config.budget, spent),
         "budget_exhausted": budget.exhausted(config.budget, spent, stall),
         "stall": stall, "stop_condition": config.stop_condition,
         "candidates": run.candidate_ids(), "evaluations": evaluations(run),
-        "finalized": run.layout.final.is_file(),
+        "finalized": run.layout.final.is_file(), "final": _final(run),
+        "gates": false_accept_ledger(run).to_dict(),
     }
+
+
+def _final(run: RunDir) -> dict[str, Any] | None:
+    """The verdict and test reuse of final.json (None before finalize)."""
+    if not run.layout.final.is_file():
+        return None
+    final = read_final(run.layout)
+    return {"verdict": str(final.verdict), "verdict_text": final.verdict_text,
+            "delta": final.delta, "ci95": final.ci95, "missing": final.missing,
+            "test_reuse": final.test_reuse.message if final.test_reuse else None}

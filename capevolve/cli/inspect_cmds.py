@@ -33,22 +33,34 @@ def _status_human(status: dict) -> str:
     ]
     if status["budget_exhausted"]:
         lines.append("budget exhausted: " + "; ".join(status["budget_exhausted"]))
+    gates = status["gates"]
+    lines.append(f"gates run {gates['gates']} ({gates['exploratory_gates']} exploratory); "
+                 f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
+                 "gate settings")
     for e in status["evaluations"]:
         lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
-    lines.append("finalized" if status["finalized"] else "not finalized")
+    final = status["final"]
+    if final is None:
+        lines.append("not finalized")
+    else:
+        lines.append(f"finalized: {final['verdict_text']}")
+        lines += [f"  missing: {item}" for item in final["missing"]]
+        if final["test_reuse"]:
+            lines.append(f"  {final['test_reuse']}")
     return "\n".join(lines)
 
 
 @command
 def status(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
-    """Best candidate, spend against budget, stop condition, evaluations."""
+    """Best candidate, spend against budget, gates and expected false accepts, evaluations,
+    the finalize verdict. Read-only: writes nothing."""
     result = run_status(RunDir.open(run_dir))
     emit(result, json, _status_human(result))
 
 
 @command
 def report(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
-    """Write report.md from stored data and print it."""
+    """Write report.md from stored data (holding the run lock) and print it."""
     run = RunDir.open(run_dir)
     text = write_report(run)
     emit({"report": str(run.layout.report_md), "markdown": text}, json, text)
@@ -56,9 +68,12 @@ def report(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
 
 @command
 def query(run_dir: RunDirOpt,
-          sql: Annotated[str, typer.Argument(help="SQL over the `rollouts` view.")],
+          sql: Annotated[str, typer.Argument(
+              help="One read-only SELECT over the `rollouts` view.")],
           json: JsonOpt = False) -> None:
-    """Run DuckDB SQL over every rollout of the run (the `rollouts` view)."""
+    """Run one read-only DuckDB SELECT over the run's rollouts (the `rollouts` view, one
+    row per unit). Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, PRAGMA/SET,
+    several statements and reading any other file are refused (exit 2)."""
     columns, rows = RolloutStore(RunDir.open(run_dir).layout).query(sql)
     payload = {"columns": columns, "rows": [list(r) for r in rows]}
     widths = [max([len(c)] + [len(str(r[i])) for r in rows[:200]]) for i, c in enumerate(columns)]

@@ -117,11 +117,12 @@ def diagnose(run: RunDir, options: DiagnoseOptions,
     result = build_diagnosis(trials, context, options,
                              str(run.layout.partition(split, options.tag)))
     path = diagnosis_path(run, split, options.tag)
-    if path.is_file():
-        try:
-            carry_judgements(jsonfiles.read(path), result)
-        except (OSError, ValueError):
-            pass  # an unreadable earlier file is simply replaced
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_document(path, result)
+    with run.locked():  # every write into the run dir holds the run lock
+        if path.is_file():
+            try:
+                carry_judgements(jsonfiles.read(path), result)
+            except (OSError, ValueError):
+                pass  # an unreadable earlier file is simply replaced
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_document(path, result)
     return result

@@ -1,16 +1,26 @@
 """report.md: every number recomputed from the stored rollouts by code.
 
 Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as
-"not recorded", and pass^k only for the k every task was measured at.
+"not recorded", and pass^k only for the k every task was measured at. The held-out section
+recomputes the paired test delta (CR1 clustered SE when tasks carry a cluster key) and the
+verdict from the stored test rows; an incomplete test evaluation is "not measured" with
+what is missing, never a delta. It also states how often the project's test ids were
+scored before ("test reused: N earlier finalizes on these ids"), how many gates ran and the
+expected number of false accepts at the run's gate settings.
+
+:func:`write_report` writes report.md holding the run lock; :func:`render` only reads.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from capevolve._store import jsonfiles
+from capevolve._store.documents import read_final
 from capevolve._loop.evaluate import run_config, summarize
-from capevolve._loop.finalize import paired_delta
+from capevolve._loop.decide import false_accept_ledger
+from capevolve._loop.finalize import final_record, val_gain
+from capevolve._store.evals import find_eval
 from capevolve.kinds import EventKind, Split
 from capevolve._store.rundir import RunDir
 from capevolve._loop.status import evaluations
@@ -35,11 +45,11 @@ def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
     """Latest gate / accept / reject per candidate."""
     out: dict[str, dict[str, Any]] = {}
     for event in run.events():
-        cid = event.get("candidate_id")
-        if event["kind"] == EventKind.GATE:
-            out.setdefault(cid, {})["gate"] = event
-        elif event["kind"] in (EventKind.ACCEPT, EventKind.REJECT):
-            out.setdefault(cid, {})["decision"] = event["kind"]
+        cid = getattr(event, "candidate_id", None)
+        if event.kind == EventKind.GATE:
+            out.setdefault(cid, {})["gate"] = event.to_json()
+        elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
+            out.setdefault(cid, {})["decision"] = str(event.kind)
     return out
 
 
@@ -76,6 +86,7 @@ def render(run: RunDir) -> str:
             f"| {record['candidate_id']} | {record['eval_id']} | {_measured(stats, floor)} | "
             f"{stats['n_scored']}/{stats['n_tasks']} | {stats['n_errors']} | {_pass_k(stats)} "
             f"| {gate_text} | {decision} |")
+    lines += ["", "## Gates", ""] + _gates_section(run)
     lines += ["", "## Held-out test", ""]
     lines += _final_section(run, floor)
     spent = run.spent.to_dict()
@@ -90,25 +101,65 @@ def render(run: RunDir) -> str:
 def _final_section(run: RunDir, floor: float) -> list[str]:
     if not run.layout.final.is_file():
         return ["Not finalized: the test split has not been scored."]
-    final = jsonfiles.read(run.layout.final)
+    final = read_final(run.layout)
     ids = run.splits.ids(Split.TEST)
-    best = summarize(run, final["test"]["eval_id"], ids)
-    base = summarize(run, final["test_baseline"]["eval_id"], ids)
-    delta = paired_delta(best, base)
-    ci = delta["ci95"]
-    return [
-        f"- best `{final['best_id']}`: {_measured(best, floor)} "
+    sides = []
+    for summary in (final.test, final.test_baseline):
+        stored = find_eval(run, summary.eval_id)
+        clusters = dict(stored.clusters) if stored is not None and stored.clusters else None
+        stats = summarize(run, summary.eval_id, ids, clusters)
+        sides.append({**summary.to_json(), **stats,
+                      "incomplete_reason": stored.incomplete_reason if stored else None})
+    best, base = sides
+    again = final_record(final.best_id, best, base, ids, val_gain(run, final.best_id),
+                         final.test_reuse, final.test_ids_sha256)
+    lines = [
+        f"- best `{final.best_id}`: {_measured(best, floor)} "
         f"({best['n_scored']}/{best['n_tasks']} scored; {_pass_k(best)})",
-        f"- seed `{final['baseline_id']}`: {_measured(base, floor)} "
+        f"- seed `{final.baseline_id}`: {_measured(base, floor)} "
         f"({base['n_scored']}/{base['n_tasks']} scored; {_pass_k(base)})",
-        f"- paired delta: {_num(delta['delta'])} (SE {_num(delta['se'])}, "
-        f"95% CI {('[' + _num(ci[0]) + ', ' + _num(ci[1]) + ']') if ci else '—'}, "
-        f"n = {delta['n_compared']} tasks)",
+    ]
+    if again.missing:
+        lines.append("- paired delta: not measured (no delta, no CI): the test evaluation "
+                     "is incomplete")
+        lines += [f"  - missing: {item}" for item in again.missing]
+    else:
+        ci = again.ci95
+        se_kind = (f"CR1 clustered SE over {again.n_clusters} clusters"
+                   if again.n_clusters else "SE")
+        lines.append(
+            f"- paired delta: {_num(again.delta)} ({se_kind} {_num(again.se)}, 95% CI "
+            f"{('[' + _num(ci[0]) + ', ' + _num(ci[1]) + ']') if ci else '—'}, "
+            f"n = {again.n_compared} tasks)")
+    lines.append(f"- verdict: **{again.verdict}**: {again.verdict_text}")
+    reuse = final.test_reuse
+    lines.append(f"- {reuse.message}" + (f" (runs {', '.join(reuse.earlier_runs)})"
+                                         if reuse and reuse.earlier_runs else "")
+                 if reuse else "- test reuse: not recorded")
+    return lines
+
+
+def _gates_section(run: RunDir) -> list[str]:
+    summary = false_accept_ledger(run)
+    per_gate = ("k_se fixed: per-gate alpha depends on each gate's df"
+                if summary.per_gate_alpha is None else f"alpha {summary.per_gate_alpha:.4g} "
+                f"per gate ({summary.alpha_spending})")
+    planned = ("—" if summary.planned_bound is None else f"{summary.planned_bound:.3f}")
+    return [
+        f"- gates run: {summary.gates} ({summary.decision_gates} deciding, "
+        f"{summary.exploratory_gates} exploratory)",
+        f"- expected false accepts so far: {summary.expected_false_accepts:.3f} "
+        f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})",
+        f"- bound on any false accept over the budgeted iterations: {planned}",
     ]
 
 
 def write_report(run: RunDir) -> str:
-    """Write report.md into the run dir and return its text."""
-    text = render(run)
-    run.layout.report_md.write_text(text, encoding="utf-8")
+    """Write report.md into the run dir (holding the run lock) and return its text."""
+    with run.locked():
+        text = render(run)
+        target = run.layout.report_md
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
     return text

@@ -31,7 +31,7 @@ def _scored(run, tmp_path, name: str, quality: float) -> str:
 
 
 def _decisions(run) -> list:
-    return [e for e in run.events() if e["kind"] in (EventKind.ACCEPT, EventKind.REJECT)]
+    return [e for e in run.events() if e.kind in (EventKind.ACCEPT, EventKind.REJECT)]
 
 
 def test_rejecting_twice_counts_once_and_records_once(tmp_path):
@@ -98,7 +98,7 @@ def test_a_new_best_makes_a_new_decision_pair(tmp_path):
     again = reject(run, mid)
     assert again["repeated"] is False and again["best_id"] == good
     assert run.spent.iterations == 3
-    assert [e["candidate_id"] for e in _decisions(run)] == [mid, good, mid]
+    assert [e.candidate_id for e in _decisions(run)] == [mid, good, mid]
 
 
 @pytest.mark.parametrize("verb", ["reject", "accept"])

@@ -22,6 +22,7 @@ from scipy.stats import t as student_t
 
 from capevolve._store import jsonfiles
 from capevolve.errors import RunDirError, TestSealError
+from capevolve._loop.decide import accept, gate_candidate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize import finalize
 from capevolve.kinds import EventKind
@@ -61,10 +62,15 @@ def _raw_test_rows(root: Path) -> list[tuple]:
 
 
 def _run_with_best(tmp_path: Path, name: str = "p", **project) -> RunDir:
-    """A run whose best is cand_001 (quality 0.85) against the seed (quality 0.5)."""
+    """A run whose best is cand_001 (quality 0.95), accepted through the gate against the
+    seed (quality 0.2)."""
+    project.setdefault("quality", 0.2)
     run = create_run(make_project(tmp_path / name, **project), tmp_path / f"run_{name}")
-    run.snapshot("cand_001", make_candidate(tmp_path / f"{name}_better", 0.85))
-    run.set_best("cand_001", reason="test")
+    evaluate(run, SEED_ID, "val")
+    cand = evaluate(run, make_candidate(tmp_path / f"{name}_better", 0.95), "val")
+    assert cand["candidate_id"] == "cand_001"
+    assert gate_candidate(run, "cand_001")["decision"] == "accept"
+    accept(run, "cand_001")
     return run
 
 
@@ -79,9 +85,10 @@ def _dead_pid() -> tuple[int, float]:
 
 
 def _write_seal(run: RunDir, **fields) -> dict:
-    seal = {"status": "started", "pid": os.getpid(),
-            "pid_started": psutil.Process().create_time(), "host": socket.gethostname(),
-            "started_at": utc_now(), "best_id": run.best_id, "baseline_id": SEED_ID, **fields}
+    """A 'started' seal.json written by hand: no process holds its lock (a dead finalize)."""
+    seal = {"format_version": 1, "status": "started", "pid": os.getpid(),
+            "host": socket.gethostname(), "started_at": utc_now(), "best_id": run.best_id,
+            "baseline_id": SEED_ID, **fields}
     run.layout.seal.write_text(json.dumps(seal, sort_keys=True, indent=2) + "\n")
     os.chmod(run.layout.seal, 0o444)
     return seal
@@ -193,7 +200,7 @@ def test_two_racing_finalize_processes_score_test_once(tmp_path, released_togeth
 # -- crashes and retries --------------------------------------------------------------------
 
 def _recycled_pid() -> tuple[int, float]:
-    """A live pid whose process started long after the seal says (the pid was reused)."""
+    """A live pid that does not hold the seal's lock (the pid was reused)."""
     return os.getpid(), psutil.Process().create_time() - 3600
 
 
@@ -201,8 +208,8 @@ def _recycled_pid() -> tuple[int, float]:
 def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     """A 'started' seal of a dead holder with no test rows is set aside and finalize succeeds."""
     run = _run_with_best(tmp_path, tasks=20, trials=1)
-    pid, pid_started = holder()
-    old = _write_seal(run, pid=pid, pid_started=pid_started)
+    pid, _ = holder()
+    old = _write_seal(run, pid=pid)
     old_bytes = run.layout.seal.read_bytes()
     final = finalize(RunDir.open(run.root))
     assert FINAL_KEYS <= set(final) and run.layout.final.is_file()
@@ -216,15 +223,31 @@ def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     assert len(units) == len(set(units)) == 2 * len(run.splits.ids("test"))
 
 
+def _live_holder(run: RunDir) -> subprocess.Popen:
+    """Another process that took the seal and is still running (it holds the seal's lock)."""
+    proc = subprocess.Popen([sys.executable, str(BURN), str(run.root), "holder", "hold"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=clean_env())
+    assert json.loads(proc.stdout.readline())["ok"]
+    return proc
+
+
 @pytest.mark.parametrize("where", ["this-host", "other-host"])
 def test_seal_of_a_live_or_unknowable_holder_is_respected(tmp_path, where):
     """A 'started' seal held by a live process (or one on another host) refuses finalize."""
     run = _run_with_best(tmp_path, tasks=20, trials=1)
-    host = socket.gethostname() if where == "this-host" else socket.gethostname() + "-elsewhere"
-    _write_seal(run, host=host, pid=os.getpid() if where == "this-host" else 1)
+    holder = None
+    if where == "this-host":
+        holder = _live_holder(run)
+    else:
+        _write_seal(run, host=socket.gethostname() + "-elsewhere", pid=1)
     before = _fingerprint(run.root)
-    with pytest.raises(TestSealError, match="already running"):
-        finalize(RunDir.open(run.root))
+    try:
+        with pytest.raises(TestSealError, match="already running"):
+            finalize(RunDir.open(run.root))
+    finally:
+        if holder is not None:
+            holder.communicate("")
     assert _fingerprint(run.root) == before
     assert not list(run.root.glob("seal.aborted-*")) and not run.layout.final.exists()
     assert _raw_test_rows(run.root) == []
@@ -238,8 +261,8 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
     from capevolve._store import seal as seal_module
 
     run = _run_with_best(tmp_path, tasks=20, trials=1)
-    pid, pid_started = _dead_pid()
-    _write_seal(run, pid=pid, pid_started=pid_started)
+    pid, _ = _dead_pid()
+    _write_seal(run, pid=pid)
     real_check = seal_module.test_rollouts_exist
     other = []
 
@@ -255,13 +278,13 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
 
     monkeypatch.setattr(seal_module, "test_rollouts_exist", other_retry_runs_in_between)
     try:
-        mine = seal_module.burn(run.layout, who="B")
+        mine = seal_module.burn(run.layout, best_id="B")
     except TestSealError:
         mine = None
     assert other, "the interleaving hook never ran"
     winners = [w for w, ok in (("A", other[0]["ok"]), ("B", mine is not None)) if ok]
     assert len(winners) == 1, f"both retries took the seal: {other[0]}, {mine}"
-    assert jsonfiles.read(run.layout.seal)["who"] == winners[0]
+    assert jsonfiles.read(run.layout.seal)["best_id"] == winners[0]
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
@@ -272,10 +295,32 @@ def test_a_refused_finalize_says_why(finalized, tmp_path, why):
         run = finalized[0]
     else:
         run = _run_with_best(tmp_path, tasks=20, trials=1)
-        _write_seal(run)  # held by this (live) process
-    with pytest.raises(TestSealError) as caught:
-        finalize(RunDir.open(run.root))
+    holder = _live_holder(run) if why == "already running" else None
+    try:
+        with pytest.raises(TestSealError) as caught:
+            finalize(RunDir.open(run.root))
+    finally:
+        if holder is not None:
+            holder.communicate("")
     assert why in str(caught.value)
+
+
+def test_a_killed_unreaped_finalize_does_not_hold_the_seal(tmp_path):
+    """SIGKILL the seal's holder and do not reap it: the zombie holds no lock, so a retry
+    (no test row was written) sets the dead seal aside and finalizes."""
+    run = _run_with_best(tmp_path, tasks=20, trials=1)
+    holder = _live_holder(run)
+    holder.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while psutil.Process(holder.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the holder did not become a zombie"
+        time.sleep(0.01)
+    try:
+        final = finalize(RunDir.open(run.root))
+    finally:
+        holder.wait()
+    assert final["best_id"] == "cand_001"
+    assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
 def test_finalize_killed_after_test_rows_cannot_retry(tmp_path):

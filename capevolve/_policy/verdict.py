@@ -1,0 +1,105 @@
+"""What the held-out test says about the val gain: the finalize verdict. Pure: no I/O.
+
+The rule, in order:
+
+1. **not_measured** when either side's test evaluation is incomplete: an evaluation that
+   is not complete (units not run, coverage below the floor), or any test task left
+   unscored on either side (errored on every trial). Missing data on test cannot be
+   retried (the split is scored once), and a delta over a subset is not the test result,
+   so there is no delta and no CI: the verdict names what is missing instead.
+2. **no_edit** when the best is the seed: there is no gain to confirm.
+3. Otherwise, with the paired 95% CI [lo, hi] of the test delta (best minus seed; the
+   cluster-robust CR1 SE with G - 1 df when tasks carry a cluster key):
+   **confirmed** when lo > 0, **contradicted** when hi < 0, **not_confirmed** otherwise
+   (the CI contains 0: the test cannot tell the best from the seed). Comparisons with 0
+   use the shared tolerance (``capevolve._policy.thresholds``): a bound that ties with 0
+   confirms or contradicts nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from capevolve._policy.thresholds import exceeds
+from capevolve.kinds import EvalStatus, TestVerdict
+
+
+@dataclass(frozen=True)
+class TestSide:
+    """One side's test evaluation, as far as the verdict needs it."""
+
+    __test__ = False  # not a pytest test class
+
+    eval_id: str
+    status: EvalStatus | str
+    incomplete_reason: str | None
+    task_means: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Missing:
+    """What keeps a test evaluation from being a measurement."""
+
+    unscored: dict[str, list[str]] = field(default_factory=dict)
+    """eval id -> test task ids with no valid trial."""
+    incomplete: dict[str, str] = field(default_factory=dict)
+    """eval id -> why that evaluation is incomplete."""
+
+    def __bool__(self) -> bool:
+        return bool(self.unscored or self.incomplete)
+
+    def describe(self) -> list[str]:
+        """One line per problem, naming the evaluation (and up to 10 task ids)."""
+        lines = [f"{eval_id} is incomplete: {why}" for eval_id, why in self.incomplete.items()]
+        for eval_id, tasks in self.unscored.items():
+            shown = ", ".join(tasks[:10]) + (f" (+{len(tasks) - 10} more)" if len(tasks) > 10
+                                             else "")
+            lines.append(f"{eval_id}: {len(tasks)} test tasks unscored: {shown}")
+        return lines
+
+
+def missing(sides: Sequence[TestSide], test_ids: Sequence[str]) -> Missing:
+    """Everything that keeps ``sides`` from measuring the whole test split."""
+    found = Missing()
+    for side in sides:
+        if side.status != EvalStatus.COMPLETE:
+            found.incomplete[side.eval_id] = side.incomplete_reason or f"status {side.status}"
+        unscored = sorted(t for t in test_ids if t not in side.task_means)
+        if unscored:
+            found.unscored[side.eval_id] = unscored
+    return found
+
+
+def verdict(best_id: str, baseline_id: str, gap: Missing,
+            ci95: tuple[float, float] | None) -> TestVerdict:
+    """The verdict by the rule of the module docstring (``ci95`` None: not estimable)."""
+    if gap:
+        return TestVerdict.NOT_MEASURED
+    if best_id == baseline_id:
+        return TestVerdict.NO_EDIT
+    if ci95 is None:
+        return TestVerdict.NOT_CONFIRMED
+    low, high = ci95
+    if exceeds(low, 0.0):
+        return TestVerdict.CONFIRMED
+    if exceeds(0.0, high):
+        return TestVerdict.CONTRADICTED
+    return TestVerdict.NOT_CONFIRMED
+
+
+def sentence(kind: TestVerdict, val_delta: float | None, test_delta: float | None) -> str:
+    """The verdict in words, for final.json and the report."""
+    val = "—" if val_delta is None else f"{val_delta:+.3f}"
+    test = "—" if test_delta is None else f"{test_delta:+.3f}"
+    return {
+        TestVerdict.CONFIRMED: f"confirmed: the val gain ({val}) holds on test ({test}, "
+                               "95% CI above 0)",
+        TestVerdict.NOT_CONFIRMED: f"not confirmed: the test delta ({test}) is within noise "
+                                   f"of 0 (95% CI contains 0); val gain {val}",
+        TestVerdict.CONTRADICTED: f"contradicted: the best is worse than the seed on test "
+                                  f"({test}, 95% CI below 0) despite a val gain of {val}",
+        TestVerdict.NO_EDIT: "no edit: the best is the seed, there is no gain to confirm",
+        TestVerdict.NOT_MEASURED: "not measured: the test evaluation is incomplete (no delta, "
+                                  "no CI)",
+    }[kind]

@@ -1,0 +1,105 @@
+"""The project's finalize ledger: ``<project>/.capevolve/finalizes.jsonl``.
+
+A run's test split is scored once (the seal), but a project can start any number of runs,
+and a new run of the same project has the same tasks and, with the same split settings, the
+same test ids. So each finalize is also recorded in the project directory, where every run
+of the project sees it: one :class:`~capevolve.records.FinalizeEntry` line (test ids and their
+hash, run, time), appended with one O_APPEND write (concurrent finalizes of different runs
+never interleave a line) *before* any test rollout runs: a finalize that crashes after
+scoring has still looked at the test split.
+
+A later finalize on the same test ids reports it: "test reused: N earlier finalizes on these
+ids". A line that does not validate (hand-edited, torn) is counted as unreadable, never
+silently dropped from the count's wording.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from capevolve._store import jsonfiles
+from capevolve.records import FinalizeEntry, TestReuse, check_version
+from capevolve.errors import RunDirError
+
+LEDGER_DIR = ".capevolve"
+LEDGER_NAME = "finalizes.jsonl"
+
+
+def ledger_path(project_dir: Path | str) -> Path:
+    """Where a project's finalize ledger lives."""
+    return Path(project_dir) / LEDGER_DIR / LEDGER_NAME
+
+
+def test_ids_digest(test_ids: Iterable[str]) -> str:
+    """sha256 of the sorted, newline-joined test task ids."""
+    return hashlib.sha256("\n".join(sorted(test_ids)).encode()).hexdigest()
+
+
+test_ids_digest.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+@dataclass
+class Ledger:
+    """The readable entries of a ledger, and how many lines were not."""
+
+    entries: list[FinalizeEntry] = field(default_factory=list)
+    unreadable: int = 0
+
+
+def read(project_dir: Path | str) -> Ledger:
+    """Every entry of the project's ledger, in the order they were appended."""
+    ledger = Ledger()
+    path = ledger_path(project_dir)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ledger
+    except OSError as exc:
+        raise RunDirError(f"{path}: unreadable finalize ledger ({exc})") from None
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            check_version(record, str(path))
+            ledger.entries.append(FinalizeEntry.model_validate(record))
+        except (ValueError, RunDirError, ValidationError):
+            ledger.unreadable += 1
+    return ledger
+
+
+def append(project_dir: Path | str, entry: FinalizeEntry) -> None:
+    """Append one entry (the ``.capevolve`` folder is created if needed)."""
+    path = ledger_path(project_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        jsonfiles.append_line(path, entry.to_json())
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot record this finalize ({exc})") from None
+
+
+def reuse(ledger: Ledger, entry: FinalizeEntry) -> TestReuse:
+    """How the test ids of ``entry`` were used by other runs before it (its own run's
+    entries, e.g. a retried finalize, do not count)."""
+    others = [e for e in ledger.entries if e.run_id != entry.run_id]
+    same = [e for e in others if e.test_ids_sha256 == entry.test_ids_sha256]
+    mine = set(entry.test_ids)
+    overlap = [e for e in others if e.test_ids_sha256 != entry.test_ids_sha256
+               and mine.intersection(e.test_ids)]
+    runs = list(dict.fromkeys(e.run_id for e in same))
+    if runs:
+        message = f"test reused: {len(runs)} earlier finalizes on these ids"
+    else:
+        message = "test fresh: no earlier finalize of this project on these ids"
+    if overlap:
+        message += f"; {len(overlap)} earlier finalizes share some of these ids"
+    if ledger.unreadable:
+        message += f"; {ledger.unreadable} ledger lines unreadable"
+    return TestReuse(earlier_finalizes=len(runs), earlier_runs=runs,
+                     overlapping_finalizes=len(overlap), message=message)
