@@ -31,7 +31,7 @@ def test_annotate_records_tag_and_blast_radius(diagnosed):
     assert cluster["tag"] == "BEHAVIORAL" and cluster["blast_radius"] == [good]
     saved = json.loads(diagnosis_path(run, "val", "seed").read_text())
     assert saved["clusters"][0]["tag"] == "BEHAVIORAL"
-    assert run.events("diagnosis_annotated")[-1]["cluster"] == sig
+    assert run.events("diagnosis_annotated")[-1].cluster == sig
 
 
 def test_annotate_rejects_unknown_tags_clusters_and_tasks(diagnosed):
