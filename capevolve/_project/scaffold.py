@@ -13,7 +13,7 @@ capability_path: seed_capability
 capabilities: [system-prompt]
 splits: {{train: 0.5, val: 0.25, test: 0.25, seed: 0}}
 num_trials: 3
-gate: {{mode: paired, k_se: 1.0, min_delta: 0.02, min_coverage: 0.6, no_regression: true}}
+gate: {{mode: paired, alpha: 0.05, min_delta: 0.02, min_coverage: 0.6, no_regression: true}}
 budget: {{max_iterations: 20, max_metric_calls: 0, max_usd: 0, stall: 0}}
 stop_condition: "val mean >= 0.9 or 10 iterations"
 engine: {{kind: ray, address: null, workers: auto, concurrency: 64, timeout_s: 600, retries: 2}}

@@ -65,7 +65,8 @@ def _remove(name: str) -> Callable[[Path], None]:
 
 # case id -> (edit of a toy copy, strings the error must contain)
 CASES = {
-    "unknown-key": (_edit_config("k_se: 1.0", "k_sE: 1.0"), ["capevolve.yaml", "gate.k_sE"]),
+    "unknown-key": (_edit_config("alpha: 0.05", "alpha_: 0.05"),
+                    ["capevolve.yaml", "gate.alpha_"]),
     "wrong-type": (_edit_config("num_trials: 3", "num_trials: three"),
                    ["capevolve.yaml", "num_trials", "integer"]),
     "negative-trials": (_edit_config("num_trials: 3", "num_trials: -2"),
