@@ -12,6 +12,7 @@ never a 0 reward. A malformed candidate is a rollout error naming file and line.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,23 +36,23 @@ class AgentSettings:
     model: ModelConfig
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> AgentSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
         """Read ``CAPEVOLVE_OPENAI_{BASE_URL, MODEL, API_KEY_ENV, TEMPERATURE, MAX_TURNS,
         TIMEOUT_S, RETRIES, BACKOFF_S, USD_PER_1M_INPUT, USD_PER_1M_OUTPUT}``; the API key is
         read from the variable named by API_KEY_ENV (default ``OPENAI_API_KEY``)."""
-        env = os.environ if env is None else env
+        source: Mapping[str, str] = os.environ if env is None else env
 
-        def get(name: str, default: str | None = None) -> str | None:
-            return env.get(ENV_PREFIX + name, default)
+        def get(name: str, default: str) -> str:
+            return source.get(ENV_PREFIX + name, default)
 
         def price(name: str) -> float | None:
-            value = get(name)
+            value = source.get(ENV_PREFIX + name)
             return float(value) if value else None
 
         key_var = get("API_KEY_ENV", "OPENAI_API_KEY")
         return cls(
             client=ClientConfig(base_url=get("BASE_URL", "http://127.0.0.1:8000/v1"),
-                                api_key=env.get(key_var) or None,
+                                api_key=source.get(key_var) or None,
                                 timeout_s=float(get("TIMEOUT_S", "60")),
                                 retries=int(get("RETRIES", "3")),
                                 backoff_s=float(get("BACKOFF_S", "1.0"))),

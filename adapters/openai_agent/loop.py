@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..retail import user
 from ..retail.capability import Capability
@@ -58,7 +59,7 @@ class Usage:
                 + (self.completion or 0) * config.usd_per_1m_output) / 1e6
 
 
-def _arguments(raw: object) -> tuple[dict | None, str | None]:
+def _arguments(raw: Any) -> tuple[dict | None, str | None]:
     if isinstance(raw, dict):
         return raw, None
     try:

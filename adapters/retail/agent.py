@@ -10,6 +10,8 @@ capability, task and seed, it produces the same conversation.
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from . import user
 from .behaviours import Behaviour as B
 from .behaviours import Conduct
@@ -31,7 +33,7 @@ class PolicyAgent:
         self.messages = box.messages  # tool messages and turns interleave in one list
         self.messages.append(user.opening(record))
         self.writes = 0
-        self.profile: dict | None = None
+        self.profile: dict[str, Any] | None = None
 
     # -- conversation ------------------------------------------------------------------
     def say(self, text: str) -> dict | None:
@@ -42,7 +44,8 @@ class PolicyAgent:
             self.messages.append(answer)
         return answer
 
-    def finish(self, text: str) -> None:
+    def finish(self, text: str) -> NoReturn:
+        """Say the final message and end the conversation."""
         self.say(text)
         raise _Stop
 
@@ -50,7 +53,7 @@ class PolicyAgent:
         """Whether the agent states amounts on this trial."""
         return B.REPORT_AMOUNT in self.conduct and B.QUIET_AMOUNTS not in self.conduct
 
-    def read(self, name: str, **arguments) -> object:
+    def read(self, name: str, **arguments: Any) -> Any:
         result = self.box.call(name, arguments)
         if not result.ok:
             self.finish(f"I'm sorry, I couldn't look that up: {result.error}.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 from . import reference_tools as ref
 from .store import DB_FILE, TASKS_FILE, fresh_db, state_hash
@@ -49,10 +50,10 @@ def _address(rng: random.Random) -> dict:
 
 def build_db(rng: random.Random) -> dict:
     """Products with variants, users with payment methods, orders in every status."""
-    products = {}
+    products: dict[str, dict[str, Any]] = {}
     for p, (name, sizes) in enumerate(PRODUCTS.items(), start=1):
         pid, base = f"P{p:02d}", rng.randint(15, 180)
-        variants = {}
+        variants: dict[str, dict[str, Any]] = {}
         for v, (color, size) in enumerate(sorted(
                 rng.sample([(c, s) for c in COLORS for s in sizes], 5))):
             iid = f"I{p:02d}{v:02d}"
@@ -60,10 +61,12 @@ def build_db(rng: random.Random) -> dict:
                              "price": round(base + rng.uniform(-10, 25), 2),
                              "available": v != 4}
         products[pid] = {"product_id": pid, "name": name, "variants": variants}
-    users, orders, n_order = {}, {}, 1000001
+    users: dict[str, dict[str, Any]] = {}
+    orders: dict[str, dict[str, Any]] = {}
+    n_order = 1000001
     for u in range(1, N_USERS + 1):
         uid = f"U{u:03d}"
-        methods = {}
+        methods: dict[str, dict[str, Any]] = {}
         for source in rng.sample(("credit_card", "gift_card", "paypal"), rng.randint(2, 3)):
             mid = f"{source}_{rng.randint(1000000, 9999999)}"
             methods[mid] = {"id": mid, "source": source}

@@ -12,13 +12,15 @@ from __future__ import annotations
 import ast
 import copy
 import operator
+from collections.abc import Callable
 
 READ_TOOLS = ("get_user", "get_order", "list_orders", "get_product", "calculate")
 WRITE_TOOLS = ("cancel_order", "return_items", "exchange_items", "modify_address",
                "modify_payment", "transfer_to_human")
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS: dict[type[ast.AST], Callable[..., float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
 def _user(db: dict, user_id: str) -> dict:

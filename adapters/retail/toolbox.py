@@ -14,6 +14,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
+from typing import Any
 
 from capevolve.adapter import ToolCall
 
@@ -25,7 +26,7 @@ _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
 class ToolResult:
     """What the agent sees after a call: ``value`` on success, ``error`` text otherwise."""
 
-    value: object = None
+    value: Any = None  # JSON data
     error: str | None = None
 
     @property
@@ -77,9 +78,9 @@ class ToolBox:
         return result
 
 
-def _json_type(annotation: object) -> dict:
+def _json_type(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation) or annotation
-    schema = {"type": _JSON_TYPES.get(origin, "string")}
+    schema: dict[str, Any] = {"type": _JSON_TYPES.get(origin, "string")}
     args = typing.get_args(annotation)
     if origin is list:
         schema["items"] = {"type": _JSON_TYPES.get(args[0], "string") if args else "string"}

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -61,8 +61,8 @@ def _restore_stdout() -> None:
         sys.stdout = stream
         return
     stream.close()
-    if not _Stdout.keep_redirect:  # in-process callers get their stdout back
-        sys.stdout.flush()
+    if not _Stdout.keep_redirect and _Stdout.saved is not None:  # in-process callers
+        sys.stdout.flush()                                         # get their stdout back
         os.dup2(_Stdout.saved, _Stdout.fd)
         os.close(_Stdout.saved)
         _Stdout.fd = _Stdout.saved = None
@@ -96,7 +96,7 @@ def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> No
     stream.flush()
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print one error line on stderr and exit with ``code``."""
     sys.stderr.write(f"error: {clean(message)}\n")
     sys.stderr.flush()

@@ -83,7 +83,8 @@ class TaskOutcome:
         """always_failing / flaky for a task with a failing trial; None otherwise."""
         if not self.rewards or all(is_pass(r) for r in self.rewards):
             return None
-        return TaskPattern.ALWAYS_FAILING if self.mean <= TOLERANCE else TaskPattern.FLAKY
+        mean = sum(self.rewards) / len(self.rewards)
+        return TaskPattern.ALWAYS_FAILING if mean <= TOLERANCE else TaskPattern.FLAKY
 
 
 def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:

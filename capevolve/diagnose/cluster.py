@@ -83,8 +83,8 @@ def group_root_cause(keys: list[Key]) -> list[list[int]]:
     distinct_keys = sorted(distinct, key=sorted)
     uf = _merge_distinct(distinct_keys)
     groups: dict[int, list[int]] = {}
-    for d, key in enumerate(distinct_keys):
-        groups.setdefault(uf.find(d), []).extend(distinct[key])
+    for d, tokens in enumerate(distinct_keys):
+        groups.setdefault(uf.find(d), []).extend(distinct[tokens])
     out = [sorted(g) for g in groups.values()]
     return out + ([empty] if empty else [])
 

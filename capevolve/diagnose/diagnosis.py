@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import jsonfiles
+from capevolve._store.rundir import RunDir
 from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
 from capevolve.diagnose.cluster import sanity_checks
 from capevolve.diagnose.context import AdapterContext, adapter_context
@@ -22,10 +23,15 @@ from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
-from capevolve.diagnose.reflective import analyse, entry, rollout_pointer, tool_names
+from capevolve.diagnose.reflective import (
+    Failure,
+    analyse,
+    entry,
+    rollout_pointer,
+    tool_names,
+)
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.errors import ConfigError
-from capevolve._store.rundir import RunDir
 
 FORMAT = 1
 
@@ -66,18 +72,20 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     outcomes = task_outcomes(trials)
     groups = group_tasks(outcomes)
     kept_good = set(groups.kept_good)
-    failures, passing_tools = [], {}
+    failures: list[Failure] = []
+    passing_tools: dict[str, frozenset[str]] = {}
     for trial in trials:
         calls = rollout_calls(trial.tool_calls, trial.trace)
         if is_failure(trial):
             failures.append(analyse(trial, calls, guard, options.redact_gold))
         elif trial.task_id in kept_good and is_pass(trial.reward):
-            known = passing_tools.get(trial.task_id, frozenset())
+            known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
             passing_tools[trial.task_id] = known | tool_names(calls)
     clusters = cluster_failures(failures, ClusterMode(options.mode))
     where = {i: c.signature for c in clusters for i in c.members}
     entries = [entry(f, outcomes[f.trial.task_id],
-                     context.trajectory or f.trial.trajectory or rollout_pointer(partition, f.trial),
+                     context.trajectory or f.trial.trajectory
+                     or rollout_pointer(partition, f.trial),
                      where[i]) for i, f in enumerate(failures)]
     n_failing_tasks = len(groups.flaky) + len(groups.always_failing)
     return {

@@ -24,7 +24,8 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode) -> list[Cluster
     Failures flagged narrated_without_action form their own cluster in either mode.
     """
     task_ids = [f.trial.task_id for f in failures]
-    rewards = [f.trial.reward for f in failures]
+    # failures are scored trials (errored ones are never failures), so reward is a number
+    rewards = [float(f.trial.reward or 0.0) for f in failures]
     narrated = [i for i, f in enumerate(failures) if f.narrated]
     rest = [i for i, f in enumerate(failures) if not f.narrated]
     clusters = []

@@ -116,7 +116,8 @@ def trace_calls(trace: str | None) -> list[Call]:
         for item in items:
             if not isinstance(item, dict):
                 continue
-            fn = item.get("function") if isinstance(item.get("function"), dict) else item
+            inner = item.get("function")
+            fn = inner if isinstance(inner, dict) else item
             if fn.get("name"):
                 flag = _flag(item.get("mutates", fn.get("mutates")))
                 calls.append(Call(str(fn["name"]), flag, _fields(fn.get("arguments"))))

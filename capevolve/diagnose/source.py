@@ -8,6 +8,7 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
@@ -80,5 +81,11 @@ def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     if not rows:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
                              "evaluate it first")
-    return [Trial(*row[:2], int(row[2]), None if row[3] is None else float(row[3]), *row[4:])
-            for row in rows]
+    return [_trial(row) for row in rows]
+
+
+def _trial(row: tuple[Any, ...]) -> Trial:
+    """A row of ``_COLUMNS`` as a Trial (trial as int, reward as float or None)."""
+    eval_id, task_id, trial, reward, *text = row
+    return Trial(eval_id, task_id, int(trial), None if reward is None else float(reward),
+                 *text)
