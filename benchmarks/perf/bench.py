@@ -142,11 +142,11 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
     me = psutil.Process()
     import duckdb
 
-    from capevolve.config import EngineConfig
     from capevolve._engine.ray import pool as ray_pool
     from capevolve._engine.ray.engine import RayEngine, ensure_ray
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run
+    from capevolve.config import EngineConfig
 
     with tempfile.TemporaryDirectory(prefix="capevolve-bench-") as tmp:
         run = create_run(PROJECT, Path(tmp) / "run")

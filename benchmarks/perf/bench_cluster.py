@@ -63,10 +63,11 @@ def spin_project(root: Path, n_tasks: int, spin_s: float) -> Path:
 
 def child(project: str, address: str, workers: str, concurrency: int) -> dict:
     """Driver: join ``address``, warm up on train, time the val evaluation."""
-    from capevolve.config import EngineConfig
-    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool as ray_pool
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run
+    from capevolve.config import EngineConfig
 
     with tempfile.TemporaryDirectory(prefix="capevolve-bench-cluster-") as tmp:
         run = create_run(Path(project), Path(tmp) / "run")

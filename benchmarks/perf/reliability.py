@@ -28,9 +28,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixtures.projects import make_project  # noqa: E402
 
-from capevolve.config import EngineConfig  # noqa: E402
 from capevolve._loop.evaluate import evaluate  # noqa: E402
 from capevolve._loop.run import create_run  # noqa: E402
+from capevolve.config import EngineConfig  # noqa: E402
 
 CAPEVOLVE = Path(sys.executable).with_name("capevolve")
 
@@ -44,7 +44,8 @@ def raw_keys(run, split: str) -> list[tuple[str, int]]:
 
 def worker_kill(root: Path) -> dict:
     """SIGKILL one Ray actor mid-evaluation; the dispatcher re-sends its units."""
-    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool as ray_pool
 
     project = make_project(root / "p", 120, trials=2, sleep=0.15)
     run = create_run(project, root / "run")

@@ -11,8 +11,9 @@ the rollout, and calls ``score`` in a process where no candidate module was ever
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from capevolve._engine.plan import WorkUnit
 from capevolve.adapter import Task

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Sequence
 
 from capevolve._engine.contract import (
     EngineReport,
@@ -40,7 +41,7 @@ SCORE_BATCHES = 2  # batches in flight per scorer
 class Dispatcher:
     """Runs one evaluation's units over a fixed set of workers and scorers."""
 
-    def __init__(self, workers: list[WorkerHandle], scorers: list[ScorerHandle],
+    def __init__(self, workers: Sequence[WorkerHandle], scorers: Sequence[ScorerHandle],
                  max_restarts: int) -> None:
         if not workers or not scorers:
             raise EngineError("engine: needs at least one worker and one scorer")

@@ -2,17 +2,18 @@
 
 With ``engine.isolation: process`` every call runs in a fresh ``python -m
 capevolve._engine.isolation`` child. The request goes in on stdin as JSON and the result comes
-back as JSON through a file (so whatever user code prints cannot corrupt it; the child's stdout is sent
-to stderr). A child that dies without a result (segfault, ``os.abort``, OOM kill) is an
-error of kind ``crash``; a child past the timeout is killed (kind ``timeout``). Each call
-pays a Python start-up, so this is opt-in, for adapters with native code.
+back as JSON through a file (so whatever user code prints cannot corrupt it; the child's
+stdout is sent to stderr). A child that dies without a result (segfault, ``os.abort``, OOM
+kill) is an error of kind ``crash``; a child past the timeout is killed (kind ``timeout``).
+Each call pays a Python start-up, so this is opt-in, for adapters with native code. The
+child runs inside a worker process (it runs candidate code too); it never scores.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import json
+import os
 import signal
 import sys
 import tempfile

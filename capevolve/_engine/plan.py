@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 
@@ -31,7 +32,7 @@ def derive_seed(run_seed: int, task_id: str, trial: int) -> int:
 
 def plan_units(
     task_ids: list[str] | tuple[str, ...], n_trials: int, run_seed: int,
-    done: set[tuple[str, int]] = frozenset(),
+    done: AbstractSet[tuple[str, int]] = frozenset(),
 ) -> list[WorkUnit]:
     """Every (task, trial) not in ``done``, task-major in task order."""
     return [

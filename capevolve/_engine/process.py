@@ -87,8 +87,7 @@ class ProcessWorker:
             proc.stdin.write(encode(message))
             await proc.stdin.drain()
             line = await asyncio.wait_for(proc.stdout.readline(), timeout=timeout_s)
-        except (ConnectionError, asyncio.TimeoutError, asyncio.LimitOverrunError,
-                ValueError) as exc:
+        except (TimeoutError, ConnectionError, asyncio.LimitOverrunError, ValueError) as exc:
             line, why = b"", f"{type(exc).__name__}"
         else:
             why = "no reply"
@@ -115,7 +114,7 @@ class ProcessWorker:
             proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), timeout=5.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         await self._kill()
 

@@ -59,7 +59,7 @@ def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, starte
 
 def utc(timestamp: float) -> dt.datetime:
     """A POSIX timestamp as an aware UTC datetime."""
-    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
 
 
 def base_row(job: ScoreJob, task: Task, trial: int, seed: int) -> dict:

@@ -102,7 +102,8 @@ class ScorerCore:
         wanted = [(i, task, rollout) for i, (_, task, rollout, err) in enumerate(plans)
                   if err is None]
         verdicts = await self._score_all([(task, rollout) for _, task, rollout in wanted])
-        results: dict[int, Score | str] = {i: v for (i, _, _), v in zip(wanted, verdicts)}
+        results: dict[int, Score | str] = {
+            i: v for (i, _, _), v in zip(wanted, verdicts, strict=True)}
         refuse_if_tainted(job)  # a score call that imported candidate code voids the batch
         rows = []
         for i, (row, _, rollout, err) in enumerate(plans):

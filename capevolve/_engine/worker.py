@@ -101,7 +101,7 @@ class WorkerCore:
         if not self.finished and self.running:
             try:
                 await asyncio.wait_for(self._ready.wait(), timeout=max_wait_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             if self.running and len(self.finished) < self.running:
                 await asyncio.sleep(linger_s)
@@ -184,7 +184,7 @@ class WorkerCore:
                                              timeout=self.timeout_s)
         except ChildCrash as exc:
             raise _Failure(ErrorKind.CRASH, str(exc), False) from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise _Failure(ErrorKind.TIMEOUT, f"run_target exceeded {self.timeout_s:g}s",
                            True) from None
         except TransientError as exc:

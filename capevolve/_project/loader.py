@@ -6,14 +6,15 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve.adapter import Rollout, Score, Task
 from capevolve._project.calls import call_sync
+from capevolve.adapter import Rollout, Score, Task
 from capevolve.config import ProjectConfig, load_config
 from capevolve.errors import AdapterError, CapevolveError, ConfigError
 
@@ -61,6 +62,8 @@ def _import_target(root: Path, target: str) -> Any:
         if name in sys.modules:
             return sys.modules[name]
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise AdapterError(f"adapter: {path} cannot be imported as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         if str(path.parent) not in sys.path:
@@ -69,7 +72,8 @@ def _import_target(root: Path, target: str) -> Any:
             spec.loader.exec_module(module)
         except Exception as exc:
             del sys.modules[name]
-            raise AdapterError(f"adapter: importing {path} failed: {type(exc).__name__}: {exc}")
+            raise AdapterError(f"adapter: importing {path} failed: {type(exc).__name__}: "
+                               f"{exc}") from None
         return module
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
@@ -108,11 +112,12 @@ def load_tasks(adapter: Any) -> list[Task]:
     try:
         tasks = [t if isinstance(t, Task) else Task.model_validate(t) for t in raw]
     except ValidationError as exc:
-        raise AdapterError(f"adapter: tasks() returned an invalid Task: {exc.errors()[0]}")
+        raise AdapterError(f"adapter: tasks() returned an invalid Task: "
+                           f"{exc.errors()[0]}") from None
     if not tasks:
         raise AdapterError("adapter: tasks() returned no tasks")
-    seen: set[str] = set()
-    duplicates = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})
+    counts = Counter(t.id for t in tasks)
+    duplicates = sorted(tid for tid, n in counts.items() if n > 1)
     if duplicates:
         raise AdapterError(f"adapter: duplicate task ids: {', '.join(duplicates[:10])}")
     return tasks

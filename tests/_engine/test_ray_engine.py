@@ -6,13 +6,13 @@ import threading
 import time
 
 import pytest
+from fixtures.projects import make_project
 
-from capevolve.config import EngineConfig
 from capevolve._engine.local import LocalEngine
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._store.rollouts.query import RolloutStore
-from fixtures.projects import make_project
+from capevolve.config import EngineConfig
 
 pytestmark = pytest.mark.ray
 
@@ -44,7 +44,8 @@ def test_ray_and_local_engines_give_identical_rows(tmp_path, ray_session):
 
 def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_session):
     """SIGKILL of a worker mid-evaluation: the eval completes with one row per unit."""
-    from capevolve._engine.ray import engine as ray_engine, pool as ray_pool
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool as ray_pool
 
     project = make_project(tmp_path / "p", 60, trials=2, sleep=0.15)
     run = create_run(project, tmp_path / "run")
@@ -72,6 +73,6 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_sessio
     import pyarrow.parquet as pq
 
     table = pq.read_table(run.layout.partition("train", "seed"))
-    keys = list(zip(table["task_id"].to_pylist(), table["trial"].to_pylist()))
+    keys = list(zip(table["task_id"].to_pylist(), table["trial"].to_pylist(), strict=True))
     assert len(keys) == len(set(keys)) == 60
     assert raw.is_initialized()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from fixtures.projects import make_project
 
-from capevolve.config import EngineConfig
-from capevolve.errors import EngineError
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._store.rollouts.query import RolloutStore
+from capevolve.config import EngineConfig
+from capevolve.errors import EngineError
 
 
 def _intervals(run, eval_id: str) -> list[tuple[float, float, str]]:
@@ -43,7 +43,8 @@ def max_starts_in_window(starts: list[float], window_s: float) -> int:
 @pytest.mark.ray
 def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
     """max_in_flight=3 over 2 workers with 16 slots: never more than 3 rollouts overlap."""
-    from capevolve._engine.ray import engine as ray_engine, pool
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool
 
     project = make_project(tmp_path / "p", 40, trials=2, sleep=0.1)
     run = create_run(project, tmp_path / "run")
@@ -61,7 +62,7 @@ def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
 @pytest.mark.ray
 def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
     """rate_limit_per_s=20: the stored start times never exceed 20 rollouts per second."""
-    from capevolve._engine.ray import engine as ray_engine, pool
+    from capevolve._engine.ray import engine as ray_engine
 
     project = make_project(tmp_path / "p", 60, trials=2)
     run = create_run(project, tmp_path / "run")
@@ -79,7 +80,8 @@ def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
 @pytest.mark.ray
 def test_fractional_num_cpus_sizes_the_pool(tmp_path, ray_session):
     """num_cpus=0.5 on a 2-CPU Ray: workers auto makes 4 actors and the eval completes."""
-    from capevolve._engine.ray import engine as ray_engine, pool
+    from capevolve._engine.ray import engine as ray_engine
+    from capevolve._engine.ray import pool
 
     project = make_project(tmp_path / "p", 16, trials=2)
     run = create_run(project, tmp_path / "run")

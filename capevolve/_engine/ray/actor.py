@@ -33,7 +33,7 @@ class RolloutActor:
                  retries: int, isolation: str, project_rel: str | None = None,
                  limiter=None) -> None:
         context = ray.get_runtime_context()
-        actor_id = context.get_actor_id()
+        actor_id = context.get_actor_id() or f"pid{os.getpid()}"
         worker_id = f"{actor_id[:12]}-{os.getpid()}"
         self.core = WorkerCore(resolve_project_root(project_root, project_rel), adapter_spec,
                                slots, timeout_s, retries, worker_id=worker_id,
@@ -63,7 +63,8 @@ class ScorerActor:
 
     def __init__(self, project_root: str, adapter_spec: str,
                  project_rel: str | None = None) -> None:
-        scorer_id = f"scorer-{ray.get_runtime_context().get_actor_id()[:12]}-{os.getpid()}"
+        actor_id = ray.get_runtime_context().get_actor_id() or "none"
+        scorer_id = f"scorer-{actor_id[:12]}-{os.getpid()}"
         self.core = ScorerCore(resolve_project_root(project_root, project_rel), adapter_spec,
                                scorer_id=scorer_id)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import ray
 
@@ -34,7 +35,8 @@ def ensure_ray(address: str | None) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
+    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=True,
+                                  configure_logging=False)
     try:
         if address:
             ray.init(address=address, **kwargs)

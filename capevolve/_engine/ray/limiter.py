@@ -27,7 +27,7 @@ class Limiter:
     async def acquire(self, holder: str) -> None:
         if self.cap:
             async with self.changed:
-                await self.changed.wait_for(lambda: self.in_flight < self.cap)
+                await self.changed.wait_for(lambda: self.in_flight < (self.cap or 0))
                 self.in_flight += 1
                 self.held[holder] = self.held.get(holder, 0) + 1
                 self.peak = max(self.peak, self.in_flight)

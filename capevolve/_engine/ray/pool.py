@@ -31,7 +31,8 @@ async def _call(ref):
     try:
         return await ref
     except _LOST as exc:
-        raise WorkerLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise WorkerLost(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) \
+            from None
     except ray.exceptions.RayTaskError as exc:
         if isinstance(exc.cause, KeyError):  # restarted actor lost its prepared job
             raise WorkerLost(str(exc.cause)) from None
@@ -96,7 +97,7 @@ def rollout_pool(config: EngineConfig, job: EvalJob) -> list[ActorWorker]:
     limiter = None
     if c.max_in_flight or c.rate_limit_per_s:
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-        limiter = Limiter.options(scheduling_strategy=here,
+        limiter = Limiter.options(scheduling_strategy=here,  # type: ignore[attr-defined]
                                   max_concurrency=max(1000, 4 * c.concurrency)
                                   ).remote(c.max_in_flight, c.rate_limit_per_s)
     cpus = c.num_cpus if c.num_cpus is not None else min(
@@ -104,7 +105,7 @@ def rollout_pool(config: EngineConfig, job: EvalJob) -> list[ActorWorker]:
     options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
                    resources=dict(c.resources) or None)
     _POOL["actors"] = [
-        ActorWorker(RolloutActor.options(**options).remote(
+        ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
             root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
             project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots)
         for i in range(workers)]
@@ -121,7 +122,8 @@ def scorer_pool(job: EvalJob, workers: int) -> list[ActorScorer]:
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
         _POOL["scorers"] = [
-            ActorScorer(ScorerActor.options(num_cpus=0, scheduling_strategy="SPREAD").remote(
+            ActorScorer(ScorerActor.options(  # type: ignore[attr-defined]
+                num_cpus=0, scheduling_strategy="SPREAD").remote(
                 root, job.adapter_spec, project_rel=rel), name=f"scorer-{i}")
             for i in range(count)]
         _POOL["scorer_key"] = key

@@ -27,8 +27,8 @@ def _make_probe():
             except md.PackageNotFoundError:
                 info[f"{dist}_version"] = None
         try:
-            import capevolve._engine.worker  # noqa: F401 - the import a worker actor needs
             import capevolve._engine.scorer  # noqa: F401 - the import a scorer actor needs
+            import capevolve._engine.worker  # noqa: F401 - the import a worker actor needs
 
             info["capevolve_import"] = None
         except Exception as exc:  # noqa: BLE001 - reported, not raised
@@ -62,7 +62,7 @@ def cluster_overview(address: str | None, timeout_s: float = 60.0) -> dict:
     refs = [remote_probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
         n["node_id"], soft=False)).remote() for n in nodes]
     ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
-    for node, ref in zip(nodes, refs):
+    for node, ref in zip(nodes, refs, strict=True):
         try:
             node["probe"] = ray.get(ref, timeout=0.1)
         except Exception as exc:  # noqa: BLE001 - one line per node, as data
