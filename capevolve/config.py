@@ -6,8 +6,9 @@ Every model forbids unknown keys, so a typo is an error that names the key's pat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -181,7 +182,7 @@ class ProjectConfig(_Section):
         return self
 
 
-def _error_path(error: dict) -> str:
+def _error_path(error: Mapping[str, Any]) -> str:
     return ".".join(str(part) for part in error["loc"]) or "<root>"
 
 

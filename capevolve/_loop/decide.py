@@ -8,67 +8,120 @@ limited by the iteration budget (``capevolve._policy.budget.decision_refusal``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from capevolve.config import GateConfig
-from capevolve.errors import BudgetError, GateError
+from pydantic import ValidationError
+
 from capevolve._loop.evaluate import latest_complete_eval, latest_eval, run_config
 from capevolve._policy import budget, decisions
-from capevolve._policy.gate import GateDecision, SideOutcomes, decide, design_power
-from capevolve.kinds import Decision, EvalStatus, EventKind, GateMode, Split
-from capevolve._store.rundir import RunDir
+from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
+from capevolve._policy.gate import GateDecision, SideOutcomes, decide
 from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve.config import GateConfig
+from capevolve.errors import BudgetError, GateError
+from capevolve.kinds import Decision, EvalStatus, EventKind, GateMode, Split
+from capevolve.records import EvalRecord, GateEvent
 
 
-def _val_eval(run: RunDir, candidate_id: str) -> dict[str, Any]:
-    record = latest_eval(run, candidate_id, Split.VAL,
-                         (EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
+def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int) -> EvalRecord:
+    """The candidate's full-val evaluation made with ``n_trials`` trials (complete or not)."""
+    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials,
+                         statuses=(EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
     if record is None:
+        flag = "" if n_trials == project_trials else f" --n-trials {n_trials}"
         raise GateError(f"candidate {candidate_id!r} has no complete evaluation on the full "
-                        f"val split: run `capevolve evaluate --candidate {candidate_id} "
-                        "--split val` first")
+                        f"val split with {n_trials} trials (the gate compares evaluations "
+                        f"made with the same trial count): run `capevolve evaluate "
+                        f"--candidate {candidate_id} --split val{flag}` first")
     return record
 
 
+def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig, dict[str, Any]]:
+    """The gate settings to use, and the overrides that differ from the frozen ones."""
+    changed = {k: v for k, v in overrides.items()
+               if v is not None and v != getattr(frozen, k)}
+    if not changed:
+        return frozen, {}
+    try:
+        settings = GateConfig.model_validate({**frozen.model_dump(), **changed})
+    except ValidationError as exc:
+        raise GateError("gate override: " + "; ".join(
+            f"--{'-'.join(str(e['loc'][0]).split('_'))}: {e['msg']}"
+            for e in exc.errors())) from None
+    return settings, {k: (str(v) if isinstance(v, GateMode) else v) for k, v in changed.items()}
+
+
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
-                   mode: GateMode | str | None = None) -> dict[str, Any]:
+                   mode: GateMode | str | None = None, min_delta: float | None = None,
+                   n_trials: int | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val; records a gate event.
 
-    An incomplete evaluation on either side (an outage, a budget stop) gives an indecisive
-    gate: missing data is never a rejection.
+    The deciding settings are the run's frozen ``gate`` section: ``k_se``, ``mode`` or
+    ``min_delta`` that differ from it make the gate *exploratory* (recorded with
+    ``exploratory: true``; accept never considers it). Both sides are read from their
+    evaluations made with the project's ``num_trials``, or with ``n_trials`` (a matched
+    higher-power pair: both sides evaluated with the same larger count); an evaluation with
+    another trial count is another draw and is never mixed in. An incomplete evaluation on
+    either side (an outage, a budget stop) gives an indecisive gate: missing data is never
+    a rejection.
     """
     with run.locked():
-        return _gate(run, candidate_id, k_se, mode)
+        run.require_open("gate")
+        return _gate(run, candidate_id, {"k_se": k_se, "mode": GateMode(mode) if mode else None,
+                                         "min_delta": min_delta}, n_trials)
 
 
-def _gate(run: RunDir, candidate_id: str, k_se: float | None,
-          mode: GateMode | str | None) -> dict[str, Any]:
+def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
+          n_trials: int | None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     best_id = run.best_id
     if candidate_id == best_id:
         raise GateError(f"candidate {candidate_id!r} is already the best")
-    cand_eval, best_eval = _val_eval(run, candidate_id), _val_eval(run, best_id)
+    frozen = run_config(run)
+    trials = frozen.num_trials if n_trials is None else n_trials
+    if trials < frozen.num_trials:
+        raise GateError(f"gate --n-trials {trials}: the project's gate compares evaluations "
+                        f"made with {frozen.num_trials} trials, or a matched pair with more")
+    settings, changed = _settings(frozen.gate, overrides)
+    cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
+    best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
     store = RolloutStore(run.layout)
-    config: GateConfig = run_config(run).gate
-    cand_rewards = store.outcomes(cand_eval["eval_id"]).rewards
-    best_rewards = store.outcomes(best_eval["eval_id"]).rewards
-    verdict: GateDecision = decide(
-        SideOutcomes.from_rewards(cand_rewards), SideOutcomes.from_rewards(best_rewards),
-        run.splits.val, config, k_se=k_se, mode=GateMode(mode) if mode else None,
+    verdict = decide(
+        SideOutcomes.from_rewards(store.outcomes(cand_eval.eval_id).rewards),
+        SideOutcomes.from_rewards(store.outcomes(best_eval.eval_id).rewards),
+        run.splits.val, settings, max_iterations=frozen.budget.max_iterations,
+        clusters={**best_eval.clusters, **cand_eval.clusters},
     )
-    unmeasured = [f"{e['eval_id']} is incomplete: {e.get('incomplete_reason')}"
-                  for e in (cand_eval, best_eval) if e["status"] != EvalStatus.COMPLETE]
+    unmeasured = [f"{e.eval_id} is incomplete: {e.incomplete_reason}"
+                  for e in (cand_eval, best_eval) if e.status != EvalStatus.COMPLETE]
     if unmeasured:
-        verdict = GateDecision(decision=Decision.INDECISIVE, delta=None, se=None, t=None,
-                               df=None, p_value=None, k_se=verdict.k_se,
-                               coverage=verdict.coverage, reasons=unmeasured,
-                               mode=verdict.mode)
+        verdict = GateDecision(Decision.INDECISIVE, unmeasured, verdict.mode,
+                               verdict.coverage, k_se=verdict.k_se)
+    if changed:
+        verdict = replace(verdict, reasons=[
+            *verdict.reasons, "exploratory: settings differ from the run's frozen gate ("
+            + ", ".join(f"{k} {v}" for k, v in changed.items()) + "); never a basis for accept"])
     result = {**verdict.to_dict(), "candidate_id": candidate_id, "best_id": best_id,
-              "power": design_power(cand_rewards, best_rewards, config.min_delta),
-              "candidate_eval": cand_eval["eval_id"], "best_eval": best_eval["eval_id"],
-              "candidate_mean": cand_eval["mean"], "best_mean": best_eval["mean"]}
-    run.log_event(EventKind.GATE, **result)
+              "candidate_eval": cand_eval.eval_id, "best_eval": best_eval.eval_id,
+              "candidate_mean": cand_eval.mean, "best_mean": best_eval.mean,
+              "n_trials": trials, "exploratory": bool(changed), "overrides": changed}
+    run._record(EventKind.GATE, **result)
     return result
+
+
+def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
+    """How many gates this run recorded and the false accepts they risked.
+
+    Pure over the run's gate events (see ``capevolve._policy.alpha``); for status and the
+    report.
+    """
+    config = run_config(run)
+    tallies = [GateTally(exploratory=bool(g.exploratory), decision=Decision(g.decision),
+                         alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""))
+               for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
+    return false_accept_summary(tallies, config.gate, config.budget.max_iterations)
 
 
 def _passing_gate(run: RunDir, candidate_id: str) -> dict[str, Any]:

@@ -23,9 +23,9 @@ sqrt(a^2 + b^2), normal quantiles); it refuses non-finite numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from capevolve._policy.alpha import critical_value
 from capevolve._policy.completeness import comparable

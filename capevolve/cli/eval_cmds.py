@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 import capevolve
 from capevolve._loop.decide import gate_candidate
 from capevolve._policy.gate import decide_from_summary
-from capevolve._store.rundir import RunDir
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.config import GateConfig
 from capevolve.kinds import GateMode, Split
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -52,41 +53,68 @@ def evaluate(run_dir: RunDirOpt,
 def _gate_human(result: dict) -> str:
     numbers = ", ".join(f"{k} {result[k]:.4f}" for k in ("delta", "se", "t", "p_value")
                         if result.get(k) is not None)
-    return f"{result['decision'].upper()}: {numbers}\n" + "\n".join(
+    tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
+    return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
         f"- {r}" for r in result["reasons"])
+
+
+def _raw_gate(candidate: str, current: float, current_stderr: float | None,
+              candidate_stderr: float | None, settings: GateConfig) -> dict:
+    if current_stderr is None or candidate_stderr is None:
+        fail("raw gate: --current-stderr and --candidate-stderr are required with --current")
+    try:
+        cand_mean = float(candidate)
+    except ValueError:
+        fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
+    return decide_from_summary(current, cand_mean, current_stderr, candidate_stderr,
+                               settings).to_dict()
 
 
 @command
 def gate(candidate: CandidateIdOpt,
-         run_dir: Annotated[Optional[str], typer.Option(
+         run_dir: Annotated[str | None, typer.Option(
              "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")] = None,
-         mode: Annotated[Optional[GateMode], typer.Option("--mode", help="paired or welch.")] = None,
-         k_se: Annotated[Optional[float], typer.Option("--k-se", min=0,
-                                                       help="Accept if delta > k_se x SE.")] = None,
-         current: Annotated[Optional[float], typer.Option(
+         mode: Annotated[GateMode | None, typer.Option(
+             "--mode", help="Exploratory override: paired or welch.")] = None,
+         k_se: Annotated[float | None, typer.Option(
+             "--k-se", min=0, help="Exploratory override: accept if delta > k_se x SE.")] = None,
+         min_delta: Annotated[float | None, typer.Option(
+             "--min-delta", min=0, help="Exploratory override: the smallest gain worth "
+             "accepting.")] = None,
+         n_trials: Annotated[int | None, typer.Option(
+             "--n-trials", min=1, help="Compare the evaluations made with this many trials "
+             "(a matched higher-power pair; default: the project's num_trials).")] = None,
+         current: Annotated[float | None, typer.Option(
              "--current", help="Raw form: the current best's mean (computed elsewhere).")] = None,
-         current_stderr: Annotated[Optional[float], typer.Option("--current-stderr", min=0)] = None,
-         candidate_stderr: Annotated[Optional[float], typer.Option("--candidate-stderr",
-                                                                   min=0)] = None,
+         current_stderr: Annotated[float | None, typer.Option(
+             "--current-stderr", help="Raw form: SE of --current (>= 0).")] = None,
+         candidate_stderr: Annotated[float | None, typer.Option(
+             "--candidate-stderr", help="Raw form: SE of --candidate (>= 0).")] = None,
          json: JsonOpt = False) -> None:
     """Gate a candidate against the current best on full val, from stored rollouts.
 
-    Raw form for numbers computed elsewhere (unpaired SE):
-    --current X --candidate Y --current-stderr a --candidate-stderr b --k-se K
+    The run's frozen gate settings decide. --mode, --k-se or --min-delta with another
+    value run an exploratory gate: recorded as such, never a basis for accept.
+
+    Raw form for numbers computed elsewhere (unpaired SE, not recorded):
+    --current X --candidate Y --current-stderr a --candidate-stderr b [--k-se K]
+    [--min-delta D]; other settings come from --run-dir's gate, else the defaults.
     """
     if current is not None:
-        if current_stderr is None or candidate_stderr is None:
-            fail("raw gate: --current-stderr and --candidate-stderr are required with --current")
+        base = capevolve.open_run(run_dir).manifest.config.gate if run_dir else GateConfig()
+        overrides = {k: v for k, v in (("k_se", k_se), ("min_delta", min_delta))
+                     if v is not None}
         try:
-            cand_mean = float(candidate)
-        except ValueError:
-            fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
-        result = decide_from_summary(current, cand_mean, current_stderr, candidate_stderr,
-                                     k_se if k_se is not None else 1.0).to_dict()
+            settings = GateConfig.model_validate({**base.model_dump(), **overrides})
+        except ValidationError as exc:
+            fail("raw gate: " + "; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: "
+                                          f"{e['msg']}" for e in exc.errors()))
+        result = _raw_gate(candidate, current, current_stderr, candidate_stderr, settings)
     else:
         if run_dir is None:
             fail("gate: --run-dir is required (or use the raw form with --current)")
-        result = gate_candidate(RunDir.open(run_dir), candidate, k_se=k_se, mode=mode)
+        result = gate_candidate(capevolve.open_run(run_dir), candidate, k_se=k_se, mode=mode,
+                                min_delta=min_delta, n_trials=n_trials)
     emit(result, json, _gate_human(result))
 
 
@@ -117,6 +145,10 @@ def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt =
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "
              f"{fmt_mean(b['mean'], b['stderr'])}; paired delta "
-             + ("—" if final["delta"] is None else
-                f"{final['delta']:+.3f} (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])"))
+             + ("—" if final["delta"] is None else f"{final['delta']:+.3f}")
+             + (f" (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])" if ci else ""))
+    human += "\n" + final["verdict_text"] + "".join(f"\n  missing: {m}"
+                                                    for m in final["missing"])
+    if final.get("test_reuse"):
+        human += "\n" + final["test_reuse"]["message"]
     emit(final, json, human)

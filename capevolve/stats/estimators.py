@@ -46,7 +46,8 @@ def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(variance / n)
 
 
-def _groups(ids: Sequence[str], clusters: Mapping[str, str]) -> dict[tuple[bool, Hashable], list[str]]:
+def _groups(ids: Sequence[str],
+            clusters: Mapping[str, str]) -> dict[tuple[bool, Hashable], list[str]]:
     """Task ids by cluster; a task without a key is a cluster of its own.
 
     Keys are (True, cluster key) for a named cluster and (False, task id) for a lone

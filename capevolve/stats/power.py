@@ -13,7 +13,6 @@ import math
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-
 MAX_TRIALS = 1000
 """Largest trial count ``trials_needed`` proposes (the config's num_trials cap)."""
 
@@ -88,8 +87,9 @@ def trials_needed(sd_between: float, sd_within: float, n_tasks: int, target_delt
     The quantiles depend on N only, so K has a closed form: with
     budget = N * (target_delta / q)^2 - sd_between^2, K = ceil(2 * sd_within^2 / budget).
     Returns None when no K up to ``MAX_TRIALS`` works (the between-task term alone reaches
-    the target, or the target is not positive while there is trial noise). The closed-form K is checked
-    against ``minimum_detectable_effect`` a step or two either way, so the two always agree.
+    the target, or the target is not positive while there is trial noise). The closed-form
+    K is checked against ``minimum_detectable_effect`` a step or two either way, so the two
+    always agree.
     """
     _check_design(sd_between, sd_within, n_tasks)
     q = _q_total(n_tasks, alpha, power)

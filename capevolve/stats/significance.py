@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from scipy.stats import norm
 from scipy.stats import t as student_t
@@ -46,7 +47,7 @@ class Comparison:
     n: int
     n_clusters: int | None = None
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict: inf and nan become None."""
         return {
             "delta": _json_number(self.delta), "se": _json_number(self.se),

@@ -3,16 +3,16 @@
 import json
 
 import pytest
+from fixtures.projects import make_candidate, make_project
 
 from capevolve._loop.decide import accept, gate_candidate, reject
-from capevolve.errors import BudgetError, GateError
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import start_run
-from capevolve.report.markdown import render
-from capevolve._store.rundir import RunDir
 from capevolve._loop.status import run_status
 from capevolve._store.rollouts.query import RolloutStore
-from fixtures.projects import make_candidate, make_project
+from capevolve._store.rundir import RunDir
+from capevolve.errors import BudgetError, GateError
+from capevolve.report.markdown import render
 
 
 @pytest.fixture
@@ -62,7 +62,8 @@ def test_gate_numbers_come_from_the_stored_rollouts(run, tmp_path):
         WHERE c.candidate_id = '{cid}' AND s.candidate_id = 'seed'""")
     assert result["delta"] == pytest.approx(rows[0][0])
     logged = run.events("gate")[-1]
-    assert logged["decision"] == result["decision"] and logged["delta"] == result["delta"]
+    assert logged.decision == result["decision"] and logged.delta == result["delta"]
+    assert not logged.exploratory and logged.n_trials == 3
 
 
 def test_budget_cap_refuses_new_evaluations(tmp_path):
@@ -115,3 +116,116 @@ def test_protected_paths_are_refused_before_any_rollout(tmp_path):
     (clean / "gold").mkdir()
     (clean / "gold" / "answers.json").write_text("{}")
     assert evaluate(run, clean, "val")["status"] == "complete"
+
+
+def _val_ids(run):
+    return list(run.splits.val)
+
+
+def test_reproduction_2_an_override_gate_is_exploratory_and_never_licenses_accept(run, tmp_path):
+    """After a rejecting gate, `gate --k-se 0` says accept but is recorded exploratory, and
+    accept still refuses; so does an accept licensed only by an exploratory gate."""
+    one = _val_ids(run)[0]
+    cid = evaluate(run, make_candidate(tmp_path / "c", 0.4, {one: 1.0}), "val")["candidate_id"]
+    frozen = gate_candidate(run, cid)
+    assert frozen["decision"] == "reject" and not frozen["exploratory"]
+    loose = gate_candidate(run, cid, k_se=0.0, min_delta=0.0)
+    assert loose["decision"] == "accept" and loose["exploratory"]
+    assert loose["overrides"] == {"k_se": 0.0, "min_delta": 0.0}
+    assert run.events("gate")[-1].exploratory
+    with pytest.raises(GateError, match="said reject"):
+        accept(run, cid)
+    other = evaluate(run, make_candidate(tmp_path / "d", 0.4, {one: 1.0, _val_ids(run)[1]: 1.0}),
+                     "val")["candidate_id"]
+    assert gate_candidate(run, other, mode="welch", k_se=0.0, min_delta=0.0)["exploratory"]
+    with pytest.raises(GateError, match="no recorded gate"):
+        accept(run, other)
+    same = gate_candidate(run, cid, k_se=run.manifest.config.gate.k_se)  # no real override
+    assert not same["exploratory"]
+
+
+def test_reproduction_2_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
+    """An identical-behaviour candidate against the seed re-evaluated with --n-trials 1:
+    the gate still compares the k3 pair (delta 0, rejected). A side evaluated only with
+    another count cannot be gated; a matched higher-power pair can."""
+    twin_dir = make_candidate(tmp_path / "twin", 0.4)
+    (twin_dir / "notes.txt").write_text("same behaviour, different bytes")
+    twin = evaluate(run, twin_dir, "val")["candidate_id"]
+    assert twin != "seed"
+    evaluate(run, "seed", "val", n_trials=1)
+    result = gate_candidate(run, twin)
+    assert result["best_eval"] == "val__seed__k3" and result["candidate_eval"] == f"val__{twin}__k3"
+    assert result["delta"] == 0.0 and result["decision"] == "reject" and result["n_trials"] == 3
+    lucky_dir = make_candidate(tmp_path / "lucky", 0.4)
+    (lucky_dir / "notes.txt").write_text("evaluated with one trial only")
+    lucky = evaluate(run, lucky_dir, "val", n_trials=1)["candidate_id"]
+    with pytest.raises(GateError, match="with 3 trials"):
+        gate_candidate(run, lucky)
+    with pytest.raises(GateError, match="--n-trials 1"):
+        gate_candidate(run, twin, n_trials=1)
+    with pytest.raises(GateError, match="seed.*with 5 trials|with 5 trials"):
+        gate_candidate(run, twin, n_trials=5)  # only the candidate side has none yet
+    evaluate(run, twin, "val", n_trials=5)
+    evaluate(run, "seed", "val", n_trials=5)
+    matched = gate_candidate(run, twin, n_trials=5)
+    assert matched["best_eval"] == "val__seed__k5" and matched["n_trials"] == 5
+    assert not matched["exploratory"] and matched["decision"] == "reject"
+
+
+ERRING_ADAPTER = '''
+
+class ErringAdapter(FlexAdapter):
+    """Errors on the tasks a candidate lists in errors.txt (a candidate-made outage)."""
+
+    async def run_target(self, candidate, task, *, trial, seed):
+        listed = Path(candidate) / "errors.txt"
+        if listed.is_file() and task.id in listed.read_text().split():
+            return Rollout(error="candidate broke the tool")
+        return await FlexAdapter.run_target(self, candidate, task, trial=trial, seed=seed)
+'''
+
+
+def test_reproduction_7_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_path):
+    """A candidate that errors on 3 of 10 val tasks and is perfect on the rest is indecisive
+    (not accepted at coverage 0.7) from stored rollouts."""
+    project = make_project(tmp_path / "p", 40, trials=3, quality=0.5, adapter="ErringAdapter")
+    with open(project / "adapter.py", "a") as handle:
+        handle.write(ERRING_ADAPTER)
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    cand = make_candidate(tmp_path / "c", 1.0)
+    (cand / "errors.txt").write_text(" ".join(_val_ids(run)[:3]))
+    record = evaluate(run, cand, "val")
+    assert record["coverage"] == pytest.approx(0.7) and record["mean"] == 1.0
+    result = gate_candidate(run, record["candidate_id"])
+    assert result["decision"] == "indecisive" and "never a win" in result["reasons"][0]
+    assert result["imputed"] == sorted(_val_ids(run)[:3])
+    with pytest.raises(GateError):
+        accept(run, record["candidate_id"])
+
+
+def test_clustered_tasks_gate_with_the_cr1_se(tmp_path):
+    """Tasks with metadata['cluster'] make the gate use the cluster-robust SE (df = G - 1);
+    the eval record carries each task's key."""
+    tasks = [{"id": f"t{i:03d}", "cluster": f"c{i % 4}"} for i in range(40)]
+    project = make_project(tmp_path / "p", tasks, trials=3, quality=0.4)
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    record = evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")
+    assert set(record["clusters"].values()) <= {"c0", "c1", "c2", "c3"}
+    result = gate_candidate(run, record["candidate_id"])
+    groups = len(set(record["clusters"].values()))
+    assert result["n_clusters"] == groups and result["df"] == groups - 1
+
+
+def test_false_accept_ledger_counts_the_runs_gates(run, tmp_path):
+    """The ledger status and the report show: gates run, exploratory ones, and the
+    expected number of false accepts at the settings used."""
+    from capevolve._loop.decide import false_accept_ledger
+
+    cid = evaluate(run, make_candidate(tmp_path / "c", 0.5), "val")["candidate_id"]
+    gate_candidate(run, cid)
+    gate_candidate(run, cid)  # same pair: no new chance
+    gate_candidate(run, cid, k_se=0.5)
+    ledger = false_accept_ledger(run)
+    assert ledger.gates == 3 and ledger.exploratory_gates == 1 and ledger.distinct_pairs == 1
+    assert ledger.expected_false_accepts == pytest.approx(0.05)
+    assert ledger.planned_bound == pytest.approx(min(1.0, 0.05 * 20))

@@ -21,7 +21,8 @@ def with_t(t_value, n=10, spread=0.1):
     z = [1.0 if i % 2 else -1.0 for i in range(n)]
     mean = t_value * spread * stats.tstd(z) / n ** 0.5
     best = {t: [0.3, 0.5] for t in val}
-    cand = {t: [0.3 + mean + spread * d, 0.5 + mean + spread * d] for t, d in zip(val, z)}
+    cand = {t: [0.3 + mean + spread * d, 0.5 + mean + spread * d]
+            for t, d in zip(val, z, strict=True)}
     return cand, best, val
 
 

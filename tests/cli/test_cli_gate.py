@@ -1,7 +1,6 @@
 """The gate command: the raw form refuses non-finite numbers and honours min_delta."""
 
 import pytest
-
 from cli.cli_support import invoke, one_json, user_error
 
 RAW = ("gate", "--candidate", "0.6", "--current-stderr", "0.02", "--candidate-stderr", "0.02")
@@ -13,7 +12,7 @@ RAW = ("gate", "--candidate", "0.6", "--current-stderr", "0.02", "--candidate-st
 ])
 def test_raw_gate_refuses_non_finite_numbers(option, value):
     """`gate --current -inf` and friends: one line naming the option, exit 2, no traceback."""
-    args = dict(zip(RAW[1::2], RAW[2::2]))
+    args = dict(zip(RAW[1::2], RAW[2::2], strict=True))
     args.setdefault("--current", "0.5")
     args[option] = value
     flat = [part for pair in args.items() for part in pair]

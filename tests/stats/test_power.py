@@ -42,7 +42,7 @@ def test_minimum_detectable_effect_shrinks_with_tasks_and_trials():
 
 
 def test_minimum_detectable_effect_rejects_bad_designs():
-    """Fewer than two tasks, zero trials, negative SDs and out-of-range alpha/power raise ValueError."""
+    """Fewer than two tasks, zero trials, negative SDs, bad alpha/power raise ValueError."""
     for args in [(0.2, 0.3, 1, 4), (0.2, 0.3, 50, 0), (-0.1, 0.3, 50, 4)]:
         with pytest.raises(ValueError):
             minimum_detectable_effect(*args)

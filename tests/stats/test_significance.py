@@ -36,7 +36,7 @@ def test_paired_matches_scipy_ttest_rel(seed, n_tasks):
     ref = rng.random(n_tasks)
     cand = ref + rng.normal(0.05, 0.2, n_tasks)
     ids = [f"t{i}" for i in range(n_tasks)]
-    result = paired_comparison(dict(zip(ids, cand)), dict(zip(ids, ref)))
+    result = paired_comparison(dict(zip(ids, cand, strict=True)), dict(zip(ids, ref, strict=True)))
     expected = sps.ttest_rel(cand, ref)
     assert result.t == pytest.approx(expected.statistic, rel=1e-9)
     assert result.p_value == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
