@@ -26,6 +26,7 @@ from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve._project.loader import Project, load_project, load_tasks
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._store.rundir import RunDir, utc_now
+from capevolve._policy.thresholds import pass_counts
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.writer import PartWriter
@@ -66,22 +67,27 @@ class _Tally:
 
 
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
-              clusters: dict[str, str] | None = None) -> dict[str, Any]:
+              clusters: dict[str, str] | None = None,
+              pass_threshold: float = 1.0) -> dict[str, Any]:
     """Statistics of an evaluation computed from its stored rows (task is the unit).
 
     With ``clusters`` (task id -> cluster key, from ``Task.metadata['cluster']``) the
-    record also carries the cluster-robust SE of the mean.
+    record also carries the CR1 cluster-robust SE of the mean and the cluster key of
+    each task (the gate reads them). pass^k counts a trial as passed when its reward is
+    at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
     """
     outcomes = RolloutStore(run.layout).outcomes(eval_id)
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
-    extra = {"stderr_clustered": clustered_se(means, clusters)} if clusters else {}
+    extra = ({"stderr_clustered": clustered_se(means, clusters),
+              "clusters": {t: clusters[t] for t in sorted(clusters) if t in set(task_ids)}}
+             if clusters else {})
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table(rewards), "task_means": means,
+        "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)), "task_means": means,
     }
 
 
@@ -171,7 +177,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                          wall_s=time.monotonic() - t0)
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
-    stats = summarize(run, eval_id, task_ids, clusters or None)
+    stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
                             report.stop_reason)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
