@@ -97,7 +97,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
               taken: Any) -> dict[str, Any]:
     best_id = str(_plain(taken)["best_id"])
     test_ids = run.splits.ids(Split.TEST)
-    entry = FinalizeEntry(test_ids_sha256=ledger.test_ids_digest(test_ids),
+    entry = FinalizeEntry(test_ids_sha256=ledger.ids_digest(test_ids),
                           test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
                           best_id=best_id, started_at=utc_now())
     project_dir = _plain(run.manifest)["project_dir"]
@@ -124,17 +124,20 @@ def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, A
                            e.get("task_means") or {}) for e in (best, baseline)]
     gap = rule.missing(sides, test_ids)
     clusters = best.get("clusters") or baseline.get("clusters")
-    numbers = {"n_compared": len(set(sides[0].task_means) & set(sides[1].task_means))}
+    numbers: dict[str, Any] = {
+        "n_compared": len(set(sides[0].task_means) & set(sides[1].task_means))}
     if not gap:
         numbers = paired_delta(best, baseline, clusters)
     ci = numbers.get("ci95")
-    kind = rule.verdict(best_id, SEED_ID, gap, tuple(ci) if ci else None)
-    return FinalRecord(
-        best_id=best_id, baseline_id=SEED_ID,
-        test=EvalSummary(**{k: best.get(k) for k in SUMMARY_KEYS if k in best}),
-        test_baseline=EvalSummary(**{k: baseline.get(k) for k in SUMMARY_KEYS
-                                     if k in baseline}),
-        **numbers, verdict=kind, verdict_text=rule.sentence(kind, val_delta,
-                                                            numbers.get("delta")),
-        missing=gap.describe(), val_delta=val_delta, test_ids_sha256=test_ids_sha256,
-        test_reuse=reuse)
+    kind = rule.verdict(best_id, SEED_ID, gap, (float(ci[0]), float(ci[1])) if ci else None)
+    return FinalRecord.model_validate({
+        "best_id": best_id, "baseline_id": SEED_ID,
+        "test": _summary(best), "test_baseline": _summary(baseline), **numbers,
+        "verdict": kind, "verdict_text": rule.sentence(kind, val_delta, numbers.get("delta")),
+        "missing": gap.describe(), "val_delta": val_delta,
+        "test_ids_sha256": test_ids_sha256, "test_reuse": reuse})
+
+
+def _summary(record: Mapping[str, Any]) -> EvalSummary:
+    """The EvalSummary fields of an evaluation record."""
+    return EvalSummary.model_validate({k: record[k] for k in SUMMARY_KEYS if k in record})

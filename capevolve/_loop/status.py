@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._policy import budget
 from capevolve._loop.decide import false_accept_ledger
+from capevolve._loop.evaluate import latest_complete_eval, run_config
+from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
-from capevolve._loop.evaluate import latest_complete_eval, run_config
-from capevolve.kinds import EventKind, Split
 from capevolve._store.rundir import RunDir
+from capevolve.kinds import EventKind, Split
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "coverage")

@@ -11,8 +11,8 @@ already made.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Callable, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from capevolve.config import BudgetConfig
 from capevolve.kinds import EventKind

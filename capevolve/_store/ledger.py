@@ -24,8 +24,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
-from capevolve.records import FinalizeEntry, TestReuse, check_version
 from capevolve.errors import RunDirError
+from capevolve.records import FinalizeEntry, TestReuse, check_version
 
 LEDGER_DIR = ".capevolve"
 LEDGER_NAME = "finalizes.jsonl"
@@ -36,12 +36,10 @@ def ledger_path(project_dir: Path | str) -> Path:
     return Path(project_dir) / LEDGER_DIR / LEDGER_NAME
 
 
-def test_ids_digest(test_ids: Iterable[str]) -> str:
+def ids_digest(test_ids: Iterable[str]) -> str:
     """sha256 of the sorted, newline-joined test task ids."""
     return hashlib.sha256("\n".join(sorted(test_ids)).encode()).hexdigest()
 
-
-test_ids_digest.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 @dataclass

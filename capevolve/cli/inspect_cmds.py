@@ -6,12 +6,10 @@ from typing import Annotated
 
 import typer
 
+import capevolve
 from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fmt_mean
 from capevolve.report.markdown import write_report
-from capevolve._store.rundir import RunDir
-from capevolve._loop.status import run_status
-from capevolve._store.rollouts.query import RolloutStore
 
 
 def _status_human(status: dict) -> str:
@@ -54,14 +52,14 @@ def _status_human(status: dict) -> str:
 def status(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
     """Best candidate, spend against budget, gates and expected false accepts, evaluations,
     the finalize verdict. Read-only: writes nothing."""
-    result = run_status(RunDir.open(run_dir))
+    result = capevolve.status(run_dir)
     emit(result, json, _status_human(result))
 
 
 @command
 def report(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
     """Write report.md from stored data (holding the run lock) and print it."""
-    run = RunDir.open(run_dir)
+    run = capevolve.open_run(run_dir)
     text = write_report(run)
     emit({"report": str(run.layout.report_md), "markdown": text}, json, text)
 
@@ -74,11 +72,12 @@ def query(run_dir: RunDirOpt,
     """Run one read-only DuckDB SELECT over the run's rollouts (the `rollouts` view, one
     row per unit). Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, PRAGMA/SET,
     several statements and reading any other file are refused (exit 2)."""
-    columns, rows = RolloutStore(RunDir.open(run_dir).layout).query(sql)
+    columns, rows = capevolve.query(run_dir, sql)
     payload = {"columns": columns, "rows": [list(r) for r in rows]}
-    widths = [max([len(c)] + [len(str(r[i])) for r in rows[:200]]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)) for r in rows[:200]]
+    shown = rows[:200]
+    widths = [max([len(c)] + [len(str(r[i])) for r in shown]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)) for r in shown]
     if len(rows) > 200:
         lines.append(f"... {len(rows) - 200} more rows (use --json for all)")
     emit(payload, json, "\n".join(lines))

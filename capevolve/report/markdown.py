@@ -16,14 +16,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from capevolve._store.documents import read_final
-from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.decide import false_accept_ledger
+from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
-from capevolve._store.evals import find_eval
-from capevolve.kinds import EventKind, Split
-from capevolve._store.rundir import RunDir
 from capevolve._loop.status import evaluations
+from capevolve._store.documents import read_final
+from capevolve._store.evals import find_eval
+from capevolve._store.rundir import RunDir
+from capevolve.kinds import EventKind, Split
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -45,7 +45,7 @@ def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
     """Latest gate / accept / reject per candidate."""
     out: dict[str, dict[str, Any]] = {}
     for event in run.events():
-        cid = getattr(event, "candidate_id", None)
+        cid = str(getattr(event, "candidate_id", None))
         if event.kind == EventKind.GATE:
             out.setdefault(cid, {})["gate"] = event.to_json()
         elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
@@ -56,7 +56,8 @@ def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
 def _cost(spent: dict[str, Any]) -> str:
     if spent["cost_usd"] is None:
         return "not recorded"
-    note = f" ({spent['cost_unrecorded']} rollouts not recorded)" if spent["cost_unrecorded"] else ""
+    unrecorded = spent["cost_unrecorded"]
+    note = f" ({unrecorded} rollouts not recorded)" if unrecorded else ""
     return f"${spent['cost_usd']:.4f}{note}"
 
 

@@ -20,14 +20,14 @@ import pytest
 from fixtures.projects import clean_env, make_candidate, make_project
 from scipy.stats import t as student_t
 
-from capevolve._store import jsonfiles
-from capevolve.errors import RunDirError, TestSealError
 from capevolve._loop.decide import accept, gate_candidate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize import finalize
-from capevolve.kinds import EventKind
 from capevolve._loop.run import SEED_ID, create_run
+from capevolve._store import jsonfiles
 from capevolve._store.rundir import RunDir, utc_now
+from capevolve.errors import RunDirError, TestSealError
+from capevolve.kinds import EventKind
 
 CAPEVOLVE = Path(sys.executable).with_name("capevolve")
 AT_GO = Path(__file__).resolve().parents[1] / "fixtures" / "proc_cli_at_go.py"

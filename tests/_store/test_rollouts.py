@@ -14,14 +14,14 @@ import pytest
 from fixtures.projects import make_project
 
 from capevolve._loop import evaluate as evaluation
-from capevolve._store import jsonfiles
-from capevolve.errors import StoreError
 from capevolve._loop.evaluate import evaluate
-from capevolve.kinds import EvalStatus
 from capevolve._loop.run import SEED_ID, create_run
+from capevolve._store import jsonfiles
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.writer import PartWriter, write_part
+from capevolve.errors import StoreError
+from capevolve.kinds import EvalStatus
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 

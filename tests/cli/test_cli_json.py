@@ -53,8 +53,9 @@ def test_reject_json(rejected_run):
     """reject --json prints one object recording the decision; best stays seed."""
     payload = one_json(invoke("reject", "--run-dir", rejected_run, "--candidate", "cand_001",
                               "--note", "worse", "--json"))
-    assert payload == {"decision": "reject", "candidate_id": "cand_001", "best_id": "seed",
-                       "note": "worse"}
+    decided_at = payload.pop("decided_at")
+    assert decided_at and payload == {"decision": "reject", "candidate_id": "cand_001",
+                                      "best_id": "seed", "note": "worse", "repeated": False}
     status = one_json(invoke("status", "--run-dir", rejected_run, "--json"))
     assert status["spent"]["iterations"] == 1
     assert status["stall"] == 1

@@ -43,10 +43,12 @@ def test_gate_accepts_the_improved_candidate(loop):
 
 def test_accept_makes_the_candidate_best(loop):
     """accept after the passing gate makes cand_001 the best and records the note."""
-    assert one_json(loop.steps["accept"]) == {
+    payload = one_json(loop.steps["accept"])
+    assert payload.pop("decided_at")
+    assert payload == {
         "decision": "accept", "candidate_id": "cand_001", "previous_best": "seed",
         "best_id": "cand_001", "delta": one_json(loop.steps["gate"])["delta"],
-        "note": "adds rules"}
+        "note": "adds rules", "repeated": False}
 
 
 def test_status_after_accept(loop):
@@ -104,7 +106,7 @@ def test_human_status_after_finalize(loop):
     assert result.exit_code == 0, result.stderr
     assert "best cand_001" in result.stdout
     assert "iterations 1 of 20" in result.stdout
-    assert result.stdout.rstrip().endswith("finalized")
+    assert "\nfinalized: " in result.stdout and "test fresh" in result.stdout
 
 
 def test_query_human_table(loop):

@@ -173,7 +173,7 @@ def test_candidate_identical_to_seed(base_run, seed_twin):
     user_error(invoke("gate", "--run-dir", base_run.path, "--candidate", "seed", "--json"),
                "'seed'", "already the best")
     user_error(invoke("accept", "--run-dir", base_run.path, "--candidate", "seed", "--json"),
-               "accept refused", "'seed'", "no recorded gate")
+               "accept refused", "'seed'", "already the best")
     user_error(invoke("reject", "--run-dir", base_run.path, "--candidate", "seed", "--json"),
                "reject refused", "'seed'", "current best")
     assert stored(base_run.path) == before

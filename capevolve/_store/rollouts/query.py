@@ -24,10 +24,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from capevolve.errors import StoreError
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
+from capevolve.errors import StoreError
 
 PARQUET_MAGIC = b"PAR1"
 PART_GLOB = "split=*/candidate=*/*.parquet"
