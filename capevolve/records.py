@@ -149,6 +149,8 @@ class EvalRecord(Record):
     """n_scored / n_tasks."""
     pass_k: dict[str, float] = Field(default_factory=dict)
     """pass^k for k = 1 .. the smallest trial count."""
+    pass_threshold: float | None = Field(None, gt=0, le=1)
+    """The reward at which pass^k counts a trial as passed (``gate.pass_threshold``)."""
     task_means: dict[str, float] = Field(default_factory=dict)
     """Per-task mean reward over valid trials."""
     incomplete_reason: str | None = None

@@ -87,7 +87,8 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)), "task_means": means,
+        "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)),
+        "pass_threshold": pass_threshold, "task_means": means,
     }
 
 

@@ -229,3 +229,11 @@ def test_false_accept_ledger_counts_the_runs_gates(run, tmp_path):
     assert ledger.gates == 3 and ledger.exploratory_gates == 1 and ledger.distinct_pairs == 1
     assert ledger.expected_false_accepts == pytest.approx(0.05)
     assert ledger.planned_bound == pytest.approx(min(1.0, 0.05 * 20))
+
+
+def test_eval_records_state_the_pass_threshold_behind_pass_k(tmp_path):
+    """pass^k is counted at gate.pass_threshold, and the record says which."""
+    project = make_project(tmp_path / "p", 8, trials=2, extra="gate: {pass_threshold: 0.9}\n")
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    record = evaluate(run, "seed", "val")
+    assert record["pass_threshold"] == 0.9 and set(record["pass_k"]) == {"1", "2"}
