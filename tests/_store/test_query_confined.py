@@ -213,3 +213,19 @@ def test_a_scored_row_beats_an_errored_one_and_then_the_earliest(tmp_path):
     assert got == {r["task_id"]: r["reward"] for r in rows}
     assert json.dumps(sorted(got.items())) == json.dumps(
         sorted(dict(store.query("SELECT task_id, reward FROM rollouts", eval_id)[1]).items()))
+
+
+def test_a_row_in_a_part_named_for_another_evaluation_is_ignored_everywhere(tmp_path):
+    """Rows of eval A hidden in a part named for eval B (or in another candidate's partition)
+    count in no view, so the per-evaluation and whole-run answers agree."""
+    run, eval_id, rows = _dup_run(tmp_path)
+    store = RolloutStore(run.layout)
+    before = (store.query("SELECT count(*), sum(reward) FROM rollouts")[1],
+              store.outcomes(eval_id).rewards)
+    forged = [{**r, "eval_id": "val__seed__k9", "reward": 1.0} for r in rows]
+    write_part(forged, run.layout.partition("val", SEED_ID) / f"{eval_id}-forged00-00000.parquet")
+    write_part([{**r, "reward": 1.0} for r in rows],
+               run.layout.partition("val", "cand_999") / f"{eval_id}-forged01-00000.parquet")
+    assert store.query("SELECT count(*), sum(reward) FROM rollouts")[1] == before[0]
+    assert store.outcomes(eval_id).rewards == before[1]
+    assert store.outcomes("val__seed__k9").n_rows == 0

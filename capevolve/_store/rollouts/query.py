@@ -5,8 +5,11 @@ of readers can query a run while a driver writes it. Every connection is confine
 (:mod:`capevolve._store.rollouts.confine`): it reads the run's parts and nothing else, and
 runs one read-only SELECT.
 
-The parts are the files ``rollouts/split=<s>/candidate=<c>/*.parquet``; a file anywhere
-else under ``rollouts/`` is not a part and is never read.
+The parts are the files ``rollouts/split=<s>/candidate=<c>/<eval_id>-*.parquet``; a file
+anywhere else under ``rollouts/`` is not a part and is never read, and a row counts only in
+the part its evaluation and candidate name (a row of eval A inside a part named for eval B,
+or under another candidate's partition, is ignored), so the per-evaluation view and the
+whole-run view always agree.
 
 **One row per unit** (``eval_id``, ``task_id``, ``trial``), by one fixed rule used by every
 query path (the CLI, the gate, finalize, diagnose): a scored row wins over an errored one (a
@@ -105,7 +108,9 @@ class RolloutStore:
             files = ", ".join(_sql_literal(str(p)) for p in parts)
             source = (f"read_parquet([{files}], hive_partitioning=true, union_by_name=true, "
                       "hive_types_autocast=false, filename='_part', file_row_number=true)")
-            rank_source = f"SELECT *, file_row_number AS _part_row FROM {source}"
+            rank_source = (f"SELECT *, file_row_number AS _part_row FROM {source} "
+                           "WHERE starts_with(parse_filename(_part), eval_id || '-') "
+                           "AND candidate = candidate_id")
             drop = "_rank, _part, _part_row, file_row_number"
         else:
             con.register("_empty_rollouts", pa.Table.from_pylist([], schema=ROLLOUT_SCHEMA))
