@@ -101,8 +101,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                           test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
                           best_id=best_id, started_at=utc_now())
     project_dir = _plain(run.manifest)["project_dir"]
-    reuse = ledger.reuse(ledger.read(project_dir), entry)
-    ledger.append(project_dir, entry)  # before any test rollout: the split is being seen
+    reuse = ledger.record(project_dir, entry)  # before any test rollout is run
     _record(run, EventKind.FINALIZE_STARTED, best_id=best_id)
     best = _plain(evaluate(run, best_id, Split.TEST, engine=engine, address=address,
                            allow_test=True))

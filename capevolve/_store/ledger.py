@@ -9,7 +9,8 @@ never interleave a line) *before* any test rollout runs: a finalize that crashes
 scoring has still looked at the test split.
 
 A later finalize on the same test ids reports it: "test reused: N earlier finalizes on these
-ids". A line that does not validate (hand-edited, torn) is counted as unreadable, never
+ids". Reading the count and appending happen under ``finalizes.lock`` beside the ledger.
+A line that does not validate (hand-edited, torn) is counted as unreadable, never
 silently dropped from the count's wording.
 """
 
@@ -24,11 +25,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
+from capevolve._store.lock import hold
 from capevolve.errors import RunDirError
 from capevolve.records import FinalizeEntry, TestReuse, check_version
 
 LEDGER_DIR = ".capevolve"
 LEDGER_NAME = "finalizes.jsonl"
+LEDGER_LOCK = "finalizes.lock"
+LEDGER_LOCK_WAIT_S = 10.0
+"""How long a finalize waits for another one's ledger lock (held for milliseconds)."""
 
 
 def ledger_path(project_dir: Path | str) -> Path:
@@ -80,6 +85,21 @@ def append(project_dir: Path | str, entry: FinalizeEntry) -> None:
         jsonfiles.append_line(path, entry.to_json())
     except OSError as exc:
         raise RunDirError(f"{path}: cannot record this finalize ({exc})") from None
+
+
+def record(project_dir: Path | str, entry: FinalizeEntry) -> TestReuse:
+    """Count the earlier finalizes on ``entry``'s test ids, then append ``entry``; both
+    under the project's ledger lock, so of two runs finalizing at once the later one counts
+    the earlier one."""
+    path = ledger_path(project_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot record this finalize ({exc})") from None
+    with hold(path.with_name(LEDGER_LOCK), wait_s=LEDGER_LOCK_WAIT_S):
+        found = reuse(read(project_dir), entry)
+        append(project_dir, entry)
+    return found
 
 
 def reuse(ledger: Ledger, entry: FinalizeEntry) -> TestReuse:

@@ -167,3 +167,27 @@ def test_a_hand_edited_ledger_line_is_counted_not_hidden(tmp_path):
     final = finalize(create_run(project, tmp_path / "run"))
     assert final["test_reuse"]["earlier_finalizes"] == 0
     assert "2 ledger lines unreadable" in final["test_reuse"]["message"]
+
+
+@pytest.mark.slow
+def test_two_runs_finalizing_at_once_count_each_other(tmp_path):
+    """Two runs of one project finalize in two processes at once: the ledger has both, and
+    exactly one of them reports the other as an earlier finalize."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fixtures.projects import clean_env
+
+    project = _project(tmp_path / "p")
+    runs = [create_run(project, tmp_path / f"run{i}") for i in range(2)]
+    exe = Path(sys.executable).with_name("capevolve")
+    procs = [subprocess.Popen([str(exe), "finalize", "--run-dir", str(r.root), "--engine",
+                               "local", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=clean_env())
+             for r in runs]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    counts = sorted(json.loads(out)["test_reuse"]["earlier_finalizes"] for out, _ in outs)
+    assert counts == [0, 1]
+    assert sorted(e.run_id for e in ledger.read(project).entries) == ["run0", "run1"]
