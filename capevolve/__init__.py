@@ -1,10 +1,11 @@
 """capevolve: evolve the capabilities of LLM agents and measure every edit honestly.
 
 The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the verbs
-(:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate`, :func:`accept`,
-:func:`reject`, :func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`,
-:func:`check_project`, :func:`init_project`, :func:`doctor`, :func:`open_run`), the run
-directory (:class:`RunDir`), the adapter records and protocol, and the error tree
+(:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate` (and the
+non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:`reject`,
+:func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`, :func:`check_project`,
+:func:`init_project`, :func:`doctor`, :func:`open_run`), the run directory
+(:class:`RunDir`), the adapter records and protocol, and the error tree
 (:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
 without notice.
 
@@ -40,8 +41,10 @@ if TYPE_CHECKING:
         create_run,
         doctor,
         evaluate,
+        explore_gate,
         finalize,
         gate,
+        gate_numbers,
         init_project,
         open_run,
         query,
@@ -53,8 +56,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _VERBS = frozenset({
-    "accept", "check_project", "create_run", "doctor", "evaluate", "finalize", "gate",
-    "init_project", "open_run", "query", "reject", "start_run", "status",
+    "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
+    "gate", "gate_numbers", "init_project", "open_run", "query", "reject", "start_run", "status",
 })
 
 __all__ = [
@@ -81,8 +84,10 @@ __all__ = [
     "diagnose",
     "doctor",
     "evaluate",
+    "explore_gate",
     "finalize",
     "gate",
+    "gate_numbers",
     "init_project",
     "open_run",
     "query",

@@ -80,11 +80,34 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
                                engine=engines.engine_for(config, engine, address))
 
 
-def gate(run: RunLike, candidate_id: str) -> dict[str, Any]:
+def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val, from stored rollouts,
     with the frozen project's gate settings; records the gate. The result's ``decision`` is
-    accept, reject or indecisive (missing data is never a rejection)."""
-    return decide.gate_candidate(open_run(run), candidate_id)
+    accept, reject or indecisive (missing data is never a rejection). Both sides are read
+    from their evaluations made with the project's num_trials, or with ``n_trials`` (a
+    matched higher-power pair: both sides evaluated with that larger count)."""
+    return decide.gate_candidate(open_run(run), candidate_id, n_trials=n_trials)
+
+
+def explore_gate(run: RunLike, candidate_id: str, *, k_se: float | None = None,
+                 mode: str | None = None, min_delta: float | None = None,
+                 n_trials: int | None = None) -> dict[str, Any]:
+    """:func:`gate` with other settings: recorded with ``exploratory: true`` (and the
+    overrides) whenever one differs from the frozen project's, and never a basis for
+    accept or set_best."""
+    return decide.gate_candidate(open_run(run), candidate_id, k_se=k_se, mode=mode,
+                                 min_delta=min_delta, n_trials=n_trials)
+
+
+def gate_numbers(current: float, candidate: float, current_stderr: float,
+                 candidate_stderr: float, *, k_se: float | None = None,
+                 min_delta: float | None = None, run: RunLike | None = None) -> dict[str, Any]:
+    """The raw gate for means and SEs computed elsewhere (unpaired SE; nothing recorded):
+    the settings are ``run``'s frozen gate (or the defaults) with ``k_se`` / ``min_delta``
+    applied. Non-finite or negative inputs raise GateError."""
+    frozen = open_run(run).manifest.config.gate if run is not None else None
+    return decide.gate_summary(current, candidate, current_stderr, candidate_stderr,
+                               k_se=k_se, min_delta=min_delta, frozen=frozen)
 
 
 def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:

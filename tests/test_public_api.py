@@ -20,12 +20,14 @@ EXPECTED = [
     "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
     "ConfigError", "EngineError", "GateError", "Rollout", "RunDir", "RunDirError", "Score",
     "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
-    "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "finalize",
-    "gate", "init_project", "open_run", "query", "reject", "start_run", "status",
+    "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
+    "finalize", "gate", "gate_numbers", "init_project", "open_run", "query", "reject",
+    "start_run", "status",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
-# deliberate act, and the deciding gate takes no setting that could override the project's.
+# deliberate act, and the deciding gate takes no setting that could override the project's
+# (explore_gate's overrides are recorded as exploratory and never license an accept).
 SIGNATURES = {
     "accept": "run, candidate_id, note=None",
     "check_project": "project",
@@ -35,7 +37,10 @@ SIGNATURES = {
     "doctor": "address=None, timeout_s=60.0",
     "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
-    "gate": "run, candidate_id",
+    "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
+    "gate": "run, candidate_id, *, n_trials=None",
+    "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
+                    "min_delta=None, run=None",
     "init_project": "directory",
     "open_run": "run",
     "query": "run, sql",

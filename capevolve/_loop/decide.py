@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from capevolve._loop.evaluate import latest_complete_eval, latest_eval, run_config
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
-from capevolve._policy.gate import GateDecision, SideOutcomes, decide
+from capevolve._policy.gate import GateDecision, SideOutcomes, decide, decide_from_summary
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GateConfig
@@ -109,6 +109,20 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
               "n_trials": trials, "exploratory": bool(changed), "overrides": changed}
     run._record(EventKind.GATE, **result)
     return result
+
+
+def gate_summary(current: float, candidate: float, current_stderr: float,
+                 candidate_stderr: float, *, k_se: float | None = None,
+                 min_delta: float | None = None,
+                 frozen: GateConfig | None = None) -> dict[str, Any]:
+    """The raw gate for numbers computed elsewhere (unpaired SE; nothing is recorded).
+
+    Settings are ``frozen`` (a run's gate) or the defaults, with ``k_se`` / ``min_delta``
+    applied; non-finite or negative inputs are a one-line GateError naming the option.
+    """
+    settings, _ = _settings(frozen or GateConfig(), {"k_se": k_se, "min_delta": min_delta})
+    return decide_from_summary(current, candidate, current_stderr, candidate_stderr,
+                               settings).to_dict()
 
 
 def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:

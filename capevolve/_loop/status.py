@@ -36,7 +36,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
     config = run_config(run)
     spent = run.spent
     stall = budget.stall_count(run.events())
-    best_eval = latest_complete_eval(run, run.best_id, Split.VAL)
+    best_eval = latest_complete_eval(run, run.best_id, Split.VAL, n_trials=config.num_trials)
     return {
         "run_dir": str(run.root), "run_id": run.run_id, "project": config.name,
         "best_id": run.best_id,

@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
 import capevolve
-from capevolve._loop.decide import gate_candidate
-from capevolve._policy.gate import decide_from_summary
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
-from capevolve.config import GateConfig
 from capevolve.kinds import GateMode, Split
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -59,15 +55,16 @@ def _gate_human(result: dict) -> str:
 
 
 def _raw_gate(candidate: str, current: float, current_stderr: float | None,
-              candidate_stderr: float | None, settings: GateConfig) -> dict:
+              candidate_stderr: float | None, k_se: float | None, min_delta: float | None,
+              run_dir: str | None) -> dict:
     if current_stderr is None or candidate_stderr is None:
         fail("raw gate: --current-stderr and --candidate-stderr are required with --current")
     try:
         cand_mean = float(candidate)
     except ValueError:
         fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
-    return decide_from_summary(current, cand_mean, current_stderr, candidate_stderr,
-                               settings).to_dict()
+    return capevolve.gate_numbers(current, cand_mean, current_stderr, candidate_stderr,
+                                  k_se=k_se, min_delta=min_delta, run=run_dir)
 
 
 @command
@@ -101,20 +98,15 @@ def gate(candidate: CandidateIdOpt,
     [--min-delta D]; other settings come from --run-dir's gate, else the defaults.
     """
     if current is not None:
-        base = capevolve.open_run(run_dir).manifest.config.gate if run_dir else GateConfig()
-        overrides = {k: v for k, v in (("k_se", k_se), ("min_delta", min_delta))
-                     if v is not None}
-        try:
-            settings = GateConfig.model_validate({**base.model_dump(), **overrides})
-        except ValidationError as exc:
-            fail("raw gate: " + "; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: "
-                                          f"{e['msg']}" for e in exc.errors()))
-        result = _raw_gate(candidate, current, current_stderr, candidate_stderr, settings)
+        result = _raw_gate(candidate, current, current_stderr, candidate_stderr, k_se,
+                           min_delta, run_dir)
+    elif run_dir is None:
+        fail("gate: --run-dir is required (or use the raw form with --current)")
+    elif k_se is None and mode is None and min_delta is None:
+        result = capevolve.gate(run_dir, candidate, n_trials=n_trials)
     else:
-        if run_dir is None:
-            fail("gate: --run-dir is required (or use the raw form with --current)")
-        result = gate_candidate(capevolve.open_run(run_dir), candidate, k_se=k_se, mode=mode,
-                                min_delta=min_delta, n_trials=n_trials)
+        result = capevolve.explore_gate(run_dir, candidate, k_se=k_se, mode=mode,
+                                        min_delta=min_delta, n_trials=n_trials)
     emit(result, json, _gate_human(result))
 
 
