@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._loop.evaluate import latest_complete_eval, latest_eval, run_config
+from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
 from capevolve._policy.gate import GateDecision, SideOutcomes, decide, decide_from_summary
@@ -138,22 +138,12 @@ def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
     return false_accept_summary(tallies, config.gate, config.budget.max_iterations)
 
 
-def _passing_gate(run: RunDir, candidate_id: str) -> dict[str, Any]:
-    gates = [g for g in run.events(EventKind.GATE) if g["candidate_id"] == candidate_id]
-    best_id = run.best_id
-    relevant = [g for g in gates if g["best_id"] == best_id]
-    if not relevant:
-        raise GateError(f"accept refused: candidate {candidate_id!r} has no recorded gate "
-                        f"against the current best {best_id!r}; run `capevolve gate` first")
-    last = relevant[-1]
-    if last["decision"] != Decision.ACCEPT:
-        raise GateError(f"accept refused: the last gate of {candidate_id!r} against "
-                        f"{best_id!r} said {last['decision']}: {'; '.join(last['reasons'])}")
-    for key, owner in (("candidate_eval", candidate_id), ("best_eval", best_id)):
-        current = latest_complete_eval(run, owner, Split.VAL)
-        if current is None or current["eval_id"] != last[key]:
-            raise GateError("accept refused: the evaluations changed since the gate; gate again")
-    return last
+def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
+    """The gate that licenses the accept (the rule lives in RunDir.passing_gate)."""
+    try:
+        return run.passing_gate(candidate_id)
+    except GateError as exc:
+        raise GateError(f"accept refused: {exc}") from None
 
 
 def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
