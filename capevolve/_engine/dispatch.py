@@ -35,7 +35,7 @@ from capevolve.errors import EngineError
 DRAIN_WAIT_S = 0.5
 RECOVER_DELAY_S = 0.5
 QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
-SCORE_BATCHES = 2  # batches in flight per scorer
+SCORE_BATCHES = 4  # batches in flight per scorer
 
 
 class Dispatcher:

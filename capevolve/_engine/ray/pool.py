@@ -23,7 +23,7 @@ from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
-SCORERS_PER = 4  # rollout actors per scorer actor
+SCORERS_PER = 1  # rollout actors per scorer actor
 
 
 async def _call(ref):
@@ -63,22 +63,23 @@ class ActorScorer:
         self.actor, self.name = actor, name
 
     async def prepare(self, job: ScoreJob) -> None:
-        await _call(self.actor.prepare.remote(job))
+        await _call(self.actor.prepare.remote(_shared_ref(job)))
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
         return await _call(self.actor.score.remote(eval_id, items))
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
-_JOB_REF: dict = {"job": None, "ref": None}
+_JOB_REFS: dict[type, tuple] = {}
 
 
-def _shared_ref(job: EvalJob):
-    """Put the job in the object store once per evaluation (the same EvalJob object, not
-    an equal key: two runs may share a run name and an eval id); every actor reads it."""
-    if _JOB_REF["job"] is not job:
-        _JOB_REF.update(job=job, ref=ray.put(job))
-    return _JOB_REF["ref"]
+def _shared_ref(job: EvalJob | ScoreJob):
+    """Put the job in the object store once per evaluation (the same job object, not an
+    equal key: two runs may share a run name and an eval id); every actor reads it."""
+    held = _JOB_REFS.get(type(job))
+    if held is None or held[0] is not job:
+        held = _JOB_REFS[type(job)] = (job, ray.put(job))
+    return held[1]
 
 
 def rollout_pool(config: EngineConfig, job: EvalJob) -> list[ActorWorker]:
