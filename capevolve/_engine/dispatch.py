@@ -55,7 +55,7 @@ class Dispatcher:
         self.pending: deque[WorkUnit] = deque(units)
         self.outstanding: dict[tuple[str, int], WorkUnit] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
-        self.load = [0] * len(self.scorers)
+        self.load, self.turn = [0] * len(self.scorers), 0
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
@@ -127,7 +127,9 @@ class Dispatcher:
         task.add_done_callback(self.scoring.discard)
 
     async def _score(self, items: list[tuple[Outcome, int]]) -> None:
-        index = min(range(len(self.scorers)), key=lambda i: (self.load[i], i))
+        n = len(self.scorers)
+        self.turn = (self.turn + 1) % n  # least busy scorer; ties go round robin
+        index = min(((self.turn + k) % n for k in range(n)), key=lambda i: self.load[i])
         self.load[index] += 1
         try:
             while True:

@@ -108,10 +108,14 @@ def test_a_lost_workers_units_are_dispatched_again():
     """A worker dying mid-evaluation loses only in-flight units; they run elsewhere or
     after its restart, and each unit still yields one row."""
     units = plan_units([f"t{i}" for i in range(6)], 2, run_seed=1)
-    dying = FakeWorker("w0", die_on=(2, 5))
+    dying = FakeWorker("w0", die_on=(2,))  # w0 holds 3 units, finishing 1 per call
     rows, report = _run([dying, FakeWorker("w1")], [FakeScorer()], units)
     assert _keys(rows) == sorted(u.key for u in units)
-    assert report.worker_restarts == 2 and dying.prepares == 3
+    assert report.worker_restarts == 1 and dying.prepares == 2
+    alone = FakeWorker("w0", die_on=(2, 4))  # alone, it needs >= 12 calls
+    rows, report = _run([alone], [FakeScorer()], units)
+    assert _keys(rows) == sorted(u.key for u in units)
+    assert report.worker_restarts == 2 and alone.prepares == 3
 
 
 def test_late_duplicates_and_forged_outcomes_are_dropped():
