@@ -10,7 +10,11 @@ A project's adapter is any class with these methods (each may be ``def`` or ``as
   and is recorded the same way. Raise :class:`TransientError` (or return a Rollout with
   ``transient=True``) for errors worth retrying: rate limits, 5xx, timeouts.
 - ``score(task, rollout) -> Score``: reward in [0, 1] (higher is better) plus feedback that
-  explains *why*; deterministic; the feedback must not quote the gold answer.
+  explains *why*; deterministic; the feedback must not quote the gold answer. It runs in
+  another process than ``run_target`` (one where no candidate code was imported) and gets
+  the Rollout as re-read from JSON: values JSON cannot hold arrive as their ``repr``, and
+  tuples as lists. Everything in the Rollout was produced next to candidate code: a scorer
+  should judge the outcome from data it can check, not trust a field saying "passed".
 
 Optional: ``trajectories(split) -> Path | None`` and ``scoreable(task) -> bool``.
 """

@@ -103,11 +103,13 @@ class EngineConfig(_Section):
     """Where and how rollouts run."""
 
     kind: EngineKind = EngineKind.RAY
-    """ray (default; local Ray started on demand) or local (in-process, for debugging)."""
+    """ray (default; local Ray started on demand) or local (worker subprocesses on this
+    machine, scored in the driver; no Ray needed)."""
     address: str | None = None
     """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
     workers: int | Literal["auto"] = "auto"
-    """Number of worker actors; auto = one per CPU Ray reports."""
+    """Number of worker processes that run ``run_target`` (Ray rollout actors, or local
+    subprocesses); auto = one per CPU Ray reports (ray), one (local)."""
     concurrency: int = Field(64, ge=1)
     """Rollouts in flight across the whole engine (all workers together)."""
     timeout_s: float = Field(600, gt=0)
