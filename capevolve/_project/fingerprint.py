@@ -205,7 +205,11 @@ def changes(project: Project, frozen: dict[str, str]) -> list[str]:
 
 
 def verify(project: Project, frozen: dict[str, str], when: str = "since the run started") -> None:
-    """Raise RunDirError naming the first file that differs from ``frozen``."""
+    """Raise RunDirError naming the first file that differs from ``frozen`` (an empty
+    ``frozen`` is refused too: every run records at least its adapter)."""
+    if not frozen:
+        raise RunDirError(f"{project.root}: the run records no project fingerprint, so "
+                          "changes to the adapter or scorer cannot be detected; start a new run")
     problems = changes(project, frozen)
     if problems:
         more = f"; {len(problems) - 1} more file(s) differ" if len(problems) > 1 else ""

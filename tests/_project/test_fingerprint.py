@@ -115,6 +115,8 @@ def test_verify_names_the_changed_removed_or_new_file(tmp_path):
     without = {k: v for k, v in frozen.items() if k != f"{scorer}_helpers.py"}
     with pytest.raises(RunDirError, match="_helpers.py is new since the run started"):
         verify(project, without)
+    with pytest.raises(RunDirError, match="records no project fingerprint"):
+        verify(project, {})
 
 
 def test_editing_an_imported_scorer_between_commands_is_refused(tmp_path):
