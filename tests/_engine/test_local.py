@@ -104,6 +104,7 @@ def test_an_isolated_call_past_its_timeout_is_killed(tmp_path):
     assert children == []
 
 
+@pytest.mark.slow
 def test_a_killed_worker_process_loses_nothing_and_duplicates_nothing(tmp_path):
     """SIGKILL of the local engine's worker process mid-evaluation: it is restarted, its
     in-flight units run again, and the evaluation completes with one row per unit."""
@@ -134,3 +135,36 @@ def test_a_killed_worker_process_loses_nothing_and_duplicates_nothing(tmp_path):
         "SELECT count(*), count(DISTINCT (task_id, trial)), count(DISTINCT worker_id) "
         f"FROM rollouts WHERE eval_id = '{record['eval_id']}'")
     assert rows[0][:2] == (60, 60)
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_worker_process_behind(tmp_path):
+    """SIGKILL of the driver mid-evaluation: its worker process sees its stdin close and
+    exits at once (no orphan keeps running candidate code)."""
+    import subprocess
+    import sys
+
+    import psutil
+    from fixtures.projects import clean_env
+
+    project = make_project(tmp_path / "p", 40, trials=2, sleep=0.5)
+    run = create_run(project, tmp_path / "run")
+    driver = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from capevolve._loop.evaluate import evaluate; "
+         "from capevolve._store.rundir import RunDir; "
+         "evaluate(RunDir.open(sys.argv[1]), 'seed', 'train')", str(run.root)],
+        env=clean_env(), stderr=subprocess.DEVNULL)
+    try:
+        deadline, children = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not children:
+            children = [p for p in psutil.Process(driver.pid).children(recursive=True)
+                        if "capevolve._engine.child" in " ".join(p.cmdline())]
+            time.sleep(0.1)
+        assert children, "the driver never started a worker process"
+        time.sleep(1.0)
+        driver.kill()
+        driver.wait()
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == []
+    finally:
+        driver.kill()

@@ -29,8 +29,9 @@ def patching_candidate(dest: Path) -> Path:
 
 def _seed_and_patched(tmp_path, engine):
     run = create_run(RETAIL, tmp_path / "run")
-    seed = evaluate(run, "seed", "val", engine=engine)
-    patched = evaluate(run, patching_candidate(tmp_path / "cand"), "val", engine=engine)
+    seed = evaluate(run, "seed", "val", engine=engine, n_trials=1)
+    patched = evaluate(run, patching_candidate(tmp_path / "cand"), "val", engine=engine,
+                       n_trials=1)
     return seed, patched
 
 
@@ -54,6 +55,7 @@ def test_patching_candidate_gets_its_real_mean_on_the_local_engine(tmp_path):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_patching_candidate_gets_its_real_mean_on_ray(tmp_path, ray_session):
     """Ray engine: rollout actors run the candidate; scorer actors score, so the patch
     never reaches the scorer and the val mean is the real one."""
