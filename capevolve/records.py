@@ -81,10 +81,10 @@ class RunManifest(Record):
     """Host that created the run."""
     n_tasks: int = Field(ge=1)
     """Number of tasks the adapter returned at creation."""
-    adapter_sha256: str | None = None
-    """sha256 of the adapter file (when the adapter is given as a file)."""
     fingerprint: dict[str, str] = Field(default_factory=dict)
-    """sha256 of every project file the scores depend on, by path relative to the project."""
+    """sha256 of every file the scores depend on: the adapter, the user modules it imports,
+    the adapter's package, scorer / gold data (key: path relative to the project, or
+    absolute outside it). Re-checked before and after every evaluation."""
     splits_checksum: str
     """Checksum of splits.json, verified on every open."""
 
