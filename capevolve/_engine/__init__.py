@@ -1,5 +1,9 @@
-"""Execution: plan units, dispatch them to workers, run candidate code, hand back rows.
+"""Execution: plan units, run them on workers, score them on scorers, hand back rows.
 
+Workers (:mod:`.worker`; local subprocesses or Ray rollout actors) run ``run_target`` and
+so run candidate code; scorers (:mod:`.scorer`; the local driver or Ray scorer actors)
+call ``score`` in processes where no candidate module was ever imported, and build every
+row. :mod:`.dispatch` drives both; :mod:`.contract` is the seam (it imports no engine).
 Only :mod:`capevolve._engine.ray` imports ray; :func:`make_engine` imports it lazily.
 """
 
