@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capevolve._store import jsonfiles
+from capevolve._store.documents import read_diagnosis
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose.diagnosis import write_document
 from capevolve.diagnose.kinds import JudgementTag
@@ -65,12 +65,8 @@ def annotate(run: RunDir, file: Path, signature: str, tag: str | None = None,
         raise ConfigError("annotate: give --tag and/or --blast-radius")
     path = resolve_file(run, Path(file))
     with run.locked():  # read-modify-write of the diagnosis file holds the run lock
-        try:
-            doc = jsonfiles.read(path)
-            clusters = doc["clusters"]
-            doc["split"]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise RunDirError(f"{path}: not a readable diagnosis file") from None
+        doc = read_diagnosis(path).to_json()  # RunDirError naming the file if invalid
+        clusters = doc["clusters"]
         cluster = next((c for c in clusters if c.get("signature") == signature), None)
         if cluster is None:
             known = "; ".join(c.get("signature", "?") for c in clusters[:10])

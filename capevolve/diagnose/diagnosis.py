@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import jsonfiles
+from capevolve._store.documents import diagnosis_record
+from capevolve.records import FORMAT_VERSION
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
 from capevolve.diagnose.cluster import sanity_checks
@@ -33,7 +35,7 @@ from capevolve.diagnose.reflective import (
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.errors import ConfigError
 
-FORMAT = 1
+FORMAT = FORMAT_VERSION  # the diagnosis document is a versioned DiagnosisRecord
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,12 @@ class DiagnoseOptions:
 
 
 def write_document(path: Path, doc: dict[str, Any]) -> None:
-    """Write canonical compact JSON (sorted keys) atomically: temp file, fsync, rename."""
+    """Validate ``doc`` as a DiagnosisRecord, then write canonical compact JSON (sorted
+    keys) atomically: temp file, fsync, rename."""
+    stored = diagnosis_record(doc).to_json()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(jsonfiles.dumps(doc, indent=None) + "\n")
+        fh.write(jsonfiles.dumps(stored, indent=None) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -89,7 +93,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
                      where[i]) for i, f in enumerate(failures)]
     n_failing_tasks = len(groups.flaky) + len(groups.always_failing)
     return {
-        "format": FORMAT, "split": str(options.split), "tag": options.tag,
+        "format_version": FORMAT, "split": str(options.split), "tag": options.tag,
         "eval_id": trials[0].eval_id if trials else None, "mode": str(options.mode),
         "reflective_dataset": entries,
         "clusters": cluster_records(clusters, failures, passing_tools),

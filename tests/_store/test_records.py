@@ -136,3 +136,21 @@ def test_final_and_seal_are_validated_on_read(run):
     run.layout.seal.write_text(json.dumps({"format_version": 1, "status": "burnt"}))
     with pytest.raises(RunDirError, match="seal.json"):
         read_seal(run.layout)
+
+
+def test_diagnosis_files_are_records(gated):
+    """diagnose writes a versioned DiagnosisRecord; annotate refuses a diagnosis file of an
+    unknown version, naming it, and leaves it untouched."""
+    from capevolve.diagnose.annotate import annotate
+    from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose, diagnosis_path
+    from capevolve.records import DiagnosisRecord
+
+    diagnose(gated, DiagnoseOptions(split="val", tag="seed"))
+    path = diagnosis_path(gated, "val", "seed")
+    record = DiagnosisRecord.model_validate(json.loads(path.read_text()))
+    assert record.format_version == FORMAT_VERSION and record.clusters
+    _edit(path, format_version=2)
+    before = path.read_bytes()
+    with pytest.raises(RunDirError, match=r"val__seed\.json.*format_version 2"):
+        annotate(gated, path, record.clusters[0]["signature"], "behavioral")
+    assert path.read_bytes() == before
