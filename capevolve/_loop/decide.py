@@ -15,13 +15,19 @@ from pydantic import ValidationError
 
 from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._policy import budget, decisions
-from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
+from capevolve._policy.alpha import (
+    FalseAcceptSummary,
+    GateTally,
+    false_accept_summary,
+    run_alpha_refusal,
+)
 from capevolve._policy.gate import GateDecision, SideOutcomes, decide, decide_from_summary
+from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GateConfig
 from capevolve.errors import BudgetError, GateError
-from capevolve.kinds import Decision, EvalStatus, EventKind, GateMode, Split
+from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, GateMode, Split
 from capevolve.records import EvalRecord, GateEvent
 
 
@@ -87,6 +93,13 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     settings, changed = _settings(frozen.gate, overrides)
     cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
     best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
+    if not changed:
+        measured = {e.candidate_id for e in all_evals(run)
+                    if e.split == Split.VAL and e.candidate_id != SEED_ID}
+        refusal = run_alpha_refusal(_tallies(run), frozen.gate, frozen.budget.max_iterations,
+                                    (cand_eval.eval_id, best_eval.eval_id), len(measured))
+        if refusal:
+            raise GateError(f"gate refused: {refusal}")
     store = RolloutStore(run.layout)
     verdict = decide(
         SideOutcomes.from_rewards(store.outcomes(cand_eval.eval_id).rewards),
@@ -132,10 +145,14 @@ def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
     report.
     """
     config = run_config(run)
-    tallies = [GateTally(exploratory=bool(g.exploratory), decision=Decision(g.decision),
-                         alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""))
-               for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
-    return false_accept_summary(tallies, config.gate, config.budget.max_iterations)
+    return false_accept_summary(_tallies(run), config.gate, config.budget.max_iterations)
+
+
+def _tallies(run: RunDir) -> list[GateTally]:
+    """What each recorded gate contributes to the false-accept ledger."""
+    return [GateTally(exploratory=bool(g.exploratory), decision=Decision(g.decision),
+                      alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""))
+            for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
 
 
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:

@@ -10,6 +10,14 @@ most max_iterations decisions falsely accepts with probability at most alpha). A
 ``false_accept_summary`` adds up what a run's decision gates risked: the expected number
 of false accepts had every candidate been no better than its best is at most the sum of
 their a (one per distinct pair of evaluations: re-gating the same pair is no new chance).
+
+Under ``run`` spending the bound holds only if there are at most max_iterations chances,
+whether or not each gated candidate is then accepted or rejected, and whether or not it is
+gated at all: a val evaluation shows its numbers, so measuring 50 candidates and gating the
+best-looking one is 50 chances. ``run_alpha_refusal`` therefore refuses a deciding gate of
+a new pair once the distinct pairs already decisively gated, plus this one, or the
+candidates measured on val exceed max_iterations (the alpha is spent); re-gating a pair
+already counted stays allowed.
 """
 
 from __future__ import annotations
@@ -83,15 +91,43 @@ class FalseAcceptSummary:
         return dict(self.__dict__)
 
 
+def _decisive_pairs(tallies: Iterable[GateTally]) -> dict[tuple[str, str], float]:
+    """The a spent per distinct pair of evaluations by decisive decision gates."""
+    spent: dict[tuple[str, str], float] = {}
+    for tally in tallies:
+        if tally.exploratory or tally.decision == Decision.INDECISIVE:
+            continue
+        spent[tally.pair] = max(spent.get(tally.pair, 0.0), tally.alpha or 0.0)
+    return spent
+
+
+def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iterations: int,
+                      pair: tuple[str, str], measured: int) -> str | None:
+    """Why a deciding gate of ``pair`` is refused under ``run`` spending (None: allowed).
+
+    ``measured`` is the number of candidates (the seed aside) with a val evaluation.
+    """
+    if config.alpha_spending != AlphaSpending.RUN:
+        return None
+    spent = _decisive_pairs(tallies)
+    if pair in spent:
+        return None
+    spread = (f"the budget.max_iterations ({max_iterations}) that gate.alpha "
+              f"{config.alpha:g} is spread over (alpha_spending: run)")
+    if len(spent) + 1 > max_iterations:
+        return (f"alpha spent: {len(spent)} evaluation pairs already had a deciding gate, "
+                f"{spread}; finalize the run")
+    if measured > max_iterations:
+        return (f"alpha spent: {measured} candidates were measured on val, more than "
+                f"{spread}; the best-looking of them is no longer a fair draw")
+    return None
+
+
 def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
                          max_iterations: int) -> FalseAcceptSummary:
     """Sum the per-gate a of the distinct decisive decision gates of a run."""
     items = list(tallies)
-    decisive: dict[tuple[str, str], float] = {}
-    for tally in items:
-        if tally.exploratory or tally.decision == Decision.INDECISIVE:
-            continue
-        decisive[tally.pair] = max(decisive.get(tally.pair, 0.0), tally.alpha or 0.0)
+    decisive = _decisive_pairs(items)
     fixed = config.k_se is not None
     per_gate = None if fixed else per_gate_alpha(config, max_iterations)
     planned = None

@@ -237,3 +237,20 @@ def test_eval_records_state_the_pass_threshold_behind_pass_k(tmp_path):
     run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
     record = evaluate(run, "seed", "val")
     assert record["pass_threshold"] == 0.9 and set(record["pass_k"]) == {"1", "2"}
+
+
+def test_run_level_alpha_is_not_bought_back_by_measuring_many_and_gating_one(tmp_path):
+    """alpha_spending run over max_iterations 2: after three candidates are measured on val,
+    a deciding gate is refused (the alpha is spent); an exploratory one still runs."""
+    project = make_project(tmp_path / "p", 20, trials=2, quality=0.4,
+                           extra="gate: {alpha_spending: run}\nbudget: {max_iterations: 2}\n")
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    ids = [evaluate(run, make_candidate(tmp_path / f"c{q}", q), "val")["candidate_id"]
+           for q in (0.5, 0.6)]
+    first = gate_candidate(run, ids[0])
+    assert first["alpha"] == pytest.approx(0.025) and not first["exploratory"]
+    third = evaluate(run, make_candidate(tmp_path / "c9", 0.9), "val")["candidate_id"]
+    with pytest.raises(GateError, match="alpha spent: 3 candidates were measured"):
+        gate_candidate(run, third)
+    assert gate_candidate(run, ids[0])["decision"] == first["decision"]  # counted pair
+    assert gate_candidate(run, third, k_se=1.0)["exploratory"]

@@ -116,3 +116,23 @@ def test_false_accept_summary_counts_distinct_decisive_decision_gates():
     fixed = false_accept_summary([], GateConfig(k_se=1.0), 20)
     assert fixed.per_gate_alpha is None and fixed.planned_bound is None
     assert set(summary.to_dict()) >= {"gates", "expected_false_accepts", "planned_bound"}
+
+
+def test_run_spending_refuses_chances_beyond_the_budget():
+    """Under alpha_spending run, a new deciding pair past max_iterations is refused, as is
+    any new pair once more candidates were measured on val than budgeted (gating only the
+    best-looking of many is many chances); re-gating a counted pair stays allowed."""
+    from capevolve._policy.alpha import run_alpha_refusal
+
+    run = GateConfig(alpha_spending=AlphaSpending.RUN)
+    spent = [GateTally(False, Decision.REJECT, 0.025, ("c1", "s")),
+             GateTally(False, Decision.ACCEPT, 0.025, ("c2", "s"))]
+    assert run_alpha_refusal(spent, run, 2, ("c3", "c2"), 3) is not None
+    assert "alpha spent" in run_alpha_refusal(spent, run, 2, ("c3", "c2"), 2)
+    assert run_alpha_refusal(spent, run, 2, ("c1", "s"), 2) is None
+    assert run_alpha_refusal(spent[:1], run, 2, ("c2", "s"), 2) is None
+    assert "measured on val" in run_alpha_refusal([], run, 2, ("c1", "s"), 3)
+    free = [GateTally(True, Decision.ACCEPT, 0.3, ("c9", "s")),
+            GateTally(False, Decision.INDECISIVE, 0.025, ("c8", "s"))]
+    assert run_alpha_refusal(free, run, 1, ("c1", "s"), 1) is None
+    assert run_alpha_refusal(spent, GateConfig(), 2, ("c3", "c2"), 50) is None
