@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from tier_guard import (  # noqa: F401 - hooks and fixture that keep the tier marks true
+    pytest_collection_modifyitems,
+    pytest_runtest_logreport,
+    pytest_terminal_summary,
+    ray_only_in_ray_tests,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "benchmarks" / "toy"
