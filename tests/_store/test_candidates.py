@@ -2,7 +2,14 @@
 
 import os
 
-from capevolve._store.candidates import content_hash, copy_readonly, file_digests, pack, protected_changes, unpack
+from capevolve._store.candidates import (
+    content_hash,
+    copy_readonly,
+    file_digests,
+    pack,
+    protected_changes,
+    unpack,
+)
 
 
 def _tree(root, files):
@@ -34,7 +41,8 @@ def test_snapshot_is_read_only_and_packs_round_trip(tmp_path):
 
 def test_protected_changes_sees_modify_add_remove(tmp_path):
     """Modifying, adding or removing a protected file is reported; other edits are not."""
-    seed = file_digests(_tree(tmp_path / "s", {"gold/a.json": "1", "p.md": "x", "gold/b.json": "2"}))
+    seed = file_digests(_tree(tmp_path / "s", {"gold/a.json": "1", "p.md": "x",
+                                                "gold/b.json": "2"}))
     cand = file_digests(_tree(tmp_path / "c", {"gold/a.json": "9", "p.md": "changed",
                                                 "gold/new.json": "3"}))
     assert protected_changes(seed, cand, ["gold/*"]) == ["gold/a.json", "gold/b.json",

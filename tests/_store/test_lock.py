@@ -71,7 +71,7 @@ def test_two_live_processes_never_hold_the_lock_together(tmp_path):
         assert proc.wait(timeout=60) == 0
     lines = log.read_text().splitlines()
     assert len(lines) >= 8, lines
-    for enter, leave in zip(lines[::2], lines[1::2]):
+    for enter, leave in zip(lines[::2], lines[1::2], strict=True):
         assert enter.startswith("enter") and leave == enter.replace("enter", "exit"), lines
     assert len({line.split()[1] for line in lines}) >= 2, "only one process ever got in"
 

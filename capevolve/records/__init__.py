@@ -1,0 +1,106 @@
+"""Versioned records of every document capevolve writes into a run dir.
+
+Each document is a frozen pydantic v2 model that forbids unknown keys and non-finite
+numbers, and carries ``format_version``. Reading goes through :func:`parse_record` (or
+:func:`parse_event` for a line of ``events.jsonl``): a document whose version this
+capevolve does not read, or that does not validate, is a one-line
+:class:`~capevolve.errors.RunDirError` naming the file. Writing goes through the models
+(``model_dump(mode="json")``), so what is stored is what validates.
+
+Documents::
+
+    run.json            RunManifest
+    candidates/<id>/candidate.json   CandidateRecord
+    evals/<eval_id>.json             EvalRecord
+    events.jsonl        one Event per line (a model per EventKind; UserEvent for user kinds)
+    state.json          StateRecord (a derived cache, never read back as truth)
+    seal.json           SealRecord
+    final.json          FinalRecord (with two EvalSummary)
+    diagnoses/*.json    DiagnosisRecord (envelope typed; clusters and entries as data)
+    <project>/.capevolve/finalizes.jsonl   one FinalizeEntry per finalize (with TestReuse)
+
+The models live in ``_base`` (Record, reading), ``_documents`` and ``_events``; import them
+from here.
+"""
+
+from capevolve.records._base import (
+    EVENT_KIND_PATTERN,
+    FORMAT_VERSION,
+    JsonScalar,
+    Record,
+    check_version,
+    parse_record,
+)
+from capevolve.records._documents import (
+    CandidateRecord,
+    DiagnosisRecord,
+    EvalRecord,
+    EvalSummary,
+    FinalizeEntry,
+    FinalRecord,
+    GateRecord,
+    RunManifest,
+    SealRecord,
+    StateRecord,
+    TestReuse,
+)
+from capevolve.records._events import (
+    LIBRARY_EVENTS,
+    USER_KINDS_BUILTIN,
+    AcceptEvent,
+    DiagnosisAnnotated,
+    EvalFinished,
+    EvalStarted,
+    Event,
+    EventBase,
+    Finalized,
+    FinalizeStarted,
+    GateEvent,
+    RejectEvent,
+    RunCreated,
+    SetBestEvent,
+    SnapshotEvent,
+    SpendEvent,
+    TamperEvent,
+    UserEvent,
+    parse_event,
+)
+
+__all__ = [
+    "AcceptEvent",
+    "CandidateRecord",
+    "DiagnosisAnnotated",
+    "DiagnosisRecord",
+    "EVENT_KIND_PATTERN",
+    "EvalFinished",
+    "EvalRecord",
+    "EvalStarted",
+    "EvalSummary",
+    "Event",
+    "EventBase",
+    "FORMAT_VERSION",
+    "FinalRecord",
+    "FinalizeEntry",
+    "FinalizeStarted",
+    "Finalized",
+    "GateEvent",
+    "GateRecord",
+    "JsonScalar",
+    "LIBRARY_EVENTS",
+    "Record",
+    "RejectEvent",
+    "RunCreated",
+    "RunManifest",
+    "SealRecord",
+    "SetBestEvent",
+    "SnapshotEvent",
+    "SpendEvent",
+    "StateRecord",
+    "TamperEvent",
+    "TestReuse",
+    "USER_KINDS_BUILTIN",
+    "UserEvent",
+    "check_version",
+    "parse_event",
+    "parse_record",
+]

@@ -1,0 +1,65 @@
+"""The base of every stored record and the one way to read one (version, then validation)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from capevolve.errors import RunDirError
+
+FORMAT_VERSION = 1
+"""The one format version of every document this capevolve writes and reads."""
+
+EVENT_KIND_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""What a user event kind looks like (lowercase letters, digits and _)."""
+
+JsonScalar = str | int | float | bool | None
+
+
+class Record(BaseModel):
+    """Base of every stored document: frozen, no unknown keys, finite numbers only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              allow_inf_nan=False)
+
+    format_version: int = FORMAT_VERSION
+    """The document format; readers refuse a version they do not know."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form written to disk."""
+        return self.model_dump(mode="json")
+
+
+R = TypeVar("R", bound=Record)
+
+
+# -- reading --------------------------------------------------------------------------------
+
+def _one_line(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "<root>"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts[:5]) + (f" (+{len(parts) - 5} more)" if len(parts) > 5 else "")
+
+
+def check_version(data: Any, source: str) -> Mapping[str, Any]:
+    """``data`` as a mapping with a format_version this capevolve reads, else RunDirError."""
+    if not isinstance(data, Mapping):
+        raise RunDirError(f"{source}: not a JSON object")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise RunDirError(f"{source}: format_version {version!r} is not one this capevolve "
+                          f"reads (it reads {FORMAT_VERSION})")
+    return data
+
+
+def parse_record(model: type[R], data: Any, source: str) -> R:
+    """Validate a stored document as ``model``; a one-line RunDirError naming ``source``."""
+    check_version(data, source)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RunDirError(f"{source}: invalid {model.__name__}: {_one_line(exc)}") from None
