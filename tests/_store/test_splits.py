@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from capevolve._store.splits import make_splits, read_splits, write_splits
 from capevolve.config import SplitsConfig
 from capevolve.errors import ConfigError, RunDirError
-from capevolve._store.splits import make_splits, read_splits, write_splits
 
 IDS = [f"task-{i}" for i in range(100)]
 
