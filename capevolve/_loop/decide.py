@@ -56,7 +56,8 @@ def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig
         raise GateError("gate override: " + "; ".join(
             f"--{'-'.join(str(e['loc'][0]).split('_'))}: {e['msg']}"
             for e in exc.errors())) from None
-    return settings, {k: (str(v) if isinstance(v, GateMode) else v) for k, v in changed.items()}
+    applied = {k: getattr(settings, k) for k in changed}
+    return settings, {k: (str(v) if isinstance(v, GateMode) else v) for k, v in applied.items()}
 
 
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
@@ -71,12 +72,13 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
     higher-power pair: both sides evaluated with the same larger count); an evaluation with
     another trial count is another draw and is never mixed in. An incomplete evaluation on
     either side (an outage, a budget stop) gives an indecisive gate: missing data is never
-    a rejection.
+    a rejection. Under ``gate.alpha_spending: run`` a deciding gate of a new pair is refused
+    once the run's alpha is spent (``capevolve._policy.alpha.run_alpha_refusal``).
     """
     with run.locked():
         run.require_open("gate")
-        return _gate(run, candidate_id, {"k_se": k_se, "mode": GateMode(mode) if mode else None,
-                                         "min_delta": min_delta}, n_trials)
+        return _gate(run, candidate_id, {"k_se": k_se, "mode": mode, "min_delta": min_delta},
+                     n_trials)
 
 
 def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
