@@ -83,7 +83,8 @@ class GateConfig(_Section):
     """A val task regresses when its mean drops by more than this and by more than twice
     the SE of the per-task difference from its trials (errored on every trial: 0)."""
     pass_threshold: float = Field(1.0, gt=0, le=1)
-    """A trial passes (pass^k, pass rates) when its reward is at least this."""
+    """A trial passes (pass^k in every evaluation record) when its reward is at least this,
+    up to the shared tolerance; the record states the threshold it used."""
 
 
 class BudgetConfig(_Section):
