@@ -23,9 +23,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, cast
 
 from pydantic import ValidationError
 
@@ -57,7 +58,7 @@ CANDIDATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def utc_now() -> str:
     """Current UTC time, ISO 8601 with microseconds."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -199,7 +200,7 @@ class RunDir:
         :meth:`log_event`, :meth:`set_best` and :meth:`update_spent`.
         """
         model = LIBRARY_EVENTS[EventKind(kind)]
-        event = model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields)
+        event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
         with self.locked():
             self._log.append(event)
             self._write_state()
