@@ -8,8 +8,9 @@ RunDirError naming the file, never a silently different measurement.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Union
+from typing import TYPE_CHECKING, Union
 
 from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
