@@ -83,8 +83,11 @@ def finalize(run: RunDir, engine: Engine | None = None,
     with TestSealError (not a lock error). Returns final.json's content.
     """
     taken = seal.burn(run.layout, best_id=run.best_id, baseline_id=SEED_ID)
-    with run.locked():
-        return _finalize(run, engine, address, taken)
+    try:
+        with run.locked():
+            return _finalize(run, engine, address, taken)
+    finally:
+        seal.release(run.layout)  # a failed finalize lets a retry judge the seal by its rows
 
 
 def _record(run: RunDir, kind: EventKind, **fields: Any) -> None:
