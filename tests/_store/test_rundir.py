@@ -142,6 +142,23 @@ def test_open_and_status_change_no_file(gated):
     assert _tree(gated.root) == before
 
 
+def test_cli_status_and_query_change_no_file(gated):
+    """`capevolve status` and `capevolve query` (read-only commands) leave the run dir
+    byte- and mtime-identical."""
+    from typer.testing import CliRunner
+
+    from capevolve.cli.app import app
+
+    gated.layout.lock.unlink(missing_ok=True)
+    before = _tree(gated.root)
+    runner = CliRunner()
+    for argv in (["status", "--run-dir", str(gated.root), "--json"],
+                 ["query", "--run-dir", str(gated.root), "SELECT count(*) FROM rollouts"]):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, (argv, result.stdout, result.stderr)
+    assert _tree(gated.root) == before
+
+
 # -- candidates -----------------------------------------------------------------------------
 
 def test_snapshot_same_content_reuses_and_other_content_is_refused(run, tmp_path):
