@@ -174,6 +174,7 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     iteration budget is spent (see capevolve._policy.budget and ._policy.decisions).
     """
     with run.locked():
+        run.require_open("accept")
         return _accept(run, candidate_id, note)
 
 
@@ -192,8 +193,8 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     _refuse_past_budget(run, "accept")
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
-    event = run.log_event(EventKind.ACCEPT, candidate_id=candidate_id,
-                          previous_best=previous, note=note, delta=gate["delta"])
+    event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,
+                        previous_best=previous, note=note, delta=gate.delta)
     run.set_best(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
     return _accepted(event, run.best_id, repeated=False)
@@ -214,6 +215,7 @@ def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     it was accepted against the current best, or once the iteration budget is spent.
     """
     with run.locked():
+        run.require_open("reject")
         return _reject(run, candidate_id, note)
 
 
@@ -229,8 +231,8 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     if prior is not None:
         return _rejected(prior.event, repeated=True)
     _refuse_past_budget(run, "reject")
-    event = run.log_event(EventKind.REJECT, candidate_id=candidate_id, note=note,
-                          best_id=best_id)
+    event = run._record(EventKind.REJECT, candidate_id=candidate_id, note=note,
+                        best_id=best_id)
     run.update_spent(iterations=1)
     return _rejected(event, repeated=False)
 
