@@ -72,7 +72,21 @@ class Layout:
 
     @property
     def lock(self) -> Path:
+        """The run's writer lock (flock; the file stays between holders)."""
         return self.root / "lock"
+
+    @property
+    def seal_lock(self) -> Path:
+        """Held by whoever creates or judges the seal (milliseconds)."""
+        return self.root / "seal.lock"
+
+    def seal_aborted(self, stamp: str) -> Path:
+        """Where a dead finalize's seal is set aside."""
+        return self.root / f"seal.aborted-{stamp}.json"
+
+    def split_rollouts(self, split: str) -> Path:
+        """Hive partition directory of one split (every candidate)."""
+        return self.rollouts / f"split={split}"
 
     def quarantine(self) -> Path:
         return self.root / "quarantine"

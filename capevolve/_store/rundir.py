@@ -120,7 +120,7 @@ class RunDir:
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
         run.splits  # noqa: B018 - validates run.json and the splits checksum
-        test_dir = run.layout.rollouts / f"split={Split.TEST}"
+        test_dir = run.layout.split_rollouts(Split.TEST)
         if test_dir.is_dir() and any(test_dir.rglob("*.parquet")) \
                 and not run.layout.seal.is_file():
             raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "

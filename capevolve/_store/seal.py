@@ -53,7 +53,7 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 def test_rollouts_exist(layout: Layout) -> bool:
     """True when any Parquet part exists in the test partition."""
-    return any((layout.rollouts / f"split={Split.TEST}").rglob("*.parquet"))
+    return any(layout.split_rollouts(Split.TEST).rglob("*.parquet"))
 
 
 def read_seal(layout: Layout) -> SealRecord | None:
@@ -101,7 +101,7 @@ def burn(layout: Layout, **fields: Any) -> SealRecord:
     ``fields``: ``best_id`` and ``baseline_id`` of the finalize.
     """
     try:
-        with hold(layout.root / "seal.lock", wait_s=SEAL_LOCK_WAIT_S):
+        with hold(layout.seal_lock, wait_s=SEAL_LOCK_WAIT_S):
             try:
                 return _create(layout, fields)
             except FileExistsError:
@@ -131,7 +131,7 @@ def _retry(layout: Layout, fields: dict[str, Any]) -> SealRecord:
         pid = existing.pid if existing else "?"
         raise TestSealError(f"{layout.seal}: finalize is already running (pid {pid}); the "
                             "test split is scored once")
-    aside = layout.root / f"seal.aborted-{utc_now().replace(':', '')}.json"
+    aside = layout.seal_aborted(utc_now().replace(":", ""))
     os.rename(layout.seal, aside)  # under seal.lock: no other taker is judging this seal
     return _create(layout, {**fields, "retry_of": aside.name})
 
