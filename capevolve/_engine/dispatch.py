@@ -59,8 +59,12 @@ class Dispatcher:
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
-        await asyncio.gather(*(w.prepare(job) for w in self.workers),
-                             *(s.prepare(self.score_job) for s in self.scorers))
+        try:
+            await asyncio.gather(*(w.prepare(job) for w in self.workers),
+                                 *(s.prepare(self.score_job) for s in self.scorers))
+        except WorkerLost as exc:
+            raise EngineError(f"eval {job.eval_id}: a worker or scorer could not start "
+                              f"({exc})") from None
         try:
             await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
             while self.scoring:

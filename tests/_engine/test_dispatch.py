@@ -188,3 +188,14 @@ def test_a_refusing_scorer_stops_the_evaluation():
 
     with pytest.raises(EngineError, match="refusing to score"):
         _run([FakeWorker("w0")], [Refusing()], plan_units(["t0", "t1"], 2, run_seed=1))
+
+
+def test_a_worker_that_cannot_start_is_an_engine_error():
+    """WorkerLost while preparing (the process died on start-up) is one EngineError."""
+
+    class Stillborn(FakeWorker):
+        async def prepare(self, job):
+            raise WorkerLost("died on import")
+
+    with pytest.raises(EngineError, match="could not start.*died on import"):
+        _run([Stillborn("w0")], [FakeScorer()], plan_units(["t0"], 1, run_seed=1))
