@@ -34,15 +34,20 @@ def file_digests(root: Path) -> dict[str, str]:
     }
 
 
+def digests_hash(digests: dict[str, str]) -> str:
+    """The content hash of a tree given its :func:`file_digests`."""
+    digest = hashlib.sha256()
+    for rel in sorted(digests):
+        digest.update(rel.encode() + b"\0" + digests[rel].encode() + b"\n")
+    return digest.hexdigest()
+
+
 def content_hash(root: Path) -> str:
     """A sha256 over every file's relative path and bytes: equal iff the trees are equal."""
     root = Path(root)
     if not root.is_dir():
         raise CandidateError(f"candidate: {root} is not a directory")
-    digest = hashlib.sha256()
-    for rel, file_hash in file_digests(root).items():
-        digest.update(rel.encode() + b"\0" + file_hash.encode() + b"\n")
-    return digest.hexdigest()
+    return digests_hash(file_digests(root))
 
 
 def copy_readonly(src: Path, dest: Path) -> None:

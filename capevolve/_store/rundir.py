@@ -31,7 +31,7 @@ from typing import Any, ClassVar, cast
 from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
-from capevolve._store.candidates import content_hash, copy_readonly, file_digests
+from capevolve._store.candidates import content_hash, copy_readonly, digests_hash, file_digests
 from capevolve._store.events import SPEND_FIELDS, EventLog, Spend
 from capevolve._store.layout import Layout
 from capevolve._store.lock import hold
@@ -333,9 +333,16 @@ class RunDir:
         return record
 
     def candidate_dir(self, candidate_id: str) -> Path:
-        """The immutable capability files of a candidate."""
-        self.candidate_meta(candidate_id)
-        return self.layout.candidate_files(candidate_id)
+        """The immutable capability files of a candidate, verified against the content
+        hash taken at snapshot time (a snapshot edited since is a CandidateError)."""
+        meta = self.candidate_meta(candidate_id)
+        files = self.layout.candidate_files(candidate_id)
+        digests = file_digests(files) if files.is_dir() else None
+        if digests is None or digests != meta.files or digests_hash(digests) != meta.hash:
+            raise CandidateError(f"{files}: candidate {candidate_id!r} changed since it was "
+                                 "snapshotted (its content hash differs); snapshots are "
+                                 "immutable")
+        return files
 
     def find_candidate(self, digest: str) -> str | None:
         """The id of a snapshot with this content hash, if any."""

@@ -281,3 +281,36 @@ def test_edited_splits_are_caught_on_open(run, fix_checksum):
     _move_a_test_task_to_train(run.layout.splits_json, fix_checksum)
     with pytest.raises(RunDirError, match="splits"):
         RunDir.open(run.root)
+
+
+def test_an_edited_snapshot_is_refused_before_it_runs(run, tmp_path):
+    """A snapshot file changed after the snapshot (permissions forced) is refused by
+    evaluate before any rollout: the content hash is checked every time it is used."""
+    from capevolve._loop.evaluate import evaluate
+
+    run.snapshot("cand_001", make_candidate(tmp_path / "a", 0.2))
+    target = run.candidate_dir("cand_001") / "quality.txt"
+    target.chmod(0o644)
+    target.write_text("1.0")
+    with pytest.raises(CandidateError, match="changed since it was snapshotted"):
+        evaluate(run, "cand_001", "val")
+    assert not list(run.layout.rollouts.rglob("*.parquet"))
+
+
+def test_a_forged_file_list_in_candidate_json_is_refused(run, tmp_path):
+    """Hiding a protected file by editing candidate.json's digests does not get the
+    candidate run: the recorded digests must match the snapshot's files."""
+    from capevolve._loop.evaluate import evaluate
+
+    cheat = make_candidate(tmp_path / "cheat", 0.9)
+    (cheat / "gold_answers.json").write_text("{}")
+    run.snapshot("cand_001", cheat)
+    meta_path = run.layout.candidate_meta("cand_001")
+    meta = json.loads(meta_path.read_text())
+    del meta["files"]["gold_answers.json"]
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CandidateError, match="changed since it was snapshotted"):
+        RunDir.open(run.root).candidate_dir("cand_001")
+    with pytest.raises(CandidateError):
+        evaluate(RunDir.open(run.root), "cand_001", "val")
+    assert not list(run.layout.rollouts.rglob("*.parquet"))
