@@ -163,9 +163,16 @@ def test_reproduction_2_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_pat
         gate_candidate(run, lucky)
     with pytest.raises(GateError, match="--n-trials 1"):
         gate_candidate(run, twin, n_trials=1)
-    with pytest.raises(GateError, match="seed.*with 5 trials|with 5 trials"):
-        gate_candidate(run, twin, n_trials=5)  # only the candidate side has none yet
-    evaluate(run, twin, "val", n_trials=5)
+
+
+def test_a_matched_higher_power_pair_is_a_deciding_gate(run, tmp_path):
+    """Both sides evaluated with 5 trials can be gated with --n-trials 5 (not exploratory);
+    with only one side at 5 trials the gate is refused."""
+    twin_dir = make_candidate(tmp_path / "twin", 0.4)
+    (twin_dir / "notes.txt").write_text("same behaviour, different bytes")
+    twin = evaluate(run, twin_dir, "val", n_trials=5)["candidate_id"]
+    with pytest.raises(GateError, match="'seed' has no complete evaluation.*with 5 trials"):
+        gate_candidate(run, twin, n_trials=5)
     evaluate(run, "seed", "val", n_trials=5)
     matched = gate_candidate(run, twin, n_trials=5)
     assert matched["best_eval"] == "val__seed__k5" and matched["n_trials"] == 5
