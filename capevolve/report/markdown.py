@@ -132,7 +132,8 @@ def _final_section(run: RunDir, floor: float) -> list[str]:
             f"- paired delta: {_num(again.delta)} ({se_kind} {_num(again.se)}, 95% CI "
             f"{('[' + _num(ci[0]) + ', ' + _num(ci[1]) + ']') if ci else '—'}, "
             f"n = {again.n_compared} tasks)")
-    lines.append(f"- verdict: **{again.verdict}**: {again.verdict_text}")
+    label, _, why = again.verdict_text.partition(": ")
+    lines.append(f"- verdict: **{label}**: {why}" if why else f"- verdict: **{label}**")
     reuse = final.test_reuse
     lines.append(f"- {reuse.message}" + (f" (runs {', '.join(reuse.earlier_runs)})"
                                          if reuse and reuse.earlier_runs else "")
