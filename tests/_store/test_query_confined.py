@@ -73,6 +73,10 @@ def _attacks(run, outside: Path) -> dict[str, str]:
                           f"TO '{run.layout.events}'",
         "block-comment-hidden": f"SELECT 1 /* ; */ ; /* x */ ATTACH '{outside / 'e.db'}'",
         "empty": "   -- nothing\n",
+        "nested-query-copy": f"SELECT * FROM query('COPY (SELECT 1 AS a) TO ''{part}'' "
+                             "(FORMAT parquet, USE_TMP_FILE false)')",
+        "read-blob": "SELECT * FROM read_blob('/etc/passwd')",
+        "secrets": "SELECT * FROM duckdb_secrets()",
     }
 
 
@@ -82,7 +86,7 @@ ATTACK_NAMES = [
     "read-parquet-elsewhere", "glob-the-disk", "attach", "install-httpfs", "load-httpfs",
     "create", "create-view-over", "insert", "update", "delete", "drop", "pragma",
     "set-unlock", "set-paths", "call", "explain-copy", "two-statements", "comment-hidden",
-    "block-comment-hidden", "empty",
+    "block-comment-hidden", "empty", "nested-query-copy", "read-blob", "secrets",
 ]
 
 
