@@ -113,7 +113,9 @@ def gate(candidate: CandidateIdOpt,
 @command
 def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
            json: JsonOpt = False) -> None:
-    """Make a candidate the best; refused without a passing full-val gate against the best."""
+    """Make a candidate the best; refused without a passing full-val gate against the best,
+    for a candidate rejected against the best, and once the iteration budget is spent.
+    Accepting the same candidate again changes nothing."""
     result = capevolve.accept(run_dir, candidate, note)
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}")
 
@@ -121,7 +123,8 @@ def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
 @command
 def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
            json: JsonOpt = False) -> None:
-    """Record a rejected candidate (one iteration spent)."""
+    """Record a rejected candidate (one iteration spent; refused once the iteration budget
+    is spent). Rejecting the same candidate again against the same best changes nothing."""
     result = capevolve.reject(run_dir, candidate, note)
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 
