@@ -233,3 +233,14 @@ def test_a_row_in_a_part_named_for_another_evaluation_is_ignored_everywhere(tmp_
     assert store.query("SELECT count(*), sum(reward) FROM rollouts")[1] == before[0]
     assert store.outcomes(eval_id).rewards == before[1]
     assert store.outcomes("val__seed__k9").n_rows == 0
+
+
+def test_the_public_query_verb_is_the_confined_one(scored_run):
+    """capevolve.query (the root API) refuses a write like the store does."""
+    import capevolve
+
+    before = _tree(scored_run.root)
+    with pytest.raises(StoreError, match="refused"):
+        capevolve.query(scored_run.root, f"COPY (SELECT 1 AS a) TO '{scored_run.layout.events}'")
+    assert capevolve.query(scored_run.root, "SELECT count(*) FROM rollouts")[1][0][0] > 0
+    assert _tree(scored_run.root) == before
