@@ -27,6 +27,7 @@ def _rows(run, eval_id):
     return {(r[0], r[1]): r[2:] for r in rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adapter", ["FlexAdapter", "SyncFlexAdapter"])
 def test_every_failure_becomes_a_row_with_its_kind(tmp_path, adapter):
     """Exceptions, adapter errors, timeouts and scorer bugs are error rows (reward null);
@@ -70,6 +71,7 @@ def test_concurrency_caps_rollouts_in_flight(tmp_path):
     assert peak >= 2  # it does run concurrently
 
 
+@pytest.mark.slow
 def test_native_crash_in_an_isolated_call_is_a_crash_row(tmp_path):
     """os.abort() inside run_target under process isolation is an error row of kind crash;
     the other units of the evaluation are unaffected."""

@@ -103,6 +103,7 @@ def finalized(tmp_path_factory) -> tuple[RunDir, dict]:
 
 # -- once -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_second_finalize_is_refused_and_changes_nothing(finalized):
     """A second finalize raises TestSealError; final.json, seal and test parts are untouched."""
     run, _ = finalized
@@ -169,6 +170,7 @@ def _race(tmp_path: Path, run: RunDir, released_together: bool) -> list[subproce
     return procs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("released_together", [False, True], ids=["console-script", "barrier"])
 def test_two_racing_finalize_processes_score_test_once(tmp_path, released_together):
     """Of two finalize processes started together exactly one scores test; the other exits 2."""
@@ -204,6 +206,7 @@ def _recycled_pid() -> tuple[int, float]:
     return os.getpid(), psutil.Process().create_time() - 3600
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("holder", [_dead_pid, _recycled_pid], ids=["exited", "pid-reused"])
 def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     """A 'started' seal of a dead holder with no test rows is set aside and finalize succeeds."""
@@ -256,6 +259,7 @@ def test_seal_of_a_live_or_unknowable_holder_is_respected(tmp_path, where):
 BURN = Path(__file__).resolve().parents[1] / "fixtures" / "proc_burn_seal.py"
 
 
+@pytest.mark.slow
 def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
     """When another process retries while this one judges the same dead seal, one proceeds."""
     from capevolve._store import seal as seal_module
@@ -288,6 +292,7 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("why", ["already scored", "already running"])
 def test_a_refused_finalize_says_why(finalized, tmp_path, why):
     """A refusal names its reason: the split was already scored, or finalize is running."""
@@ -305,6 +310,7 @@ def test_a_refused_finalize_says_why(finalized, tmp_path, why):
     assert why in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_killed_unreaped_finalize_does_not_hold_the_seal(tmp_path):
     """SIGKILL the seal's holder and do not reap it: the zombie holds no lock, so a retry
     (no test row was written) sets the dead seal aside and finalizes."""
@@ -323,6 +329,7 @@ def test_a_killed_unreaped_finalize_does_not_hold_the_seal(tmp_path):
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
+@pytest.mark.slow
 def test_finalize_killed_after_test_rows_cannot_retry(tmp_path):
     """SIGKILL a finalize once a test part is on disk: a retry raises TestSealError."""
     run = _run_with_best(tmp_path, tasks=20, trials=2, sleep=0.3, engine={"concurrency": 2})

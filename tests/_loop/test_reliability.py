@@ -22,6 +22,7 @@ def _run(tmp_path, n=40, trials=2, **kw):
     return project, RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
 
 
+@pytest.mark.slow
 def test_an_outage_is_not_a_score_and_resumes_cleanly(tmp_path):
     """Most rollouts erroring: the eval is incomplete, its gate indecisive (no stall), the
     report says not measured; after the outage a rerun retries only errored units."""
@@ -64,6 +65,7 @@ def test_budget_on_money_uses_the_observed_cost(tmp_path):
     assert run.spent.cost_usd <= 0.5 + 1e-9
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_and_a_killed_holder_frees_the_lock(tmp_path):
     """While another live process holds the lock, mutations fail naming its pid; once the
     holder is killed the lock is free (the kernel released it)."""

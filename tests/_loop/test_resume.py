@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from fixtures.projects import clean_env, make_candidate, make_project
 from typer.testing import CliRunner
 
@@ -61,6 +62,7 @@ def _one_json(result: tuple[int, str, str]) -> dict:
     return json.loads(lines[0])
 
 
+@pytest.mark.slow
 def test_killed_evaluate_resumes_only_the_missing_units(tmp_path):
     """A SIGKILLed evaluate resumes with exactly its missing units, matching a clean run."""
     project = make_project(tmp_path / "p", 80, trials=2, sleep=0.2,

@@ -125,6 +125,7 @@ def test_buffered_rows_reach_disk_after_max_age_on_an_empty_add(tmp_path):
     assert len(list(layout.rollouts.rglob("*.parquet"))) == 1  # close had nothing left
 
 
+@pytest.mark.slow
 def test_finished_rows_reach_disk_while_a_straggler_runs(tmp_path, monkeypatch):
     """Through the engine, finished rows are on disk within max_age_s while a slow unit runs."""
     _small_writer(monkeypatch, max_age_s=0.3)

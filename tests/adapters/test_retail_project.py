@@ -40,6 +40,7 @@ def test_start_run_scores_the_seed_baseline_in_process(tmp_path):
     assert 0.3 <= baseline["mean"] <= 0.5
 
 
+@pytest.mark.slow
 def test_scripted_edits_move_the_mean_as_designed(tmp_path, run_trials, seed_candidate):
     """Over all tasks: 01 helps, 02 hurts, 03 helps a lot, 04 changes nothing, 05 helps;
     each edit applies to a copy of the best so far (02 and 04 are not kept)."""

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from cli.cli_support import invoke, one_json, user_error, write_project
 
 TASKS_NONE = """
@@ -56,6 +57,7 @@ def test_check_tasks_returning_none(tmp_path):
     assert payload["ok"] is False and "tasks()" in payload["problems"][0]
 
 
+@pytest.mark.slow
 def test_two_in_process_commands_both_print_json_on_stdout(tmp_path):
     """Two app() calls in one process each print their JSON object on stdout."""
     env = {k: v for k, v in os.environ.items() if k != "CAPEVOLVE_RUN_DIR"}
