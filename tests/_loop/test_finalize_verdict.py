@@ -197,3 +197,34 @@ def test_two_runs_finalizing_at_once_count_each_other(tmp_path):
     counts = sorted(json.loads(out)["test_reuse"]["earlier_finalizes"] for out, _ in outs)
     assert counts == [0, 1]
     assert sorted(e.run_id for e in ledger.read(project).entries) == ["run0", "run1"]
+
+
+def test_a_finalize_that_fails_before_any_test_row_can_be_retried_in_process(tmp_path):
+    """A finalize refused by a held run lock releases the seal: once the lock is free, the
+    same process finalizes (the dead seal is set aside, the test split scored once)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from fixtures.projects import clean_env
+
+    from capevolve.errors import RunDirError
+
+    run = create_run(_project(tmp_path / "p"), tmp_path / "run")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from capevolve._store.rundir import RunDir
+        with RunDir.open(sys.argv[1]).locked():
+            print("held", flush=True)
+            sys.stdin.read()
+    """), str(run.root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=clean_env())
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirError, match="locked"):
+            finalize(run)
+    finally:
+        holder.communicate("")
+    final = finalize(run)
+    assert final["verdict"] == TestVerdict.NO_EDIT
+    assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
