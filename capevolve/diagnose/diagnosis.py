@@ -16,7 +16,6 @@ from typing import Any
 
 from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
-from capevolve.records import FORMAT_VERSION
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
 from capevolve.diagnose.cluster import sanity_checks
@@ -34,6 +33,7 @@ from capevolve.diagnose.reflective import (
 )
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.errors import ConfigError
+from capevolve.records import FORMAT_VERSION
 
 FORMAT = FORMAT_VERSION  # the diagnosis document is a versioned DiagnosisRecord
 
