@@ -42,11 +42,14 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not ray and not slow and not cluster and not llm and not browser"
 
-# Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts).
+# Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts):
+# all three run, and the target fails if any of them does.
 check: $(STAMP)
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	@status=0; \
+	$(VENV)/bin/ruff check . || status=1; \
+	$(VENV)/bin/mypy || status=1; \
+	$(VENV)/bin/lint-imports || status=1; \
+	exit $$status
 
 bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py
