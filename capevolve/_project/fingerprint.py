@@ -54,11 +54,18 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _module_file(name: str) -> Path | None:
-    """The file of module ``name`` (loaded, or found without importing it)."""
+def _module_file(name: str, user_code=None) -> Path | None:
+    """The file of module ``name``: loaded, or located. Locating ``a.b`` imports ``a``;
+    that is done only when ``a`` is loaded already or is user code (``user_code(path)``),
+    so a lazy ``import torch.nn`` never imports a library just to be fingerprinted."""
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None) if module is not None else None
     if file is None and module is None:
+        parent = name.rpartition(".")[0]
+        if parent and parent not in sys.modules:
+            top = _module_file(name.partition(".")[0])
+            if top is None or user_code is None or not user_code(top):
+                return None
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError, AttributeError):
@@ -113,7 +120,7 @@ def _import_closure(start: Path, start_name: str, own_package: Path | None) -> s
         if path.suffix != ".py":
             continue
         for imported in _imported_names(path, _package_of(name, path)):
-            file = _module_file(imported)
+            file = _module_file(imported, user_code)
             if file is not None and file not in seen and user_code(file):
                 todo.append((file, imported))
     return seen

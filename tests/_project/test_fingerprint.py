@@ -163,3 +163,20 @@ def test_a_candidate_that_rewrites_a_project_file_mid_evaluation_is_caught(tmp_p
     (root / f"{scorer}.py").write_text(original)
     with pytest.raises(RunDirError, match="refused and never resumes"):
         evaluate(run, stored.candidate_id, "val")
+
+
+def test_a_lazy_import_of_a_library_submodule_imports_nothing(tmp_path):
+    """``import json.tool`` inside a function of the adapter: the library is not followed
+    and its parent package is not imported just to fingerprint it."""
+    import sys
+
+    scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
+    root = _project(tmp_path / "p", scorer)
+    adapter = root / "adapter.py"
+    adapter.write_text(adapter.read_text() + "\n\ndef _later():\n    import xml.dom.minidom\n")
+    sys.modules.pop("xml.dom.minidom", None)
+    sys.modules.pop("xml.dom", None)
+    had_xml = "xml" in sys.modules
+    keys = set(fingerprint(load_project(root)))
+    assert not any("xml" in k for k in keys)
+    assert "xml.dom" not in sys.modules and ("xml" in sys.modules) == had_xml
