@@ -1,1 +1,0 @@
-"""Rollout storage: the Arrow schema, atomic Parquet parts, and DuckDB queries."""
