@@ -195,8 +195,12 @@ def fingerprint(project: Project) -> dict[str, str]:
             if (digest := _digest(path)) is not None}
 
 
-def changes(project: Project, frozen: dict[str, str]) -> list[str]:
-    """How the project differs from ``frozen``, one phrase per file (empty: unchanged)."""
+def changes(project: Project, frozen: dict[str, str], new: bool = True) -> list[str]:
+    """How the project differs from ``frozen``, one phrase per file (empty: unchanged).
+
+    ``new=False`` checks only the frozen files (for a process whose ``sys.modules`` may
+    hold modules the fingerprint must not adopt, such as a driver right after an
+    evaluation); new files are then found by the next command's full check."""
     problems = []
     for key, digest in sorted(frozen.items()):
         path = Path(key) if Path(key).is_absolute() else project.root / key
@@ -205,7 +209,7 @@ def changes(project: Project, frozen: dict[str, str]) -> list[str]:
             problems.append(f"{path} was removed")
         elif current != digest:
             problems.append(f"{path} changed (sha256 {digest[:12]} -> {current[:12]})")
-    for key, path in sources(project).items():
+    for key, path in (sources(project) if new else {}).items():
         if key not in frozen:
             problems.append(f"{path} is new (the adapter now depends on it)")
     return problems

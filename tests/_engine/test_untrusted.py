@@ -63,3 +63,52 @@ def test_patching_candidate_gets_its_real_mean_on_ray(tmp_path, ray_session):
 
     engine = RayEngine(EngineConfig(kind="ray", concurrency=8, timeout_s=60))
     _assert_real_scores(*_seed_and_patched(tmp_path, engine))
+
+
+SCORE_IMPORTS_CANDIDATE = '''
+import sys
+from capevolve import Rollout, Score, Task
+
+
+class A:
+    """run_target reports where the candidate was unpacked; score (wrongly) imports the
+    candidate's helper module from there."""
+
+    def tasks(self):
+        return [Task(id=f"t{i}") for i in range(8)]
+
+    def run_target(self, candidate, task, *, trial, seed):
+        return Rollout(output=str(candidate))
+
+    def score(self, task, rollout):
+        if rollout.output not in sys.path:
+            sys.path.insert(0, rollout.output)
+        import cand_helper_e2e  # noqa: F401
+        return Score(reward=1.0)
+'''
+
+
+def test_a_scorer_that_imports_candidate_code_is_refused_end_to_end(tmp_path):
+    """An adapter whose score() imports a module of the candidate (unpacked in a worker's
+    scratch dir): the local engine's scorer refuses, naming the module; no row counts."""
+    import sys
+
+    from capevolve.errors import EngineError
+
+    project = tmp_path / "p"
+    (project / "seed").mkdir(parents=True)
+    (project / "seed" / "cand_helper_e2e.py").write_text("PERFECT = True\n")
+    (project / "adapter.py").write_text(SCORE_IMPORTS_CANDIDATE)
+    (project / "capevolve.yaml").write_text(
+        "name: e2e\nadapter: adapter.py:A\ncapability_path: seed\nnum_trials: 1\n"
+        "splits: {train: 0.5, val: 0.25, test: 0.25, seed: 0}\n"
+        "engine: {kind: local, concurrency: 2, timeout_s: 10, retries: 0}\n")
+    try:
+        run = create_run(project, tmp_path / "run")
+        sys.modules.pop("cand_helper_e2e", None)  # the project check imported the seed's
+        with pytest.raises(EngineError, match="refusing to score.*cand_helper_e2e"):
+            evaluate(run, "seed", "train")
+    finally:
+        sys.modules.pop("cand_helper_e2e", None)
+        sys.path[:] = [p for p in sys.path if "capevolve-worker-" not in p
+                       and not p.startswith(str(project))]
