@@ -52,6 +52,9 @@ if TYPE_CHECKING:
         start_run,
         status,
     )
+    from capevolve.diagnose.verb import DiagnosePackage
+
+    diagnose: DiagnosePackage  # the callable subpackage (see capevolve.diagnose.verb)
 
 __version__ = "0.1.0"
 
