@@ -7,7 +7,8 @@ from the whole file. Each complete line must be a valid, versioned event
 (:func:`capevolve.records.parse_event`): anything else is a RunDirError naming
 ``events.jsonl:<line>``. A torn line (a kill mid-write leaves bytes that are not JSON)
 is skipped; a partial last line without its newline is left for the next read. A log
-that got shorter than what was already read was rewritten: RunDirError.
+that got shorter than what was already read, or was replaced by another file, was
+rewritten: RunDirError.
 """
 
 from __future__ import annotations
@@ -66,14 +67,21 @@ class EventLog:
         self._events: list[Event] = []
         self._offset = 0  # bytes consumed (up to and including the last newline read)
         self._lines = 0  # lines consumed, for error messages
+        self._ident: tuple[int, int] | None = None  # (device, inode) of the file read
         self._best_id: str | None = None
         self._spent = Spend()
 
     def _refresh(self) -> None:
         try:
-            size = os.stat(self.path).st_size
+            info = os.stat(self.path)
         except FileNotFoundError:
-            size = 0
+            info = None
+        size = info.st_size if info else 0
+        ident = (info.st_dev, info.st_ino) if info else None
+        if self._offset and ident != self._ident:
+            raise RunDirError(f"{self.path}: replaced since it was read: the append-only "
+                              "event log was rewritten")
+        self._ident = ident
         if size == self._offset:
             return
         if size < self._offset:

@@ -91,13 +91,20 @@ def test_event_log_is_parsed_once_and_appends_fold_in(run, monkeypatch):
     assert len(parsed) == n_lines + 1 + 1  # the writer's own fold, then the reader's
 
 
-def test_a_rewritten_shorter_log_is_refused(run):
-    """An events.jsonl shortened after it was read (history rewritten) is a RunDirError."""
+@pytest.mark.parametrize("how", ["shortened", "replaced"])
+def test_a_rewritten_log_is_refused(run, how):
+    """An events.jsonl shortened, or replaced by another file of the same size, after it
+    was read (history rewritten) is a RunDirError."""
     run.update_spent(tokens=5)
     assert run.spent.tokens == 5
-    lines = run.layout.events.read_bytes().splitlines(keepends=True)
-    run.layout.events.write_bytes(b"".join(lines[:-1]))
-    with pytest.raises(RunDirError, match="events.jsonl"):
+    data = run.layout.events.read_bytes()
+    if how == "shortened":
+        run.layout.events.write_bytes(b"".join(data.splitlines(keepends=True)[:-1]))
+    else:
+        forged = run.layout.events.with_name("forged")
+        forged.write_bytes(data.replace(b'"tokens": 5', b'"tokens": 0'))
+        forged.replace(run.layout.events)
+    with pytest.raises(RunDirError, match="events.jsonl.*rewritten"):
         run.spent  # noqa: B018
 
 
