@@ -25,10 +25,19 @@ from capevolve._loop import status as statuses
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import load_config
+from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
 
 RunLike = RunDir | str | os.PathLike[str]
 """A run: an open :class:`RunDir`, or the path of a run directory."""
+
+
+def _split(value: Split | str) -> Split:
+    """``value`` as a Split; an unknown name is a ConfigError (never a bare ValueError)."""
+    try:
+        return Split(value)
+    except ValueError:
+        raise ConfigError(f"split {value!r}: expected train or val") from None
 
 
 def open_run(run: RunLike) -> RunDir:
@@ -76,7 +85,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     a complete one as it is. Returns the evaluation record."""
     opened = open_run(run)
     config = evaluating.run_config(opened).engine
-    return evaluating.evaluate(opened, os.fspath(candidate), Split(split), n_trials=n_trials,
+    return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
                                engine=engines.engine_for(config, engine, address))
 
 

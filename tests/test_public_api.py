@@ -18,8 +18,8 @@ TOY = REPO / "benchmarks" / "toy"
 
 EXPECTED = [
     "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
-    "ConfigError", "EngineError", "GateError", "Rollout", "RunDir", "RunDirError", "Score",
-    "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
+    "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
+    "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
     "finalize", "gate", "gate_numbers", "init_project", "open_run", "query", "reject",
     "start_run", "status",
@@ -177,3 +177,24 @@ def test_open_run_refuses_a_directory_that_is_not_a_run(tmp_path):
     with pytest.raises(capevolve.RunDirError, match="not a capevolve run dir"):
         capevolve.open_run(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_arguments_are_one_line_capevolve_errors(tmp_path):
+    """An unknown split, engine kind or cluster mode given to a verb is a ConfigError
+    naming the value (never a bare ValueError), and nothing is run or written."""
+    project = tmp_path / "toy"
+    shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
+    run = capevolve.create_run(project, tmp_path / "run")
+    before = sorted(p.relative_to(run.root) for p in run.root.rglob("*"))
+    with pytest.raises(capevolve.ConfigError, match="split 'bogus'"):
+        capevolve.evaluate(run, "seed", "bogus", engine="local")
+    with pytest.raises(capevolve.ConfigError, match="engine 'bogus': expected one of ray, local"):
+        capevolve.evaluate(run, "seed", "val", engine="bogus")
+    with pytest.raises(capevolve.ConfigError, match="split 'bogus'"):
+        capevolve.diagnose(run, "seed", "bogus")
+    with pytest.raises(capevolve.ConfigError, match="cluster 'nope'"):
+        capevolve.diagnose(run, "seed", "val", cluster="nope")
+    with pytest.raises(capevolve.ConfigError, match="engine 'bogus'"):
+        capevolve.start_run(project, tmp_path / "run2", engine="bogus")
+    assert sorted(p.relative_to(run.root) for p in run.root.rglob("*")) == before
+    assert not (tmp_path / "run2").exists()

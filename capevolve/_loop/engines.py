@@ -9,6 +9,7 @@ from __future__ import annotations
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine
 from capevolve.config import EngineConfig
+from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind
 
 
@@ -17,8 +18,13 @@ def engine_for(config: EngineConfig, kind: EngineKind | str | None = None,
     """The engine ``config`` describes, of ``kind`` when given, joining ``address`` when
     given (else ``config.address``, else RAY_ADDRESS / a local Ray for the Ray engine).
 
-    An unknown ``kind`` raises ValueError naming the valid kinds (EngineKind).
+    An unknown ``kind`` is a ConfigError naming the valid kinds.
     """
     if kind is not None:
-        config = config.model_copy(update={"kind": EngineKind(kind)})
+        try:
+            chosen = EngineKind(kind)
+        except ValueError:
+            valid = ", ".join(k.value for k in EngineKind)
+            raise ConfigError(f"engine {kind!r}: expected one of {valid}") from None
+        config = config.model_copy(update={"kind": chosen})
     return make_engine(config, address)

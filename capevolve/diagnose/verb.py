@@ -17,6 +17,7 @@ from typing import Any
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
 from capevolve.diagnose.kinds import ClusterMode
+from capevolve.errors import ConfigError
 from capevolve.kinds import Split
 
 
@@ -33,8 +34,13 @@ class DiagnosePackage(types.ModuleType):
         a run directory's path; ``project`` overrides the project whose adapter gives
         targets and trajectories; ``redact_gold`` replaces target values quoted in feedback.
         """
+        if str(split) not in {s.value for s in Split}:
+            raise ConfigError(f"split {split!r}: expected train or val")
+        if str(cluster) not in {m.value for m in ClusterMode}:
+            valid = ", ".join(m.value for m in ClusterMode)
+            raise ConfigError(f"cluster {cluster!r}: expected one of {valid}")
         opened = run if isinstance(run, RunDir) else RunDir.open(Path(run))
-        options = DiagnoseOptions(split=str(Split(split)), tag=candidate_id,
+        options = DiagnoseOptions(split=str(split), tag=candidate_id,
                                   mode=ClusterMode(cluster), redact_gold=redact_gold,
                                   project=None if project is None else Path(project))
         return diagnose(opened, options)
