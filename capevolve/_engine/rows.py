@@ -24,11 +24,14 @@ MAX_ERROR_CHARS = 2000
 _KINDS = {str(kind) for kind in ErrorKind}
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr)
+
+
 def to_json_text(value: Any) -> str | None:
     """Canonical JSON text of a value (None stays None; unserialisable values as repr)."""
     if value is None:
         return None
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    return _CANONICAL.encode(value)
 
 
 def output_text(value: Any) -> str | None:
@@ -62,13 +65,15 @@ def utc(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
 
 
-def base_row(job: ScoreJob, task: Task, trial: int, seed: int) -> dict:
-    """The key columns of a unit's row, from the trusted job and unit only."""
+def base_row(job: ScoreJob, task: Task, trial: int, seed: int,
+             inputs: str | None = None) -> dict:
+    """The key columns of a unit's row, from the trusted job and unit only (``inputs``:
+    the task input's JSON text, when the caller has it already)."""
     return {
         "schema_version": job.schema_version, "run_id": job.run_id, "eval_id": job.eval_id,
         "split": job.split, "candidate_id": job.candidate_id,
         "candidate_hash": job.candidate_hash, "task_id": task.id, "trial": trial,
-        "seed": seed, "inputs": to_json_text(task.input),
+        "seed": seed, "inputs": inputs if inputs is not None else to_json_text(task.input),
     }
 
 

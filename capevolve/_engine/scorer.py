@@ -32,6 +32,7 @@ from capevolve._engine.rows import (
     measurements,
     parse_rollout,
     reported_error,
+    to_json_text,
 )
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_adapter
@@ -48,32 +49,32 @@ def _module_file(module: Any) -> str | None:
     return path if isinstance(path, str) else None
 
 
-_SEEN: dict[str, tuple[int, str | None]] = {}
-"""Per module name: ``(id of the module object, its resolved file)``. Resolving every
-file of ``sys.modules`` costs ~0.2 s; only modules new since the last scan are resolved."""
-
-
-def _resolved_files() -> list[tuple[str, str]]:
-    found = []
-    for name, module in list(sys.modules.items()):
-        seen = _SEEN.get(name)
-        if seen is None or seen[0] != id(module):
-            file = _module_file(module)
-            path = None if not file or file.startswith("<") else os.path.realpath(file)
-            seen = _SEEN[name] = (id(module), path)
-        if seen[1] is not None:
-            found.append((name, seen[1]))
-    return found
+_PATHS: dict[str, str | None] = {}
+"""Resolved file of every module seen in ``sys.modules`` (None: no file). Resolving costs
+~0.2 s for a full ``sys.modules``, so only names new since the last scan are resolved
+(a module replaced under a known name is not looked at again: that takes code already
+running in this process)."""
+_HITS: dict[tuple[str, ...], tuple[set[str], dict[str, str]]] = {}
+"""Per set of untrusted prefixes: the names checked against them, and the hits."""
 
 
 def tainted_modules(untrusted_roots: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
     """``(module name, file)`` of every loaded module whose file lies in an untrusted root
     or in a worker scratch directory (``<tempdir>/capevolve-worker-*``)."""
-    roots = [os.path.realpath(r) for r in untrusted_roots]
+    roots = tuple(os.path.realpath(r) for r in untrusted_roots)
     prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
     prefixes += (os.path.join(os.path.realpath(tempfile.gettempdir()), SCRATCH_PREFIX),)
-    return sorted((name, path) for name, path in _resolved_files()
-                  if path.startswith(prefixes) or path in roots)
+    modules = sys.modules
+    for name in modules.keys() - _PATHS.keys():
+        file = _module_file(modules.get(name))
+        _PATHS[name] = None if not file or file.startswith("<") else os.path.realpath(file)
+    checked, hits = _HITS.setdefault(prefixes, (set(), {}))
+    for name in _PATHS.keys() - checked:
+        checked.add(name)
+        path = _PATHS[name]
+        if path is not None and (path.startswith(prefixes) or path in roots):
+            hits[name] = path
+    return sorted((name, path) for name, path in hits.items() if name in modules)
 
 
 def refuse_if_tainted(job: ScoreJob) -> None:
@@ -93,11 +94,13 @@ class ScorerCore:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
         self.scorer_id = scorer_id
         self.jobs: dict[str, ScoreJob] = {}
+        self._inputs: dict[str, dict[str, str | None]] = {}  # per eval: task id -> JSON
         self._sync = not inspect.iscoroutinefunction(self.adapter.score)
 
     def prepare(self, job: ScoreJob) -> None:
         """Remember a job (replacing another job of the same eval id)."""
         self.jobs[job.eval_id] = job
+        self._inputs[job.eval_id] = {}
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
         """One row per ``(outcome, trusted seed)``, in order; refuses when tainted."""
@@ -126,7 +129,10 @@ class ScorerCore:
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
         """``(row, task, rollout, error)`` for one outcome; error is ``(text, kind)``."""
         task: Task = job.tasks[raw["task_id"]]
-        row = base_row(job, task, raw["trial"], seed)
+        inputs = self._inputs[job.eval_id]
+        if task.id not in inputs:
+            inputs[task.id] = to_json_text(task.input)
+        row = base_row(job, task, raw["trial"], seed, inputs[task.id])
         row.update(measurements(raw, time.time()))
         try:
             rollout = parse_rollout(raw)
