@@ -182,16 +182,27 @@ class EvalSummary(Record):
     """The summary of one test evaluation inside final.json."""
 
     eval_id: str
+    """The test evaluation."""
     candidate_id: str
+    """The candidate it scored."""
     mean: float | None = None
+    """Mean over test tasks (None when nothing is scored)."""
     stderr: float | None = None
+    """SE of the mean."""
     n_tasks: int | None = None
+    """Test tasks."""
     n_scored: int | None = None
+    """Test tasks scored."""
     n_errors: int | None = None
+    """Errored trials."""
     n_trials: int | None = None
+    """Trials per task."""
     coverage: float | None = None
+    """n_scored / n_tasks."""
     pass_k: dict[str, float] = Field(default_factory=dict)
+    """pass^k for k = 1 .. the smallest trial count."""
     status: EvalStatus
+    """complete or incomplete."""
 
 
 class TestReuse(Record):
@@ -292,26 +303,45 @@ class StateRecord(Record):
     """state.json: a cache derived from events.jsonl by writing commands (never truth)."""
 
     best_id: str | None
+    """The current best when it was written."""
     n_events: int = Field(ge=0)
+    """Events in the log when it was written."""
     spent: dict[str, JsonScalar]
+    """Spend.to_dict() when it was written."""
     budget: dict[str, JsonScalar] | None = None
+    """The frozen budget caps."""
 
 
 class DiagnosisRecord(Record):
     """diagnoses/<split>__<tag>.json: the envelope of a diagnosis (content as data)."""
 
     split: Split
+    """The split diagnosed (train or val)."""
     tag: str
+    """The candidate diagnosed."""
     eval_id: str | None = None
+    """The evaluation whose rows were read."""
     mode: str
+    """The clustering mode."""
     reflective_dataset: list[dict[str, Any]]
+    """One entry per failing trial (input, output, feedback, trajectory pointer)."""
     clusters: list[dict[str, Any]]
+    """Failure clusters with their signature, members and any recorded judgement."""
     kept_good: list[str]
+    """Tasks that pass on every trial."""
     flaky: list[str]
+    """Tasks that pass on some trials."""
     always_failing: list[str]
+    """Tasks that fail on every scored trial."""
     unscored: list[str]
+    """Tasks with no valid trial (missing data)."""
     failing_total: int = Field(ge=0)
+    """Failing trials."""
     failing_tasks: int = Field(ge=0)
+    """Tasks with at least one failing trial."""
     errored_trials: int = Field(ge=0)
+    """Errored trials (missing data, never failures)."""
     sanity: Any = None
+    """Sanity checks of the clustering."""
     gold_check: dict[str, Any]
+    """Whether gold answers could be checked for, and how many entries quote them."""

@@ -24,62 +24,103 @@ class EventBase(Record):
 
 
 class RunCreated(EventBase):
+    """The run dir was created."""
+
     kind: Literal[EventKind.RUN_CREATED]
     run_id: str
+    """The run's id (run.json ``run_id``)."""
 
 
 class SnapshotEvent(EventBase):
+    """A candidate was snapshotted."""
+
     kind: Literal[EventKind.SNAPSHOT]
     candidate_id: str
+    """The new candidate's id."""
     hash: str
+    """Its content hash."""
     source: str
+    """The directory it was copied from."""
 
 
 class EvalStarted(EventBase):
+    """An evaluation (or its resumption) started."""
+
     kind: Literal[EventKind.EVAL_STARTED]
     eval_id: str
+    """The evaluation."""
     candidate_id: str
+    """The candidate evaluated."""
     split: Split
+    """The split evaluated."""
     units: int = Field(ge=0)
+    """Units planned for this attempt (the missing ones when resuming)."""
     resumed: bool
+    """Whether it resumed an earlier attempt."""
 
 
 class EvalFinished(EventBase):
+    """An evaluation attempt finished (complete or incomplete)."""
+
     kind: Literal[EventKind.EVAL_FINISHED]
     eval_id: str
+    """The evaluation."""
     candidate_id: str
+    """The candidate evaluated."""
     split: Split
+    """The split evaluated."""
     status: EvalStatus
+    """complete or incomplete."""
     mean: float | None = None
+    """Its mean (None when nothing is scored)."""
     stderr: float | None = None
+    """Its SE."""
     n_scored: int = Field(ge=0)
+    """Tasks scored."""
 
 
 class GateEvent(EventBase, GateRecord):
+    """A gate ran (its verdict and every number behind it: see GateRecord)."""
+
     kind: Literal[EventKind.GATE]
 
 
 class AcceptEvent(EventBase):
+    """A candidate was accepted (the set_best that follows moves the best)."""
+
     kind: Literal[EventKind.ACCEPT]
     candidate_id: str
+    """The candidate accepted."""
     previous_best: str | None
+    """The best it was gated and accepted against."""
     note: str | None = None
+    """Why, in the user's words."""
     delta: float | None = None
+    """The passing gate's delta."""
 
 
 class RejectEvent(EventBase):
+    """A candidate was rejected against the current best (one iteration)."""
+
     kind: Literal[EventKind.REJECT]
     candidate_id: str
+    """The candidate rejected."""
     best_id: str | None
+    """The best it was rejected against."""
     note: str | None = None
+    """Why, in the user's words."""
 
 
 class SetBestEvent(EventBase):
+    """The best moved (the last one names the current best)."""
+
     kind: Literal[EventKind.SET_BEST]
     candidate_id: str
+    """The new best."""
     reason: str
     """seed (at creation) or accepted."""
     previous_best: str | None = None
+    """The best before the move."""
     gate_ts: str | None = None
     """The ts of the gate event that licensed the move (None for the seed)."""
 
@@ -89,36 +130,59 @@ class SpendEvent(EventBase):
 
     kind: Literal[EventKind.SPEND]
     iterations: int = Field(0, ge=0, strict=True)
+    """Decisions (accept / reject) recorded."""
     metric_calls: int = Field(0, ge=0, strict=True)
+    """Rollouts executed."""
     tokens: int = Field(0, ge=0, strict=True)
+    """Tokens the rollouts reported."""
     cost_usd: float = Field(0.0, ge=0, strict=True)
+    """Money the rollouts reported."""
     cost_unrecorded: int = Field(0, ge=0, strict=True)
+    """Rollouts whose cost is unknown."""
     wall_s: float = Field(0.0, ge=0, strict=True)
+    """Wall-clock seconds of rollout work."""
 
 
 class FinalizeStarted(EventBase):
+    """finalize took the seal and starts scoring the test split."""
+
     kind: Literal[EventKind.FINALIZE_STARTED]
     best_id: str | None
+    """The candidate being finalized."""
 
 
 class Finalized(EventBase):
+    """finalize wrote final.json."""
+
     kind: Literal[EventKind.FINALIZED]
     best_id: str | None
+    """The candidate finalized."""
     delta: float | None = None
+    """The paired test delta (None when not measured)."""
 
 
 class DiagnosisAnnotated(EventBase):
+    """A person's judgement was recorded on a diagnosis cluster."""
+
     kind: Literal[EventKind.DIAGNOSIS_ANNOTATED]
     file: str
+    """The diagnosis file."""
     cluster: str
+    """The cluster's signature."""
     tag: str | None = None
+    """The judgement tag."""
     blast_radius: list[str] | None = None
+    """Passing tasks an edit for this cluster could break."""
 
 
 class TamperEvent(EventBase):
+    """A candidate touched protected paths; it was refused before any rollout."""
+
     kind: Literal[EventKind.TAMPER]
     candidate_id: str
+    """The candidate refused."""
     paths: list[str]
+    """The protected paths it modified, added or removed."""
 
 
 class UserEvent(EventBase):
