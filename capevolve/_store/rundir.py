@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -385,6 +386,8 @@ class RunDir:
             except ValidationError as exc:
                 raise RecordError(f"snapshot: {exc.errors()[0]['msg']}") from None
             files = self.layout.candidate_files(candidate_id)
+            if files.exists():  # left by a snapshot killed before its candidate.json
+                shutil.rmtree(files)
             copy_readonly(src, files)
             if content_hash(files) != digest:
                 raise CandidateError(f"candidate: {src} changed while it was being copied")

@@ -322,3 +322,23 @@ def test_a_forged_file_list_in_candidate_json_is_refused(run, tmp_path):
     with pytest.raises(CandidateError):
         evaluate(RunDir.open(run.root), "cand_001", "val")
     assert not list(run.layout.rollouts.rglob("*.parquet"))
+
+
+def test_a_snapshot_killed_before_its_record_is_redone(run, tmp_path, monkeypatch):
+    """A snapshot that died after copying the files but before candidate.json leaves no
+    candidate; snapshotting again under the same id succeeds."""
+    import capevolve._store.rundir as rundir_module
+
+    src = make_candidate(tmp_path / "a", 0.7)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies here
+
+    monkeypatch.setattr(rundir_module.jsonfiles, "write_atomic", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run.snapshot("cand_001", src)
+    monkeypatch.undo()
+    assert run.layout.candidate_files("cand_001").is_dir()
+    assert "cand_001" not in RunDir.open(run.root).candidate_ids()
+    record = run.snapshot("cand_001", src)
+    assert run.candidate_dir("cand_001").is_dir() and record.id == "cand_001"
