@@ -45,7 +45,7 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
     request = json.dumps([project_root, adapter_spec, str(candidate),
                           task.model_dump(mode="json"), trial, seed, result_path]).encode()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "capevolve._engine.isolation", stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-P", "-m", "capevolve._engine.isolation", stdin=asyncio.subprocess.PIPE,
         stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
     try:
         await asyncio.wait_for(proc.communicate(request), timeout=timeout_s)

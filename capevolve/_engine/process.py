@@ -25,10 +25,12 @@ START_TIMEOUT_S = 120.0
 
 
 def _child_env() -> dict[str, str]:
-    """The driver's environment, with the capevolve the driver runs first on the path."""
+    """The driver's environment; when the driver found capevolve through ``sys.path``
+    (a source checkout), that directory goes first on the child's path too."""
     env = dict(os.environ)
     here = str(Path(__file__).resolve().parents[2])  # the folder holding capevolve/
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    if here in {str(Path(p).resolve()) for p in sys.path if p}:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     return env
 
 
@@ -59,7 +61,9 @@ class ProcessWorker:
 
     async def _start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "capevolve._engine.child", stdin=asyncio.subprocess.PIPE,
+            # -P: the working directory is not put on the path (a json.py there, or a
+            # candidate's file, cannot shadow a module of the worker)
+            sys.executable, "-P", "-m", "capevolve._engine.child", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, env=_child_env(), limit=MAX_LINE)
         self.prepared = {}
         await self._call(self.init, START_TIMEOUT_S)

@@ -170,3 +170,15 @@ def test_a_killed_driver_leaves_no_worker_process_behind(tmp_path):
         assert alive == []
     finally:
         driver.kill()
+
+
+def test_files_in_the_working_directory_cannot_shadow_worker_modules(tmp_path, monkeypatch):
+    """A json.py in the driver's working directory is not imported by worker processes
+    (they start with -P), so the evaluation runs normally."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "json.py").write_text("raise SystemExit('shadowed json imported')\n")
+    project = make_project(tmp_path / "p", 8, trials=1)
+    run = create_run(project, tmp_path / "run")
+    monkeypatch.chdir(cwd)
+    assert evaluate(run, "seed", "train")["status"] == "complete"
