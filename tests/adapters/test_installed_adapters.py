@@ -162,7 +162,7 @@ def test_wheel_ships_every_package_and_the_retail_data(tmp_path):
         for p in _source_packages(REPO / "adapters")}
     assert expected <= in_wheel, f"missing from the wheel: {sorted(expected - in_wheel)}"
     assert {"capevolve_adapters/retail/data/db.json",
-            "capevolve_adapters/retail/data/tasks.json"} <= set(names)
+            "capevolve_adapters/retail/data/tasks.json", "capevolve/py.typed"} <= set(names)
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
