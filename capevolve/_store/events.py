@@ -9,10 +9,18 @@ from the whole file. Each complete line must be a valid, versioned event
 is skipped; a partial last line without its newline is left for the next read. A log
 that got shorter than what was already read, or was replaced by another file, was
 rewritten: RunDirError.
+
+The events form a hash chain: each carries ``prev``, the sha256 of the previous event's
+line, set by :meth:`EventLog.append` (which runs under the run lock). A line edited in
+place, removed or inserted anywhere but at the very end breaks the chain at the event
+after it: RunDirError naming that line. The chain is evidence against accidents and naive
+edits, not a signature: there is no key, and the last line is covered only once another
+event follows it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -68,6 +76,7 @@ class EventLog:
         self._offset = 0  # bytes consumed (up to and including the last newline read)
         self._lines = 0  # lines consumed, for error messages
         self._ident: tuple[int, int] | None = None  # (device, inode) of the file read
+        self._last: str | None = None  # sha256 of the last event's line (the chain's head)
         self._best_id: str | None = None
         self._spent = Spend()
 
@@ -102,17 +111,26 @@ class EventLog:
             data = json.loads(line)
         except ValueError:
             return  # a torn record (killed mid-write): skipped, never half-read
-        event = parse_event(data, f"{self.path}:{self._lines}")
+        source = f"{self.path}:{self._lines}"
+        event = parse_event(data, source)
+        if event.prev != self._last:
+            raise RunDirError(f"{source}: the hash chain is broken (an earlier line was "
+                              "edited, removed or inserted)")
+        self._last = hashlib.sha256(line).hexdigest()
         self._events.append(event)
         if isinstance(event, SetBestEvent):
             self._best_id = event.candidate_id
         elif isinstance(event, SpendEvent):
             self._spent.add(event)
 
-    def append(self, event: Event) -> None:
-        """Append one event (one atomic write) and fold it into the cache."""
-        jsonfiles.append_line(self.path, event.to_json())
+    def append(self, event: Event) -> Event:
+        """Append one event (one atomic write) chained to the last one, fold it into the
+        cache and return it as stored. The caller holds the run lock."""
         self._refresh()
+        stored = event.model_copy(update={"prev": self._last})
+        jsonfiles.append_line(self.path, stored.to_json())
+        self._refresh()
+        return stored
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
         """Every event (optionally of one kind) in log order."""

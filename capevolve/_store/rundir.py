@@ -203,7 +203,7 @@ class RunDir:
         model = LIBRARY_EVENTS[EventKind(kind)]
         event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
         with self.locked():
-            self._log.append(event)
+            event = self._log.append(event)
             self._write_state()
         return event
 
@@ -246,9 +246,9 @@ class RunDir:
         except (ValidationError, TypeError, ValueError) as exc:
             raise RecordError(f"log_event {name!r}: fields must be JSON values ({exc})") from None
         with self.locked():
-            self._log.append(event)
+            stored = self._log.append(event)
             self._write_state()
-        return event
+        return cast(UserEvent, stored)
 
     def passing_gate(self, candidate_id: str) -> GateEvent:
         """The gate that licenses making ``candidate_id`` the best, or GateError.

@@ -21,6 +21,9 @@ class EventBase(Record):
     """UTC time, ISO 8601 with microseconds."""
     pid: int
     """The process that recorded it."""
+    prev: str | None = None
+    """sha256 of the previous event's line in events.jsonl (None for the first): the
+    hash chain that makes an edited, removed or inserted line evident."""
 
 
 class RunCreated(EventBase):

@@ -154,3 +154,42 @@ def test_diagnosis_files_are_records(gated):
     with pytest.raises(RunDirError, match=r"val__seed\.json.*format_version 2"):
         annotate(gated, path, record.clusters[0]["signature"], "behavioral")
     assert path.read_bytes() == before
+
+
+# -- the hash chain -------------------------------------------------------------------------
+
+def _lines(run: RunDir) -> list[bytes]:
+    return run.layout.events.read_bytes().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("edit", ["in-place", "removed", "inserted"])
+def test_an_edited_event_history_breaks_the_hash_chain(run, edit):
+    """Editing an earlier event in place (same length), removing one, or inserting a
+    forged set_best is refused on the next open, naming the line after the edit."""
+    run.update_spent(tokens=5)
+    run.update_spent(tokens=6)
+    lines = _lines(run)
+    if edit == "in-place":
+        lines[-2] = lines[-2].replace(b'"tokens": 5', b'"tokens": 9')
+    elif edit == "removed":
+        del lines[-2]
+    else:
+        forged = parse_event(json.loads(lines[0]), "x").to_json()
+        forged.update(kind="set_best", candidate_id="seed", reason="x")
+        del forged["run_id"]
+        lines.insert(1, (json.dumps(forged) + "\n").encode())
+    run.layout.events.write_bytes(b"".join(lines))
+    with pytest.raises(RunDirError, match=r"events\.jsonl:\d+: the hash chain is broken"):
+        RunDir.open(run.root).spent  # noqa: B018
+
+
+def test_every_appended_event_chains_to_the_previous_line(run):
+    """Each stored event's prev is the sha256 of the line before it."""
+    import hashlib
+
+    run.log_event("note", text="x")
+    lines = [line.rstrip(b"\n") for line in _lines(run)]
+    events = RunDir.open(run.root).events()
+    assert events[0].prev is None
+    for before, event in zip(lines, events[1:], strict=False):
+        assert event.prev == hashlib.sha256(before).hexdigest()
