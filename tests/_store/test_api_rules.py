@@ -147,6 +147,18 @@ def test_a_finalized_run_refuses_evaluate_gate_accept_reject_set_best(gated, tmp
         with pytest.raises(RunDirError, match=r"run is finalized \(final.json\)") as caught:
             call()
         assert verb in str(caught.value) and "\n" not in str(caught.value)
+    from typer.testing import CliRunner
+
+    from capevolve.cli.app import app
+
+    for argv in (["evaluate", "--candidate", "cand_002", "--split", "val"],
+                 ["gate", "--candidate", "cand_001"], ["accept", "--candidate", "cand_001"],
+                 ["reject", "--candidate", "cand_002"]):
+        result = CliRunner().invoke(app, [*argv, "--run-dir", str(gated.root)])
+        assert result.exit_code == 2, (argv, result.stdout, result.stderr)
+        assert "run is finalized (final.json)" in result.stderr
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+        assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
     after = {p: p.read_bytes() for p in gated.root.rglob("*") if p.is_file()}
     assert after.keys() <= before.keys() | {gated.layout.lock}
     assert all(after[p] == before[p] for p in before if p != gated.layout.lock)
