@@ -99,7 +99,10 @@ class RunDir:
         try:
             record = RunManifest.model_validate({**fields, "splits_checksum": splits.checksum()})
         except ValidationError as exc:
-            raise RunDirError(f"run.json: invalid manifest: {exc.errors()[0]['msg']}") from None
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"]) or "<root>"
+            raise RunDirError(f"{run.layout.run_json}: invalid manifest: {where}: "
+                              f"{error['msg']}") from None
         run.root.mkdir(parents=True, exist_ok=True)
         with run.locked():
             if run.layout.run_json.exists():
