@@ -22,7 +22,6 @@ def run(tmp_path):
     return RunDir.open(handoff["run_dir"])
 
 
-@pytest.mark.slow
 def test_gate_needs_a_complete_full_val_evaluation(run, tmp_path):
     """A candidate evaluated only on train cannot be gated (no subset accepts)."""
     evaluate(run, make_candidate(tmp_path / "good", 0.95), "train")
@@ -30,7 +29,6 @@ def test_gate_needs_a_complete_full_val_evaluation(run, tmp_path):
         gate_candidate(run, "cand_001")
 
 
-@pytest.mark.slow
 def test_accept_requires_a_passing_gate_against_the_current_best(run, tmp_path):
     """accept is refused without a gate, after a rejecting gate, and once the best moved."""
     good = evaluate(run, make_candidate(tmp_path / "good", 0.95), "val")["candidate_id"]
@@ -146,7 +144,6 @@ def test_reproduction_2_an_override_gate_is_exploratory_and_never_licenses_accep
     assert not same["exploratory"]
 
 
-@pytest.mark.slow
 def test_reproduction_2_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
     """An identical-behaviour candidate against the seed re-evaluated with --n-trials 1:
     the gate still compares the k3 pair (delta 0, rejected). A side evaluated only with
@@ -249,7 +246,6 @@ def test_eval_records_state_the_pass_threshold_behind_pass_k(tmp_path):
     assert record["pass_threshold"] == 0.9 and set(record["pass_k"]) == {"1", "2"}
 
 
-@pytest.mark.slow
 def test_run_level_alpha_is_not_bought_back_by_measuring_many_and_gating_one(tmp_path):
     """alpha_spending run over max_iterations 2: after three candidates are measured on val,
     a deciding gate is refused (the alpha is spent); an exploratory one still runs."""

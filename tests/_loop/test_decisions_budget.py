@@ -87,7 +87,6 @@ def test_rejecting_the_accepted_best_is_refused(tmp_path):
     assert run.spent.iterations == 1
 
 
-@pytest.mark.slow
 def test_a_new_best_makes_a_new_decision_pair(tmp_path):
     """A candidate rejected against the seed may be decided again against a new best."""
     run = _run(tmp_path)
@@ -102,7 +101,6 @@ def test_a_new_best_makes_a_new_decision_pair(tmp_path):
     assert [e.candidate_id for e in _decisions(run)] == [mid, good, mid]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("verb", ["reject", "accept"])
 def test_a_decision_past_the_iteration_cap_is_refused(tmp_path, verb):
     """With max_iterations 1, the second decision is a BudgetError and nothing is recorded;

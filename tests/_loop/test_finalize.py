@@ -206,7 +206,6 @@ def _recycled_pid() -> tuple[int, float]:
     return os.getpid(), psutil.Process().create_time() - 3600
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("holder", [_dead_pid, _recycled_pid], ids=["exited", "pid-reused"])
 def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     """A 'started' seal of a dead holder with no test rows is set aside and finalize succeeds."""
@@ -292,7 +291,6 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("why", ["already scored", "already running"])
 def test_a_refused_finalize_says_why(finalized, tmp_path, why):
     """A refusal names its reason: the split was already scored, or finalize is running."""

@@ -65,7 +65,6 @@ def test_budget_on_money_uses_the_observed_cost(tmp_path):
     assert run.spent.cost_usd <= 0.5 + 1e-9
 
 
-@pytest.mark.slow
 def test_a_second_writer_is_refused_and_a_killed_holder_frees_the_lock(tmp_path):
     """While another live process holds the lock, mutations fail naming its pid; once the
     holder is killed the lock is free (the kernel released it)."""

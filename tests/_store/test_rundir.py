@@ -134,7 +134,6 @@ def test_state_json_is_a_derived_cache(run):
     assert state["n_events"] == len(reopened.events())
 
 
-@pytest.mark.slow
 def test_open_and_status_change_no_file(gated):
     """RunDir.open, status, the lookups and the report text leave every file's bytes and
     mtime unchanged and create nothing (not even a lock file)."""
