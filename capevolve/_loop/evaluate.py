@@ -7,14 +7,12 @@ it is, so re-running never buys a second, luckier draw of the same candidate.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capevolve._policy import budget
-from capevolve._store import jsonfiles
 from capevolve.adapter import Task
 from capevolve._store.candidates import pack
 from capevolve.config import BudgetConfig, ProjectConfig
@@ -25,26 +23,32 @@ from capevolve.errors import BudgetError, RunDirError, TestSealError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve._project.loader import Project, load_project, load_tasks
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
+    eval_id_for,
+    find_eval,
+    latest_complete_eval,
+    latest_eval,
+    load_eval,
+    write_eval,
+)
 from capevolve._store.rundir import RunDir, utc_now
+from capevolve.records import EvalRecord
 from capevolve._policy.thresholds import pass_counts
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.writer import PartWriter
+from capevolve._store.rollouts.schema import SCHEMA_VERSION
+from capevolve._project import fingerprint as project_fingerprint
 
 
 def run_config(run: RunDir) -> ProjectConfig:
     """The config frozen into run.json when the run was created."""
-    return ProjectConfig.model_validate(run.manifest["config"])
+    return run.manifest.config
 
 
 def run_project(run: RunDir) -> Project:
     """The project a run belongs to, with the run's frozen config."""
-    return load_project(Path(run.manifest["project_dir"]), config=run_config(run))
-
-
-def eval_id_for(split: str, candidate_id: str, n_trials: int) -> str:
-    """The id of the evaluation of a candidate on a split with a number of trials."""
-    return f"{split}__{candidate_id}__k{n_trials}"
+    return load_project(Path(run.manifest.project_dir), config=run_config(run))
 
 
 @dataclass
@@ -103,9 +107,10 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     files_dir = run.candidate_dir(candidate_id)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
-        candidate_hash=run.candidate_meta(candidate_id)["hash"],
+        candidate_hash=run.candidate_meta(candidate_id).hash,
         candidate_files=pack(files_dir), tasks=by_id, project_root=str(project.root),
-        adapter_spec=project.config.adapter,
+        adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
+        schema_version=SCHEMA_VERSION,
     )
 
 
@@ -125,13 +130,17 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     with run.locked():
+        if not allow_test:
+            run.require_open("evaluate")
         candidate_id = resolve_candidate(run, candidate)
         refuse_tampering(run, config, candidate_id)
         eval_id = eval_id_for(split, candidate_id, n_trials)
-        path = run.layout.eval_json(eval_id)
-        previous = jsonfiles.read(path) if path.is_file() else None
-        if previous and previous["status"] == EvalStatus.COMPLETE and _intact(run, previous):
-            return previous
+        previous = find_eval(run, eval_id)
+        if previous is not None and previous.refused:
+            raise RunDirError(f"evaluation {eval_id} was refused and never resumes "
+                              f"({previous.refused}); snapshot the candidate in a new run")
+        if previous and previous.status == EvalStatus.COMPLETE and _intact(run, previous):
+            return previous.to_json()
         limit = None
         if not allow_test:
             reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run.events()))
@@ -156,9 +165,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
               "status": EvalStatus.RUNNING, "started_at": utc_now()}
-    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
-    run.log_event(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
-                  split=str(split), units=len(units), resumed=resumed)
+    write_eval(run, EvalRecord.model_validate(record))
+    run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+                split=str(split), units=len(units), resumed=resumed)
     writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
     tally = _Tally()
 
@@ -176,6 +185,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
                          cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
                          wall_s=time.monotonic() - t0)
+        _refuse_if_project_changed(run, project, record)
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
@@ -184,17 +194,18 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)
-    jsonfiles.write_atomic(run.layout.eval_json(eval_id), record)
-    run.log_event(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
-                  split=str(split), status=record["status"], mean=stats["mean"],
-                  stderr=stats["stderr"], n_scored=stats["n_scored"])
-    return record
+    stored = EvalRecord.model_validate(record)
+    write_eval(run, stored)
+    run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+                split=str(split), status=stored.status, mean=stored.mean,
+                stderr=stored.stderr, n_scored=stored.n_scored)
+    return stored.to_json()
 
 
-def _intact(run: RunDir, record: dict[str, Any]) -> bool:
+def _intact(run: RunDir, record: EvalRecord) -> bool:
     """A complete evaluation still has all its rows (a truncated part is quarantined)."""
     quarantine_bad_parts(run.layout)
-    return len(RolloutStore(run.layout).done_units(record["eval_id"])) == record["n_rows"]
+    return len(RolloutStore(run.layout).done_units(record.eval_id)) == record.n_rows
 
 
 def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
@@ -214,38 +225,29 @@ def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
 
 
 def verify_adapter_unchanged(run: RunDir, project: Project) -> None:
-    """The adapter file (tasks and scorer) must be the one the run started with."""
-    frozen = run.manifest.get("adapter_sha256")
-    if frozen and adapter_digest(project) != frozen:
-        raise RunDirError(f"{project.root}: the adapter ({project.config.adapter}) changed "
-                          "since the run started; its scores would not be comparable")
+    """Every file the scores depend on (the adapter, the project modules it imports, its
+    package, scorer and gold data) must be as it was when the run started; raises
+    RunDirError naming the first file that differs."""
+    project_fingerprint.verify(project, run.manifest.fingerprint)
 
 
-def adapter_digest(project: Project) -> str | None:
-    """sha256 of the adapter file when the adapter is given as a file path."""
-    target = project.config.adapter.rpartition(":")[0]
-    path = project.root / target
-    if not (target.endswith(".py") and path.is_file()):
-        return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def adapter_digest(project: Project) -> dict[str, str]:
+    """The project fingerprint frozen into run.json (``{path: sha256}``)."""
+    return project_fingerprint.fingerprint(project)
 
 
-def load_eval(run: RunDir, eval_id: str) -> dict[str, Any]:
-    """An evaluation record by id."""
-    path = run.layout.eval_json(eval_id)
-    if not path.is_file():
-        raise RunDirError(f"evaluation {eval_id!r}: not found in {run.root}")
-    return jsonfiles.read(path)
-
-
-def latest_eval(run: RunDir, candidate_id: str, split: str,
-                statuses: tuple[str, ...] = (EvalStatus.COMPLETE,)) -> dict[str, Any] | None:
-    """The most recently finished evaluation of a candidate on a split with a status."""
-    paths = sorted(run.layout.evals.glob(f"{split}__{candidate_id}__k*.json"))
-    found = [e for e in map(jsonfiles.read, paths) if e["status"] in statuses]
-    return max(found, key=lambda e: e.get("finished_at", ""), default=None)
-
-
-def latest_complete_eval(run: RunDir, candidate_id: str, split: str) -> dict[str, Any] | None:
-    """The most recently finished complete evaluation of a candidate on a split."""
-    return latest_eval(run, candidate_id, split)
+def _refuse_if_project_changed(run: RunDir, project: Project, record: dict[str, Any]) -> None:
+    """After the engine ran: a project file that changed during the evaluation (candidate
+    code writing to the project, say) voids it. The record is stored incomplete with
+    ``refused`` set, so it never resumes and none of its rows count; raises RunDirError."""
+    problems = project_fingerprint.changes(project, run.manifest.fingerprint, new=False)
+    if not problems:
+        return
+    why = f"{problems[0]} during the evaluation; its rows do not count"
+    write_eval(run, EvalRecord.model_validate({
+        **record, "status": EvalStatus.INCOMPLETE, "incomplete_reason": why,
+        "refused": why, "finished_at": utc_now()}))
+    run._record(EventKind.EVAL_FINISHED, eval_id=record["eval_id"],
+                candidate_id=record["candidate_id"], split=record["split"],
+                status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
+    raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")

@@ -39,12 +39,9 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
         "run_id": root.name, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
-        "n_tasks": len(tasks), "adapter_sha256": adapter_digest(project),
+        "n_tasks": len(tasks), "fingerprint": adapter_digest(project),
     }
-    run = RunDir.create(root, manifest, splits)
-    run.snapshot(SEED_ID, project.capability_dir, role="seed")
-    run.set_best(SEED_ID, reason="seed")
-    return run
+    return RunDir.create(root, manifest, splits, seed=project.capability_dir)
 
 
 def next_commands(run: RunDir) -> list[str]:
