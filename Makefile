@@ -38,9 +38,10 @@ demo-toy: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-# The quick tier: no Ray, nothing slow (about a minute on 2 cores).
+# The quick tier: no Ray, nothing slow, on FAST_JOBS processes (about a minute on 2 cores).
+FAST_JOBS ?= 2
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not ray and not slow and not cluster and not llm and not browser"
+	$(PY) -m pytest -n $(FAST_JOBS) -m "not ray and not slow and not cluster and not llm and not browser"
 
 # Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts):
 # all three run, and the target fails if any of them does.
