@@ -42,6 +42,7 @@ def test_ray_and_local_engines_give_identical_rows(tmp_path, ray_session):
     assert workers[0][0] == 2 and workers[0][1] == 1
 
 
+@pytest.mark.slow
 def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_session):
     """SIGKILL of a worker mid-evaluation: the eval completes with one row per unit."""
     from capevolve._engine.ray import engine as ray_engine
