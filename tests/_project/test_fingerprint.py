@@ -75,7 +75,8 @@ def test_an_installed_adapter_package_is_fingerprinted_whole(tmp_path, monkeypat
     """An adapter class living in an installed package (module spec ``pkg.adapter:A``):
     every file of that package, data included, is in the fingerprint by absolute path."""
     name = f"fp_pkg_{uuid.uuid4().hex[:8]}"
-    pkg = tmp_path / "site" / name
+    site = tmp_path / "lib" / "site-packages"  # installed: a library dir like any other
+    pkg = site / name
     (pkg / "data").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "adapter.py").write_text(
@@ -85,7 +86,9 @@ def test_an_installed_adapter_package_is_fingerprinted_whole(tmp_path, monkeypat
         "    def score(self, t, r):\n        return scorer.score(t, r)\n")
     (pkg / "scorer.py").write_text("def score(t, r):\n    return None\n")
     (pkg / "data" / "tasks.json").write_text("[]")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    (site / "some_library.py").write_text("X = 1\n")  # imported too, but not user code
+    (pkg / "adapter.py").write_text("import some_library\n" + (pkg / "adapter.py").read_text())
+    monkeypatch.syspath_prepend(str(site))
     root = tmp_path / "p"
     (root / "seed").mkdir(parents=True)
     (root / "capevolve.yaml").write_text(f"name: x\nadapter: {name}.adapter:A\n"
