@@ -12,17 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capevolve._policy import budget
-from capevolve.adapter import Task
-from capevolve._store.candidates import pack
-from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve.errors import BudgetError, RunDirError, TestSealError
-from capevolve.kinds import EvalStatus, EventKind, Split
-from capevolve._project.loader import Project, load_project, load_tasks
+from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._policy import budget
+from capevolve._policy.thresholds import pass_counts
+from capevolve._project import fingerprint as project_fingerprint
+from capevolve._project.loader import Project, load_project, load_tasks
+from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
     eval_id_for,
     find_eval,
@@ -31,14 +30,16 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     load_eval,
     write_eval,
 )
-from capevolve._store.rundir import RunDir, utc_now
-from capevolve.records import EvalRecord
-from capevolve._policy.thresholds import pass_counts
-from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
-from capevolve._store.rollouts.writer import PartWriter
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
-from capevolve._project import fingerprint as project_fingerprint
+from capevolve._store.rollouts.writer import PartWriter
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.adapter import Task
+from capevolve.config import BudgetConfig, ProjectConfig
+from capevolve.errors import BudgetError, RunDirError, TestSealError
+from capevolve.kinds import EvalStatus, EventKind, Split
+from capevolve.records import EvalRecord
+from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 
 
 def run_config(run: RunDir) -> ProjectConfig:
@@ -169,6 +170,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
     writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
+    guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     tally = _Tally()
 
     def sink(rows: list[dict]) -> None:
@@ -185,7 +187,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
                          cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
                          wall_s=time.monotonic() - t0)
-        _refuse_if_project_changed(run, project, record)
+        guard.check(record, writer.parts)
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
@@ -235,19 +237,3 @@ def adapter_digest(project: Project) -> dict[str, str]:
     """The project fingerprint frozen into run.json (``{path: sha256}``)."""
     return project_fingerprint.fingerprint(project)
 
-
-def _refuse_if_project_changed(run: RunDir, project: Project, record: dict[str, Any]) -> None:
-    """After the engine ran: a project file that changed during the evaluation (candidate
-    code writing to the project, say) voids it. The record is stored incomplete with
-    ``refused`` set, so it never resumes and none of its rows count; raises RunDirError."""
-    problems = project_fingerprint.changes(project, run.manifest.fingerprint, new=False)
-    if not problems:
-        return
-    why = f"{problems[0]} during the evaluation; its rows do not count"
-    write_eval(run, EvalRecord.model_validate({
-        **record, "status": EvalStatus.INCOMPLETE, "incomplete_reason": why,
-        "refused": why, "finished_at": utc_now()}))
-    run._record(EventKind.EVAL_FINISHED, eval_id=record["eval_id"],
-                candidate_id=record["candidate_id"], split=record["split"],
-                status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
-    raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")

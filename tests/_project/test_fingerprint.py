@@ -183,3 +183,29 @@ def test_a_lazy_import_of_a_library_submodule_imports_nothing(tmp_path):
     keys = set(fingerprint(load_project(root)))
     assert not any("xml" in k for k in keys)
     assert "xml.dom" not in sys.modules and ("xml" in sys.modules) == had_xml
+
+
+def test_a_candidate_that_plants_rollout_rows_mid_evaluation_is_caught(tmp_path):
+    """Candidate code copying a Parquet part into the run's rollouts during its rollouts:
+    the evaluation is refused naming the file, and the planted part is quarantined."""
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._loop.run import create_run
+
+    scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
+    root = _project(tmp_path / "p", scorer)
+    run = create_run(root, tmp_path / "run")
+    evaluate(run, "seed", "val")
+    seed_parts = sorted(run.layout.partition("val", "seed").glob("*.parquet"))
+    planted = run.layout.partition("val", "seed") / "val__seed__k1-planted-00000.parquet"
+    cand = tmp_path / "cand"
+    shutil.copytree(root / "seed", cand)
+    (cand / "tool.py").write_text(
+        "import os, shutil\n"
+        f"if not os.path.exists({str(planted)!r}):\n"
+        f"    shutil.copy({str(seed_parts[0])!r}, {str(planted)!r})\n")
+    with pytest.raises(RunDirError, match="planted-00000.parquet was written during the "
+                                          "evaluation"):
+        evaluate(run, cand, "val")
+    assert not planted.exists()
+    assert sorted(run.layout.partition("val", "seed").glob("*.parquet")) == seed_parts
+    assert list(run.layout.quarantine().rglob("*planted*"))

@@ -54,6 +54,8 @@ class PartWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="part-writer")
         self._pending: list[Future] = []
         self.rows_written = 0
+        self.parts: list[Path] = []
+        """Every part this writer has handed to its thread (final paths)."""
 
     def add(self, rows: list[dict]) -> None:
         """Buffer rows; flush when the buffer is full or old enough (also on empty calls)."""
@@ -75,6 +77,7 @@ class PartWriter:
         name = f"{self.eval_id}-{self._token}-{self._sequence:05d}.parquet"
         self._pending = [f for f in self._pending if not f.done() or f.result() is None]
         self._pending.append(self._pool.submit(write_part, self._rows, self.directory / name))
+        self.parts.append(self.directory / name)
         self.rows_written += len(self._rows)
         self._sequence += 1
         self._rows, self._first_at = [], None

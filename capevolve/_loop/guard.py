@@ -1,0 +1,87 @@
+"""What candidate code may have written while an evaluation ran, checked before its rows count.
+
+Workers run candidate code as the same OS user as the driver, so they can reach the disk.
+Two things are checked once the engine has finished (and before any statistic is taken):
+
+- the project's frozen files (the fingerprint in run.json): one that changed voids the
+  evaluation and names the file;
+- the run's rollouts tree: a part created or changed during the evaluation by anything but
+  this evaluation's own writer (rows planted for some candidate, say) voids it too; new
+  foreign files are moved to the run's quarantine so their rows never count. Detection
+  uses size, mtime and inode, so it catches writes, not a forger who also restores them.
+
+A voided evaluation is stored incomplete with ``refused`` set (it never resumes) and the
+check raises RunDirError naming the first file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from capevolve._project import fingerprint as project_fingerprint
+from capevolve._project.loader import Project
+from capevolve._store.evals import write_eval
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.errors import RunDirError
+from capevolve.kinds import EvalStatus, EventKind
+from capevolve.records import EvalRecord
+
+
+def _stat_tree(root: Path) -> dict[Path, tuple[int, int, int]]:
+    if not root.is_dir():
+        return {}
+    found = {}
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath, name)
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            found[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return found
+
+
+class EvaluationGuard:
+    """Snapshot at construction (before the engine runs); :meth:`check` after it."""
+
+    def __init__(self, run: RunDir, project: Project) -> None:
+        self.run, self.project = run, project
+        self.before = _stat_tree(run.layout.rollouts)
+
+    def foreign_parts(self, ours: list[Path]) -> list[Path]:
+        """Files of the rollouts tree created or changed since the snapshot, not ours."""
+        mine = {Path(p) for p in ours}
+        return sorted(p for p, stat in _stat_tree(self.run.layout.rollouts).items()
+                      if p not in mine and self.before.get(p) != stat)
+
+    def check(self, record: dict[str, Any], ours: list[Path]) -> None:
+        """Void the evaluation (see the module docstring) if anything was tampered with."""
+        problems = project_fingerprint.changes(self.project, self.run.manifest.fingerprint,
+                                               new=False)
+        why = f"{problems[0]} during the evaluation" if problems else None
+        foreign = self.foreign_parts(ours)
+        if foreign:
+            self._quarantine([p for p in foreign if p not in self.before])
+            why = why or (f"{foreign[0]} was written during the evaluation by something other "
+                          "than capevolve's writer (moved to quarantine when new)")
+        if why is not None:
+            self._refuse(record, f"{why}; its rows do not count")
+
+    def _quarantine(self, paths: list[Path]) -> None:
+        layout = self.run.layout
+        for path in paths:
+            target = layout.quarantine() / path.relative_to(layout.rollouts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+
+    def _refuse(self, record: dict[str, Any], why: str) -> None:
+        write_eval(self.run, EvalRecord.model_validate({
+            **record, "status": EvalStatus.INCOMPLETE, "incomplete_reason": why,
+            "refused": why, "finished_at": utc_now()}))
+        self.run._record(EventKind.EVAL_FINISHED, eval_id=record["eval_id"],
+                         candidate_id=record["candidate_id"], split=record["split"],
+                         status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
+        raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")
