@@ -40,6 +40,7 @@ def max_starts_in_window(starts: list[float], window_s: float) -> int:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
     """max_in_flight=3 over 2 workers with 16 slots: never more than 3 rollouts overlap."""
@@ -59,6 +60,7 @@ def test_global_cap_bounds_rollouts_in_flight(tmp_path, ray_session):
     assert stats["peak"] == 3 and stats["in_flight"] == 0 and stats["granted"] == 40
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
     """rate_limit_per_s=20: the stored start times never exceed 20 rollouts per second."""
@@ -77,6 +79,7 @@ def test_rate_limit_bounds_rollouts_per_second(tmp_path, ray_session):
     assert (len(starts) - 1) / span >= 20 * 0.6  # the limiter paces, it does not stall
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_fractional_num_cpus_sizes_the_pool(tmp_path, ray_session):
     """num_cpus=0.5 on a 2-CPU Ray: workers auto makes 4 actors and the eval completes."""
