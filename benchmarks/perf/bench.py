@@ -207,7 +207,8 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
             f"SELECT count(*), list(DISTINCT output), avg(latency_s), "
             f"count(DISTINCT worker_id), avg(reward) FROM read_parquet('{glob}', "
             f"hive_partitioning=true) WHERE eval_id = ?", [record["eval_id"]]).fetchone()
-        n_parts = len(list(run.layout.partition("val", "seed").glob(f"{record['eval_id']}-*.parquet")))
+        parts = run.layout.partition("val", "seed").glob(f"{record['eval_id']}-*.parquet")
+        n_parts = len(list(parts))
         con.close()
         expected_output = f"slept {latency_ms:g}ms"
         checks = {
@@ -258,7 +259,8 @@ def spawn(name: str, spec: tuple[int, float, int], profile_dir: Path | None) -> 
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
         out, err = proc.communicate()
-        raise SystemExit(f"scenario {name} timed out after {CHILD_TIMEOUT_S}s\n{err[-4000:]}")
+        raise SystemExit(
+            f"scenario {name} timed out after {CHILD_TIMEOUT_S}s\n{err[-4000:]}") from None
     for line in out.splitlines():
         if line.startswith(RESULT_PREFIX):
             return json.loads(line[len(RESULT_PREFIX):])

@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "cluster"))
-import local_cluster
+import local_cluster  # noqa: E402 - found through the sys.path entry above
 
 PREFIX = "BENCH_CLUSTER "
 SPIN_ADAPTER = '''

@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from capevolve.diagnose.context import AdapterContext
-from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
+from capevolve._store.rollouts.writer import write_part
 from capevolve._store.rundir import RunDir
 from capevolve._store.splits import Splits
-from capevolve._store.rollouts.writer import write_part
+from capevolve.diagnose.context import AdapterContext
+from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
 
 TARGET_S = 5.0
 TRIALS = 4

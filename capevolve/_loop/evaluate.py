@@ -232,8 +232,3 @@ def verify_adapter_unchanged(run: RunDir, project: Project) -> None:
     RunDirError naming the first file that differs."""
     project_fingerprint.verify(project, run.manifest.fingerprint)
 
-
-def adapter_digest(project: Project) -> dict[str, str]:
-    """The project fingerprint frozen into run.json (``{path: sha256}``)."""
-    return project_fingerprint.fingerprint(project)
-

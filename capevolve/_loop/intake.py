@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from capevolve._store.candidates import content_hash, protected_changes
+from capevolve._store.rundir import RunDir
 from capevolve.config import ProjectConfig
 from capevolve.errors import CandidateError
 from capevolve.kinds import Decision, EventKind
-from capevolve._store.rundir import RunDir
 
 DEFAULT_PROTECTED = ("*gold*", "*answers*", "*answer_key*", "*scorer*", "splits.json",
                      "*/splits.json", "capevolve.yaml")

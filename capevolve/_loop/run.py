@@ -9,26 +9,26 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve.errors import AdapterError, RunDirError
-from capevolve._loop.evaluate import adapter_digest, evaluate
-from capevolve.kinds import SEED_ID, Split
+from capevolve._loop.evaluate import evaluate
+from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import check_project, load_tasks
 from capevolve._store.rundir import RunDir
 from capevolve._store.splits import make_splits
+from capevolve.errors import AdapterError, RunDirError
+from capevolve.kinds import SEED_ID, Split
 from capevolve.versions import versions
-
 
 
 def default_run_dir(project_root: Path) -> Path:
     """``<project>/.capevolve/run_<utc timestamp>``."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return project_root / ".capevolve" / f"run_{stamp}"
 
 
 def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> RunDir:
     """Check the project, freeze its splits and snapshot the seed as candidate ``seed``."""
     project, problems = check_project(project_dir)
-    if problems:
+    if project is None or problems:
         raise AdapterError("project check failed: " + "; ".join(problems))
     tasks = load_tasks(project.adapter())
     splits = make_splits([t.id for t in tasks], project.config.splits, project.root)
@@ -36,10 +36,10 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
     if (root / "run.json").exists():
         raise RunDirError(f"{root}: already holds a run; pass another --run-dir")
     manifest = {
-        "run_id": root.name, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "run_id": root.name, "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
-        "n_tasks": len(tasks), "fingerprint": adapter_digest(project),
+        "n_tasks": len(tasks), "fingerprint": project_fingerprint.fingerprint(project),
     }
     return RunDir.create(root, manifest, splits, seed=project.capability_dir)
 

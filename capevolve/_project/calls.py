@@ -6,8 +6,9 @@ import asyncio
 import inspect
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import Any, Callable
+from typing import Any
 
 
 def call_sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

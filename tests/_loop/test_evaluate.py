@@ -1,14 +1,14 @@
 """evaluate(): eval identity, statistics from stored rows, clustered SE, test refusal."""
 
 import pytest
-
-from capevolve.errors import CandidateError, TestSealError
-from capevolve._loop.evaluate import evaluate
-from capevolve._store.rundir import RunDir
-from capevolve._loop.run import create_run
-from capevolve.stats import clustered_se, mean_and_se
-from capevolve._store.rollouts.query import RolloutStore
 from fixtures.projects import make_candidate, make_project
+
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.run import create_run
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve.errors import CandidateError, TestSealError
+from capevolve.stats import clustered_se, mean_and_se
 
 
 def test_eval_statistics_match_a_duckdb_recomputation(tmp_path):

@@ -5,16 +5,16 @@ import subprocess
 import sys
 
 import pytest
+from fixtures.projects import make_candidate, make_project
 
 from capevolve._loop.decide import gate_candidate
-from capevolve.errors import CandidateError, RunDirError
 from capevolve._loop.evaluate import evaluate
-from capevolve._store.lock import hold
 from capevolve._loop.run import start_run
-from capevolve.report.markdown import render
-from capevolve._store.rundir import RunDir
 from capevolve._loop.status import run_status
-from fixtures.projects import make_candidate, make_project
+from capevolve._store.lock import hold
+from capevolve._store.rundir import RunDir
+from capevolve.errors import CandidateError, RunDirError
+from capevolve.report.markdown import render
 
 
 def _run(tmp_path, n=40, trials=2, **kw):
@@ -70,10 +70,10 @@ def test_a_second_writer_is_refused_and_a_killed_holder_frees_the_lock(tmp_path)
     holder is killed the lock is free (the kernel released it)."""
     _, run = _run(tmp_path, n=20)
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; sys.path.insert(0, %r)\n"
+        f"import sys, time; sys.path.insert(0, {os.getcwd()!r})\n"
         "from capevolve._store.lock import hold\n"
-        "with hold(%r):\n    print('held', flush=True); time.sleep(30)\n"
-    ) % (os.getcwd(), str(run.layout.lock))], stdout=subprocess.PIPE, text=True)
+        f"with hold({str(run.layout.lock)!r}):\n    print('held', flush=True); time.sleep(30)\n"
+    )], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunDirError, match=f"locked by pid {holder.pid}"):

@@ -16,11 +16,11 @@ import pytest
 from fixtures.projects import clean_env, make_candidate, make_project
 from typer.testing import CliRunner
 
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
 from capevolve.cli.app import app
-from capevolve._loop.evaluate import evaluate
 from capevolve.kinds import EvalStatus, EventKind
-from capevolve._loop.run import SEED_ID, create_run
 
 CAPEVOLVE = Path(sys.executable).with_name("capevolve")
 EVAL_ID = "train__seed__k2"

@@ -26,7 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 sys.path.insert(0, str(REPO / "cluster"))
-import local_cluster
+import local_cluster  # noqa: E402 - found through the sys.path entry above
 
 RAY = str(Path(sys.executable).parent / "ray")
 CAPEVOLVE = str(Path(sys.executable).parent / "capevolve")

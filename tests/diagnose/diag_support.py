@@ -9,12 +9,12 @@ from typing import Any
 
 from fixtures.projects import make_project
 
+from capevolve._loop.run import create_run
+from capevolve._store.rollouts.writer import write_part
+from capevolve._store.rundir import RunDir
 from capevolve.diagnose.context import AdapterContext
 from capevolve.diagnose.diagnosis import DiagnoseOptions, build_diagnosis
 from capevolve.diagnose.source import Trial
-from capevolve._loop.run import create_run
-from capevolve._store.rundir import RunDir
-from capevolve._store.rollouts.writer import write_part
 
 READ_CALLS = [{"name": "get_order", "arguments": {"order_id": "1"}, "mutates": None}]
 WRITE_CALLS = [{"name": "cancel_order", "arguments": {"order_id": "1"}, "mutates": None}]

@@ -8,10 +8,10 @@ import random
 import pytest
 from diagnose.diag_support import READ_CALLS, WRITE_CALLS, make_run, write_rows
 
+from capevolve._loop.evaluate import evaluate
 from capevolve.diagnose import DiagnoseOptions, diagnose, diagnosis_path
 from capevolve.diagnose.source import load_trials
 from capevolve.errors import CandidateError, ConfigError, TestSealError
-from capevolve._loop.evaluate import evaluate
 
 
 def _specs(run, n: int = 6) -> list[dict]:
@@ -58,7 +58,8 @@ def test_output_is_byte_identical_run_to_run_and_independent_of_row_order(tmp_pa
     again = diagnose(other, DiagnoseOptions("val", "seed"))
     assert [c["signature"] for c in again["clusters"]] == \
         [c["signature"] for c in diagnose(run, DiagnoseOptions("val", "seed"))["clusters"]]
-    text = lambda p: p.read_text().replace(str(other.root), "R").replace(str(run.root), "R")
+    def text(p):
+        return p.read_text().replace(str(other.root), "R").replace(str(run.root), "R")
     assert text(diagnosis_path(other, "val", "seed")) == text(diagnosis_path(run, "val", "seed"))
 
 
