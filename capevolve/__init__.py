@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from capevolve._store.rundir import RunDir
+from capevolve._loop.public_run import RunDir
 from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
 from capevolve.errors import (
     AdapterError,

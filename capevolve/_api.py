@@ -22,13 +22,14 @@ from capevolve._loop import finalize as finalizing
 from capevolve._loop import project as projects
 from capevolve._loop import run as running
 from capevolve._loop import status as statuses
+from capevolve._loop.public_run import RunDir, public
 from capevolve._store.rollouts.query import RolloutStore
-from capevolve._store.rundir import RunDir
+from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve.config import load_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
 
-RunLike = RunDir | str | os.PathLike[str]
+RunLike = StoreRunDir | str | os.PathLike[str]
 """A run: an open :class:`RunDir`, or the path of a run directory."""
 
 
@@ -43,7 +44,7 @@ def _split(value: Split | str) -> Split:
 def open_run(run: RunLike) -> RunDir:
     """``run`` itself when it is a RunDir, else the run directory at that path, opened
     read-only (nothing is created or modified; RunDirError if it is not a run)."""
-    return run if isinstance(run, RunDir) else RunDir.open(Path(run))
+    return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
 
 
 def init_project(directory: str | os.PathLike[str]) -> dict[str, Any]:
@@ -63,7 +64,8 @@ def create_run(project: str | os.PathLike[str],
     """Check the project, freeze its splits and snapshot the seed capability as candidate
     ``seed`` (the best) in a new run dir (default ``<project>/.capevolve/run_<utc>``).
     Runs no rollout; see :func:`start_run` for the baseline too."""
-    return running.create_run(Path(project), None if run_dir is None else Path(run_dir))
+    return public(running.create_run(Path(project),
+                                      None if run_dir is None else Path(run_dir)))
 
 
 def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,

@@ -195,7 +195,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     previous = run.best_id
     event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,
                         previous_best=previous, note=note, delta=gate.delta)
-    run.set_best(candidate_id, reason="accepted", previous_best=previous)
+    run._promote(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
     return _accepted(event, run.best_id, repeated=False)
 

@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from pydantic import ValidationError
 
@@ -117,7 +117,7 @@ class RunDir:
         return run
 
     @classmethod
-    def open(cls, root: Path | str) -> RunDir:
+    def open(cls, root: Path | str) -> Self:
         """Open an existing run dir (read-only): validates run.json and the splits checksum,
         and refuses test rollouts without a seal. Creates and modifies nothing."""
         run = cls(Path(root))
@@ -284,8 +284,14 @@ class RunDir:
         """Make ``candidate_id`` the best; it must hold a passing gate (:meth:`passing_gate`).
 
         ``fields``: ``reason`` (default "accepted") and ``previous_best``. Refused on a
-        closed run, for an unknown candidate, and for the current best.
+        closed run, for an unknown candidate, and for the current best. This is the store's
+        rule only; the public ``capevolve.RunDir`` routes ``set_best`` through the accept
+        verb (budget, one decision per pair, the accept record and its iteration).
         """
+        self._promote(candidate_id, **fields)
+
+    def _promote(self, candidate_id: str, **fields: Any) -> None:
+        """The store's rule for moving the best (see :meth:`set_best`)."""
         with self.locked():
             self.require_open("set_best")
             self.candidate_meta(candidate_id)
