@@ -19,6 +19,12 @@ from capevolve.kinds import AlphaSpending, EngineKind, GateMode
 CONFIG_FILENAME = "capevolve.yaml"
 
 
+SCORE_DATA_PATTERNS = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
+"""Files the scores depend on (scorers, gold and answer data): a candidate may not touch
+them (``capevolve._policy.protect``) and the project's copies are fingerprinted
+(``capevolve._project.fingerprint``)."""
+
+
 class _Section(BaseModel):
     """A config section: unknown keys and non-finite numbers (.nan, .inf) are errors."""
 

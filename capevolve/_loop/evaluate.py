@@ -18,6 +18,7 @@ from capevolve._engine.plan import plan_units
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._policy import budget
+from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project, load_tasks
@@ -36,7 +37,7 @@ from capevolve._store.rollouts.writer import PartWriter
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, RunDirError, TestSealError
+from capevolve.errors import BudgetError, RunDirError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -122,10 +123,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
 
     Only train and val are accepted: the test split belongs to ``finalize``.
     """
-    split = Split(split)
-    if split == Split.TEST and not allow_test:
-        raise TestSealError("evaluate: the test split is held out; only `capevolve finalize` "
-                            "scores it, once")
+    split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
     if n_trials < 1:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capevolve._store.candidates import content_hash, protected_changes
+from capevolve._policy.protect import protected_changes, protected_patterns
+from capevolve._store.candidates import content_hash
 from capevolve._store.rundir import RunDir
 from capevolve.config import ProjectConfig
 from capevolve.errors import CandidateError
 from capevolve.kinds import Decision, EventKind
-
-DEFAULT_PROTECTED = ("*gold*", "*answers*", "*answer_key*", "*scorer*", "splits.json",
-                     "*/splits.json", "capevolve.yaml")
 
 
 def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
@@ -40,7 +38,7 @@ def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> N
     removed a protected file relative to the seed; records an indecisive gate."""
     if candidate_id == "seed":
         return
-    patterns = [*DEFAULT_PROTECTED, *config.protected_paths]
+    patterns = protected_patterns(config.protected_paths)
     changed = protected_changes(run.candidate_meta("seed").files,
                                 run.candidate_meta(candidate_id).files, patterns)
     if changed:

@@ -8,7 +8,7 @@ What is fingerprinted (after the adapter is loaded, so its own ``sys.path`` chan
   library, ``site-packages`` and capevolve itself, wherever it lives;
 - the package the adapter class is defined in, every file of it (code and data such as
   gold tasks), also when that package is installed (``capevolve_adapters.retail``);
-- scorer and gold / answer data files found in the project directory (``PROTECTED_DATA``),
+- scorer and gold / answer data files found in the project directory (``SCORE_DATA_PATTERNS``),
   skipping ``.capevolve/`` run dirs, hidden and virtualenv dirs, the seed capability and
   copies of it (a directory holding every top-level entry of the seed).
 
@@ -29,9 +29,9 @@ import sysconfig
 from pathlib import Path
 
 from capevolve._project.loader import Project, load_adapter
+from capevolve.config import SCORE_DATA_PATTERNS
 from capevolve.errors import RunDirError
 
-PROTECTED_DATA = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
 SKIP_DIRS = frozenset({".capevolve", "__pycache__", "node_modules", "venv", "site-packages"})
 _FRAMEWORK = Path(__file__).resolve().parents[1]  # capevolve itself
 
@@ -158,7 +158,7 @@ def _protected_data(root: Path, seed: Path) -> set[Path]:
         ]
         for name in filenames:
             rel = (here / name).relative_to(root).as_posix()
-            if any(fnmatch.fnmatch(rel, pattern) for pattern in PROTECTED_DATA):
+            if any(fnmatch.fnmatch(rel, pattern) for pattern in SCORE_DATA_PATTERNS):
                 found.add(here / name)
     return found
 

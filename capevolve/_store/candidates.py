@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import shutil
@@ -85,15 +84,3 @@ def unpack(files: dict[str, bytes], dest: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
 
-
-def protected_changes(
-    seed_digests: dict[str, str], candidate_digests: dict[str, str], patterns: list[str]
-) -> list[str]:
-    """Protected files the candidate modified, added or removed relative to the seed."""
-    changed = []
-    for rel in sorted(set(seed_digests) | set(candidate_digests)):
-        if not any(fnmatch.fnmatch(rel, pattern) for pattern in patterns):
-            continue
-        if seed_digests.get(rel) != candidate_digests.get(rel):
-            changed.append(rel)
-    return changed

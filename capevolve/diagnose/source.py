@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from capevolve._policy import splits as policy_splits
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
-from capevolve.errors import CandidateError, TestSealError
+from capevolve.errors import CandidateError
 from capevolve.kinds import Split
 
 _COLUMNS = ("eval_id", "task_id", "trial", "reward", "feedback", "score_parts", "output",
@@ -50,11 +51,7 @@ class Trial:
 
 def refuse_test(split: str) -> Split:
     """The split as a Split; the held-out test split is refused (it is never diagnosed)."""
-    value = Split(split)
-    if value == Split.TEST:
-        raise TestSealError("diagnose: the test split is held out; only train and val "
-                            "can be diagnosed")
-    return value
+    return policy_splits.refuse_test(split, "diagnose")
 
 
 def _quote(text: str) -> str:

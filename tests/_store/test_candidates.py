@@ -1,13 +1,11 @@
-"""Content hashes, read-only snapshots, protected paths."""
+"""Content hashes and read-only snapshots."""
 
 import os
 
 from capevolve._store.candidates import (
     content_hash,
     copy_readonly,
-    file_digests,
     pack,
-    protected_changes,
     unpack,
 )
 
@@ -38,13 +36,3 @@ def test_snapshot_is_read_only_and_packs_round_trip(tmp_path):
     out = unpack(pack(src), tmp_path / "out")
     assert content_hash(out) == content_hash(src)
 
-
-def test_protected_changes_sees_modify_add_remove(tmp_path):
-    """Modifying, adding or removing a protected file is reported; other edits are not."""
-    seed = file_digests(_tree(tmp_path / "s", {"gold/a.json": "1", "p.md": "x",
-                                                "gold/b.json": "2"}))
-    cand = file_digests(_tree(tmp_path / "c", {"gold/a.json": "9", "p.md": "changed",
-                                                "gold/new.json": "3"}))
-    assert protected_changes(seed, cand, ["gold/*"]) == ["gold/a.json", "gold/b.json",
-                                                          "gold/new.json"]
-    assert protected_changes(seed, seed, ["gold/*"]) == []
