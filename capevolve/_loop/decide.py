@@ -96,6 +96,10 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
     best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
     if not changed:
+        looks = decisions.looks_refusal(run.events(EventKind.GATE), candidate_id, best_id,
+                                        trials)
+        if looks:
+            raise GateError(f"gate refused: {looks}")
         measured = {e.candidate_id for e in all_evals(run)
                     if e.split == Split.VAL and e.candidate_id != SEED_ID}
         refusal = run_alpha_refusal(_tallies(run), frozen.gate, frozen.budget.max_iterations,

@@ -74,3 +74,28 @@ def conflict(prior: PriorDecision | None, wanted: EventKind, candidate_id: str) 
     return (f"{wanted} refused: {candidate_id!r} was already {prior.kind}ed against "
             f"{against!r} at {prior.ts}; a decision stands (measure it against a new best "
             "to decide again)")
+
+
+MAX_LOOKS = 2
+"""Trial counts a (candidate, best) pair may be gated on: the project's and one matched
+higher-power pair."""
+
+
+def looks_refusal(gates: Iterable[Any], candidate_id: str, best_id: str | None,
+                  trials: int) -> str | None:
+    """Why a deciding gate of ``candidate_id`` against ``best_id`` with ``trials`` trials
+    is refused (None when it may run).
+
+    Each new trial count is a fresh draw of the same pair: re-measuring both sides at
+    4, 5, 6 ... trials until one gate says accept would be gate shopping. A pair is gated on
+    at most :data:`MAX_LOOKS` trial counts (non-exploratory gates of any outcome count);
+    gating again at a count already used reads the same evaluations and is always allowed.
+    """
+    used = sorted({int(_get(g, "n_trials")) for g in gates
+                   if _get(g, "candidate_id") == candidate_id and _get(g, "best_id") == best_id
+                   and not _get(g, "exploratory") and _get(g, "n_trials") is not None})
+    if trials in used or len(used) < MAX_LOOKS:
+        return None
+    return (f"{candidate_id!r} was already gated against {best_id!r} with "
+            f"{' and '.join(map(str, used))} trials; a pair is decided on at most "
+            f"{MAX_LOOKS} trial counts (each new count is a fresh draw of the same pair)")
