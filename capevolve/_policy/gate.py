@@ -153,7 +153,7 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
         alpha=0.0 if exact else alpha, exact=exact, n_compared=len(scope.compared),
         n_clusters=comparison.n_clusters, imputed=list(scope.imputed), regressions=broken,
         confidence=confidence(comparison.delta, comparison.se, comparison.df,
-                              config.min_delta, exact),
+                              config.min_delta, exact, critical),
         power=gate_power(candidate, best, diffs, comparison.se, comparison.df, critical,
                          config.min_delta) if not (exact or degenerate) else None,
     )
@@ -183,4 +183,5 @@ def decide_from_summary(current: float, candidate: float, current_se: float,
         decision, [reason], GateMode.WELCH, None, delta=numbers["delta"], se=numbers["se"],
         t=numbers["t"], df=None, p_value=numbers["p_value"], k_se=critical,
         alpha=0.0 if exact else alpha, exact=exact,
-        confidence=confidence(comparison.delta, comparison.se, None, config.min_delta, exact))
+        confidence=confidence(comparison.delta, comparison.se, None, config.min_delta, exact,
+                              critical))

@@ -165,6 +165,17 @@ def test_labels_use_the_t_quantile_for_the_df():
         assert result.confidence == label, n
 
 
+
+def test_a_gate_accept_is_never_labelled_within_noise():
+    """The label uses the gate's own critical value: t = 1.9 at df 29 passes the one-sided
+    alpha 0.05 threshold (1.699), so the accept is labelled significant although it is
+    below the two-sided 95% quantile (2.045); t = 1.6 is rejected and within noise."""
+    for t_value, decision, label in ((1.9, Decision.ACCEPT, Confidence.SIGNIFICANT),
+                                     (1.6, Decision.REJECT, Confidence.WITHIN_NOISE)):
+        cand, best, val = with_t(t_value, n=30)
+        result = decide(side(cand), side(best), val, GateConfig(min_delta=0))
+        assert result.decision == decision and result.confidence == label, t_value
+
 def test_welch_refuses_different_denominators():
     """Welch mode is indecisive when the two sides were scored on different tasks."""
     best = {t: [0.5] for t in VAL}
