@@ -90,22 +90,17 @@ def finalize(run: RunDir, engine: Engine | None = None,
         seal.release(run.layout)  # a failed finalize lets a retry judge the seal by its rows
 
 
-def _record(run: RunDir, kind: EventKind, **fields: Any) -> None:
-    """Record a library event (``RunDir._record`` where it exists, else ``log_event``)."""
-    recorder = getattr(run, "_record", None) or run.log_event
-    recorder(kind, **fields)
-
-
 def _finalize(run: RunDir, engine: Engine | None, address: str | None,
               taken: Any) -> dict[str, Any]:
     best_id = str(_plain(taken)["best_id"])
     test_ids = run.splits.ids(Split.TEST)
     entry = FinalizeEntry(test_ids_sha256=ledger.ids_digest(test_ids),
                           test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
-                          best_id=best_id, started_at=utc_now())
+                          run_created_at=run.manifest.created_at, best_id=best_id,
+                          started_at=utc_now())
     project_dir = _plain(run.manifest)["project_dir"]
     reuse = ledger.record(project_dir, entry)  # before any test rollout is run
-    _record(run, EventKind.FINALIZE_STARTED, best_id=best_id)
+    run._record(EventKind.FINALIZE_STARTED, best_id=best_id)
     best = _plain(evaluate(run, best_id, Split.TEST, engine=engine, address=address,
                            allow_test=True))
     baseline = best if best_id == SEED_ID else _plain(evaluate(
@@ -114,7 +109,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                          entry.test_ids_sha256)
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
-    _record(run, EventKind.FINALIZED, best_id=best_id, delta=final.delta)
+    run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta)
     return final.to_json()
 
 

@@ -105,12 +105,13 @@ def record(project_dir: Path | str, entry: FinalizeEntry) -> TestReuse:
 def reuse(ledger: Ledger, entry: FinalizeEntry) -> TestReuse:
     """How the test ids of ``entry`` were used by other runs before it (its own run's
     entries, e.g. a retried finalize, do not count)."""
-    others = [e for e in ledger.entries if e.run_id != entry.run_id]
+    others = [e for e in ledger.entries if not e.same_run(entry)]
     same = [e for e in others if e.test_ids_sha256 == entry.test_ids_sha256]
     mine = set(entry.test_ids)
     overlap = [e for e in others if e.test_ids_sha256 != entry.test_ids_sha256
                and mine.intersection(e.test_ids)]
-    runs = list(dict.fromkeys(e.run_id for e in same))
+    distinct = {(e.run_id, e.run_dir, e.run_created_at or e.started_at): e.run_id for e in same}
+    runs = list(distinct.values())  # one id per earlier run (two runs may share a name)
     if runs:
         message = f"test reused: {len(runs)} earlier finalizes on these ids"
     else:

@@ -276,6 +276,15 @@ class FinalizeEntry(Record):
     """The candidate it finalized."""
     started_at: str
     """UTC time the test seal was taken."""
+    run_created_at: str | None = None
+    """When that run was created (run.json): with ``run_id`` it tells one run from a later
+    run made under the same name and directory."""
+
+    def same_run(self, other: FinalizeEntry) -> bool:
+        """Both entries come from one run (a retried finalize), not from two runs that
+        happen to share a name or a directory."""
+        return (self.run_id, self.run_dir, self.run_created_at) == \
+            (other.run_id, other.run_dir, other.run_created_at)
 
 
 class SealRecord(Record):

@@ -121,6 +121,21 @@ def test_clustered_tasks_use_the_cr1_se_with_g_minus_1_df(tmp_path):
 
 # -- the project's finalize ledger ------------------------------------------------------------
 
+def test_a_run_dir_recreated_under_the_same_name_still_counts_as_a_reuse(tmp_path):
+    """`rm -rf demo-run` and a new run in the same place is another run: its finalize
+    counts the earlier one, although both share the run id and the directory."""
+    import shutil
+
+    project = _project(tmp_path / "p")
+    counts = []
+    for _ in range(3):
+        shutil.rmtree(tmp_path / "demo-run", ignore_errors=True)
+        run = create_run(project, tmp_path / "demo-run")
+        counts.append(finalize(run)["test_reuse"]["earlier_finalizes"])
+    assert counts == [0, 1, 2]
+    assert len(ledger.read(project).entries) == 3
+
+
 def test_a_later_run_on_the_same_test_ids_says_the_test_was_reused(tmp_path):
     """Three runs of one project finalize: the first is fresh, the others count 1 and 2
     earlier finalizes, in final.json and in the report."""
