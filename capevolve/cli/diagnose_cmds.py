@@ -32,9 +32,11 @@ census_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="Export failing datapoints for describers; check a census.")
 
 OptRunDir = Annotated[Path | None, typer.Option(
-    "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")]
+    "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR",
+    help="The run directory (required to diagnose).")]
 SplitOpt = Annotated[str, typer.Option("--split", "-s", help="train or val (test is refused).")]
-TagOpt = Annotated[str | None, typer.Option("--tag", "-t", help="The candidate id.")]
+TagOpt = Annotated[str | None, typer.Option(
+    "--tag", "-t", help="The candidate id (required to diagnose).")]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", "-p", help="Project dir whose adapter gives targets and trajectories "
                             "(default: the run's project).")]
@@ -110,10 +112,12 @@ def annotate(run_dir: RunDirOpt,
 
 @census_app.command("export")
 @command
-def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option("--tag", "-t")],
+def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
+                      "--tag", "-t", help="The candidate id whose failures are exported.")],
                   out: Annotated[Path, typer.Option("--out", help="Output directory.")],
                   split: SplitOpt = "val",
-                  batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 8,
+                  batch_size: Annotated[int, typer.Option(
+                      "--batch-size", min=1, help="Failing datapoints per batch file.")] = 8,
                   project: ProjectOpt = None,
                   notes: Annotated[Path | None, typer.Option(
                       "--notes", help="A text file of domain notes for describers.")] = None,

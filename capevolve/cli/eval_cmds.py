@@ -33,9 +33,16 @@ def evaluate(run_dir: RunDirOpt,
              n_trials: Annotated[int | None, typer.Option(
                  "--n-trials", min=1, help="Trials per task (default: num_trials).")] = None,
              resume: Annotated[bool, typer.Option(
-                 "--resume", help="Continue an interrupted evaluation (also automatic).")] = False,
+                 "--resume", help="Say that an interrupted evaluation is being continued; "
+                 "resuming is automatic: the same candidate, split and trials run only the "
+                 "missing units, and a complete evaluation is returned as it is.")] = False,
              address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
-    """Evaluate a candidate on train or val (test is refused: only finalize scores it)."""
+    """Evaluate a candidate on train or val (test is refused: only finalize scores it).
+
+    A directory is snapshotted as the next cand_NNN (identical content reuses its id).
+    Refused on a finalized run, for a candidate that changes protected paths, when a
+    project file the scores depend on changed since the run started, and once the budget
+    is spent."""
     if split not in (Split.TRAIN, Split.VAL):
         fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
              "and scored once by `capevolve finalize`")
@@ -68,7 +75,8 @@ def _raw_gate(candidate: str, current: float, current_stderr: float | None,
 
 
 @command
-def gate(candidate: CandidateIdOpt,
+def gate(candidate: Annotated[str, typer.Option(
+             "--candidate", "-c", help="Candidate id (raw form: the candidate's mean).")],
          run_dir: Annotated[str | None, typer.Option(
              "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")] = None,
          mode: Annotated[GateMode | None, typer.Option(
@@ -91,7 +99,9 @@ def gate(candidate: CandidateIdOpt,
     """Gate a candidate against the current best on full val, from stored rollouts.
 
     The run's frozen gate settings decide. --mode, --k-se or --min-delta with another
-    value run an exploratory gate: recorded as such, never a basis for accept.
+    value run an exploratory gate: recorded as such, never a basis for accept. A pair is
+    gated on at most two trial counts (the project's and one matched --n-trials pair);
+    under alpha_spending: run a deciding gate is refused once the run's alpha is spent.
 
     Raw form for numbers computed elsewhere (unpaired SE, not recorded):
     --current X --candidate Y --current-stderr a --candidate-stderr b [--k-se K]
@@ -132,7 +142,12 @@ def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
 @command
 def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt = None,
              json: JsonOpt = False) -> None:
-    """Score the best and the seed on the held-out test split, once; writes final.json."""
+    """Score the best and the seed on the held-out test split, once; writes final.json.
+
+    Takes the test seal (a second finalize is refused), records the finalize in the
+    project's .capevolve/finalizes.jsonl (the project dir must be writable) and closes the
+    run: evaluate, gate, accept and reject are refused afterwards. final.json states a
+    verdict on the val gain, or "not measured" when the test evaluation is incomplete."""
     run = capevolve.open_run(run_dir)
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
     final = capevolve.finalize(run, engine=engine, address=address)

@@ -43,7 +43,7 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
 def run(project: ProjectOpt = Path("."),
         run_dir: Annotated[Path | None, typer.Option(
             "--run-dir", "-r", help="Where to create the run (default "
-                                    ".capevolve/run_<utc>).")] = None,
+                                    "<project>/.capevolve/run_<utc>).")] = None,
         address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
     """Agent mode: check -> freeze splits -> snapshot the seed -> baseline on val -> handoff."""
     progress(f"capevolve: checking {project} and scoring the seed on val ...")
