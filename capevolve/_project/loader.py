@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.config import ProjectConfig, load_config
@@ -53,6 +54,7 @@ def load_project(project_dir: Path | str, config: ProjectConfig | None = None) -
 
 
 def _import_target(root: Path, target: str) -> Any:
+    source_only_user_code()
     if target.endswith(".py") or "/" in target:
         path = (root / target).resolve()
         if not path.is_file():
@@ -61,7 +63,8 @@ def _import_target(root: Path, target: str) -> Any:
         name = f"capevolve_project_{digest}_{path.stem}"
         if name in sys.modules:
             return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(
+            name, path, loader=SourceOnlyLoader(name, str(path)))
         if spec is None or spec.loader is None:
             raise AdapterError(f"adapter: {path} cannot be imported as a Python module")
         module = importlib.util.module_from_spec(spec)
