@@ -182,10 +182,11 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         report = engine.run(job, units, sink, allowance)
     finally:
         writer.close()
+        tampered = guard.documents_changed()  # before anything else is recorded
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
                          cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
                          wall_s=time.monotonic() - t0)
-        guard.check(record, writer.parts)
+        guard.check(record, writer.parts, tampered)
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)

@@ -1,7 +1,10 @@
 """What candidate code may have written while an evaluation ran, checked before its rows count.
 
 Workers run candidate code as the same OS user as the driver, so they can reach the disk.
-Two things are checked once the engine has finished (and before any statistic is taken):
+Three things are checked once the engine has finished (and before any statistic is taken):
+
+- the run's own documents (events.jsonl, run.json, candidates/, evals/ ...): see
+  :class:`EvaluationGuard`; a changed one is restored from the snapshot;
 
 - the project's frozen files (the fingerprint in run.json): one that changed voids the
   evaluation and names the file;
@@ -44,12 +47,56 @@ def _stat_tree(root: Path) -> dict[Path, tuple[int, int, int]]:
     return found
 
 
+def _documents(run: RunDir) -> dict[Path, bytes]:
+    """The run's own documents (everything but the rollouts tree): their bytes."""
+    layout = run.layout
+    found: dict[Path, bytes] = {}
+    for path in [layout.events, layout.run_json, layout.splits_json, layout.state, layout.seal,
+                 layout.final, *_stat_tree(layout.candidates), *_stat_tree(layout.evals),
+                 *_stat_tree(layout.diagnoses)]:
+        try:
+            found[path] = path.read_bytes()
+        except OSError:
+            continue
+    return found
+
+
 class EvaluationGuard:
-    """Snapshot at construction (before the engine runs); :meth:`check` after it."""
+    """Snapshot at construction (before the engine runs); :meth:`documents_changed` and
+    :meth:`check` after it.
+
+    Nothing but candidate code runs while the engine runs (the driver writes no document
+    then), so the run's documents (events.jsonl, run.json, splits.json, state.json, seal,
+    final, candidates/, evals/, diagnoses/) must be byte for byte what they were: one that
+    changed is restored from the snapshot (a new one moved to quarantine) before anything
+    else is recorded, and the evaluation is voided naming it.
+    """
 
     def __init__(self, run: RunDir, project: Project) -> None:
         self.run, self.project = run, project
         self.before = _stat_tree(run.layout.rollouts)
+        self.documents = _documents(run)
+
+    def documents_changed(self) -> str | None:
+        """Restore every run document candidate code changed; the first one, in words."""
+        now = _documents(self.run)
+        changed = sorted(p for p in set(now) | set(self.documents)
+                         if now.get(p) != self.documents.get(p))
+        for path in changed:
+            if path in self.documents:
+                _restore(path, self.documents[path])
+            else:
+                self._quarantine_document(path)
+        if not changed:
+            return None
+        self.run.forget_cached_events()
+        return (f"{changed[0]} was changed during the evaluation by something other than "
+                "capevolve (restored)")
+
+    def _quarantine_document(self, path: Path) -> None:
+        target = self.run.layout.quarantine() / "documents" / path.relative_to(self.run.root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
 
     def foreign_parts(self, ours: list[Path]) -> list[Path]:
         """Files of the rollouts tree created or changed since the snapshot, not ours."""
@@ -57,11 +104,13 @@ class EvaluationGuard:
         return sorted(p for p, stat in _stat_tree(self.run.layout.rollouts).items()
                       if p not in mine and self.before.get(p) != stat)
 
-    def check(self, record: dict[str, Any], ours: list[Path]) -> None:
-        """Void the evaluation (see the module docstring) if anything was tampered with."""
+    def check(self, record: dict[str, Any], ours: list[Path],
+              documents: str | None = None) -> None:
+        """Void the evaluation (see the module docstring) if anything was tampered with;
+        ``documents`` is what :meth:`documents_changed` found."""
         problems = project_fingerprint.changes(self.project, self.run.manifest.fingerprint,
                                                new=False)
-        why = f"{problems[0]} during the evaluation" if problems else None
+        why = f"{problems[0]} during the evaluation" if problems else documents
         foreign = self.foreign_parts(ours)
         if foreign:
             self._quarantine([p for p in foreign if p not in self.before])
@@ -85,3 +134,18 @@ class EvaluationGuard:
                          candidate_id=record["candidate_id"], split=record["split"],
                          status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
         raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")
+
+
+def _restore(path: Path, data: bytes) -> None:
+    """Put ``data`` back in ``path`` in place (same inode: the event log's cache keys on
+    it), whatever mode candidate code left on it."""
+    mode = None
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        os.chmod(path, mode | 0o200)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    if mode is not None:
+        os.chmod(path, mode)

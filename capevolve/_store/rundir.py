@@ -82,6 +82,11 @@ class RunDir:
         self._log = EventLog(self.layout.events)
         self._candidates: dict[str, CandidateRecord] = {}
 
+    def forget_cached_events(self) -> None:
+        """Drop the cached event log (it is read again on next use): for a log that was
+        restored after something other than capevolve wrote to it."""
+        self._log = EventLog(self.layout.events)
+
     # -- creation and opening -------------------------------------------------------------
 
     @classmethod
