@@ -80,8 +80,9 @@ class GateConfig(_Section):
     min_coverage: float = Field(0.6, ge=0, le=1)
     """Below this fraction of val tasks scored on both sides the gate is indecisive."""
     max_missing: float = Field(0.05, ge=0, le=1)
-    """Paired mode: the largest fraction of the best's scored val tasks the candidate may
-    leave unscored (each counts as a 0 for it); more makes the gate indecisive."""
+    """The largest fraction of the best's scored val tasks the candidate may leave unscored
+    (paired mode; each counts as a 0 for it), and of the best's scored trials it may error
+    on (on tasks both scored, both modes); more makes the gate indecisive."""
     no_regression: bool = True
     """Veto a candidate that regresses a val task (see regression_drop), even when the
     mean rises."""

@@ -8,6 +8,11 @@ Missing data is never a win and never a loss by itself (pure, no I/O):
   unscored (errored on every trial, or never run) count against the candidate, as a
   task mean of 0; if they are more than ``gate.max_missing`` of the best's scored val
   tasks the gate is indecisive (a candidate cannot shrink its denominator to win);
+- the same guard at the trial level, in both modes: on the tasks scored on both sides,
+  the trials the best scored and the candidate errored on (per task, the best's scored
+  trials minus the candidate's) may be at most ``gate.max_missing`` of the best's scored
+  trials, or the gate is indecisive: a candidate erroring exactly on the trials it would
+  fail would otherwise lift its per-task means with no change in behaviour;
 - welch mode: both sides must be scored on the same tasks, or the gate is indecisive;
 - fewer than 2 tasks to compare: indecisive.
 
@@ -64,6 +69,13 @@ def comparable(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[st
             f"unscored ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}), more "
             f"than max_missing {config.max_missing:g}: missing data is never a win; resume "
             "its evaluation to retry them"))
+    lost = sum(max(0, len(best.rewards[t]) - len(candidate.rewards[t])) for t in both)
+    trials = sum(len(best.rewards[t]) for t in both)
+    if lost and exceeds(lost / trials, config.max_missing):
+        return Comparable((), missing, coverage, (
+            f"the candidate errored on {lost} of the {trials} val trials the best scored, "
+            f"more than max_missing {config.max_missing:g}: missing data is never a win; "
+            "resume its evaluation to retry them"))
     compared = tuple(sorted(both | set(missing)))
     if len(compared) < 2:
         return Comparable(compared, missing, coverage,

@@ -229,3 +229,17 @@ def test_gate_numbers_are_finite_or_none():
         for key, value in out.items():
             if isinstance(value, float):
                 assert math.isfinite(value), key
+
+
+def test_trial_level_errors_exactly_where_the_candidate_would_fail_are_no_win():
+    """Reproduction 7 at the trial level: a candidate that behaves like the best but
+    errors on the trials it would fail scores every task (task coverage 1.0) with higher
+    per-task means; the gate is indecisive, not an accept."""
+    best_trials = {t: [1.0, 0.0, 0.0] if i % 2 else [1.0, 1.0, 0.0] for i, t in enumerate(VAL)}
+    cand = {t: [r for r in trials if r == 1.0] for t, trials in best_trials.items()}
+    result = decide(side(cand), side(best_trials), VAL, GateConfig())
+    assert result.decision == Decision.INDECISIVE
+    assert "errored on 15 of the 30 val trials" in result.reasons[0]
+    few = {t: (trials[:2] if t == "t0" else trials) for t, trials in best_trials.items()}
+    assert decide(side(few), side(best_trials), VAL,
+                  GateConfig(max_missing=0.05)).decision != Decision.INDECISIVE
