@@ -8,9 +8,12 @@ What is fingerprinted (after the adapter is loaded, so its own ``sys.path`` chan
   library, ``site-packages`` and capevolve itself, wherever it lives;
 - the package the adapter class is defined in, every file of it (code and data such as
   gold tasks), also when that package is installed (``capevolve_adapters.retail``);
-- scorer and gold / answer data files found in the project directory (``SCORE_DATA_PATTERNS``),
-  skipping ``.capevolve/`` run dirs, hidden and virtualenv dirs, the seed capability and
-  copies of it (a directory holding every top-level entry of the seed).
+- every data file (not ``.py``) in the project directory, whatever its name (a scorer may
+  read a rubric or expected outputs from any file), skipping ``capevolve.yaml`` (frozen
+  in run.json), ``.capevolve/`` and other run dirs, hidden, cache and virtualenv dirs, the
+  seed capability and copies of it (a directory holding every top-level entry of the
+  seed). A data file that appears later matters only when it is score data by name
+  (``SCORE_DATA_PATTERNS``); a changed or removed one always does.
 
 Keys are posix paths relative to the project dir, or absolute for files outside it.
 Imports made with ``importlib`` by computed name are not followed. :func:`verify` names
@@ -145,7 +148,15 @@ def _tree_files(directory: Path) -> set[Path]:
     return found
 
 
+def _is_run_dir(directory: Path) -> bool:
+    return (directory / "run.json").is_file() and (directory / "events.jsonl").exists()
+
+
 def _protected_data(root: Path, seed: Path) -> set[Path]:
+    """Every data file of the project directory: a scorer may read any of them (a rubric,
+    expected outputs, a gold file under any name). Python sources are covered by the
+    import closure instead; capevolve.yaml is frozen in run.json; the seed, copies of it
+    (candidate workdirs), run dirs, virtualenvs and hidden or cache dirs are left out."""
     seed_entries = {p.name for p in seed.iterdir()} if seed.is_dir() else set()
     found = set()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -153,14 +164,24 @@ def _protected_data(root: Path, seed: Path) -> set[Path]:
         dirnames[:] = [
             d for d in dirnames
             if d not in SKIP_DIRS and not d.startswith(".") and (here / d) != seed
-            and not (here / d / "pyvenv.cfg").exists()
+            and not (here / d / "pyvenv.cfg").exists() and not _is_run_dir(here / d)
             and not (seed_entries and seed_entries <= set(os.listdir(here / d)))
         ]
         for name in filenames:
-            rel = (here / name).relative_to(root).as_posix()
-            if any(fnmatch.fnmatch(rel, pattern) for pattern in SCORE_DATA_PATTERNS):
-                found.add(here / name)
+            path = here / name
+            if name.endswith((".py", ".pyc", ".pyo")) or path == root / "capevolve.yaml":
+                continue
+            found.add(path)
     return found
+
+
+def _new_matters(path: Path, root: Path) -> bool:
+    """A file that appeared since the run started matters when it is code the adapter now
+    imports, or score data by name (a new note or log in the project dir does not)."""
+    if path.suffix == ".py" or not _under(path, root):
+        return True
+    rel = path.relative_to(root).as_posix()
+    return any(fnmatch.fnmatch(rel, pattern) for pattern in SCORE_DATA_PATTERNS)
 
 
 def _adapter_entry(project: Project) -> tuple[Path, str] | None:
@@ -210,7 +231,7 @@ def changes(project: Project, frozen: dict[str, str], new: bool = True) -> list[
         elif current != digest:
             problems.append(f"{path} changed (sha256 {digest[:12]} -> {current[:12]})")
     for key, path in (sources(project) if new else {}).items():
-        if key not in frozen:
+        if key not in frozen and _new_matters(path, project.root.resolve()):
             problems.append(f"{path} is new (the adapter now depends on it)")
     return problems
 

@@ -55,20 +55,22 @@ def _project(root: Path, scorer: str) -> Path:
 
 
 def test_covers_imported_modules_lazy_imports_and_protected_data(tmp_path):
-    """adapter.py, the module it imports, the scorer imported inside score(), and gold
-    data; not run dirs, the seed, a copy of the seed, or unrelated files."""
+    """adapter.py, the module it imports, the scorer imported inside score(), and every
+    data file (gold by name or not); not run dirs, the seed, a copy of the seed, or Python
+    files the adapter does not import."""
     scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
     root = _project(tmp_path / "p", scorer)
     (root / "data").mkdir()
     (root / "data" / "gold.json").write_text("{}")
-    (root / "notes.md").write_text("unrelated")
+    (root / "notes.md").write_text("a rubric a scorer could read")
+    (root / "make_plots.py").write_text("# not imported by the adapter\n")
     (root / "seed" / "gold_examples.md").write_text("inside the seed")
     shutil.copytree(root / "seed", root / "cand_next")
     (root / ".capevolve" / "run_x").mkdir(parents=True)
     (root / ".capevolve" / "run_x" / "copy_scorer.py").write_text("")
     keys = sorted(fingerprint(load_project(root)))
     assert keys == sorted(["adapter.py", f"{scorer}_helpers.py", f"{scorer}.py",
-                           "data/gold.json"])
+                           "data/gold.json", "notes.md"])
 
 
 def test_an_installed_adapter_package_is_fingerprinted_whole(tmp_path, monkeypatch):
@@ -209,3 +211,25 @@ def test_a_candidate_that_plants_rollout_rows_mid_evaluation_is_caught(tmp_path)
     assert not planted.exists()
     assert sorted(run.layout.partition("val", "seed").glob("*.parquet")) == seed_parts
     assert list(run.layout.quarantine().rglob("*planted*"))
+
+
+def test_a_scorer_data_file_under_any_name_is_covered(tmp_path):
+    """A score() that reads expected.json (no scorer/gold in its name): a candidate that
+    rewrites it during its rollouts is caught naming it; a new note in the project dir
+    between commands is not a change."""
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._loop.run import create_run
+
+    scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
+    root = _project(tmp_path / "p", scorer)
+    (root / "expected.json").write_text('{"answer": "ok"}')
+    run = create_run(root, tmp_path / "run")
+    assert "expected.json" in run.manifest.fingerprint
+    (root / "NOTES.txt").write_text("an editor's notes")
+    evaluate(run, "seed", "val")
+    cand = tmp_path / "cand"
+    shutil.copytree(root / "seed", cand)
+    (cand / "tool.py").write_text(
+        f"open({str(root / 'expected.json')!r}, 'w').write('{{\"answer\": \"FORGED\"}}')\n")
+    with pytest.raises(RunDirError, match="expected.json changed .* during the evaluation"):
+        evaluate(run, cand, "val")
