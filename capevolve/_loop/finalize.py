@@ -17,6 +17,7 @@ test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
@@ -26,6 +27,7 @@ from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rundir import RunDir, utc_now
+from capevolve.errors import RunDirError
 from capevolve.kinds import SEED_ID, EventKind, Split
 from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, TestReuse
 from capevolve.stats import paired_comparison, t_quantile
@@ -83,11 +85,17 @@ def finalize(run: RunDir, engine: Engine | None = None,
     with TestSealError (not a lock error). Returns final.json's content.
     """
     taken = seal.burn(run.layout, best_id=run.best_id, baseline_id=SEED_ID)
-    try:
-        with run.locked():
+    with ExitStack() as held:
+        try:
+            held.enter_context(run.locked())
+        except RunDirError:  # another command writes this run: nothing was scored yet
+            seal.abandon(run.layout)
+            raise
+        try:
             return _finalize(run, engine, address, taken)
-    finally:
-        seal.release(run.layout)  # a failed finalize lets a retry judge the seal by its rows
+        finally:
+            seal.release(run.layout)  # a failed finalize lets a retry judge the seal by its rows
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _finalize(run: RunDir, engine: Engine | None, address: str | None,

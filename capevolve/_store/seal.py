@@ -144,6 +144,18 @@ def release(layout: Layout) -> None:
         os.close(fd)
 
 
+
+def abandon(layout: Layout) -> bool:
+    """Give back a seal this process holds and has scored nothing under (no test rollout
+    on disk): it is moved aside (``seal.aborted-<time>.json``) so the run is open again.
+    Returns whether it was; with test rows on disk the seal stays (the split is spent)."""
+    if str(layout.seal) not in _HELD or test_rollouts_exist(layout):
+        release(layout)
+        return False
+    os.rename(layout.seal, layout.seal_aborted(utc_now().replace(":", "")))
+    release(layout)
+    return True
+
 def complete(layout: Layout, seal: SealRecord) -> SealRecord:
     """Mark the seal complete (the test scores are final) and release its lock."""
     done = seal.model_copy(update={"status": SealStatus.COMPLETE, "finished_at": utc_now()})
