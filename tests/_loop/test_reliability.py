@@ -1,11 +1,9 @@
 """Outages, budgets inside an evaluation, the run-dir lock, and tampering."""
 
 import os
-import subprocess
-import sys
 
 import pytest
-from fixtures.projects import make_candidate, make_project
+from fixtures.projects import lock_held_elsewhere, make_candidate, make_project
 
 from capevolve._loop.decide import gate_candidate
 from capevolve._loop.evaluate import evaluate
@@ -69,18 +67,9 @@ def test_a_second_writer_is_refused_and_a_killed_holder_frees_the_lock(tmp_path)
     """While another live process holds the lock, mutations fail naming its pid; once the
     holder is killed the lock is free (the kernel released it)."""
     _, run = _run(tmp_path, n=20)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        f"import sys, time; sys.path.insert(0, {os.getcwd()!r})\n"
-        "from capevolve._store.lock import hold\n"
-        f"with hold({str(run.layout.lock)!r}):\n    print('held', flush=True); time.sleep(30)\n"
-    )], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(run.layout.lock) as holder:
         with pytest.raises(RunDirError, match=f"locked by pid {holder.pid}"):
             evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")
-    finally:
-        holder.kill()
-        holder.wait()
     with hold(run.layout.lock):
         assert run.layout.lock.read_text().split() == [str(os.getpid())]
     evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")
