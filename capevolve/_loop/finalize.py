@@ -29,17 +29,10 @@ from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import SEED_ID, EventKind, Split
-from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, TestReuse
+from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, SealRecord, TestReuse
 from capevolve.stats import paired_comparison, t_quantile
 
 SUMMARY_KEYS = tuple(k for k in EvalSummary.model_fields if k != "format_version")
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """A record model or a mapping, as a plain dict."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return dict(value)
 
 
 def paired_delta(best: Mapping[str, Any], baseline: Mapping[str, Any],
@@ -74,7 +67,7 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
                        for c in (best_id, SEED_ID))
     if best is None or seed_eval is None:
         return None
-    return paired_delta(_plain(best), _plain(seed_eval))["delta"]
+    return paired_delta(best.to_json(), seed_eval.to_json())["delta"]
 
 
 def finalize(run: RunDir, engine: Engine | None = None,
@@ -99,20 +92,18 @@ def finalize(run: RunDir, engine: Engine | None = None,
 
 
 def _finalize(run: RunDir, engine: Engine | None, address: str | None,
-              taken: Any) -> dict[str, Any]:
-    best_id = str(_plain(taken)["best_id"])
+              taken: SealRecord) -> dict[str, Any]:
+    best_id = str(taken.best_id)
     test_ids = run.splits.ids(Split.TEST)
     entry = FinalizeEntry(test_ids_sha256=ledger.ids_digest(test_ids),
                           test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
                           run_created_at=run.manifest.created_at, best_id=best_id,
                           started_at=utc_now())
-    project_dir = _plain(run.manifest)["project_dir"]
-    reuse = ledger.record(project_dir, entry)  # before any test rollout is run
+    reuse = ledger.record(run.manifest.project_dir, entry)  # before any test rollout is run
     run._record(EventKind.FINALIZE_STARTED, best_id=best_id)
-    best = _plain(evaluate(run, best_id, Split.TEST, engine=engine, address=address,
-                           allow_test=True))
-    baseline = best if best_id == SEED_ID else _plain(evaluate(
-        run, SEED_ID, Split.TEST, engine=engine, address=address, allow_test=True))
+    best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
+    baseline = best if best_id == SEED_ID else evaluate(
+        run, SEED_ID, Split.TEST, engine=engine, address=address, allow_test=True)
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
                          entry.test_ids_sha256)
     write_final(run.layout, final)
