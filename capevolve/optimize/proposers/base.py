@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from capevolve.optimize.records import IterationRecord, Spend
+from capevolve.records._optimize import IterationRecord, Spend
 
 __all__ = ["Proposal", "ProposalContext", "Proposer", "ProposerConfig", "Spend"]
 

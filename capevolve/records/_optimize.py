@@ -1,4 +1,4 @@
-"""The typed per-iteration ledger record of an optimization loop.
+"""The typed per-iteration ledger record of an optimization loop (optimize/ledger.jsonl).
 
 One :class:`IterationRecord` per iteration, appended to ``<run>/optimize/ledger.jsonl``: the
 parent, the proposer, the targeted cluster or file, the child's diff stat, the decision, the
@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from capevolve.records import Record
+from capevolve.records._base import Record
 
 
 class Outcome(StrEnum):

@@ -1,0 +1,153 @@
+"""The free-text ``stop_condition`` as predicates, and when a loop must stop. Pure: no I/O.
+
+A stop condition is clauses joined by ``or``, ``,`` or ``;``. Each clause is parsed into
+one :class:`Predicate` or named as unparsed. Recognised (case-insensitive, ``>=``/``>``/
+``=`` or words):
+
+- target val mean: ``val mean >= 0.9``, ``val >= 0.9``, ``mean 0.9``
+- iterations: ``10 iterations``, ``iterations 10``, ``max 10 iterations``
+- metric calls: ``500 metric calls``, ``metric calls 500``, ``500 rollouts``
+- money: ``$5``, ``5 usd``, ``cost 5``
+- wall time: ``30 minutes``, ``2 h``, ``600 s``, ``wall 600``
+- stall: ``3 stalls``, ``stall 3``, ``3 consecutive rejections``, ``3 iterations without
+  improvement``
+
+:func:`first_met` names the first predicate a loop state satisfies (the loop stops there
+and records why); :func:`plateau` says when val has stopped improving beyond noise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StopKind(StrEnum):
+    """What a stop predicate measures."""
+
+    VAL_MEAN = "val_mean"
+    ITERATIONS = "iterations"
+    METRIC_CALLS = "metric_calls"
+    COST_USD = "cost_usd"
+    WALL_S = "wall_s"
+    STALL = "stall"
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``measure >= value`` stops the loop."""
+
+    kind: StopKind
+    value: float
+    text: str
+
+    def describe(self) -> str:
+        unit = {StopKind.VAL_MEAN: "val mean >= {v:g}", StopKind.ITERATIONS: "{v:g} iterations",
+                StopKind.METRIC_CALLS: "{v:g} metric calls", StopKind.COST_USD: "${v:g} spent",
+                StopKind.WALL_S: "{v:g} s wall time",
+                StopKind.STALL: "{v:g} iterations without an accept"}[self.kind]
+        return unit.format(v=self.value)
+
+
+@dataclass(frozen=True)
+class StopPlan:
+    """The parse of a stop condition: the predicates and the clauses that did not parse."""
+
+    text: str
+    predicates: tuple[Predicate, ...]
+    unparsed: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"text": self.text,
+                "predicates": [{"kind": str(p.kind), "value": p.value, "clause": p.text,
+                                "means": p.describe()} for p in self.predicates],
+                "unparsed": list(self.unparsed)}
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """What a loop has reached so far (every field measured or read from the run)."""
+
+    best_val_mean: float | None
+    iterations: int
+    metric_calls: int
+    cost_usd: float
+    wall_s: float
+    stall: int
+
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_TIME_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
+               "mins": 60, "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600,
+               "hour": 3600, "hours": 3600}
+_CMP = r"\s*(?:>=|>|=|==|at least|of|reaches|reached|is)?\s*"
+_PATTERNS: tuple[tuple[StopKind, str], ...] = (
+    (StopKind.STALL, rf"^{_NUM}\s+(?:stalls?|stalled iterations|consecutive rejections?"
+                     rf"|iterations? without (?:an? )?(?:improvement|accept))$"),
+    (StopKind.STALL, rf"^(?:stall|stalls|stall count){_CMP}{_NUM}$"),
+    (StopKind.VAL_MEAN, rf"^(?:val(?:idation)?\s*(?:mean|score|reward)?|mean|target)"
+                        rf"{_CMP}{_NUM}$"),
+    (StopKind.ITERATIONS, rf"^(?:max(?:imum)?\s+)?{_NUM}\s+(?:iterations?|iters?|steps?)$"),
+    (StopKind.ITERATIONS, rf"^(?:max(?:imum)?\s+)?(?:iterations?|iters?){_CMP}{_NUM}$"),
+    (StopKind.METRIC_CALLS, rf"^(?:max(?:imum)?\s+)?{_NUM}\s+(?:metric calls?|rollouts?)$"),
+    (StopKind.METRIC_CALLS, rf"^(?:metric calls?|rollouts?){_CMP}{_NUM}$"),
+    (StopKind.COST_USD, rf"^(?:(?:cost|spend|spent|budget){_CMP})?\${_NUM}(?:\s+spent)?$"),
+    (StopKind.COST_USD, rf"^{_NUM}\s*(?:usd|dollars?)(?:\s+spent)?$"),
+    (StopKind.COST_USD, rf"^(?:cost|spend|spent){_CMP}{_NUM}\s*(?:usd)?$"),
+)
+_TIME = re.compile(rf"^(?:(?:wall(?:\s*time)?|time|after){_CMP})?{_NUM}\s*([a-z]+)?"
+                   rf"(?:\s+(?:of\s+)?wall(?:\s*time)?)?$")
+
+
+def _clause(text: str) -> Predicate | None:
+    clause = " ".join(text.lower().split())
+    for kind, pattern in _PATTERNS:
+        match = re.match(pattern, clause)
+        if match:
+            return Predicate(kind, float(match.group(1)), text.strip())
+    match = _TIME.match(clause)
+    if match and (match.group(2) in _TIME_UNITS or (match.group(2) is None
+                                                    and clause.startswith(("wall", "time")))):
+        return Predicate(StopKind.WALL_S, float(match.group(1)) * _TIME_UNITS.get(
+            match.group(2) or "s", 1), text.strip())
+    return None
+
+
+def parse_stop(text: str | None) -> StopPlan:
+    """Parse ``text`` into predicates; clauses that match nothing are listed as unparsed."""
+    text = text or ""
+    predicates, unparsed = [], []
+    for part in re.split(r"\s+or\s+|[,;]", text, flags=re.IGNORECASE):
+        if not part.strip():
+            continue
+        predicate = _clause(part)
+        if predicate is None:
+            unparsed.append(part.strip())
+        else:
+            predicates.append(predicate)
+    return StopPlan(text, tuple(predicates), tuple(unparsed))
+
+
+def first_met(plan: StopPlan, state: LoopState) -> str | None:
+    """The first predicate ``state`` meets, in words (None: keep going)."""
+    for p in plan.predicates:
+        measured = {StopKind.VAL_MEAN: state.best_val_mean, StopKind.ITERATIONS: state.iterations,
+                    StopKind.METRIC_CALLS: state.metric_calls,
+                    StopKind.COST_USD: state.cost_usd, StopKind.WALL_S: state.wall_s,
+                    StopKind.STALL: state.stall}[p.kind]
+        if measured is not None and measured >= p.value - 1e-12:
+            return f"stop condition met: {p.describe()} (reached {measured:g})"
+    return None
+
+
+def plateau(accepted: Sequence[bool], window: int) -> str | None:
+    """Val has stopped improving beyond noise: none of the last ``window`` gated iterations
+    was accepted (an accept is the gate's own "beyond noise"). ``accepted`` is one flag per
+    gated iteration, oldest first. None while fewer than ``window`` were gated or one of
+    them was accepted."""
+    if window < 1 or len(accepted) < window or any(accepted[-window:]):
+        return None
+    return (f"plateau: none of the last {window} gated children beat the best beyond "
+            f"the gate's noise threshold")

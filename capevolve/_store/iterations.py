@@ -1,0 +1,122 @@
+"""The optimization loop's files in a run dir: ``optimize/``.
+
+- ``optimize/ledger.jsonl``: one :class:`IterationRecord` per finished iteration, appended
+  with one O_APPEND write. It is the truth of which iterations happened: a resumed loop
+  counts its lines, so an iteration is never counted twice. A torn last line (a kill
+  mid-write) is skipped; any other line that does not validate, or an iteration number
+  that is not the next one, is a RunDirError naming ``ledger.jsonl:<line>``.
+- ``optimize/pending/<n>.json``: the iteration in flight (its parent, focus, and once the
+  proposer returned, the proposal and then the child's id). A resumed loop continues it
+  from the last step recorded there and removes it once the iteration is in the ledger.
+- ``optimize/work/<n>/``: the prepared directory of iteration n (candidate copy,
+  INSTRUCTIONS.md, context/); removed once the iteration is in the ledger.
+- ``optimize/loop.json``: the loop's settings as first started (algorithm, proposer spec),
+  so ``--resume`` continues the same loop.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from capevolve._store import jsonfiles
+from capevolve.errors import RunDirError
+from capevolve.records._base import check_version
+from capevolve.records._optimize import IterationRecord
+
+
+class LoopFiles:
+    """Paths and reads / writes of one run's ``optimize/`` directory."""
+
+    def __init__(self, run_root: Path | str) -> None:
+        self.root = Path(run_root) / "optimize"
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger.jsonl"
+
+    @property
+    def loop_json(self) -> Path:
+        return self.root / "loop.json"
+
+    def pending(self, iteration: int) -> Path:
+        return self.root / "pending" / f"{iteration:04d}.json"
+
+    def work(self, iteration: int) -> Path:
+        return self.root / "work" / f"{iteration:04d}"
+
+    # -- the ledger ------------------------------------------------------------------------
+
+    def read_ledger(self) -> list[IterationRecord]:
+        """Every finished iteration, oldest first (see the module docstring)."""
+        try:
+            raw = self.ledger.read_bytes()
+        except FileNotFoundError:
+            return []
+        lines = raw.split(b"\n")
+        records: list[IterationRecord] = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{self.ledger}:{number}"
+            try:
+                data = json.loads(line)
+            except ValueError:
+                if number >= len(lines) - 1 and not raw.endswith(b"\n"):
+                    continue  # the torn last line of a kill mid-write
+                raise RunDirError(f"{where}: not a JSON line") from None
+            check_version(data, where)
+            try:
+                record = IterationRecord.model_validate(data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise RunDirError(f"{where}: invalid iteration record: "
+                                  f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            if record.iteration != len(records) + 1:
+                raise RunDirError(f"{where}: iteration {record.iteration} where "
+                                  f"{len(records) + 1} was expected (the ledger was edited)")
+            records.append(record)
+        return records
+
+    def append(self, record: IterationRecord) -> None:
+        """Record a finished iteration, then drop its pending file and work directory."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        jsonfiles.append_line(self.ledger, record.to_json())
+        self.pending(record.iteration).unlink(missing_ok=True)
+        shutil.rmtree(self.work(record.iteration), ignore_errors=True)
+
+    # -- the iteration in flight -----------------------------------------------------------
+
+    def read_pending(self, iteration: int) -> dict[str, Any] | None:
+        """The recorded steps of iteration ``iteration`` (None when it has none)."""
+        path = self.pending(iteration)
+        if not path.is_file():
+            return None
+        try:
+            data = jsonfiles.read(path)
+        except ValueError:
+            return None  # torn by a kill before the atomic rename could not happen; restart
+        return data if isinstance(data, dict) else None
+
+    def write_pending(self, iteration: int, data: dict[str, Any]) -> None:
+        path = self.pending(iteration)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        jsonfiles.write_atomic(path, data)
+
+    def pending_iterations(self) -> list[int]:
+        folder = self.root / "pending"
+        return sorted(int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()) \
+            if folder.is_dir() else []
+
+    # -- the loop's settings ---------------------------------------------------------------
+
+    def read_loop(self) -> dict[str, Any] | None:
+        return jsonfiles.read(self.loop_json) if self.loop_json.is_file() else None
+
+    def write_loop(self, data: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        jsonfiles.write_atomic(self.loop_json, data)

@@ -1,0 +1,129 @@
+"""``command:TEMPLATE``: any program that edits a directory (a coding-agent CLI, a script).
+
+The template is split like a shell line (``shlex``) and its placeholders are filled with
+paths: ``{workdir}`` (required: the writable candidate copy), ``{instructions}``
+(INSTRUCTIONS.md), ``{context}`` (the context directory), ``{root}`` (the prepared
+directory), ``{iteration}`` and ``{parent}``. The program runs in the prepared directory,
+in its own process group, with ``CAPEVOLVE_WORKDIR`` / ``CAPEVOLVE_INSTRUCTIONS`` /
+``CAPEVOLVE_SPEND_FILE`` in its environment; past the timeout the whole group is killed.
+
+Its exit status, the tail of stdout and stderr and its wall time are stored with the
+iteration. A cost it reports -- ``{"tokens": N, "cost_usd": X}`` written to
+``$CAPEVOLVE_SPEND_FILE`` -- is recorded as optimizer spend; anything else there is noted
+and recorded as not reported. A non-zero exit or a timeout is a no_change with the reason
+(a command that exits 0 but changes nothing is found by the loop's diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from capevolve.errors import ConfigError
+from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
+
+PLACEHOLDERS = ("workdir", "instructions", "context", "root", "iteration", "parent")
+
+
+def _tail(data: bytes, chars: int) -> str:
+    return data.decode("utf-8", errors="replace")[-chars:]
+
+
+def _spend(path: Path, wall_s: float) -> tuple[Spend, str | None]:
+    if not path.is_file():
+        return Spend(wall_s=wall_s), None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Spend.model_validate({**data, "wall_s": wall_s}), None
+    except (ValueError, TypeError, ValidationError) as exc:
+        return Spend(wall_s=wall_s), f"spend file not understood: {str(exc).splitlines()[0]}"
+
+
+@dataclass
+class CommandProposer:
+    """Runs the command template once per proposal (see the module docstring)."""
+
+    template: str
+    timeout_s: float
+    tail_chars: int
+    name: str = "command"
+    wants_diagnosis: bool = True
+
+    def argv(self, ctx: ProposalContext) -> list[str]:
+        root = ctx.workdir.parent
+        values = {"workdir": ctx.workdir, "instructions": root / "INSTRUCTIONS.md",
+                  "context": root / "context", "root": root, "iteration": ctx.iteration,
+                  "parent": ctx.parent_id}
+        return [part.format(**{k: str(v) for k, v in values.items()})
+                for part in shlex.split(self.template)]
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        root = ctx.workdir.parent
+        spend_file = root / "spend.json"
+        env = {**os.environ, "CAPEVOLVE_WORKDIR": str(ctx.workdir),
+               "CAPEVOLVE_INSTRUCTIONS": str(root / "INSTRUCTIONS.md"),
+               "CAPEVOLVE_SPEND_FILE": str(spend_file)}
+        argv = self.argv(ctx)
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        except OSError as exc:
+            return Proposal(False, f"command could not start: {exc}",
+                            detail={"argv": argv, "exit_status": None})
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = proc.communicate()
+        wall = time.monotonic() - t0
+        spend, note = _spend(spend_file, wall)
+        detail: dict[str, Any] = {"argv": argv, "exit_status": proc.returncode,
+                                  "timed_out": timed_out, "wall_s": round(wall, 3),
+                                  "stdout_tail": _tail(out, self.tail_chars),
+                                  "stderr_tail": _tail(err, self.tail_chars)}
+        if note:
+            detail["spend_note"] = note
+        if timed_out:
+            return Proposal(False, f"command timed out after {self.timeout_s:g} s", spend, detail)
+        if proc.returncode != 0:
+            return Proposal(False, f"command exited with status {proc.returncode}", spend, detail)
+        return Proposal(True, None, spend, detail)
+
+
+def build(options: str, config: ProposerConfig) -> CommandProposer:
+    """``command:TEMPLATE``; ConfigError when the template is empty, does not split, has
+    no ``{workdir}`` or names an unknown placeholder."""
+    template = options.strip()
+    if not template:
+        raise ConfigError("--proposer command:TEMPLATE: the command template is missing")
+    try:
+        parts = shlex.split(template)
+    except ValueError as exc:
+        raise ConfigError(f"--proposer command:{template}: {exc}") from None
+    if not any("{workdir}" in p for p in parts):
+        raise ConfigError(f"--proposer command:{template}: the template has no {{workdir}} "
+                          "(the directory the command must edit)")
+    try:
+        for part in parts:
+            part.format(**dict.fromkeys(PLACEHOLDERS, ""))
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"--proposer command:{template}: unknown placeholder {exc} "
+                          f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})") from None
+    return CommandProposer(template, config.timeout_s, config.tail_chars,
+                           name=f"command:{Path(parts[0]).name}")
