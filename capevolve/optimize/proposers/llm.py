@@ -1,0 +1,133 @@
+"""The ``llm`` proposer: GEPA-style reflective mutation through an OpenAI-compatible endpoint.
+
+One proposal rewrites one component file of the parent (round-robin, or the file the
+targeted diagnosis cluster points at; :mod:`.llm_prompt`): the model sees the file's text,
+a seeded minibatch of reflective examples from the parent's train diagnosis, the rejected
+earlier edits of that file and the loop's rules, and must answer with the complete new text
+in one ``<improved_file>`` block. The contract of :class:`LLMProposer.propose`:
+
+- a strict answer with text that differs from the file is written into ``ctx.workdir``:
+  ``Proposal(changed=True)``;
+- an answer that does not parse, is empty, or repeats the file unchanged, an endpoint
+  that fails past its retries, or a parent with no file a model may edit: a no_change
+  (``changed=False`` with the blocker), the raw answer stored in ``detail["raw_answer"]``;
+  the workdir is left as it was;
+- the endpoint's reported tokens (prompt + completion) and, when both prices are set, their
+  cost are the proposal's ``spend`` (optimizer spend, never the runner's); unknown cost is
+  None, never 0.
+
+:func:`build` is the registry's entry (``llm[:key=value,...]``, :mod:`.llm_settings`): it
+validates the settings and, unless ``probe=false``, refuses an endpoint that does not answer
+(one ConfigError line, before any rollout).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from capevolve.errors import ConfigError
+from capevolve.optimize.proposers import llm_prompt as prompts
+from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
+from capevolve.optimize.proposers.chat import ChatClient, ClientConfig, EndpointError
+from capevolve.optimize.proposers.llm_settings import LLMSettings, Select, api_key, load_settings
+
+RAW_CHARS = 20_000  # how much of a raw answer is stored with a no_change
+
+
+class LLMProposer:
+    """Reflective mutation of one component file per proposal (see the module docstring)."""
+
+    def __init__(self, settings: LLMSettings, client: ChatClient) -> None:
+        self.settings = settings
+        self.client = client
+        self.name = f"llm:{settings.model}"
+
+    def _ask(self, messages: list[dict[str, str]], seed: int) -> dict[str, Any]:
+        return self.client.complete({
+            "model": self.settings.model, "messages": messages,
+            "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens,
+            "seed": seed})
+
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """Rewrite one component file of ``ctx.workdir`` (see the module docstring)."""
+        t0 = time.monotonic()
+        texts = prompts.component_files(ctx.parent_dir, ctx.files, ctx.protected,
+                                        self.settings.max_file_chars)
+        if not texts:
+            return Proposal(changed=False, blocker="no editable text file in the parent "
+                            f"(none under {self.settings.max_file_chars} chars outside the "
+                            "protected paths)")
+        cluster = prompts.target_cluster(ctx.diagnosis, ctx.focus)
+        path = prompts.choose_file(texts, ctx.iteration, self.settings.select == Select.CLUSTER,
+                                   cluster)
+        batch = prompts.examples(ctx.diagnosis, cluster, self.settings.minibatch, ctx.seed)
+        messages = prompts.build_messages(path, texts[path], batch, cluster,
+                                          prompts.rejected_attempts(ctx.ledger, path),
+                                          ctx.instructions)
+        detail: dict[str, Any] = {"model": self.settings.model, "file": path,
+                                  "examples": len(batch),
+                                  "cluster": None if cluster is None
+                                  else cluster.get("signature")}
+        attempts_before = self.client.attempts
+        try:
+            response = self._ask(messages, ctx.seed)
+        except EndpointError as exc:
+            detail["http_attempts"] = self.client.attempts - attempts_before
+            return Proposal(changed=False, blocker=f"llm endpoint: {exc}", detail=detail,
+                            spend=Spend(wall_s=time.monotonic() - t0), focus=path)
+        detail["http_attempts"] = self.client.attempts - attempts_before
+        spend, answer, finish = self._read(response, t0)
+        detail["finish_reason"] = finish
+        improved = prompts.parse_answer(answer)
+        if improved is None:
+            detail["raw_answer"] = (answer or "")[:RAW_CHARS]
+            why = "was cut at max_tokens" if finish == "length" else "has no single non-empty"
+            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
+                            blocker=f"unparseable answer: it {why} "
+                                    f"{prompts.OPEN}...{prompts.CLOSE} block")
+        if texts[path].endswith("\n") and not improved.endswith("\n"):
+            improved += "\n"
+        if improved == texts[path]:
+            detail["raw_answer"] = (answer or "")[:RAW_CHARS]
+            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
+                            blocker=f"the answer repeats {path} unchanged")
+        (ctx.workdir / path).write_text(improved, encoding="utf-8")
+        detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
+        return Proposal(changed=True, spend=spend, detail=detail, focus=path)
+
+    def _read(self, response: dict[str, Any], t0: float) -> tuple[Spend, str | None, str | None]:
+        """Spend, answer text and finish reason of a response (any shape tolerated)."""
+        usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+        prompt_t = _int(usage.get("prompt_tokens")) if usage else None
+        completion_t = _int(usage.get("completion_tokens")) if usage else None
+        tokens = (prompt_t or 0) + (completion_t or 0)
+        spend = Spend(tokens=tokens, cost_usd=self.settings.cost(prompt_t, completion_t),
+                      wall_s=time.monotonic() - t0)
+        choices = response.get("choices")
+        choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices \
+            and isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        finish = choice.get("finish_reason")
+        return spend, content if isinstance(content, str) else None, \
+            finish if isinstance(finish, str) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
+
+
+def build(options: str, config: ProposerConfig) -> LLMProposer:
+    """The ``llm`` proposer of a spec's options (see the module docstring)."""
+    settings = load_settings(options, config.env)
+    client = ChatClient(ClientConfig(
+        base_url=settings.base_url, api_key=api_key(settings, config.env),
+        timeout_s=settings.timeout_s, retries=settings.retries, backoff_s=settings.backoff_s,
+        deadline_s=config.timeout_s))
+    if settings.probe:
+        problem = client.probe(timeout_s=min(10.0, settings.timeout_s))
+        if problem:
+            raise ConfigError(f"--proposer llm: endpoint {settings.base_url}: {problem}")
+    return LLMProposer(settings, client)

@@ -1,0 +1,158 @@
+"""What the ``llm`` proposer shows the model and how it reads the answer (pure functions).
+
+- :func:`component_files`: the parent's files a model may rewrite: UTF-8 text, at most
+  ``max_chars`` long, not matching a protected glob.
+- :func:`choose_file`: round-robin by iteration, or the file the targeted cluster points
+  at (the one naming most of the cluster's tools and signature words; round-robin when
+  none does). The cluster is the algorithm's focus when it names one, else the top one.
+- :func:`examples`: a minibatch of the diagnosis's reflective entries (of the targeted
+  cluster when it has any), drawn with the proposal's seed. Only a train or val diagnosis
+  is used: a diagnosis of any other split gives no examples (never test data).
+- :func:`build_messages`: the chat messages; :func:`parse_answer`: the improved text, from
+  exactly one ``<improved_file>`` ... ``</improved_file>`` block; anything else (no block,
+  two blocks, an empty one) is None.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import random
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from capevolve._policy.protect import protected_patterns
+from capevolve.records._optimize import IterationRecord
+
+OPEN, CLOSE = "<improved_file>", "</improved_file>"
+EXAMPLE_FIELDS = ("Inputs", "Generated Outputs", "Feedback")
+FIELD_CHARS = 1500
+DIAGNOSIS_SPLITS = frozenset({"train", "val"})
+
+SYSTEM = (
+    "You improve one file of an AI agent's capability (its instructions, policy or tool code)."
+    " You are shown the file, examples of tasks the agent failed with the scorer's feedback,"
+    " and earlier attempts that were rejected. Write a general improvement: never mention a"
+    " task id, never copy an expected answer or gold value. Answer with the complete new"
+    f" text of the file between a line {OPEN} and a line {CLOSE}, and nothing else between"
+    " them.")
+
+
+def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[str],
+                    max_chars: int) -> dict[str, str]:
+    """{relative path: text} of the files a model may rewrite (see the module docstring)."""
+    patterns = protected_patterns(protected)
+    chosen: dict[str, str] = {}
+    for rel in sorted(files):
+        if any(fnmatch.fnmatch(rel, p) for p in patterns):
+            continue
+        path = parent_dir / rel
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data or len(data) > 4 * max_chars:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if len(text) <= max_chars:
+            chosen[rel] = text
+    return chosen
+
+
+def target_cluster(diagnosis: Mapping[str, Any] | None,
+                   focus: str | None) -> Mapping[str, Any] | None:
+    """The focused cluster (by signature) when the diagnosis has it, else the top one."""
+    clusters = list((diagnosis or {}).get("clusters") or [])
+    if focus:
+        for cluster in clusters:
+            if cluster.get("signature") == focus:
+                return cluster
+    return clusters[0] if clusters else None
+
+
+def _words(cluster: Mapping[str, Any]) -> set[str]:
+    words = {str(t).lower() for t in cluster.get("tools") or []}
+    words |= {w for w in re.findall(r"[a-z_][a-z0-9_]{3,}",
+                                     str(cluster.get("signature", "")).lower())}
+    return words
+
+
+def choose_file(texts: Mapping[str, str], iteration: int, by_cluster: bool,
+                cluster: Mapping[str, Any] | None) -> str:
+    """The file this proposal rewrites (see the module docstring); ``texts`` non-empty."""
+    names = sorted(texts)
+    if by_cluster and cluster is not None:
+        words = _words(cluster)
+        hits = {n: sum(texts[n].lower().count(w) for w in words) for n in names}
+        best = max(names, key=lambda n: (hits[n], -names.index(n)))
+        if hits[best] > 0:
+            return best
+    return names[(iteration - 1) % len(names)]
+
+
+def examples(diagnosis: Mapping[str, Any] | None, cluster: Mapping[str, Any] | None,
+             size: int, seed: int) -> list[dict[str, str]]:
+    """A seeded minibatch of reflective entries, each cut to the fields a model reads."""
+    if not diagnosis or str(diagnosis.get("split")) not in DIAGNOSIS_SPLITS:
+        return []
+    entries = list(diagnosis.get("reflective_dataset") or [])
+    if cluster is not None:
+        inside = [e for e in entries if e.get("cluster") == cluster.get("signature")]
+        entries = inside or entries
+    picked = random.Random(seed).sample(entries, min(size, len(entries)))
+    return [{k: _text(e.get(k))[:FIELD_CHARS] for k in EXAMPLE_FIELDS} for e in picked]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def rejected_attempts(ledger: Sequence[IterationRecord], path: str) -> list[str]:
+    """One line per earlier iteration whose edit of ``path`` was not accepted."""
+    lines = []
+    for record in ledger:
+        touched = (*record.diff.modified, *record.diff.added)
+        if path in touched and str(record.outcome) != "accept":
+            why = "; ".join(record.reasons) or str(record.outcome)
+            lines.append(f"iteration {record.iteration}: {record.outcome} ({why})")
+    return lines
+
+
+def build_messages(path: str, text: str, batch: Sequence[Mapping[str, str]],
+                   cluster: Mapping[str, Any] | None, rejected: Sequence[str],
+                   instructions: str) -> list[dict[str, str]]:
+    """The chat messages of one proposal."""
+    parts = [f"## The file `{path}`\n\n{OPEN}\n{text}\n{CLOSE}"]
+    if cluster is not None:
+        parts.append(f"## The failure pattern to fix\n\n{cluster.get('signature')} "
+                     f"(tasks affected: {len(cluster.get('tasks') or [])})")
+    if batch:
+        shown = "\n\n".join(
+            f"### Example {i}\n" + "\n".join(f"**{k}**: {e[k]}" for k in EXAMPLE_FIELDS)
+            for i, e in enumerate(batch, 1))
+        parts.append(f"## Failed examples\n\n{shown}")
+    if rejected:
+        parts.append("## Earlier edits of this file that were not accepted\n\n"
+                     + "\n".join(f"- {line}" for line in rejected))
+    if instructions:
+        parts.append(f"## Rules of this optimization\n\n{instructions[:4000]}")
+    parts.append(f"Now write the improved `{path}` between {OPEN} and {CLOSE}.")
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def parse_answer(answer: str | None) -> str | None:
+    """The improved text of a strict answer, or None (see the module docstring)."""
+    if not isinstance(answer, str) or answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
+        return None
+    start, end = answer.index(OPEN) + len(OPEN), answer.index(CLOSE)
+    if end < start:
+        return None
+    body = answer[start:end]
+    body = body[1:] if body.startswith("\n") else body
+    return body if body.strip() else None

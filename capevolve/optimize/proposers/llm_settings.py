@@ -1,0 +1,120 @@
+"""Settings of the ``llm`` proposer: from the spec's options and the environment, validated.
+
+A spec is ``llm`` or ``llm:key=value,key=value``; every key may also come from the
+environment as ``CAPEVOLVE_LLM_<KEY>`` (upper case; the proposer config's ``env`` first,
+then the process environment); the spec wins. Keys (see :class:`LLMSettings`): base_url,
+model, api_key_env, temperature, max_tokens, usd_per_1m_input, usd_per_1m_output,
+timeout_s, retries, backoff_s, select, minibatch, max_file_chars, probe. The API key itself
+is never a spec option: it is read from the variable ``api_key_env`` names. Anything wrong
+(an unknown key, a value of the wrong type, no base_url or model) is one ConfigError line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from capevolve.errors import ConfigError
+
+ENV_PREFIX = "CAPEVOLVE_LLM_"
+
+
+class Select(StrEnum):
+    """Which component file one proposal rewrites."""
+
+    ROUND_ROBIN = "round_robin"  # the editable text files in turn, by iteration
+    CLUSTER = "cluster"          # the file the top (or focused) diagnosis cluster points at
+
+
+class LLMSettings(BaseModel):
+    """The endpoint, the model and how the proposer uses them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    base_url: str = Field(min_length=1)
+    """The OpenAI-compatible API root, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = Field(min_length=1)
+    api_key_env: str = "OPENAI_API_KEY"
+    """The *name* of the environment variable holding the API key (unset: no key sent)."""
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(2048, ge=1, le=1_000_000)
+    """Bound of one answer; the improved file must fit in it."""
+    usd_per_1m_input: float | None = Field(None, ge=0)
+    usd_per_1m_output: float | None = Field(None, ge=0)
+    """Prices per million prompt / completion tokens; cost is recorded only with both."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Socket timeout of one HTTP attempt."""
+    retries: int = Field(3, ge=0, le=10)
+    backoff_s: float = Field(1.0, ge=0)
+    select: Select = Select.CLUSTER
+    minibatch: int = Field(3, ge=1, le=50)
+    """Reflective examples shown per proposal."""
+    max_file_chars: int = Field(20_000, ge=100)
+    """Larger component files are not offered to the model."""
+    probe: bool = True
+    """Check at build time that the endpoint answers (an unreachable one is refused)."""
+
+    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+        """Dollars for one call, or None when a price or the usage is unknown."""
+        if prompt_tokens is None or self.usd_per_1m_input is None \
+                or self.usd_per_1m_output is None:
+            return None
+        return (prompt_tokens * self.usd_per_1m_input
+                + (completion_tokens or 0) * self.usd_per_1m_output) / 1e6
+
+
+def parse_options(options: str) -> dict[str, str]:
+    """``key=value,key=value`` -> dict; a malformed or repeated pair is a ConfigError."""
+    pairs: dict[str, str] = {}
+    for item in (part.strip() for part in options.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--proposer llm:{options}: {item!r} is not key=value")
+        if key in pairs:
+            raise ConfigError(f"--proposer llm:{options}: {key!r} given twice")
+        pairs[key] = value.strip()
+    return pairs
+
+
+def load_settings(options: str, env: Mapping[str, str] | None = None) -> LLMSettings:
+    """The settings of an ``llm`` spec (see the module docstring); ConfigError if invalid."""
+    given = parse_options(options)
+    known = set(LLMSettings.model_fields)
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ConfigError(f"--proposer llm: unknown option {unknown[0]!r} "
+                          f"(expected some of {', '.join(sorted(known))})")
+    sources = [env or {}, os.environ]
+    values: dict[str, str] = {}
+    for key in known:
+        if key in given:
+            values[key] = given[key]
+            continue
+        for source in sources:
+            if source.get(ENV_PREFIX + key.upper()):
+                values[key] = source[ENV_PREFIX + key.upper()]
+                break
+    for key in ("base_url", "model"):
+        if not values.get(key):
+            raise ConfigError(f"--proposer llm: no {key} (give llm:{key}=... or set "
+                              f"{ENV_PREFIX}{key.upper()})")
+    try:
+        return LLMSettings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "options"
+        raise ConfigError(f"--proposer llm: {field}: {first['msg']}") from None
+
+
+def api_key(settings: LLMSettings, env: Mapping[str, str] | None = None) -> str | None:
+    """The API key from the variable ``settings.api_key_env`` names, or None."""
+    for source in (env or {}, os.environ):
+        if source.get(settings.api_key_env):
+            return source[settings.api_key_env]
+    return None

@@ -1,0 +1,262 @@
+"""The llm proposer against a scripted chat-completions server on a real socket."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.chat_server import ChatServer, Drop, Raw, Reply, Sleep, completion
+
+from capevolve.errors import ConfigError
+from capevolve.optimize.proposers.base import ProposalContext, ProposerConfig
+from capevolve.optimize.proposers.llm import build
+from capevolve.optimize.proposers.registry import build_proposer
+from capevolve.records._optimize import DiffStat, IterationRecord, Outcome
+
+POLICY = "# Policy\n\nAnswer politely.\n"
+TOOLS = "def cancel_order(order_id):\n    return order_id\n"
+SECRET = "GOLD-7731"
+
+
+def _diagnosis(split: str = "train") -> dict:
+    entries = [{"task_id": f"t{i}", "trial": 0, "Inputs": f"cancel order #{i}",
+                "Generated Outputs": "Done!", "Feedback": f"no cancel_order call for {i}",
+                "cluster": "missing cancel_order call", "reward": 0.0} for i in range(5)]
+    entries.append({"task_id": "t9", "trial": 0, "Inputs": "other", "Generated Outputs": "x",
+                    "Feedback": "other problem", "cluster": "other", "reward": 0.0})
+    return {"split": split, "tag": "seed",
+            "clusters": [{"signature": "missing cancel_order call", "tools": ["cancel_order"],
+                          "tasks": ["t0", "t1", "t2", "t3", "t4"], "size": 5},
+                         {"signature": "other", "tools": [], "tasks": ["t9"], "size": 1}],
+            "reflective_dataset": entries}
+
+
+def _ctx(tmp_path: Path, *, iteration: int = 1, diagnosis: dict | None = None,
+         ledger: tuple = (), focus: str | None = None, extra: dict | None = None
+         ) -> ProposalContext:
+    parent, work = tmp_path / "parent", tmp_path / "work"
+    files = {"policy.md": POLICY, "tools.py": TOOLS, **(extra or {})}
+    for root in (parent, work):
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+    return ProposalContext(
+        run_dir=tmp_path / "run", run_id="r", iteration=iteration, parent_id="seed",
+        parent_dir=parent, workdir=work, editable=("system-prompt",), protected=(),
+        files=tuple(sorted(files)), diagnosis=_diagnosis() if diagnosis is None else diagnosis,
+        ledger=ledger, instructions="General edits only.", focus=focus, seed=7)
+
+
+def _proposer(server: ChatServer, extra: str = "", retries: int = 2, **env: str):
+    options = (f"base_url={server.base_url},model=m1,temperature=0.2,max_tokens=300,"
+               f"retries={retries},backoff_s=0.01,timeout_s=2,usd_per_1m_input=1,"
+               f"usd_per_1m_output=2{extra}")
+    return build(options, ProposerConfig(project_dir=Path("."), env=env))
+
+
+def _answer(text: str) -> dict:
+    return completion(f"Here it is.\n<improved_file>\n{text}</improved_file>\n",
+                      prompt_tokens=400, completion_tokens=100)
+
+
+def test_strict_answer_rewrites_the_file_the_cluster_points_at(tmp_path):
+    """The cluster names cancel_order, so tools.py is rewritten; the request carries the
+    bounds, the file and the cluster's examples; spend is the reported usage and its cost."""
+    new_tools = TOOLS + "# confirm before cancelling\n"
+    with ChatServer([_answer(new_tools)]) as server:
+        proposal = _proposer(server, OPENAI_API_KEY="sk-1").propose(_ctx(tmp_path))
+    assert proposal.changed and proposal.blocker is None and proposal.focus == "tools.py"
+    assert (tmp_path / "work" / "tools.py").read_text() == new_tools
+    assert (tmp_path / "work" / "policy.md").read_text() == POLICY
+    assert proposal.spend.tokens == 500
+    assert proposal.spend.cost_usd == pytest.approx((400 * 1 + 100 * 2) / 1e6)
+    body = server.requests[-1]["body"]
+    assert body["max_tokens"] == 300 and body["model"] == "m1" and body["temperature"] == 0.2
+    assert server.requests[-1]["headers"]["Authorization"] == "Bearer sk-1"
+    prompt = body["messages"][1]["content"]
+    assert TOOLS in prompt and "no cancel_order call" in prompt
+    assert "other problem" not in prompt  # examples come from the targeted cluster
+    assert prompt.count("### Example") == 3
+
+
+def test_focus_and_round_robin_choose_the_file(tmp_path):
+    """A focus on a cluster no file mentions falls back to round-robin by iteration."""
+    with ChatServer([_answer("# Policy v2\n"), _answer("# Policy v3\n")]) as server:
+        proposer = _proposer(server, ",select=round_robin")
+        first = proposer.propose(_ctx(tmp_path / "a", iteration=1))
+        second = proposer.propose(_ctx(tmp_path / "b", iteration=2))
+    assert first.focus == "policy.md" and second.focus == "tools.py"
+
+
+def test_protected_files_are_never_offered(tmp_path):
+    """A scorer file (protected by default) is never shown to the model or chosen, even
+    when it names the cluster's tool."""
+    extra = {"scorer_notes.py": "cancel_order cancel_order cancel_order " + SECRET}
+    with ChatServer([_answer(TOOLS + "# v2\n")]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path, extra=extra))
+    assert proposal.focus == "tools.py"
+    assert SECRET not in str(server.requests[-1]["body"])
+
+
+def test_a_test_split_diagnosis_is_never_shown(tmp_path):
+    """A diagnosis of the test split gives no examples: its feedback never reaches the
+    endpoint."""
+    diagnosis = _diagnosis("test")
+    diagnosis["reflective_dataset"][0]["Feedback"] = SECRET
+    with ChatServer([_answer(TOOLS + "# v2\n")]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path, diagnosis=diagnosis))
+    assert proposal.detail["examples"] == 0
+    assert SECRET not in str(server.requests[-1]["body"])
+
+
+@pytest.mark.parametrize("content", [
+    "I think the policy is fine.",                                     # no block
+    "<improved_file>\nA\n</improved_file><improved_file>\nB\n</improved_file>",  # two
+    "<improved_file>\n   \n</improved_file>",                          # empty
+    "</improved_file> text <improved_file>",                           # inverted
+    None,                                                              # no content
+])
+def test_garbage_answers_are_no_change_with_the_raw_answer(tmp_path, content):
+    """Anything but one non-empty block is a no_change; the workdir is untouched."""
+    with ChatServer([completion(content)]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    assert not proposal.changed and proposal.blocker.startswith("unparseable answer")
+    assert proposal.detail["raw_answer"] == (content or "")
+    assert (tmp_path / "work" / "tools.py").read_text() == TOOLS
+    assert proposal.spend.tokens == 60  # the scripted usage is still optimizer spend
+
+
+def test_an_answer_cut_at_max_tokens_says_so(tmp_path):
+    """finish_reason=length without a closed block names the max_tokens cut."""
+    cut = completion("<improved_file>\nhalf a fi", finish_reason="length")
+    with ChatServer([cut]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    assert not proposal.changed and "max_tokens" in proposal.blocker
+
+
+def test_an_unchanged_answer_is_no_change(tmp_path):
+    """Repeating the file is not an edit."""
+    with ChatServer([_answer(TOOLS)]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    assert not proposal.changed and "unchanged" in proposal.blocker
+
+
+@pytest.mark.parametrize("step, message", [
+    (Raw(b"<html>oops</html>"), "not JSON"),
+    (Raw(b'{"choices": [ {"mess'), "not JSON"),
+    (Raw(b'["a list"]'), "not an object"),
+    (Reply(400, {"error": "bad request"}), "HTTP 400"),
+])
+def test_malformed_bodies_and_client_errors_are_no_change_after_one_attempt(
+        tmp_path, step, message):
+    """A body that is not a JSON object, or a 4xx, is not retried: one no_change."""
+    with ChatServer([step]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    assert not proposal.changed and message in proposal.blocker
+    assert len([r for r in server.requests if r["method"] == "POST"]) == 1
+
+
+def test_429_and_5xx_are_retried_with_backoff(tmp_path):
+    """429 (Retry-After 0), 503 and a dropped connection are each retried; the fourth
+    attempt succeeds."""
+    script = [Reply(429, {"error": "slow"}, {"Retry-After": "0"}), Reply(503, {}), Drop(),
+              _answer(TOOLS + "# v2\n")]
+    with ChatServer(script) as server:
+        proposer = _proposer(server, retries=3)
+        proposal = proposer.propose(_ctx(tmp_path))
+    assert proposal.changed and proposal.detail["http_attempts"] == 4
+
+
+def test_persistent_5xx_stops_at_the_retry_bound(tmp_path):
+    """retries=2 means three attempts, then a no_change naming the last failure."""
+    with ChatServer(default=Reply(500, {"error": "boom"})) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    posts = [r for r in server.requests if r["method"] == "POST"]
+    assert len(posts) == 3 and not proposal.changed
+    assert "after 3 attempts" in proposal.blocker and "500" in proposal.blocker
+
+
+def test_a_slow_endpoint_times_out_within_the_bounds(tmp_path):
+    """An endpoint slower than timeout_s is retried, then a no_change; the whole call stays
+    within its deadline."""
+    slow = Sleep(3.0, _answer(TOOLS + "# late\n"))
+    with ChatServer(default=slow) as server:
+        proposer = build(f"base_url={server.base_url},model=m,timeout_s=0.3,retries=5,"
+                         "backoff_s=0.01", ProposerConfig(project_dir=Path("."), timeout_s=1.0))
+        t0 = time.monotonic()
+        proposal = proposer.propose(_ctx(tmp_path))
+        took = time.monotonic() - t0
+    assert not proposal.changed and "timed out" in proposal.blocker
+    assert took < 2.0, took
+    assert (tmp_path / "work" / "tools.py").read_text() == TOOLS
+
+
+def test_rejected_attempts_are_shown_to_the_model(tmp_path):
+    """An earlier rejected edit of the chosen file appears in the prompt with its reason."""
+    record = IterationRecord(iteration=1, algorithm="hill-climb", proposer="llm:m1",
+                             parent_id="seed", outcome=Outcome.REJECT,
+                             diff=DiffStat(modified=("tools.py",)),
+                             reasons=("delta +0.01 within noise",),
+                             started_at="2026-12-01T00:00:00Z",
+                             finished_at="2026-12-01T00:00:01Z")
+    with ChatServer([_answer(TOOLS + "# v3\n")]) as server:
+        _proposer(server).propose(_ctx(tmp_path, iteration=2, ledger=(record,)))
+    prompt = server.requests[-1]["body"]["messages"][1]["content"]
+    assert "iteration 1: reject (delta +0.01 within noise)" in prompt
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_endpoint_is_refused_at_build(tmp_path):
+    """Nothing listens: the registry raises one ConfigError line naming the endpoint."""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    with pytest.raises(ConfigError) as info:
+        build_proposer(f"llm:base_url={url},model=m", ProposerConfig(project_dir=tmp_path))
+    assert url in str(info.value) and "unreachable" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_refused_api_key_is_refused_at_build(tmp_path):
+    """A 401 on the probe is a ConfigError; any other answer means the endpoint is there."""
+    with ChatServer(models=Reply(401, {"error": "invalid key"})) as server:
+        with pytest.raises(ConfigError, match="refused the API key"):
+            build(f"base_url={server.base_url},model=m", ProposerConfig(project_dir=tmp_path))
+    with ChatServer(models=Reply(404, {"error": "no such route"})) as server:
+        proposer = build(f"base_url={server.base_url},model=m",
+                         ProposerConfig(project_dir=tmp_path))
+    assert server.requests[0]["method"] == "GET" and proposer.name == "llm:m"
+
+
+@pytest.mark.parametrize("options, fragment", [
+    ("model=m", "no base_url"),
+    ("base_url=http://x/v1", "no model"),
+    ("base_url=http://x/v1,model=m,temprature=1", "unknown option 'temprature'"),
+    ("base_url=http://x/v1,model=m,temperature=hot", "temperature"),
+    ("base_url=http://x/v1,model=m,max_tokens=0", "max_tokens"),
+    ("base_url=http://x/v1,model=m,select=random", "select"),
+    ("base_url=http://x/v1,model=m,model=n", "given twice"),
+    ("base_url=http://x/v1,model", "not key=value"),
+])
+def test_bad_options_are_one_config_error_line(tmp_path, options, fragment, monkeypatch):
+    """Each bad option names itself in one line (checked before any probe)."""
+    for name in ("BASE_URL", "MODEL"):
+        monkeypatch.delenv(f"CAPEVOLVE_LLM_{name}", raising=False)
+    with pytest.raises(ConfigError) as info:
+        build(options + ",probe=false", ProposerConfig(project_dir=tmp_path))
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_settings_come_from_the_environment_and_the_spec_wins(tmp_path):
+    """CAPEVOLVE_LLM_* fill what the spec leaves out; the key comes from api_key_env."""
+    env = {"CAPEVOLVE_LLM_BASE_URL": "http://127.0.0.1:9/v1", "CAPEVOLVE_LLM_MODEL": "env-m",
+           "CAPEVOLVE_LLM_API_KEY_ENV": "MY_KEY", "MY_KEY": "k", "CAPEVOLVE_LLM_PROBE": "false"}
+    proposer = build("model=spec-m", ProposerConfig(project_dir=tmp_path, env=env))
+    assert proposer.settings.model == "spec-m"
+    assert proposer.settings.base_url == "http://127.0.0.1:9/v1"
+    assert proposer.client.config.api_key == "k"
