@@ -6,7 +6,11 @@ Configuration comes from :class:`AgentSettings` (``from_env`` reads ``CAPEVOLVE_
 see README.md). The per-trial seed is sent as ``seed``. Tokens are the endpoint's reported
 usage; cost is computed only when both prices are configured (else None, never 0).
 Persistent 429 / 5xx / timeouts give ``Rollout(error=..., transient=True)``: missing data,
-never a 0 reward. A malformed candidate is a rollout error naming file and line.
+never a 0 reward. Every model call is bounded (``max_tokens``, a per-call deadline inside
+the rollout's wall-time bound) and so is the rollout (wall time, tokens): a rollout that
+reaches a bound is ``Rollout(error="bound reached: ...")`` with ``trace["bound"]`` naming
+it and the tokens it spent (missing data, not a score; not retried). A malformed candidate
+is a rollout error naming file and line.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..retail.capability import CapabilityError, load_capability
 from ..retail.store import fresh_db
 from ..retail.toolbox import ToolBox
 from .client import ChatClient, ClientConfig, EndpointError, EndpointUnavailable
-from .loop import ModelConfig, run_conversation
+from .loop import BoundReached, ModelConfig, Usage, run_conversation
 
 ENV_PREFIX = "CAPEVOLVE_OPENAI_"
 
@@ -38,8 +42,9 @@ class AgentSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
         """Read ``CAPEVOLVE_OPENAI_{BASE_URL, MODEL, API_KEY_ENV, TEMPERATURE, MAX_TURNS,
-        TIMEOUT_S, RETRIES, BACKOFF_S, USD_PER_1M_INPUT, USD_PER_1M_OUTPUT}``; the API key is
-        read from the variable named by API_KEY_ENV (default ``OPENAI_API_KEY``)."""
+        MAX_TOKENS, TIMEOUT_S, CALL_DEADLINE_S, ROLLOUT_WALL_S, ROLLOUT_TOKENS, RETRIES,
+        BACKOFF_S, USD_PER_1M_INPUT, USD_PER_1M_OUTPUT}``; the API key is read from the
+        variable named by API_KEY_ENV (default ``OPENAI_API_KEY``)."""
         source: Mapping[str, str] = os.environ if env is None else env
 
         def get(name: str, default: str) -> str:
@@ -54,11 +59,15 @@ class AgentSettings:
             client=ClientConfig(base_url=get("BASE_URL", "http://127.0.0.1:8000/v1"),
                                 api_key=source.get(key_var) or None,
                                 timeout_s=float(get("TIMEOUT_S", "60")),
+                                deadline_s=float(get("CALL_DEADLINE_S", "180")),
                                 retries=int(get("RETRIES", "3")),
                                 backoff_s=float(get("BACKOFF_S", "1.0"))),
             model=ModelConfig(model=get("MODEL", "gpt-4o-mini"),
                               temperature=float(get("TEMPERATURE", "0")),
                               max_turns=int(get("MAX_TURNS", "12")),
+                              max_tokens=int(get("MAX_TOKENS", "512")),
+                              rollout_wall_s=float(get("ROLLOUT_WALL_S", "300")),
+                              rollout_tokens=int(get("ROLLOUT_TOKENS", "60000")),
                               usd_per_1m_input=price("USD_PER_1M_INPUT"),
                               usd_per_1m_output=price("USD_PER_1M_OUTPUT")))
 
@@ -77,13 +86,24 @@ class OpenAIRetailAdapter(RetailAdapter):
             return Rollout(error=str(exc))
         box = ToolBox(capability.tools, fresh_db())
         client = ChatClient(self.settings.client)
+        usage = Usage()
         try:
-            usage = run_conversation(client, self.settings.model, capability, customer(task),
-                                     box, seed)
+            run_conversation(client, self.settings.model, capability, customer(task), box,
+                             seed, usage)
+        except BoundReached as exc:
+            return Rollout(error=str(exc), tokens=usage.tokens,
+                           cost_usd=usage.cost(self.settings.model),
+                           trace={"messages": box.messages, "bound": exc.bound,
+                                  "turns": usage.turns, "notes": usage.notes,
+                                  "http_attempts": client.attempts})
         except EndpointUnavailable as exc:
-            return Rollout(error=str(exc), transient=True, trace={"messages": box.messages})
+            return Rollout(error=str(exc), transient=True, tokens=usage.tokens,
+                           cost_usd=usage.cost(self.settings.model),
+                           trace={"messages": box.messages})
         except EndpointError as exc:
-            return Rollout(error=str(exc), trace={"messages": box.messages})
+            return Rollout(error=str(exc), tokens=usage.tokens,
+                           cost_usd=usage.cost(self.settings.model),
+                           trace={"messages": box.messages})
         final = next((m["content"] for m in reversed(box.messages)
                       if m["role"] == "assistant"), "")
         trace = {"messages": box.messages, "db": db_summary(box.db), "trial": trial,

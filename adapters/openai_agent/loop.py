@@ -4,20 +4,29 @@ Contract of :func:`run_conversation`: the system prompt is the candidate's polic
 tools are the candidate's ``tools.py`` (schemas from their signatures); each model turn
 either calls tools (results, including errors such as an unknown tool name or arguments
 that are not JSON, go back to the model) or speaks to the customer, who answers
-confirmation questions and otherwise ends the conversation. At most ``max_turns`` model
-calls. The returned messages use the retail trace format (``retail.scorer`` reads them).
+confirmation questions and otherwise ends the conversation. The returned messages use the
+retail trace format (``retail.scorer`` reads them).
+
+Every model call is bounded (:class:`ModelConfig`): ``max_tokens`` per answer (an answer cut
+there is noted in ``Usage.notes``), and each call's deadline is at most what is left of the
+rollout's wall-time bound ``rollout_wall_s``. At most ``max_turns`` model calls (then the
+conversation ends and is scored, with a note). A rollout whose wall time or token count
+(``rollout_tokens``, prompt + completion as reported) reaches its bound is stopped and
+raises :class:`BoundReached` naming the bound: the adapter records it as an error (missing
+data), never as a score.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..retail import user
 from ..retail.capability import Capability
 from ..retail.toolbox import ToolBox, tool_schemas
-from .client import ChatClient
+from .client import ChatClient, EndpointUnavailable
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,20 @@ class ModelConfig:
     max_turns: int = 12
     usd_per_1m_input: float | None = None
     usd_per_1m_output: float | None = None
+    max_tokens: int = 512
+    """Bound of one model answer (sent as ``max_tokens``)."""
+    rollout_wall_s: float = 300.0
+    """Wall-time bound of one rollout (every model call's deadline fits inside it)."""
+    rollout_tokens: int = 60_000
+    """Token bound of one rollout: prompt + completion tokens summed over its calls."""
+
+
+class BoundReached(Exception):
+    """A rollout reached one of its bounds; ``bound`` is ``wall_time`` or ``tokens``."""
+
+    def __init__(self, bound: str, message: str) -> None:
+        super().__init__(message)
+        self.bound = bound
 
 
 @dataclass
@@ -82,19 +105,49 @@ def _call_tools(box: ToolBox, calls: list[dict], api: list[dict]) -> None:
         api.append({"role": "tool", "tool_call_id": call.get("id"), "content": text})
 
 
+def _ask(client: ChatClient, config: ModelConfig, payload: dict, usage: Usage,
+         started: float) -> dict:
+    """One bounded model call; BoundReached when the rollout's budget is spent."""
+    left = config.rollout_wall_s - (time.monotonic() - started)
+    if left <= 0:
+        raise BoundReached("wall_time", f"bound reached: rollout wall time "
+                           f"{config.rollout_wall_s:g}s after {usage.turns - 1} model calls")
+    try:
+        response = client.complete(payload, deadline_s=left)
+    except EndpointUnavailable:
+        if time.monotonic() - started >= config.rollout_wall_s:
+            raise BoundReached("wall_time", f"bound reached: rollout wall time "
+                               f"{config.rollout_wall_s:g}s during model call "
+                               f"{usage.turns}") from None
+        raise
+    usage.add(response.get("usage"))
+    choice = (response.get("choices") or [{}])[0]
+    if choice.get("finish_reason") == "length":
+        usage.notes.append(f"model call {usage.turns} cut at max_tokens={config.max_tokens}")
+    if usage.tokens is not None and usage.tokens >= config.rollout_tokens:
+        raise BoundReached("tokens", f"bound reached: rollout token budget "
+                           f"{config.rollout_tokens} ({usage.tokens} tokens after "
+                           f"{usage.turns} model calls)")
+    return response
+
+
 def run_conversation(client: ChatClient, config: ModelConfig, capability: Capability,
-                     record: dict, box: ToolBox, seed: int) -> Usage:
-    """Serve one customer; messages accumulate in ``box.messages`` (see module docstring)."""
-    usage, tools = Usage(), tool_schemas(capability.tools)
+                     record: dict, box: ToolBox, seed: int,
+                     usage: Usage | None = None) -> Usage:
+    """Serve one customer; messages accumulate in ``box.messages`` and usage in ``usage``
+    (see the module docstring)."""
+    usage, tools = usage or Usage(), tool_schemas(capability.tools)
+    started = time.monotonic()
     first = user.opening(record)
     box.messages.append(first)
     api = [{"role": "system", "content": capability.policy_text},
            {"role": "user", "content": first["content"]}]
     while usage.turns < config.max_turns:
         usage.turns += 1
-        response = client.complete({"model": config.model, "messages": api, "tools": tools,
-                                    "temperature": config.temperature, "seed": seed})
-        usage.add(response.get("usage"))
+        response = _ask(client, config, {
+            "model": config.model, "messages": api, "tools": tools,
+            "temperature": config.temperature, "seed": seed,
+            "max_tokens": config.max_tokens}, usage, started)
         message = (response.get("choices") or [{}])[0].get("message") or {}
         calls = message.get("tool_calls") or []
         api.append({"role": "assistant", "content": message.get("content"),

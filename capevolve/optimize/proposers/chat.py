@@ -88,14 +88,18 @@ class ChatClient:
                 pass
         return min(BACKOFF_CAP_S, self.config.backoff_s * 2 ** (attempt - 1))
 
-    def complete(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion, bounded and retried (see the module docstring)."""
-        end = time.monotonic() + self.config.deadline_s
+    def complete(self, payload: dict[str, Any], *,
+                 deadline_s: float | None = None) -> dict[str, Any]:
+        """One chat completion, bounded and retried (see the module docstring);
+        ``deadline_s`` lowers this call's deadline (never raises it above the config's)."""
+        bound = self.config.deadline_s if deadline_s is None \
+            else min(deadline_s, self.config.deadline_s)
+        end = time.monotonic() + bound
         last = "no attempt made"
         for attempt in range(1, self.config.retries + 2):
             left = end - time.monotonic()
             if left <= 0:
-                raise EndpointUnavailable(f"call deadline of {self.config.deadline_s:g}s "
+                raise EndpointUnavailable(f"call deadline of {bound:g}s "
                                           f"passed after {attempt - 1} attempts: {last}")
             self.attempts += 1
             retry_after = None
