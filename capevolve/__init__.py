@@ -10,7 +10,8 @@ non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:
 without notice.
 
 ``capevolve.diagnose`` is at once the public subpackage and the verb: calling it diagnoses
-(see :mod:`capevolve.diagnose.verb`). ``import capevolve`` stays cheap: the verbs, and the
+(see :mod:`capevolve.diagnose.verb`); so is ``capevolve.optimize`` (the automated loop, see
+:mod:`capevolve.optimize.verb`). ``import capevolve`` stays cheap: the verbs, and the
 DuckDB, Arrow and SciPy code behind them, load on first use, and Ray only when a Ray engine
 runs.
 """
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
     from capevolve.diagnose.verb import DiagnosePackage
 
     diagnose: DiagnosePackage  # the callable subpackage (see capevolve.diagnose.verb)
+    from capevolve.optimize.verb import OptimizePackage
+
+    optimize: OptimizePackage  # the callable subpackage (see capevolve.optimize.verb)
 
 __version__ = "0.1.0"
 
@@ -95,6 +99,7 @@ __all__ = [
     "gate_numbers",
     "init_project",
     "open_run",
+    "optimize",
     "query",
     "reject",
     "start_run",
@@ -111,6 +116,10 @@ def __getattr__(name: str) -> Any:
         import capevolve.diagnose
 
         return capevolve.diagnose
+    if name == "optimize":
+        import capevolve.optimize
+
+        return capevolve.optimize
     if name in _VERBS:
         from capevolve import _api
 

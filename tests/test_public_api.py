@@ -21,7 +21,7 @@ EXPECTED = [
     "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "open_run", "query", "reject",
+    "finalize", "gate", "gate_numbers", "init_project", "open_run", "optimize", "query", "reject",
     "start_run", "status",
 ]
 
@@ -43,6 +43,9 @@ SIGNATURES = {
                     "min_delta=None, run=None",
     "init_project": "directory",
     "open_run": "run",
+    "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
+                "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
+                "address=None, on_iteration=None",
     "query": "run, sql",
     "reject": "run, candidate_id, note=None",
     "start_run": "project, run_dir=None, *, engine=None, address=None",
@@ -84,7 +87,7 @@ def test_verbs_have_locked_signatures_and_docstrings():
     """Each verb is a documented function of capevolve._api with its locked parameters."""
     verbs = {n for n in capevolve.__all__ if n[0].islower()}
     assert verbs == set(SIGNATURES)
-    for name in sorted(verbs - {"diagnose"}):
+    for name in sorted(verbs - {"diagnose", "optimize"}):
         fn = getattr(capevolve, name)
         assert fn.__module__ == "capevolve._api", name
         assert (fn.__doc__ or "").strip(), f"{name} has no docstring"
@@ -100,6 +103,18 @@ def test_diagnose_is_the_callable_subpackage():
     assert capevolve.diagnose is package and callable(package)
     assert ClusterMode.ROOT_CAUSE == "root-cause"
     assert _shape(capevolve.diagnose) == SIGNATURES["diagnose"]
+    assert (type(package).__call__.__doc__ or "").strip()
+
+
+def test_optimize_is_the_callable_subpackage():
+    """``capevolve.optimize`` is the subpackage (the proposer interface imports from it) and
+    the verb, with the locked signature and a docstring."""
+    import capevolve.optimize as package
+    from capevolve.optimize.proposers.base import Proposal
+
+    assert capevolve.optimize is package and callable(package)
+    assert Proposal(changed=False, blocker="x").blocker == "x"
+    assert _shape(capevolve.optimize) == SIGNATURES["optimize"]
     assert (type(package).__call__.__doc__ or "").strip()
 
 

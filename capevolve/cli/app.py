@@ -9,6 +9,7 @@ from capevolve.cli import (
     doctor_cmds,
     eval_cmds,
     inspect_cmds,
+    optimize_cmds,
     output,
     project_cmds,
 )
@@ -27,6 +28,7 @@ for module, names in (
     for name in names:
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
+app.command("optimize")(optimize_cmds.optimize)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
 

@@ -1,0 +1,93 @@
+"""``capevolve optimize``: the automated loop (propose -> evaluate -> gate -> accept|reject)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+import capevolve
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit, fmt_mean, progress
+
+
+def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def iteration_line(row: dict[str, Any]) -> str:
+    """One row of the iteration table."""
+    what = row["title"] or row["focus"] or ""
+    screen = f" screen {row['screen']}" if row["screen"] else ""
+    numbers = (f" val {_num(row['val_child'], '{:.3f}')} vs {_num(row['val_best'], '{:.3f}')}"
+               f" delta {_num(row['delta'])} se {_num(row['se'], '{:.3f}')}"
+               if row["val_child"] is not None else "")
+    reason = f" ({row['reason']})" if row["outcome"] != "accept" and row["reason"] else ""
+    return (f"{row['iteration']:>4}  {row['parent']:>8} -> {row['child'] or '—':<8} "
+            f"{row['outcome']:<12}{screen}{numbers}  {what}{reason}")
+
+
+def render(result: dict[str, Any]) -> str:
+    """The iteration table, why the loop stopped, and the sealed test result."""
+    lines = [f"optimize {result['algorithm']} with {result['proposer']} on {result['run_dir']}",
+             "iter    parent -> child    outcome", *map(iteration_line, result["iterations"]),
+             f"stopped: {result['stop_reason']}"]
+    if result["plateau"]:
+        lines.append(result["plateau"])
+    best, seed = result["best_val"] or {}, result["seed_val"] or {}
+    lines.append(f"best {result['best_id']} val {fmt_mean(best.get('mean'), best.get('stderr'))}"
+                 f" (seed {fmt_mean(seed.get('mean'), seed.get('stderr'))})")
+    opt = result["spend"]["optimizer"]
+    cost = "not recorded" if opt["cost_usd"] is None else f"${opt['cost_usd']:.4f}"
+    lines.append(f"spend: runner {result['spend']['runner']['metric_calls']} metric calls; "
+                 f"optimizer {opt['tokens']} tokens, {cost}, {opt['wall_s']:.1f}s")
+    final = result["final"]
+    if final:
+        test, base = final["test"], final["test_baseline"]
+        lines.append(f"sealed test: {final['best_id']} {fmt_mean(test['mean'], test['stderr'])}"
+                     f" vs seed {fmt_mean(base['mean'], base['stderr'])}: "
+                     f"{final['verdict_text']}")
+    return "\n".join(lines)
+
+
+@command
+def optimize(
+    run_dir: RunDirOpt,
+    algorithm: Annotated[str | None, typer.Option(
+        "--algorithm", help="hill-climb (parent = best) or pareto (GEPA-style frontier).")] = None,
+    proposer: Annotated[str | None, typer.Option(
+        "--proposer", help='scripted:DIR, command:"CLI ... {workdir} ...", or llm[:options].')]
+    = None,
+    iterations: Annotated[int | None, typer.Option(
+        "--iterations", help="Stop after this many iterations (in total, across resumes).")]
+    = None,
+    parallel: Annotated[int, typer.Option(
+        "--parallel", help="Children proposed concurrently, evaluated on one shared engine.")]
+    = 1,
+    focus: Annotated[str | None, typer.Option(
+        "--focus", help="all, cyclic or hardest-first (over the parent's train clusters).")]
+    = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Wall-time bound of one proposal, seconds.")] = 900.0,
+    finalize: Annotated[bool, typer.Option(
+        "--finalize", help="When the loop stops: seal test once and write report.md.")]
+    = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue this run's killed or stopped loop with its settings.")]
+    = False,
+    engine: EngineOpt = None,
+    address: AddressOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Evolve the run's best candidate automatically: each iteration a proposer edits a
+    copy of a parent, and the child goes evaluate -> gate -> accept|reject on full val
+    (the same artifacts as agent mode, plus optimize/ledger.jsonl). Stops at the stop
+    condition, a budget cap or --iterations. Bad settings: exit 2 before any rollout."""
+    def shown(row: dict[str, Any]) -> None:
+        progress(iteration_line(row))
+
+    result = capevolve.optimize(
+        run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
+        parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize, resume=resume,
+        engine=None if engine is None else str(engine), address=address, on_iteration=shown)
+    emit(result, json, render(result))

@@ -1,0 +1,142 @@
+"""Search algorithms: which candidate is the next parent, and whether children are screened.
+
+An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candidate's
+full-val task means, the ledger, the parent's train clusters) and picks the parent and the
+focus of one proposal. It never decides acceptance: every child goes through the full-val
+gate against the current best (the seed 001 invariant), whatever the algorithm.
+
+- ``hill-climb``: the parent is the current best; ``focus`` is ``all`` (no focus),
+  ``cyclic`` (the parent's train clusters in rank order, one per iteration) or
+  ``hardest-first`` (the highest-ranked cluster whose fix was not already tried on this
+  parent).
+- ``pareto`` (GEPA-style): every candidate with a complete full-val evaluation is kept;
+  the per-task Pareto frontier on val (for each val task, the candidates with the highest
+  task mean) decides who may be a parent, sampled with probability proportional to the
+  number of tasks each is best on (dominated candidates -- best on a subset of tasks of
+  another -- are dropped first). Children are first screened on train and may be killed
+  there, never accepted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from capevolve.errors import ConfigError
+from capevolve.records._optimize import IterationRecord, Outcome
+
+FOCUS_MODES = ("all", "cyclic", "hardest-first")
+ALGORITHMS = ("hill-climb", "pareto")
+
+
+@dataclass(frozen=True)
+class SearchView:
+    """What an algorithm may look at."""
+
+    best_id: str
+    val_task_means: Mapping[str, Mapping[str, float]]
+    """candidate id -> {val task id -> mean reward}, complete full-val evaluations only."""
+    ledger: Sequence[IterationRecord]
+    clusters: Sequence[str] = ()
+    """The parent's train failure clusters (signatures) in rank order, when known."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    parent_id: str
+    focus: str | None = None
+
+
+class Algorithm(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def screens(self) -> bool:
+        """True when children are screened on train before the full-val gate."""
+        ...
+
+    @property
+    def focus(self) -> str: ...
+
+    def choose_parent(self, view: SearchView, rng: random.Random) -> str: ...
+
+    def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None: ...
+
+
+def tried_on(ledger: Sequence[IterationRecord], parent_id: str) -> set[str]:
+    """Focus clusters already tried on ``parent_id`` without an accept."""
+    return {r.focus for r in ledger if r.parent_id == parent_id and r.focus
+            and r.outcome != Outcome.ACCEPT}
+
+
+@dataclass(frozen=True)
+class HillClimb:
+    focus: str = "all"
+    name: str = "hill-climb"
+    screens: bool = False
+
+    def choose_parent(self, view: SearchView, rng: random.Random) -> str:
+        return view.best_id
+
+    def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None:
+        return pick_focus(self.focus, view, parent_id, iteration)
+
+
+def pick_focus(mode: str, view: SearchView, parent_id: str, iteration: int) -> str | None:
+    """The cluster a proposal should target under focus ``mode`` (None: no focus)."""
+    if mode == "all" or not view.clusters:
+        return None
+    if mode == "cyclic":
+        return view.clusters[(iteration - 1) % len(view.clusters)]
+    tried = tried_on(view.ledger, parent_id)
+    fresh = [c for c in view.clusters if c not in tried]
+    return fresh[0] if fresh else view.clusters[0]
+
+
+def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
+    """candidate -> number of val tasks it is (jointly) best on, non-dominated ones only."""
+    tasks = sorted({t for means in val_task_means.values() for t in means})
+    wins: dict[str, set[str]] = {c: set() for c in val_task_means}
+    for task in tasks:
+        scored = {c: m[task] for c, m in val_task_means.items() if task in m}
+        if not scored:
+            continue
+        top = max(scored.values())
+        for cand, value in scored.items():
+            if value >= top - 1e-9:
+                wins[cand].add(task)
+    alive = {c: w for c, w in wins.items() if w}
+    dominated = {c for c, w in alive.items()
+                 if any(o != c and w < other for o, other in alive.items())}
+    return {c: len(w) for c, w in sorted(alive.items()) if c not in dominated}
+
+
+@dataclass(frozen=True)
+class Pareto:
+    focus: str = "all"
+    name: str = "pareto"
+    screens: bool = True
+
+    def choose_parent(self, view: SearchView, rng: random.Random) -> str:
+        weights = frontier_weights(view.val_task_means)
+        if not weights:
+            return view.best_id
+        ids = sorted(weights)
+        return rng.choices(ids, weights=[weights[i] for i in ids], k=1)[0]
+
+    def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None:
+        return pick_focus(self.focus, view, parent_id, iteration)
+
+
+def build_algorithm(name: str, focus: str = "all") -> Algorithm:
+    """The algorithm ``name`` with ``focus``; ConfigError naming the valid values."""
+    if focus not in FOCUS_MODES:
+        raise ConfigError(f"--focus {focus!r}: expected one of {', '.join(FOCUS_MODES)}")
+    if name == "hill-climb":
+        return HillClimb(focus)
+    if name == "pareto":
+        return Pareto(focus)
+    raise ConfigError(f"--algorithm {name!r}: expected one of {', '.join(ALGORITHMS)}")

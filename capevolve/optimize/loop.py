@@ -1,0 +1,205 @@
+"""The optimization loop: iterations until a stop predicate, a budget cap or ``--iterations``.
+
+Contract:
+
+- Everything is checked before any rollout: the algorithm and focus, the proposer spec,
+  ``--parallel`` / ``--iterations``, and the stop condition (a non-empty condition that
+  parses to no predicate is a ConfigError, as is a loop nothing would stop).
+- The loop holds the run lock throughout and drives only the public verbs (evaluate ->
+  gate -> accept | reject), so every iteration leaves the artifacts agent mode leaves,
+  plus one ledger line (``optimize/ledger.jsonl``).
+- ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
+  a proposer touches only its own prepared directory), then the K children are settled,
+  evaluated and decided in iteration order through the one shared engine; each child is
+  gated against the best at its turn.
+- Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
+  ``optimize/loop.json``; finished iterations are the ledger's lines (never counted
+  twice), the iteration in flight continues from its pending file (see
+  :mod:`capevolve.optimize.step`), evaluations resume and recorded gates / decisions are
+  reused (nothing paid twice).
+- The loop stops at the first stop predicate met, a budget cap, ``iterations`` or a
+  proposer with nothing left, records why in ``loop.json`` and, with ``finalize``, seals
+  test once and writes report.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from capevolve._engine.contract import Engine
+from capevolve._loop import evaluate as evaluating
+from capevolve._loop import finalize as finalizing
+from capevolve._policy import budget
+from capevolve._policy.stop import LoopState, first_met, parse_stop, plateau
+from capevolve._store.iterations import LoopFiles
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.errors import ConfigError
+from capevolve.kinds import Split
+from capevolve.optimize import step
+from capevolve.optimize.algorithms import build_algorithm
+from capevolve.optimize.proposers.base import ProposerConfig
+from capevolve.optimize.proposers.registry import build_proposer
+from capevolve.optimize.session import Session
+from capevolve.optimize.summary import loop_summary
+from capevolve.optimize.timing import TimedEngine
+from capevolve.records._optimize import IterationRecord, Outcome
+
+PLATEAU_WINDOW = 5
+"""Gated iterations without an accept after which status reports a plateau."""
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What ``capevolve optimize`` was asked (None: take it from loop.json on resume)."""
+
+    algorithm: str | None = None
+    proposer: str | None = None
+    iterations: int | None = None
+    parallel: int = 1
+    focus: str | None = None
+    timeout_s: float = 900.0
+    finalize: bool = False
+    resume: bool = False
+
+
+def _resolved(files: LoopFiles, settings: LoopSettings, n_done: int) -> dict[str, Any]:
+    stored = files.read_loop()
+    given = {"algorithm": settings.algorithm, "proposer": settings.proposer,
+             "focus": settings.focus}
+    if settings.resume:
+        if stored is None:
+            raise ConfigError(f"--resume: {files.root.parent} has no optimize loop to resume")
+        for key, value in given.items():
+            if value is not None and value != stored.get(key):
+                raise ConfigError(f"--resume: --{key} {value!r} differs from the loop's "
+                                  f"{stored.get(key)!r} (optimize/loop.json)")
+        return stored
+    if stored is not None or n_done:
+        raise ConfigError(f"{files.root.parent} already has an optimize loop ({n_done} "
+                          "iterations); pass --resume to continue it")
+    if not settings.algorithm or not settings.proposer:
+        raise ConfigError("optimize: --algorithm and --proposer are required (or --resume)")
+    return {**given, "focus": settings.focus or "all", "started_at": utc_now()}
+
+
+def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[Session, dict]:
+    """Validate everything and assemble the loop (no rollout, nothing written)."""
+    if settings.parallel < 1:
+        raise ConfigError(f"--parallel {settings.parallel}: must be at least 1")
+    if settings.iterations is not None and settings.iterations < 1:
+        raise ConfigError(f"--iterations {settings.iterations}: must be at least 1")
+    if not settings.timeout_s > 0:
+        raise ConfigError(f"--timeout {settings.timeout_s}: must be positive")
+    config = evaluating.run_config(run)
+    files = LoopFiles(run.root)
+    ledger = files.read_ledger()
+    loop = _resolved(files, settings, len(ledger))
+    algorithm = build_algorithm(str(loop["algorithm"]), str(loop.get("focus") or "all"))
+    proposer = build_proposer(str(loop["proposer"]), ProposerConfig(
+        project_dir=Path(run.manifest.project_dir), timeout_s=settings.timeout_s,
+        seed=config.seed))
+    stop = parse_stop(config.stop_condition)
+    if config.stop_condition.strip() and not stop.predicates:
+        raise ConfigError(f"stop_condition {config.stop_condition!r} parses to nothing "
+                          f"(unparsed: {'; '.join(stop.unparsed)}); see `capevolve check`")
+    b = config.budget
+    if not (stop.predicates or settings.iterations or b.max_iterations or b.max_metric_calls
+            or b.max_usd or b.stall):
+        raise ConfigError("optimize: nothing would stop this loop: give --iterations, a "
+                          "stop_condition or a budget cap")
+    session = Session(run, config, files, proposer, str(loop["proposer"]), algorithm,
+                      TimedEngine(engine), stop, ledger)
+    return session, loop
+
+
+def _stall(ledger: list[IterationRecord]) -> int:
+    count = 0
+    for r in reversed(ledger):
+        if r.outcome == Outcome.ACCEPT:
+            break
+        count += 1
+    return count
+
+
+def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None:
+    """Why the loop must stop now (None: it may run another iteration)."""
+    ledger = s.ledger
+    if ledger and ledger[-1].detail.get("exhausted"):
+        return f"the proposer has nothing more to propose ({ledger[-1].reasons[0]})"
+    if iterations is not None and len(ledger) >= iterations:
+        return f"--iterations {iterations} reached"
+    best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
+                                           n_trials=s.config.num_trials)
+    optimizer_cost = sum(r.spend.cost_usd or 0.0 for r in ledger)
+    state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
+                      metric_calls=s.run.spent.metric_calls,
+                      cost_usd=s.run.spent.cost_usd + optimizer_cost, wall_s=wall_s,
+                      stall=_stall(ledger))
+    met = first_met(s.stop, state)
+    if met:
+        return met
+    capped = budget.exhausted(s.config.budget, s.run.spent, budget.stall_count(s.run.events()))
+    return f"budget: {'; '.join(capped)}" if capped else None
+
+
+def _batch_size(s: Session, settings: LoopSettings) -> int:
+    k = settings.parallel
+    if settings.iterations is not None:
+        k = min(k, settings.iterations - len(s.ledger))
+    cap = s.config.budget.max_iterations
+    if cap:
+        k = min(k, max(1, cap - s.run.spent.iterations))
+    return max(1, k)
+
+
+def _iterate(s: Session, settings: LoopSettings,
+             on_iteration: Callable[[IterationRecord], None]) -> str:
+    t0 = time.monotonic()
+    before = sum(r.wall_s for r in s.ledger)
+    while True:
+        why = stop_reason(s, settings.iterations, before + time.monotonic() - t0)
+        if why:
+            return why
+        first = len(s.ledger) + 1
+        batch = [step.plan(s, n) for n in range(first, first + _batch_size(s, settings))]
+        if len(batch) > 1:
+            with ThreadPoolExecutor(len(batch)) as pool:
+                list(pool.map(lambda p: step.propose(s, p), batch))
+        else:
+            step.propose(s, batch[0])
+        for planned in batch:
+            try:
+                record = step.settle(s, planned) or step.evaluate(s, planned)
+            except step.LoopStop as exc:
+                if s.ledger and s.ledger[-1].iteration == planned.iteration:
+                    on_iteration(s.ledger[-1])
+                return str(exc)
+            on_iteration(record)
+
+
+def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
+             on_iteration: Callable[[IterationRecord], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) the loop on ``run``; returns the loop's summary (see summary.py)."""
+    session, loop = open_session(run, settings, engine)
+    with run.locked():
+        run.require_open("optimize")
+        session.files.write_loop({**loop, "settings": asdict(settings), "stopped": None})
+        evaluating.evaluate(run, run.best_id, Split.VAL, engine=session.engine)  # baseline
+        why = _iterate(session, settings, on_iteration or (lambda r: None))
+        gated = [r.outcome == Outcome.ACCEPT for r in session.ledger if r.gate is not None]
+        signal = plateau(gated, PLATEAU_WINDOW)
+        session.files.write_loop({**loop, "settings": asdict(settings), "stopped": why,
+                                  "stopped_at": utc_now(), "plateau": signal})
+        final = None
+        if settings.finalize:
+            final = finalizing.finalize(run, engine=session.engine)
+    if settings.finalize:
+        from capevolve.report.markdown import write_report
+
+        write_report(run)
+    return loop_summary(session, why, signal, final)

@@ -1,0 +1,282 @@
+"""One iteration: plan (parent, focus, context) -> propose -> settle -> evaluate -> decide.
+
+Every step leaves a trace a resumed loop continues from (``optimize/pending/<n>.json``):
+
+1. plan: the parent and focus are chosen (once: a resumed iteration keeps them) and the
+   prepared directory is made. A pending file without a finished proposal means the
+   proposer was killed mid-way: its half-made child is discarded and it proposes again.
+2. propose: the proposer edits the candidate copy (the only step that may run in a thread;
+   it touches nothing but the prepared directory).
+3. settle: the child is compared with the parent by content. No change, a failed proposer
+   or a child identical to an existing candidate is a no_change (never an evaluation).
+   Otherwise the proposal and the child's content hash are recorded; a resumed loop reuses
+   the child by that hash (the prepared copy, or the snapshot already made).
+4. evaluate: through the public verbs only -- evaluate (which snapshots and refuses a
+   protected-path edit before any rollout), the train screen for algorithms that screen,
+   evaluate on full val, gate against the current best, accept or reject. Evaluations
+   resume, gates and decisions already recorded are reused, so nothing is paid twice.
+5. record: one IterationRecord in the ledger; the pending file and directory go.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from capevolve._loop import decide
+from capevolve._loop import evaluate as evaluating
+from capevolve._store.candidates import content_hash
+from capevolve._store.evals import all_evals
+from capevolve._store.rundir import utc_now
+from capevolve.errors import BudgetError, CandidateError, GateError
+from capevolve.kinds import Decision, EvalStatus, EventKind, Split
+from capevolve.optimize.algorithms import SearchView
+from capevolve.optimize.context import build_context, train_diagnosis
+from capevolve.optimize.proposers.base import Proposal, ProposalContext
+from capevolve.optimize.session import TRAIN_TRIALS, Session
+from capevolve.optimize.workdir import diff_stat
+from capevolve.records._optimize import DiffStat, GateNumbers, IterationRecord, Outcome, Spend
+
+
+class LoopStop(Exception):
+    """The loop must stop (a budget cap reached mid-iteration); the message says why."""
+
+
+@dataclass
+class Planned:
+    """One iteration in flight."""
+
+    iteration: int
+    parent_id: str
+    focus: str | None
+    pending: dict[str, Any]
+    ctx: ProposalContext | None = None
+    proposal: Proposal | None = None
+    overhead_s: float = 0.0
+    rows0: int = 0
+    notes: tuple[str, ...] = ()
+
+
+def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
+    """The current best and every complete full-val evaluation's task means."""
+    means = {e.candidate_id: dict(e.task_means) for e in all_evals(s.run)
+             if e.split == Split.VAL and e.status == EvalStatus.COMPLETE and not e.refused
+             and e.n_trials == s.config.num_trials}
+    return SearchView(s.run.best_id, means, tuple(s.ledger), clusters)
+
+
+def plan(s: Session, n: int) -> Planned:
+    """Step 1 (see the module docstring)."""
+    t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
+    pending = s.files.read_pending(n)
+    notes: tuple[str, ...] = ()
+    if pending and pending.get("proposal") is not None and _child_available(s, n, pending):
+        p = Planned(n, pending["parent_id"], pending.get("focus"), pending, rows0=rows0)
+        p.notes = ("resumed: the proposal recorded before the interruption is reused",)
+    else:
+        if pending:
+            notes = ("resumed: a proposal interrupted before it was recorded was discarded",)
+            parent_id, focus = pending["parent_id"], pending.get("focus")
+        else:
+            parent_id = s.algorithm.choose_parent(search_view(s), s.rng(n))
+            focus = None
+        wants = getattr(s.proposer, "wants_diagnosis", True) or s.algorithm.focus != "all"
+        diagnosis, why_not = train_diagnosis(s, parent_id) if wants else (None, None)
+        if why_not:
+            notes = (*notes, why_not)
+        if not pending:
+            clusters = tuple(str(c.get("signature")) for c in (diagnosis or {}).get("clusters", []))
+            focus = s.algorithm.choose_focus(search_view(s, clusters), parent_id, n)
+        pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
+                   "started_at": (pending or {}).get("started_at") or utc_now()}
+        s.files.write_pending(n, pending)
+        p = Planned(n, parent_id, focus, pending, rows0=rows0, notes=notes)
+        p.ctx = build_context(s, n, parent_id, focus, diagnosis)
+    p.overhead_s = (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+    return p
+
+
+def _child_available(s: Session, n: int, pending: dict[str, Any]) -> bool:
+    digest = pending["proposal"].get("child_hash")
+    if digest is None:  # a recorded no_change needs no child
+        return True
+    if s.run.find_candidate(digest):
+        return True
+    work = s.files.work(n) / "candidate"
+    return work.is_dir() and content_hash(work) == digest
+
+
+def propose(s: Session, p: Planned) -> None:
+    """Step 2: run the proposer (a proposer that raises gives a no_change, not a crash)."""
+    if p.ctx is None:
+        return
+    t0 = time.monotonic()
+    try:
+        p.proposal = s.proposer.propose(p.ctx)
+    except Exception as exc:  # noqa: BLE001 - a proposer's failure is an iteration's result
+        p.proposal = Proposal(False, f"proposer failed: {type(exc).__name__}: {exc}",
+                              Spend(wall_s=time.monotonic() - t0))
+
+
+def settle(s: Session, p: Planned) -> IterationRecord | None:
+    """Step 3: the no_change record, or None with the proposal recorded in pending."""
+    t0 = time.monotonic()
+    if p.proposal is None:  # resumed with a recorded proposal
+        return _no_change_from_pending(s, p)
+    proposal, ctx = p.proposal, p.ctx
+    assert ctx is not None
+    diff = diff_stat(ctx.parent_dir, ctx.workdir)
+    blocker = proposal.blocker if not proposal.changed else None
+    if proposal.changed and diff.empty:
+        blocker = "the proposer changed nothing"
+    elif not proposal.changed and not blocker:
+        blocker = "the proposer reported no change"
+    digest = None if blocker else content_hash(ctx.workdir)
+    if digest and (twin := s.run.find_candidate(digest)):
+        blocker, digest = f"the child is identical to {twin}, already measured", None
+    p.pending["proposal"] = {
+        "blocker": blocker, "child_hash": digest, "focus": proposal.focus or p.focus,
+        "spend": proposal.spend.model_dump(), "detail": proposal.detail,
+        "diff": diff.model_dump(mode="json")}
+    s.files.write_pending(p.iteration, p.pending)
+    p.overhead_s += time.monotonic() - t0
+    return _no_change_from_pending(s, p)
+
+
+def _no_change_from_pending(s: Session, p: Planned) -> IterationRecord | None:
+    rec = p.pending["proposal"]
+    if rec["child_hash"] is not None:
+        return None
+    return _record(s, p, Outcome.NO_CHANGE, reasons=[rec["blocker"]])
+
+
+def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | None,
+             parent: dict[str, Any] | None, gate: dict[str, Any] | None = None) -> GateNumbers:
+    g = gate or {}
+    cm = g.get("candidate_mean", child.get("mean") if child else None)
+    pm = g.get("best_mean", parent.get("mean") if parent else None)
+    delta = g.get("delta", cm - pm if cm is not None and pm is not None else None)
+    return GateNumbers(split=str(split), against=against, decision=decision, parent_mean=pm,
+                       child_mean=cm, delta=delta, se=g.get("se"),
+                       threshold=g.get("threshold"), n_tasks=g.get("n_compared"))
+
+
+def evaluate(s: Session, p: Planned) -> IterationRecord:
+    """Step 4 and 5 (see the module docstring)."""
+    t0, busy0 = time.monotonic(), s.engine.busy_s
+    try:
+        return _evaluate(s, p)
+    finally:
+        p.overhead_s += (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+
+
+def _candidate(s: Session, p: Planned) -> str:
+    digest = p.pending["proposal"]["child_hash"]
+    return s.run.find_candidate(digest) or str(s.files.work(p.iteration) / "candidate")
+
+
+def _evaluate(s: Session, p: Planned) -> IterationRecord:
+    run, trials = s.run, s.config.num_trials
+    screen = None
+    try:
+        if s.algorithm.screens:
+            parent = evaluating.evaluate(run, p.parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS,
+                                         engine=s.engine)
+            child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN,
+                                        n_trials=TRAIN_TRIALS, engine=s.engine)
+            p.pending["child_id"] = child["candidate_id"]
+            passed = (child["status"] == EvalStatus.COMPLETE and child["mean"] is not None
+                      and parent["mean"] is not None and child["mean"] > parent["mean"] + 1e-12)
+            screen = _numbers(Split.TRAIN, p.parent_id, "pass" if passed else "killed",
+                              child, parent)
+            if not passed:
+                return _record(s, p, Outcome.SCREENED_OUT, screen=screen, reasons=[
+                    f"train screen: child mean {child['mean']} does not beat parent "
+                    f"{p.parent_id}'s {parent['mean']} (never gated, never accepted)"])
+        val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
+                                  engine=s.engine)
+    except BudgetError as exc:
+        raise LoopStop(str(exc)) from None
+    except CandidateError as exc:
+        child_id = run.find_candidate(p.pending["proposal"]["child_hash"])
+        if child_id and any(getattr(e, "candidate_id", None) == child_id
+                            for e in run.events(EventKind.TAMPER)):
+            return _record(s, p, Outcome.REFUSED, child_id=child_id, reasons=[str(exc)])
+        raise
+    child_id = val["candidate_id"]
+    p.pending["child_id"] = child_id
+    return _decide(s, p, child_id, val, screen)
+
+
+def _recorded_gate(s: Session, child_id: str) -> dict[str, Any] | None:
+    """The latest deciding gate of ``child_id`` (against the best it was gated with)."""
+    for event in reversed(s.run.events(EventKind.GATE)):
+        data = event.to_json()
+        if data.get("candidate_id") == child_id and not data.get("exploratory") \
+                and data.get("n_trials") in (None, s.config.num_trials):
+            return data
+    return None
+
+
+def _decide(s: Session, p: Planned, child_id: str, val: dict[str, Any],
+            screen: GateNumbers | None) -> IterationRecord:
+    run = s.run
+    gate = _recorded_gate(s, child_id)
+    already_best = run.best_id == child_id
+    if not already_best and (gate is None or gate.get("best_id") != run.best_id):
+        try:
+            gate = decide.gate_candidate(run, child_id)
+        except GateError as exc:
+            return _record(s, p, Outcome.INDECISIVE, child_id=child_id, screen=screen,
+                           reasons=[str(exc)])
+    assert gate is not None
+    numbers = _numbers(Split.VAL, str(gate.get("best_id")), str(gate["decision"]), val, None,
+                       gate)
+    reasons = list(gate.get("reasons") or [])
+    title = (p.pending["proposal"].get("detail") or {}).get("title")
+    note = f"optimize iteration {p.iteration}" + (f": {title}" if title else "")
+    try:
+        if already_best or gate["decision"] == Decision.ACCEPT:
+            decide.accept(run, child_id, note=note)
+            outcome = Outcome.ACCEPT
+        elif gate["decision"] == Decision.REJECT:
+            decide.reject(run, child_id, note=note)
+            outcome = Outcome.REJECT
+        else:
+            outcome = Outcome.INDECISIVE
+    except BudgetError as exc:
+        outcome, reasons = Outcome.INDECISIVE, [*reasons, str(exc)]
+        _record(s, p, outcome, child_id=child_id, screen=screen, gate=numbers, reasons=reasons)
+        raise LoopStop(str(exc)) from None
+    return _record(s, p, outcome, child_id=child_id, screen=screen, gate=numbers,
+                   reasons=reasons)
+
+
+def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = None,
+            screen: GateNumbers | None = None, gate: GateNumbers | None = None,
+            reasons: list[str] | None = None) -> IterationRecord:
+    rec = p.pending.get("proposal") or {}
+    spend = Spend.model_validate(rec.get("spend") or {})
+    started = p.pending.get("started_at") or utc_now()
+    record = IterationRecord(
+        iteration=p.iteration, algorithm=s.algorithm.name, proposer=s.proposer.name,
+        parent_id=p.parent_id, child_id=child_id or p.pending.get("child_id"),
+        child_hash=rec.get("child_hash"), focus=rec.get("focus") or p.focus,
+        diff=DiffStat.model_validate(rec.get("diff") or {}), outcome=outcome,
+        reasons=tuple([*(reasons or []), *p.notes]), screen=screen, gate=gate, spend=spend,
+        metric_calls=s.engine.rows - p.rows0, wall_s=_since(started),
+        overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
+        detail=dict(rec.get("detail") or {}))
+    s.files.append(record)
+    s.ledger.append(record)
+    return record
+
+
+def _since(started: str) -> float:
+    try:
+        then = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - then).total_seconds())

@@ -1,0 +1,54 @@
+"""What a loop reports: one row per iteration (from the ledger), why it stopped, the
+plateau signal, the spend (the runner's and the optimizer's, kept apart) and, after
+``--finalize``, the sealed test result. Every number comes from stored records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capevolve._loop import evaluate as evaluating
+from capevolve.kinds import Split
+from capevolve.optimize.session import Session
+from capevolve.records._optimize import IterationRecord
+
+
+def iteration_row(r: IterationRecord) -> dict[str, Any]:
+    """The table row of one iteration."""
+    g = r.gate
+    return {"iteration": r.iteration, "parent": r.parent_id, "child": r.child_id,
+            "outcome": str(r.outcome), "focus": r.focus,
+            "title": r.detail.get("title") or r.detail.get("edit"),
+            "files": len(r.diff.added) + len(r.diff.modified) + len(r.diff.removed),
+            "screen": None if r.screen is None else r.screen.decision,
+            "val_child": g.child_mean if g else None, "val_best": g.parent_mean if g else None,
+            "delta": g.delta if g else None, "se": g.se if g else None,
+            "reason": r.reasons[0] if r.reasons else None, "metric_calls": r.metric_calls,
+            "proposer_tokens": r.spend.tokens, "proposer_cost_usd": r.spend.cost_usd,
+            "wall_s": round(r.wall_s, 3), "overhead_s": round(r.overhead_s, 3)}
+
+
+def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
+    """The proposers' spend over the ledger (cost None when no proposal reported one)."""
+    costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
+    return {"tokens": sum(r.spend.tokens for r in ledger),
+            "cost_usd": sum(costs) if costs else None,
+            "cost_unrecorded": sum(1 for r in ledger if r.spend.cost_usd is None),
+            "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)}
+
+
+def loop_summary(s: Session, stop_reason: str, plateau: str | None,
+                 final: dict[str, Any] | None) -> dict[str, Any]:
+    best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
+                                           n_trials=s.config.num_trials)
+    seed = evaluating.latest_complete_eval(s.run, "seed", Split.VAL,
+                                           n_trials=s.config.num_trials)
+    return {
+        "run_dir": str(s.run.root), "algorithm": s.algorithm.name, "proposer": s.proposer_spec,
+        "iterations": [iteration_row(r) for r in s.ledger], "stop_reason": stop_reason,
+        "plateau": plateau, "best_id": s.run.best_id,
+        "best_val": None if best is None else {"mean": best.mean, "stderr": best.stderr},
+        "seed_val": None if seed is None else {"mean": seed.mean, "stderr": seed.stderr},
+        "stop_condition": s.stop.to_dict(),
+        "spend": {"runner": s.run.spent.to_dict(), "optimizer": optimizer_spend(s.ledger)},
+        "final": final,
+    }
