@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The retail demo: run -> (edit a copy of the best -> evaluate -> gate -> accept|reject) x N
-# -> status -> finalize -> report. Each scripted edit in edits/ (a general rule or a tool
-# fix, applied in file-name order) is applied to a writable copy of the current best.
+# The retail demo: `capevolve run` (check -> splits -> the seed's baseline on val), then
+# `capevolve optimize` with the scripted proposer: each prepared edit in edits/ (a general
+# rule or a tool fix, in file-name order) is applied to a writable copy of the current best
+# and taken through evaluate -> gate -> accept|reject; the loop stops when the edits run
+# out, seals test once (--finalize) and writes report.md. Offline and deterministic.
 #
-# usage: benchmarks/retail/demo.sh CAPEVOLVE_BIN RUN_DIR [extra args for run/evaluate]
+# usage: benchmarks/retail/demo.sh CAPEVOLVE_BIN RUN_DIR [--engine local|ray]
 #   e.g. benchmarks/retail/demo.sh .venv/bin/capevolve demo-run
 #        benchmarks/retail/demo.sh .venv/bin/capevolve demo-run --engine local
 set -euo pipefail
@@ -16,35 +18,9 @@ CAPEVOLVE=$1
 RUN=$2
 shift 2
 HERE=$(cd "$(dirname "$0")" && pwd)
-PYTHON=${PYTHON:-$(dirname "$CAPEVOLVE")/python}
-[ -x "$PYTHON" ] || PYTHON=python3
-json_field() { "$PYTHON" -c 'import json,sys; print(json.loads(sys.stdin.read())[sys.argv[1]])' "$1"; }
 
 rm -rf "$RUN"
 "$CAPEVOLVE" run --project "$HERE" --run-dir "$RUN" "$@"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-
-best=seed
-for edit in "$HERE"/edits/[0-9]*.json; do
-  name=$(basename "$edit" .json)
-  cand="$WORK/$name"
-  cp -r "$RUN/candidates/$best/files" "$cand"
-  chmod -R u+w "$cand"
-  title=$("$PYTHON" "$HERE/edits/apply_edit.py" "$edit" "$cand")
-  echo "== edit $name on top of $best: $title" >&2
-  result=$("$CAPEVOLVE" evaluate --run-dir "$RUN" --candidate "$cand" --split val --json "$@")
-  id=$(echo "$result" | json_field candidate_id)
-  decision=$("$CAPEVOLVE" gate --run-dir "$RUN" --candidate "$id" --json | json_field decision)
-  echo "== $id ($name): gate says $decision" >&2
-  if [ "$decision" = "accept" ]; then
-    "$CAPEVOLVE" accept --run-dir "$RUN" --candidate "$id" --note "$title"
-    best=$id
-  else
-    "$CAPEVOLVE" reject --run-dir "$RUN" --candidate "$id" --note "$title (gate: $decision)"
-  fi
-done
-
+"$CAPEVOLVE" optimize --run-dir "$RUN" --algorithm hill-climb \
+  --proposer "scripted:$HERE/edits" --finalize "$@"
 "$CAPEVOLVE" status --run-dir "$RUN"
-"$CAPEVOLVE" finalize --run-dir "$RUN" "$@"
-"$CAPEVOLVE" report --run-dir "$RUN"

@@ -10,6 +10,7 @@ from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import latest_complete_eval, run_config
+from capevolve._loop.loop_status import loop_status, stop_parse
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
@@ -50,6 +51,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
         "candidates": run.candidate_ids(), "evaluations": evaluations(run),
         "finalized": run.layout.final.is_file(), "final": _final(run),
         "gates": false_accept_ledger(run).to_dict(),
+        "stop": stop_parse(config.stop_condition), "optimize": loop_status(run),
     }
 
 

@@ -23,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+PLATEAU_WINDOW = 5
+"""Gated iterations without an accept after which a loop reports a plateau."""
+
 
 class StopKind(StrEnum):
     """What a stop predicate measures."""

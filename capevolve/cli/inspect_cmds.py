@@ -8,7 +8,7 @@ import typer
 
 import capevolve
 from capevolve.cli.options import JsonOpt, RunDirOpt
-from capevolve.cli.output import command, emit, fmt_mean
+from capevolve.cli.output import command, emit, fmt_mean, stop_line
 from capevolve.report.markdown import write_report
 
 
@@ -29,6 +29,16 @@ def _status_human(status: dict) -> str:
         f"wall {spent['wall_s']:.1f}s",
         f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
     ]
+    if stop_line(status.get("stop")):
+        lines.append(str(stop_line(status.get("stop"))))
+    loop = status.get("optimize")
+    if loop:
+        outcomes = ", ".join(f"{k} {v}" for k, v in loop["outcomes"].items()) or "none yet"
+        lines.append(f"optimize loop ({loop['algorithm']}, {loop['proposer']}): "
+                     f"{loop['iterations']} iterations ({outcomes}); "
+                     f"{'stopped: ' + loop['stopped'] if loop['stopped'] else 'not stopped'}")
+        if loop["plateau"]:
+            lines.append(loop["plateau"])
     if status["budget_exhausted"]:
         lines.append("budget exhausted: " + "; ".join(status["budget_exhausted"]))
     gates = status["gates"]

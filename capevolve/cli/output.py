@@ -126,3 +126,13 @@ def fmt_mean(mean: float | None, stderr: float | None) -> str:
     if mean is None:
         return "not measured"
     return f"{mean:.3f} ± {stderr:.3f}" if stderr is not None else f"{mean:.3f}"
+
+
+def stop_line(stop: dict[str, Any] | None) -> str | None:
+    """How the stop condition parsed: its predicates, and every clause that did not parse."""
+    if not stop or not stop["text"]:
+        return None
+    means = "; ".join(p["means"] for p in stop["predicates"]) or "nothing"
+    unparsed = (f"; NOT PARSED: {'; '.join(repr(u) for u in stop['unparsed'])}"
+                if stop["unparsed"] else "")
+    return f"stop condition parsed as: {means}{unparsed}"

@@ -9,7 +9,7 @@ import typer
 
 import capevolve
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
-from capevolve.cli.output import command, emit, fmt_mean, progress
+from capevolve.cli.output import command, emit, fmt_mean, progress, stop_line
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -34,6 +34,8 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
     problems = payload["problems"]
     human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems
              else "problems:\n" + "\n".join(f"- {p}" for p in problems))
+    if stop_line(payload.get("stop")):
+        human += "\n" + str(stop_line(payload.get("stop")))
     emit(payload, json, human)
     if problems:
         raise typer.Exit(1)

@@ -35,7 +35,7 @@ from capevolve._engine.contract import Engine
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._policy import budget
-from capevolve._policy.stop import LoopState, first_met, parse_stop, plateau
+from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import ConfigError
@@ -48,9 +48,6 @@ from capevolve.optimize.session import Session
 from capevolve.optimize.summary import loop_summary
 from capevolve.optimize.timing import TimedEngine
 from capevolve.records._optimize import IterationRecord, Outcome
-
-PLATEAU_WINDOW = 5
-"""Gated iterations without an accept after which status reports a plateau."""
 
 
 @dataclass(frozen=True)

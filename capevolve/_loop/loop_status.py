@@ -1,0 +1,38 @@
+"""What ``status`` and ``check`` show about the optimization loop: the parse of the stop
+condition (with the clauses that did not parse) and, when the run has a loop, its
+iterations by outcome, why it stopped, the optimizer's spend and the plateau signal.
+Read-only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from capevolve._policy.stop import PLATEAU_WINDOW, parse_stop, plateau
+from capevolve._store.iterations import LoopFiles
+from capevolve._store.rundir import RunDir
+
+
+def stop_parse(stop_condition: str) -> dict[str, Any]:
+    """The stop condition's predicates and unparsed clauses (see capevolve._policy.stop)."""
+    return parse_stop(stop_condition).to_dict()
+
+
+def loop_status(run: RunDir) -> dict[str, Any] | None:
+    """The run's optimize loop at a glance (None when the run has none)."""
+    files = LoopFiles(run.root)
+    loop = files.read_loop()
+    ledger = files.read_ledger()
+    if loop is None and not ledger:
+        return None
+    gated = [r.outcome == "accept" for r in ledger if r.gate is not None]
+    costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
+    return {"algorithm": (loop or {}).get("algorithm"), "proposer": (loop or {}).get("proposer"),
+            "iterations": len(ledger),
+            "outcomes": dict(sorted(Counter(str(r.outcome) for r in ledger).items())),
+            "in_flight": [n for n in files.pending_iterations() if n > len(ledger)],
+            "stopped": (loop or {}).get("stopped"),
+            "optimizer_spend": {"tokens": sum(r.spend.tokens for r in ledger),
+                                "cost_usd": sum(costs) if costs else None,
+                                "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)},
+            "plateau": plateau(gated, PLATEAU_WINDOW)}
