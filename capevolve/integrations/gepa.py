@@ -1,0 +1,262 @@
+"""GEPA interop: ``gepa.optimize(...)`` with capevolve as the evaluator and the store.
+
+:class:`GEPAAdapter` implements gepa's adapter protocol (``gepa.core.adapter.GEPAAdapter``)
+over a capevolve run. A GEPA candidate is ``{relative path: text}`` of the base candidate's
+component files (:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
+run's train or val split (:meth:`~GEPAAdapter.trainset`, :meth:`~GEPAAdapter.valset`; test
+ids are refused, they belong to ``finalize``).
+
+- ``evaluate(batch, candidate, capture_traces)``: the base files with the candidate's texts
+  laid over them are snapshotted into the run (identical content reuses its snapshot) and
+  evaluated with :func:`capevolve.evaluate` on the split the batch belongs to, on the run's
+  engine (Ray or local). capevolve measures whole splits, so a minibatch is answered from
+  the evaluation of its whole split (made once per candidate and split, then reused):
+  every row is stored in the run's Parquet, and ``num_metric_calls`` is the number of
+  rollouts actually run, so gepa's ``max_metric_calls`` counts real spend. A task's score is
+  its mean reward over scored trials; a task with no scored trial (infra errors only) gets
+  0.0 for gepa's search and is flagged ``unscored`` in its output and trajectory; an
+  evaluation that did not complete raises (a systemic failure, not a score).
+- ``make_reflective_dataset``: the entries of capevolve's diagnosis of that evaluation
+  (:func:`capevolve.diagnose`) for the batch's tasks, as ``Inputs`` / ``Generated Outputs``
+  / ``Feedback`` records, for every component asked for.
+- :meth:`GEPAAdapter.adopt`: take gepa's best candidate through capevolve's own rules
+  (full-val evaluation, the frozen gate against the current best, accept or reject), after
+  which :func:`capevolve.finalize` seals the test split once. gepa's scores never decide.
+
+:class:`ChatReflectionLM` is a gepa reflection LM over any OpenAI-compatible endpoint
+(capevolve's bounded, retried chat client; settings as the ``llm`` proposer's spec), with
+the endpoint's reported token usage and, when both prices are set, its cost.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import capevolve
+from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
+from capevolve.optimize.proposers.chat import ChatClient, ClientConfig
+from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
+
+try:
+    from gepa.core.adapter import EvaluationBatch
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ConfigError("capevolve.integrations.gepa needs gepa: pip install "
+                      "'capevolve[gepa]'") from exc
+
+__all__ = ["ChatReflectionLM", "GEPAAdapter"]
+
+SAFE_ID = re.compile(r"[A-Za-z0-9_.\-]+")
+REFLECTIVE_FIELDS = ("Inputs", "Generated Outputs", "Feedback")
+
+
+class GEPAAdapter:
+    """gepa's adapter protocol over a capevolve run (see the module docstring)."""
+
+    propose_new_texts = None  # gepa's own reflective proposer (with its reflection_lm)
+
+    def __init__(self, run: capevolve.RunDir | str | os.PathLike[str], *, base: str = "seed",
+                 engine: str | None = None, address: str | None = None,
+                 components: Sequence[str] | None = None) -> None:
+        self.run = capevolve.open_run(run)
+        self.engine, self.address = engine, address
+        self.base = base
+        self.base_dir = self.run.candidate_dir(base)
+        if not self.base_dir.is_dir():
+            raise CandidateError(f"gepa adapter: no candidate {base!r} in {self.run.root}")
+        texts = _text_files(self.base_dir)
+        wanted = list(components) if components is not None else sorted(texts)
+        missing = [c for c in wanted if c not in texts]
+        if missing or not wanted:
+            raise ConfigError(f"gepa adapter: components {missing or wanted} are not text "
+                              f"files of candidate {base!r}")
+        self.components = {c: texts[c] for c in wanted}
+        self.evaluations: list[dict[str, Any]] = []
+        """Every evaluation record this adapter obtained, in order, each with
+        ``rollouts_run`` (what that call ran)."""
+
+    def seed_candidate(self) -> dict[str, str]:
+        """The base candidate's component texts: gepa's ``seed_candidate``."""
+        return dict(self.components)
+
+    def trainset(self) -> list[str]:
+        """The run's train task ids (gepa's trainset)."""
+        return list(self.run.splits.train)
+
+    def valset(self) -> list[str]:
+        """The run's val task ids (gepa's valset)."""
+        return list(self.run.splits.val)
+
+    def _split_of(self, batch: Sequence[str]) -> str:
+        for split in ("train", "val"):
+            if set(batch) <= set(self.run.splits.ids(split)):
+                return split
+        raise RunDirError("gepa adapter: a batch must be task ids of the train or the val "
+                          "split (test belongs to finalize)")
+
+    def snapshot(self, candidate: Mapping[str, str]) -> Path:
+        """A temporary directory holding the base files with ``candidate`` laid over them
+        (the caller removes it); unknown component names are a ConfigError."""
+        unknown = sorted(set(candidate) - set(self.components))
+        if unknown:
+            raise ConfigError(f"gepa adapter: unknown components {unknown}")
+        root = Path(tempfile.mkdtemp(prefix="capevolve-gepa-"))
+        target = root / "candidate"
+        shutil.copytree(self.base_dir, target)
+        for rel, text in candidate.items():
+            (target / rel).write_text(text, encoding="utf-8")
+        return target
+
+    def _metric_calls(self) -> int:
+        return capevolve.open_run(self.run.root).spent.metric_calls
+
+    def _evaluate_split(self, candidate: Mapping[str, str], split: str) -> dict[str, Any]:
+        """The evaluation record, with ``rollouts_run``: the rollouts this call ran (the
+        run's own spend counter before and after; 0 for a stored evaluation reused)."""
+        directory = self.snapshot(candidate)
+        before = self._metric_calls()
+        try:
+            record = capevolve.evaluate(self.run.root, directory, split, engine=self.engine,
+                                        address=self.address)
+        finally:
+            shutil.rmtree(directory.parent, ignore_errors=True)
+        record = {**record, "rollouts_run": self._metric_calls() - before}
+        self.evaluations.append(record)
+        if record["status"] != "complete":
+            raise CapevolveError(f"gepa adapter: evaluation {record['eval_id']} is "
+                                 f"{record['status']}: {record.get('incomplete_reason')}")
+        return record
+
+    def evaluate(self, batch: list[str], candidate: dict[str, str],
+                 capture_traces: bool = False) -> EvaluationBatch:
+        """Scores of ``batch`` for ``candidate`` (see the module docstring)."""
+        split = self._split_of(batch)
+        record = self._evaluate_split(candidate, split)
+        rows = _task_rows(self.run, record["eval_id"])
+        outputs, scores, traces = [], [], []
+        for task_id in batch:
+            rewards = [r for r, _ in rows.get(task_id, []) if r is not None]
+            errors = sum(1 for r, _ in rows.get(task_id, []) if r is None)
+            mean = sum(rewards) / len(rewards) if rewards else None
+            fact = {"task_id": task_id, "candidate_id": record["candidate_id"],
+                    "eval_id": record["eval_id"], "split": split, "mean": mean,
+                    "scored_trials": len(rewards), "errored_trials": errors,
+                    "unscored": mean is None}
+            outputs.append(fact)
+            scores.append(0.0 if mean is None else mean)
+            traces.append({**fact, "feedback": [f for _, f in rows.get(task_id, []) if f]})
+        return EvaluationBatch(outputs=outputs, scores=scores,
+                               trajectories=traces if capture_traces else None,
+                               num_metric_calls=record["rollouts_run"])
+
+    def make_reflective_dataset(self, candidate: dict[str, str], eval_batch: EvaluationBatch,
+                                components_to_update: list[str]
+                                ) -> dict[str, list[dict[str, Any]]]:
+        """capevolve's diagnosis entries for the batch's tasks, per component asked for."""
+        traces = eval_batch.trajectories or []
+        if not traces:
+            raise CapevolveError("gepa adapter: make_reflective_dataset needs an evaluation "
+                                 "made with capture_traces=True")
+        first = traces[0]
+        diagnosis = capevolve.diagnose(self.run.root, first["candidate_id"], first["split"])
+        tasks = {t["task_id"] for t in traces}
+        entries = [e for e in diagnosis["reflective_dataset"] if e["task_id"] in tasks]
+        records = [{**{k: e[k] for k in REFLECTIVE_FIELDS}, "reward": e["reward"]}
+                   for e in entries]
+        if not records:
+            records = [{"Inputs": "", "Generated Outputs": "",
+                        "Feedback": "every scored trial of these tasks passed"}]
+        return {name: list(records) for name in components_to_update}
+
+    def adopt(self, candidate: Mapping[str, str], note: str | None = None) -> dict[str, Any]:
+        """Take ``candidate`` (e.g. gepa's ``result.best_candidate``) through capevolve's
+        rules: evaluate on full val, gate against the current best with the frozen
+        settings, then accept or reject. Returns ``{"candidate_id", "gate", "decision"}``."""
+        record = self._evaluate_split(candidate, "val")
+        candidate_id = record["candidate_id"]
+        if candidate_id == self.run.best_id:
+            return {"candidate_id": candidate_id, "gate": None, "decision": "already best"}
+        gate = capevolve.gate(self.run.root, candidate_id)
+        why = note or "gepa.optimize best candidate"
+        if gate["decision"] == "accept":
+            capevolve.accept(self.run.root, candidate_id, note=why)
+        elif gate["decision"] == "reject":
+            capevolve.reject(self.run.root, candidate_id, note=why)
+        return {"candidate_id": candidate_id, "gate": gate, "decision": gate["decision"]}
+
+
+def _text_files(root: Path) -> dict[str, str]:
+    texts = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        try:
+            texts[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+    return texts
+
+
+def _task_rows(run: capevolve.RunDir, eval_id: str) -> dict[str, list[tuple[float | None,
+                                                                              str | None]]]:
+    """{task id: [(reward or None, feedback)]} of an evaluation's stored rows."""
+    if not SAFE_ID.fullmatch(eval_id):
+        raise RunDirError(f"gepa adapter: unexpected evaluation id {eval_id!r}")
+    _, rows = capevolve.query(run.root, "SELECT task_id, reward, feedback FROM rollouts "
+                              f"WHERE eval_id = '{eval_id}' ORDER BY task_id, trial")
+    out: dict[str, list[tuple[float | None, str | None]]] = {}
+    for task_id, reward, feedback in rows:
+        out.setdefault(str(task_id), []).append(
+            (None if reward is None else float(reward), feedback))
+    return out
+
+
+class ChatReflectionLM:
+    """A gepa ``LanguageModel`` (``prompt -> text``) over an OpenAI-compatible endpoint.
+
+    ``ChatReflectionLM("base_url=...,model=...")`` takes the ``llm`` proposer's options (and
+    ``CAPEVOLVE_LLM_*`` variables). Each call is bounded (max_tokens, timeout, retries,
+    ``deadline_s``); an endpoint that fails past its retries raises
+    :class:`~capevolve.optimize.proposers.chat.EndpointUnavailable`. ``total_tokens_in`` /
+    ``_out`` are the endpoint's reported usage; ``cost_usd`` is None unless both prices are
+    set (gepa's ``total_cost`` then reads 0.0: set prices for ``max_reflection_cost``)."""
+
+    def __init__(self, options: str, *, deadline_s: float = 300.0,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.settings: LLMSettings = load_settings(options, env)
+        self.client = ChatClient(ClientConfig(
+            base_url=self.settings.base_url, api_key=api_key(self.settings, env),
+            timeout_s=self.settings.timeout_s, retries=self.settings.retries,
+            backoff_s=self.settings.backoff_s, deadline_s=deadline_s))
+        self.total_tokens_in = 0
+        self.total_tokens_out = 0
+        self.cost_usd: float | None = None
+        self.calls = 0
+
+    @property
+    def total_cost(self) -> float:
+        """Dollars spent so far (0.0 when prices are not configured; see ``cost_usd``)."""
+        return self.cost_usd or 0.0
+
+    def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
+        """The model's answer to ``prompt`` (a text, or chat messages)."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        response = self.client.complete({
+            "model": self.settings.model, "messages": messages,
+            "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens})
+        self.calls += 1
+        raw = response.get("usage")
+        usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        tokens_in = int(usage.get("prompt_tokens") or 0)
+        tokens_out = int(usage.get("completion_tokens") or 0)
+        self.total_tokens_in += tokens_in
+        self.total_tokens_out += tokens_out
+        cost = self.settings.cost(tokens_in if usage else None, tokens_out)
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+        choices = response.get("choices") or [{}]
+        content = (choices[0].get("message") or {}).get("content") if choices else None
+        return content if isinstance(content, str) else ""
