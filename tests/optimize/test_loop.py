@@ -1,0 +1,191 @@
+"""The loop accepts only through the full-val gate, screens on train, refuses protected
+edits before any rollout, and never evaluates a proposal that changed nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixtures.loops import events, ledger, loop_run, raw_units, scripted_edits
+
+import capevolve
+from capevolve.errors import ConfigError
+
+
+def _optimize(run, **kwargs):
+    return capevolve.optimize(run.root, engine="local", **kwargs)
+
+
+@pytest.mark.slow
+def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.95, 0.2, 0.2, {"notes.md": "hi\n"}])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    rows = result["iterations"]
+    assert [r["outcome"] for r in rows] == ["accept", "reject", "no_change", "reject",
+                                            "no_change"]
+    assert "identical to cand_002" in rows[2]["reason"]
+    assert result["stop_reason"].startswith("the proposer has nothing more")
+    assert result["best_id"] == "cand_001"
+    gates = {(g["candidate_id"], g["best_id"]): g for g in events(run.root, "gate")}
+    for acc in events(run.root, "accept"):
+        gate = gates[(acc["candidate_id"], acc["previous_best"])]
+        assert gate["decision"] == "accept" and not gate["exploratory"]
+    # the ledger is the record of the loop, and its gate numbers are the recorded gate's
+    stored = ledger(run.root)
+    assert [r["iteration"] for r in stored] == [1, 2, 3, 4, 5]
+    first = gates[("cand_001", "seed")]
+    assert stored[0]["gate"]["delta"] == first["delta"] and stored[0]["gate"]["se"] == first["se"]
+    assert stored[0]["metric_calls"] == 6 * 2  # 6 val tasks x 2 trials, counted from rows
+    # the no_change iterations paid for nothing
+    assert {e for e, _, _ in raw_units(run.root)} == {
+        "val__seed__k2", "val__cand_001__k2", "val__cand_002__k2", "val__cand_003__k2"}
+
+
+@pytest.mark.slow
+def test_pareto_screens_on_train_and_a_killed_child_is_never_gated(tmp_path):
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.05, 0.95])
+    result = _optimize(run, algorithm="pareto", proposer=f"scripted:{edits}")
+    rows = result["iterations"]
+    assert rows[0]["outcome"] == "screened_out" and rows[0]["screen"] == "killed"
+    assert rows[1]["outcome"] == "accept" and rows[1]["screen"] == "pass"
+    gated = {g["candidate_id"] for g in events(run.root, "gate")}
+    assert "cand_001" not in gated and "cand_002" in gated
+    evals = {e for e, _, _ in raw_units(run.root)}
+    assert "train__cand_001__k1" in evals and "val__cand_001__k2" not in evals
+    assert result["best_id"] == "cand_002"
+
+
+def test_a_child_touching_a_protected_path_is_refused_before_any_rollout(tmp_path):
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [{"splits.json": "{}", "quality.txt": "0.99"}])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    row = result["iterations"][0]
+    assert row["outcome"] == "refused" and "protected" in row["reason"]
+    assert not [u for u in raw_units(run.root) if "cand_001" in u[0]]
+    assert result["best_id"] == "seed"
+    tamper = events(run.root, "tamper")
+    assert tamper and tamper[0]["candidate_id"] == "cand_001"
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "propose.sh"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.slow
+def test_a_failing_timed_out_or_idle_command_is_a_no_change_without_rollouts(tmp_path):
+    run = loop_run(tmp_path)
+    pidfile = tmp_path / "grandchild.pid"
+    script = _script(tmp_path, f"""
+case "$2" in
+  1) echo "cannot do it" >&2; exit 3 ;;
+  2) sleep 60 & echo $! > {pidfile}; wait ;;
+  3) exit 0 ;;
+  *) echo 0.9 > "$1/quality.txt"
+     echo '{{"tokens": 1234, "cost_usd": 0.5}}' > "$CAPEVOLVE_SPEND_FILE" ;;
+esac
+""")
+    result = _optimize(run, algorithm="hill-climb", iterations=4, timeout_s=2,
+                       proposer=f"command:{script} {{workdir}} {{iteration}}")
+    rows = result["iterations"]
+    assert [r["outcome"] for r in rows[:3]] == ["no_change"] * 3
+    assert "exited with status 3" in rows[0]["reason"]
+    assert "timed out after 2 s" in rows[1]["reason"]
+    assert "changed nothing" in rows[2]["reason"]
+    stored = ledger(run.root)
+    assert "cannot do it" in stored[0]["detail"]["stderr_tail"]
+    assert stored[0]["detail"]["exit_status"] == 3
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    assert rows[3]["outcome"] in {"accept", "reject", "indecisive"}
+    assert stored[3]["spend"] == {"tokens": 1234, "cost_usd": 0.5,
+                                  "wall_s": stored[3]["spend"]["wall_s"]}
+    assert result["spend"]["optimizer"]["tokens"] == 1234
+    assert result["spend"]["optimizer"]["cost_usd"] == 0.5
+    # only the fourth child was ever snapshotted and evaluated
+    assert run.candidate_ids() == ["cand_001", "seed"]
+
+
+def test_the_proposer_is_shown_train_context_and_never_a_test_id(tmp_path):
+    run = loop_run(tmp_path)
+    capture = tmp_path / "seen"
+    script = _script(tmp_path, f'cp -r "$1/.." {capture}\n')
+    _optimize(run, algorithm="hill-climb", iterations=1,
+              proposer=f"command:{script} {{workdir}}")
+    texts = "\n".join(p.read_text(errors="replace") for p in capture.rglob("*") if p.is_file())
+    diagnosis = json.loads((capture / "context" / "diagnosis.json").read_text())
+    assert diagnosis["split"] == "train" and diagnosis["tag"] == "seed"
+    assert "INSTRUCTIONS.md" in {p.name for p in capture.iterdir()}
+    for task_id in run.splits.test:
+        assert task_id not in texts, task_id
+
+
+@pytest.mark.slow
+def test_rejected_approaches_are_shown_to_the_next_proposal(tmp_path):
+    run = loop_run(tmp_path)
+    seen = tmp_path / "instructions"
+    seen.mkdir()
+    script = _script(tmp_path, f'cp "$2" {seen}/$3.md; echo 0.1 > "$1/quality.txt"\n')
+    _optimize(run, algorithm="hill-climb", iterations=2,
+              proposer=f"command:{script} {{workdir}} {{instructions}} {{iteration}}")
+    second = (seen / "2.md").read_text()
+    assert "iteration 1 on seed: reject" in second
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"algorithm": "simulated-annealing", "proposer": "scripted:x"}, "--algorithm"),
+    ({"algorithm": "hill-climb", "proposer": "oracle:x"}, "unknown proposer kind"),
+    ({"algorithm": "hill-climb", "proposer": "command:echo hi"}, "no {workdir}"),
+    ({"algorithm": "hill-climb", "proposer": "command:x {workdir} {bogus}"}, "placeholder"),
+    ({"algorithm": "hill-climb", "proposer": "scripted:/nonexistent"}, "no such directory"),
+    ({"algorithm": "hill-climb", "proposer": "scripted:EDITS", "parallel": 0}, "--parallel"),
+    ({"algorithm": "hill-climb", "proposer": "scripted:EDITS", "focus": "x"}, "--focus"),
+    ({"resume": True}, "no optimize loop to resume"),
+])
+def test_bad_settings_are_refused_before_any_rollout(tmp_path, kwargs, message):
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.9])
+    kwargs = {k: v.replace("EDITS", str(edits)) if isinstance(v, str) else v
+              for k, v in kwargs.items()}
+    with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("}", r"\}")):
+        _optimize(run, **kwargs)
+    assert raw_units(run.root) == []
+    assert not (run.root / "optimize").exists()
+
+
+def test_a_stop_condition_that_parses_to_nothing_is_refused(tmp_path):
+    run = loop_run(tmp_path, extra='stop_condition: "when it feels right"\n')
+    edits = scripted_edits(tmp_path / "edits", [0.9])
+    with pytest.raises(ConfigError, match="parses to nothing.*when it feels right"):
+        _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    assert raw_units(run.root) == []
+
+
+def test_a_second_loop_needs_resume_and_resume_keeps_the_settings(tmp_path):
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.2, 0.95])
+    _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}", iterations=1)
+    with pytest.raises(ConfigError, match="pass --resume"):
+        _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    with pytest.raises(ConfigError, match="differs from the loop's"):
+        _optimize(run, algorithm="pareto", resume=True)
+    result = _optimize(run, resume=True, iterations=2)
+    assert [r["iteration"] for r in result["iterations"]] == [1, 2]
+    assert result["iterations"][1]["outcome"] == "accept"
+
+
+def test_stop_condition_target_stops_the_loop_and_status_shows_it(tmp_path):
+    run = loop_run(tmp_path, extra='stop_condition: "val mean >= 0.8 or maybe later"\n')
+    edits = scripted_edits(tmp_path / "edits", [0.99, 0.2, 0.3])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    assert len(result["iterations"]) == 1
+    assert result["stop_reason"].startswith("stop condition met: val mean >= 0.8")
+    status = capevolve.status(run.root)
+    assert status["stop"]["unparsed"] == ["maybe later"]
+    assert status["optimize"]["iterations"] == 1
+    assert status["optimize"]["stopped"] == result["stop_reason"]
