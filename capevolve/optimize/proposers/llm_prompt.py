@@ -8,9 +8,11 @@
 - :func:`examples`: a minibatch of the diagnosis's reflective entries (of the targeted
   cluster when it has any), drawn with the proposal's seed. Only a train or val diagnosis
   is used: a diagnosis of any other split gives no examples (never test data).
-- :func:`build_messages`: the chat messages; :func:`parse_answer`: the improved text, from
-  exactly one ``<improved_file>`` ... ``</improved_file>`` block; anything else (no block,
-  two blocks, an empty one) is None.
+- :func:`build_messages`: the chat messages (the current file is shown between
+  ``<current_file>`` tags, so a model that merely echoes the prompt gives no answer block);
+  :func:`parse_answer`: the improved text, from exactly one ``<improved_file>`` ...
+  ``</improved_file>`` block, each tag on a line of its own; anything else (no block, two
+  blocks, an empty one, tags inside a line) is None.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from capevolve._policy.protect import protected_patterns
 from capevolve.records._optimize import IterationRecord
 
 OPEN, CLOSE = "<improved_file>", "</improved_file>"
+SHOWN_OPEN, SHOWN_CLOSE = "<current_file>", "</current_file>"  # never the answer's tags
 EXAMPLE_FIELDS = ("Inputs", "Generated Outputs", "Feedback")
 FIELD_CHARS = 1500
 DIAGNOSIS_SPLITS = frozenset({"train", "val"})
@@ -127,7 +130,7 @@ def build_messages(path: str, text: str, batch: Sequence[Mapping[str, str]],
                    cluster: Mapping[str, Any] | None, rejected: Sequence[str],
                    instructions: str) -> list[dict[str, str]]:
     """The chat messages of one proposal."""
-    parts = [f"## The file `{path}`\n\n{OPEN}\n{text}\n{CLOSE}"]
+    parts = [f"## The file `{path}`\n\n{SHOWN_OPEN}\n{text}\n{SHOWN_CLOSE}"]
     if cluster is not None:
         parts.append(f"## The failure pattern to fix\n\n{cluster.get('signature')} "
                      f"(tasks affected: {len(cluster.get('tasks') or [])})")
@@ -146,13 +149,19 @@ def build_messages(path: str, text: str, batch: Sequence[Mapping[str, str]],
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
+_OPEN_LINE = re.compile(r"^[ \t]*<improved_file>[ \t]*$", re.M)
+_CLOSE_LINE = re.compile(r"^[ \t]*</improved_file>[ \t]*$", re.M)
+
+
 def parse_answer(answer: str | None) -> str | None:
-    """The improved text of a strict answer, or None (see the module docstring)."""
+    """The improved text of a strict answer, or None (see the module docstring): the tags
+    occur once each, on lines of their own (an echo of the instructions, which name them
+    inline, is no block), the opening one first, with text between."""
     if not isinstance(answer, str) or answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
         return None
-    start, end = answer.index(OPEN) + len(OPEN), answer.index(CLOSE)
-    if end < start:
+    opens, closes = list(_OPEN_LINE.finditer(answer)), list(_CLOSE_LINE.finditer(answer))
+    if len(opens) != 1 or len(closes) != 1 or closes[0].start() < opens[0].end():
         return None
-    body = answer[start:end]
+    body = answer[opens[0].end():closes[0].start()]
     body = body[1:] if body.startswith("\n") else body
     return body if body.strip() else None

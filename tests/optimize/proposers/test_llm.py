@@ -115,7 +115,8 @@ def test_a_test_split_diagnosis_is_never_shown(tmp_path):
     "I think the policy is fine.",                                     # no block
     "<improved_file>\nA\n</improved_file><improved_file>\nB\n</improved_file>",  # two
     "<improved_file>\n   \n</improved_file>",                          # empty
-    "</improved_file> text <improved_file>",                           # inverted
+    "</improved_file>\ntext\n<improved_file>",                         # inverted
+    "Write it between a line <improved_file> and a line </improved_file>.",  # echo
     None,                                                              # no content
 ])
 def test_garbage_answers_are_no_change_with_the_raw_answer(tmp_path, content):
@@ -128,12 +129,34 @@ def test_garbage_answers_are_no_change_with_the_raw_answer(tmp_path, content):
     assert proposal.spend.tokens == 60  # the scripted usage is still optimizer spend
 
 
-def test_an_answer_cut_at_max_tokens_says_so(tmp_path):
-    """finish_reason=length without a closed block names the max_tokens cut."""
-    cut = completion("<improved_file>\nhalf a fi", finish_reason="length")
-    with ChatServer([cut]) as server:
+def test_the_block_may_sit_inside_a_longer_answer(tmp_path):
+    """Prose around the block is fine; the tags' own lines are what count."""
+    answer = completion(f"Sure.\n  <improved_file>\n{TOOLS}# v2\n</improved_file>  \nBye.")
+    with ChatServer([answer]) as server:
         proposal = _proposer(server).propose(_ctx(tmp_path))
-    assert not proposal.changed and "max_tokens" in proposal.blocker
+    assert proposal.changed
+    assert (tmp_path / "work" / "tools.py").read_text() == TOOLS + "# v2\n"
+
+
+@pytest.mark.parametrize("content", ["<improved_file>\nhalf a fi",
+                                     "<improved_file>\nA\n</improved_file>\n<improved_fi"])
+def test_an_answer_cut_at_max_tokens_is_never_applied(tmp_path, content):
+    """finish_reason=length is a no_change naming the cut, even when a closed block made it
+    into the cut answer."""
+    with ChatServer([completion(content, finish_reason="length")]) as server:
+        proposal = _proposer(server).propose(_ctx(tmp_path))
+    assert not proposal.changed and "max_tokens=300" in proposal.blocker
+    assert (tmp_path / "work" / "tools.py").read_text() == TOOLS
+
+
+def test_the_prompt_never_shows_the_answer_tags_around_the_file(tmp_path):
+    """The current file is shown between <current_file> tags: a model that echoes the
+    prompt back produces no answer block."""
+    with ChatServer([_answer(TOOLS + "# v2\n")]) as server:
+        _proposer(server).propose(_ctx(tmp_path))
+    prompt = server.requests[-1]["body"]["messages"][1]["content"]
+    assert f"<current_file>\n{TOOLS}\n</current_file>" in prompt
+    assert "<improved_file>\n" not in prompt
 
 
 def test_an_unchanged_answer_is_no_change(tmp_path):
