@@ -194,6 +194,10 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     refusal = decisions.conflict(prior, EventKind.ACCEPT, candidate_id)
     if refusal:
         raise GateError(refusal)
+    if prior is not None:  # accepted, but killed before the best moved: finish, once
+        run._promote(candidate_id, reason="accepted", previous_best=run.best_id)
+        run.update_spent(iterations=1)
+        return _accepted(prior.event, run.best_id, repeated=True)
     _refuse_past_budget(run, "accept")
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id

@@ -13,10 +13,10 @@ Contract:
   evaluated and decided in iteration order through the one shared engine; each child is
   gated against the best at its turn.
 - Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
-  ``optimize/loop.json``; finished iterations are the ledger's lines (never counted
-  twice), the iteration in flight continues from its pending file (see
-  :mod:`capevolve.optimize.step`), evaluations resume and recorded gates / decisions are
-  reused (nothing paid twice).
+  ``optimize/loop.json`` (algorithm, proposer, focus, and ``iterations`` unless given);
+  finished iterations are the ledger's lines (never counted twice), the iteration in
+  flight continues from its pending file (see :mod:`capevolve.optimize.step`),
+  evaluations resume and recorded gates / decisions are reused (nothing paid twice).
 - The loop stops at the first stop predicate met, a budget cap, ``iterations`` or a
   proposer with nothing left, records why in ``loop.json`` and, with ``finalize``, seals
   test once and writes report.md.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +183,9 @@ def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
              on_iteration: Callable[[IterationRecord], None] | None = None) -> dict[str, Any]:
     """Run (or resume) the loop on ``run``; returns the loop's summary (see summary.py)."""
     session, loop = open_session(run, settings, engine)
+    if settings.resume and settings.iterations is None:  # the loop's own cap carries over
+        stored = (loop.get("settings") or {}).get("iterations")
+        settings = replace(settings, iterations=stored if isinstance(stored, int) else None)
     with run.locked():
         run.require_open("optimize")
         session.files.write_loop({**loop, "settings": asdict(settings), "stopped": None})
