@@ -2,9 +2,10 @@
 
 - ``optimize/ledger.jsonl``: one :class:`IterationRecord` per finished iteration, appended
   with one O_APPEND write. It is the truth of which iterations happened: a resumed loop
-  counts its lines, so an iteration is never counted twice. A torn last line (a kill
-  mid-write) is skipped; any other line that does not validate, or an iteration number
-  that is not the next one, is a RunDirError naming ``ledger.jsonl:<line>``.
+  counts its lines, so an iteration is never counted twice. A line that is not JSON (torn
+  by a kill mid-write; the next append starts a fresh line) is skipped; a JSON line that
+  does not validate, or an iteration number that is not the next one (a line removed or
+  repeated), is a RunDirError naming ``ledger.jsonl:<line>``.
 - ``optimize/pending/<n>.json``: the iteration in flight (its parent, focus, and once the
   proposer returned, the proposal and then the child's id). A resumed loop continues it
   from the last step recorded there and removes it once the iteration is in the ledger.
@@ -66,9 +67,7 @@ class LoopFiles:
             try:
                 data = json.loads(line)
             except ValueError:
-                if number >= len(lines) - 1 and not raw.endswith(b"\n"):
-                    continue  # the torn last line of a kill mid-write
-                raise RunDirError(f"{where}: not a JSON line") from None
+                continue  # a line torn by a kill mid-write (later appends start afresh)
             check_version(data, where)
             try:
                 record = IterationRecord.model_validate(data)
