@@ -1,0 +1,86 @@
+"""The optimize loop with the llm proposer, against a scripted chat server on a real socket:
+a strict answer is a child that goes through the full-val gate, garbage is a no_change that
+pays for no rollout, the proposer's tokens are optimizer spend, and no test data reaches the
+endpoint."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixtures.chat_server import ChatServer, completion
+from fixtures.loops import ledger, loop_run, raw_units
+from fixtures.projects import clean_env
+
+import capevolve
+
+CLI = [str(Path(sys.executable).parent / "capevolve")]
+
+
+def _answer(text: str) -> dict:
+    return completion(f"<improved_file>\n{text}\n</improved_file>", prompt_tokens=200,
+                      completion_tokens=20)
+
+
+def _spec(server: ChatServer) -> str:
+    return (f"llm:base_url={server.base_url},model=m,max_tokens=64,retries=0,"
+            "usd_per_1m_input=1,usd_per_1m_output=1")
+
+
+@pytest.mark.slow
+def test_llm_proposals_go_through_the_gate_and_garbage_is_never_evaluated(tmp_path):
+    """Iteration 1's strict answer is a child gated on full val and accepted; iteration 2's
+    garbage and iteration 3's cut answer are no_change iterations with the raw answer in
+    the ledger and no child evaluated; every request's prompt is free of test task inputs."""
+    run = loop_run(tmp_path, quality=0.2)
+    cut = completion("<improved_file>\n0.9", finish_reason="length")
+    with ChatServer([_answer("0.95"), completion("Sure! Quality is great."), cut]) as server:
+        result = capevolve.optimize(run.root, engine="local", algorithm="hill-climb",
+                                    proposer=_spec(server), iterations=3)
+    rows = result["iterations"]
+    assert [r["outcome"] for r in rows] == ["accept", "no_change", "no_change"]
+    assert result["best_id"] == rows[0]["child"]
+    stored = ledger(run.root)
+    assert stored[1]["detail"]["raw_answer"] == "Sure! Quality is great."
+    assert stored[1]["reasons"][0].startswith("unparseable answer")
+    assert "max_tokens=64" in stored[2]["reasons"][0]
+    assert [r["spend"]["tokens"] for r in stored] == [220, 60, 60]
+    assert stored[0]["spend"]["cost_usd"] == pytest.approx(220 / 1e6)
+    # a no_change evaluates no child: iteration 2 paid only for its new parent's train
+    # diagnosis, iteration 3 (same parent) for nothing
+    assert stored[2]["metric_calls"] == 0
+    val_evals = {e for e, _, _ in raw_units(run.root) if e.startswith("val__")}
+    assert val_evals == {"val__seed__k2", f"val__{rows[0]['child']}__k2"}
+    # what the model saw: train diagnosis only, never a test task's input
+    sent = json.dumps([r["body"] for r in server.requests])
+    assert "do " in sent  # train inputs are shown
+    for task_id in run.splits.test:
+        assert f"do {task_id}" not in sent
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_cli_unreachable_endpoint_is_one_line_exit_2_before_any_rollout(tmp_path):
+    """Nothing listens at the endpoint: exit 2, one `error:` line naming it, no traceback,
+    and not one rollout stored (bad options: tests/optimize/proposers/test_llm.py)."""
+    spec, fragment = "llm:base_url=http://127.0.0.1:{port}/v1,model=m", "unreachable"
+    run = loop_run(tmp_path)
+    env = {k: v for k, v in clean_env().items() if not k.startswith("CAPEVOLVE_LLM_")}
+    done = subprocess.run([*CLI, "optimize", "--run-dir", str(run.root), "--algorithm",
+                           "hill-climb", "--proposer",
+                           spec.format(port=_closed_port()), "--engine", "local"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+    assert "Traceback" not in done.stderr
+    assert raw_units(run.root) == []
+    assert not list(Path(run.root, "evals").glob("*.json"))
