@@ -223,3 +223,15 @@ def test_bounds_have_sane_defaults_and_read_from_env():
         "CAPEVOLVE_OPENAI_ROLLOUT_TOKENS": "9000", "CAPEVOLVE_OPENAI_CALL_DEADLINE_S": "20"})
     assert settings.model.max_tokens == 128 and settings.model.rollout_wall_s == 30
     assert settings.model.rollout_tokens == 9000 and settings.client.deadline_s == 20
+
+
+@pytest.mark.parametrize("name, value", [("MAX_TOKENS", "lots"), ("MAX_TOKENS", "0"),
+                                         ("ROLLOUT_WALL_S", "-1"), ("ROLLOUT_WALL_S", "nan"),
+                                         ("RETRIES", "1.5"), ("USD_PER_1M_INPUT", "free")])
+def test_a_bad_setting_is_one_line_naming_the_variable(name, value):
+    """A bound that is not a positive number (or a price that is not a number) is refused
+    with the variable's name, never silently unbounded."""
+    from capevolve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"CAPEVOLVE_OPENAI_{name}="):
+        AgentSettings.from_env({f"CAPEVOLVE_OPENAI_{name}": value})
