@@ -94,7 +94,11 @@ class LLMProposer:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
                             blocker=f"the answer repeats {path} unchanged")
-        (ctx.workdir / path).write_text(improved, encoding="utf-8")
+        target = prompts.inside(ctx.workdir, path)
+        if target is None:
+            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
+                            blocker=f"{path} in the working copy is a symlink: not written")
+        target.write_text(improved, encoding="utf-8")
         detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
 
