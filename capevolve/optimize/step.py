@@ -21,6 +21,7 @@ Every step leaves a trace a resumed loop continues from (``optimize/pending/<n>.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -55,8 +56,11 @@ class Planned:
     ctx: ProposalContext | None = None
     proposal: Proposal | None = None
     overhead_s: float = 0.0
-    rows0: int = 0
+    rows: int = 0
+    """Rollouts the engine delivered for this iteration (its plan and evaluate steps)."""
     notes: tuple[str, ...] = ()
+    on_record: Callable[[], None] | None = None
+    """Adds the evaluate step's measurements just before the record is written."""
 
 
 def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
@@ -73,7 +77,7 @@ def plan(s: Session, n: int) -> Planned:
     pending = s.files.read_pending(n)
     notes: tuple[str, ...] = ()
     if pending and pending.get("proposal") is not None and _child_available(s, n, pending):
-        p = Planned(n, pending["parent_id"], pending.get("focus"), pending, rows0=rows0)
+        p = Planned(n, pending["parent_id"], pending.get("focus"), pending)
         p.notes = ("resumed: the proposal recorded before the interruption is reused",)
     else:
         if pending:
@@ -92,9 +96,10 @@ def plan(s: Session, n: int) -> Planned:
         pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
                    "started_at": (pending or {}).get("started_at") or utc_now()}
         s.files.write_pending(n, pending)
-        p = Planned(n, parent_id, focus, pending, rows0=rows0, notes=notes)
+        p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
     p.overhead_s = (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+    p.rows = s.engine.rows - rows0
     return p
 
 
@@ -165,11 +170,14 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
 
 def evaluate(s: Session, p: Planned) -> IterationRecord:
     """Step 4 and 5 (see the module docstring)."""
-    t0, busy0 = time.monotonic(), s.engine.busy_s
-    try:
-        return _evaluate(s, p)
-    finally:
+    t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
+
+    def measured() -> None:  # called by _record, before the record is written
         p.overhead_s += (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+        p.rows += s.engine.rows - rows0
+
+    p.on_record = measured
+    return _evaluate(s, p)
 
 
 def _candidate(s: Session, p: Planned) -> str:
@@ -257,6 +265,9 @@ def _decide(s: Session, p: Planned, child_id: str, val: dict[str, Any],
 def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = None,
             screen: GateNumbers | None = None, gate: GateNumbers | None = None,
             reasons: list[str] | None = None) -> IterationRecord:
+    if p.on_record is not None:
+        p.on_record()
+        p.on_record = None
     rec = p.pending.get("proposal") or {}
     spend = Spend.model_validate(rec.get("spend") or {})
     started = p.pending.get("started_at") or utc_now()
@@ -266,7 +277,7 @@ def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = 
         child_hash=rec.get("child_hash"), focus=rec.get("focus") or p.focus,
         diff=DiffStat.model_validate(rec.get("diff") or {}), outcome=outcome,
         reasons=tuple([*(reasons or []), *p.notes]), screen=screen, gate=gate, spend=spend,
-        metric_calls=s.engine.rows - p.rows0, wall_s=_since(started),
+        metric_calls=p.rows, wall_s=_since(started),
         overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
         detail=dict(rec.get("detail") or {}))
     s.files.append(record)

@@ -189,3 +189,30 @@ def test_stop_condition_target_stops_the_loop_and_status_shows_it(tmp_path):
     assert status["stop"]["unparsed"] == ["maybe later"]
     assert status["optimize"]["iterations"] == 1
     assert status["optimize"]["stopped"] == result["stop_reason"]
+
+
+@pytest.mark.slow
+def test_parallel_children_are_proposed_concurrently_and_decided_in_order(tmp_path):
+    run = loop_run(tmp_path)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    script = _script(tmp_path, f"""
+python3 -c 'import time; print(time.time())' > {stamps}/$2.start
+sleep 1.5
+echo 0.$((2 + $2)) > "$1/quality.txt"
+python3 -c 'import time; print(time.time())' > {stamps}/$2.end
+""")
+    result = _optimize(run, algorithm="hill-climb", iterations=3, parallel=3,
+                       proposer=f"command:{script} {{workdir}} {{iteration}}")
+    starts = [float((stamps / f"{i}.start").read_text()) for i in (1, 2, 3)]
+    ends = [float((stamps / f"{i}.end").read_text()) for i in (1, 2, 3)]
+    assert max(starts) < min(ends), "the three proposals did not overlap"
+    rows = result["iterations"]
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert [r["parent"] for r in rows] == ["seed"] * 3
+    # rollouts paid per iteration: its child's val (6 tasks x 2 trials), and for the first
+    # also the parent's one-trial train evaluation behind the diagnosis (12 train tasks)
+    assert [r["metric_calls"] for r in rows] == [24, 12, 12]
+    assert all(r["outcome"] in {"accept", "reject", "indecisive"} for r in rows)
+    gates = {g["candidate_id"] for g in events(run.root, "gate")}
+    assert gates == {"cand_001", "cand_002", "cand_003"}
