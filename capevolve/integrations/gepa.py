@@ -2,7 +2,8 @@
 
 :class:`GEPAAdapter` implements gepa's adapter protocol (``gepa.core.adapter.GEPAAdapter``)
 over a capevolve run. A GEPA candidate is ``{relative path: text}`` of the base candidate's
-component files (:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
+component files (its text files outside the protected paths,
+:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
 run's train or val split (:meth:`~GEPAAdapter.trainset`, :meth:`~GEPAAdapter.valset`; test
 ids are refused, they belong to ``finalize``).
 
@@ -12,7 +13,9 @@ ids are refused, they belong to ``finalize``).
   engine (Ray or local). capevolve measures whole splits, so a minibatch is answered from
   the evaluation of its whole split (made once per candidate and split, then reused):
   every row is stored in the run's Parquet, and ``num_metric_calls`` is the number of
-  rollouts actually run, so gepa's ``max_metric_calls`` counts real spend. A task's score is
+  rollouts that call actually ran (0 for a reused evaluation; gepa 0.1 reads it for its
+  minibatch evaluations and counts a full-val evaluation as one call per task, so its
+  ``max_metric_calls`` is not the run's spend: the run's own budget is). A task's score is
   its mean reward over scored trials; a task with no scored trial (infra errors only) gets
   0.0 for gepa's search and is flagged ``unscored`` in its output and trajectory; an
   evaluation that did not complete raises (a systemic failure, not a score).
@@ -30,6 +33,7 @@ the endpoint's reported token usage and, when both prices are set, its cost.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
@@ -39,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import capevolve
+from capevolve._policy.protect import protected_patterns
 from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
 from capevolve.optimize.proposers.chat import ChatClient, ClientConfig
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
@@ -69,12 +74,15 @@ class GEPAAdapter:
         self.base_dir = self.run.candidate_dir(base)
         if not self.base_dir.is_dir():
             raise CandidateError(f"gepa adapter: no candidate {base!r} in {self.run.root}")
-        texts = _text_files(self.base_dir)
+        patterns = protected_patterns(self.run.manifest.config.protected_paths)
+        texts = {rel: text for rel, text in _text_files(self.base_dir).items()
+                 if not any(fnmatch.fnmatch(rel, p) for p in patterns)}
         wanted = list(components) if components is not None else sorted(texts)
         missing = [c for c in wanted if c not in texts]
         if missing or not wanted:
-            raise ConfigError(f"gepa adapter: components {missing or wanted} are not text "
-                              f"files of candidate {base!r}")
+            raise ConfigError(f"gepa adapter: components {missing or wanted} are not "
+                              f"editable text files of candidate {base!r} (protected paths "
+                              "are never components)")
         self.components = {c: texts[c] for c in wanted}
         self.evaluations: list[dict[str, Any]] = []
         """Every evaluation record this adapter obtained, in order, each with

@@ -116,3 +116,14 @@ def test_test_ids_and_unknown_components_are_refused(flex_run):
         adapter.evaluate(adapter.trainset()[:2], {"../scorer.py": "x"})
     _, rows = capevolve.query(flex_run, "SELECT count(*) FROM rollouts")
     assert rows == [(0,)]
+
+
+def test_protected_files_are_never_components(tmp_path):
+    """A scorer file in the seed is not offered to gepa, and asking for it is refused."""
+    project = make_project(tmp_path / "proj", 16, quality=0.2, trials=1)
+    (project / "seed" / "scorer_notes.md").write_text("how we grade\n")
+    run = capevolve.create_run(project, tmp_path / "run")
+    adapter = GEPAAdapter(run, engine="local")
+    assert set(adapter.seed_candidate()) == {"quality.txt"}
+    with pytest.raises(ConfigError, match="protected paths are never components"):
+        GEPAAdapter(run, engine="local", components=["scorer_notes.md"])
