@@ -127,3 +127,24 @@ def test_protected_files_are_never_components(tmp_path):
     assert set(adapter.seed_candidate()) == {"quality.txt"}
     with pytest.raises(ConfigError, match="protected paths are never components"):
         GEPAAdapter(run, engine="local", components=["scorer_notes.md"])
+
+
+def test_the_runs_budget_caps_what_gepa_spends(tmp_path):
+    """gepa's own metric-call budget is not the run's: with budget.max_metric_calls 40 the
+    run stops the evaluation that would pass the cap (an error through gepa, never a
+    score), and the rows stored never exceed it."""
+    from capevolve.errors import CapevolveError
+
+    project = make_project(tmp_path / "proj", 32, quality=0.2, trials=2,
+                           extra="budget: {max_metric_calls: 40}\n")
+    run = capevolve.create_run(project, tmp_path / "run")
+    adapter = GEPAAdapter(run, engine="local")
+    with ChatServer(default=Qualities([0.6, 0.7, 0.8, 0.9])) as server:
+        lm = ChatReflectionLM(f"base_url={server.base_url},model=reflect")
+        with pytest.raises(CapevolveError, match="max_metric_calls 40"):
+            gepa.optimize(seed_candidate=adapter.seed_candidate(), trainset=adapter.trainset(),
+                          valset=adapter.valset(), adapter=adapter, reflection_lm=lm,
+                          max_metric_calls=10_000, seed=0, raise_on_exception=True)
+    _, rows = capevolve.query(run, "SELECT count(*) FROM rollouts")
+    assert rows[0][0] <= 40
+    assert capevolve.open_run(run.root).spent.metric_calls <= 40
