@@ -84,7 +84,7 @@ class AgentSettings:
                               temperature=num("TEMPERATURE", "0", strict=False),
                               max_turns=num("MAX_TURNS", "12", int),
                               max_tokens=num("MAX_TOKENS", "512", int),
-                              rollout_wall_s=num("ROLLOUT_WALL_S", "300"),
+                              rollout_wall_s=num("ROLLOUT_WALL_S", "240"),
                               rollout_tokens=num("ROLLOUT_TOKENS", "60000", int),
                               usd_per_1m_input=price("USD_PER_1M_INPUT"),
                               usd_per_1m_output=price("USD_PER_1M_OUTPUT")))

@@ -216,7 +216,7 @@ def test_a_call_in_flight_is_cut_by_the_rollout_deadline(cancel_task, oracle_can
 def test_bounds_have_sane_defaults_and_read_from_env():
     """Defaults bound every call and rollout; CAPEVOLVE_OPENAI_* override them."""
     default = AgentSettings.from_env({})
-    assert default.model.max_tokens == 512 and default.model.rollout_wall_s == 300
+    assert default.model.max_tokens == 512 and default.model.rollout_wall_s == 240
     assert default.model.rollout_tokens == 60_000 and default.client.deadline_s == 180
     settings = AgentSettings.from_env({
         "CAPEVOLVE_OPENAI_MAX_TOKENS": "128", "CAPEVOLVE_OPENAI_ROLLOUT_WALL_S": "30",
