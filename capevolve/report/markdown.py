@@ -24,6 +24,7 @@ from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
+from capevolve.report.loop_section import loop_section
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -87,7 +88,8 @@ def render(run: RunDir) -> str:
             f"| {record['candidate_id']} | {record['eval_id']} | {_measured(stats, floor)} | "
             f"{stats['n_scored']}/{stats['n_tasks']} | {stats['n_errors']} | {_pass_k(stats)} "
             f"| {gate_text} | {decision} |")
-    lines += ["", "## Gates", ""] + _gates_section(run)
+    lines += ["", *loop_section(run)]
+    lines += ["## Gates", ""] + _gates_section(run)
     lines += ["", "## Held-out test", ""]
     lines += _final_section(run, floor)
     spent = run.spent.to_dict()

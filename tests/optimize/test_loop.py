@@ -216,3 +216,22 @@ python3 -c 'import time; print(time.time())' > {stamps}/$2.end
     assert all(r["outcome"] in {"accept", "reject", "indecisive"} for r in rows)
     gates = {g["candidate_id"] for g in events(run.root, "gate")}
     assert gates == {"cand_001", "cand_002", "cand_003"}
+
+
+@pytest.mark.slow
+def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(tmp_path):
+    from capevolve.report.markdown import render
+
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.2, 0.25, 0.3, 0.35, 0.15])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                       iterations=4)
+    assert result["plateau"] is None  # four gated misses are not yet a plateau
+    result = _optimize(run, resume=True, iterations=5)
+    assert [r["outcome"] for r in result["iterations"]] == ["reject"] * 5
+    assert result["plateau"] and "last 5 gated" in result["plateau"]
+    assert capevolve.status(run.root)["optimize"]["plateau"] == result["plateau"]
+    report = render(capevolve.open_run(run.root))
+    assert "## Optimization loop" in report and f"- plateau: {result['plateau']}" in report
+    section = report.split("## Optimization loop")[1].split("## Gates")[0]
+    assert section.count("| reject |") == 5
