@@ -282,7 +282,7 @@ def test_settings_come_from_the_environment_and_the_spec_wins(tmp_path):
     proposer = build("model=spec-m", ProposerConfig(project_dir=tmp_path, env=env))
     assert proposer.settings.model == "spec-m"
     assert proposer.settings.base_url == "http://127.0.0.1:9/v1"
-    assert proposer.client.config.api_key == "k"
+    assert proposer.client_config.api_key == "k"
 
 
 def test_a_symlinked_component_is_never_read(tmp_path):
@@ -310,3 +310,19 @@ def test_a_symlink_in_the_working_copy_is_not_written_through(tmp_path):
         proposal = _proposer(server).propose(ctx)
     assert not proposal.changed and "symlink" in proposal.blocker
     assert outside.read_text() == "untouched\n"
+
+
+def test_concurrent_proposals_keep_their_own_counts(tmp_path):
+    """With --parallel, one proposer serves several proposals at once: each has its own
+    attempts, answer and spend."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    script = [Sleep(0.3, Reply(503, {})), Sleep(0.1, _answer(TOOLS + "# b\n")),
+              _answer(TOOLS + "# a\n")]
+    with ChatServer(script) as server:
+        proposer = _proposer(server)
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(proposer.propose,
+                                    [_ctx(tmp_path / "a"), _ctx(tmp_path / "b")]))
+    assert all(r.changed for r in results)
+    assert sorted(r.detail["http_attempts"] for r in results) == [1, 2]
