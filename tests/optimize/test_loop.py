@@ -179,12 +179,20 @@ def test_a_second_loop_needs_resume_and_resume_keeps_the_settings(tmp_path):
     assert result["iterations"][1]["outcome"] == "accept"
 
 
-def test_stop_condition_target_stops_the_loop_and_status_shows_it(tmp_path):
+@pytest.mark.slow
+def test_a_met_stop_condition_stops_finalizes_and_status_shows_the_parse(tmp_path):
     run = loop_run(tmp_path, extra='stop_condition: "val mean >= 0.8 or maybe later"\n')
     edits = scripted_edits(tmp_path / "edits", [0.99, 0.2, 0.3])
-    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                       finalize=True)
     assert len(result["iterations"]) == 1
     assert result["stop_reason"].startswith("stop condition met: val mean >= 0.8")
+    final = json.loads((run.root / "final.json").read_text())
+    assert result["final"]["best_id"] == final["best_id"] == "cand_001"
+    assert result["final"]["delta"] == final["delta"]
+    assert (run.root / "seal.json").is_file() and (run.root / "report.md").is_file()
+    with pytest.raises(capevolve.RunDirError):  # the run is closed: no second loop on it
+        _optimize(run, resume=True, iterations=3)
     status = capevolve.status(run.root)
     assert status["stop"]["unparsed"] == ["maybe later"]
     assert status["optimize"]["iterations"] == 1
@@ -235,3 +243,26 @@ def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(
     assert "## Optimization loop" in report and f"- plateau: {result['plateau']}" in report
     section = report.split("## Optimization loop")[1].split("## Gates")[0]
     assert section.count("| reject |") == 5
+
+
+def test_clusters_whose_fix_was_tried_and_rejected_are_marked_for_the_proposer():
+    from types import SimpleNamespace
+
+    from capevolve.optimize.context import mark_tried
+    from capevolve.records._optimize import IterationRecord
+
+    def rec(i, parent, focus, outcome):
+        return IterationRecord(iteration=i, algorithm="hill-climb", proposer="p",
+                               parent_id=parent, focus=focus, outcome=outcome,
+                               started_at="t", finished_at="t")
+
+    session = SimpleNamespace(ledger=[rec(1, "seed", "confirm", "reject"),
+                                      rec(2, "seed", "refund", "accept"),
+                                      rec(3, "cand_002", "confirm", "reject"),
+                                      rec(4, "seed", "confirm", "screened_out")])
+    diagnosis = {"clusters": [{"signature": "confirm"}, {"signature": "refund"},
+                              {"signature": "greet"}]}
+    marked = mark_tried(diagnosis, session, "seed")["clusters"]
+    assert marked[0]["tried_and_rejected"] == [1, 4]
+    assert "tried_and_rejected" not in marked[1] and "tried_and_rejected" not in marked[2]
+    assert "tried_and_rejected" not in diagnosis["clusters"][0]  # the input is not modified
