@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,6 +123,12 @@ def propose(s: Session, p: Planned) -> None:
     except Exception as exc:  # noqa: BLE001 - a proposer's failure is an iteration's result
         p.proposal = Proposal(False, f"proposer failed: {type(exc).__name__}: {exc}",
                               Spend(wall_s=time.monotonic() - t0))
+
+
+def discard(p: Planned, why: str) -> None:
+    """Turn the proposal just made into a no_change (it wrote outside its directory)."""
+    if p.proposal is not None:
+        p.proposal = replace(p.proposal, changed=False, blocker=f"refused: {why}")
 
 
 def settle(s: Session, p: Planned) -> IterationRecord | None:

@@ -266,3 +266,32 @@ def test_clusters_whose_fix_was_tried_and_rejected_are_marked_for_the_proposer()
     assert marked[0]["tried_and_rejected"] == [1, 4]
     assert "tried_and_rejected" not in marked[1] and "tried_and_rejected" not in marked[2]
     assert "tried_and_rejected" not in diagnosis["clusters"][0]  # the input is not modified
+
+
+@pytest.mark.slow
+def test_a_proposer_writing_into_the_run_dir_is_discarded_and_the_files_restored(tmp_path):
+    run = loop_run(tmp_path)
+    script = _script(tmp_path, f"""
+echo 0.99 > "$1/quality.txt"
+case "$2" in
+  1) echo '{{"kind": "accept", "candidate_id": "cand_009"}}' >> {run.root}/events.jsonl ;;
+  2) echo '{{"iteration": 2, "outcome": "accept"}}' >> {run.root}/optimize/ledger.jsonl
+     mkdir -p {run.root}/rollouts/split=val/candidate=cand_001
+     echo junk > {run.root}/rollouts/split=val/candidate=cand_001/planted.parquet ;;
+  3) echo "# edited" >> {tmp_path}/proj/adapter.py ;;
+esac
+""")
+    events_before = (run.root / "events.jsonl").read_bytes()
+    result = _optimize(run, algorithm="hill-climb", iterations=5,
+                       proposer=f"command:{script} {{workdir}} {{iteration}}")
+    rows = result["iterations"]
+    assert [r["outcome"] for r in rows] == ["no_change", "no_change", "no_change"]
+    assert "events.jsonl was changed by a proposer (restored)" in rows[0]["reason"]
+    assert "ledger.jsonl was changed by a proposer (restored)" in rows[1]["reason"]
+    assert "changed the project's frozen files" in rows[2]["reason"]
+    assert result["stop_reason"] == rows[2]["reason"].removeprefix("refused: ")
+    assert (run.root / "events.jsonl").read_bytes().startswith(events_before)
+    assert not events(run.root, "accept") and run.candidate_ids() == ["seed"]
+    assert not (run.root / "rollouts" / "split=val" / "candidate=cand_001"
+                / "planted.parquet").exists()
+    assert [r["iteration"] for r in ledger(run.root)] == [1, 2, 3]
