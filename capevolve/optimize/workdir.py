@@ -33,8 +33,8 @@ RULES = """\
   read-only). Keep the edit general: a rule, a fix, a clearer instruction.
 - Never write a task id, a gold value or an expected answer into the capability: the loop
   measures on held-out tasks and such an edit is worthless there.
-- Never touch a protected path (below): a child that adds, edits or removes one is refused
-  before any rollout.
+- Never touch a protected path (listed above): a child that adds, edits or removes one is
+  refused before any rollout.
 - Changing nothing is a valid answer when you see no general improvement.
 """
 
