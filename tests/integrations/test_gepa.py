@@ -99,11 +99,15 @@ def test_evaluate_answers_a_minibatch_from_its_stored_split(flex_run):
                               f"eval_id = '{eval_id}' GROUP BY 1")
     means = dict(rows)
     assert first.scores == [pytest.approx(means[t]) for t in batch]
-    dataset = adapter.make_reflective_dataset({"quality.txt": "0.5"}, first, ["quality.txt"])
-    failing = [t for t, s in zip(batch, first.scores, strict=True) if s < 1]
-    if failing:
-        assert dataset["quality.txt"] and all(
-            set(r) >= {"Inputs", "Generated Outputs", "Feedback"} for r in dataset["quality.txt"])
+    # a candidate that fails everything: one reflective record per failing trial of the
+    # batch, from capevolve's diagnosis, for the component asked for
+    failing = adapter.evaluate(batch, {"quality.txt": "0.0"}, capture_traces=True)
+    assert failing.scores == [0.0, 0.0, 0.0]
+    dataset = adapter.make_reflective_dataset({"quality.txt": "0.0"}, failing,
+                                              ["quality.txt"])
+    records = dataset["quality.txt"]
+    assert len(records) == 3 * 2 and all(r["reward"] == 0.0 for r in records)
+    assert {r["Inputs"] for r in records} == {f"do {t}" for t in batch}
 
 
 def test_test_ids_and_unknown_components_are_refused(flex_run):
