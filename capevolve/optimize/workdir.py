@@ -1,6 +1,7 @@
 """The prepared directory a proposer works in, and what its edit changed.
 
-``prepare`` makes ``optimize/work/<n>/``::
+``prepare`` makes the directory of iteration n (``.<run name>.optimize-work/<n>/``, beside
+the run dir)::
 
     candidate/          a writable copy of the parent's snapshot files (the proposer edits it)
     INSTRUCTIONS.md     the editable surface, protected paths, stop condition and rules
