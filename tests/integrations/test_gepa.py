@@ -133,6 +133,7 @@ def test_protected_files_are_never_components(tmp_path):
         GEPAAdapter(run, engine="local", components=["scorer_notes.md"])
 
 
+@pytest.mark.slow
 def test_the_runs_budget_caps_what_gepa_spends(tmp_path):
     """gepa's own metric-call budget is not the run's: with budget.max_metric_calls 40 the
     run stops the evaluation that would pass the cap (an error through gepa, never a
