@@ -20,6 +20,7 @@ Every step leaves a trace a resumed loop continues from (``optimize/pending/<n>.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -149,11 +150,18 @@ def settle(s: Session, p: Planned) -> IterationRecord | None:
         blocker, digest = f"the child is identical to {twin}, already measured", None
     p.pending["proposal"] = {
         "blocker": blocker, "child_hash": digest, "focus": proposal.focus or p.focus,
-        "spend": proposal.spend.model_dump(), "detail": proposal.detail,
+        "spend": proposal.spend.model_dump(), "detail": _json_values(proposal.detail),
         "diff": diff.model_dump(mode="json")}
     s.files.write_pending(p.iteration, p.pending)
     p.overhead_s += time.monotonic() - t0
     return _no_change_from_pending(s, p)
+
+
+def _json_values(detail: Any) -> dict[str, Any]:
+    """A proposer's detail as JSON values (anything else as its text; NaN as null)."""
+    text = json.dumps(detail if isinstance(detail, dict) else {"detail": detail},
+                      default=str, allow_nan=True)
+    return dict(json.loads(text, parse_constant=lambda _: None))
 
 
 def _no_change_from_pending(s: Session, p: Planned) -> IterationRecord | None:
