@@ -88,6 +88,8 @@ class EventKind(StrEnum):
     NOTE = "note"
     DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
+    PART_WRITTEN = "part_written"  # a Parquet part was renamed into place (sha256, rows)
+    QUARANTINED = "quarantined"  # `capevolve quarantine` moved bad files aside
 
 
 class SealStatus(StrEnum):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -79,8 +80,13 @@ class EventLog:
         self._last: str | None = None  # sha256 of the last event's line (the chain's head)
         self._best_id: str | None = None
         self._spent = Spend()
+        self._mutex = threading.RLock()  # a part-writer thread appends beside the main one
 
     def _refresh(self) -> None:
+        with self._mutex:
+            self._read_new()
+
+    def _read_new(self) -> None:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -125,19 +131,23 @@ class EventLog:
 
     def append(self, event: Event) -> Event:
         """Append one event (one atomic write) chained to the last one, fold it into the
-        cache and return it as stored. The caller holds the run lock."""
-        self._refresh()
-        stored = event.model_copy(update={"prev": self._last})
-        jsonfiles.append_line(self.path, stored.to_json())
-        self._refresh()
+        cache and return it as stored. The caller holds the run lock; threads of one
+        process are serialized here."""
+        with self._mutex:
+            self._refresh()
+            stored = event.model_copy(update={"prev": self._last})
+            jsonfiles.append_line(self.path, stored.to_json())
+            self._refresh()
         return stored
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
         """Every event (optionally of one kind) in log order."""
-        self._refresh()
+        with self._mutex:
+            self._refresh()
+            events = list(self._events)
         if kind is None:
-            return list(self._events)
-        return [e for e in self._events if e.kind == str(kind)]
+            return events
+        return [e for e in events if e.kind == str(kind)]
 
     @property
     def best_id(self) -> str | None:

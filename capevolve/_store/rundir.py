@@ -24,6 +24,7 @@ import datetime as dt
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +47,7 @@ from capevolve.records import (
     CandidateRecord,
     Event,
     GateEvent,
+    PartWritten,
     RunManifest,
     StateRecord,
     UserEvent,
@@ -73,6 +75,7 @@ class RunDir:
     """A run directory. Create with :meth:`create`, open an existing one with :meth:`open`."""
 
     _user_kinds: ClassVar[set[str]] = set(USER_KINDS_BUILTIN)
+    _appending: ClassVar[threading.RLock] = threading.RLock()  # appends + state.json
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
@@ -210,10 +213,22 @@ class RunDir:
         """
         model = LIBRARY_EVENTS[EventKind(kind)]
         event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
-        with self.locked():
+        with self.locked(), self._appending:
             event = self._log.append(event)
             self._write_state()
         return event
+
+    def record_part(self, path: Path | str, n_rows: int) -> PartWritten:
+        """Record a Parquet part of this run that was just durably renamed into place: a
+        ``part_written`` event with its path (relative to the run dir), size, sha256 and
+        row count, which verification (capevolve._store.integrity) checks the part against
+        from then on. The sha256 and the footer's row count are computed here; a footer
+        that disagrees with ``n_rows`` is a RunDirError. Thread-safe: the part-writer
+        thread calls it while the evaluating thread holds the run lock."""
+        from capevolve._store.integrity import part_fields
+
+        fields = part_fields(self.root, Path(path), n_rows)
+        return cast(PartWritten, self._record(EventKind.PART_WRITTEN, **fields))
 
     def _write_state(self) -> None:
         state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
@@ -253,7 +268,7 @@ class RunDir:
             event = UserEvent(kind=name, ts=utc_now(), pid=os.getpid(), data=fields)
         except (ValidationError, TypeError, ValueError) as exc:
             raise RecordError(f"log_event {name!r}: fields must be JSON values ({exc})") from None
-        with self.locked():
+        with self.locked(), self._appending:
             stored = self._log.append(event)
             self._write_state()
         return cast(UserEvent, stored)

@@ -188,6 +188,32 @@ class TamperEvent(EventBase):
     """The protected paths it modified, added or removed."""
 
 
+class PartWritten(EventBase):
+    """A Parquet part of rollouts was durably renamed into place."""
+
+    kind: Literal[EventKind.PART_WRITTEN]
+    path: str
+    """The part, relative to the run dir (POSIX separators)."""
+    sha256: str
+    """sha256 of the part's bytes."""
+    size: int = Field(ge=0)
+    """Its size in bytes."""
+    n_rows: int = Field(ge=0)
+    """Rows it holds."""
+
+
+class QuarantinedEvent(EventBase):
+    """``capevolve quarantine`` moved files that failed verification aside."""
+
+    kind: Literal[EventKind.QUARANTINED]
+    moved: dict[str, str]
+    """Each moved file (relative to the run dir) and where it went."""
+    problems: list[str]
+    """The verification problems that were found, one line each."""
+    reset_events: bool = False
+    """Whether events.jsonl itself was set aside and restarted (its history kept aside)."""
+
+
 class UserEvent(EventBase):
     """An event of a user's own kind (``note`` or a registered kind); fields as data."""
 
@@ -203,6 +229,7 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.SET_BEST: SetBestEvent, EventKind.SPEND: SpendEvent,
     EventKind.FINALIZE_STARTED: FinalizeStarted, EventKind.FINALIZED: Finalized,
     EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
+    EventKind.PART_WRITTEN: PartWritten, EventKind.QUARANTINED: QuarantinedEvent,
 }
 """The kinds capevolve records itself, and their models (a user may not log these)."""
 
@@ -213,7 +240,7 @@ USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
 
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
-         | DiagnosisAnnotated | TamperEvent | UserEvent)
+         | DiagnosisAnnotated | TamperEvent | PartWritten | QuarantinedEvent | UserEvent)
 
 
 def parse_event(data: Any, source: str) -> Event:
