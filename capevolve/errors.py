@@ -64,6 +64,13 @@ class BudgetError(CapevolveError):
     """A budget cap (iterations, metric calls, money, stall) is reached."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """An interrupt (Ctrl-C) stopped an evaluation; the message says what is on disk.
+
+    A KeyboardInterrupt, so code that catches interrupts still does; the CLI prints the
+    message on one line and exits 130."""
+
+
 class RecordError(CapevolveError, ValueError):
     """A value that would be recorded is refused: an event kind the library records
     itself, a negative or non-finite spend, a field a record does not have."""

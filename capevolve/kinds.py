@@ -71,6 +71,14 @@ class EngineKind(StrEnum):
     LOCAL = "local"
 
 
+class SpendRole(StrEnum):
+    """Who spent: the agent under evaluation, the scorer / judge, or an optimizer."""
+
+    RUNNER = "runner"  # the rollouts (Rollout.tokens / cost_usd)
+    SCORER = "scorer"  # scoring and LLM judges
+    OPTIMIZER = "optimizer"  # the proposer of edits
+
+
 class EventKind(StrEnum):
     """Kinds of records in events.jsonl (the append-only audit log)."""
 

@@ -15,7 +15,7 @@ from capevolve.kinds import SEED_ID, SealStatus
 class _BrokenEngine:
     """An engine that fails as a whole before running anything."""
 
-    def run(self, job, units, sink, limit=None):
+    def run(self, job, units, sink, limit=None, ledger=None):
         raise EngineError("the cluster went away")
 
     def close(self) -> None:
