@@ -24,6 +24,7 @@ class ErrorKind(StrEnum):
     SCORE = "score"  # score() raised or returned an invalid Score
     TIMEOUT = "timeout"  # run_target exceeded engine.timeout_s
     CRASH = "crash"  # the worker process died while running the unit
+    INVALID_VALUE = "invalid_value"  # a value the row may not hold (the error names the field)
 
 
 class Decision(StrEnum):
