@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from capevolve.errors import CapevolveError
+from capevolve.errors import CapevolveError, Interrupted
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -113,8 +113,8 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except CapevolveError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        except KeyboardInterrupt:
-            fail("interrupted; finished rollouts are on disk, rerun to resume", code=130)
+        except KeyboardInterrupt as exc:  # Interrupted says how many rows are on disk
+            fail(str(exc) if isinstance(exc, Interrupted) else "interrupted", code=130)
         finally:
             _restore_stdout()
 
