@@ -13,9 +13,15 @@ rewritten: RunDirError.
 The events form a hash chain: each carries ``prev``, the sha256 of the previous event's
 line, set by :meth:`EventLog.append` (which runs under the run lock). A line edited in
 place, removed or inserted anywhere but at the very end breaks the chain at the event
-after it: RunDirError naming that line. The chain is evidence against accidents and naive
-edits, not a signature: there is no key, and the last line is covered only once another
-event follows it.
+after it: RunDirError naming that line.
+
+Each line is also signed: ``mac`` is an HMAC under the run's key, which lives outside the
+run dir (:mod:`capevolve._store.signing`; the first event, ``run_created``, names it by
+``key_id``). With the key at hand a line without a valid ``mac`` is a forgery (a correct
+``prev`` does not help it): RunDirError naming the line. Without the key (the run dir was
+copied to another machine) the chain alone is checked, :attr:`EventLog.unsigned` says why,
+and :meth:`EventLog.append` refuses to write. Lines removed from the very end are caught
+by the chain head the run mirrors outside the run dir (capevolve._store.heads).
 """
 
 from __future__ import annotations
@@ -29,10 +35,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from capevolve._store import jsonfiles
+from capevolve._store import jsonfiles, signing
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
-from capevolve.records import Event, SetBestEvent, SpendEvent, parse_event
+from capevolve.records import Event, RunCreated, SetBestEvent, SpendEvent, parse_event
 
 SPEND_FIELDS = ("iterations", "metric_calls", "tokens", "cost_usd", "cost_unrecorded",
                 "wall_s")
@@ -81,6 +87,14 @@ class EventLog:
         self._best_id: str | None = None
         self._spent = Spend()
         self._mutex = threading.RLock()  # a part-writer thread appends beside the main one
+        self._key: bytes | None = None
+        self.key_id: str | None = None
+        self.unsigned: str | None = None
+        """Why signatures are not checked (the key is absent), else None."""
+        self.head: str | None = None
+        """sha256 of the last event's line (None for an empty log)."""
+        self.appended: list[bytes] = []
+        """The bytes this object appended, in order (the evaluation guard reads them)."""
 
     def _refresh(self) -> None:
         with self._mutex:
@@ -122,7 +136,12 @@ class EventLog:
         if event.prev != self._last:
             raise RunDirError(f"{source}: the hash chain is broken (an earlier line was "
                               "edited, removed or inserted)")
-        self._last = hashlib.sha256(line).hexdigest()
+        if not self._events:
+            self._take_key(event, source)
+        if self._key is not None and not signing.valid(self._key, data):
+            raise RunDirError(f"{source}: forged: its signature (mac) does not match the "
+                              "run's key; capevolve did not write this line")
+        self._last = self.head = hashlib.sha256(line).hexdigest()
         self._events.append(event)
         if isinstance(event, SetBestEvent):
             self._best_id = event.candidate_id
@@ -135,10 +154,31 @@ class EventLog:
         process are serialized here."""
         with self._mutex:
             self._refresh()
-            stored = event.model_copy(update={"prev": self._last})
-            jsonfiles.append_line(self.path, stored.to_json())
+            if not self._events:
+                self._take_key(event, str(self.path))
+            if self._key is None:
+                raise RunDirError(f"{self.path}: writes refused: {self.unsigned}")
+            data = event.model_copy(update={"prev": self._last, "mac": None}).to_json()
+            data["mac"] = signing.mac(self._key, data)
+            start = self._offset
+            jsonfiles.append_line(self.path, data)
             self._refresh()
+            with open(self.path, "rb") as fh:
+                fh.seek(start)
+                self.appended.append(fh.read(self._offset - start))
+            stored = self._events[-1]
         return stored
+
+    def _take_key(self, first: Event, source: str) -> None:
+        """Learn the run's key from its first event (run_created names it)."""
+        if not isinstance(first, RunCreated):
+            raise RunDirError(f"{source}: the first event must be run_created, not "
+                              f"{first.kind!r}")
+        self.key_id = first.key_id
+        self._key = signing.load_key(first.key_id)
+        if self._key is None:
+            self.unsigned = (f"the run's signing key {signing.key_path(first.key_id)} is "
+                             "not on this machine (only the hash chain is checked)")
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
         """Every event (optionally of one kind) in log order."""

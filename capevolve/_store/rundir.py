@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Self, cast
 
 from pydantic import ValidationError
 
-from capevolve._store import jsonfiles
+from capevolve._store import jsonfiles, signing
 from capevolve._store.candidates import content_hash, copy_readonly, digests_hash, file_digests
 from capevolve._store.events import SPEND_FIELDS, EventLog, Spend
 from capevolve._store.layout import Layout
@@ -119,7 +119,7 @@ class RunDir:
                 folder.mkdir(parents=True, exist_ok=True)
             write_splits(splits, run.layout.splits_json)
             jsonfiles.write_atomic(run.layout.run_json, record.to_json())
-            run._record(EventKind.RUN_CREATED, run_id=record.run_id)
+            run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key())
             run.snapshot(SEED_ID, seed, role="seed")
             run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run
