@@ -16,6 +16,7 @@ import socket
 import sys
 from typing import Any
 
+from capevolve._engine.contain import end_forks_of
 from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_wire
 from capevolve.errors import CapevolveError
 
@@ -71,6 +72,7 @@ def main() -> None:
     """Keep the reply channel private, then serve requests until stdin closes."""
     replies = _Replies(os.dup(1))
     os.dup2(2, 1)
+    end_forks_of((replies.fd,))  # a fork made by candidate code never speaks for us
     try:
         asyncio.run(_serve(replies))
     except BaseException as exc:  # noqa: BLE001 - the driver sees the end of the channel
