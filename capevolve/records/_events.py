@@ -174,6 +174,8 @@ class Finalized(EventBase):
     """The candidate finalized."""
     delta: float | None = None
     """The paired test delta (None when not measured)."""
+    final_sha256: str | None = None
+    """sha256 of the final.json it wrote (verification compares the file to it)."""
 
 
 class DiagnosisAnnotated(EventBase):
