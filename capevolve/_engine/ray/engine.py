@@ -59,7 +59,7 @@ class RayEngine:
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address)
         actors = pool.rollout_pool(self.config, job)
-        scorers = pool.scorer_pool(job, len(actors))
+        scorers = pool.scorer_pool(job, len(actors), self.config)
         dispatcher = Dispatcher(actors, scorers,
                                 max_restarts=3 * (len(actors) + len(scorers)) + 3)
         return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
