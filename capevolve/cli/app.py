@@ -16,10 +16,12 @@ from capevolve.cli import (
     inspect_cmds,
     output,
     project_cmds,
+    usage,
 )
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
+    cls=usage.OneLineUsageGroup,
     add_completion=False,
     help="Evolve the capabilities of LLM agents and measure every edit honestly.",
 )
