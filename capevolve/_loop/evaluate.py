@@ -31,13 +31,15 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     load_eval,
     write_eval,
 )
+from capevolve._store.journal import recover as journal
+from capevolve._store.journal.dispatch import DispatchJournal
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
-from capevolve._store.rollouts.writer import PartWriter
+from capevolve._store.rollouts.writer import PartWriter, session_token
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, RunDirError
+from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -70,6 +72,62 @@ class _Tally:
                 self.cost_unrecorded += 1
             else:
                 self.cost_usd += row["cost_usd"]
+
+
+class _Session:
+    """One run of the engine for one evaluation: its dispatch journal (the ledger the
+    dispatcher records units in before they go out), its row writer and its tally; see
+    :mod:`capevolve._store.journal`."""
+
+    def __init__(self, run: RunDir, eval_id: str, split: str, candidate_id: str) -> None:
+        self.run, self.token, self.tally = run, session_token(), _Tally()
+        journal.live_sessions.add(self.token)
+        self.ledger = DispatchJournal(
+            run.layout.journal / f"{self.token}.dispatch",
+            {"session": self.token, "eval_id": eval_id, "split": split,
+             "candidate_id": candidate_id})
+        self.writer = PartWriter(run.layout, split, candidate_id, eval_id, session=self.token,
+                                 on_part=run.record_part)
+        self.t0 = time.monotonic()
+
+    def sink(self, rows: list[dict]) -> None:
+        self.writer.add(rows)
+        self.tally.add(rows)
+
+    def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
+        """Write every row the engine delivered, check what candidate code touched, record
+        the spend (once) and remove the journals; with a write failure the row journal
+        stays for the next command to recover, and the failure is returned."""
+        failure: StoreError | None = None
+        try:
+            self.writer.close()
+        except StoreError as exc:
+            failure = exc
+        self.ledger.close()
+        tampered = guard.documents_changed()  # before anything else is recorded
+        try:
+            journal.settle(self.run, self.token, self.ledger.units,
+                           journal.RowSpend(self.tally.rows, self.tally.tokens,
+                                            self.tally.cost_usd, self.tally.cost_unrecorded),
+                           time.monotonic() - self.t0, reconciled=False)
+            if failure is None:
+                journal.remove_session(self.run.layout, self.token)
+        except OSError:
+            pass  # the journals stay: the next command settles them
+        finally:
+            journal.live_sessions.discard(self.token)
+        guard.check(record, self.writer.parts, tampered)
+        return failure
+
+
+def _on_disk(run: RunDir, eval_id: str, n_units: int, session: str) -> str:
+    """How many units of an evaluation have a finished rollout on disk, in words: in its
+    parts, or in the row journal a failed write left (the next command makes it a part)."""
+    parts = RolloutStore(run.layout).done_units(eval_id)
+    pending = journal.journalled_units(run.layout, session, eval_id) - parts
+    where = f" ({len(pending)} in the row journal, kept by the next command)" if pending else ""
+    return (f"{len(parts | pending)} of {n_units} units of {eval_id} have a finished "
+            f"rollout on disk{where}")
 
 
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
@@ -129,6 +187,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     with run.locked():
+        journal.recover(run)  # what an evaluation that died left: its rows and its spend
         if not allow_test:
             run.require_open("evaluate")
         candidate_id = resolve_candidate(run, candidate)
@@ -167,26 +226,28 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     write_eval(run, EvalRecord.model_validate(record))
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
-    writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
-    tally = _Tally()
-
-    def sink(rows: list[dict]) -> None:
-        writer.add(rows)
-        tally.add(rows)
-
+    session = _Session(run, eval_id, str(split), candidate_id)
     engine = engine or make_engine(config.engine, address)
-    allowance = budget.dispatch_allowance(limit, run.spent, tally) if limit else None
-    t0 = time.monotonic()
+    allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
+    n_units = len(task_ids) * n_trials
     try:
-        report = engine.run(job, units, sink, allowance)
-    finally:
-        writer.close()
-        tampered = guard.documents_changed()  # before anything else is recorded
-        run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
-                         cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
-                         wall_s=time.monotonic() - t0)
-        guard.check(record, writer.parts, tampered)
+        report = engine.run(job, units, session.sink, allowance, ledger=session.ledger)
+    except KeyboardInterrupt:
+        session.end(guard, record)
+        raise Interrupted(f"interrupted: {_on_disk(run, eval_id, n_units, session.token)}"
+                          "; rerun to resume") from None
+    except StoreError as exc:
+        failure: StoreError | None = session.end(guard, record) or exc
+    except BaseException:
+        session.end(guard, record)
+        raise
+    else:
+        failure = session.end(guard, record)
+    if failure is not None:  # a write failed: the rows on disk stay for the resume
+        raise StoreError(f"{failure}; {_on_disk(run, eval_id, n_units, session.token)}; "
+                         "rerun to resume once the cause is fixed") from None
+    tally = session.tally
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)

@@ -79,9 +79,14 @@ def test_part_writer_writes_via_temp_name_and_rename(tmp_path, monkeypatch):
     monkeypatch.setattr(pq, "write_table", spy)
     writer = PartWriter(layout, "val", SEED_ID, "val__seed__k2", max_rows=3, max_age_s=60)
     rows = [_row(f"t{i}", 0, reward=i / 10) for i in range(7)]
-    for row in rows:
-        writer.add([row])
-    writer.close()
+    for n_parts, batch in enumerate((rows[:3], rows[3:6])):  # a part once 3 rows are in
+        writer.add(batch)
+        deadline = time.monotonic() + 5
+        while len(list(layout.rollouts.rglob("*.parquet"))) <= n_parts:
+            assert time.monotonic() < deadline, "no part after max_rows rows"
+            time.sleep(0.01)
+    writer.add(rows[6:])
+    writer.close()  # the last row goes in a part of its own
 
     parts = sorted(layout.partition("val", SEED_ID).iterdir())
     assert [p.suffix for p in parts] == [".parquet"] * 3, parts
