@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
 from capevolve.adapter import Rollout, Score, Task
-from capevolve.config import ProjectConfig, load_config
+from capevolve.config import ProjectConfig, check_capability_dir, load_config
 from capevolve.errors import AdapterError, CapevolveError, ConfigError
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
@@ -45,11 +45,7 @@ def load_project(project_dir: Path | str, config: ProjectConfig | None = None) -
     if not root.is_dir():
         raise ConfigError(f"{root}: project directory does not exist")
     project = Project(root=root, config=config or load_config(root))
-    if not project.capability_dir.is_dir():
-        raise ConfigError(
-            f"{root / 'capevolve.yaml'}: capability_path: "
-            f"{project.config.capability_path!r} is not a directory"
-        )
+    check_capability_dir(root, project.config)
     return project
 
 
