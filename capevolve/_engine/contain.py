@@ -10,9 +10,14 @@ an error of that call, never the end (or a copy) of the process that made it.
 - :func:`end_forks_of` makes a forked copy of a worker process let go of the worker's
   private channel at once, so it can never answer (or hold open) the driver's pipe.
 
-``os._exit`` and native crashes cannot be caught in-process: under ``engine.isolation:
-process`` they end only the isolated child (an error row of kind ``crash``); without it they
-end the worker, whose units the dispatcher re-sends.
+- ``os._exit()`` called by the wrapped call itself (its own thread or task, in the
+  process that made the call) raises :class:`UserExit` too: ``os._exit`` is replaced, once,
+  by a function that exits for real everywhere else (forked children, capevolve itself,
+  threads user code started).
+
+Native crashes (and ``os._exit`` from a thread user code started) cannot be caught
+in-process: under ``engine.isolation: process`` they end only the isolated child (an error
+row of kind ``crash``); without it they end the worker, whose units the dispatcher re-sends.
 """
 
 from __future__ import annotations
@@ -21,7 +26,20 @@ import functools
 import inspect
 import os
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, NoReturn
+
+_REAL_EXIT = os._exit
+_IN_CALL: ContextVar[tuple[str, int] | None] = ContextVar("capevolve_user_call", default=None)
+"""``(where, pid)`` while a wrapped call runs in this context."""
+
+
+def _exit_of_user_code(status: int) -> NoReturn:
+    call = _IN_CALL.get()
+    if call is not None and call[1] == os.getpid():
+        raise UserExit(f"{call[0]} called os._exit({status!r}): an exit of user code is an "
+                       "error of the unit, not an outcome")
+    _REAL_EXIT(status)
 
 
 class UserExit(Exception):
@@ -40,29 +58,34 @@ def exit_message(where: str, exc: BaseException) -> str:
 def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     """``fn`` (sync or async, and staying so) with exits turned into :class:`UserExit` and
     forked copies ended when they return."""
+    os._exit = _exit_of_user_code  # idempotent; exits for real outside wrapped calls
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             pid = os.getpid()
+            token = _IN_CALL.set((where, pid))
             try:
                 return await fn(*args, **kwargs)
             except (SystemExit, KeyboardInterrupt) as exc:
                 raise UserExit(exit_message(where, exc)) from None
             finally:
+                _IN_CALL.reset(token)
                 if os.getpid() != pid:
-                    os._exit(0)  # a fork of this process: only the original reports
+                    _REAL_EXIT(0)  # a fork of this process: only the original reports
         return run_async
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         pid = os.getpid()
+        token = _IN_CALL.set((where, pid))
         try:
             return fn(*args, **kwargs)
         except (SystemExit, KeyboardInterrupt) as exc:
             raise UserExit(exit_message(where, exc)) from None
         finally:
+            _IN_CALL.reset(token)
             if os.getpid() != pid:
-                os._exit(0)  # a fork of this process: only the original reports
+                _REAL_EXIT(0)  # a fork of this process: only the original reports
     return run
 
 

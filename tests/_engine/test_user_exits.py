@@ -49,15 +49,18 @@ def _state(pid: int) -> str:
 
 @pytest.mark.parametrize("adapter", ["HostileAdapter", "AsyncHostileAdapter"])
 def test_exits_in_run_target_and_score_are_error_rows(tmp_path, adapter):
-    """sys.exit() and KeyboardInterrupt raised by run_target (sync or async) or by score
-    are error rows naming the exit; no worker dies for them and every good row is kept."""
+    """sys.exit(), os._exit() and KeyboardInterrupt raised by run_target (sync or async) or
+    by score are error rows naming the exit; no worker dies for them and every good row is
+    kept."""
     modes = {"x_exit": "sys_exit", "x_kbint": "kbint", "x_score_exit": "score_exit",
-             "x_score_kbint": "score_kbint"}
+             "x_score_kbint": "score_kbint", "x_os_exit": "os_exit"}
     project, ok = make_hostile_project(tmp_path / "p", modes, n_ok=12, adapter=adapter)
     run = create_run(project, tmp_path / "run")
     record = evaluate(run, "seed", "val")
     rows = _stored(run, record["eval_id"])
-    assert len(rows) == 16 and record["worker_restarts"] == 0
+    assert len(rows) == 17 and record["worker_restarts"] == 0
+    assert rows["x_os_exit"][:2] == (None, ErrorKind.EXCEPTION)
+    assert "run_target called os._exit(7)" in rows["x_os_exit"][2]
     assert rows["x_exit"][:2] == (None, ErrorKind.EXCEPTION)
     assert "run_target called sys.exit(3)" in rows["x_exit"][2]
     assert "run_target raised KeyboardInterrupt" in rows["x_kbint"][2]
@@ -86,9 +89,10 @@ def test_a_fork_in_run_target_never_answers_for_the_worker(tmp_path):
 
 @pytest.mark.slow
 def test_os_exit_and_segfault_under_isolation_are_crash_rows(tmp_path):
-    """Under engine.isolation: process, os._exit(7) and a NULL read end only the isolated
-    child: crash rows naming how it died; a leaked non-daemon thread does not hold the
-    child until the timeout (the unit is scored on its first attempt)."""
+    """Under engine.isolation: process, a NULL read ends only the isolated child: a crash
+    row naming the signal; os._exit(7) and sys.exit() are exit errors as without
+    isolation; a leaked non-daemon thread does not hold the child until the timeout (the
+    unit is scored on its first attempt)."""
     modes = {"c_exit": "os_exit", "c_segv": "segfault", "c_thread": "leak_thread",
              "c_sys_exit": "sys_exit"}
     project, ok = make_hostile_project(tmp_path / "p", modes, n_ok=4,
@@ -98,8 +102,8 @@ def test_os_exit_and_segfault_under_isolation_are_crash_rows(tmp_path):
     record = evaluate(run, "seed", "val")
     rows = _stored(run, record["eval_id"])
     assert len(rows) == 8
-    assert rows["c_exit"][1:3] == (ErrorKind.CRASH,
-                                   "isolated run_target process died (exit code 7)")
+    assert rows["c_exit"][1] == ErrorKind.EXCEPTION
+    assert "run_target called os._exit(7)" in rows["c_exit"][2]
     assert rows["c_segv"][1] == ErrorKind.CRASH and "SIGSEGV" in rows["c_segv"][2]
     assert rows["c_thread"][1] is None and rows["c_thread"][3] == 1  # never a timeout
     assert "run_target called sys.exit(3)" in rows["c_sys_exit"][2]
