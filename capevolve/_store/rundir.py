@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -33,7 +32,12 @@ from typing import Any, ClassVar, Self, cast
 from pydantic import ValidationError
 
 from capevolve._store import jsonfiles, signing
-from capevolve._store.candidates import content_hash, copy_readonly, digests_hash, file_digests
+from capevolve._store.candidates import (
+    content_hash,
+    digests_hash,
+    file_digests,
+    install_snapshot,
+)
 from capevolve._store.events import SPEND_FIELDS, EventLog, Spend
 from capevolve._store.layout import Layout
 from capevolve._store.lock import hold
@@ -414,14 +418,10 @@ class RunDir:
                                        created_at=utc_now(), files={}, **fields)
             except ValidationError as exc:
                 raise RecordError(f"snapshot: {exc.errors()[0]['msg']}") from None
-            files = self.layout.candidate_files(candidate_id)
-            if files.exists():  # left by a snapshot killed before its candidate.json
-                shutil.rmtree(files)
-            copy_readonly(src, files)
-            if content_hash(files) != digest:
-                raise CandidateError(f"candidate: {src} changed while it was being copied")
-            meta = meta.model_copy(update={"files": file_digests(files)})
-            jsonfiles.write_atomic(self.layout.candidate_meta(candidate_id), meta.to_json())
+            digests = install_snapshot(  # atomic: staged, then renamed into place
+                src, self.layout.candidates / candidate_id, digest,
+                lambda files: meta.model_copy(update={"files": files}).to_json())
+            meta = meta.model_copy(update={"files": digests})
             self._record(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
                          source=str(src))
         return meta
