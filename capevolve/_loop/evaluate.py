@@ -34,7 +34,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import DispatchJournal
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
-from capevolve._store.rollouts.schema import SCHEMA_VERSION
+from capevolve._store.rollouts.schema import SCHEMA_VERSION, storable_rows
 from capevolve._store.rollouts.writer import PartWriter, session_token
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
@@ -91,6 +91,7 @@ class _Session:
         self.t0 = time.monotonic()
 
     def sink(self, rows: list[dict]) -> None:
+        rows = storable_rows(rows)  # the tally counts only values the store may hold
         self.writer.add(rows)
         self.tally.add(rows)
 
