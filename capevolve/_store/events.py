@@ -93,6 +93,8 @@ class EventLog:
         """Why signatures are not checked (the key is absent), else None."""
         self.head: str | None = None
         """sha256 of the last event's line (None for an empty log)."""
+        self.hashes: list[str] = []
+        """sha256 of each event's line, in log order."""
         self.appended: list[bytes] = []
         """The bytes this object appended, in order (the evaluation guard reads them)."""
 
@@ -121,17 +123,23 @@ class EventLog:
             chunk = fh.read(size - self._offset)
         end = chunk.rfind(b"\n") + 1  # a partial last line waits for its newline
         for line in chunk[:end].split(b"\n")[:-1]:
+            if line.strip():  # a bad line raises, and the log stays at the good lines
+                self._fold(line, self._lines + 1)
             self._lines += 1
-            if line.strip():
-                self._fold(line)
-        self._offset += end
+            self._offset += len(line) + 1
 
-    def _fold(self, line: bytes) -> None:
+    def verified(self) -> list[Event]:
+        """The events read and verified so far, without reading further (after a
+        RunDirError: every event before the bad line)."""
+        with self._mutex:
+            return list(self._events)
+
+    def _fold(self, line: bytes, number: int) -> None:
         try:
             data = json.loads(line)
         except ValueError:
             return  # a torn record (killed mid-write): skipped, never half-read
-        source = f"{self.path}:{self._lines}"
+        source = f"{self.path}:{number}"
         event = parse_event(data, source)
         if event.prev != self._last:
             raise RunDirError(f"{source}: the hash chain is broken (an earlier line was "
@@ -142,6 +150,7 @@ class EventLog:
             raise RunDirError(f"{source}: forged: its signature (mac) does not match the "
                               "run's key; capevolve did not write this line")
         self._last = self.head = hashlib.sha256(line).hexdigest()
+        self.hashes.append(self._last)
         self._events.append(event)
         if isinstance(event, SetBestEvent):
             self._best_id = event.candidate_id
@@ -168,6 +177,12 @@ class EventLog:
                 self.appended.append(fh.read(self._offset - start))
             stored = self._events[-1]
         return stored
+
+    @property
+    def key(self) -> bytes | None:
+        """The run's signing key (None when absent or the log is empty)."""
+        self._refresh()
+        return self._key
 
     def _take_key(self, first: Event, source: str) -> None:
         """Learn the run's key from its first event (run_created names it)."""

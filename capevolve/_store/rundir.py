@@ -131,7 +131,11 @@ class RunDir:
     @classmethod
     def open(cls, root: Path | str) -> Self:
         """Open an existing run dir (read-only): validates run.json and the splits checksum,
-        and refuses test rollouts without a seal. Creates and modifies nothing."""
+        refuses test rollouts without a seal, and verifies the event log's chain and
+        signatures and every Parquet part against its record
+        (:func:`capevolve._store.integrity.refuse_tampered`: one line naming the first bad
+        record or file). Creates and modifies nothing in the run dir (the hash cache lives
+        outside it)."""
         run = cls(Path(root))
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
@@ -141,6 +145,9 @@ class RunDir:
                 and not run.layout.seal.is_file():
             raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "
                               "split was written outside `capevolve finalize`")
+        from capevolve._store.integrity import refuse_tampered
+
+        refuse_tampered(run)  # history and rows as capevolve wrote them (cached hashes)
         return run
 
     @property
@@ -220,7 +227,17 @@ class RunDir:
         with self.locked(), self._appending:
             event = self._log.append(event)
             self._write_state()
+            self._mirror_head()
         return event
+
+    def _mirror_head(self) -> None:
+        """Mirror the chain head into the project's .capevolve/heads/ (capevolve._store.heads)."""
+        from capevolve._store import heads
+
+        log = self._log
+        if log.key is not None and log.key_id is not None and log.head is not None:
+            heads.write(self.manifest.project_dir, log.key_id, log.key, self.root,
+                        len(log.hashes), log.head)
 
     def record_part(self, path: Path | str, n_rows: int) -> PartWritten:
         """Record a Parquet part of this run that was just durably renamed into place: a
@@ -275,6 +292,7 @@ class RunDir:
         with self.locked(), self._appending:
             stored = self._log.append(event)
             self._write_state()
+            self._mirror_head()
         return cast(UserEvent, stored)
 
     def passing_gate(self, candidate_id: str) -> GateEvent:
