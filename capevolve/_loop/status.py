@@ -13,6 +13,7 @@ from capevolve._loop.evaluate import latest_complete_eval, run_config
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
+from capevolve._store.journal.recover import unsettled
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
 
@@ -46,6 +47,8 @@ def run_status(run: RunDir) -> dict[str, Any]:
         "spent": spent.to_dict(), "budget": config.budget.model_dump(),
         "budget_left": budget.remaining(config.budget, spent),
         "budget_exhausted": budget.exhausted(config.budget, spent, stall),
+        "spent_by_role": budget.spend_by_role(run.events()),
+        "unsettled_units": unsettled(run.layout),  # dispatched, not yet in "spent"
         "stall": stall, "stop_condition": config.stop_condition,
         "candidates": run.candidate_ids(), "evaluations": evaluations(run),
         "finalized": run.layout.final.is_file(), "final": _final(run),

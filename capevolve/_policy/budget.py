@@ -45,6 +45,27 @@ def stall_count(events: Iterable[Any]) -> int:
     return count
 
 
+ROLE_FIELDS = ("metric_calls", "tokens", "cost_usd", "cost_unrecorded", "wall_s")
+
+
+def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """Spend summed per role (runner, scorer, optimizer) over spend events, where the role
+    is known; spend recorded without one (decisions, ``update_spent``) is left out."""
+    totals: dict[str, dict[str, float]] = {}
+    for event in events:
+        if event_kind(event) != EventKind.SPEND:
+            continue
+        fields = event if isinstance(event, Mapping) else event.model_dump()
+        role = fields.get("role")
+        if role is None:
+            continue
+        into = totals.setdefault(str(role), dict.fromkeys(ROLE_FIELDS, 0))
+        for name in ROLE_FIELDS:
+            into[name] += fields.get(name) or 0
+    return {role: {k: round(v, 6) if isinstance(v, float) else v for k, v in spend.items()}
+            for role, spend in sorted(totals.items())}
+
+
 def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
     """Every cap that is reached, in words (empty when the run may go on)."""
     reasons = []

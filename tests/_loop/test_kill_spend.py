@@ -64,10 +64,10 @@ def _log(project: Path) -> Path:
 
 
 def _start(run: RunDir, candidate: Path, split: str = "train",
-           preexec=None) -> subprocess.Popen:
+           preexec=None, engine: str = "local") -> subprocess.Popen:
     return subprocess.Popen(
         [str(CAPEVOLVE), "evaluate", "--run-dir", str(run.root), "--candidate",
-         str(candidate), "--split", split, "--engine", "local", "--json"],
+         str(candidate), "--split", split, "--engine", engine, "--json"],
         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=preexec, restore_signals=preexec is None)
 
@@ -161,16 +161,16 @@ def _train_ids(run: RunDir) -> set[str]:
     return set(run.splits.ids("train"))
 
 
-@pytest.mark.slow
-def test_sigint_message_states_exactly_the_rows_on_disk(tmp_path):
-    """Ctrl-C of `capevolve evaluate`: exit 130, one line whose count equals the units with
-    a stored row, the journals settled (spend recorded once, files removed)."""
+def _interrupt(tmp_path: Path, engine: str) -> None:
+    """Ctrl-C of `capevolve evaluate` once 40 rollouts finished: exit 130, one line whose
+    count equals the units with a stored row, the journals settled (spend recorded once,
+    files removed), every started rollout counted as spent."""
     project = _project(tmp_path)
     run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
     cand = make_candidate(tmp_path / "cand", 0.6)
     before = len(executions(project)[1])
-    proc = _start(run, cand)
-    _wait_for_ends(project, before + 40, proc)
+    proc = _start(run, cand, engine=engine)
+    _wait_for_ends(project, before + 40, proc, timeout=180)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -185,8 +185,22 @@ def test_sigint_message_states_exactly_the_rows_on_disk(tmp_path):
     sessions = [e for e in run.events(EventKind.SPEND)
                 if isinstance(e, SpendEvent) and e.session and not e.reconciled]
     assert len(sessions) == 2  # the baseline and the interrupted evaluation
+    _orphans_gone(project)
     started, _ = executions(project)
     assert len(started) <= run.spent.metric_calls
+
+
+@pytest.mark.slow
+def test_sigint_message_states_exactly_the_rows_on_disk(tmp_path):
+    """Ctrl-C under the local engine: the message counts exactly the rows on disk."""
+    _interrupt(tmp_path, "local")
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sigint_under_ray_states_exactly_the_rows_on_disk(tmp_path):
+    """Ctrl-C under the Ray engine (rollout actors, scorer actors): the same."""
+    _interrupt(tmp_path, "ray")
 
 
 def _limit_file_size(limit: int):
