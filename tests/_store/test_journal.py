@@ -22,6 +22,7 @@ from capevolve._store.journal.segments import read_segment
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.writer import PartWriter, write_part
+from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import SEED_ID, EventKind
 from capevolve.records import SpendEvent
@@ -235,9 +236,17 @@ def test_recovery_removes_temporary_parts_a_killed_write_left(run):
     assert not tmp.exists()
 
 
-def test_unsettled_counts_units_of_sessions_not_yet_settled(run):
+def test_status_shows_unsettled_units_then_the_runner_spend(run):
+    """Before the next command settles a dead session, status counts its dispatched units
+    as unsettled (not silently missing); afterwards they are the runner's spend."""
+    from capevolve._loop.status import run_status
+
     _dead_session(run, "dead0004", units=4, journalled=[_row("a")], in_parts=[])
-    assert journal.unsettled(run.layout) == 4
+    before = run_status(run)
+    assert before["unsettled_units"] == 4 and "runner" not in before["spent_by_role"]
     with run.locked():
         journal.recover(run)
-    assert journal.unsettled(run.layout) == 0
+    after = run_status(RunDir.open(run.root))
+    assert after["unsettled_units"] == 0
+    assert after["spent_by_role"]["runner"]["metric_calls"] == 4
+    assert after["spent"]["metric_calls"] == 4
