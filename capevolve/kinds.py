@@ -49,6 +49,7 @@ class EvalStatus(StrEnum):
     RUNNING = "running"
     COMPLETE = "complete"  # every planned unit has a stored row
     INCOMPLETE = "incomplete"  # stopped early (crash, budget); resumable
+    INTERRUPTED = "interrupted"  # shown, never stored: running, but its process is gone
 
 
 class GateMode(StrEnum):

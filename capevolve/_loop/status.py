@@ -12,7 +12,7 @@ from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import latest_complete_eval, run_config
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
-from capevolve._store.evals import all_evals
+from capevolve._store.evals import all_evals, displayed_status
 from capevolve._store.journal.recover import unsettled
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
@@ -22,8 +22,10 @@ EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_
 
 
 def evaluations(run: RunDir) -> list[dict[str, Any]]:
-    """Every evaluation record (summary fields), in the order they started."""
-    return [{k: r.to_json()[k] for k in EVAL_KEYS} for r in all_evals(run)]
+    """Every evaluation record (summary fields), in the order they started; a running
+    record whose process is gone shows as ``interrupted`` (``displayed_status``)."""
+    return [{**{k: r.to_json()[k] for k in EVAL_KEYS},
+             "status": str(displayed_status(run, r))} for r in all_evals(run)]
 
 
 def decisions(run: RunDir) -> list[dict[str, Any]]:
