@@ -10,6 +10,7 @@ from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import latest_complete_eval, run_config
+from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals, displayed_status
@@ -59,9 +60,15 @@ def run_status(run: RunDir) -> dict[str, Any]:
 
 
 def _final(run: RunDir) -> dict[str, Any] | None:
-    """The verdict and test reuse of final.json (None before finalize)."""
+    """The verdict and test reuse of final.json (None before finalize). While a finalize
+    is interrupted or running, its progress instead ("finalize interrupted: N of M test
+    units scored; rerun finalize to complete"), with ``interrupted`` true."""
     if not run.layout.final.is_file():
-        return None
+        text = finalize_progress(run)
+        if text is None:
+            return None
+        return {"verdict": "not_measured", "verdict_text": text, "delta": None,
+                "ci95": None, "missing": [text], "test_reuse": None, "interrupted": True}
     final = read_final(run.layout)
     return {"verdict": str(final.verdict), "verdict_text": final.verdict_text,
             "delta": final.delta, "ci95": final.ci95, "missing": final.missing,

@@ -8,8 +8,10 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
 - **parts**: every Parquet part under ``rollouts/`` was recorded by a ``part_written``
   event (:meth:`RunDir.record_part`) and still has the recorded size and sha256; every
   recorded part is on disk, unless a ``quarantined`` event set it aside. A part renamed
-  into place but not yet recorded is tolerated while another process holds the run lock
-  (a writer is running), and reported as a note.
+  into place but not yet recorded is tolerated, as a note, while another process holds the
+  run lock (a writer is running) or when its writer session died with its journal on disk
+  (killed between the rename and the record: the next evaluate records it if its rows are
+  the journal's, capevolve._store.journal.recover).
 - **documents**: a run whose log says finalize started has its seal.json; one whose log
   says finalized has final.json with the recorded sha256; a final.json with no
   ``finalized`` event is refused unless a finalize is interrupted (seal still started).
@@ -182,6 +184,7 @@ class _Checker:
             if rollouts.is_dir() else []
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
+        pending = _unsettled_sessions(self.run.layout.journal)
         cache = _Cache(self.run._log.key_id)
         try:
             for path in on_disk:
@@ -191,6 +194,10 @@ class _Checker:
                     if writing:
                         self.result.notes.append(f"{rel}: not recorded yet (a writer holds "
                                                  "the run lock)")
+                    elif _session(path) in pending:
+                        self.result.notes.append(f"{rel}: not recorded yet: its evaluation "
+                                                 "was killed; the next evaluate or finalize "
+                                                 "records it from the session's journal")
                     else:
                         self.problem("part_unrecorded", rel, "not recorded in events.jsonl: "
                                      "capevolve did not write this part")
@@ -245,6 +252,23 @@ class _Checker:
         elif layout.final.is_file() and not started:
             self.problem("document", "final.json", "no finalize is recorded in "
                          "events.jsonl: not written by capevolve finalize")
+
+
+def _session(part: Path) -> str:
+    """The writer session in a part's name (``<eval_id>-<session>-<seq>.parquet``)."""
+    pieces = part.stem.rsplit("-", 2)
+    return pieces[1] if len(pieces) == 3 else ""
+
+
+def _unsettled_sessions(journal: Path) -> set[str]:
+    """Sessions whose dispatch journal is still on disk: a process died while evaluating,
+    and the next evaluate settles it (capevolve._store.journal.recover records the parts
+    it finished but did not record, when their rows are the journal's)."""
+    from capevolve._store.journal.dispatch import SUFFIX
+
+    if not journal.is_dir():
+        return set()
+    return {p.name[:-len(SUFFIX)] for p in journal.glob(f"*{SUFFIX}")}
 
 
 def relative_or_abs(root: Path, where: str) -> str:
