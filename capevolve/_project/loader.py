@@ -96,7 +96,7 @@ def load_adapter(root: Path, spec: str) -> Any:
         raise AdapterError(f"adapter: {class_name} in {target} lacks {', '.join(missing)}()")
     try:
         return cls()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
 
 
@@ -104,7 +104,7 @@ def load_tasks(adapter: Any) -> list[Task]:
     """Call ``adapter.tasks()`` and validate the records; ids must be unique and non-empty."""
     try:
         raw = call_sync(adapter.tasks)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(raw, (list, tuple)):
         raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list")
@@ -132,7 +132,7 @@ def _probe_score(adapter: Any, project: Project, task: Task) -> list[str]:
             return [f"run_target on task {task.id!r} reported an error: {rollout.error}"]
         first = call_sync(adapter.score, task, rollout)
         second = call_sync(adapter.score, task, rollout)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         return [f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"]
     if not isinstance(first, Score):
         problems.append(f"score returned {type(first).__name__}, expected Score")

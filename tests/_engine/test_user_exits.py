@@ -151,3 +151,22 @@ def test_the_cli_survives_sys_exit_in_run_target(tmp_path):
     _, rows = RolloutStore(run.layout).query(
         "SELECT task_id, error_kind FROM rollouts ORDER BY task_id")
     assert dict(rows) == {**{f"ok{i:03d}": None for i in range(6)}, "x": ErrorKind.EXCEPTION}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("where", "code"), [("init", 5), ("tasks", 6)])
+def test_sys_exit_in_the_adapters_init_or_tasks_is_a_problem_not_a_silent_exit(
+        tmp_path, where, code):
+    """sys.exit() in the adapter's __init__ or tasks() (run in the CLI's own process) used
+    to end `capevolve check` silently with that exit code; now check lists it as a problem
+    (exit 1) and `run` refuses with one error line (exit 2)."""
+    project, _ = make_hostile_project(tmp_path / "p", {}, n_ok=3, spec={"exit_in": where})
+    check = subprocess.run([CLI, "check", "--project", str(project)], capture_output=True,
+                           text=True, timeout=60, env=clean_env())
+    assert check.returncode == 1, (check.stdout, check.stderr)
+    assert f"raised SystemExit: {code}" in check.stdout + check.stderr
+    run = _cli_run(project, tmp_path / "run", timeout=60)
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"SystemExit: {code}" in errors[0]
+    assert "Traceback" not in run.stderr
