@@ -33,9 +33,9 @@ _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 SCORERS_PER = 1  # rollout actors per scorer actor
 START_TIMEOUT_S = 180.0
 """How long an actor may take to start (scheduling, process start, imports, adapter)."""
-GRACE_S = 10.0
+GRACE_S = 15.0
 """How long past its own wait a call may take before the actor's health is checked."""
-HEALTH_TIMEOUT_S = 10.0
+HEALTH_TIMEOUT_S = 15.0
 """How long a live actor may take to answer a health check (its event loop is served)."""
 REPLY_MARGIN_S = 60.0
 
