@@ -38,12 +38,12 @@ def _stored(run, eval_id):
 
 @pytest.mark.parametrize("isolation", ["none", pytest.param("process", marks=pytest.mark.slow)])
 def test_every_bad_value_is_its_own_error_row_and_no_other_row_is_lost(tmp_path, isolation):
-    """One lone surrogate, string reward, out-of-range reward, negative or NaN cost ... among
-    40 good units: the evaluation completes, each bad unit is an ``invalid_value`` row whose
+    """One lone surrogate, string reward, out-of-range reward, negative or NaN cost ...
+    among 150 units: the evaluation completes, each bad unit is an ``invalid_value`` row whose
     error names the field (reward null), every good row is stored with its reward, and the
     val mean counts only the good rows (no reward of 1.5 leaks into it)."""
     modes = {task: mode for task, (mode, _) in BAD.items()}
-    n_ok = 40 if isolation == "none" else 6
+    n_ok = 150 - len(BAD) if isolation == "none" else 6  # 150 units, as in the report
     project, ok = make_hostile_project(tmp_path / "p", modes, n_ok=n_ok,
                                        engine={"isolation": isolation})
     run = create_run(project, tmp_path / "run")
