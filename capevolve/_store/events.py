@@ -128,6 +128,13 @@ class EventLog:
             self._lines += 1
             self._offset += len(line) + 1
 
+    @property
+    def verified_bytes(self) -> int:
+        """Bytes of the file read and verified so far (after a RunDirError: up to the bad
+        line)."""
+        with self._mutex:
+            return self._offset
+
     def verified(self) -> list[Event]:
         """The events read and verified so far, without reading further (after a
         RunDirError: every event before the bad line)."""

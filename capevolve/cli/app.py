@@ -17,6 +17,7 @@ from capevolve.cli import (
     output,
     project_cmds,
     usage,
+    verify_cmds,
 )
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ for module, names in (
     (project_cmds, ("init", "check", "run")),
     (eval_cmds, ("evaluate", "gate", "accept", "reject", "finalize")),
     (inspect_cmds, ("status", "report", "query")),
+    (verify_cmds, ("verify", "quarantine")),
 ):
     for name in names:
         app.command(name)(getattr(module, name))
