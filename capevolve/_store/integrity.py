@@ -184,7 +184,6 @@ class _Checker:
             if rollouts.is_dir() else []
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
-        pending = _unsettled_sessions(self.run.layout.journal)
         cache = _Cache(self.run._log.key_id)
         try:
             for path in on_disk:
@@ -194,7 +193,7 @@ class _Checker:
                     if writing:
                         self.result.notes.append(f"{rel}: not recorded yet (a writer holds "
                                                  "the run lock)")
-                    elif _session(path) in pending:
+                    elif _journalled(self.run.layout.journal, _session(path)):
                         self.result.notes.append(f"{rel}: not recorded yet: its evaluation "
                                                  "was killed; the next evaluate or finalize "
                                                  "records it from the session's journal")
@@ -260,15 +259,12 @@ def _session(part: Path) -> str:
     return pieces[1] if len(pieces) == 3 else ""
 
 
-def _unsettled_sessions(journal: Path) -> set[str]:
-    """Sessions whose dispatch journal is still on disk: a process died while evaluating,
-    and the next evaluate settles it (capevolve._store.journal.recover records the parts
-    it finished but did not record, when their rows are the journal's)."""
-    from capevolve._store.journal.dispatch import SUFFIX
-
-    if not journal.is_dir():
-        return set()
-    return {p.name[:-len(SUFFIX)] for p in journal.glob(f"*{SUFFIX}")}
+def _journalled(journal: Path, session: str) -> bool:
+    """True when the session still has files in ``journal/``: its process died while
+    evaluating, and the next evaluate settles it (capevolve._store.journal.recover records
+    the parts it finished but did not record, when their rows are the journal's)."""
+    return bool(session) and session.isalnum() and journal.is_dir() \
+        and any(journal.glob(f"{session}*"))
 
 
 def relative_or_abs(root: Path, where: str) -> str:
