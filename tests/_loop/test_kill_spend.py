@@ -59,6 +59,15 @@ def _project(tmp_path: Path, extra: str = "", sleep: float = 0.05) -> Path:
     return project
 
 
+def _started_run(project: Path, tmp_path: Path) -> tuple[RunDir, int]:
+    """`capevolve run` of the project (check, splits, baseline on val), and the rollouts
+    its check ran outside any evaluation (not a metric call of the run)."""
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    checked = len(executions(project)[0]) - run.spent.metric_calls
+    assert checked >= 0
+    return run, checked
+
+
 def _log(project: Path) -> Path:
     return project.parent / "executed.log"
 
@@ -120,7 +129,7 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
     max_metric_calls."""
     cap = 100 + 150  # the baseline (val, 100 units) and 150 of train's 200
     project = _project(tmp_path, extra=f"budget: {{max_metric_calls: {cap}}}\n")
-    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    run, checked = _started_run(project, tmp_path)
     cand = make_candidate(tmp_path / "cand", 0.6)
     eval_id = "train__cand_001__k2"
     for kill_after in (1, 25, 70):
@@ -134,7 +143,7 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
         run = _settle(run)
         started = executions(project)[0]
         spent = run.spent
-        assert len(started) <= spent.metric_calls <= cap
+        assert len(started) - checked <= spent.metric_calls <= cap
         done, raw = _stored(run, eval_id)
         assert raw == len(done), "a unit is stored twice"
         lost = {u for u in ended if u[0] in _train_ids(run)} - done
@@ -150,7 +159,7 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
     out, err = proc.communicate(timeout=120)
     run = RunDir.open(run.root)
     started, _ = executions(project)
-    assert len(started) <= run.spent.metric_calls <= cap, (out, err)
+    assert len(started) - checked <= run.spent.metric_calls <= cap, (out, err)
     done, raw = _stored(run, eval_id)
     assert raw == len(done)
     stored = find_eval(run, eval_id)
@@ -166,7 +175,7 @@ def _interrupt(tmp_path: Path, engine: str) -> None:
     count equals the units with a stored row, the journals settled (spend recorded once,
     files removed), every started rollout counted as spent."""
     project = _project(tmp_path)
-    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    run, checked = _started_run(project, tmp_path)
     cand = make_candidate(tmp_path / "cand", 0.6)
     before = len(executions(project)[1])
     proc = _start(run, cand, engine=engine)
@@ -187,7 +196,7 @@ def _interrupt(tmp_path: Path, engine: str) -> None:
     assert len(sessions) == 2  # the baseline and the interrupted evaluation
     _orphans_gone(project)
     started, _ = executions(project)
-    assert len(started) <= run.spent.metric_calls
+    assert len(started) - checked <= run.spent.metric_calls, err
 
 
 @pytest.mark.slow
@@ -218,7 +227,7 @@ def test_a_full_disk_on_the_row_path_is_one_line_and_leaves_no_temp_file(tmp_pat
     line naming the file, exit 2, no temporary file left; after the limit is gone, a
     resume keeps every row already on disk, completes, and stores no unit twice."""
     project = _project(tmp_path, sleep=0.005)
-    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    run, checked = _started_run(project, tmp_path)
     cand = make_candidate(tmp_path / "cand", 0.6)
     proc = _start(run, cand, preexec=_limit_file_size(24_000))
     out, err = proc.communicate(timeout=120)
@@ -240,7 +249,7 @@ def test_a_full_disk_on_the_row_path_is_one_line_and_leaves_no_temp_file(tmp_pat
     done, raw = _stored(run, "train__cand_001__k2")
     assert len(done) == raw == 200
     started, _ = executions(project)
-    assert len(started) <= run.spent.metric_calls
+    assert len(started) - checked <= run.spent.metric_calls
     assert not list(run.layout.journal.glob("*"))
 
 
