@@ -18,9 +18,9 @@ import pytest
 from capevolve._engine.plan import WorkUnit
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import DispatchJournal, read_dispatch
-from capevolve._store.journal.segments import read_segment
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
+from capevolve._store.rollouts.segments import read_segment
 from capevolve._store.rollouts.writer import PartWriter, write_part
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
@@ -173,8 +173,8 @@ def _dead_session(run, session: str, units: int, journalled: list[dict],
         part = write_part(in_parts, run.layout.partition("val", SEED_ID)
                           / f"{EVAL}-{session}-00000.parquet")
         run.record_part(part, len(in_parts))
-    from capevolve._store.journal.segments import Segment, segment_path
     from capevolve._store.rollouts.schema import rows_to_table
+    from capevolve._store.rollouts.segments import Segment, segment_path
     segment = Segment(segment_path(run.layout.journal, session, 0))
     segment.append(rows_to_table(journalled))
     segment.sync()

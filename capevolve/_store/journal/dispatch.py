@@ -18,18 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capevolve._store.durable import fsync_dir
 from capevolve.errors import StoreError
 
 SUFFIX = ".dispatch"
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a directory's entries (a new or renamed file) durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:

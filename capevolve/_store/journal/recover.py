@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import relative
-from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, fsync_dir, read_dispatch
-from capevolve._store.journal.segments import SUFFIX as ROWS_SUFFIX
-from capevolve._store.journal.segments import read_segment
+from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, read_dispatch
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts.segments import SUFFIX as ROWS_SUFFIX
+from capevolve._store.rollouts.segments import read_segment
 from capevolve._store.rollouts.writer import table_spend, write_part
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError

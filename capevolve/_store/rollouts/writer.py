@@ -5,7 +5,7 @@ Parquet parts.
 driver's dispatch loop never waits on conversion, compression or fsync. The thread:
 
 1. appends each batch it takes from the queue to the session's journal segment
-   (:mod:`capevolve._store.journal.segments`) and fsyncs the segment at most every
+   (:mod:`capevolve._store.rollouts.segments`) and fsyncs the segment at most every
    ``sync_s`` (so a finished row is durable within about ``sync_s`` plus one fsync, and the
    hot path costs one fsync per window, never one per row);
 2. every ``max_rows`` rows or ``max_age_s`` seconds, and at :meth:`PartWriter.close`,
@@ -32,10 +32,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from capevolve._store.journal.dispatch import fsync_dir
-from capevolve._store.journal.segments import Segment, segment_path
+from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.schema import rows_to_table
+from capevolve._store.rollouts.segments import Segment, segment_path
 from capevolve.errors import StoreError
 
 PartCallback = Callable[[Path, int], object]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from capevolve._store.journal.dispatch import fsync_dir
+from capevolve._store.durable import fsync_dir
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
 
