@@ -13,12 +13,12 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
   (killed between the rename and the record: the next evaluate records it if its rows are
   the journal's, capevolve._store.journal.recover).
 - **documents**: a run whose log says finalize started has its seal.json; one whose log
-  says finalized has final.json with the recorded sha256; a final.json with no
-  ``finalized`` event is refused unless a finalize is interrupted (seal still started).
+  says finalized has final.json with the sha256 recorded in that event; a final.json
+  with no finalize in the log is refused.
 
-Hashing is the expensive part, so verified parts are cached outside the run dir
-(``<state dir>/verified/<key_id>.json``) by size, mtime, ctime and inode: a part is hashed
-again only when one of them changed (an edit that restores mtime still moves ctime).
+Hashing is the expensive part, so verified parts are cached outside the run dir, beside
+the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
+is hashed again only when one of them changed (an edit that restores mtime moves ctime).
 Opening a run (:func:`refuse_tampered`) stops at the first problem; ``capevolve verify``
 lists them all. Evidence, not proof: see capevolve._store.signing for what a reader of
 the key can do.
@@ -277,7 +277,7 @@ class _Cache:
     """Verified parts by (size, mtime_ns, ctime_ns, inode, sha256), outside the run dir."""
 
     def __init__(self, key_id: str | None) -> None:
-        self.path = (signing.state_dir() / "verified" / f"{key_id}.json") if key_id else None
+        self.path = (signing.key_dir() / "verified" / f"{key_id}.json") if key_id else None
         self.entries: dict[str, list[Any]] = {}
         self.dirty = False
         if self.path is not None:
