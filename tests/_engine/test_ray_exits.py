@@ -68,3 +68,23 @@ def test_an_actor_whose_event_loop_is_blocked_is_restarted_not_waited_on(
     rows = _stored(run, record["eval_id"])
     assert len(rows) == 9 and all(r[0] is not None for r in rows.values())
     pool.shutdown_pool()
+
+
+def test_an_actor_that_never_starts_is_an_error_naming_it(tmp_path, ray_session, monkeypatch):
+    """Rollout actors whose adapter takes longer than START_TIMEOUT_S to load: evaluate
+    fails with one EngineError naming the actor, instead of waiting forever."""
+    from capevolve._engine.ray import pool
+    from capevolve._engine.ray.engine import RayEngine
+    from capevolve.errors import EngineError
+
+    monkeypatch.setattr(pool, "START_TIMEOUT_S", 4.0)
+    project, _ = make_hostile_project(tmp_path / "p", {}, n_ok=3,
+                                      spec={"slow_init_on_ray": 120})
+    run = create_run(project, tmp_path / "run")
+    pool.shutdown_pool()
+    started = time.monotonic()
+    with pytest.raises(EngineError, match=r"(actor|scorer)-0 did not start within 4s"):
+        evaluate(run, "seed", "val", engine=RayEngine(
+            EngineConfig(kind="ray", workers=1, concurrency=1, timeout_s=20)))
+    assert time.monotonic() - started < 60
+    pool.shutdown_pool()
