@@ -23,6 +23,7 @@ import pytest
 from fixtures.projects import REPO, clean_env, make_candidate, make_project
 
 from capevolve._loop.run import start_run
+from capevolve._policy.budget import priced_cost
 from capevolve._store.evals import find_eval
 from capevolve._store.journal.recover import recover
 from capevolve._store.rollouts.query import RolloutStore
@@ -121,14 +122,24 @@ def _settle(run: RunDir) -> RunDir:
     return RunDir.open(run.root)
 
 
+CAPS = {"max_metric_calls": 100 + 150,  # the baseline (val, 100 units) and 150 of train's 200
+        "max_usd": 0.25}  # the same in money: every rollout costs $0.001
+
+
+def _within(cap: str, spent) -> bool:
+    if cap == "max_usd":
+        return priced_cost(spent) <= CAPS[cap] + 1e-9
+    return spent.metric_calls <= CAPS[cap]
+
+
 @pytest.mark.slow
-def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_path):
+@pytest.mark.parametrize("cap", sorted(CAPS))
+def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_path, cap):
     """kill -9 of `capevolve evaluate` early, mid-way and late: after each kill every
     rollout started is counted as spent, at most the rows in flight are lost, no unit is
     stored twice, and across the kills and the final resume the executions never pass
-    max_metric_calls."""
-    cap = 100 + 150  # the baseline (val, 100 units) and 150 of train's 200
-    project = _project(tmp_path, extra=f"budget: {{max_metric_calls: {cap}}}\n")
+    the cap (max_metric_calls, or max_usd with rollouts of unknown cost priced at the mean)."""
+    project = _project(tmp_path, extra=f"budget: {{{cap}: {CAPS[cap]}}}\n")
     run, checked = _started_run(project, tmp_path)
     cand = make_candidate(tmp_path / "cand", 0.6)
     eval_id = "train__cand_001__k2"
@@ -143,7 +154,9 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
         run = _settle(run)
         started = executions(project)[0]
         spent = run.spent
-        assert len(started) - checked <= spent.metric_calls <= cap
+        assert len(started) - checked <= spent.metric_calls and _within(cap, spent)
+        if cap == "max_usd":  # what the executions really cost
+            assert (len(started) - checked) * 0.001 <= CAPS[cap] + 1e-9
         done, raw = _stored(run, eval_id)
         assert raw == len(done), "a unit is stored twice"
         lost = {u for u in ended if u[0] in _train_ids(run)} - done
@@ -159,11 +172,14 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
     out, err = proc.communicate(timeout=120)
     run = RunDir.open(run.root)
     started, _ = executions(project)
-    assert len(started) - checked <= run.spent.metric_calls <= cap, (out, err)
+    assert len(started) - checked <= run.spent.metric_calls and _within(cap, run.spent), err
+    if cap == "max_usd":
+        assert (len(started) - checked) * 0.001 <= CAPS[cap] + 1e-9
     done, raw = _stored(run, eval_id)
     assert raw == len(done)
     stored = find_eval(run, eval_id)
-    assert stored is not None and "max_metric_calls" in (stored.incomplete_reason or ""), out
+    assert stored is not None
+    assert cap in (stored.incomplete_reason or "") or "budget exhausted" in err, (out, err)
 
 
 def _train_ids(run: RunDir) -> set[str]:
