@@ -88,6 +88,33 @@ def test_a_fork_in_run_target_never_answers_for_the_worker(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_fork_that_never_returns_dies_with_its_worker_even_after_a_kill_9(tmp_path):
+    """The forked copy of a worker loops forever; the driver (`capevolve run`) is killed
+    with SIGKILL mid-evaluation, so nobody can kill the worker's group from outside: the
+    worker sees its channel close and takes its group (the fork) down with it."""
+    project, _ = make_hostile_project(tmp_path / "p", {"f": "fork_hang", "s": "sleep_long"},
+                                      n_ok=2, engine={"timeout_s": 300})
+    proc = subprocess.Popen([CLI, "run", "--project", str(project), "--run-dir",
+                             str(tmp_path / "run"), "--engine", "local", "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=clean_env())
+    try:
+        deadline = time.monotonic() + 90
+        while not list(project.glob("forked-*.pid")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pids = [int(p.read_text()) for p in project.glob("forked-*.pid")]
+        assert len(pids) == 1 and _alive(pids[0])
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while _alive(pids[0]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pids[0])
+    finally:
+        proc.kill()
+
+
+@pytest.mark.slow
 def test_os_exit_and_segfault_under_isolation_are_crash_rows(tmp_path):
     """Under engine.isolation: process, a NULL read ends only the isolated child: a crash
     row naming the signal; os._exit(7) and sys.exit() are exit errors as without
