@@ -8,12 +8,16 @@ the run's key. Verification (capevolve._store.integrity) refuses a log that ends
 mirrored head or holds another line there. A log one event longer is not a problem (a kill
 between the append and the mirror write); lines past the head are signed anyway.
 
-The mirror is best effort: a project dir that cannot be written leaves it absent, and
-verification then says it could not check the end of the log.
+The mirror is named by the run's key id and the run dir's path, so a copy of a run dir at
+another path (a fixture, a backup being inspected) is not judged by the original's head;
+a copy restored over the original's path is (a rollback shows). The mirror is best effort:
+a project dir that cannot be written leaves it absent, and verification then says it
+could not check the end of the log.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +37,11 @@ class Head:
     path: Path
 
 
-def head_path(project_dir: Path | str, key_id: str) -> Path:
-    """Where the head of the run with ``key_id`` is mirrored."""
+def head_path(project_dir: Path | str, key_id: str, run_dir: Path) -> Path:
+    """Where the head of the run with ``key_id`` at ``run_dir`` is mirrored."""
     signing.key_path(key_id)  # validates the id
-    return Path(project_dir) / HEADS_DIR / f"{key_id}.json"
+    where = hashlib.sha256(str(Path(run_dir).resolve()).encode()).hexdigest()[:16]
+    return Path(project_dir) / HEADS_DIR / f"{key_id}-{where}.json"
 
 
 def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_events: int,
@@ -44,7 +49,7 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
     """Mirror the chain head (atomic replace); an OS error leaves the old mirror."""
     data = {"run_dir": str(run_dir), "n_events": n_events, "head": head}
     data["mac"] = signing.mac(key, data)
-    path = head_path(project_dir, key_id)
+    path = head_path(project_dir, key_id, run_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         jsonfiles.write_atomic(path, data)
@@ -52,10 +57,11 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
         pass  # best effort (see the module docstring)
 
 
-def read(project_dir: Path | str, key_id: str, key: bytes | None) -> Head | None:
+def read(project_dir: Path | str, key_id: str, key: bytes | None,
+         run_dir: Path) -> Head | None:
     """The mirrored head (None when absent); RunDirError for one that was not written
     with the run's key or does not parse."""
-    path = head_path(project_dir, key_id)
+    path = head_path(project_dir, key_id, run_dir)
     try:
         data = jsonfiles.read(path)
     except FileNotFoundError:

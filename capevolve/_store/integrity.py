@@ -151,13 +151,14 @@ class _Checker:
             return
         project = self.run.manifest.project_dir
         try:
-            mirrored = heads.read(project, log.key_id, log.key)
+            mirrored = heads.read(project, log.key_id, log.key, self.run.root)
         except RunDirError as exc:
-            self.problem("head", str(heads.head_path(project, log.key_id)),
+            self.problem("head", str(heads.head_path(project, log.key_id, self.run.root)),
                          str(exc).split(": ", 1)[-1])
             return
         if mirrored is None:
-            self.result.notes.append(f"{heads.head_path(project, log.key_id)}: no chain head "
+            self.result.notes.append(f"{heads.head_path(project, log.key_id, self.run.root)}: "
+                                     "no chain head "
                                      "mirrored: lines removed from the end of events.jsonl "
                                      "cannot be detected")
             return
