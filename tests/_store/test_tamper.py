@@ -210,3 +210,24 @@ def test_deleting_seal_and_final_and_moving_test_rows_cannot_buy_a_second_test(f
     assert any(line.startswith("final.json: missing") for line in found["lines"])
     with pytest.raises((RunDirError, TestSealError)):
         finalize(RunDir(finalized.root))  # even the store verb, past open: the seal is gone
+
+
+def test_without_the_key_only_the_chain_is_checked_and_writes_are_refused(rejected):
+    """A run dir on a machine without its key (the key file moved away) still opens and
+    verifies its chain, says signatures were not checked, and refuses to write."""
+    from capevolve._store import signing
+
+    key = signing.key_path(RunDir.open(rejected.root)._log.key_id)
+    key.rename(key.with_suffix(".away"))
+    try:
+        run = RunDir.open(rejected.root)
+        result = integrity.verify(run)
+        assert result.ok and any("signatures not checked" in n for n in result.notes)
+        with pytest.raises(RunDirError, match="writes refused: the run's signing key"):
+            run.log_event("note", text="x")
+        line = _append_chained(rejected, "gate", decision="accept")
+        assert RunDir.open(rejected.root).events()[-1].decision == "accept"  # the stated limit
+    finally:
+        key.with_suffix(".away").rename(key)
+    with pytest.raises(RunDirError, match=rf"events\.jsonl:{line}: forged"):
+        RunDir.open(rejected.root)  # with the key back, the forged line is told apart
