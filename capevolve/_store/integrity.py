@@ -14,7 +14,8 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
   the journal's, capevolve._store.journal.recover).
 - **documents**: a run whose log says finalize started has its seal.json; one whose log
   says finalized has final.json with the sha256 recorded in that event; a final.json
-  with no finalize in the log is refused.
+  with no finalize in the log is refused; an evaluation record that says complete agrees
+  with its evaluation's last ``eval_finished`` event (status, mean, stderr, tasks scored).
 
 Hashing is the expensive part, so verified parts are cached outside the run dir, beside
 the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
@@ -27,18 +28,24 @@ the key can do.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from capevolve._store import heads, jsonfiles, signing
-from capevolve._store.lock import is_held
+from capevolve._store import heads, jsonfiles
+from capevolve._store.partcache import PartCache, other_process_holds
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
-from capevolve.records import Event, Finalized, PartWritten, QuarantinedEvent
+from capevolve.records import (
+    EvalFinished,
+    EvalStarted,
+    Event,
+    Finalized,
+    PartWritten,
+    QuarantinedEvent,
+)
 
 if TYPE_CHECKING:
     from capevolve._store.rundir import RunDir
@@ -185,7 +192,7 @@ class _Checker:
             if rollouts.is_dir() else []
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
-        cache = _Cache(self.run._log.key_id)
+        cache = PartCache(self.run._log.key_id)
         try:
             for path in on_disk:
                 rel = path.relative_to(root).as_posix()
@@ -209,7 +216,7 @@ class _Checker:
         finally:
             cache.save()
 
-    def _check_part(self, path: Path, rel: str, record: PartWritten, cache: _Cache) -> None:
+    def _check_part(self, path: Path, rel: str, record: PartWritten, cache: PartCache) -> None:
         try:
             info = path.stat()
         except OSError as exc:
@@ -252,6 +259,36 @@ class _Checker:
         elif layout.final.is_file() and not started:
             self.problem("document", "final.json", "no finalize is recorded in "
                          "events.jsonl: not written by capevolve finalize")
+        self.evaluations(events)
+
+    def evaluations(self, events: list[Event]) -> None:
+        """An evaluation record that says complete must agree with its evaluation's last
+        ``eval_finished`` event (status, mean, stderr, scored tasks)."""
+        last: dict[str, tuple[int, Event | None]] = {}
+        for line, seen in enumerate(events, 1):
+            if isinstance(seen, (EvalStarted, EvalFinished)):
+                last[seen.eval_id] = (line, seen)
+        folder = self.run.layout.evals
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                data = jsonfiles.read(path)
+            except (OSError, ValueError):
+                continue  # unreadable records are refused where they are read
+            if not isinstance(data, dict) or data.get("status") != "complete":
+                continue
+            rel = path.relative_to(self.run.root).as_posix()
+            number, event = last.get(str(data.get("eval_id"))) or (0, None)
+            if isinstance(event, EvalStarted):
+                self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
+                                         "not recorded (killed in between)")
+            elif not isinstance(event, EvalFinished):
+                self.problem("document", rel, "says complete, but no such evaluation is "
+                             "recorded in events.jsonl")
+            elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
+                    data.get("status"), data.get("mean"), data.get("stderr"),
+                    data.get("n_scored")):
+                self.problem("document", rel, f"differs from its eval_finished event (event "
+                             f"{number} of events.jsonl): edited by hand")
 
 
 def _session(part: Path) -> str:
@@ -272,56 +309,6 @@ def relative_or_abs(root: Path, where: str) -> str:
     """``where`` (a path, maybe with ``:line``) relative to ``root`` when inside it."""
     prefix = f"{root}/"
     return where[len(prefix):] if where.startswith(prefix) else where
-
-
-class _Cache:
-    """Verified parts by (size, mtime_ns, ctime_ns, inode, sha256), outside the run dir."""
-
-    def __init__(self, key_id: str | None) -> None:
-        self.path = (signing.key_dir() / "verified" / f"{key_id}.json") if key_id else None
-        self.entries: dict[str, list[Any]] = {}
-        self.dirty = False
-        if self.path is not None:
-            try:
-                data = jsonfiles.read(self.path)
-                if isinstance(data, dict):
-                    self.entries = data
-            except (OSError, ValueError):
-                pass
-
-    def get(self, rel: str) -> list[Any] | None:
-        return self.entries.get(rel)
-
-    def put(self, rel: str, value: list[Any]) -> None:
-        self.entries[rel] = value
-        self.dirty = True
-
-    def save(self) -> None:
-        if self.path is None or not self.dirty:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            jsonfiles.write_atomic(self.path, self.entries)
-        except OSError:
-            pass  # a cache: the next verification hashes again
-
-
-def other_process_holds(lock: Path) -> bool:
-    """True when another process holds the flock on ``lock`` (read from /proc/locks
-    without touching the lock, so a writer starting now is never turned away)."""
-    if is_held(lock):
-        return False
-    try:
-        inode = os.stat(lock).st_ino
-        table = Path("/proc/locks").read_text()
-    except OSError:
-        return False
-    for row in table.splitlines():
-        fields = row.split()
-        if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] \
-                == str(inode) and fields[4] != str(os.getpid()):
-            return True
-    return False
 
 
 def verify(run: RunDir, first_only: bool = False) -> Verification:

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
 from capevolve._store.lock import hold, try_flock
+from capevolve._store.partcache import other_process_holds
 from capevolve._store.rundir import utc_now
 from capevolve.errors import RecordError, RunDirError, TestSealError
 from capevolve.kinds import SealStatus, Split
@@ -90,8 +91,6 @@ def _create(layout: Layout, fields: dict[str, Any]) -> SealRecord:
 def holder_alive(layout: Layout) -> bool:
     """True when a process holds the current seal's flock, read from /proc/locks without
     taking it (a reader must never make a taker think a finalize is running)."""
-    from capevolve._store.integrity import other_process_holds
-
     return layout.seal.is_file() and other_process_holds(layout.seal)
 
 

@@ -231,3 +231,16 @@ def test_without_the_key_only_the_chain_is_checked_and_writes_are_refused(reject
         key.with_suffix(".away").rename(key)
     with pytest.raises(RunDirError, match=rf"events\.jsonl:{line}: forged"):
         RunDir.open(rejected.root)  # with the key back, the forged line is told apart
+
+
+@pytest.mark.parametrize("field,value", [("mean", 0.99), ("n_scored", 1)])
+def test_an_edited_evaluation_record_is_refused(rejected, field, value):
+    """evals/*.json edited by hand (another mean, another count of scored tasks)
+    contradicts the evaluation's eval_finished event: refused naming the file."""
+    path = rejected.layout.eval_json("val__cand_001__k2")
+    data = json.loads(path.read_text())
+    data[field] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(RunDirError, match=r"evals/val__cand_001__k2\.json: differs from its "
+                                          r"eval_finished event \(event \d+"):
+        capevolve.status(rejected.root)
