@@ -50,6 +50,8 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
     data = {"run_dir": str(run_dir), "n_events": n_events, "head": head}
     data["mac"] = signing.mac(key, data)
     path = head_path(project_dir, key_id, run_dir)
+    if not Path(project_dir).is_dir():
+        return  # the project moved or is gone: never recreate its path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         jsonfiles.write_atomic(path, data)
