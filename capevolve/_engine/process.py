@@ -37,13 +37,21 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+_NATIVE = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+HINT = ("a native crash in user code? with engine.isolation: process it is a crash row of "
+        "its unit instead")
+
+
 def _how(code: int | None) -> str:
     if code is not None and code < 0:
         try:
-            return f"killed by {signal.Signals(-code).name}"
+            name = signal.Signals(-code)
         except ValueError:
             return f"killed by signal {-code}"
-    return "still running" if code is None else f"exit code {code}"
+        return f"killed by {name.name}" + (f"; {HINT}" if name in _NATIVE else "")
+    if code is None or code == 0:
+        return "still running" if code is None else "exit code 0"
+    return f"exit code {code}; {HINT}"  # the worker itself only ever exits with 0
 
 
 class ProcessWorker:

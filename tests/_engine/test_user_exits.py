@@ -197,3 +197,17 @@ def test_sys_exit_in_the_adapters_init_or_tasks_is_a_problem_not_a_silent_exit(
     errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f"SystemExit: {code}" in errors[0]
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.slow
+def test_a_native_crash_without_isolation_is_one_error_line_with_the_remedy(tmp_path):
+    """A segfault in run_target without isolation kills the worker each time its unit is
+    re-sent: after the bounded restarts `capevolve run` ends with exit 2 and one error line
+    that names the signal and says how to make it a crash row (engine.isolation)."""
+    project, _ = make_hostile_project(tmp_path / "p", {"boom": "segfault"}, n_ok=6,
+                                      engine={"concurrency": 2})
+    result = _cli_run(project, tmp_path / "run", timeout=240)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr
+    assert "workers died" in errors[0] and "engine.isolation: process" in errors[0]
