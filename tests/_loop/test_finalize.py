@@ -364,6 +364,9 @@ def test_finalize_killed_after_test_rows_resumes_the_same_units(tmp_path):
     assert 0 < len(scored_before) < total
     assert run_status(reopened)["final"]["verdict_text"] == text
     assert text in render(reopened)
+    shown = subprocess.run([str(CAPEVOLVE), "status", "--run-dir", str(run.root)],
+                           env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and text in shown.stdout.splitlines(), shown
     parts_before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in _test_parts(run.root)}
 
     final = finalize(RunDir.open(run.root))
