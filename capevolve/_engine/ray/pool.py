@@ -79,14 +79,14 @@ async def _bounded(handle, ref, expected_s: float, limit_s: float):
             if done:
                 return call.result()
             waited = time.monotonic() - started
-            why = (None if waited < limit_s and await _healthy(handle.actor) else
-                   f"no reply within {waited:.0f}s" if waited >= limit_s else
-                   f"no reply within {waited:.0f}s and no answer to a health check within "
-                   f"{HEALTH_TIMEOUT_S:g}s (its process is gone or user code blocks its "
-                   "event loop)")
-            if why is not None:
-                ray.kill(handle.actor, no_restart=False)  # Ray restarts it
-                raise WorkerLost(f"{handle.name}: {why}; restarting it")
+            if waited < limit_s and await _healthy(handle.actor):
+                continue  # alive and serving: the call is just slow
+            why = f"no reply within {waited:.0f}s"
+            if waited < limit_s:
+                why += (f" and no answer to a health check within {HEALTH_TIMEOUT_S:g}s (its "
+                        "process is gone or user code blocks its event loop)")
+            ray.kill(handle.actor, no_restart=False)  # Ray restarts it
+            raise WorkerLost(f"{handle.name}: {why}; restarting it")
     finally:
         call.cancel()
 
