@@ -7,8 +7,6 @@ it is, so re-running never buys a second, luckier draw of the same candidate.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts
@@ -32,10 +31,8 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     write_eval,
 )
 from capevolve._store.journal import recover as journal
-from capevolve._store.journal.dispatch import DispatchJournal
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
-from capevolve._store.rollouts.schema import SCHEMA_VERSION, storable_rows
-from capevolve._store.rollouts.writer import PartWriter, session_token
+from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
@@ -53,82 +50,6 @@ def run_config(run: RunDir) -> ProjectConfig:
 def run_project(run: RunDir) -> Project:
     """The project a run belongs to, with the run's frozen config."""
     return load_project(Path(run.manifest.project_dir), config=run_config(run))
-
-
-@dataclass
-class _Tally:
-    """Spend of the rows this invocation ran (for the run's budget)."""
-
-    rows: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    cost_unrecorded: int = 0
-
-    def add(self, rows: list[dict]) -> None:
-        for row in rows:
-            self.rows += 1
-            self.tokens += row.get("tokens") or 0
-            if row.get("cost_usd") is None:
-                self.cost_unrecorded += 1
-            else:
-                self.cost_usd += row["cost_usd"]
-
-
-class _Session:
-    """One run of the engine for one evaluation: its dispatch journal (the ledger the
-    dispatcher records units in before they go out), its row writer and its tally; see
-    :mod:`capevolve._store.journal`."""
-
-    def __init__(self, run: RunDir, eval_id: str, split: str, candidate_id: str) -> None:
-        self.run, self.token, self.tally = run, session_token(), _Tally()
-        journal.live_sessions.add(self.token)
-        self.ledger = DispatchJournal(
-            run.layout.journal / f"{self.token}.dispatch",
-            {"session": self.token, "eval_id": eval_id, "split": split,
-             "candidate_id": candidate_id})
-        self.writer = PartWriter(run.layout, split, candidate_id, eval_id, session=self.token,
-                                 on_part=run.record_part)
-        self.t0 = time.monotonic()
-
-    def sink(self, rows: list[dict]) -> None:
-        rows = storable_rows(rows)  # the tally counts only values the store may hold
-        self.writer.add(rows)
-        self.tally.add(rows)
-
-    def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
-        """Write every row the engine delivered, check what candidate code touched, record
-        the spend (once) and remove the journals; with a write failure the row journal
-        stays for the next command to recover, and the failure is returned."""
-        failure: StoreError | None = None
-        try:
-            self.writer.close()
-        except StoreError as exc:
-            failure = exc
-        self.ledger.close()
-        tampered = guard.documents_changed()  # before anything else is recorded
-        try:
-            journal.settle(self.run, self.token, self.ledger.units,
-                           journal.RowSpend(self.tally.rows, self.tally.tokens,
-                                            self.tally.cost_usd, self.tally.cost_unrecorded),
-                           time.monotonic() - self.t0, reconciled=False)
-            if failure is None:
-                journal.remove_session(self.run.layout, self.token)
-        except OSError:
-            pass  # the journals stay: the next command settles them
-        finally:
-            journal.live_sessions.discard(self.token)
-        guard.check(record, self.writer.parts, tampered)
-        return failure
-
-
-def _on_disk(run: RunDir, eval_id: str, n_units: int, session: str) -> str:
-    """How many units of an evaluation have a finished rollout on disk, in words: in its
-    parts, or in the row journal a failed write left (the next command makes it a part)."""
-    parts = RolloutStore(run.layout).done_units(eval_id)
-    pending = journal.journalled_units(run.layout, session, eval_id) - parts
-    where = f" ({len(pending)} in the row journal, kept by the next command)" if pending else ""
-    return (f"{len(parts | pending)} of {n_units} units of {eval_id} have a finished "
-            f"rollout on disk{where}")
 
 
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
@@ -228,7 +149,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
-    session = _Session(run, eval_id, str(split), candidate_id)
+    session = Session(run, eval_id, str(split), candidate_id)
     engine = engine or make_engine(config.engine, address)
     allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
     n_units = len(task_ids) * n_trials
@@ -236,7 +157,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         report = engine.run(job, units, session.sink, allowance, ledger=session.ledger)
     except KeyboardInterrupt:
         session.end(guard, record)
-        raise Interrupted(f"interrupted: {_on_disk(run, eval_id, n_units, session.token)}"
+        raise Interrupted(f"interrupted: {session.on_disk(n_units)}"
                           "; rerun to resume") from None
     except StoreError as exc:
         failure: StoreError | None = session.end(guard, record) or exc
@@ -246,7 +167,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     else:
         failure = session.end(guard, record)
     if failure is not None:  # a write failed: the rows on disk stay for the resume
-        raise StoreError(f"{failure}; {_on_disk(run, eval_id, n_units, session.token)}; "
+        raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None
     tally = session.tally
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()

@@ -160,7 +160,10 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
         done, raw = _stored(run, eval_id)
         assert raw == len(done), "a unit is stored twice"
         lost = {u for u in ended if u[0] in _train_ids(run)} - done
-        assert len(lost) <= IN_FLIGHT_BOUND, f"{len(lost)} finished rollouts lost"
+        assert len(lost) <= IN_FLIGHT_BOUND, (
+            f"{len(lost)} finished rollouts lost", sorted(lost)[:4],
+            sorted(str(p.relative_to(run.root)) for p in run.root.rglob("*.parquet")),
+            [(e.session, e.metric_calls, e.reconciled) for e in run.events(EventKind.SPEND)])
         assert not list(run.layout.journal.glob("*")), "recovery left journal files"
         reconciled = [e for e in run.events(EventKind.SPEND)
                       if isinstance(e, SpendEvent) and e.reconciled]

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.projects import make_project
 
-from capevolve._loop import evaluate as evaluation
+from capevolve._loop import session
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
@@ -57,7 +57,7 @@ def _ids_project(root, val_ids, *, trials=2, sleep=0.0, concurrency=8, extra_tas
 
 def _small_writer(monkeypatch, **kwargs):
     """Make evaluate() use PartWriters with the given limits."""
-    monkeypatch.setattr(evaluation, "PartWriter", functools.partial(PartWriter, **kwargs))
+    monkeypatch.setattr(session, "PartWriter", functools.partial(PartWriter, **kwargs))
 
 
 # -- PartWriter -----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -67,6 +68,18 @@ def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
     return final
 
 
+@dataclass
+class RowTally:
+    """What the rows taken so far report (each checked by the storage boundary first):
+    how many, their tokens and cost, and how many have no cost. Updated by the writer
+    thread, cost before count, so a reader mid-update sees a conservative mean cost."""
+
+    rows: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0
+
+
 def session_token() -> str:
     """A fresh session name (random, 8 hex digits)."""
     return uuid.uuid4().hex[:8]
@@ -76,7 +89,8 @@ class PartWriter:
     """The rows of one evaluate session on their way to disk (see the module docstring).
 
     ``rows_durable`` counts rows fsynced in the journal or written in parts, ``rows_written``
-    rows in parts; ``parts`` lists every part written (final paths).
+    rows in parts; ``parts`` lists every part written (final paths); ``tally`` what the rows
+    report (:class:`RowTally`), for the budget and the spend.
     """
 
     def __init__(self, layout: Layout, split: str, candidate_id: str, eval_id: str, *,
@@ -90,6 +104,7 @@ class PartWriter:
         self.parts: list[Path] = []
         self.rows_written = 0
         self.rows_durable = 0
+        self.tally = RowTally()
         self._queue: list[list[dict]] = []
         self._cond = threading.Condition()
         self._closing = False
@@ -166,7 +181,12 @@ class PartWriter:
                                        f"({type(exc).__name__}: {exc})")
 
     def _journal(self, rows: list[dict]) -> None:
-        table = rows_to_table(rows)
+        table = rows_to_table(rows)  # the storage boundary checks every value here, once
+        n, tokens, cost, unrecorded = table_spend(table)
+        self.tally.tokens += tokens
+        self.tally.cost_usd += cost
+        self.tally.cost_unrecorded += unrecorded
+        self.tally.rows += n
         if self._segment is None:
             self._segment = Segment(segment_path(self.journal_dir, self.session,
                                                  self._segments))
