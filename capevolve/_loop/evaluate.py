@@ -3,6 +3,14 @@
 An evaluation is identified by (split, candidate, trials): running the same command again
 resumes an incomplete evaluation (only missing units run) and returns a complete one as
 it is, so re-running never buys a second, luckier draw of the same candidate.
+
+Every unit is journalled before it is dispatched and every finished row within about 50 ms
+(:mod:`capevolve._loop.session`, :mod:`capevolve._store.journal`): an evaluation killed at
+any moment loses only its rollouts in flight, and the next evaluate first settles what it
+left (its rows become a part, its dispatched units count as spent), so budget caps hold
+across kills. An interrupt (Ctrl-C) raises :class:`~capevolve.errors.Interrupted` saying
+how many units have a finished rollout on disk; a failed write is one StoreError naming
+the path and the same count.
 """
 
 from __future__ import annotations
