@@ -132,7 +132,7 @@ class Dispatcher:
             if unit is not None:
                 fresh.append((raw, unit.seed))
         if not fresh:
-            self.sink([])  # also on empty batches, so the sink can flush on time
+            self.sink([])  # also on empty batches: a failed write stops the evaluation soon
             return
         await self.room.acquire()
         task = asyncio.get_running_loop().create_task(self._score(fresh))
