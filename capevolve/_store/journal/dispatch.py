@@ -62,7 +62,9 @@ class DispatchJournal:
     def _write(self, data: bytes, count: int) -> None:
         """One write and one fsync (in an executor thread); counts the units once durable."""
         try:
-            os.write(self._fd, data)
+            view = memoryview(data)
+            while view:  # a short write (the disk filling up) is finished or raises
+                view = view[os.write(self._fd, view):]
             os.fsync(self._fd)
         except OSError as exc:
             raise _oserror(self.path, "record dispatched units", exc) from None
