@@ -17,6 +17,9 @@ can catch user-facing problems without catching programming errors::
 
 Per-rollout failures are never exceptions escaping the engine: they are data
 (``Rollout.error`` and the ``error_kind`` column).
+
+Outside the tree, ``Interrupted`` is a KeyboardInterrupt (Ctrl-C stopped an evaluation)
+whose message says how many units have a finished rollout on disk; the CLI exits 130.
 """
 
 from __future__ import annotations
