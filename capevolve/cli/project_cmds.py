@@ -9,7 +9,7 @@ import typer
 
 import capevolve
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
-from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.cli.output import command, emit, fmt_mean, progress
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -28,11 +28,8 @@ def init(directory: Annotated[Path, typer.Argument(help="Where to create the pro
 def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
     """Load config and adapter, check tasks (non-empty, unique, stable) and score determinism.
 
-    Exits 1 with every problem listed when the project is not runnable (2 when --project
-    is not a directory).
+    Exits 1 with every problem listed when the project is not runnable.
     """
-    if not project.is_dir():
-        fail(f"--project {project}: not a directory")
     payload = capevolve.check_project(project)
     problems = payload["problems"]
     human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems

@@ -533,7 +533,6 @@ def _cli_cases() -> list[Case]:
         _c("init into an existing project", "path", ("init", "{project}"), "capevolve.yaml"),
         _c("init not UTF-8", "path", ("init", b"\xff\xfe"), None),
         _c("init into /sys", "path", ("init", "/sys/capevolve-init"), "/sys"),
-        _c("check --project missing", "path", ("check", "--project", "{tmp}/nope"), "nope"),
         _c("diagnose --split test", "cli", ("diagnose", *r, "--split", "test", "--tag",
                                               "seed"), "test"),
         _c("diagnose unknown tag", "cli", ("diagnose", *r, "--split", "val", "--tag",
