@@ -151,9 +151,11 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
         ended = executions(project)[1]  # finished before the kill
         proc.wait()
         _orphans_gone(project)
+        left = {p.name: p.stat().st_size for p in run.layout.journal.glob("*")}
         run = _settle(run)
         started = executions(project)[0]
         spent = run.spent
+        assert run.candidate_ids() == ["cand_001", "seed"], "the resume made a new snapshot"
         assert len(started) - checked <= spent.metric_calls and _within(cap, spent)
         if cap == "max_usd":  # what the executions really cost
             assert (len(started) - checked) * 0.001 <= CAPS[cap] + 1e-9
@@ -161,7 +163,7 @@ def test_kill_9_at_several_points_loses_only_in_flight_and_never_overspends(tmp_
         assert raw == len(done), "a unit is stored twice"
         lost = {u for u in ended if u[0] in _train_ids(run)} - done
         assert len(lost) <= IN_FLIGHT_BOUND, (
-            f"{len(lost)} finished rollouts lost", sorted(lost)[:4],
+            f"{len(lost)} finished rollouts lost", sorted(lost)[:4], left,
             sorted(str(p.relative_to(run.root)) for p in run.root.rglob("*.parquet")),
             [(e.session, e.metric_calls, e.reconciled) for e in run.events(EventKind.SPEND)])
         assert not list(run.layout.journal.glob("*")), "recovery left journal files"
