@@ -57,7 +57,9 @@ def run_faults() -> list[dict]:
                 row = scenario(Path(tmp))
             except Exception as exc:  # a scenario that breaks is a row that did not survive
                 traceback.print_exc()
-                row = {"fault": scenario.__name__, "injected": None, "survived": False,
+                doc = (scenario.__doc__ or scenario.__name__).strip().splitlines()[0]
+                row = {"fault": f"{scenario.__name__}: {doc}", "injected": None,
+                       "survived": False,
                        "error": f"{type(exc).__name__}: {exc}"}
             row["seconds"] = round(time.monotonic() - t0, 1)
             rows.append(row)
