@@ -136,10 +136,9 @@ def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None
         return f"--iterations {iterations} reached"
     best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
-    optimizer_cost = sum(r.spend.cost_usd or 0.0 for r in ledger)
     state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
-                      metric_calls=s.run.spent.metric_calls,
-                      cost_usd=s.run.spent.cost_usd + optimizer_cost, wall_s=wall_s,
+                      metric_calls=s.run.spent.metric_calls,  # cost: runner + optimizer
+                      cost_usd=s.run.spent.cost_usd, wall_s=wall_s,
                       stall=_stall(ledger))
     met = first_met(s.stop, state)
     if met:

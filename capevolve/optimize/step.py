@@ -33,7 +33,7 @@ from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
-from capevolve.kinds import Decision, EvalStatus, EventKind, Split
+from capevolve.kinds import Decision, EvalStatus, EventKind, SpendRole, Split
 from capevolve.optimize.algorithms import SearchView
 from capevolve.optimize.context import build_context, train_diagnosis
 from capevolve.optimize.proposers.base import Proposal, ProposalContext
@@ -294,9 +294,24 @@ def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = 
         metric_calls=p.rows, wall_s=_since(started),
         overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
         detail=dict(rec.get("detail") or {}))
+    _record_optimizer_spend(s, record)
     s.files.append(record)
     s.ledger.append(record)
     return record
+
+
+def _record_optimizer_spend(s: Session, record: IterationRecord) -> None:
+    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
+    iteration: a resumed iteration finds its event by session and records none)."""
+    spend = record.spend
+    if not spend.tokens and not spend.cost_usd:
+        return
+    session = f"optimize:{record.iteration:04d}"
+    if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
+        return
+    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
+                  tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
+                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
 
 
 def _since(started: str) -> float:

@@ -107,6 +107,9 @@ esac
                                   "wall_s": stored[3]["spend"]["wall_s"]}
     assert result["spend"]["optimizer"]["tokens"] == 1234
     assert result["spend"]["optimizer"]["cost_usd"] == 0.5
+    by_role = capevolve.status(run.root)["spent_by_role"]
+    assert by_role["optimizer"]["tokens"] == 1234 and by_role["optimizer"]["cost_usd"] == 0.5
+    assert by_role["runner"]["tokens"] != 1234  # the runner's spend is kept apart
     # only the fourth child was ever snapshotted and evaluated
     assert run.candidate_ids() == ["cand_001", "seed"]
 
