@@ -142,3 +142,17 @@ def test_a_full_disk_mid_snapshot_is_one_line_and_leaves_nothing(run, tmp_path):
     _no_trace_of(run, "cand_001")
     assert not (run.layout.candidates / STAGING).exists()
     assert resolve_candidate(run, src) == "cand_001"
+
+
+def test_a_failed_atomic_write_leaves_the_old_document_and_no_temp_file(tmp_path):
+    """write_atomic that fails (a value JSON cannot hold, a write past RLIMIT_FSIZE in
+    the CLI tests) removes its temporary file and leaves the old document as it was."""
+    from capevolve._store import jsonfiles
+
+    path = tmp_path / "doc.json"
+    jsonfiles.write_atomic(path, {"a": 1})
+    before = path.read_bytes()
+    with pytest.raises(ValueError):
+        jsonfiles.write_atomic(path, {"a": float("nan")})
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
