@@ -77,14 +77,17 @@ def build_run(root: Path, n_failing: int, seed: int = 0) -> tuple[RunDir, dict]:
     n_fail_tasks = n_failing // TRIALS
     fail_ids = [f"f{i:06d}" for i in range(n_fail_tasks)]
     pass_ids = [f"p{i:06d}" for i in range(PASSING_TASKS)]
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     splits = Splits(train=("x0",), val=tuple(sorted(fail_ids + pass_ids)), test=("z0",),
                     seed=0)
-    manifest = {"run_id": "bench", "project_dir": str(root / "none"), "config": {}}
-    run = RunDir.create(root / "run", manifest, splits)
+    manifest = {"run_id": "bench", "project_dir": str(root / "none"),
+                "config": {"name": "bench", "adapter": "adapter.py:Adapter",
+                           "capability_path": "seed"},
+                "created_at": t0.isoformat(), "versions": {}, "seed": 0, "host": "bench",
+                "n_tasks": len(fail_ids) + len(pass_ids) + 2}
     (root / "seed").mkdir()
     (root / "seed" / "prompt.md").write_text("be good")
-    run.snapshot("seed", root / "seed")
-    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    run = RunDir.create(root / "run", manifest, splits, root / "seed")
     rows = []
     for task in fail_ids + pass_ids:
         cause = rng.randrange(40)

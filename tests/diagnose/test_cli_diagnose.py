@@ -53,7 +53,8 @@ def test_diagnose_human_output_lists_clusters(run):
     result = invoke("diagnose", "--run-dir", run.root, "--tag", "seed",
                     "--cluster", "first-words")
     assert result.exit_code == 0, result.stderr
-    assert "refund amount off" in result.stdout and "val__seed.json" in result.stdout
+    assert "refund amount off" in result.stdout
+    assert "val__seed.first-words.json" in result.stdout
 
 
 def test_diagnose_refuses_the_test_split_and_missing_options(run):

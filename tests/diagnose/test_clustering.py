@@ -65,10 +65,33 @@ def test_identifiers_keep_their_underscores():
 
 def test_shared_token_rule_is_half_of_the_smaller_key_and_transitive():
     """Half of the smaller key suffices; chains merge transitively; disjoint keys stay apart."""
-    keys = _keys("alpha beta gamma delta", "alpha beta kappa lambda mu sigma",
+    keys = _keys("alpha beta gamma delta", "alpha beta gamma kappa lambda",
                  "kappa lambda omega theta", "zeta eta iota")
     groups = sorted(group_root_cause(keys))
     assert groups == [[0, 1, 2], [3]]
+
+
+def test_template_words_shared_across_causes_do_not_merge_them():
+    """'... was never told to the customer' ends many different causes: two keys that
+    share only those template words stay apart, while rephrasings of one cause (sharing
+    the cause's own words) still merge."""
+    causes = ["the refund amount", "the price difference", "the order status",
+              "the delivery date", "the gift card balance", "the pickup location"]
+    feedbacks = [f"{c} was never told to the customer" for c in causes]
+    feedbacks += ["the customer never heard the refund amount",
+                  "price difference never told"]
+    groups = sorted(group_root_cause(_keys(*feedbacks)))
+    assert groups == [[0, 6], [1, 7], [2], [3], [4], [5]]
+
+
+def test_overlap_rule_counts_and_weights():
+    """Rule 1 (half the smaller key) is necessary; rule 2 needs the shared weight."""
+    from capevolve.diagnose.cluster import overlaps
+
+    assert not overlaps(1, 3, 3)
+    assert overlaps(1, 2, 5)
+    assert not overlaps(2, 4, 4, shared_weight=2.0, weight_a=4.0, weight_b=6.0)
+    assert overlaps(2, 4, 4, shared_weight=3.0, weight_a=4.0, weight_b=6.0)
 
 
 def test_pairs_below_half_stay_apart():
