@@ -97,8 +97,9 @@ def raw_tokens(feedback: str, identifiers: frozenset[str] = frozenset()) -> list
 def preamble_cuts(feedbacks: list[str]) -> list[int]:
     """Per feedback, the character offset where its text starts after the shared preamble:
     the leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from
-    those that carry it (0 for the others, and where it would leave nothing). When the
-    run reaches past a line break, only its whole lines are stripped. Each feedback is
+    those that carry it (0 for the others). A run that is the whole feedback of a failure
+    carrying it is that failure's cause, not a preamble: nothing is stripped. When the run
+    reaches past a line break, only its whole lines are stripped. Each feedback is
     tokenised only as far as the run reaches."""
     if len(feedbacks) < 2:
         return [0] * len(feedbacks)
@@ -126,13 +127,12 @@ def preamble_cuts(feedbacks: list[str]) -> list[int]:
         alive = [i for i in alive if token(i, depth) == word]
         depth += 1
     cuts = [0] * len(feedbacks)
-    if depth == 0:
-        return cuts
+    if depth == 0 or any(token(i, depth) is None for i in alive):
+        return cuts  # a run that is some failure's whole feedback is a cause, not a preamble
     for i in alive:
-        if token(i, depth) is not None:  # never strip a feedback down to nothing
-            end = seen[i][depth - 1][1]
-            line = feedbacks[i].rfind("\n", 0, end)
-            cuts[i] = line + 1 if line > 0 else end
+        end = seen[i][depth - 1][1]
+        line = feedbacks[i].rfind("\n", 0, end)
+        cuts[i] = line + 1 if line > 0 else end
     return cuts
 
 

@@ -43,11 +43,23 @@ def test_same_cause_with_different_numbers_and_literals_is_one_cluster():
     assert len(result["clusters"]) == 1 and result["clusters"][0]["size"] == 3
 
 
-def test_preamble_that_is_the_whole_feedback_is_kept():
-    """A feedback that is nothing but the shared run keeps its words."""
+def test_a_shared_run_that_is_a_whole_feedback_is_no_preamble():
+    """'wrong refund amount' is one failure's whole feedback: a cause, so nothing is stripped."""
     keys = _keys("wrong refund amount", "wrong refund amount for the premium member")
     assert keys[0].tokens == {"refund", "amount"}
-    assert keys[1].tokens == {"premium", "member"}
+    assert keys[1].tokens == {"refund", "amount", "premium", "member"}
+
+
+def test_a_preamble_most_failures_share_is_stripped_even_if_one_lacks_it():
+    """One failure without the scorer's preamble no longer turns stripping off."""
+    pre = "Grading failed because the expected outcome was not met: "
+    feedbacks = [pre + "did not confirm the change", pre + "refund amount above the limit",
+                 pre + "booked a cabin class never asked for", pre + "seat upgrade skipped",
+                 pre + "baggage allowance ignored", "no conversation was recorded"]
+    keys = _keys(*feedbacks)
+    assert not any({"grad", "outcom"} & k.tokens for k in keys[:5])
+    result = build([trial(f"t{i}", 0.0, f) for i, f in enumerate(feedbacks)])
+    assert len(result["clusters"]) == 6
 
 
 def test_inflected_generic_words_are_filtered_after_collapsing():
