@@ -75,7 +75,8 @@ def _diagnosis_human(result: dict, path: Path) -> str:
 def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "val",
              tag: TagOpt = None, project: ProjectOpt = None,
              cluster: Annotated[ClusterMode, typer.Option(
-                 "--cluster", help="root-cause (default) or first-words.")] =
+                 "--cluster", help="root-cause (default) or first-words (the old "
+                                   "lexical key, written to its own .first-words.json).")] =
              ClusterMode.ROOT_CAUSE,
              redact_gold: Annotated[bool, typer.Option(
                  "--redact-gold", help="Replace target values quoted in feedback.")] = False,

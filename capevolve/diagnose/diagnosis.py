@@ -1,8 +1,10 @@
 """``diagnose``: one candidate's stored rollouts on a split -> reflective dataset, clusters,
-task groups and sanity checks, written to ``diagnoses/<split>__<tag>.json``.
+task groups, history and sanity checks, written to ``diagnoses/<split>__<tag>.json``
+(``<split>__<tag>.first-words.json`` in that mode), plus trajectory files for rollouts
+that have no trajectory of their own.
 
-The result is a pure function of the stored rows, the adapter context and the options
-(plus judgements carried over from an earlier file for clusters with the same signature),
+The result is a pure function of the stored rows, the adapter context, the options, the
+run's tried fixes and the judgements carried over from the earlier file of the same mode,
 with sorted keys and lists, so the file is byte-identical run to run. Errored trials are
 missing data: counted in ``errored_trials``, never failures.
 """
