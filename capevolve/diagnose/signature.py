@@ -19,6 +19,7 @@ person reads (the shortest form seen).
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -117,6 +118,13 @@ def preamble_cuts(feedbacks: list[str]) -> list[int]:
     need = PREAMBLE_SHARE * len(feedbacks)
     alive = list(range(len(feedbacks)))
     depth = 0
+    common = os.path.commonprefix([f.lower() for f in feedbacks])
+    if common:  # tokens ending inside the prefix every feedback shares: no counting needed
+        inside = [m for m in _WORD.finditer(common) if m.end() + 2 <= len(common)]
+        for i in alive:
+            seen[i] = [(m.group(), m.end()) for m in inside]
+            streams[i] = _WORD.finditer(feedbacks[i].lower(), inside[-1].end() if inside else 0)
+        depth = len(inside)
     while len(alive) >= need:
         words = Counter(w for i in alive if (w := token(i, depth)) is not None)
         if not words:

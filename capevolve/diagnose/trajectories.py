@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -63,6 +64,14 @@ def document(trial: Trial) -> str:
     return "{" + ", ".join(f'"{k}": {fields[k]}' for k in sorted(fields)) + "}\n"
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at ``path`` already holds exactly ``data``."""
+    try:
+        return os.path.getsize(path) == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 def write_all(directory: Path, trials: list[Trial]) -> None:
     """Write one file per trial under ``directory`` and remove the folder's stale files."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -70,13 +79,16 @@ def write_all(directory: Path, trials: list[Trial]) -> None:
     for trial in trials:
         name = file_name(trial)
         names.add(name)
-        path, text = directory / name, document(trial)
+        path, data = directory / name, document(trial).encode("utf-8")
+        if _holds(path, data):
+            continue  # a stored rollout never changes: most re-runs write nothing
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            if path.read_text(encoding="utf-8") == text:
-                continue  # a stored rollout never changes: most re-runs write nothing
-        except (OSError, ValueError):
-            pass
-        path.write_text(text, encoding="utf-8")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
     for stale in directory.glob("*.json"):
         if stale.name not in names:
             stale.unlink()
