@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from diagnose.diag_support import build, trial
 
 PRE = "[scorer] reward 1 = state AND messages; 0.5 = one of the two."
@@ -83,3 +85,19 @@ def test_semicolon_separated_labelled_parts_on_one_line():
                           score_parts={"policy": 0.0, "reply": 1.0})])
     entry = result["reflective_dataset"][0]
     assert [c["part"] for c in entry["causes"]] == ["policy", "reply"]
+
+
+def test_malformed_score_parts_and_labels_are_missing_data_not_errors():
+    """Score parts that are not JSON, not an object, or hold non-numbers are ignored; the
+    feedback is still split by the labels failures share."""
+    trials = [trial("t1", 0.0, "db: state wrong\nmsg: amount untold", score_parts=None),
+              trial("t2", 0.0, "db: state wrong\nmsg: amount untold"),
+              trial("t3", 0.0, "no labels here at all")]
+    bad = [trial("t4", 0.0, "db: state wrong"), trial("t5", 0.0, "db: state wrong")]
+    bad = [dataclasses.replace(t, score_parts=raw)
+           for t, raw in zip(bad, ["{not json", '["db", 0]'], strict=True)]
+    assert bad[0].score_parts == "{not json"
+    result = build(trials + bad)
+    entry = next(e for e in result["reflective_dataset"] if e["task_id"] == "t1")
+    assert [c["part"] for c in entry["causes"]] == ["db", "msg"]
+    assert result["failing_total"] == 5
