@@ -136,7 +136,7 @@ def signature_of(keys: list[Key]) -> str:
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
     for key in keys:
-        counts.update(key.tokens)
+        counts.update(t for t in key.tokens if not t.startswith("@"))
         for rank, (token, word) in enumerate(key.surface):
             position[token] = min(rank, position.get(token, rank))
             best = surface.get(token)

@@ -36,6 +36,8 @@ from capevolve.diagnose.reflective import Failure
 from capevolve.diagnose.signature import Key, first_words, key_of, raw_tokens
 from capevolve.diagnose.units import Unit
 
+PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carries
+
 _MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOTE}
 
 
@@ -56,15 +58,22 @@ def _mechanical(failure: Failure) -> str | None:
 
 def _lexical_keys(failures: list[Failure], placed: list[Placed],
                   lexical: list[int]) -> tuple[list[int], list[Key]]:
-    """The root-cause key of every lexical unit. A failure whose units all have an empty
-    key after its preamble was stripped is keyed by its whole feedback instead (the
-    shared run was its cause)."""
+    """The root-cause key of every lexical unit. A unit without a part label, of a failure
+    whose score parts show exactly one part short, carries that part as one more token
+    (``@<part>``, never shown in a signature): the part is half of the failure site, so
+    units of different parts need more shared words to merge. A failure whose units all
+    have an empty key after its preamble was stripped is keyed by its whole feedback
+    instead (the shared run was its cause)."""
     keys: dict[int, Key] = {}
     by_failure: dict[int, list[int]] = {}
     for u in lexical:
         failure, unit = failures[placed[u].failure], placed[u].unit
-        keys[u] = key_of(raw_tokens(unit.text if unit else "", failure.identifiers),
-                         failure.identifiers)
+        key = key_of(raw_tokens(unit.text if unit else "", failure.identifiers),
+                     failure.identifiers)
+        part = failure.inferred_part if unit is not None and unit.part is None else None
+        if part and key.tokens:
+            key = Key(key.tokens | {PART_TOKEN + part}, key.surface)
+        keys[u] = key
         by_failure.setdefault(placed[u].failure, []).append(u)
     out = list(lexical)
     for i, units in by_failure.items():
@@ -132,7 +141,8 @@ def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
     """The failure site a unit names: the identifiers (tools, fields) in its key."""
     if key is None:
         return []
-    return sorted(t for t in key.tokens if "_" in t or t in identifiers)
+    return sorted(t for t in key.tokens
+                  if not t.startswith(PART_TOKEN) and ("_" in t or t in identifiers))
 
 
 def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:

@@ -101,3 +101,19 @@ def test_malformed_score_parts_and_labels_are_missing_data_not_errors():
     entry = next(e for e in result["reflective_dataset"] if e["task_id"] == "t1")
     assert [c["part"] for c in entry["causes"]] == ["db", "msg"]
     assert result["failing_total"] == 5
+
+
+def test_the_one_failing_score_part_is_half_of_an_unlabelled_units_site():
+    """Without labels, a unit whose trial has exactly one part short carries that part:
+    borderline wording of different parts stays apart, the same wording of one part merges."""
+    a = "date of the flight was wrong for the passenger"
+    b = "fare difference of the flight for the passenger"
+    unknown = build([trial("t1", 0.5, a), trial("t2", 0.5, b)])
+    assert len(unknown["clusters"]) == 1  # the words alone are borderline: they merge
+    apart = build([trial("t1", 0.5, a, score_parts={"itinerary": 0.0, "reply": 1.0}),
+                   trial("t2", 0.5, b, score_parts={"itinerary": 1.0, "reply": 0.0})])
+    together = build([trial("t1", 0.5, a, score_parts={"itinerary": 0.0, "reply": 1.0}),
+                      trial("t2", 0.5, b, score_parts={"itinerary": 0.0, "reply": 1.0})])
+    assert len(apart["clusters"]) == 2 and len(together["clusters"]) == 1
+    assert not any("@" in c["signature"] or "@" in "".join(c["sites"])
+                   for c in together["clusters"])
