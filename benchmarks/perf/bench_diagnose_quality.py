@@ -14,7 +14,8 @@ Run with ``.venv/bin/python benchmarks/perf/bench_diagnose_quality.py`` (part of
 
 For each, ``diagnose`` runs as the CLI would and its file is scored by
 ``diagnose_quality.score``: adjusted Rand index of diagnose's clusters against the rules
-over every (failing trial, cause) item, and per-cause recall / purity. Prints a table per
+over every (failing trial, cause) item, and per-cause recall / purity; the old lexical key
+(``--cluster first-words``) is scored beside it for comparison. Prints a table per
 benchmark, the ARI with the target and, last, one JSON line.
 """
 
@@ -35,6 +36,7 @@ from capevolve.adapter import Rollout
 from capevolve.diagnose.classify import is_failure
 from capevolve.diagnose.context import AdapterContext
 from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose
+from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.source import load_trials
 from capevolve_adapters.retail import RetailAdapter
 from capevolve_adapters.retail.causes import failure_causes
@@ -62,15 +64,21 @@ def bench_retail(root: Path) -> dict[str, dict[str, Any]]:
     out = {}
     for split in ("val", "train"):
         evaluate(run, "seed", split, engine="local")
-        result = diagnose(run, DiagnoseOptions(split, "seed"))
-        out[f"retail/{split}"] = score(result, retail_items(run, split))
+        items = retail_items(run, split)
+        out[f"retail/{split}"] = score(diagnose(run, DiagnoseOptions(split, "seed")), items)
+        lexical = diagnose(run, DiagnoseOptions(split, "seed", mode=ClusterMode.FIRST_WORDS))
+        out[f"retail/{split}"]["first_words_ari"] = score(lexical, items)["ari"]
     return out
 
 
 def bench_airline(root: Path) -> dict[str, dict[str, Any]]:
     run, items = quality_airline.build_run(root / "airline")
-    result = diagnose(run, DiagnoseOptions("val", "seed"), AdapterContext(unavailable="bench"))
-    return {"airline/val": score(result, items)}
+    context = AdapterContext(unavailable="bench")
+    figures = score(diagnose(run, DiagnoseOptions("val", "seed"), context), items)
+    lexical = diagnose(run, DiagnoseOptions("val", "seed", mode=ClusterMode.FIRST_WORDS),
+                       context)
+    figures["first_words_ari"] = score(lexical, items)["ari"]
+    return {"airline/val": figures}
 
 
 def show(name: str, figures: dict[str, Any]) -> None:
@@ -78,7 +86,8 @@ def show(name: str, figures: dict[str, Any]) -> None:
     print(f"{name}: ARI {figures['ari']:.3f} (target >= {TARGET_ARI}: {verdict}) over "
           f"{figures['items']} causes of {figures['failing_trials']} failing trials; "
           f"{figures['rules']} true causes, {figures['clusters']} clusters, "
-          f"{figures['unmatched']} causes unmatched")
+          f"{figures['unmatched']} causes unmatched; --cluster first-words: ARI "
+          f"{figures['first_words_ari']:.3f}")
     for rule, row in figures["per_cause"].items():
         print(f"    {rule:24s} {row['items']:4d} items  recall {row['recall']:.2f}  "
               f"purity {row['purity']:.2f}  -> {row['cluster']}")
