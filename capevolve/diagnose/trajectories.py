@@ -54,14 +54,15 @@ def _json_text(text: str | None) -> str:
 
 
 def document(trial: Trial) -> str:
-    """The JSON text of one trajectory file (module docstring), keys in sorted order."""
-    plain = {"eval_id": trial.eval_id, "feedback": trial.feedback, "output": trial.output,
-             "reward": trial.reward, "task_id": trial.task_id, "trial": trial.trial}
-    fields = {name: json.dumps(value, ensure_ascii=False, allow_nan=False)
-              for name, value in plain.items()}
-    fields.update(inputs=_json_text(trial.inputs), tool_calls=_json_text(trial.tool_calls),
-                  trace=_json_text(trial.trace))
-    return "{" + ", ".join(f'"{k}": {fields[k]}' for k in sorted(fields)) + "}\n"
+    """The JSON text of one trajectory file (module docstring): the plain fields in sorted
+    order, then ``inputs``, ``tool_calls`` and ``trace``."""
+    plain = json.dumps({"eval_id": trial.eval_id, "feedback": trial.feedback,
+                        "output": trial.output, "reward": trial.reward,
+                        "task_id": trial.task_id, "trial": trial.trial},
+                       ensure_ascii=False, allow_nan=False, sort_keys=True)
+    return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs)}, '
+            f'"tool_calls": {_json_text(trial.tool_calls)}, '
+            f'"trace": {_json_text(trial.trace)}}}\n')
 
 
 def _holds(path: Path, data: bytes) -> bool:
