@@ -33,6 +33,7 @@ from capevolve.diagnose.reflective import Failure, analyse, entry, tool_names
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
+    Unit,
     common_labels,
     passing_statements,
     preamble_cuts,
@@ -85,9 +86,15 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
     stripped = [text[cut:] for text, cut in zip(feedbacks, cuts, strict=True)]
     labels = common_labels(stripped)
     passing = passing_statements(passing_feedback, labels)
-    return [dataclasses.replace(f, cut=cut, units=tuple(units_of(
-                text, score_parts(f.trial.score_parts), labels, passing)))
-            for f, text, cut in zip(failures, stripped, cuts, strict=True)]
+    seen: dict[tuple[str, str | None], tuple[Unit, ...]] = {}  # feedback repeats
+    out = []
+    for f, text, cut in zip(failures, stripped, cuts, strict=True):
+        units = seen.get((text, f.trial.score_parts))
+        if units is None:
+            units = tuple(units_of(text, score_parts(f.trial.score_parts), labels, passing))
+            seen[(text, f.trial.score_parts)] = units
+        out.append(dataclasses.replace(f, cut=cut, units=units))
+    return out
 
 
 def carry_judgements(previous: dict[str, Any] | None, records: list[dict[str, Any]]) -> None:

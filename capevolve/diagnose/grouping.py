@@ -66,10 +66,14 @@ def _lexical_keys(failures: list[Failure], placed: list[Placed],
     instead (the shared run was its cause)."""
     keys: dict[int, Key] = {}
     by_failure: dict[int, list[int]] = {}
+    seen: dict[tuple[str, frozenset[str]], Key] = {}  # feedback repeats: key each text once
     for u in lexical:
         failure, unit = failures[placed[u].failure], placed[u].unit
-        key = key_of(raw_tokens(unit.text if unit else "", failure.identifiers),
-                     failure.identifiers)
+        text = unit.text if unit else ""
+        key = seen.get((text, failure.identifiers))
+        if key is None:
+            key = key_of(raw_tokens(text, failure.identifiers), failure.identifiers)
+            seen[(text, failure.identifiers)] = key
         part = failure.inferred_part if unit is not None and unit.part is None else None
         if part and key.tokens:
             key = Key(key.tokens | {PART_TOKEN + part}, key.surface)
