@@ -29,6 +29,8 @@ _QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”|`([^`\n]*)`|(?<!\w)\'([^\'\
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _REDACTED = "[REDACTED]"
+_DIGIT = re.compile(r"\d")
+_ALPHA = re.compile(r"[a-z]")
 PREAMBLE_SHARE = 0.8
 
 STOPWORDS = frozenset("""
@@ -158,10 +160,10 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
     for word in tokens:
         word = word.split("'", 1)[0] if word.endswith("'s") else word
         if "_" in word or word in identifiers:
-            if any(c.isalpha() for c in word):
+            if _ALPHA.search(word):
                 kept.setdefault(word, word)
             continue
-        if any(c.isdigit() for c in word) or word in STOPWORDS:
+        if word in STOPWORDS or _DIGIT.search(word):
             continue
         token = stem(word)
         if len(token) < 2 or token in GENERIC:
