@@ -21,7 +21,13 @@ from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose import trajectories
-from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
+from capevolve.diagnose.classify import (
+    TOLERANCE,
+    group_tasks,
+    is_failure,
+    is_pass,
+    task_outcomes,
+)
 from capevolve.diagnose.context import AdapterContext, adapter_context
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
@@ -80,20 +86,23 @@ def diagnosis_path(run: RunDir, split: str, tag: str,
 
 def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
     """The failures with their cause units (``units`` module: preamble, parts, sentences,
-    pass statements dropped)."""
+    pass statements dropped) and, when exactly one score part fell short, that part."""
     feedbacks = [f.feedback for f in failures]
     cuts = preamble_cuts(feedbacks)
     stripped = [text[cut:] for text, cut in zip(feedbacks, cuts, strict=True)]
     labels = common_labels(stripped)
     passing = passing_statements(passing_feedback, labels)
-    seen: dict[tuple[str, str | None], tuple[Unit, ...]] = {}  # feedback repeats
+    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
     out = []
     for f, text, cut in zip(failures, stripped, cuts, strict=True):
-        units = seen.get((text, f.trial.score_parts))
-        if units is None:
-            units = tuple(units_of(text, score_parts(f.trial.score_parts), labels, passing))
-            seen[(text, f.trial.score_parts)] = units
-        out.append(dataclasses.replace(f, cut=cut, units=units))
+        known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
+        if known is None:
+            parts = score_parts(f.trial.score_parts)
+            short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
+            known = (tuple(units_of(text, parts, labels, passing)),
+                     short[0] if len(short) == 1 else None)
+            seen[(text, f.trial.score_parts)] = known
+        out.append(dataclasses.replace(f, cut=cut, units=known[0], inferred_part=known[1]))
     return out
 
 

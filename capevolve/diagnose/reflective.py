@@ -22,7 +22,7 @@ from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.kinds import FailureKind
 from capevolve.diagnose.narrated import Call, narrated_without_action
 from capevolve.diagnose.source import Trial
-from capevolve.diagnose.units import Unit, score_parts
+from capevolve.diagnose.units import Unit
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,7 @@ class Failure:
     claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches
     units: tuple[Unit, ...] = ()  # cause units, set once every failure is known
     cut: int = 0  # characters of shared preamble stripped before the units were cut
-
-    @property
-    def inferred_part(self) -> str | None:
-        """The one score part that fell short, when exactly one did (else None)."""
-        short = [k for k, v in score_parts(self.trial.score_parts).items() if v < 1 - 1e-9]
-        return short[0] if len(short) == 1 else None
+    inferred_part: str | None = None  # the one score part that fell short, if exactly one
 
     @property
     def claimed_mismatch(self) -> bool:
