@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 READ_VERBS = frozenset("""
@@ -46,6 +47,7 @@ _NEGATION = re.compile(r"\b(?:not|never|no|cannot|unable|n't)\b|n't\b", re.IGNOR
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
+@lru_cache(maxsize=4096)
 def leading_verb(name: str) -> str:
     """The first word of a tool name (snake, kebab, dotted or camel case), lowercased."""
     parts = _NAME_PARTS.findall(name.rsplit(".", 1)[-1])
