@@ -102,3 +102,22 @@ def test_a_capability_gap_tag_lifts_a_cluster_on_re_diagnosis():
     again = build(trials, previous=previous)
     assert again["clusters"][0]["signature"] == small["signature"]
     assert again["clusters"][0]["tag"] == "CAPABILITY-GAP"
+
+
+def test_a_target_naming_no_cluster_marks_nothing_and_sources_can_be_added(tmp_path,
+                                                                           monkeypatch):
+    """A reject naming an unknown cluster marks none; a second source (an optimizer's
+    ledger) is one more function in SOURCES, merged by iteration."""
+    from capevolve.diagnose import history
+
+    run = make_run(tmp_path)
+    write_rows(run, _rows(run))
+    _reject(run, tmp_path, "a", "cluster: zebra crossing lights")
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    assert all(c["history"] is None for c in result["clusters"])
+    ledger = [TriedFix(7, "cand_l", "seed", SEAT, "from the ledger", "ledger")]
+    monkeypatch.setattr(history, "SOURCES", (*history.SOURCES, lambda _run: ledger))
+    assert [f.source for f in history.tried_fixes(run)] == ["events", "ledger"]
+    again = diagnose(run, DiagnoseOptions("val", "seed"))
+    seat = next(c for c in again["clusters"] if "seat" in c["signature"])
+    assert seat["history"] == "tried and rejected in iteration 7"
