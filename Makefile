@@ -62,6 +62,7 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/perf/bench.py
 	$(PY) benchmarks/perf/bench_diagnose.py
+	$(PY) benchmarks/perf/bench_diagnose_quality.py
 	$(PY) benchmarks/perf/bench_gate.py
 	$(PY) benchmarks/perf/reliability.py
 	$(PY) benchmarks/perf/bench_cluster.py

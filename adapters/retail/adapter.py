@@ -66,10 +66,12 @@ class RetailAdapter:
         db = fresh_db()
         box = ToolBox(capability.tools, db)
         conduct = Conduct.draw(capability.rules, seed)
-        messages = PolicyAgent(customer(task), box, conduct).run()
+        agent = PolicyAgent(customer(task), box, conduct)
+        messages = agent.run()
         final = next((m["content"] for m in reversed(messages) if m["role"] == "assistant"), "")
         trace = {"messages": messages, "db": db_summary(db),
-                 "behaviours": sorted(str(b) for b in conduct.followed), "trial": trial}
+                 "behaviours": sorted(str(b) for b in conduct.followed),
+                 "narrated": agent.narrated, "trial": trial}
         return Rollout(output=final, trace=trace, tool_calls=box.calls,
                        tokens=word_count(messages), cost_usd=None)
 

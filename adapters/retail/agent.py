@@ -33,6 +33,7 @@ class PolicyAgent:
         self.messages = box.messages  # tool messages and turns interleave in one list
         self.messages.append(user.opening(record))
         self.writes = 0
+        self.narrated: list[str] = []  # writes claimed without the tool being called
         self.profile: dict[str, Any] | None = None
 
     # -- conversation ------------------------------------------------------------------
@@ -72,6 +73,7 @@ class PolicyAgent:
                 self.finish("Understood, I have not made any change.")
         self.writes += 1
         if self.conduct.narrates(self.writes):
+            self.narrated.append(name)
             return {}
         result = self.box.call(name, arguments)
         if not result.ok:

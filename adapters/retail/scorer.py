@@ -56,7 +56,7 @@ def _writes(messages: list[dict]) -> list[dict]:
     return [m for m in messages if _is_write(m)]
 
 
-def _db_feedback(task: Task, trace: dict) -> str:
+def db_feedback(task: Task, trace: dict) -> str:
     actions = task.target["actions"]
     got = trace["db"]["changed"]
     want = _expected_changes(json.dumps(actions, sort_keys=True))
@@ -86,7 +86,10 @@ def _db_feedback(task: Task, trace: dict) -> str:
             "are not the change this request needs.")
 
 
-def _message_problems(task: Task, messages: list[dict]) -> list[str]:
+def message_problems(task: Task, messages: list[dict]) -> list[tuple[str, str]]:
+    """The conversation's shortcomings in the order the feedback lists them, each as
+    ``(what, text)``: ``what`` is ``"confirm"`` for an unconfirmed write, else the
+    ``kind:label`` of the required fact that was not told (``causes`` reads it)."""
     problems = []
     said = _said(messages)
     confirmed = False
@@ -94,23 +97,24 @@ def _message_problems(task: Task, messages: list[dict]) -> list[str]:
         if m.get("role") == "user" and m.get("confirms"):
             confirmed = True
         if _is_write(m) and m["name"] in CONFIRMABLE and not confirmed:
-            problems.append(f"the write ({m['name']}) was made without first asking the "
-                            "customer to confirm and getting an explicit yes.")
+            problems.append(("confirm", f"the write ({m['name']}) was made without first "
+                             "asking the customer to confirm and getting an explicit yes."))
             break
     for fact in task.target["facts"]:
+        what = f"{fact['kind']}:{fact['label']}"
         if fact["kind"] == "amount":
             told = _amounts(said)
             if any(abs(x - fact["value"]) < 0.005 for x in told):
                 continue
             if told:
-                problems.append(f"near miss: an amount was told, but not {fact['label']} "
-                                "(a different number).")
+                problems.append((what, f"near miss: an amount was told, but not "
+                                 f"{fact['label']} (a different number)."))
             else:
-                problems.append(f"{fact['label']} was never told to the customer.")
+                problems.append((what, f"{fact['label']} was never told to the customer."))
         elif fact["kind"] == "refusal" and not _REFUSAL.search(said):
-            problems.append(f"the reply never told the customer {fact['label']}.")
+            problems.append((what, f"the reply never told the customer {fact['label']}."))
         elif fact["kind"] == "status" and fact["value"].lower() not in said.lower():
-            problems.append(f"the reply never stated {fact['label']}.")
+            problems.append((what, f"the reply never stated {fact['label']}."))
     return problems
 
 
@@ -121,11 +125,11 @@ def score(task: Task, rollout: Rollout) -> Score:
         return Score(reward=0.0, feedback=f"{PREAMBLE} no conversation was recorded.",
                      parts={"db": 0.0, "messages": 0.0})
     db_ok = trace["db"]["hash"] == task.target["expected_hash"]
-    problems = _message_problems(task, trace["messages"])
+    problems = [text for _, text in message_problems(task, trace["messages"])]
     parts = {"db": float(db_ok), "messages": float(not problems)}
     lines = [PREAMBLE]
     lines.append("database: the end state matches the reference." if db_ok
-                 else _db_feedback(task, trace))
+                 else db_feedback(task, trace))
     lines.append("messages: " + (" ".join(problems) if problems else
                                  "every required fact was told and every write confirmed."))
     return Score(reward=sum(parts.values()) / 2, feedback="\n".join(lines), parts=parts)

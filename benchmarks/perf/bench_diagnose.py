@@ -7,9 +7,11 @@ with realistic rows -- a shared scorer preamble, 40 causes in three phrasings ea
 numbers and quoted literals (customer names), 3-6 tool calls per rollout, an OpenAI-style
 trace of ~8 messages and some narrated-without-action finals. It then times the library
 call ``diagnose(run, options, context)`` (the DuckDB read, classification, narrated
-detection, gold guard, clustering, the JSON write), with the task targets given directly
-(loading a project's adapter is the project's cost, not diagnosis'). Prints a line per
-figure and, last, one JSON line.
+detection, gold guard, cause units, clustering, the JSON write and -- the adapter having
+no trace store -- one trajectory file per failing rollout), with the task targets given
+directly (loading a project's adapter is the project's cost, not diagnosis'). It then
+times a second diagnose whose adapter has a trace store (no trajectory files; the verdict
+is the first figure's). Prints a line per figure and, last, one JSON line.
 """
 
 from __future__ import annotations
@@ -77,14 +79,17 @@ def build_run(root: Path, n_failing: int, seed: int = 0) -> tuple[RunDir, dict]:
     n_fail_tasks = n_failing // TRIALS
     fail_ids = [f"f{i:06d}" for i in range(n_fail_tasks)]
     pass_ids = [f"p{i:06d}" for i in range(PASSING_TASKS)]
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     splits = Splits(train=("x0",), val=tuple(sorted(fail_ids + pass_ids)), test=("z0",),
                     seed=0)
-    manifest = {"run_id": "bench", "project_dir": str(root / "none"), "config": {}}
-    run = RunDir.create(root / "run", manifest, splits)
+    manifest = {"run_id": "bench", "project_dir": str(root / "none"),
+                "config": {"name": "bench", "adapter": "adapter.py:Adapter",
+                           "capability_path": "seed"},
+                "created_at": t0.isoformat(), "versions": {}, "seed": 0, "host": "bench",
+                "n_tasks": len(fail_ids) + len(pass_ids) + 2}
     (root / "seed").mkdir()
     (root / "seed" / "prompt.md").write_text("be good")
-    run.snapshot("seed", root / "seed")
-    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    run = RunDir.create(root / "run", manifest, splits, root / "seed")
     rows = []
     for task in fail_ids + pass_ids:
         cause = rng.randrange(40)
@@ -119,11 +124,18 @@ def main() -> int:
         start = time.perf_counter()
         result = diagnose(run, DiagnoseOptions("val", "seed"), context)
         wall = time.perf_counter() - start
+        store = AdapterContext(targets=targets, trajectory=str(Path(tmp) / "traces"))
+        start = time.perf_counter()
+        diagnose(run, DiagnoseOptions("val", "seed"), store)
+        wall_store = time.perf_counter() - start
     figures = {"failing_rollouts": result["failing_total"], "wall_s": round(wall, 3),
+               "wall_s_with_trace_store": round(wall_store, 3),
                "clusters": len(result["clusters"]), "target_s": TARGET_S,
                "verdict": "PASS" if wall < TARGET_S else "MISS"}
     print(f"diagnose: {figures['failing_rollouts']} failing rollouts in {wall:.2f} s "
-          f"({figures['clusters']} clusters) -- target < {TARGET_S:.0f} s: {figures['verdict']}")
+          f"({figures['clusters']} clusters, one trajectory file written per failing rollout) "
+          f"-- target < {TARGET_S:.0f} s: {figures['verdict']}")
+    print(f"diagnose with an adapter trace store (no trajectory files): {wall_store:.2f} s")
     print(json.dumps(figures, sort_keys=True))
     return 0 if wall < TARGET_S else 1
 

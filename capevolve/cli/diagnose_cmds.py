@@ -51,11 +51,14 @@ def _diagnosis_human(result: dict, path: Path) -> str:
     lines = [(f"{result['split']} / {result['tag']} ({result['eval_id']}): "
               f"{result['failing_total']} failing trials in {result['failing_tasks']} tasks "
               f"({len(result['flaky'])} flaky, {len(result['always_failing'])} always "
-              f"failing); {len(result['kept_good'])} kept good; {result['errored_trials']} "
+              f"failing, {len(result.get('consistently_partial', []))} consistently "
+              f"partial); {len(result['kept_good'])} kept good; {result['errored_trials']} "
               "errored trials (missing data)")]
     for c in result["clusters"]:
+        tried = f"  ({c['history']})" if c.get("history") else ""
         lines.append(f"  {c['score_lost']:7.2f}  {c['size']:4d}  {c['signature']}  "
-                     f"[{', '.join(c['tasks'][:6])}{' ...' if len(c['tasks']) > 6 else ''}]")
+                     f"[{', '.join(c['tasks'][:6])}{' ...' if len(c['tasks']) > 6 else ''}]"
+                     + tried)
     gold = result["gold_check"]
     if gold["entries_with_gold"]:
         lines.append(f"gold leakage: {gold['entries_with_gold']} entries quote a target"
@@ -72,7 +75,8 @@ def _diagnosis_human(result: dict, path: Path) -> str:
 def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "val",
              tag: TagOpt = None, project: ProjectOpt = None,
              cluster: Annotated[ClusterMode, typer.Option(
-                 "--cluster", help="root-cause (default) or first-words.")] =
+                 "--cluster", help="root-cause (default) or first-words (the old "
+                                   "lexical key, written to its own .first-words.json).")] =
              ClusterMode.ROOT_CAUSE,
              redact_gold: Annotated[bool, typer.Option(
                  "--redact-gold", help="Replace target values quoted in feedback.")] = False,
@@ -88,7 +92,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
                               project=project)
     progress(f"capevolve: diagnosing {tag} on {split} ...")
     result = diagnose_run(run, options)
-    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag)))
+    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag, cluster)))
 
 
 @diagnose_app.command("annotate")

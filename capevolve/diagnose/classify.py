@@ -4,8 +4,12 @@ A trial fails when it has a reward below 1. An errored trial (reward None) is mi
 data: it is never a failure and never a pass. Per task, the graded mean over its scored
 trials is the honest signal (one trial's feedback may disagree with it):
 
-- ``always_failing``: a task with a failing trial whose mean is ~ 0;
-- ``flaky``: a task with a failing trial whose mean is strictly between 0 and 1;
+- ``always_failing``: every scored trial failed with reward ~ 0 (a root-cause fix);
+- ``consistently_partial``: every scored trial failed with the same partial reward
+  (0 < r < 1, equal within the tolerance): there is no passing trial to learn from, so it
+  is not flaky;
+- ``flaky``: the trials disagree -- at least one passes (reward ~ 1) and one fails, or the
+  failing rewards vary (a consistency fix: find what the better trials do);
 - ``kept_good``: a task with at least one scored trial, every one of them passing
   (the set a no-regression check protects).
 """
@@ -55,6 +59,12 @@ def _communication_parts(score_parts: str | None) -> bool:
     return bool(short) and all(_COMM_PART.search(str(k).lower()) for k in short)
 
 
+def is_communication(label: str | None, text: str) -> bool:
+    """Whether one cause unit is about what was told: its part's label names
+    communication (messages, inform, ...) or its text reports an omission in the reply."""
+    return bool((label and _COMM_PART.search(label.lower())) or _COMM_FEEDBACK.search(text))
+
+
 def failure_kind(trial: Trial) -> FailureKind:
     """The kind of one failing trial; communication wins where it is detectable."""
     if _communication_parts(trial.score_parts) or _COMM_FEEDBACK.search(trial.feedback or ""):
@@ -80,11 +90,17 @@ class TaskOutcome:
 
     @property
     def pattern(self) -> TaskPattern | None:
-        """always_failing / flaky for a task with a failing trial; None otherwise."""
-        if not self.rewards or all(is_pass(r) for r in self.rewards):
+        """The pattern of a task with a failing trial (module docstring); None otherwise."""
+        if not self.rewards:
             return None
-        mean = sum(self.rewards) / len(self.rewards)
-        return TaskPattern.ALWAYS_FAILING if mean <= TOLERANCE else TaskPattern.FLAKY
+        low, high = min(self.rewards), max(self.rewards)
+        if is_pass(low):
+            return None
+        if high - low > TOLERANCE:
+            return TaskPattern.FLAKY
+        if high <= TOLERANCE:
+            return TaskPattern.ALWAYS_FAILING
+        return TaskPattern.CONSISTENTLY_PARTIAL
 
 
 def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
@@ -106,13 +122,19 @@ class TaskGroups:
     kept_good: list[str]
     flaky: list[str]
     always_failing: list[str]
+    consistently_partial: list[str]
     unscored: list[str]  # every trial errored: missing data
+
+    @property
+    def n_failing(self) -> int:
+        """Tasks with at least one failing trial."""
+        return len(self.flaky) + len(self.always_failing) + len(self.consistently_partial)
 
 
 def group_tasks(outcomes: dict[str, TaskOutcome]) -> TaskGroups:
-    """Split tasks into kept-good, flaky, always-failing and unscored (each sorted)."""
-    groups: dict[object, list[str]] = {"good": [], "none": [], TaskPattern.FLAKY: [],
-                                       TaskPattern.ALWAYS_FAILING: []}
+    """Split tasks into kept-good, the three patterns and unscored (each sorted)."""
+    groups: dict[object, list[str]] = {"good": [], "none": [],
+                                       **{p: [] for p in TaskPattern}}
     for task_id in sorted(outcomes):
         outcome = outcomes[task_id]
         if not outcome.rewards:
@@ -121,4 +143,5 @@ def group_tasks(outcomes: dict[str, TaskOutcome]) -> TaskGroups:
             groups[outcome.pattern or "good"].append(task_id)
     return TaskGroups(kept_good=groups["good"], flaky=groups[TaskPattern.FLAKY],
                       always_failing=groups[TaskPattern.ALWAYS_FAILING],
+                      consistently_partial=groups[TaskPattern.CONSISTENTLY_PARTIAL],
                       unscored=groups["none"])

@@ -1,20 +1,30 @@
-"""Group failures into clusters, score them, and order them totally.
+"""Group cause units into clusters, share their lost score, and name them.
 
-Root-cause grouping: two failures share a cluster iff at least half of the smaller key's
-tokens are shared (2 * shared >= min(len_a, len_b)), merged transitively (union-find).
-The work is never a pair scan over all failures: identical keys are merged first, then
-only keys that share a token (found through a token -> keys index) are compared; any pair
-in which one key has at most two tokens merges on a single shared token, so those pairs
-are united straight from the index without counting. Failures with an empty key (nothing
-specific left in the feedback) form one cluster of their own.
+Root-cause grouping (``group_root_cause``): only units of the same feedback part are
+compared (the part is half of the failure site). Two keys merge iff
 
-Order: score_lost descending, then size (failing trials) descending, then signature, then
-the task list; duplicate signatures get a " (2)", " (3)" suffix in that order, so the
-output is byte-identical run to run.
+1. at least half of the smaller key's tokens are shared (2 * shared >= min(len_a, len_b)),
+   and
+2. the shared tokens carry at least ``LARGER_SHARE`` of the larger key's weight, where a
+   token weighs ``1 + ln((D + K) / (df + K))`` (``token_weights``: D distinct keys, df of
+   them holding the token, K = ``SMOOTHING``). A scorer's template words ("told the
+   customer") sit in many distinct keys and weigh little, so two causes that share only
+   them stay apart; with few distinct keys every weight is close to 1 and rule 1 decides.
+
+Merging is transitive (union-find). The work is never a pair scan over all units:
+identical keys are merged first, then only keys that share a token (found through a
+token -> keys index) are compared. Units with an empty key (nothing specific left) form one
+cluster of their own.
+
+A failing trial in several clusters shares its lost score (1 - reward) equally among them
+(``share_score_lost``). ``unique_signatures`` orders clusters stably (score_lost, size,
+signature, tasks) and suffixes duplicate signatures " (2)", " (3)"; the order an editor
+reads is ``rank.rank_clusters``'.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -22,6 +32,8 @@ from capevolve.diagnose.signature import Key
 
 EMPTY_SIGNATURE = "(no specific feedback)"
 SIGNATURE_TOKENS = 3
+LARGER_SHARE = 0.4
+SMOOTHING = 3.0
 
 
 class UnionFind:
@@ -48,44 +60,72 @@ class UnionFind:
         self.size[ra] += self.size[rb]
 
 
-def _merge_distinct(keys: list[frozenset[str]]) -> UnionFind:
-    """Union-find over distinct non-empty keys by the shared-token rule."""
+def token_weights(keys: list[frozenset[str]]) -> dict[str, float]:
+    """Smoothed inverse document frequency over the distinct keys,
+    ``1 + ln((D + K) / (df + K))`` with ``K = SMOOTHING``: a token in every key (a scorer's
+    template word such as "customer") weighs 1, a rare one more; with few distinct keys
+    every weight stays near 1 (too little evidence to call a word a template word)."""
+    df: Counter[str] = Counter(t for key in keys for t in key)
+    n = len(keys)
+    return {t: 1.0 + math.log((n + SMOOTHING) / (d + SMOOTHING)) for t, d in df.items()}
+
+
+def overlaps(shared: int, len_a: int, len_b: int, shared_weight: float | None = None,
+             weight_a: float = 0.0, weight_b: float = 0.0) -> bool:
+    """The merge rule: at least half of the smaller key's tokens are shared, and (when
+    weights are given) the shared tokens carry at least ``LARGER_SHARE`` of the larger
+    key's weight -- so two keys that share only template words do not merge."""
+    if 2 * shared < min(len_a, len_b):
+        return False
+    if shared_weight is None:
+        return True
+    return shared_weight + 1e-9 >= LARGER_SHARE * max(weight_a, weight_b)
+
+
+def _merge(keys: list[frozenset[str]], weights: dict[str, float]) -> UnionFind:
+    """Union-find over distinct keys by the rule; only keys that share a token (found
+    through a token -> keys index) are compared."""
     uf = UnionFind(len(keys))
+    totals = [sum(weights[t] for t in key) for key in keys]
     postings: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         for token in key:
             postings.setdefault(token, []).append(i)
-    large_postings: dict[str, list[int]] = {}
-    for token, ids in postings.items():
-        small = [i for i in ids if len(keys[i]) <= 2]
-        if small:  # one shared token suffices when either key has <= 2 tokens
-            for i in ids:
-                uf.union(small[0], i)
-        large_postings[token] = [i for i in ids if len(keys[i]) > 2]
     for a, key in enumerate(keys):
-        if len(key) <= 2:
-            continue
-        counts: Counter[int] = Counter()
+        shared: dict[int, list[float]] = {}
         for token in key:
-            counts.update(b for b in large_postings[token] if b > a)
-        for b, shared in counts.items():
-            if 2 * shared >= min(len(key), len(keys[b])):
+            w = weights[token]
+            for b in postings[token]:
+                if b > a:
+                    acc = shared.setdefault(b, [0, 0.0])
+                    acc[0] += 1
+                    acc[1] += w
+        for b, (count, weight) in shared.items():
+            if overlaps(int(count), len(key), len(keys[b]), weight, totals[a], totals[b]):
                 uf.union(a, b)
     return uf
 
 
-def group_root_cause(keys: list[Key]) -> list[list[int]]:
-    """Indices of failures grouped by the root-cause rule (groups unordered)."""
-    distinct: dict[frozenset[str], list[int]] = {}
+def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> list[list[int]]:
+    """Indices of keys grouped by the root-cause rule (groups unordered); with ``parts``,
+    only keys of the same feedback part are merged (the part is half the failure site)."""
+    distinct: dict[tuple[str, frozenset[str]], list[int]] = {}
     empty: list[int] = []
     for i, key in enumerate(keys):
-        (distinct.setdefault(key.tokens, []) if key.tokens else empty).append(i)
-    distinct_keys = sorted(distinct, key=sorted)
-    uf = _merge_distinct(distinct_keys)
-    groups: dict[int, list[int]] = {}
-    for d, tokens in enumerate(distinct_keys):
-        groups.setdefault(uf.find(d), []).extend(distinct[tokens])
-    out = [sorted(g) for g in groups.values()]
+        part = "" if parts is None else (parts[i] or "")
+        (distinct.setdefault((part, key.tokens), []) if key.tokens else empty).append(i)
+    ordered = sorted(distinct, key=lambda pk: (pk[0], sorted(pk[1])))
+    weights = token_weights([tokens for _, tokens in ordered])
+    by_part: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for part_key in ordered:
+        by_part.setdefault(part_key[0], []).append(part_key)
+    out = []
+    for members in by_part.values():
+        uf = _merge([tokens for _, tokens in members], weights)
+        groups: dict[int, list[int]] = {}
+        for local, part_key in enumerate(members):
+            groups.setdefault(uf.find(local), []).extend(distinct[part_key])
+        out += [sorted(g) for g in groups.values()]
     return out + ([empty] if empty else [])
 
 
@@ -96,7 +136,7 @@ def signature_of(keys: list[Key]) -> str:
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
     for key in keys:
-        counts.update(key.tokens)
+        counts.update(t for t in key.tokens if not t.startswith("@"))
         for rank, (token, word) in enumerate(key.surface):
             position[token] = min(rank, position.get(token, rank))
             best = surface.get(token)
@@ -110,29 +150,43 @@ def signature_of(keys: list[Key]) -> str:
 
 @dataclass
 class Cluster:
-    """A group of failing trials with one signature."""
+    """A group of cause units (one root cause) and the failing trials they come from."""
 
     signature: str
-    members: list[int]  # failure indices
+    units: list[int]  # indices into the diagnosis' flat unit list
+    trials: list[int]  # failure indices, sorted
     tasks: list[str]
-    score_lost: float
+    score_lost: float = 0.0
     note: str | None = None
+    structural: bool = False  # a mechanical signature whose fix is a mechanism, not prose
 
     @property
     def size(self) -> int:
-        return len(self.members)
+        """Failing trials in the cluster."""
+        return len(self.trials)
 
 
-def make_cluster(signature: str, members: list[int], task_ids: list[str],
-                 rewards: list[float], note: str | None = None) -> Cluster:
-    """A cluster with its sorted task list and score_lost = sum of (1 - reward)."""
-    lost = round(sum(1.0 - rewards[i] for i in members), 6)
-    return Cluster(signature, sorted(members), sorted({task_ids[i] for i in members}),
-                   lost, note)
+def make_cluster(signature: str, units: list[int], unit_trial: list[int],
+                 task_ids: list[str], note: str | None = None,
+                 structural: bool = False) -> Cluster:
+    """A cluster over ``units`` (``unit_trial`` maps a unit to its failure index)."""
+    trials = sorted({unit_trial[u] for u in units})
+    return Cluster(signature, sorted(units), trials, sorted({task_ids[i] for i in trials}),
+                   note=note, structural=structural)
 
 
-def order_clusters(clusters: list[Cluster]) -> list[Cluster]:
-    """The total order of the module docstring; duplicate signatures made unique."""
+def share_score_lost(clusters: list[Cluster], rewards: list[float]) -> None:
+    """Each failing trial's lost score (1 - reward) shared equally among the distinct
+    clusters it sits in; a cluster's score_lost is the sum of its shares, so the clusters'
+    score_lost adds up to the total lost score."""
+    count: Counter[int] = Counter(i for c in clusters for i in c.trials)
+    for cluster in clusters:
+        cluster.score_lost = round(sum((1.0 - rewards[i]) / count[i] for i in cluster.trials), 6)
+
+
+def unique_signatures(clusters: list[Cluster]) -> list[Cluster]:
+    """Clusters in (score_lost desc, size desc, signature, tasks) order, duplicate
+    signatures suffixed " (2)", " (3)" in that order (byte-identical run to run)."""
     ordered = sorted(clusters, key=lambda c: (-c.score_lost, -c.size, c.signature, c.tasks))
     seen: Counter[str] = Counter()
     for cluster in ordered:
@@ -140,17 +194,3 @@ def order_clusters(clusters: list[Cluster]) -> list[Cluster]:
         if seen[cluster.signature] > 1:
             cluster.signature = f"{cluster.signature} ({seen[cluster.signature]})"
     return ordered
-
-
-def sanity_checks(clusters: list[Cluster], n_failing_tasks: int) -> list[str]:
-    """Warnings about the clustering's grain (empty when it looks usable)."""
-    if n_failing_tasks < 3 or not clusters:
-        return []
-    warnings = []
-    if len(clusters) == 1:
-        warnings.append("too coarse: one cluster covers every failure (usually a scorer "
-                        "preamble that was not stripped, or feedback with no specifics)")
-    elif len(clusters) >= n_failing_tasks and all(len(c.tasks) == 1 for c in clusters):
-        warnings.append("too fine: one cluster per failing task (the feedback may be "
-                        "too specific to group; compare with --cluster first-words)")
-    return warnings

@@ -1,14 +1,17 @@
 """``diagnose``: one candidate's stored rollouts on a split -> reflective dataset, clusters,
-task groups and sanity checks, written to ``diagnoses/<split>__<tag>.json``.
+task groups, history and sanity checks, written to ``diagnoses/<split>__<tag>.json``
+(``<split>__<tag>.first-words.json`` in that mode), plus trajectory files for rollouts
+that have no trajectory of their own.
 
-The result is a pure function of the stored rows, the adapter context and the options
-(plus judgements carried over from an earlier file for clusters with the same signature),
+The result is a pure function of the stored rows, the adapter context, the options, the
+run's tried fixes and the judgements carried over from the earlier file of the same mode,
 with sorted keys and lists, so the file is byte-identical run to run. Errored trials are
 missing data: counted in ``errored_trials``, never failures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,21 +20,32 @@ from typing import Any
 from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
 from capevolve._store.rundir import RunDir
-from capevolve.diagnose.classify import group_tasks, is_failure, is_pass, task_outcomes
-from capevolve.diagnose.cluster import sanity_checks
+from capevolve.diagnose import trajectories
+from capevolve.diagnose.classify import (
+    TOLERANCE,
+    group_tasks,
+    is_failure,
+    is_pass,
+    task_outcomes,
+)
 from capevolve.diagnose.context import AdapterContext, adapter_context
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
+from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
-from capevolve.diagnose.reflective import (
-    Failure,
-    analyse,
-    entry,
-    rollout_pointer,
-    tool_names,
-)
+from capevolve.diagnose.rank import rank_clusters
+from capevolve.diagnose.reflective import Failure, analyse, entry, tool_names
+from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
+from capevolve.diagnose.units import (
+    Unit,
+    common_labels,
+    passing_statements,
+    preamble_cuts,
+    score_parts,
+    units_of,
+)
 from capevolve.errors import ConfigError
 from capevolve.records import FORMAT_VERSION
 
@@ -61,14 +75,61 @@ def write_document(path: Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def diagnosis_path(run: RunDir, split: str, tag: str) -> Path:
-    """``diagnoses/<split>__<tag>.json`` of a run."""
-    return run.layout.diagnoses / f"{split}__{tag}.json"
+def diagnosis_path(run: RunDir, split: str, tag: str,
+                   mode: ClusterMode | str = ClusterMode.ROOT_CAUSE) -> Path:
+    """``diagnoses/<split>__<tag>.json`` of a run (root-cause mode), or
+    ``diagnoses/<split>__<tag>.first-words.json``: each mode has its own file, so the
+    comparison mode never replaces the root-cause diagnosis and its judgements."""
+    suffix = "" if ClusterMode(mode) == ClusterMode.ROOT_CAUSE else f".{ClusterMode(mode).value}"
+    return run.layout.diagnoses / f"{split}__{tag}{suffix}.json"
+
+
+def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
+    """The failures with their cause units (``units`` module: preamble, parts, sentences,
+    pass statements dropped) and, when exactly one score part fell short, that part."""
+    feedbacks = [f.feedback for f in failures]
+    cuts = preamble_cuts(feedbacks)
+    stripped = [text[cut:] for text, cut in zip(feedbacks, cuts, strict=True)]
+    labels = common_labels(stripped)
+    passing = passing_statements(passing_feedback, labels)
+    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
+    out = []
+    for f, text, cut in zip(failures, stripped, cuts, strict=True):
+        known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
+        if known is None:
+            parts = score_parts(f.trial.score_parts)
+            short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
+            known = (tuple(units_of(text, parts, labels, passing)),
+                     short[0] if len(short) == 1 else None)
+            seen[(text, f.trial.score_parts)] = known
+        out.append(dataclasses.replace(f, cut=cut, units=known[0], inferred_part=known[1]))
+    return out
+
+
+def carry_judgements(previous: dict[str, Any] | None, records: list[dict[str, Any]]) -> None:
+    """Keep ``tag`` / ``blast_radius`` recorded earlier for a cluster whose signature
+    remains, or (signature changed) for the one cluster with the same tasks and size."""
+    if not previous:
+        return
+    earlier = [c for c in previous.get("clusters", []) if isinstance(c, dict)
+               and (c.get("tag") or c.get("blast_radius"))]
+    by_sig = {c.get("signature"): c for c in earlier}
+    for record in records:
+        old = by_sig.get(record["signature"])
+        if old is None:
+            same = [c for c in earlier if c.get("tasks") == record["tasks"]
+                    and c.get("size") == record["size"]]
+            old = same[0] if len(same) == 1 else None
+        if old is not None:
+            record["tag"], record["blast_radius"] = old.get("tag"), old.get("blast_radius")
 
 
 def build_diagnosis(trials: list[Trial], context: AdapterContext, options: DiagnoseOptions,
-                    partition: str) -> dict[str, Any]:
-    """The diagnosis document of ``trials`` (one evaluation of one candidate on a split)."""
+                    trajectory_dir: Path | str, history: list[TriedFix] | None = None,
+                    previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The diagnosis document of ``trials`` (one evaluation of one candidate on a split);
+    ``trajectory_dir`` is where the trajectory files of rollouts without one are written,
+    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept)."""
     if options.redact_gold and context.targets is None:
         raise ConfigError("--redact-gold needs the tasks' targets, but the adapter could not "
                           f"be loaded ({context.unavailable}); pass --project")
@@ -78,30 +139,50 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     kept_good = set(groups.kept_good)
     failures: list[Failure] = []
     passing_tools: dict[str, frozenset[str]] = {}
+    passing_feedback: list[str] = []
     for trial in trials:
         calls = rollout_calls(trial.tool_calls, trial.trace)
         if is_failure(trial):
             failures.append(analyse(trial, calls, guard, options.redact_gold))
-        elif trial.task_id in kept_good and is_pass(trial.reward):
-            known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
-            passing_tools[trial.task_id] = known | tool_names(calls)
-    clusters = cluster_failures(failures, ClusterMode(options.mode))
-    where = {i: c.signature for c in clusters for i in c.members}
+        elif is_pass(trial.reward):
+            passing_feedback.append(trial.feedback or "")
+            if trial.task_id in kept_good:
+                known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
+                passing_tools[trial.task_id] = known | tool_names(calls)
+    failures = with_units(failures, passing_feedback)
+    clusters, placed, unit_keys = cluster_failures(failures, ClusterMode(options.mode))
+    records = cluster_records(clusters, placed, failures, passing_tools, unit_keys)
+    carry_judgements(previous, records)
+    mark_tried(records, history or [])
+    records = rank_clusters(records)
+    rank = {r["signature"]: r["rank"] for r in records}
+    unit_cluster = {u: c.signature for c in clusters for u in c.units}
+    in_clusters: dict[int, set[str]] = {}
+    for c in clusters:
+        for i in c.trials:
+            in_clusters.setdefault(i, set()).add(c.signature)
+    causes: dict[int, list[dict[str, Any]]] = {}
+    for u, p in enumerate(placed):
+        if p.unit is not None:
+            causes.setdefault(p.failure, []).append(
+                {"part": p.unit.part, "text": p.unit.text, "cluster": unit_cluster[u]})
+    folder = Path(trajectory_dir)
     entries = [entry(f, outcomes[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
-                     or rollout_pointer(partition, f.trial),
-                     where[i]) for i, f in enumerate(failures)]
-    n_failing_tasks = len(groups.flaky) + len(groups.always_failing)
+                     or str(folder / trajectories.file_name(f.trial)),
+                     causes.get(i, []), sorted(in_clusters.get(i, ()), key=rank.__getitem__))
+               for i, f in enumerate(failures)]
     return {
         "format_version": FORMAT, "split": str(options.split), "tag": options.tag,
         "eval_id": trials[0].eval_id if trials else None, "mode": str(options.mode),
-        "reflective_dataset": entries,
-        "clusters": cluster_records(clusters, failures, passing_tools),
+        "reflective_dataset": entries, "clusters": records,
         "kept_good": groups.kept_good, "flaky": groups.flaky,
-        "always_failing": groups.always_failing, "unscored": groups.unscored,
-        "failing_total": len(failures), "failing_tasks": n_failing_tasks,
+        "always_failing": groups.always_failing,
+        "consistently_partial": groups.consistently_partial, "unscored": groups.unscored,
+        "failing_total": len(failures), "failing_tasks": groups.n_failing,
         "errored_trials": sum(1 for t in trials if t.errored),
-        "sanity": sanity_checks(clusters, n_failing_tasks),
+        "sanity": sanity_checks(records, len(failures), groups.n_failing),
+        "history": {"tried": [f.to_json() for f in history or []]},
         "gold_check": {
             "available": guard is not None, "unavailable_reason": context.unavailable,
             "entries_with_gold": sum(1 for f in failures if f.gold_leak),
@@ -110,31 +191,32 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     }
 
 
-def carry_judgements(previous: dict[str, Any], current: dict[str, Any]) -> None:
-    """Keep ``tag`` / ``blast_radius`` recorded earlier for clusters whose signature remains."""
-    earlier = {c["signature"]: c for c in previous.get("clusters", [])}
-    for cluster in current["clusters"]:
-        old = earlier.get(cluster["signature"])
-        if old and (old.get("tag") or old.get("blast_radius")):
-            cluster["tag"], cluster["blast_radius"] = old.get("tag"), old.get("blast_radius")
+def _previous(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        doc = jsonfiles.read(path)
+    except (OSError, ValueError):
+        return None  # an unreadable earlier file is simply replaced
+    return doc if isinstance(doc, dict) else None
 
 
 def diagnose(run: RunDir, options: DiagnoseOptions,
              context: AdapterContext | None = None) -> dict[str, Any]:
-    """Diagnose ``options.tag`` on ``options.split`` (test refused) and write the file."""
+    """Diagnose ``options.tag`` on ``options.split`` (test refused) and write the file
+    (and, for rollouts without a trajectory of their own, their trajectory files)."""
     split = refuse_test(options.split)
     trials = load_trials(run, split, options.tag)
     if context is None:
         context = adapter_context(run, split, options.project)
-    result = build_diagnosis(trials, context, options,
-                             str(run.layout.partition(split, options.tag)))
-    path = diagnosis_path(run, split, options.tag)
+    history = tried_fixes(run)
+    folder = trajectories.folder(run.layout.diagnoses, str(split), options.tag)
+    path = diagnosis_path(run, split, options.tag, options.mode)
     with run.locked():  # every write into the run dir holds the run lock
-        if path.is_file():
-            try:
-                carry_judgements(jsonfiles.read(path), result)
-            except (OSError, ValueError):
-                pass  # an unreadable earlier file is simply replaced
+        result = build_diagnosis(trials, context, options, folder, history, _previous(path))
         path.parent.mkdir(parents=True, exist_ok=True)
+        if context.trajectory is None:
+            trajectories.write_all(folder, [t for t in trials if is_failure(t)
+                                            and not t.trajectory])
         write_document(path, result)
     return result

@@ -1,55 +1,157 @@
-"""From failures to ordered cluster records: narrated cluster, root-cause or first-words
-grouping, tools and the suggested blast radius."""
+"""From failures to clusters of cause units, and the clusters' JSON records.
+
+Each failure contributes its cause units (``units``); a failure with several units can sit
+in several clusters. Mechanical signatures come first: a failure flagged
+narrated_without_action (or claimed_without_matching_action) puts its units about the
+state (every unit that is not about what was told, ``classify.is_communication``) into
+that cluster -- or, when all its units are about communication, joins it without a unit --
+and its communication units are clustered like any other. The rest is grouped by the
+root-cause key (``cluster.group_root_cause``, per feedback part) or, in first-words mode,
+by the feedback's first words (one unit per failure, the whole feedback).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from capevolve.diagnose.classify import is_communication
 from capevolve.diagnose.cluster import (
     Cluster,
     group_root_cause,
     make_cluster,
-    order_clusters,
+    share_score_lost,
     signature_of,
+    unique_signatures,
 )
-from capevolve.diagnose.kinds import NARRATED_NOTE, NARRATED_SIGNATURE, ClusterMode
+from capevolve.diagnose.kinds import (
+    CLAIMED_NOTE,
+    CLAIMED_SIGNATURE,
+    NARRATED_NOTE,
+    NARRATED_SIGNATURE,
+    ClusterMode,
+)
 from capevolve.diagnose.reflective import Failure
-from capevolve.diagnose.signature import first_words, root_cause_keys
+from capevolve.diagnose.signature import Key, first_words, key_of, raw_tokens
+from capevolve.diagnose.units import Unit
+
+PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carries
+
+_MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOTE}
 
 
-def cluster_failures(failures: list[Failure], mode: ClusterMode) -> list[Cluster]:
-    """Every failure in exactly one cluster, in the total order of ``order_clusters``.
+@dataclass(frozen=True)
+class Placed:
+    """One member of a cluster: a failure and the unit that put it there (None when a
+    mechanical signature holds a failure none of whose units is about the state)."""
 
-    Failures flagged narrated_without_action form their own cluster in either mode.
-    """
+    failure: int
+    unit: Unit | None
+
+
+def _mechanical(failure: Failure) -> str | None:
+    if failure.narrated:
+        return NARRATED_SIGNATURE
+    return CLAIMED_SIGNATURE if failure.claimed_mismatch else None
+
+
+def _lexical_keys(failures: list[Failure], placed: list[Placed],
+                  lexical: list[int]) -> tuple[list[int], list[Key]]:
+    """The root-cause key of every lexical unit. A unit without a part label, of a failure
+    whose score parts show exactly one part short, carries that part as one more token
+    (``@<part>``, never shown in a signature): the part is half of the failure site, so
+    units of different parts need more shared words to merge. A failure whose units all
+    have an empty key after its preamble was stripped is keyed by its whole feedback
+    instead (the shared run was its cause)."""
+    keys: dict[int, Key] = {}
+    by_failure: dict[int, list[int]] = {}
+    seen: dict[tuple[str, frozenset[str]], Key] = {}  # feedback repeats: key each text once
+    for u in lexical:
+        failure, unit = failures[placed[u].failure], placed[u].unit
+        text = unit.text if unit else ""
+        key = seen.get((text, failure.identifiers))
+        if key is None:
+            key = key_of(raw_tokens(text, failure.identifiers), failure.identifiers)
+            seen[(text, failure.identifiers)] = key
+        part = failure.inferred_part if unit is not None and unit.part is None else None
+        if part and key.tokens:
+            key = Key(key.tokens | {PART_TOKEN + part}, key.surface)
+        keys[u] = key
+        by_failure.setdefault(placed[u].failure, []).append(u)
+    out = list(lexical)
+    for i, units in by_failure.items():
+        failure = failures[i]
+        if failure.cut and not any(keys[u].tokens for u in units):
+            whole = key_of(raw_tokens(failure.feedback, failure.identifiers),
+                           failure.identifiers)
+            for u in units:
+                keys[u] = whole
+                placed[u] = Placed(i, Unit(None, failure.feedback))
+    return out, [keys[u] for u in out]
+
+
+def place_units(failures: list[Failure], mode: ClusterMode
+                ) -> tuple[list[Placed], dict[str, list[int]], list[int]]:
+    """The flat unit list, the mechanical clusters' members and the lexical units."""
+    placed: list[Placed] = []
+    mechanical: dict[str, list[int]] = {}
+    lexical: list[int] = []
+    for i, failure in enumerate(failures):
+        units = (failure.units if mode == ClusterMode.ROOT_CAUSE
+                 else (Unit(None, failure.feedback),))
+        special = _mechanical(failure)
+        state = [u for u in units if special and not is_communication(u.part, u.text)]
+        if special and not state:
+            mechanical.setdefault(special, []).append(len(placed))
+            placed.append(Placed(i, None))
+        for unit in units:
+            (mechanical.setdefault(special, []) if special and unit in state
+             else lexical).append(len(placed))
+            placed.append(Placed(i, unit))
+    return placed, mechanical, lexical
+
+
+def cluster_failures(failures: list[Failure], mode: ClusterMode
+                     ) -> tuple[list[Cluster], list[Placed], dict[int, Key]]:
+    """Clusters over every failure's units (module docstring), score_lost shared, in the
+    stable order of ``unique_signatures``; the flat unit list they index; and the
+    root-cause key of each lexically clustered unit."""
+    placed, mechanical, lexical = place_units(failures, mode)
+    owner = [p.failure for p in placed]
     task_ids = [f.trial.task_id for f in failures]
-    # failures are scored trials (errored ones are never failures), so reward is a number
-    rewards = [float(f.trial.reward or 0.0) for f in failures]
-    narrated = [i for i, f in enumerate(failures) if f.narrated]
-    rest = [i for i, f in enumerate(failures) if not f.narrated]
-    clusters = []
-    if narrated:
-        clusters.append(make_cluster(NARRATED_SIGNATURE, narrated, task_ids, rewards,
-                                     NARRATED_NOTE))
+    clusters = [make_cluster(sig, members, owner, task_ids, _MECHANICAL[sig], structural=True)
+                for sig, members in sorted(mechanical.items())]
+    unit_keys: dict[int, Key] = {}
     if mode == ClusterMode.FIRST_WORDS:
         groups: dict[str, list[int]] = {}
-        for i in rest:
-            groups.setdefault(first_words(failures[i].feedback), []).append(i)
-        clusters += [make_cluster(sig, m, task_ids, rewards) for sig, m in groups.items()]
-    elif rest:
-        keys = root_cause_keys([failures[i].feedback for i in rest],
-                               [failures[i].identifiers for i in rest])
-        for group in group_root_cause(keys):
-            members = [rest[j] for j in group]
-            clusters.append(make_cluster(signature_of([keys[j] for j in group]), members,
-                                         task_ids, rewards))
-    return order_clusters(clusters)
+        for u in lexical:
+            unit = placed[u].unit
+            groups.setdefault(first_words(unit.text if unit else ""), []).append(u)
+        clusters += [make_cluster(sig, m, owner, task_ids) for sig, m in groups.items()]
+    elif lexical:
+        lexical, keys = _lexical_keys(failures, placed, lexical)
+        unit_keys = dict(zip(lexical, keys, strict=True))
+        parts = [unit.part if (unit := placed[u].unit) is not None else None for u in lexical]
+        for group in group_root_cause(keys, parts):
+            clusters.append(make_cluster(signature_of([keys[j] for j in group]),
+                                         [lexical[j] for j in group], owner, task_ids))
+    # failures are scored trials (errored ones are never failures), so reward is a number
+    share_score_lost(clusters, [float(f.trial.reward or 0.0) for f in failures])
+    return unique_signatures(clusters), placed, unit_keys
+
+
+def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
+    """The failure site a unit names: the identifiers (tools, fields) in its key."""
+    if key is None:
+        return []
+    return sorted(t for t in key.tokens
+                  if not t.startswith(PART_TOKEN) and ("_" in t or t in identifiers))
 
 
 def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:
     """Tools called by at least half of the cluster's failing trials, sorted."""
-    counts = Counter(tool for i in cluster.members for tool in failures[i].tools)
+    counts = Counter(tool for i in cluster.trials for tool in failures[i].tools)
     return sorted(t for t, n in counts.items() if 2 * n >= cluster.size)
 
 
@@ -60,17 +162,25 @@ def suggest_blast_radius(tools: list[str], passing_tools: dict[str, frozenset[st
     return sorted(t for t, used in passing_tools.items() if used.issuperset(tools))
 
 
-def cluster_records(clusters: list[Cluster], failures: list[Failure],
-                    passing_tools: dict[str, frozenset[str]]) -> list[dict[str, Any]]:
+def cluster_records(clusters: list[Cluster], placed: list[Placed], failures: list[Failure],
+                    passing_tools: dict[str, frozenset[str]],
+                    unit_keys: dict[int, Key]) -> list[dict[str, Any]]:
     """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement)."""
     records = []
     for cluster in clusters:
         tools = cluster_tools(cluster, failures)
-        kinds = Counter(str(failures[i].kind) for i in cluster.members)
+        kinds = Counter(str(failures[i].kind) for i in cluster.trials)
+        members = [placed[u] for u in cluster.units]
+        parts = Counter(p.unit.part or "" for p in members if p.unit is not None)
+        sites = Counter(s for u in cluster.units for s in unit_sites(
+            unit_keys.get(u), failures[placed[u].failure].identifiers))
         record = {
             "signature": cluster.signature, "tasks": cluster.tasks,
             "score_lost": cluster.score_lost, "size": cluster.size,
+            "units": sum(1 for p in members if p.unit is not None),
+            "parts": dict(sorted(parts.items())), "sites": dict(sorted(sites.items())),
             "kinds": dict(sorted(kinds.items())), "tools": tools,
+            "structural": cluster.structural,
             "suggested_blast_radius": suggest_blast_radius(tools, passing_tools),
             "tag": None, "blast_radius": None,
         }

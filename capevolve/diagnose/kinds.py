@@ -21,8 +21,9 @@ class FailureKind(StrEnum):
 class TaskPattern(StrEnum):
     """How a task with at least one failing trial behaves across its scored trials."""
 
-    ALWAYS_FAILING = "always_failing"  # task mean ~ 0
-    FLAKY = "flaky"  # 0 < task mean < 1
+    ALWAYS_FAILING = "always_failing"  # every scored trial ~ 0
+    CONSISTENTLY_PARTIAL = "consistently_partial"  # the same partial reward on every trial
+    FLAKY = "flaky"  # the trials disagree: one passes and one fails, or rewards vary
 
 
 class ClusterMode(StrEnum):
@@ -42,6 +43,12 @@ class JudgementTag(StrEnum):
 
 
 NARRATED_SIGNATURE = "narrated_without_action"
+CLAIMED_SIGNATURE = "claimed_without_matching_action"
+CLAIMED_NOTE = ("the final message claims a specific change (e.g. escalated, refunded) that "
+                "no mutating call of a matching verb made, though another write happened; "
+                "the fix is structural (the claimed action must be the call that is made), "
+                "not a prose reminder")
+STRUCTURAL_SIGNATURES = frozenset({"narrated_without_action", CLAIMED_SIGNATURE})
 NARRATED_NOTE = ("the final message claims a state change that no mutating tool call made; "
                  "the fix is structural (require the write before the claim, e.g. a tool-use "
                  "rule or a check in the loop), not a prose reminder")

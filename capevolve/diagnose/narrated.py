@@ -4,7 +4,8 @@ Detected mechanically from the rollout's records, never from the feedback's word
 
 - the claim: the final message (the ``output`` column, or the last assistant message of
   the trace when the output is empty) says something *has been updated / cancelled /
-  refunded / ...* (a negated phrase such as "has not been updated" is no claim);
+  refunded / ...* or *will now ship / be ...* (a negated phrase such as "has not been
+  updated" is no claim);
 - the action: a call is mutating unless its name's leading verb is a read verb (get,
   list, search, find, read, lookup, fetch, view, show, query, count, describe, check,
   calculate, ...); ``mutates: true`` on a call wins over its name, ``mutates: false``
@@ -20,6 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 READ_VERBS = frozenset("""
@@ -33,16 +35,19 @@ _STATE = (r"(?:updated|cancell?ed|refunded|changed|modified|booked|rebooked|crea
           r"rescheduled|confirmed|transferred|reset|exchanged|returned|placed|completed|"
           r"upgraded|downgraded|credited|charged|reserved|assigned|activated|deactivated|"
           r"enabled|disabled|approved|granted|revoked|renewed|paid|recorded|stored|posted|"
-          r"uploaded|moved|replaced|fixed|resolved|edited|renamed|archived)")
+          r"uploaded|moved|replaced|fixed|resolved|edited|renamed|archived|escalated|"
+          r"requested|initiated|notified|emailed|shipped|voided|reimbursed|refilled)")
 _ADVERBS = r"(?:(?:now|already|just|also|successfully|been)\s+)*"
 _CLAIM = re.compile(
     rf"\b(?:(?:has|have|had|was|were|is|are|been|got)\s+{_ADVERBS}{_STATE}"
-    rf"|(?:i|we)(?:'ve|\s+have)?\s+{_ADVERBS}{_STATE}|successfully\s+{_STATE})\b",
+    rf"|(?:i|we)(?:'ve|\s+have)?\s+{_ADVERBS}{_STATE}|successfully\s+{_STATE}"
+    rf"|will\s+now\s+(?:be\s+{_STATE}|ship))\b",
     re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot|unable|n't)\b|n't\b", re.IGNORECASE)
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
+@lru_cache(maxsize=4096)
 def leading_verb(name: str) -> str:
     """The first word of a tool name (snake, kebab, dotted or camel case), lowercased."""
     parts = _NAME_PARTS.findall(name.rsplit(".", 1)[-1])
@@ -133,13 +138,20 @@ def final_message(output: str | None, trace: str | None) -> str:
     return messages[-1]["content"] if messages else ""
 
 
-def claims_state_change(message: str) -> bool:
-    """True when the message says a state change happened (negated phrases excluded)."""
+def claimed_states(message: str) -> list[str]:
+    """The state verbs the message says happened, lowercased, in text order (negated
+    phrases such as "has not been updated" excluded)."""
+    found = []
     for match in _CLAIM.finditer(message):
         before = message[max(0, match.start() - 12):match.end()]
         if not _NEGATION.search(before):
-            return True
-    return False
+            found.append(match.group().lower().split()[-1])
+    return found
+
+
+def claims_state_change(message: str) -> bool:
+    """True when the message says a state change happened (negated phrases excluded)."""
+    return bool(claimed_states(message))
 
 
 def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:

@@ -2,9 +2,12 @@
 
 An entry is one failing trial (a scored trial with reward < 1), ordered by (task, trial):
 ``task_id``, ``trial``, ``Inputs``, ``Generated Outputs``, ``Feedback``, ``Trajectory``
-(a path, never parsed), ``kind``, ``narrated_without_action``, the trial's ``reward``,
-the task's graded ``task_mean`` and ``pattern``, ``gold_in_feedback`` (None when the
-targets were unavailable) and the ``cluster`` signature it landed in.
+(a path, never parsed), ``kind``, ``narrated_without_action``,
+``claimed_without_matching_action`` (with the unmatched ``claimed_verbs``), the trial's
+``reward``, the task's graded ``task_mean`` and ``pattern``, ``gold_in_feedback`` (None when
+the targets were unavailable), ``causes`` (each cause unit: its ``part``, ``text`` and
+``cluster``), and ``cluster`` / ``secondary_cluster``: the highest- and second-ranked
+distinct clusters the failure sits in (one edit can take the primary and the residual).
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from capevolve.diagnose.claimed import unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.kinds import FailureKind
 from capevolve.diagnose.narrated import Call, narrated_without_action
 from capevolve.diagnose.source import Trial
+from capevolve.diagnose.units import Unit
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,15 @@ class Failure:
     identifiers: frozenset[str]  # tool names and argument names, lowercased
     feedback: str  # as shown (redacted when asked)
     gold_leak: bool | None
+    claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches
+    units: tuple[Unit, ...] = ()  # cause units, set once every failure is known
+    cut: int = 0  # characters of shared preamble stripped before the units were cut
+    inferred_part: str | None = None  # the one score part that fell short, if exactly one
+
+    @property
+    def claimed_mismatch(self) -> bool:
+        """claimed_without_matching_action (never together with narrated)."""
+        return bool(self.claimed) and not self.narrated
 
 
 def tool_names(calls: list[Call]) -> frozenset[str]:
@@ -46,10 +60,11 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     if redact and guard is not None:
         feedback = guard.redact(trial.task_id, feedback) or ""
     identifiers = frozenset(n.lower() for c in calls for n in (c.name, *c.fields))
-    return Failure(trial=trial, kind=failure_kind(trial),
-                   narrated=narrated_without_action(trial.output, calls, trial.trace),
+    narrated = narrated_without_action(trial.output, calls, trial.trace)
+    claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace))
+    return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
                    tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
-                   gold_leak=leak)
+                   gold_leak=leak, claimed=claimed)
 
 
 def input_text(inputs: str | None) -> str:
@@ -63,21 +78,21 @@ def input_text(inputs: str | None) -> str:
     return value if isinstance(value, str) else inputs
 
 
-def rollout_pointer(partition: str, trial: Trial) -> str:
-    """Where a stored rollout lives, for entries without a trajectory file."""
-    return f"{partition}#eval_id={trial.eval_id}&task_id={trial.task_id}&trial={trial.trial}"
-
-
-def entry(failure: Failure, outcome: TaskOutcome, trajectory: str, cluster: str) -> dict[str, Any]:
-    """The reflective-dataset entry of one failure (see the module docstring)."""
+def entry(failure: Failure, outcome: TaskOutcome, trajectory: str,
+          causes: list[dict[str, Any]], ranked: list[str]) -> dict[str, Any]:
+    """The reflective-dataset entry of one failure (see the module docstring); ``ranked``
+    holds the distinct clusters it sits in, best-ranked first."""
     trial = failure.trial
     mean = outcome.mean
     return {
+        "causes": causes, "secondary_cluster": ranked[1] if len(ranked) > 1 else None,
+        "claimed_without_matching_action": failure.claimed_mismatch,
+        "claimed_verbs": list(failure.claimed),
         "task_id": trial.task_id, "trial": trial.trial, "Inputs": input_text(trial.inputs),
         "Generated Outputs": trial.output or "", "Feedback": failure.feedback,
         "Trajectory": trajectory, "kind": str(failure.kind),
         "narrated_without_action": failure.narrated, "reward": trial.reward,
         "task_mean": None if mean is None else round(mean, 6),
         "pattern": None if outcome.pattern is None else str(outcome.pattern),
-        "gold_in_feedback": failure.gold_leak, "cluster": cluster,
+        "gold_in_feedback": failure.gold_leak, "cluster": ranked[0] if ranked else None,
     }

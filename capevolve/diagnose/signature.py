@@ -19,7 +19,9 @@ person reads (the shortest form seen).
 
 from __future__ import annotations
 
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,6 +29,9 @@ _QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”|`([^`\n]*)`|(?<!\w)\'([^\'\
 _WORD = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 _REDACTED = "[REDACTED]"
+_DIGIT = re.compile(r"\d")
+_ALPHA = re.compile(r"[a-z]")
+PREAMBLE_SHARE = 0.8
 
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been
@@ -92,16 +97,53 @@ def raw_tokens(feedback: str, identifiers: frozenset[str] = frozenset()) -> list
     return _WORD.findall(_QUOTED.sub(keep_identifier, text).lower())
 
 
-def shared_preamble(token_lists: list[list[str]]) -> int:
-    """Length of the leading token run every list shares (0 for fewer than two lists)."""
-    if len(token_lists) < 2:
-        return 0
-    first, n = token_lists[0], min(len(t) for t in token_lists)
-    for i in range(n):
-        word = first[i]
-        if any(tokens[i] != word for tokens in token_lists):
-            return i
-    return n
+def preamble_cuts(feedbacks: list[str]) -> list[int]:
+    """Per feedback, the character offset where its text starts after the shared preamble:
+    the leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from
+    those that carry it (0 for the others). A run that is the whole feedback of a failure
+    carrying it is that failure's cause, not a preamble: nothing is stripped. When the run
+    reaches past a line break, only its whole lines are stripped. Each feedback is
+    tokenised only as far as the run reaches."""
+    if len(feedbacks) < 2:
+        return [0] * len(feedbacks)
+    streams = [_WORD.finditer(f.lower()) for f in feedbacks]
+    seen: list[list[tuple[str, int]]] = [[] for _ in feedbacks]
+
+    def token(i: int, depth: int) -> str | None:
+        while len(seen[i]) <= depth:
+            match = next(streams[i], None)
+            if match is None:
+                return None
+            seen[i].append((match.group(), match.end()))
+        return seen[i][depth][0]
+
+    need = PREAMBLE_SHARE * len(feedbacks)
+    alive = list(range(len(feedbacks)))
+    depth = 0
+    common = os.path.commonprefix([f.lower() for f in feedbacks])
+    if common:  # tokens ending inside the prefix every feedback shares: no counting needed
+        inside = [m for m in _WORD.finditer(common) if m.end() + 2 <= len(common)]
+        for i in alive:
+            seen[i] = [(m.group(), m.end()) for m in inside]
+            streams[i] = _WORD.finditer(feedbacks[i].lower(), inside[-1].end() if inside else 0)
+        depth = len(inside)
+    while len(alive) >= need:
+        words = Counter(w for i in alive if (w := token(i, depth)) is not None)
+        if not words:
+            break
+        word, count = words.most_common(1)[0]
+        if count < need:
+            break
+        alive = [i for i in alive if token(i, depth) == word]
+        depth += 1
+    cuts = [0] * len(feedbacks)
+    if depth == 0 or any(token(i, depth) is None for i in alive):
+        return cuts  # a run that is some failure's whole feedback is a cause, not a preamble
+    for i in alive:
+        end = seen[i][depth - 1][1]
+        line = feedbacks[i].rfind("\n", 0, end)
+        cuts[i] = line + 1 if line > 0 else end
+    return cuts
 
 
 @dataclass(frozen=True)
@@ -118,10 +160,10 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
     for word in tokens:
         word = word.split("'", 1)[0] if word.endswith("'s") else word
         if "_" in word or word in identifiers:
-            if any(c.isalpha() for c in word):
+            if _ALPHA.search(word):
                 kept.setdefault(word, word)
             continue
-        if any(c.isdigit() for c in word) or word in STOPWORDS:
+        if word in STOPWORDS or _DIGIT.search(word):
             continue
         token = stem(word)
         if len(token) < 2 or token in GENERIC:
@@ -132,14 +174,12 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
 
 
 def root_cause_keys(feedbacks: list[str], identifiers: list[frozenset[str]]) -> list[Key]:
-    """The root-cause key of every failure (see the module docstring)."""
-    token_lists = [raw_tokens(f, ids) for f, ids in zip(feedbacks, identifiers, strict=True)]
-    cut = shared_preamble(token_lists)
+    """The root-cause key of every failure's whole feedback (module docstring)."""
     keys = []
-    for tokens, ids in zip(token_lists, identifiers, strict=True):
-        key = key_of(tokens[cut:], ids) if len(tokens) > cut else key_of(tokens, ids)
+    for text, cut, ids in zip(feedbacks, preamble_cuts(feedbacks), identifiers, strict=True):
+        key = key_of(raw_tokens(text[cut:], ids), ids)
         if not key.tokens and cut:  # the shared run was this failure's whole cause
-            key = key_of(tokens, ids)
+            key = key_of(raw_tokens(text, ids), ids)
         keys.append(key)
     return keys
 

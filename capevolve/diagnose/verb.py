@@ -30,7 +30,8 @@ class DiagnosePackage(types.ModuleType):
                  project: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Turn ``candidate_id``'s stored rollouts on ``split`` (train or val; test is
         refused) into a reflective dataset and root-cause clusters; writes
-        ``diagnoses/<split>__<id>.json`` in the run and returns it. ``run`` is a RunDir or
+        ``diagnoses/<split>__<id>.json`` (``.first-words.json`` in that mode) in the run
+        and returns it. ``run`` is a RunDir or
         a run directory's path; ``project`` overrides the project whose adapter gives
         targets and trajectories; ``redact_gold`` replaces target values quoted in feedback.
         """

@@ -342,6 +342,10 @@ class DiagnosisRecord(Record):
     """Tasks that pass on some trials."""
     always_failing: list[str]
     """Tasks that fail on every scored trial."""
+    consistently_partial: list[str] = Field(default_factory=list)
+    """Tasks with the same partial reward on every scored trial (not flaky)."""
+    history: dict[str, Any] | None = None
+    """The run's tried-and-rejected fixes the clusters were checked against."""
     unscored: list[str]
     """Tasks with no valid trial (missing data)."""
     failing_total: int = Field(ge=0)

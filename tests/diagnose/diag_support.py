@@ -31,11 +31,12 @@ def trial(task_id: str, reward: float | None = 0.0, feedback: str = "", *, n: in
                  "boom" if reward is None else None, "adapter" if reward is None else None)
 
 
-def build(trials: list[Trial], targets: dict | None = None, **options: Any) -> dict:
+def build(trials: list[Trial], targets: dict | None = None, *, history: list | None = None,
+          previous: dict | None = None, **options: Any) -> dict:
     """build_diagnosis over in-memory trials (no adapter, no disk)."""
     context = AdapterContext(targets=targets, unavailable=None if targets else "no adapter")
     return build_diagnosis(trials, context, DiagnoseOptions(split="val", tag="seed", **options),
-                           "rollouts/split=val/candidate=seed")
+                           "diagnoses/trajectories/val__seed", history, previous)
 
 
 def make_run(tmp_path: Path, n_tasks: int = 40, tasks: list[dict] | None = None) -> RunDir:

@@ -65,3 +65,24 @@ def test_judgements_survive_a_rediagnosis(diagnosed):
     again = diagnose(run, DiagnoseOptions("val", "seed"))
     assert again["clusters"][0]["tag"] == "DECISION/PERMISSION"
     assert again["clusters"][0]["blast_radius"] == [good]
+
+
+def test_first_words_writes_its_own_file_and_root_cause_judgements_survive(diagnosed):
+    """--cluster first-words never replaces the root-cause file; re-diagnosing the same
+    rollouts keeps the judgement recorded on a cluster."""
+    run, sig, good, _ = diagnosed
+    annotate(run, "diagnoses/val__seed.json", sig, "KNOWLEDGE", [good])
+    root_cause = diagnosis_path(run, "val", "seed")
+    before = root_cause.read_bytes()
+    diagnose(run, DiagnoseOptions("val", "seed", mode="first-words"))
+    lexical = diagnosis_path(run, "val", "seed", "first-words")
+    assert lexical.name == "val__seed.first-words.json" and lexical.is_file()
+    assert root_cause.read_bytes() == before
+    assert json.loads(lexical.read_text())["mode"] == "first-words"
+    again = diagnose(run, DiagnoseOptions("val", "seed"))
+    kept = next(c for c in again["clusters"] if c["signature"] == sig)
+    assert kept["tag"] == "KNOWLEDGE" and kept["blast_radius"] == [good]
+    assert root_cause.read_bytes() == before  # same rollouts, same judgements: same bytes
+    annotate(run, "diagnoses/val__seed.first-words.json",
+             json.loads(lexical.read_text())["clusters"][0]["signature"], "BEHAVIORAL")
+    assert root_cause.read_bytes() == before

@@ -27,17 +27,30 @@ def test_communication_omissions_are_detected_from_feedback_or_parts():
                               "c#0": "partial"}
 
 
-def test_flaky_and_always_failing_follow_the_graded_mean():
-    """Mean 0 is always-failing; 0 < mean < 1 is flaky, whatever one trial's feedback says."""
+def test_patterns_follow_whether_the_trials_disagree():
+    """Flaky = the trials disagree (a pass and a fail, or varying rewards); the same 0.5 on
+    every trial is consistently partial, not flaky; all zero is always-failing."""
     result = build([
         trial("f", 1.0, "great", n=0), trial("f", 0.0, "wrong", n=1),
         trial("p", 0.5, "all correct, well done", n=0), trial("p", 0.5, "half", n=1),
+        trial("v", 0.5, "half", n=0), trial("v", 0.0, "wrong", n=1),
         trial("z", 0.0, "wrong", n=0), trial("z", 0.0, "wrong", n=1),
         trial("g", 1.0, "fine", n=0), trial("g", 1.0, "fine", n=1)])
-    assert result["flaky"] == ["f", "p"] and result["always_failing"] == ["z"]
-    assert result["kept_good"] == ["g"] and result["failing_tasks"] == 3
+    assert result["flaky"] == ["f", "v"] and result["always_failing"] == ["z"]
+    assert result["consistently_partial"] == ["p"]
+    assert result["kept_good"] == ["g"] and result["failing_tasks"] == 4
+    patterns = {e["task_id"]: e["pattern"] for e in result["reflective_dataset"]}
+    assert patterns == {"f": "flaky", "p": "consistently_partial", "v": "flaky",
+                        "z": "always_failing"}
     means = {e["task_id"]: e["task_mean"] for e in result["reflective_dataset"]}
-    assert means == {"f": 0.5, "p": 0.5, "z": 0.0}
+    assert means == {"f": 0.5, "p": 0.5, "v": 0.25, "z": 0.0}
+
+
+def test_a_single_partial_trial_and_tiny_differences():
+    """One 0.5 trial is consistently partial; rewards within the tolerance do not disagree."""
+    result = build([trial("one", 0.5, "half"),
+                    trial("eq", 0.5, "half", n=0), trial("eq", 0.5 + 1e-12, "half", n=1)])
+    assert result["consistently_partial"] == ["eq", "one"] and result["flaky"] == []
 
 
 def test_errored_trials_are_missing_data_never_failures():

@@ -53,7 +53,8 @@ def test_diagnose_human_output_lists_clusters(run):
     result = invoke("diagnose", "--run-dir", run.root, "--tag", "seed",
                     "--cluster", "first-words")
     assert result.exit_code == 0, result.stderr
-    assert "refund amount off" in result.stdout and "val__seed.json" in result.stdout
+    assert "refund amount off" in result.stdout
+    assert "val__seed.first-words.json" in result.stdout
 
 
 def test_diagnose_refuses_the_test_split_and_missing_options(run):
@@ -97,3 +98,17 @@ def test_census_export_then_check_through_the_cli(run, tmp_path):
     census_file.write_text(json.dumps(doc))
     over = one_json(invoke("census", "check", census_file, "--json"), code=1)
     assert not over["ok"] and any("more than described" in p for p in over["problems"])
+
+
+def test_human_output_marks_a_tried_and_rejected_cluster(run, tmp_path):
+    """A reject whose note targets the cluster shows up beside it in the summary."""
+    from capevolve._loop.decide import reject
+
+    src = tmp_path / "edit"
+    src.mkdir()
+    (src / "prompt.md").write_text("amounts in every reply")
+    reject(run, run.snapshot("cand_x", src).id, note="cluster: refund amount; no gain")
+    result = invoke("diagnose", "--run-dir", run.root, "--tag", "seed")
+    assert result.exit_code == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if "refund amount" in x)
+    assert line.endswith("(tried and rejected in iteration 1)")

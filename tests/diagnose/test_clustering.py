@@ -43,11 +43,23 @@ def test_same_cause_with_different_numbers_and_literals_is_one_cluster():
     assert len(result["clusters"]) == 1 and result["clusters"][0]["size"] == 3
 
 
-def test_preamble_that_is_the_whole_feedback_is_kept():
-    """A feedback that is nothing but the shared run keeps its words."""
+def test_a_shared_run_that_is_a_whole_feedback_is_no_preamble():
+    """'wrong refund amount' is one failure's whole feedback: a cause, so nothing is stripped."""
     keys = _keys("wrong refund amount", "wrong refund amount for the premium member")
     assert keys[0].tokens == {"refund", "amount"}
-    assert keys[1].tokens == {"premium", "member"}
+    assert keys[1].tokens == {"refund", "amount", "premium", "member"}
+
+
+def test_a_preamble_most_failures_share_is_stripped_even_if_one_lacks_it():
+    """One failure without the scorer's preamble no longer turns stripping off."""
+    pre = "Grading failed because the expected outcome was not met: "
+    feedbacks = [pre + "did not confirm the change", pre + "refund amount above the limit",
+                 pre + "booked a cabin class never asked for", pre + "seat upgrade skipped",
+                 pre + "baggage allowance ignored", "no conversation was recorded"]
+    keys = _keys(*feedbacks)
+    assert not any({"grad", "outcom"} & k.tokens for k in keys[:5])
+    result = build([trial(f"t{i}", 0.0, f) for i, f in enumerate(feedbacks)])
+    assert len(result["clusters"]) == 6
 
 
 def test_inflected_generic_words_are_filtered_after_collapsing():
@@ -65,10 +77,33 @@ def test_identifiers_keep_their_underscores():
 
 def test_shared_token_rule_is_half_of_the_smaller_key_and_transitive():
     """Half of the smaller key suffices; chains merge transitively; disjoint keys stay apart."""
-    keys = _keys("alpha beta gamma delta", "alpha beta kappa lambda mu sigma",
+    keys = _keys("alpha beta gamma delta", "alpha beta gamma kappa lambda",
                  "kappa lambda omega theta", "zeta eta iota")
     groups = sorted(group_root_cause(keys))
     assert groups == [[0, 1, 2], [3]]
+
+
+def test_template_words_shared_across_causes_do_not_merge_them():
+    """'... was never told to the customer' ends many different causes: two keys that
+    share only those template words stay apart, while rephrasings of one cause (sharing
+    the cause's own words) still merge."""
+    causes = ["the refund amount", "the price difference", "the order status",
+              "the delivery date", "the gift card balance", "the pickup location"]
+    feedbacks = [f"{c} was never told to the customer" for c in causes]
+    feedbacks += ["the customer never heard the refund amount",
+                  "price difference never told"]
+    groups = sorted(group_root_cause(_keys(*feedbacks)))
+    assert groups == [[0, 6], [1, 7], [2], [3], [4], [5]]
+
+
+def test_overlap_rule_counts_and_weights():
+    """Rule 1 (half the smaller key) is necessary; rule 2 needs the shared weight."""
+    from capevolve.diagnose.cluster import overlaps
+
+    assert not overlaps(1, 3, 3)
+    assert overlaps(1, 2, 5)
+    assert not overlaps(2, 4, 4, shared_weight=2.0, weight_a=4.0, weight_b=6.0)
+    assert overlaps(2, 4, 4, shared_weight=3.0, weight_a=4.0, weight_b=6.0)
 
 
 def test_pairs_below_half_stay_apart():

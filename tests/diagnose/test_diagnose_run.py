@@ -130,14 +130,43 @@ def test_redact_gold_without_targets_is_refused(tmp_path):
         diagnose(run, DiagnoseOptions("val", "seed", redact_gold=True))
 
 
-def test_trajectory_is_the_adapters_path_or_a_pointer_to_the_rollout(tmp_path):
-    """Without a trajectories() hook entries point at the stored rollout."""
+def test_without_a_trace_store_each_failing_rollout_gets_a_file_an_editor_opens(tmp_path):
+    """No trajectories() hook: Trajectory is diagnoses/trajectories/<split>__<tag>/
+    <task>__<trial>.json, a JSON file holding that rollout's trace and tool calls."""
+    import json
+
     run = make_run(tmp_path)
-    task = run.splits.val[0]
-    write_rows(run, [{"task_id": task, "reward": 0.0, "feedback": "x"}])
+    task, other = run.splits.val[:2]
+    trace = {"messages": [{"role": "assistant", "content": "done"}]}
+    write_rows(run, [{"task_id": task, "trial": 1, "reward": 0.0, "feedback": "x",
+                      "tool_calls": WRITE_CALLS, "trace": trace},
+                     {"task_id": other, "reward": 1.0, "feedback": "fine"}])
     entry = diagnose(run, DiagnoseOptions("val", "seed"))["reflective_dataset"][0]
-    assert entry["Trajectory"].startswith(str(run.layout.partition("val", "seed")))
-    assert f"task_id={task}" in entry["Trajectory"]
+    path = run.layout.diagnoses / "trajectories" / "val__seed" / f"{task}__1.json"
+    assert entry["Trajectory"] == str(path)
+    stored = json.loads(path.read_text())
+    assert stored["trace"] == trace and stored["tool_calls"] == WRITE_CALLS
+    assert stored["task_id"] == task and stored["trial"] == 1 and stored["feedback"] == "x"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # passing: no file
+
+
+def test_trajectory_files_are_safe_names_and_stale_ones_go(tmp_path):
+    """A task id with a slash gets a safe, unique file name; a malformed trace column is
+    kept as a string; files of rollouts no longer failing are removed."""
+    import json
+
+    from capevolve.diagnose import trajectories
+    from capevolve.diagnose.source import Trial
+
+    odd = Trial("e", "a/b", 0, 0.0, "f", None, "", None, None, "{not json", None, None, None)
+    plain = Trial("e", "a_b", 0, 0.0, "f", None, "", None, None, None, None, None, None)
+    assert trajectories.file_name(odd) != trajectories.file_name(plain)
+    assert "/" not in trajectories.file_name(odd)
+    folder = tmp_path / "t"
+    trajectories.write_all(folder, [odd, plain])
+    assert json.loads((folder / trajectories.file_name(odd)).read_text())["trace"] == "{not json"
+    trajectories.write_all(folder, [plain])
+    assert [p.name for p in folder.iterdir()] == [trajectories.file_name(plain)]
 
 
 def test_trajectories_hook_of_the_project_adapter_is_used(tmp_path):

@@ -1,0 +1,100 @@
+"""The run's history of refuted fixes, and marking clusters that were already tried.
+
+A *tried fix* is a rejected iteration: the candidate, the best it was rejected against,
+the iteration number (the ordinal of that decision among the run's accept / reject
+events, from 1), the note, and the cluster it targeted. Sources (``SOURCES``) each turn a
+run into tried fixes; the one here reads ``events.jsonl``'s reject events. The targeted
+cluster is the event's ``cluster`` field when it has one, else the note's
+``cluster: <signature>`` (or ``cluster=<signature>``; quotes optional, up to the end of the
+line or a ``;``). Another source (an optimizer's ledger) is one more function in
+``SOURCES``.
+
+A cluster is marked tried when a tried fix targeted its signature (case and a " (N)"
+suffix ignored) or when the targeted text's root-cause key overlaps the signature's key by
+the clustering rule; it then carries ``tried`` (the fixes, by iteration) and ``history``:
+"tried and rejected in iteration N[, M]".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from capevolve._store.rundir import RunDir
+from capevolve.diagnose.cluster import overlaps
+from capevolve.diagnose.signature import key_of, raw_tokens
+from capevolve.kinds import EventKind
+
+_NOTE_CLUSTER = re.compile(r"\bcluster\s*[:=]\s*[\"'`]?([^\"'`;\n]+?)[\"'`]?\s*(?:;|$)",
+                           re.IGNORECASE | re.MULTILINE)
+_SUFFIX = re.compile(r"\s+\(\d+\)$")
+
+
+@dataclass(frozen=True)
+class TriedFix:
+    """One rejected iteration and the cluster it targeted (None when it names none)."""
+
+    iteration: int
+    candidate_id: str
+    best_id: str | None
+    cluster: str | None
+    note: str | None
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "candidate_id": self.candidate_id,
+                "best_id": self.best_id, "cluster": self.cluster, "note": self.note,
+                "source": self.source}
+
+
+def targeted_cluster(event: Any) -> str | None:
+    """The cluster a decision event targeted: its ``cluster`` field, else the note's."""
+    field = getattr(event, "cluster", None)
+    if isinstance(field, str) and field.strip():
+        return field.strip()
+    note = getattr(event, "note", None)
+    match = _NOTE_CLUSTER.search(note) if isinstance(note, str) else None
+    return match.group(1).strip() if match else None
+
+
+def reject_events(run: RunDir) -> list[TriedFix]:
+    """Tried fixes from the run's reject events (iteration = decision ordinal)."""
+    out, iteration = [], 0
+    for event in run.events():
+        if event.kind not in (EventKind.ACCEPT, EventKind.REJECT):
+            continue
+        iteration += 1
+        if event.kind == EventKind.REJECT:
+            out.append(TriedFix(iteration, str(getattr(event, "candidate_id", "")),
+                                getattr(event, "best_id", None), targeted_cluster(event),
+                                getattr(event, "note", None), "events"))
+    return out
+
+
+SOURCES: tuple[Callable[[RunDir], list[TriedFix]], ...] = (reject_events,)
+
+
+def tried_fixes(run: RunDir) -> list[TriedFix]:
+    """Every source's tried fixes, by iteration then candidate."""
+    fixes = [fix for source in SOURCES for fix in source(run)]
+    return sorted(fixes, key=lambda f: (f.iteration, f.candidate_id, f.source))
+
+
+def _same(target: str, signature: str) -> bool:
+    a, b = _SUFFIX.sub("", target).strip().lower(), _SUFFIX.sub("", signature).strip().lower()
+    if a == b:
+        return True
+    ka, kb = key_of(raw_tokens(a), frozenset()), key_of(raw_tokens(b), frozenset())
+    shared = len(ka.tokens & kb.tokens)
+    return bool(shared) and overlaps(shared, len(ka.tokens), len(kb.tokens))
+
+
+def mark_tried(records: list[dict[str, Any]], fixes: list[TriedFix]) -> None:
+    """Set ``tried`` and ``history`` on every cluster record a tried fix targeted."""
+    for record in records:
+        hits = [f for f in fixes if f.cluster and _same(f.cluster, record["signature"])]
+        record["tried"] = [f.to_json() for f in hits] or None
+        record["history"] = (None if not hits else "tried and rejected in iteration "
+                             + ", ".join(str(f.iteration) for f in hits))

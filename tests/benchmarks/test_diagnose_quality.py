@@ -1,0 +1,61 @@
+"""The diagnose-quality benchmark: its scoring (ARI, alignment) and its targets."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+PERF = Path(__file__).resolve().parents[2] / "benchmarks" / "perf"
+sys.path.insert(0, str(PERF))
+
+from diagnose_quality import (  # noqa: E402
+    UNMATCHED,
+    Item,
+    adjusted_rand_index,
+    label_items,
+    per_cause,
+    score,
+)
+
+
+def test_ari_is_one_for_the_same_partition_and_drops_for_a_merge():
+    truth = ["a", "a", "b", "b", "c", "c"]
+    assert adjusted_rand_index(truth, ["x", "x", "y", "y", "z", "z"]) == 1.0
+    merged = adjusted_rand_index(truth, ["x", "x", "x", "x", "z", "z"])
+    split = adjusted_rand_index(truth, ["x", "w", "y", "v", "z", "u"])
+    assert merged < 0.7 and split < 0.7
+
+
+def test_items_are_matched_to_units_by_text_and_unmatched_counts_against():
+    diagnosis = {"reflective_dataset": [{"task_id": "t", "trial": 0, "causes": [
+        {"part": "messages", "text": "The amount was never told.", "cluster": "amount"}]}],
+        "failing_total": 1, "clusters": [{}], "sanity": []}
+    items = [Item("t", 0, "messages", "the amount  was never told.", "report"),
+             Item("t", 0, "database", "the refund went elsewhere.", "payment")]
+    assert label_items(diagnosis, items) == ["amount", UNMATCHED]
+    assert per_cause(["r", "r"], [UNMATCHED, UNMATCHED])["r"]["purity"] == 0.0
+    assert score(diagnosis, items)["unmatched"] == 1
+
+
+@pytest.mark.slow
+def test_airline_benchmark_meets_the_ari_target(tmp_path):
+    """The differently worded benchmark: diagnose's clusters match its causes (ARI >= 0.7)."""
+    import bench_diagnose_quality as bench
+
+    figures = bench.bench_airline(tmp_path)["airline/val"]
+    assert figures["ari"] >= bench.TARGET_ARI and figures["unmatched"] == 0
+    assert figures["per_cause"]["narrated_rebook"]["cluster"] == "narrated_without_action"
+    assert figures["per_cause"]["claimed_escalation"]["cluster"] == \
+        "claimed_without_matching_action"
+
+
+@pytest.mark.slow
+def test_retail_seed_meets_the_ari_target(tmp_path):
+    """On the retail seed the clusters match the injected causes (ARI >= 0.7 on val)."""
+    import bench_diagnose_quality as bench
+
+    figures = bench.bench_retail(tmp_path)
+    assert figures["retail/val"]["ari"] >= bench.TARGET_ARI
+    assert figures["retail/val"]["per_cause"]["act"]["recall"] >= 0.9
