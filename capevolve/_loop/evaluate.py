@@ -7,6 +7,7 @@ it is, so re-running never buys a second, luckier draw of the same candidate.
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project, load_tasks
+from capevolve._project.scoreable import exclusions, reason_counts
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
     eval_id_for,
@@ -86,16 +88,31 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
+    stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
               "clusters": {t: clusters[t] for t in sorted(clusters) if t in set(task_ids)}}
              if clusters else {})
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
+        "scored": len(means), "stdev": stdev, "run_means": _run_means(run, eval_id, task_ids),
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
         "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)),
         "pass_threshold": pass_threshold, "task_means": means,
     }
+
+
+def _run_means(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, float]:
+    """Mean valid reward of each trial index over the given tasks (one DuckDB query)."""
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT task_id, trial, reward FROM rollouts WHERE eval_id = '"
+        + eval_id.replace("'", "''") + "' AND reward IS NOT NULL", eval_id)
+    wanted = set(task_ids)
+    by_trial: dict[int, list[float]] = {}
+    for task_id, trial, reward in rows:
+        if task_id in wanted:
+            by_trial.setdefault(int(trial), []).append(float(reward))
+    return {str(k): statistics.fmean(v) for k, v in sorted(by_trial.items())}
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
@@ -157,8 +174,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
-    job = _job(run, project, eval_id, split, candidate_id, load_tasks(project.adapter()))
-    task_ids = run.splits.ids(split)
+    adapter = project.adapter()
+    job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
+    excluded = exclusions(adapter, [job.tasks[t] for t in run.splits.ids(split)])
+    task_ids = tuple(t for t in run.splits.ids(split) if t not in excluded)
     done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
@@ -190,6 +209,8 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
+    stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
+                 excluded_tasks=excluded)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
                             report.stop_reason)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
