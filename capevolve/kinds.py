@@ -107,3 +107,22 @@ class TestVerdict(StrEnum):
     CONTRADICTED = "contradicted"  # the CI lies below 0: the best is worse on test
     NO_EDIT = "no_edit"  # the best is the seed: there is no gain to confirm
     NOT_MEASURED = "not_measured"  # the test evaluation is incomplete: no delta, no CI
+
+
+class EvaluatorKind(StrEnum):
+    """The metric a dataset project's evaluator computes (``evaluators[].kind``)."""
+
+    EXACT = "exact"  # output == expected
+    NORMALIZED_EXACT = "normalized_exact"  # equal after case, punctuation, whitespace folding
+    TOKEN_F1 = "token_f1"  # F1 of normalised token bags
+    SET_OVERLAP = "set_overlap"  # Jaccard overlap of two item sets
+    REGEX = "regex"  # the output matches a pattern (the evaluator's, or the expected value)
+    NUMERIC = "numeric"  # |output - expected| within a tolerance
+    JSON_FIELD = "json_field"  # one field of a JSON output equals the expected one
+    PYTHON = "python"  # a project function module:function
+    JUDGE = "judge"  # an LLM judge against a rubric (not deterministic)
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the metric is a pure function of (output, expected)."""
+        return self is not EvaluatorKind.JUDGE

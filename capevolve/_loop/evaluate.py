@@ -39,7 +39,7 @@ from capevolve._store.rollouts.writer import PartWriter
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, RunDirError
+from capevolve.errors import BudgetError, JudgeUnavailable, RunDirError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -212,7 +212,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
-                            report.stop_reason)
+                            report.stop_reason) or _judge_unreachable(run, eval_id)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)
@@ -222,6 +222,23 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored)
     return stored.to_json()
+
+
+JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
+"""How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""
+
+
+def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
+    """An evaluation with a row whose judge was unreachable is incomplete (resuming it
+    retries those units): a judge outage is not a measurement of the candidate."""
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT count(*) FROM (SELECT task_id, trial FROM rollouts WHERE eval_id = '"
+        + eval_id.replace("'", "''") + "' GROUP BY task_id, trial HAVING count(reward) = 0"
+        " AND bool_or(coalesce(starts_with(error, '" + JUDGE_UNREACHABLE_ROW + "'), false)))",
+        eval_id)
+    n = int(rows[0][0]) if rows else 0
+    return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
+            "to retry them") if n else None
 
 
 def _intact(run: RunDir, record: EvalRecord) -> bool:

@@ -86,6 +86,22 @@ def _import_target(root: Path, target: str) -> Any:
         raise AdapterError(f"adapter: importing module {target!r} failed: {exc}") from None
 
 
+def import_callable(root: Path, spec: str, what: str) -> Any:
+    """The function named by ``file.py:function`` or ``module:function`` (relative to the
+    project); AdapterError naming ``what`` (the config key) when it cannot be had."""
+    target, sep, name = spec.rpartition(":")
+    if not sep or not target or not name:
+        raise AdapterError(f"{what}: {spec!r} must look like 'module.py:function'")
+    try:
+        module = _import_target(Path(root), target)
+    except AdapterError as exc:
+        raise AdapterError(f"{what}: {str(exc).removeprefix('adapter: ')}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise AdapterError(f"{what}: {target} has no function {name!r}")
+    return function
+
+
 def load_adapter(root: Path, spec: str) -> Any:
     """Instantiate the adapter class named by ``file.py:Class`` or ``module:Class``."""
     target, sep, class_name = spec.rpartition(":")
@@ -99,7 +115,10 @@ def load_adapter(root: Path, spec: str) -> Any:
     if missing:
         raise AdapterError(f"adapter: {class_name} in {target} lacks {', '.join(missing)}()")
     try:
-        return cls()
+        # a built-in adapter configured by the project (dataset projects) takes its root
+        return cls(Path(root)) if getattr(cls, "takes_project_root", False) else cls()
+    except CapevolveError:
+        raise
     except Exception as exc:
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
 
