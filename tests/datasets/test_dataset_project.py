@@ -5,7 +5,6 @@ import importlib.util
 import json
 import shutil
 import socket
-import threading
 from pathlib import Path
 
 import pytest
@@ -47,16 +46,17 @@ def _project(tmp_path: Path, port: int) -> Path:
 
 
 class Switch:
-    """A judge that answers by the example's rule, breaks the schema on Sweden, and is
-    unreachable (answers after the client's deadline) on Norway while ``down``."""
+    """A judge that answers by the example's rule, breaks the schema on the question
+    ``broken``, and is unreachable (answers after the client's deadline) on Norway while
+    ``down``."""
 
     def __init__(self) -> None:
         self.down = False
-        self.lock = threading.Lock()
+        self.broken = "nothing is broken"
 
     def __call__(self, body):
         user = body["messages"][-1]["content"]
-        if "capital of Sweden" in user:
+        if self.broken in user:
             return completion("Stockholm is right, I would say 1.")
         if "capital of Norway" in user and self.down:
             return Sleep(3.0, completion('{"score": 1, "justification": "late"}'))
@@ -84,11 +84,13 @@ def test_a_dataset_project_evaluates_with_parts_exclusions_and_error_rows(judged
     lines = [json.loads(x) for x in (project / "data.jsonl").read_text().splitlines()]
     assert set().union(*ids.values()) == {x["id"] for x in lines}  # val + test + train
     assert sum(len(v) for v in ids.values()) == len(lines)
+    broken = next(x for x in lines if x["id"] in ids["train"] and x["answer"])
+    switch.broken = broken["question"]
     records = {}
     for split in ("train", "val"):
         records[split] = evaluate(run, project / "improved_capability", split)
     unlabeled = {x["id"] for x in lines if not x["answer"]}
-    sweden = next(x["id"] for x in lines if "Sweden" in x["question"])
+    broken_id = broken["id"]
     for split, record in records.items():
         excluded = unlabeled & ids[split]
         assert set(record["excluded_tasks"]) == excluded
@@ -96,14 +98,13 @@ def test_a_dataset_project_evaluates_with_parts_exclusions_and_error_rows(judged
         rows = _rows(run, record["eval_id"])
         assert not {r[0] for r in rows} & excluded  # never run, never a 0
         for task_id, reward, parts, error in rows:
-            if task_id == sweden:
+            if task_id == broken_id:
                 assert reward is None and "JudgeError: judge answer breaks the schema" in error
             else:
                 parts = json.loads(parts)
                 assert set(parts) == {"match", "judge"}
                 assert reward == pytest.approx((2 * parts["match"] + parts["judge"]) / 3)
-        assert sweden not in record["task_means"]
-    assert sweden in ids["train"] | ids["val"], "the schema-breaking datapoint must be run"
+        assert broken_id not in record["task_means"]
     every_excluded = sum(r["excluded"] for r in records.values())
     assert every_excluded >= 1, "the example must exclude a datapoint in train or val"
     prompts = [m for p in server.prompts for m in p if m["role"] == "system"]
