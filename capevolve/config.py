@@ -14,7 +14,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from capevolve.errors import ConfigError
-from capevolve.kinds import AlphaSpending, EngineKind, EvaluatorKind, GateMode
+from capevolve.kinds import (
+    AlphaSpending,
+    EngineKind,
+    EvaluatorKind,
+    GateMode,
+    GatePolicy,
+    GoalDirection,
+)
 
 CONFIG_FILENAME = "capevolve.yaml"
 
@@ -95,6 +102,18 @@ class GateConfig(_Section):
     pass_threshold: float = Field(1.0, gt=0, le=1)
     """A trial passes (pass^k in every evaluation record) when its reward is at least this,
     up to the shared tolerance; the record states the threshold it used."""
+    policy: GatePolicy = GatePolicy.STRICT
+    """strict: accept only a gain shown beyond noise (seed 001). keep-best: keep a move of
+    the point estimate in the goal's direction that passes the mechanism audit, labelled
+    with its confidence and tentative until confirmed (seed 003)."""
+
+
+class GoalConfig(_Section):
+    """What the decision policies optimise: the reward or one score part, and its direction."""
+
+    metric: str = Field("reward", pattern=r"^(reward|parts\.[A-Za-z0-9_.-]+)$")
+    """``reward`` or ``parts.<evaluator name>``."""
+    direction: GoalDirection = GoalDirection.MAXIMIZE
 
 
 class BudgetConfig(_Section):
@@ -240,6 +259,7 @@ class ProjectConfig(_Section):
     num_trials: int = Field(3, ge=1, le=1000)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
+    goal: GoalConfig = GoalConfig()
     """Gate policy."""
     budget: BudgetConfig = BudgetConfig()
     """Spending caps."""

@@ -42,6 +42,21 @@ class Confidence(StrEnum):
     NEGLIGIBLE = "negligible"  # |delta| < min_delta (or no move at all)
 
 
+class GatePolicy(StrEnum):
+    """Which rule moves the best (``gate.policy``)."""
+
+    STRICT = "strict"  # accept only a gain shown beyond noise (the seed-001 rule)
+    KEEP_BEST = "keep-best"  # keep a move in the goal's direction that passes the audit,
+    # with a confidence label (the seed-003 rule)
+
+
+class GoalDirection(StrEnum):
+    """Which way the goal's metric should move."""
+
+    MAXIMIZE = "maximize"
+    MINIMIZE = "minimize"
+
+
 class EvalStatus(StrEnum):
     """Lifecycle of one evaluation (evals/<eval_id>.json)."""
 
@@ -88,6 +103,7 @@ class EventKind(StrEnum):
     NOTE = "note"
     DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
+    NO_CHANGE = "no_change"  # an iteration whose change could not be scored; best carried
 
 
 class SealStatus(StrEnum):

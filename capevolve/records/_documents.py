@@ -188,6 +188,14 @@ class GateRecord(Record):
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
+    policy: str = "strict"
+    """The decision policy that produced ``decision`` (``gate.policy``)."""
+    tentative: bool = False
+    """keep-best: kept although not shown significant (until ``capevolve confirm``)."""
+    audit: dict[str, Any] | None = None
+    """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
+    target: str | None = None
+    """The ``--target`` (cluster or census bucket) the change was meant to fix."""
     """True when settings other than the frozen project's decided (never a basis for
     accept)."""
 

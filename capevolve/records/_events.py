@@ -188,6 +188,20 @@ class TamperEvent(EventBase):
     """The protected paths it modified, added or removed."""
 
 
+class NoChangeEvent(EventBase):
+    """An iteration whose change could not be scored: the best is carried forward."""
+
+    kind: Literal[EventKind.NO_CHANGE]
+    best_id: str | None
+    """The best carried forward."""
+    reasoning: str = Field(min_length=1)
+    """Why the change could not be scored (never empty)."""
+    candidate_id: str | None = None
+    """The candidate the change would have been, when there was one."""
+    iteration: int = Field(ge=1)
+    """The decision record's number (``results/<n>.json``)."""
+
+
 class UserEvent(EventBase):
     """An event of a user's own kind (``note`` or a registered kind); fields as data."""
 
@@ -203,6 +217,7 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.SET_BEST: SetBestEvent, EventKind.SPEND: SpendEvent,
     EventKind.FINALIZE_STARTED: FinalizeStarted, EventKind.FINALIZED: Finalized,
     EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
+    EventKind.NO_CHANGE: NoChangeEvent,
 }
 """The kinds capevolve records itself, and their models (a user may not log these)."""
 
@@ -213,7 +228,7 @@ USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
 
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
-         | DiagnosisAnnotated | TamperEvent | UserEvent)
+         | DiagnosisAnnotated | TamperEvent | NoChangeEvent | UserEvent)
 
 
 def parse_event(data: Any, source: str) -> Event:
