@@ -47,10 +47,12 @@ def open_run(run: RunLike) -> RunDir:
     return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
 
 
-def init_project(directory: str | os.PathLike[str]) -> dict[str, Any]:
-    """Scaffold a runnable project (config, adapter skeleton, seed capability, PROJECT.md)
-    in ``directory``; refuses to overwrite one. Returns ``{"project", "files"}``."""
-    return projects.init(Path(directory))
+def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> dict[str, Any]:
+    """Scaffold a runnable project in ``directory``: ``kind`` adapter (config, adapter
+    skeleton, seed capability, PROJECT.md) or dataset (config with dataset, target and
+    evaluators, data.jsonl, target.py, seed capability); refuses to overwrite one.
+    Returns ``{"project", "files"}``."""
+    return projects.init(Path(directory), kind)
 
 
 def check_project(project: str | os.PathLike[str]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ SIGNATURES = {
     "gate": "run, candidate_id, *, n_trials=None",
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
-    "init_project": "directory",
+    "init_project": "directory, *, kind='adapter'",
     "open_run": "run",
     "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "

@@ -15,11 +15,16 @@ from pydantic import ValidationError
 
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
+from capevolve._project.scoreable import exclusions
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.config import ProjectConfig, load_config
 from capevolve.errors import AdapterError, CapevolveError, ConfigError
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
+
+NOT_DETERMINISTIC = "score is not deterministic on task"
+"""How the probe's non-determinism finding begins (a warning, not a problem, for a
+project whose scorer includes an LLM judge: see ``capevolve._loop.project.check``)."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,8 @@ def _probe_score(adapter: Any, project: Project, task: Task) -> list[str]:
     if not isinstance(first, Score):
         problems.append(f"score returned {type(first).__name__}, expected Score")
     elif first != second:
-        problems.append(f"score is not deterministic on task {task.id!r}")
+        problems.append(f"{NOT_DETERMINISTIC} {task.id!r} (two probes of one rollout "
+                        "differ)")
     return problems
 
 
@@ -180,5 +186,7 @@ def check_project(project_dir: Path | str) -> tuple[Project | None, list[str]]:
     second = load_tasks(adapter)
     if [t.id for t in tasks] != [t.id for t in second]:
         problems.append("tasks() ids are not stable across two calls (order or content differs)")
-    problems += _probe_score(adapter, project, tasks[0])
+    excluded = exclusions(adapter, tasks)
+    probe = next((t for t in tasks if t.id not in excluded), tasks[0])
+    problems += _probe_score(adapter, project, probe)
     return project, problems

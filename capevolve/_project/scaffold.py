@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capevolve._project import scaffold_dataset
 from capevolve.errors import ConfigError
 
 CONFIG = """\
@@ -82,15 +83,20 @@ Try it:
 """
 
 
-def init_project(directory: Path | str) -> list[str]:
-    """Write a starter project into ``directory``; refuses to overwrite a project."""
+def init_project(directory: Path | str, kind: str = "adapter") -> list[str]:
+    """Write a starter project into ``directory``; refuses to overwrite a project.
+
+    ``kind`` adapter: config, adapter skeleton, seed capability; dataset: a dataset
+    project (``scaffold_dataset``)."""
+    if kind not in ("adapter", "dataset"):
+        raise ConfigError(f"init: --kind must be adapter or dataset, got {kind!r}")
     root = Path(directory)
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root}: exists and is not a directory")
     if (root / "capevolve.yaml").exists():
         raise ConfigError(f"{root / 'capevolve.yaml'}: a project already exists here")
     name = root.resolve().name or "project"
-    files = {
+    files = scaffold_dataset.files(name) if kind == "dataset" else {
         "capevolve.yaml": CONFIG.format(name=name),
         "adapter.py": ADAPTER.format(name=name),
         "seed_capability/system_prompt.md": PROMPT,
