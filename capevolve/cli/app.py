@@ -8,6 +8,7 @@ from capevolve.cli import (
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
+    export_jsonl_cmds,
     inspect_cmds,
     optimize_cmds,
     output,
@@ -31,6 +32,7 @@ app.command("doctor")(doctor_cmds.doctor)
 app.command("optimize")(optimize_cmds.optimize)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
+app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 
 def main() -> None:
