@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop.loop_status import stop_parse
-from capevolve._project.loader import NOT_DETERMINISTIC, check_project, load_tasks
+from capevolve._project.loader import NOT_DETERMINISTIC, check_project_warnings, load_tasks
 from capevolve._project.scaffold import init_project
 from capevolve.config import ProjectConfig
 from capevolve.kinds import EvaluatorKind
@@ -33,16 +33,13 @@ def check(project_dir: Path | str) -> dict[str, Any]:
     scores on one probe is a warning recommending at least 5 trials, not a problem.
     A missing directory or an invalid capevolve.yaml is reported as a problem, not raised.
     """
-    loaded, problems = check_project(project_dir)
+    loaded, problems, found = check_project_warnings(project_dir)
     metrics = _metrics(loaded.config) if loaded else None
-    warnings = []
-    if metrics and metrics["judge"]:
-        for problem in [p for p in problems if p.startswith(NOT_DETERMINISTIC)]:
-            problems.remove(problem)
-            trials = loaded.config.num_trials if loaded else 0
-            warnings.append(f"judge evaluator(s) {', '.join(metrics['judge'])}: {problem}; "
-                            f"an LLM judge is a noisy measurement: use num_trials >= 5 "
-                            f"(now {trials})")
+    judges = ", ".join(metrics["judge"]) if metrics else ""
+    trials = loaded.config.num_trials if loaded else 0
+    warnings = [f"judge evaluator(s) {judges}: {w}" + (
+        f"; an LLM judge is a noisy measurement: use num_trials >= 5 (now {trials})"
+        if w.startswith(NOT_DETERMINISTIC) else "") for w in found]
     n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
     return {"ok": not problems, "project": str(Path(project_dir).resolve()),
             "n_tasks": n_tasks, "problems": problems, "warnings": warnings,

@@ -47,6 +47,12 @@ class DatasetAdapter:
         self._functions: dict[str, Any] = {}
         self._judges: dict[str, Judge] = {}
 
+    @property
+    def judged(self) -> bool:
+        """Whether an LLM judge is among the evaluators (the check's probe then treats
+        non-determinism and off-schema answers as warnings)."""
+        return any(e.kind == EvaluatorKind.JUDGE for e in self.config.evaluators)
+
     def tasks(self) -> list[Task]:
         """Every datapoint, in file order."""
         return load_corpus(self.root, self.dataset)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fixtures.chat_server import ChatServer, completion
 from fixtures.projects import clean_env
 
@@ -22,6 +23,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         env=clean_env(), capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_init_kind_dataset_is_runnable_and_excludes_its_unlabelled_datapoint(tmp_path):
     done = _cli("init", "proj", "--kind", "dataset", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -67,3 +69,22 @@ def test_a_non_deterministic_scorer_without_a_judge_is_still_a_problem(tmp_path)
     checked = capevolve.check_project(root)
     assert not checked["ok"] and checked["warnings"] == []
     assert any("not deterministic" in p for p in checked["problems"])
+
+
+def test_an_off_schema_judge_is_a_warning_and_the_run_starts(tmp_path):
+    """The probe's off-schema judge answer warns (its rows will be errors); an
+    unreachable judge is a problem (nothing could be measured)."""
+    with ChatServer(default=completion("I think it is fine.")) as server:
+        root = tmp_path / "qa"
+        shutil.copytree(EXAMPLE, root)
+        config = root / "capevolve.yaml"
+        config.write_text(config.read_text().replace("http://127.0.0.1:8931/v1",
+                                                     server.base_url))
+        checked = capevolve.check_project(root)
+        assert checked["ok"], checked["problems"]
+        (warning,) = checked["warnings"]
+        assert "breaks the schema" in warning and "error rows" in warning
+        run = capevolve.create_run(root, tmp_path / "run")
+    assert run.splits.ids("val")
+    checked = capevolve.check_project(root)  # the server is gone now
+    assert not checked["ok"] and "judge unreachable" in checked["problems"][0]
