@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from capevolve._store.evals import load_eval
@@ -50,7 +51,7 @@ def _json(text: str | None) -> Any:
 def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict[str, Any]]:
     """The export's lines (see the module docstring); RunDirError for an unknown
     evaluation or a test-split one."""
-    run = RunDir.open(run_dir)
+    run = RunDir.open(Path(run_dir))
     record = load_eval(run, eval_id)
     if record.split == Split.TEST:
         raise RunDirError(f"--eval {eval_id}: test-split evaluations are never exported "
