@@ -27,7 +27,11 @@ def policy_verdict(run: RunDir, store: RolloutStore, cand_eval: EvalRecord,
     targeted = target_tasks(run, target) if target is not None else []
     candidate = goal_sides(store, cand_eval.eval_id, frozen.goal)
     best = goal_sides(store, best_eval.eval_id, frozen.goal)
-    strict = decide(candidate, best, run.splits.val, settings,
+    # a task both evaluations excluded (cannot be scored) is in no denominator, coverage's
+    # included; excluded on one side only, it stays, and the audit's denominator check fails
+    both_excluded = set(cand_eval.excluded_tasks) & set(best_eval.excluded_tasks)
+    scoreable_val = [t for t in run.splits.val if t not in both_excluded]
+    strict = decide(candidate, best, scoreable_val, settings,
                     max_iterations=frozen.budget.max_iterations,
                     clusters={**best_eval.clusters, **cand_eval.clusters})
     check = audit(candidate, best, run.splits.val,

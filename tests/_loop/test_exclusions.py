@@ -50,3 +50,18 @@ def test_a_hook_returning_a_non_bool_is_an_adapter_error(tmp_path):
 
     with pytest.raises(AdapterError, match="scoreable\\(\\) returned str on task 'x'"):
         exclusions(Bad(), [Task(id="x")])
+
+
+def test_the_gate_coverage_leaves_excluded_tasks_out_of_its_denominator(tmp_path):
+    from fixtures.projects import make_candidate
+
+    from capevolve._loop.decide import gate_candidate
+
+    project = make_project(tmp_path / "p", _tasks(60), adapter="ScoreableFlexAdapter",
+                           trials=2, quality=0.5)
+    run = create_run(project, tmp_path / "run")
+    evaluate(run, "seed", "val")
+    record = evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")
+    assert record["excluded"] > 0
+    verdict = gate_candidate(run, "cand_001")
+    assert verdict["coverage"] == 1.0  # every scoreable val task scored on both sides
