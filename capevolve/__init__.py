@@ -65,7 +65,8 @@ __version__ = "0.1.0"
 
 _VERBS = frozenset({
     "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
-    "gate", "gate_numbers", "init_project", "open_run", "query", "reject", "start_run", "status",
+    "gate", "gate_numbers", "init_project", "no_change", "open_run", "query", "reject",
+    "start_run", "status",
 })
 
 __all__ = [
@@ -98,6 +99,7 @@ __all__ = [
     "gate",
     "gate_numbers",
     "init_project",
+    "no_change",
     "open_run",
     "optimize",
     "query",

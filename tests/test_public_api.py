@@ -21,8 +21,8 @@ EXPECTED = [
     "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "open_run", "optimize", "query", "reject",
-    "start_run", "status",
+    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "optimize",
+    "query", "reject", "start_run", "status",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -38,7 +38,7 @@ SIGNATURES = {
     "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
-    "gate": "run, candidate_id, *, n_trials=None",
+    "gate": "run, candidate_id, *, n_trials=None, target=None",
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
     "init_project": "directory, *, kind='adapter'",
@@ -47,6 +47,7 @@ SIGNATURES = {
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
                 "address=None, on_iteration=None",
     "query": "run, sql",
+    "no_change": "run, reason, candidate_id=None",
     "reject": "run, candidate_id, note=None",
     "start_run": "project, run_dir=None, *, engine=None, address=None",
     "status": "run",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from capevolve.cli import (
+    decision_cmds,
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
@@ -29,6 +30,7 @@ for module, names in (
     for name in names:
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
+app.command("no-change")(decision_cmds.no_change)
 app.command("optimize")(optimize_cmds.optimize)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
