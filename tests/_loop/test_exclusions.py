@@ -65,3 +65,8 @@ def test_the_gate_coverage_leaves_excluded_tasks_out_of_its_denominator(tmp_path
     assert record["excluded"] > 0
     verdict = gate_candidate(run, "cand_001")
     assert verdict["coverage"] == 1.0  # every scoreable val task scored on both sides
+    from capevolve.report.markdown import render
+
+    n = record["scored"]
+    row = next(line for line in render(run).splitlines() if "| val__cand_001__k2 |" in line)
+    assert f"| {n}/{n} |" in row  # the report's denominator leaves excluded tasks out too
