@@ -18,15 +18,12 @@ from collections import defaultdict
 from typing import Any
 
 from capevolve._policy.outcomes import SideOutcomes
-from capevolve._store import jsonfiles
+from capevolve._store import censuses, jsonfiles
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
 from capevolve.errors import GateError
 from capevolve.kinds import GoalDirection
-
-CENSUS_DIR = "census"
-"""Validated censuses recorded in a run dir (``census/<name>.json``)."""
 
 
 def _lit(text: str) -> str:
@@ -75,19 +72,6 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
 
 
-def _census_targets(run: RunDir) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    folder = run.root / CENSUS_DIR
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        doc: Any = jsonfiles.read(path)
-        for bucket in doc.get("buckets", []) if isinstance(doc, dict) else []:
-            if isinstance(bucket, dict) and isinstance(bucket.get("name"), str):
-                tasks = {str(e).split("#", 1)[0] for e in bucket.get("examples", [])}
-                found.setdefault(bucket["name"], [])
-                found[bucket["name"]] = sorted(set(found[bucket["name"]]) | tasks)
-    return found
-
-
 def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     folder = run.layout.diagnoses
@@ -101,7 +85,7 @@ def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
 
 def target_tasks(run: RunDir, target: str) -> list[str]:
     """The val task ids ``target`` names (see the module docstring)."""
-    census, clusters = _census_targets(run), _cluster_targets(run)
+    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run)
     tasks = census.get(target, clusters.get(target))
     if tasks is None:
         known = sorted(census) + sorted(clusters)
