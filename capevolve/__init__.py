@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _VERBS = frozenset({
-    "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
-    "gate", "gate_numbers", "init_project", "no_change", "open_run", "query", "reject",
+    "accept", "check_project", "confirm", "create_run", "doctor", "evaluate", "explore_gate",
+    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "query", "reject",
     "start_run", "status",
 })
 
@@ -90,6 +90,7 @@ __all__ = [
     "TransientError",
     "accept",
     "check_project",
+    "confirm",
     "create_run",
     "diagnose",
     "doctor",

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from capevolve._loop import confirm as confirming
 from capevolve._loop import decide, engines
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
@@ -137,6 +138,19 @@ def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str
 def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
     """Record that ``candidate_id`` is rejected (the best stays); ``note`` is recorded."""
     return decide.reject(open_run(run), candidate_id, note)
+
+
+def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
+            engine: EngineKind | str | None = None, address: str | None = None
+            ) -> dict[str, Any]:
+    """Re-run ``candidate_id`` and its reference (the best it was kept over, or the current
+    best) with ``trials`` more trials on new shared seeds, pool them with the existing ones
+    and store the higher-power numbers and label (confirmations/<n>.json); the best never
+    moves."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return confirming.confirm(opened, candidate_id, trials,
+                              engine=engines.engine_for(config, engine, address))
 
 
 def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dict[str, Any]:

@@ -20,9 +20,9 @@ EXPECTED = [
     "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
     "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
-    "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "optimize",
-    "query", "reject", "start_run", "status",
+    "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
+    "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
+    "optimize", "query", "reject", "start_run", "status",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -31,6 +31,7 @@ EXPECTED = [
 SIGNATURES = {
     "accept": "run, candidate_id, note=None",
     "check_project": "project",
+    "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
     "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
                 "redact_gold=False, project=None",

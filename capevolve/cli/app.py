@@ -31,6 +31,7 @@ for module, names in (
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
 app.command("no-change")(decision_cmds.no_change)
+app.command("confirm")(decision_cmds.confirm)
 app.command("optimize")(optimize_cmds.optimize)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
