@@ -164,8 +164,9 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
     human = "\n".join([result["coverage"] or "coverage unknown",
                        *(f"problem: {p}" for p in result["problems"])])
     if record:
-        if not result["ok"]:
-            fail("census --record refused: " + "; ".join(result["problems"]))
+        if not result["ok"] or not where:
+            fail("census --record refused: " + ("; ".join(result["problems"])
+                                                 or "no run dir (--run-dir or run_dir)"))
         try:
             result["recorded"] = str(record_census(where, file.stem, doc))
         except CapevolveError as exc:
