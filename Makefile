@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf/bench_gate.py
 	$(PY) benchmarks/perf/reliability.py
 	$(PY) benchmarks/perf/bench_cluster.py
+	$(PY) benchmarks/perf/bench_optimize.py
 
 cluster-up: $(STAMP)
 	$(PY) cluster/local_cluster.py up --root $(CLUSTER_ROOT)

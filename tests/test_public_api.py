@@ -22,7 +22,7 @@ EXPECTED = [
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
     "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
-    "optimize", "query", "reject", "start_run", "status",
+    "optimize", "quarantine", "query", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -52,6 +52,8 @@ SIGNATURES = {
     "reject": "run, candidate_id, note=None",
     "start_run": "project, run_dir=None, *, engine=None, address=None",
     "status": "run",
+    "quarantine": "run",
+    "verify": "run",
 }
 
 

@@ -15,12 +15,15 @@ is a rollout error naming file and line.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from capevolve.adapter import Rollout, Task
+from capevolve.errors import ConfigError
 
 from ..retail.adapter import RetailAdapter, customer, db_summary
 from ..retail.capability import CapabilityError, load_capability
@@ -44,30 +47,45 @@ class AgentSettings:
         """Read ``CAPEVOLVE_OPENAI_{BASE_URL, MODEL, API_KEY_ENV, TEMPERATURE, MAX_TURNS,
         MAX_TOKENS, TIMEOUT_S, CALL_DEADLINE_S, ROLLOUT_WALL_S, ROLLOUT_TOKENS, RETRIES,
         BACKOFF_S, USD_PER_1M_INPUT, USD_PER_1M_OUTPUT}``; the API key is read from the
-        variable named by API_KEY_ENV (default ``OPENAI_API_KEY``)."""
+        variable named by API_KEY_ENV (default ``OPENAI_API_KEY``). A value that is not a
+        number of the right kind (bounds and counts > 0, prices and backoff >= 0) is a
+        ConfigError naming the variable."""
         source: Mapping[str, str] = os.environ if env is None else env
 
         def get(name: str, default: str) -> str:
             return source.get(ENV_PREFIX + name, default)
 
+        def num(name: str, default: str, kind: type = float, low: float = 0.0,
+                strict: bool = True) -> Any:
+            raw = get(name, default)
+            try:
+                value = kind(raw)
+            except ValueError:
+                value = None
+            if value is None or not math.isfinite(value) or value < low \
+                    or (strict and value == low):
+                rule = f"{'>' if strict else '>='} {low:g}"
+                raise ConfigError(f"{ENV_PREFIX}{name}={raw!r}: expected a "
+                                  f"{'whole ' if kind is int else ''}number {rule}")
+            return value
+
         def price(name: str) -> float | None:
-            value = source.get(ENV_PREFIX + name)
-            return float(value) if value else None
+            return num(name, "", strict=False) if source.get(ENV_PREFIX + name) else None
 
         key_var = get("API_KEY_ENV", "OPENAI_API_KEY")
         return cls(
             client=ClientConfig(base_url=get("BASE_URL", "http://127.0.0.1:8000/v1"),
                                 api_key=source.get(key_var) or None,
-                                timeout_s=float(get("TIMEOUT_S", "60")),
-                                deadline_s=float(get("CALL_DEADLINE_S", "180")),
-                                retries=int(get("RETRIES", "3")),
-                                backoff_s=float(get("BACKOFF_S", "1.0"))),
+                                timeout_s=num("TIMEOUT_S", "60"),
+                                deadline_s=num("CALL_DEADLINE_S", "180"),
+                                retries=num("RETRIES", "3", int, strict=False),
+                                backoff_s=num("BACKOFF_S", "1.0", strict=False)),
             model=ModelConfig(model=get("MODEL", "gpt-4o-mini"),
-                              temperature=float(get("TEMPERATURE", "0")),
-                              max_turns=int(get("MAX_TURNS", "12")),
-                              max_tokens=int(get("MAX_TOKENS", "512")),
-                              rollout_wall_s=float(get("ROLLOUT_WALL_S", "300")),
-                              rollout_tokens=int(get("ROLLOUT_TOKENS", "60000")),
+                              temperature=num("TEMPERATURE", "0", strict=False),
+                              max_turns=num("MAX_TURNS", "12", int),
+                              max_tokens=num("MAX_TOKENS", "512", int),
+                              rollout_wall_s=num("ROLLOUT_WALL_S", "240"),
+                              rollout_tokens=num("ROLLOUT_TOKENS", "60000", int),
                               usd_per_1m_input=price("USD_PER_1M_INPUT"),
                               usd_per_1m_output=price("USD_PER_1M_OUTPUT")))
 

@@ -40,8 +40,9 @@ class ModelConfig:
     usd_per_1m_output: float | None = None
     max_tokens: int = 512
     """Bound of one model answer (sent as ``max_tokens``)."""
-    rollout_wall_s: float = 300.0
-    """Wall-time bound of one rollout (every model call's deadline fits inside it)."""
+    rollout_wall_s: float = 240.0
+    """Wall-time bound of one rollout (every model call's deadline fits inside it); below
+    the engine's `timeout_s` (300 in benchmarks/retail/openai), so the bound is what stops it."""
     rollout_tokens: int = 60_000
     """Token bound of one rollout: prompt + completion tokens summed over its calls."""
 

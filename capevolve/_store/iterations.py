@@ -9,8 +9,9 @@
 - ``optimize/pending/<n>.json``: the iteration in flight (its parent, focus, and once the
   proposer returned, the proposal and then the child's id). A resumed loop continues it
   from the last step recorded there and removes it once the iteration is in the ledger.
-- ``optimize/work/<n>/``: the prepared directory of iteration n (candidate copy,
-  INSTRUCTIONS.md, context/); removed once the iteration is in the ledger.
+- ``<run dir>/../.<run name>.optimize-work/<n>/``: the prepared directory of iteration n
+  (candidate copy, INSTRUCTIONS.md, context/), beside the run dir; removed once the
+  iteration is in the ledger.
 - ``optimize/loop.json``: the loop's settings as first started (algorithm, proposer spec),
   so ``--resume`` continues the same loop.
 """
@@ -47,8 +48,15 @@ class LoopFiles:
     def pending(self, iteration: int) -> Path:
         return self.root / "pending" / f"{iteration:04d}.json"
 
+    @property
+    def work_root(self) -> Path:
+        """Beside the run dir, never inside it: a child is snapshotted from there like any
+        candidate directory (the run dir refuses candidates that lie inside it)."""
+        run_root = self.root.parent
+        return run_root.parent / f".{run_root.name}.optimize-work"
+
     def work(self, iteration: int) -> Path:
-        return self.root / "work" / f"{iteration:04d}"
+        return self.work_root / f"{iteration:04d}"
 
     # -- the ledger ------------------------------------------------------------------------
 
@@ -87,6 +95,10 @@ class LoopFiles:
         jsonfiles.append_line(self.ledger, record.to_json())
         self.pending(record.iteration).unlink(missing_ok=True)
         shutil.rmtree(self.work(record.iteration), ignore_errors=True)
+        try:
+            self.work_root.rmdir()  # only when no other iteration's directory is left
+        except OSError:
+            pass
 
     # -- the iteration in flight -----------------------------------------------------------
 

@@ -39,7 +39,7 @@ def render(result: dict[str, Any]) -> str:
                  f" (seed {fmt_mean(seed.get('mean'), seed.get('stderr'))})")
     opt = result["spend"]["optimizer"]
     cost = "not recorded" if opt["cost_usd"] is None else f"${opt['cost_usd']:.4f}"
-    lines.append(f"spend: runner {result['spend']['runner']['metric_calls']} metric calls; "
+    lines.append(f"spend: {result['spend']['run']['metric_calls']} metric calls; "
                  f"optimizer {opt['tokens']} tokens, {cost}, {opt['wall_s']:.1f}s")
     final = result["final"]
     if final:

@@ -2,7 +2,8 @@
 
 :class:`GEPAAdapter` implements gepa's adapter protocol (``gepa.core.adapter.GEPAAdapter``)
 over a capevolve run. A GEPA candidate is ``{relative path: text}`` of the base candidate's
-component files (:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
+component files (its text files outside the protected paths,
+:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
 run's train or val split (:meth:`~GEPAAdapter.trainset`, :meth:`~GEPAAdapter.valset`; test
 ids are refused, they belong to ``finalize``).
 
@@ -12,7 +13,9 @@ ids are refused, they belong to ``finalize``).
   engine (Ray or local). capevolve measures whole splits, so a minibatch is answered from
   the evaluation of its whole split (made once per candidate and split, then reused):
   every row is stored in the run's Parquet, and ``num_metric_calls`` is the number of
-  rollouts actually run, so gepa's ``max_metric_calls`` counts real spend. A task's score is
+  rollouts that call actually ran (0 for a reused evaluation; gepa 0.1 reads it for its
+  minibatch evaluations and counts a full-val evaluation as one call per task, so its
+  ``max_metric_calls`` is not the run's spend: the run's own budget is). A task's score is
   its mean reward over scored trials; a task with no scored trial (infra errors only) gets
   0.0 for gepa's search and is flagged ``unscored`` in its output and trajectory; an
   evaluation that did not complete raises (a systemic failure, not a score).
@@ -30,7 +33,7 @@ the endpoint's reported token usage and, when both prices are set, its cost.
 
 from __future__ import annotations
 
-import os
+import fnmatch
 import re
 import shutil
 import tempfile
@@ -38,7 +41,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import capevolve
+from capevolve import _api as api
+from capevolve._policy.protect import protected_patterns
+from capevolve.diagnose import DiagnoseOptions, diagnose
 from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
 from capevolve.optimize.proposers.chat import ChatClient, ClientConfig
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
@@ -60,21 +65,24 @@ class GEPAAdapter:
 
     propose_new_texts = None  # gepa's own reflective proposer (with its reflection_lm)
 
-    def __init__(self, run: capevolve.RunDir | str | os.PathLike[str], *, base: str = "seed",
+    def __init__(self, run: api.RunLike, *, base: str = "seed",
                  engine: str | None = None, address: str | None = None,
                  components: Sequence[str] | None = None) -> None:
-        self.run = capevolve.open_run(run)
+        self.run = api.open_run(run)
         self.engine, self.address = engine, address
         self.base = base
         self.base_dir = self.run.candidate_dir(base)
         if not self.base_dir.is_dir():
             raise CandidateError(f"gepa adapter: no candidate {base!r} in {self.run.root}")
-        texts = _text_files(self.base_dir)
+        patterns = protected_patterns(self.run.manifest.config.protected_paths)
+        texts = {rel: text for rel, text in _text_files(self.base_dir).items()
+                 if not any(fnmatch.fnmatch(rel, p) for p in patterns)}
         wanted = list(components) if components is not None else sorted(texts)
         missing = [c for c in wanted if c not in texts]
         if missing or not wanted:
-            raise ConfigError(f"gepa adapter: components {missing or wanted} are not text "
-                              f"files of candidate {base!r}")
+            raise ConfigError(f"gepa adapter: components {missing or wanted} are not "
+                              f"editable text files of candidate {base!r} (protected paths "
+                              "are never components)")
         self.components = {c: texts[c] for c in wanted}
         self.evaluations: list[dict[str, Any]] = []
         """Every evaluation record this adapter obtained, in order, each with
@@ -113,7 +121,7 @@ class GEPAAdapter:
         return target
 
     def _metric_calls(self) -> int:
-        return capevolve.open_run(self.run.root).spent.metric_calls
+        return api.open_run(self.run.root).spent.metric_calls
 
     def _evaluate_split(self, candidate: Mapping[str, str], split: str) -> dict[str, Any]:
         """The evaluation record, with ``rollouts_run``: the rollouts this call ran (the
@@ -121,7 +129,7 @@ class GEPAAdapter:
         directory = self.snapshot(candidate)
         before = self._metric_calls()
         try:
-            record = capevolve.evaluate(self.run.root, directory, split, engine=self.engine,
+            record = api.evaluate(self.run.root, directory, split, engine=self.engine,
                                         address=self.address)
         finally:
             shutil.rmtree(directory.parent, ignore_errors=True)
@@ -163,7 +171,8 @@ class GEPAAdapter:
             raise CapevolveError("gepa adapter: make_reflective_dataset needs an evaluation "
                                  "made with capture_traces=True")
         first = traces[0]
-        diagnosis = capevolve.diagnose(self.run.root, first["candidate_id"], first["split"])
+        diagnosis = diagnose(api.open_run(self.run.root),
+                             DiagnoseOptions(split=first["split"], tag=first["candidate_id"]))
         tasks = {t["task_id"] for t in traces}
         entries = [e for e in diagnosis["reflective_dataset"] if e["task_id"] in tasks]
         records = [{**{k: e[k] for k in REFLECTIVE_FIELDS}, "reward": e["reward"]}
@@ -181,12 +190,12 @@ class GEPAAdapter:
         candidate_id = record["candidate_id"]
         if candidate_id == self.run.best_id:
             return {"candidate_id": candidate_id, "gate": None, "decision": "already best"}
-        gate = capevolve.gate(self.run.root, candidate_id)
+        gate = api.gate(self.run.root, candidate_id)
         why = note or "gepa.optimize best candidate"
         if gate["decision"] == "accept":
-            capevolve.accept(self.run.root, candidate_id, note=why)
+            api.accept(self.run.root, candidate_id, note=why)
         elif gate["decision"] == "reject":
-            capevolve.reject(self.run.root, candidate_id, note=why)
+            api.reject(self.run.root, candidate_id, note=why)
         return {"candidate_id": candidate_id, "gate": gate, "decision": gate["decision"]}
 
 
@@ -200,12 +209,12 @@ def _text_files(root: Path) -> dict[str, str]:
     return texts
 
 
-def _task_rows(run: capevolve.RunDir, eval_id: str) -> dict[str, list[tuple[float | None,
+def _task_rows(run: api.RunDir, eval_id: str) -> dict[str, list[tuple[float | None,
                                                                               str | None]]]:
     """{task id: [(reward or None, feedback)]} of an evaluation's stored rows."""
     if not SAFE_ID.fullmatch(eval_id):
         raise RunDirError(f"gepa adapter: unexpected evaluation id {eval_id!r}")
-    _, rows = capevolve.query(run.root, "SELECT task_id, reward, feedback FROM rollouts "
+    _, rows = api.query(run.root, "SELECT task_id, reward, feedback FROM rollouts "
                               f"WHERE eval_id = '{eval_id}' ORDER BY task_id, trial")
     out: dict[str, list[tuple[float | None, str | None]]] = {}
     for task_id, reward, feedback in rows:

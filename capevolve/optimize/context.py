@@ -62,7 +62,7 @@ def trajectories_text(s: Session, parent_id: str) -> str:
 
 def build_context(s: Session, iteration: int, parent_id: str, focus: str | None,
                   diagnosis: dict[str, Any] | None) -> ProposalContext:
-    """Prepare ``optimize/work/<n>/`` and the context for the proposal of ``iteration``."""
+    """Prepare the directory of ``iteration`` and the context for its proposal."""
     if diagnosis is not None:
         diagnosis = mark_tried(diagnosis, s, parent_id)
     parent_dir = s.run.candidate_dir(parent_id)

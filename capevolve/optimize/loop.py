@@ -8,6 +8,9 @@ Contract:
 - The loop holds the run lock throughout and drives only the public verbs (evaluate ->
   gate -> accept | reject), so every iteration leaves the artifacts agent mode leaves,
   plus one ledger line (``optimize/ledger.jsonl``).
+- A proposer that writes outside its prepared directory (the run's documents, the ledger,
+  the rollouts tree) has its batch discarded and the files restored; one that changes the
+  project's frozen files stops the loop (see :mod:`capevolve.optimize.fence`).
 - ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
   a proposer touches only its own prepared directory), then the K children are settled,
   evaluated and decided in iteration order through the one shared engine; each child is
@@ -42,6 +45,7 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import Split
 from capevolve.optimize import step
 from capevolve.optimize.algorithms import build_algorithm
+from capevolve.optimize.fence import ProposalFence
 from capevolve.optimize.proposers.base import ProposerConfig
 from capevolve.optimize.proposers.registry import build_proposer
 from capevolve.optimize.session import Session
@@ -132,10 +136,9 @@ def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None
         return f"--iterations {iterations} reached"
     best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
-    optimizer_cost = sum(r.spend.cost_usd or 0.0 for r in ledger)
     state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
-                      metric_calls=s.run.spent.metric_calls,
-                      cost_usd=s.run.spent.cost_usd + optimizer_cost, wall_s=wall_s,
+                      metric_calls=s.run.spent.metric_calls,  # cost: runner + optimizer
+                      cost_usd=s.run.spent.cost_usd, wall_s=wall_s,
                       stall=_stall(ledger))
     met = first_met(s.stop, state)
     if met:
@@ -164,12 +167,22 @@ def _iterate(s: Session, settings: LoopSettings,
             return why
         first = len(s.ledger) + 1
         batch = [step.plan(s, n) for n in range(first, first + _batch_size(s, settings))]
+        fence = ProposalFence(s.run, s.files)
         if len(batch) > 1:
             with ThreadPoolExecutor(len(batch)) as pool:
                 list(pool.map(lambda p: step.propose(s, p), batch))
         else:
             step.propose(s, batch[0])
+        breach, fatal = fence.breach()
+        if breach:
+            for planned in batch:
+                step.discard(planned, breach)
         for planned in batch:
+            if fatal:
+                record = step.settle(s, planned)
+                if record is not None:
+                    on_iteration(record)
+                continue
             try:
                 record = step.settle(s, planned) or step.evaluate(s, planned)
             except step.LoopStop as exc:
@@ -177,6 +190,8 @@ def _iterate(s: Session, settings: LoopSettings,
                     on_iteration(s.ledger[-1])
                 return str(exc)
             on_iteration(record)
+        if fatal and breach:
+            return breach
 
 
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,

@@ -20,8 +20,10 @@ Every step leaves a trace a resumed loop continues from (``optimize/pending/<n>.
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,7 +33,7 @@ from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
-from capevolve.kinds import Decision, EvalStatus, EventKind, Split
+from capevolve.kinds import Decision, EvalStatus, EventKind, SpendRole, Split
 from capevolve.optimize.algorithms import SearchView
 from capevolve.optimize.context import build_context, train_diagnosis
 from capevolve.optimize.proposers.base import Proposal, ProposalContext
@@ -55,8 +57,11 @@ class Planned:
     ctx: ProposalContext | None = None
     proposal: Proposal | None = None
     overhead_s: float = 0.0
-    rows0: int = 0
+    rows: int = 0
+    """Rollouts the engine delivered for this iteration (its plan and evaluate steps)."""
     notes: tuple[str, ...] = ()
+    on_record: Callable[[], None] | None = None
+    """Adds the evaluate step's measurements just before the record is written."""
 
 
 def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
@@ -73,7 +78,7 @@ def plan(s: Session, n: int) -> Planned:
     pending = s.files.read_pending(n)
     notes: tuple[str, ...] = ()
     if pending and pending.get("proposal") is not None and _child_available(s, n, pending):
-        p = Planned(n, pending["parent_id"], pending.get("focus"), pending, rows0=rows0)
+        p = Planned(n, pending["parent_id"], pending.get("focus"), pending)
         p.notes = ("resumed: the proposal recorded before the interruption is reused",)
     else:
         if pending:
@@ -92,9 +97,10 @@ def plan(s: Session, n: int) -> Planned:
         pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
                    "started_at": (pending or {}).get("started_at") or utc_now()}
         s.files.write_pending(n, pending)
-        p = Planned(n, parent_id, focus, pending, rows0=rows0, notes=notes)
+        p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
     p.overhead_s = (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+    p.rows = s.engine.rows - rows0
     return p
 
 
@@ -120,6 +126,12 @@ def propose(s: Session, p: Planned) -> None:
                               Spend(wall_s=time.monotonic() - t0))
 
 
+def discard(p: Planned, why: str) -> None:
+    """Turn the proposal just made into a no_change (it wrote outside its directory)."""
+    if p.proposal is not None:
+        p.proposal = replace(p.proposal, changed=False, blocker=f"refused: {why}")
+
+
 def settle(s: Session, p: Planned) -> IterationRecord | None:
     """Step 3: the no_change record, or None with the proposal recorded in pending."""
     t0 = time.monotonic()
@@ -138,11 +150,18 @@ def settle(s: Session, p: Planned) -> IterationRecord | None:
         blocker, digest = f"the child is identical to {twin}, already measured", None
     p.pending["proposal"] = {
         "blocker": blocker, "child_hash": digest, "focus": proposal.focus or p.focus,
-        "spend": proposal.spend.model_dump(), "detail": proposal.detail,
+        "spend": proposal.spend.model_dump(), "detail": _json_values(proposal.detail),
         "diff": diff.model_dump(mode="json")}
     s.files.write_pending(p.iteration, p.pending)
     p.overhead_s += time.monotonic() - t0
     return _no_change_from_pending(s, p)
+
+
+def _json_values(detail: Any) -> dict[str, Any]:
+    """A proposer's detail as JSON values (anything else as its text; NaN as null)."""
+    text = json.dumps(detail if isinstance(detail, dict) else {"detail": detail},
+                      default=str, allow_nan=True)
+    return dict(json.loads(text, parse_constant=lambda _: None))
 
 
 def _no_change_from_pending(s: Session, p: Planned) -> IterationRecord | None:
@@ -165,11 +184,14 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
 
 def evaluate(s: Session, p: Planned) -> IterationRecord:
     """Step 4 and 5 (see the module docstring)."""
-    t0, busy0 = time.monotonic(), s.engine.busy_s
-    try:
-        return _evaluate(s, p)
-    finally:
+    t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
+
+    def measured() -> None:  # called by _record, before the record is written
         p.overhead_s += (time.monotonic() - t0) - (s.engine.busy_s - busy0)
+        p.rows += s.engine.rows - rows0
+
+    p.on_record = measured
+    return _evaluate(s, p)
 
 
 def _candidate(s: Session, p: Planned) -> str:
@@ -257,6 +279,9 @@ def _decide(s: Session, p: Planned, child_id: str, val: dict[str, Any],
 def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = None,
             screen: GateNumbers | None = None, gate: GateNumbers | None = None,
             reasons: list[str] | None = None) -> IterationRecord:
+    if p.on_record is not None:
+        p.on_record()
+        p.on_record = None
     rec = p.pending.get("proposal") or {}
     spend = Spend.model_validate(rec.get("spend") or {})
     started = p.pending.get("started_at") or utc_now()
@@ -266,12 +291,27 @@ def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = 
         child_hash=rec.get("child_hash"), focus=rec.get("focus") or p.focus,
         diff=DiffStat.model_validate(rec.get("diff") or {}), outcome=outcome,
         reasons=tuple([*(reasons or []), *p.notes]), screen=screen, gate=gate, spend=spend,
-        metric_calls=s.engine.rows - p.rows0, wall_s=_since(started),
+        metric_calls=p.rows, wall_s=_since(started),
         overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
         detail=dict(rec.get("detail") or {}))
+    _record_optimizer_spend(s, record)
     s.files.append(record)
     s.ledger.append(record)
     return record
+
+
+def _record_optimizer_spend(s: Session, record: IterationRecord) -> None:
+    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
+    iteration: a resumed iteration finds its event by session and records none)."""
+    spend = record.spend
+    if not spend.tokens and not spend.cost_usd:
+        return
+    session = f"optimize:{record.iteration:04d}"
+    if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
+        return
+    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
+                  tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
+                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
 
 
 def _since(started: str) -> float:

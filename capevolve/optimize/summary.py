@@ -1,5 +1,6 @@
 """What a loop reports: one row per iteration (from the ledger), why it stopped, the
-plateau signal, the spend (the runner's and the optimizer's, kept apart) and, after
+plateau signal, the spend (the run's total, whose spend events also carry the
+optimizer's with role ``optimizer``, and the optimizer's own from the ledger) and, after
 ``--finalize``, the sealed test result. Every number comes from stored records."""
 
 from __future__ import annotations
@@ -49,6 +50,6 @@ def loop_summary(s: Session, stop_reason: str, plateau: str | None,
         "best_val": None if best is None else {"mean": best.mean, "stderr": best.stderr},
         "seed_val": None if seed is None else {"mean": seed.mean, "stderr": seed.stderr},
         "stop_condition": s.stop.to_dict(),
-        "spend": {"runner": s.run.spent.to_dict(), "optimizer": optimizer_spend(s.ledger)},
+        "spend": {"run": s.run.spent.to_dict(), "optimizer": optimizer_spend(s.ledger)},
         "final": final,
     }

@@ -11,7 +11,14 @@ import threading
 import time
 from typing import Any
 
-from capevolve._engine.contract import Engine, EngineReport, EvalJob, Limit, RowSink
+from capevolve._engine.contract import (
+    DispatchLedger,
+    Engine,
+    EngineReport,
+    EvalJob,
+    Limit,
+    RowSink,
+)
 from capevolve._engine.plan import WorkUnit
 
 
@@ -25,7 +32,8 @@ class TimedEngine:
         self._lock = threading.Lock()
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            limit: Limit | None = None) -> EngineReport:
+            limit: Limit | None = None,
+            ledger: DispatchLedger | None = None) -> EngineReport:
         t0 = time.monotonic()
 
         def counting(rows: list[dict[str, Any]]) -> None:
@@ -34,7 +42,7 @@ class TimedEngine:
             sink(rows)
 
         try:
-            return self.inner.run(job, units, counting, limit)
+            return self.inner.run(job, units, counting, limit, ledger)
         finally:
             with self._lock:
                 self.busy_s += time.monotonic() - t0

@@ -1,6 +1,7 @@
 """The prepared directory a proposer works in, and what its edit changed.
 
-``prepare`` makes ``optimize/work/<n>/``::
+``prepare`` makes the directory of iteration n (``.<run name>.optimize-work/<n>/``, beside
+the run dir)::
 
     candidate/          a writable copy of the parent's snapshot files (the proposer edits it)
     INSTRUCTIONS.md     the editable surface, protected paths, stop condition and rules
@@ -33,8 +34,8 @@ RULES = """\
   read-only). Keep the edit general: a rule, a fix, a clearer instruction.
 - Never write a task id, a gold value or an expected answer into the capability: the loop
   measures on held-out tasks and such an edit is worthless there.
-- Never touch a protected path (below): a child that adds, edits or removes one is refused
-  before any rollout.
+- Never touch a protected path (listed above): a child that adds, edits or removes one is
+  refused before any rollout.
 - Changing nothing is a valid answer when you see no general improvement.
 """
 

@@ -19,11 +19,13 @@ from typing import Any
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
+from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._loop.status import evaluations
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
+from capevolve.report.loop_section import loop_section
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -90,7 +92,8 @@ def render(run: RunDir) -> str:
             f"| {record['candidate_id']} | {record['eval_id']} | {_measured(stats, floor)} | "
             f"{stats['n_scored']}/{stats['n_tasks']} | {stats['n_errors']} | {_pass_k(stats)} "
             f"| {gate_text} | {decision} |")
-    lines += ["", "## Gates", ""] + _gates_section(run)
+    lines += ["", *loop_section(run)]
+    lines += ["## Gates", ""] + _gates_section(run)
     lines += ["", "## Held-out test", ""]
     lines += _final_section(run, floor)
     spent = run.spent.to_dict()
@@ -104,6 +107,9 @@ def render(run: RunDir) -> str:
 
 def _final_section(run: RunDir, floor: float) -> list[str]:
     if not run.layout.final.is_file():
+        interrupted = finalize_progress(run)
+        if interrupted is not None:
+            return [f"Not finalized: {interrupted} (no delta, no verdict until it completes)."]
         return ["Not finalized: the test split has not been scored."]
     final = read_final(run.layout)
     ids = run.splits.ids(Split.TEST)

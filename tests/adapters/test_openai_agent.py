@@ -216,10 +216,22 @@ def test_a_call_in_flight_is_cut_by_the_rollout_deadline(cancel_task, oracle_can
 def test_bounds_have_sane_defaults_and_read_from_env():
     """Defaults bound every call and rollout; CAPEVOLVE_OPENAI_* override them."""
     default = AgentSettings.from_env({})
-    assert default.model.max_tokens == 512 and default.model.rollout_wall_s == 300
+    assert default.model.max_tokens == 512 and default.model.rollout_wall_s == 240
     assert default.model.rollout_tokens == 60_000 and default.client.deadline_s == 180
     settings = AgentSettings.from_env({
         "CAPEVOLVE_OPENAI_MAX_TOKENS": "128", "CAPEVOLVE_OPENAI_ROLLOUT_WALL_S": "30",
         "CAPEVOLVE_OPENAI_ROLLOUT_TOKENS": "9000", "CAPEVOLVE_OPENAI_CALL_DEADLINE_S": "20"})
     assert settings.model.max_tokens == 128 and settings.model.rollout_wall_s == 30
     assert settings.model.rollout_tokens == 9000 and settings.client.deadline_s == 20
+
+
+@pytest.mark.parametrize("name, value", [("MAX_TOKENS", "lots"), ("MAX_TOKENS", "0"),
+                                         ("ROLLOUT_WALL_S", "-1"), ("ROLLOUT_WALL_S", "nan"),
+                                         ("RETRIES", "1.5"), ("USD_PER_1M_INPUT", "free")])
+def test_a_bad_setting_is_one_line_naming_the_variable(name, value):
+    """A bound that is not a positive number (or a price that is not a number) is refused
+    with the variable's name, never silently unbounded."""
+    from capevolve.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"CAPEVOLVE_OPENAI_{name}="):
+        AgentSettings.from_env({f"CAPEVOLVE_OPENAI_{name}": value})

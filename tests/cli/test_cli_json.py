@@ -17,11 +17,15 @@ def test_init_json(tmp_path):
 
 
 def test_check_json(toy_copy):
-    """check --json on the toy project prints one object: ok, 80 tasks, no problems."""
+    """check --json on the toy project prints one object: ok, 80 tasks, no problems, and
+    the parse of the stop condition."""
     payload = one_json(invoke("check", "--project", toy_copy, "--json"))
+    stop = payload.pop("stop")
     assert {k: payload[k] for k in ("ok", "project", "n_tasks", "problems")} == {
         "ok": True, "project": str(toy_copy.resolve()), "n_tasks": 80, "problems": []}
     assert payload["metrics"] is None and payload["warnings"] == []  # an adapter project
+    assert [p["means"] for p in stop["predicates"]] == ["val mean >= 0.9", "10 iterations"]
+    assert stop["unparsed"] == []
 
 
 def test_run_json(base_run):

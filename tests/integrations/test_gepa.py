@@ -99,11 +99,15 @@ def test_evaluate_answers_a_minibatch_from_its_stored_split(flex_run):
                               f"eval_id = '{eval_id}' GROUP BY 1")
     means = dict(rows)
     assert first.scores == [pytest.approx(means[t]) for t in batch]
-    dataset = adapter.make_reflective_dataset({"quality.txt": "0.5"}, first, ["quality.txt"])
-    failing = [t for t, s in zip(batch, first.scores, strict=True) if s < 1]
-    if failing:
-        assert dataset["quality.txt"] and all(
-            set(r) >= {"Inputs", "Generated Outputs", "Feedback"} for r in dataset["quality.txt"])
+    # a candidate that fails everything: one reflective record per failing trial of the
+    # batch, from capevolve's diagnosis, for the component asked for
+    failing = adapter.evaluate(batch, {"quality.txt": "0.0"}, capture_traces=True)
+    assert failing.scores == [0.0, 0.0, 0.0]
+    dataset = adapter.make_reflective_dataset({"quality.txt": "0.0"}, failing,
+                                              ["quality.txt"])
+    records = dataset["quality.txt"]
+    assert len(records) == 3 * 2 and all(r["reward"] == 0.0 for r in records)
+    assert {r["Inputs"] for r in records} == {f"do {t}" for t in batch}
 
 
 def test_test_ids_and_unknown_components_are_refused(flex_run):
@@ -116,3 +120,36 @@ def test_test_ids_and_unknown_components_are_refused(flex_run):
         adapter.evaluate(adapter.trainset()[:2], {"../scorer.py": "x"})
     _, rows = capevolve.query(flex_run, "SELECT count(*) FROM rollouts")
     assert rows == [(0,)]
+
+
+def test_protected_files_are_never_components(tmp_path):
+    """A scorer file in the seed is not offered to gepa, and asking for it is refused."""
+    project = make_project(tmp_path / "proj", 16, quality=0.2, trials=1)
+    (project / "seed" / "scorer_notes.md").write_text("how we grade\n")
+    run = capevolve.create_run(project, tmp_path / "run")
+    adapter = GEPAAdapter(run, engine="local")
+    assert set(adapter.seed_candidate()) == {"quality.txt"}
+    with pytest.raises(ConfigError, match="protected paths are never components"):
+        GEPAAdapter(run, engine="local", components=["scorer_notes.md"])
+
+
+@pytest.mark.slow
+def test_the_runs_budget_caps_what_gepa_spends(tmp_path):
+    """gepa's own metric-call budget is not the run's: with budget.max_metric_calls 40 the
+    run stops the evaluation that would pass the cap (an error through gepa, never a
+    score), and the rows stored never exceed it."""
+    from capevolve.errors import CapevolveError
+
+    project = make_project(tmp_path / "proj", 32, quality=0.2, trials=2,
+                           extra="budget: {max_metric_calls: 40}\n")
+    run = capevolve.create_run(project, tmp_path / "run")
+    adapter = GEPAAdapter(run, engine="local")
+    with ChatServer(default=Qualities([0.6, 0.7, 0.8, 0.9])) as server:
+        lm = ChatReflectionLM(f"base_url={server.base_url},model=reflect")
+        with pytest.raises(CapevolveError, match="max_metric_calls 40"):
+            gepa.optimize(seed_candidate=adapter.seed_candidate(), trainset=adapter.trainset(),
+                          valset=adapter.valset(), adapter=adapter, reflection_lm=lm,
+                          max_metric_calls=10_000, seed=0, raise_on_exception=True)
+    _, rows = capevolve.query(run, "SELECT count(*) FROM rollouts")
+    assert rows[0][0] <= 40
+    assert capevolve.open_run(run.root).spent.metric_calls <= 40

@@ -107,6 +107,9 @@ esac
                                   "wall_s": stored[3]["spend"]["wall_s"]}
     assert result["spend"]["optimizer"]["tokens"] == 1234
     assert result["spend"]["optimizer"]["cost_usd"] == 0.5
+    by_role = capevolve.status(run.root)["spent_by_role"]
+    assert by_role["optimizer"]["tokens"] == 1234 and by_role["optimizer"]["cost_usd"] == 0.5
+    assert by_role["runner"]["tokens"] != 1234  # the runner's spend is kept apart
     # only the fourth child was ever snapshotted and evaluated
     assert run.candidate_ids() == ["cand_001", "seed"]
 
@@ -179,13 +182,119 @@ def test_a_second_loop_needs_resume_and_resume_keeps_the_settings(tmp_path):
     assert result["iterations"][1]["outcome"] == "accept"
 
 
-def test_stop_condition_target_stops_the_loop_and_status_shows_it(tmp_path):
+@pytest.mark.slow
+def test_a_met_stop_condition_stops_finalizes_and_status_shows_the_parse(tmp_path):
     run = loop_run(tmp_path, extra='stop_condition: "val mean >= 0.8 or maybe later"\n')
     edits = scripted_edits(tmp_path / "edits", [0.99, 0.2, 0.3])
-    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                       finalize=True)
     assert len(result["iterations"]) == 1
     assert result["stop_reason"].startswith("stop condition met: val mean >= 0.8")
+    final = json.loads((run.root / "final.json").read_text())
+    assert result["final"]["best_id"] == final["best_id"] == "cand_001"
+    assert result["final"]["delta"] == final["delta"]
+    assert (run.root / "seal.json").is_file() and (run.root / "report.md").is_file()
+    with pytest.raises(capevolve.RunDirError):  # the run is closed: no second loop on it
+        _optimize(run, resume=True, iterations=3)
     status = capevolve.status(run.root)
     assert status["stop"]["unparsed"] == ["maybe later"]
     assert status["optimize"]["iterations"] == 1
     assert status["optimize"]["stopped"] == result["stop_reason"]
+
+
+@pytest.mark.slow
+def test_parallel_children_are_proposed_concurrently_and_decided_in_order(tmp_path):
+    run = loop_run(tmp_path)
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    script = _script(tmp_path, f"""
+python3 -c 'import time; print(time.time())' > {stamps}/$2.start
+sleep 1.5
+echo 0.$((2 + $2)) > "$1/quality.txt"
+python3 -c 'import time; print(time.time())' > {stamps}/$2.end
+""")
+    result = _optimize(run, algorithm="hill-climb", iterations=3, parallel=3,
+                       proposer=f"command:{script} {{workdir}} {{iteration}}")
+    starts = [float((stamps / f"{i}.start").read_text()) for i in (1, 2, 3)]
+    ends = [float((stamps / f"{i}.end").read_text()) for i in (1, 2, 3)]
+    assert max(starts) < min(ends), "the three proposals did not overlap"
+    rows = result["iterations"]
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert [r["parent"] for r in rows] == ["seed"] * 3
+    # rollouts paid per iteration: its child's val (6 tasks x 2 trials), and for the first
+    # also the parent's one-trial train evaluation behind the diagnosis (12 train tasks)
+    assert [r["metric_calls"] for r in rows] == [24, 12, 12]
+    assert all(r["outcome"] in {"accept", "reject", "indecisive"} for r in rows)
+    gates = {g["candidate_id"] for g in events(run.root, "gate")}
+    assert gates == {"cand_001", "cand_002", "cand_003"}
+
+
+@pytest.mark.slow
+def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(tmp_path):
+    from capevolve.report.markdown import render
+
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.2, 0.25, 0.3, 0.35, 0.15])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                       iterations=4)
+    assert result["plateau"] is None  # four gated misses are not yet a plateau
+    result = _optimize(run, resume=True, iterations=5)
+    assert [r["outcome"] for r in result["iterations"]] == ["reject"] * 5
+    assert result["plateau"] and "last 5 gated" in result["plateau"]
+    assert capevolve.status(run.root)["optimize"]["plateau"] == result["plateau"]
+    report = render(capevolve.open_run(run.root))
+    assert "## Optimization loop" in report and f"- plateau: {result['plateau']}" in report
+    section = report.split("## Optimization loop")[1].split("## Gates")[0]
+    assert section.count("| reject |") == 5
+
+
+def test_clusters_whose_fix_was_tried_and_rejected_are_marked_for_the_proposer():
+    from types import SimpleNamespace
+
+    from capevolve.optimize.context import mark_tried
+    from capevolve.records._optimize import IterationRecord
+
+    def rec(i, parent, focus, outcome):
+        return IterationRecord(iteration=i, algorithm="hill-climb", proposer="p",
+                               parent_id=parent, focus=focus, outcome=outcome,
+                               started_at="t", finished_at="t")
+
+    session = SimpleNamespace(ledger=[rec(1, "seed", "confirm", "reject"),
+                                      rec(2, "seed", "refund", "accept"),
+                                      rec(3, "cand_002", "confirm", "reject"),
+                                      rec(4, "seed", "confirm", "screened_out")])
+    diagnosis = {"clusters": [{"signature": "confirm"}, {"signature": "refund"},
+                              {"signature": "greet"}]}
+    marked = mark_tried(diagnosis, session, "seed")["clusters"]
+    assert marked[0]["tried_and_rejected"] == [1, 4]
+    assert "tried_and_rejected" not in marked[1] and "tried_and_rejected" not in marked[2]
+    assert "tried_and_rejected" not in diagnosis["clusters"][0]  # the input is not modified
+
+
+@pytest.mark.slow
+def test_a_proposer_writing_into_the_run_dir_is_discarded_and_the_files_restored(tmp_path):
+    run = loop_run(tmp_path)
+    script = _script(tmp_path, f"""
+echo 0.99 > "$1/quality.txt"
+case "$2" in
+  1) echo '{{"kind": "accept", "candidate_id": "cand_009"}}' >> {run.root}/events.jsonl ;;
+  2) echo '{{"iteration": 2, "outcome": "accept"}}' >> {run.root}/optimize/ledger.jsonl
+     mkdir -p {run.root}/rollouts/split=val/candidate=cand_001
+     echo junk > {run.root}/rollouts/split=val/candidate=cand_001/planted.parquet ;;
+  3) echo "# edited" >> {tmp_path}/proj/adapter.py ;;
+esac
+""")
+    events_before = (run.root / "events.jsonl").read_bytes()
+    result = _optimize(run, algorithm="hill-climb", iterations=5,
+                       proposer=f"command:{script} {{workdir}} {{iteration}}")
+    rows = result["iterations"]
+    assert [r["outcome"] for r in rows] == ["no_change", "no_change", "no_change"]
+    assert "events.jsonl was changed by a proposer (restored)" in rows[0]["reason"]
+    assert "ledger.jsonl was changed by a proposer (restored)" in rows[1]["reason"]
+    assert "changed the project's frozen files" in rows[2]["reason"]
+    assert result["stop_reason"] == rows[2]["reason"].removeprefix("refused: ")
+    assert (run.root / "events.jsonl").read_bytes().startswith(events_before)
+    assert not events(run.root, "accept") and run.candidate_ids() == ["seed"]
+    assert not (run.root / "rollouts" / "split=val" / "candidate=cand_001"
+                / "planted.parquet").exists()
+    assert [r["iteration"] for r in ledger(run.root)] == [1, 2, 3]

@@ -39,13 +39,14 @@ RAW_CHARS = 20_000  # how much of a raw answer is stored with a no_change
 class LLMProposer:
     """Reflective mutation of one component file per proposal (see the module docstring)."""
 
-    def __init__(self, settings: LLMSettings, client: ChatClient) -> None:
+    def __init__(self, settings: LLMSettings, client_config: ClientConfig) -> None:
         self.settings = settings
-        self.client = client
+        self.client_config = client_config
         self.name = f"llm:{settings.model}"
 
-    def _ask(self, messages: list[dict[str, str]], seed: int) -> dict[str, Any]:
-        return self.client.complete({
+    def _ask(self, client: ChatClient, messages: list[dict[str, str]],
+             seed: int) -> dict[str, Any]:
+        return client.complete({
             "model": self.settings.model, "messages": messages,
             "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens,
             "seed": seed})
@@ -70,14 +71,14 @@ class LLMProposer:
                                   "examples": len(batch),
                                   "cluster": None if cluster is None
                                   else cluster.get("signature")}
-        attempts_before = self.client.attempts
+        client = ChatClient(self.client_config)  # one per proposal: proposals may run at once
         try:
-            response = self._ask(messages, ctx.seed)
+            response = self._ask(client, messages, ctx.seed)
         except EndpointError as exc:
-            detail["http_attempts"] = self.client.attempts - attempts_before
+            detail["http_attempts"] = client.attempts
             return Proposal(changed=False, blocker=f"llm endpoint: {exc}", detail=detail,
                             spend=Spend(wall_s=time.monotonic() - t0), focus=path)
-        detail["http_attempts"] = self.client.attempts - attempts_before
+        detail["http_attempts"] = client.attempts
         spend, answer, finish = self._read(response, t0)
         detail["finish_reason"] = finish
         improved = None if finish == "length" else prompts.parse_answer(answer)
@@ -94,7 +95,11 @@ class LLMProposer:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
                             blocker=f"the answer repeats {path} unchanged")
-        (ctx.workdir / path).write_text(improved, encoding="utf-8")
+        target = prompts.inside(ctx.workdir, path)
+        if target is None:
+            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
+                            blocker=f"{path} in the working copy is a symlink: not written")
+        target.write_text(improved, encoding="utf-8")
         detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
 
@@ -124,12 +129,12 @@ def _int(value: Any) -> int | None:
 def build(options: str, config: ProposerConfig) -> LLMProposer:
     """The ``llm`` proposer of a spec's options (see the module docstring)."""
     settings = load_settings(options, config.env)
-    client = ChatClient(ClientConfig(
+    client_config = ClientConfig(
         base_url=settings.base_url, api_key=api_key(settings, config.env),
         timeout_s=settings.timeout_s, retries=settings.retries, backoff_s=settings.backoff_s,
-        deadline_s=config.timeout_s))
+        deadline_s=config.timeout_s)
     if settings.probe:
-        problem = client.probe(timeout_s=min(10.0, settings.timeout_s))
+        problem = ChatClient(client_config).probe(timeout_s=min(10.0, settings.timeout_s))
         if problem:
             raise ConfigError(f"--proposer llm: endpoint {settings.base_url}: {problem}")
-    return LLMProposer(settings, client)
+    return LLMProposer(settings, client_config)

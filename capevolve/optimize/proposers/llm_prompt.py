@@ -1,7 +1,7 @@
 """What the ``llm`` proposer shows the model and how it reads the answer (pure functions).
 
 - :func:`component_files`: the parent's files a model may rewrite: UTF-8 text, at most
-  ``max_chars`` long, not matching a protected glob.
+  ``max_chars`` long, not matching a protected glob, no symlink (:func:`inside`).
 - :func:`choose_file`: round-robin by iteration, or the file the targeted cluster points
   at (the one naming most of the cluster's tools and signature words; round-robin when
   none does). The cluster is the algorithm's focus when it names one, else the top one.
@@ -43,6 +43,22 @@ SYSTEM = (
     " them.")
 
 
+def inside(root: Path, rel: str) -> Path | None:
+    """``root / rel`` when it is a regular file (or absent) inside ``root`` with no symlink
+    on the way, else None: candidate files are untrusted, and a link could point at gold
+    data (read and shown to a model) or at a file outside the candidate (written)."""
+    path = root / rel
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts:
+        return None
+    probe = root
+    for part in parts:
+        probe = probe / part
+        if probe.is_symlink():
+            return None
+    return path
+
+
 def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[str],
                     max_chars: int) -> dict[str, str]:
     """{relative path: text} of the files a model may rewrite (see the module docstring)."""
@@ -51,7 +67,9 @@ def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[
     for rel in sorted(files):
         if any(fnmatch.fnmatch(rel, p) for p in patterns):
             continue
-        path = parent_dir / rel
+        path = inside(parent_dir, rel)
+        if path is None or not path.is_file():
+            continue
         try:
             data = path.read_bytes()
         except OSError:

@@ -282,4 +282,47 @@ def test_settings_come_from_the_environment_and_the_spec_wins(tmp_path):
     proposer = build("model=spec-m", ProposerConfig(project_dir=tmp_path, env=env))
     assert proposer.settings.model == "spec-m"
     assert proposer.settings.base_url == "http://127.0.0.1:9/v1"
-    assert proposer.client.config.api_key == "k"
+    assert proposer.client_config.api_key == "k"
+
+
+def test_a_symlinked_component_is_never_read(tmp_path):
+    """Candidate files are untrusted: a component that is a symlink (here to gold data
+    outside the candidate) is not offered; round-robin would have chosen it first."""
+    gold = tmp_path / "gold.json"
+    gold.write_text(SECRET)
+    ctx = _ctx(tmp_path)
+    (ctx.parent_dir / "notes.md").symlink_to(gold)
+    ctx = ProposalContext(**{**ctx.__dict__, "files": (*ctx.files, "notes.md")})
+    with ChatServer([_answer(POLICY + "More care.\n")]) as server:
+        proposal = _proposer(server, ",select=round_robin").propose(ctx)
+    assert proposal.changed and proposal.focus == "policy.md"
+    assert SECRET not in str(server.requests[-1]["body"])
+
+
+def test_a_symlink_in_the_working_copy_is_not_written_through(tmp_path):
+    """A working-copy file that became a symlink to a file outside is not written."""
+    ctx = _ctx(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("untouched\n")
+    (ctx.workdir / "tools.py").unlink()
+    (ctx.workdir / "tools.py").symlink_to(outside)
+    with ChatServer([_answer(TOOLS + "# v2\n")]) as server:
+        proposal = _proposer(server).propose(ctx)
+    assert not proposal.changed and "symlink" in proposal.blocker
+    assert outside.read_text() == "untouched\n"
+
+
+def test_concurrent_proposals_keep_their_own_counts(tmp_path):
+    """With --parallel, one proposer serves several proposals at once: each has its own
+    attempts, answer and spend."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    script = [Sleep(0.3, Reply(503, {})), Sleep(0.1, _answer(TOOLS + "# b\n")),
+              _answer(TOOLS + "# a\n")]
+    with ChatServer(script) as server:
+        proposer = _proposer(server)
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(proposer.propose,
+                                    [_ctx(tmp_path / "a"), _ctx(tmp_path / "b")]))
+    assert all(r.changed for r in results)
+    assert sorted(r.detail["http_attempts"] for r in results) == [1, 2]

@@ -49,3 +49,25 @@ def test_a_real_model_answer_is_parsed_strictly_and_its_tokens_are_spend(
     assert (tmp_path / "work" / "policy.md").read_text() == POLICY
     assert proposal.spend.tokens > 0 and proposal.spend.cost_usd is None
     assert took < 120
+
+
+def test_the_loop_with_a_real_model_records_garbage_as_no_change(
+        llama_url, tmp_path):  # noqa: F811
+    """`capevolve optimize` with the llm proposer on the real server: the base model's
+    nonsense never becomes a child, so no iteration is evaluated on val or gated, and each
+    ledger row keeps the raw answer and the tokens the endpoint reported."""
+    from fixtures.loops import ledger, loop_run, raw_units
+
+    import capevolve
+
+    run = loop_run(tmp_path)
+    result = capevolve.optimize(
+        run.root, engine="local", algorithm="hill-climb", iterations=2,
+        proposer=f"llm:base_url={llama_url},model=gemma,temperature=0,max_tokens=48,"
+                 "timeout_s=120,retries=1")
+    assert [r["outcome"] for r in result["iterations"]] == ["no_change", "no_change"]
+    assert result["best_id"] == "seed"
+    for row in ledger(run.root):
+        assert row["child_id"] is None and row["gate"] is None
+        assert isinstance(row["detail"]["raw_answer"], str) and row["spend"]["tokens"] > 0
+    assert {e for e, _, _ in raw_units(run.root) if e.startswith("val__")} == {"val__seed__k2"}

@@ -1,0 +1,63 @@
+"""What a proposer may have written outside its prepared directory, checked after it ran.
+
+A proposer is a program the user chose, but it runs as the same OS user and an agent can
+wander: while proposals run, the run's documents (events, candidates, evals, diagnoses
+...), the loop's own files (ledger, loop.json), the rollouts tree and the project's frozen
+files must not change. :class:`ProposalFence` snapshots them before a batch of proposals
+and, after it, restores a changed document or loop file, quarantines a planted rollout part
+and names what was touched; the loop then discards the batch's proposals (a no_change with
+that reason, never an evaluation). A changed project file cannot be restored from here: the
+loop stops, naming it (every later evaluation would be refused by the fingerprint anyway).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capevolve._loop import evaluate as evaluating
+from capevolve._loop.guard import EvaluationGuard
+from capevolve._project import fingerprint as project_fingerprint
+from capevolve._store.iterations import LoopFiles
+from capevolve._store.rundir import RunDir
+
+
+def _loop_files(files: LoopFiles) -> dict[Path, bytes | None]:
+    found: dict[Path, bytes | None] = {}
+    for path in (files.ledger, files.loop_json):
+        found[path] = path.read_bytes() if path.is_file() else None
+    return found
+
+
+class ProposalFence:
+    """Snapshot at construction; :meth:`breach` after the proposals ran."""
+
+    def __init__(self, run: RunDir, files: LoopFiles) -> None:
+        self.run, self.files = run, files
+        self.project = evaluating.run_project(run)
+        self.guard = EvaluationGuard(run, self.project)
+        self.loop_files = _loop_files(files)
+
+    def breach(self) -> tuple[str | None, bool]:
+        """(what a proposer touched, in words, or None; True when the loop must stop)."""
+        problems = project_fingerprint.changes(self.project, self.run.manifest.fingerprint,
+                                               new=False)
+        if problems:
+            return (f"a proposer changed the project's frozen files ({problems[0]}); "
+                    "restore them to continue the run", True)
+        why = self.guard.documents_changed()
+        for path, data in self.loop_files.items():
+            now = path.read_bytes() if path.is_file() else None
+            if now != data:
+                if data is None:
+                    path.unlink()
+                else:
+                    path.write_bytes(data)
+                why = why or f"{path} was changed by a proposer (restored)"
+        foreign = self.guard.foreign_parts([])
+        if foreign:
+            self.guard._quarantine([p for p in foreign if p not in self.guard.before])
+            why = why or f"{foreign[0]} was written by a proposer (moved to quarantine)"
+        if why:
+            why = why.replace("during the evaluation by something other than capevolve",
+                              "by a proposer")
+        return why, False
