@@ -10,7 +10,7 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy test test-fast check bench clean cluster-up cluster-down llm-model
+.PHONY: install demo demo-toy demo-dataset test test-fast check bench clean cluster-up cluster-down llm-model
 CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
 $(STAMP): pyproject.toml setup.py
@@ -30,6 +30,11 @@ llm-model: $(STAMP)
 
 demo: $(STAMP)
 	bash $(DEMO_PROJECT)/demo.sh $(CAPEVOLVE) $(DEMO_RUN)
+
+# Experiment mode: the offline dataset project (benchmarks/dataset_qa), its scripted judge
+# started and stopped by the demo itself.
+demo-dataset: $(STAMP)
+	bash benchmarks/dataset_qa/demo.sh $(CAPEVOLVE) $(DEMO_RUN)
 
 demo-toy: $(STAMP)
 	rm -rf $(DEMO_RUN)

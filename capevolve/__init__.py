@@ -66,9 +66,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _VERBS = frozenset({
-    "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
-    "gate", "gate_numbers", "init_project", "open_run", "quarantine", "query", "reject",
-    "start_run", "status", "verify",
+    "accept", "check_project", "confirm", "create_run", "doctor", "evaluate", "explore_gate",
+    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "quarantine",
+    "query", "reject", "start_run", "status", "verify",
 })
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "TransientError",
     "accept",
     "check_project",
+    "confirm",
     "create_run",
     "diagnose",
     "doctor",
@@ -101,6 +102,7 @@ __all__ = [
     "gate",
     "gate_numbers",
     "init_project",
+    "no_change",
     "open_run",
     "optimize",
     "quarantine",

@@ -16,9 +16,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from capevolve._loop import confirm as confirming
 from capevolve._loop import decide, engines
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
+from capevolve._loop import no_change as no_changes
 from capevolve._loop import project as projects
 from capevolve._loop import run as running
 from capevolve._loop import status as statuses
@@ -48,10 +50,12 @@ def open_run(run: RunLike) -> RunDir:
     return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
 
 
-def init_project(directory: str | os.PathLike[str]) -> dict[str, Any]:
-    """Scaffold a runnable project (config, adapter skeleton, seed capability, PROJECT.md)
-    in ``directory``; refuses to overwrite one. Returns ``{"project", "files"}``."""
-    return projects.init(Path(directory))
+def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> dict[str, Any]:
+    """Scaffold a runnable project in ``directory``: ``kind`` adapter (config, adapter
+    skeleton, seed capability, PROJECT.md) or dataset (config with dataset, target and
+    evaluators, data.jsonl, target.py, seed capability); refuses to overwrite one.
+    Returns ``{"project", "files"}``."""
+    return projects.init(Path(directory), kind)
 
 
 def check_project(project: str | os.PathLike[str]) -> dict[str, Any]:
@@ -92,13 +96,17 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
                                engine=engines.engine_for(config, engine, address))
 
 
-def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None) -> dict[str, Any]:
+def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
+         target: str | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val, from stored rollouts,
     with the frozen project's gate settings; records the gate. The result's ``decision`` is
     accept, reject or indecisive (missing data is never a rejection). Both sides are read
     from their evaluations made with the project's num_trials, or with ``n_trials`` (a
-    matched higher-power pair: both sides evaluated with that larger count)."""
-    return decide.gate_candidate(open_run(run), candidate_id, n_trials=n_trials)
+    matched higher-power pair: both sides evaluated with that larger count). The verdict is
+    the frozen ``gate.policy``'s (strict or keep-best), with the mechanism audit recorded,
+    against ``target`` (a recorded census bucket or a val diagnose cluster) when given."""
+    return decide.gate_candidate(open_run(run), candidate_id, n_trials=n_trials,
+                                 target=target)
 
 
 def explore_gate(run: RunLike, candidate_id: str, *, k_se: float | None = None,
@@ -131,6 +139,25 @@ def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str
 def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
     """Record that ``candidate_id`` is rejected (the best stays); ``note`` is recorded."""
     return decide.reject(open_run(run), candidate_id, note)
+
+
+def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
+            engine: EngineKind | str | None = None, address: str | None = None
+            ) -> dict[str, Any]:
+    """Re-run ``candidate_id`` and its reference (the best it was kept over, or the current
+    best) with ``trials`` more trials on new shared seeds, pool them with the existing ones
+    and store the higher-power numbers and label (confirmations/<n>.json); the best never
+    moves."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return confirming.confirm(opened, candidate_id, trials,
+                              engine=engines.engine_for(config, engine, address))
+
+
+def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dict[str, Any]:
+    """Record an iteration whose change could not be scored (``reason`` mandatory): the best
+    is carried forward, ``results/<n>.json`` is written, no iteration is spent."""
+    return no_changes.no_change(open_run(run), reason, candidate_id)
 
 
 def finalize(run: RunLike, *, engine: EngineKind | str | None = None,

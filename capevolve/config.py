@@ -18,7 +18,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from capevolve.errors import ConfigError
-from capevolve.kinds import AlphaSpending, EngineKind, GateMode
+from capevolve.kinds import (
+    AlphaSpending,
+    EngineKind,
+    EvaluatorKind,
+    GateMode,
+    GatePolicy,
+    GoalDirection,
+)
 
 CONFIG_FILENAME = "capevolve.yaml"
 MAX_CONFIG_BYTES = 1 << 20
@@ -30,6 +37,9 @@ Num = Annotated[float, Strict()]
 """A number setting: an integer or a float; booleans and quoted numbers are refused."""
 Bool = Annotated[bool, Strict()]
 """A yes/no setting: true or false only (not 1, not "yes")."""
+
+DATASET_ADAPTER = "capevolve.datasets.adapter:DatasetAdapter"
+"""The adapter of a dataset project (``dataset:`` + ``target:`` instead of ``adapter:``)."""
 
 
 SCORE_DATA_PATTERNS = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
@@ -105,6 +115,18 @@ class GateConfig(_Section):
     pass_threshold: Num = Field(1.0, gt=0, le=1)
     """A trial passes (pass^k in every evaluation record) when its reward is at least this,
     up to the shared tolerance; the record states the threshold it used."""
+    policy: GatePolicy = GatePolicy.STRICT
+    """strict: accept only a gain shown beyond noise (seed 001). keep-best: keep a move of
+    the point estimate in the goal's direction that passes the mechanism audit, labelled
+    with its confidence and tentative until confirmed (seed 003)."""
+
+
+class GoalConfig(_Section):
+    """What the decision policies optimise: the reward or one score part, and its direction."""
+
+    metric: str = Field("reward", pattern=r"^(reward|parts\.[A-Za-z0-9_.-]+)$")
+    """``reward`` or ``parts.<evaluator name>``."""
+    direction: GoalDirection = GoalDirection.MAXIMIZE
 
 
 class BudgetConfig(_Section):
@@ -162,6 +184,78 @@ class EngineConfig(_Section):
         return self
 
 
+class DatasetConfig(_Section):
+    """A JSONL file of datapoints: one JSON object a line (``dataset:``)."""
+
+    path: str = Field(min_length=1)
+    """The JSONL file, relative to the project dir."""
+    id: str | None = None
+    """The field holding each datapoint's unique id; None assigns ids from content
+    (``d_`` + sha256 of the canonical JSON line, first 12 hex digits), recorded in the
+    task's metadata (``id_source``)."""
+    input: str = Field("input", min_length=1)
+    """The field passed to the target as its input."""
+    expected: str | None = "expected"
+    """The field holding the expected output (ground truth); None: no ground truth."""
+
+
+class EvaluatorConfig(_Section):
+    """One metric of a dataset project; its score is stored as a score part."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    """The score part's name (unique)."""
+    kind: EvaluatorKind
+    """exact, normalized_exact, token_f1, set_overlap, regex, numeric, json_field, python,
+    judge."""
+    weight: float = Field(1.0, gt=0)
+    """Weight in the reward (the weighted mean of the evaluators' scores)."""
+    pattern: str | None = None
+    """regex: the pattern the output must match (None: the expected value is the pattern)."""
+    tolerance: float = Field(0.0, ge=0)
+    """numeric: the largest |output - expected| that still scores 1."""
+    field: str | None = None
+    """json_field: the dotted path of the field compared (output parsed as JSON)."""
+    function: str | None = None
+    """python: ``file.py:function`` or ``module:function`` called as
+    ``(input, output, expected)`` and returning a score in [0, 1], or None when the
+    datapoint cannot be scored by it."""
+    rubric: str | None = None
+    """judge: what a score of 1 and of 0 mean; the only instructions the judge gets
+    about scoring (never the optimization goal)."""
+    base_url: str | None = None
+    """judge: an OpenAI-compatible endpoint (``http://host:port/v1``)."""
+    model: str | None = None
+    """judge: the model id, pinned (recorded in run.json with the config)."""
+    api_key_env: str | None = None
+    """judge: the environment variable holding the API key (None: no key sent)."""
+    timeout_s: float = Field(60.0, gt=0)
+    """judge: per-call deadline, retries included."""
+    max_tokens: int = Field(256, ge=16)
+    """judge: the answer's token bound."""
+    needs_expected: bool = True
+    """Whether a datapoint without an expected value is unscoreable for this evaluator
+    (judge: set False for a rubric that needs no reference answer)."""
+
+    @model_validator(mode="after")
+    def _kind_settings(self) -> EvaluatorConfig:
+        if self.kind == EvaluatorKind.PYTHON and not self.function:
+            raise ValueError(f"evaluator {self.name!r}: kind python needs function")
+        if self.kind == EvaluatorKind.JSON_FIELD and not self.field:
+            raise ValueError(f"evaluator {self.name!r}: kind json_field needs field")
+        if self.kind == EvaluatorKind.JUDGE:
+            missing = [k for k in ("rubric", "base_url", "model") if not getattr(self, k)]
+            if missing:
+                raise ValueError(f"evaluator {self.name!r}: kind judge needs "
+                                 f"{', '.join(missing)}")
+        if self.kind == EvaluatorKind.REGEX and self.pattern:
+            import re
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"evaluator {self.name!r}: pattern: {exc}") from None
+        return self
+
+
 class ProjectConfig(_Section):
     """The whole capevolve.yaml of a project."""
 
@@ -178,6 +272,7 @@ class ProjectConfig(_Section):
     num_trials: Int = Field(3, ge=1, le=1000)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
+    goal: GoalConfig = GoalConfig()
     """Gate policy."""
     budget: BudgetConfig = BudgetConfig()
     """Spending caps."""
@@ -191,7 +286,43 @@ class ProjectConfig(_Section):
     """Glob patterns (relative to a candidate) an edit must not touch (added to defaults
     covering gold / answer files, scorers and splits)."""
     domain_notes: str = ""
-    """Notes about the domain for people and describer agents (census export)."""
+    """Notes about the domain for people and describer agents (census export); a judge
+    gets them in their own trusted block."""
+    dataset: DatasetConfig | None = None
+    """A dataset project: datapoints from a JSONL file (with ``target`` and
+    ``evaluators``) instead of an adapter."""
+    target: str | None = None
+    """Dataset projects: the code under test, ``file.py:function`` or ``module:function``,
+    called as ``(input, candidate_dir) -> output`` (sync or async)."""
+    evaluators: list[EvaluatorConfig] = Field(default_factory=list)
+    """Dataset projects: the metrics; the reward is their weighted mean."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dataset_adapter(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("dataset") is not None:
+            if data.get("adapter") not in (None, DATASET_ADAPTER):
+                raise ValueError("adapter and dataset are exclusive: a dataset project "
+                                 "declares dataset + target + evaluators instead of an adapter")
+            data = {**data, "adapter": DATASET_ADAPTER}
+        return data
+
+    @model_validator(mode="after")
+    def _dataset_complete(self) -> ProjectConfig:
+        if self.dataset is None:
+            if self.target is not None or self.evaluators:
+                raise ValueError("target and evaluators belong to a dataset project "
+                                 "(declare dataset:)")
+            return self
+        if not self.target:
+            raise ValueError("dataset: a dataset project needs target (module:function)")
+        if not self.evaluators:
+            raise ValueError("dataset: a dataset project needs at least one evaluator")
+        names = [e.name for e in self.evaluators]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"evaluators: duplicate names {', '.join(duplicates)}")
+        return self
 
     @model_validator(mode="after")
     def _run_alpha_needs_a_budget(self) -> ProjectConfig:

@@ -77,3 +77,13 @@ class Interrupted(KeyboardInterrupt):
 class RecordError(CapevolveError, ValueError):
     """A value that would be recorded is refused: an event kind the library records
     itself, a negative or non-finite spend, a field a record does not have."""
+
+
+class JudgeError(CapevolveError):
+    """An LLM judge answered outside its strict schema (score in range + justification):
+    the datapoint's score is missing (an error row), never a 0 and never a guess."""
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge's endpoint could not be reached after every retry: the evaluation is
+    incomplete (resuming it retries the units)."""

@@ -43,6 +43,21 @@ class Confidence(StrEnum):
     NEGLIGIBLE = "negligible"  # |delta| < min_delta (or no move at all)
 
 
+class GatePolicy(StrEnum):
+    """Which rule moves the best (``gate.policy``)."""
+
+    STRICT = "strict"  # accept only a gain shown beyond noise (the seed-001 rule)
+    KEEP_BEST = "keep-best"  # keep a move in the goal's direction that passes the audit,
+    # with a confidence label (the seed-003 rule)
+
+
+class GoalDirection(StrEnum):
+    """Which way the goal's metric should move."""
+
+    MAXIMIZE = "maximize"
+    MINIMIZE = "minimize"
+
+
 class EvalStatus(StrEnum):
     """Lifecycle of one evaluation (evals/<eval_id>.json)."""
 
@@ -98,6 +113,7 @@ class EventKind(StrEnum):
     NOTE = "note"
     DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
+    NO_CHANGE = "no_change"  # an iteration whose change could not be scored; best carried
     PART_WRITTEN = "part_written"  # a Parquet part was renamed into place (sha256, rows)
     QUARANTINED = "quarantined"  # `capevolve quarantine` moved bad files aside
 
@@ -119,3 +135,22 @@ class TestVerdict(StrEnum):
     CONTRADICTED = "contradicted"  # the CI lies below 0: the best is worse on test
     NO_EDIT = "no_edit"  # the best is the seed: there is no gain to confirm
     NOT_MEASURED = "not_measured"  # the test evaluation is incomplete: no delta, no CI
+
+
+class EvaluatorKind(StrEnum):
+    """The metric a dataset project's evaluator computes (``evaluators[].kind``)."""
+
+    EXACT = "exact"  # output == expected
+    NORMALIZED_EXACT = "normalized_exact"  # equal after case, punctuation, whitespace folding
+    TOKEN_F1 = "token_f1"  # F1 of normalised token bags
+    SET_OVERLAP = "set_overlap"  # Jaccard overlap of two item sets
+    REGEX = "regex"  # the output matches a pattern (the evaluator's, or the expected value)
+    NUMERIC = "numeric"  # |output - expected| within a tolerance
+    JSON_FIELD = "json_field"  # one field of a JSON output equals the expected one
+    PYTHON = "python"  # a project function module:function
+    JUDGE = "judge"  # an LLM judge against a rubric (not deterministic)
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the metric is a pure function of (output, expected)."""
+        return self is not EvaluatorKind.JUDGE

@@ -20,9 +20,9 @@ EXPECTED = [
     "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
     "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
-    "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "open_run", "optimize", "quarantine",
-    "query", "reject", "start_run", "status", "verify",
+    "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
+    "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
+    "optimize", "quarantine", "query", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -31,6 +31,7 @@ EXPECTED = [
 SIGNATURES = {
     "accept": "run, candidate_id, note=None",
     "check_project": "project",
+    "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
     "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
                 "redact_gold=False, project=None",
@@ -38,15 +39,16 @@ SIGNATURES = {
     "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
-    "gate": "run, candidate_id, *, n_trials=None",
+    "gate": "run, candidate_id, *, n_trials=None, target=None",
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
-    "init_project": "directory",
+    "init_project": "directory, *, kind='adapter'",
     "open_run": "run",
     "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
                 "address=None, on_iteration=None",
     "query": "run, sql",
+    "no_change": "run, reason, candidate_id=None",
     "reject": "run, candidate_id, note=None",
     "start_run": "project, run_dir=None, *, engine=None, address=None",
     "status": "run",

@@ -13,7 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from capevolve._loop.decision_records import record_decision
 from capevolve._loop.evaluate import latest_eval, run_config
+from capevolve._loop.policy_gate import policy_verdict
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import (
     FalseAcceptSummary,
@@ -21,13 +23,14 @@ from capevolve._policy.alpha import (
     false_accept_summary,
     run_alpha_refusal,
 )
-from capevolve._policy.gate import GateDecision, SideOutcomes, decide, decide_from_summary
+from capevolve._policy.gate import GateDecision, decide_from_summary
+from capevolve._policy.keep_best import tentative
 from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GateConfig
 from capevolve.errors import BudgetError, GateError
-from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, GateMode, Split
+from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, GateMode, GatePolicy, Split
 from capevolve.records import EvalRecord, GateEvent
 
 
@@ -62,8 +65,12 @@ def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig
 
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    mode: GateMode | str | None = None, min_delta: float | None = None,
-                   n_trials: int | None = None) -> dict[str, Any]:
+                   n_trials: int | None = None, target: str | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val; records a gate event.
+
+    The verdict is the frozen ``gate.policy``'s (strict or keep-best, on the goal's metric
+    and direction: ``capevolve._loop.policy_gate``), with the mechanism audit recorded
+    (against ``target``, a census bucket or diagnose cluster, when given).
 
     The deciding settings are the run's frozen ``gate`` section: ``k_se``, ``mode`` or
     ``min_delta`` that differ from it make the gate *exploratory* (recorded with
@@ -78,11 +85,11 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
     with run.locked():
         run.require_open("gate")
         return _gate(run, candidate_id, {"k_se": k_se, "mode": mode, "min_delta": min_delta},
-                     n_trials)
+                     n_trials, target)
 
 
 def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
-          n_trials: int | None) -> dict[str, Any]:
+          n_trials: int | None, target: str | None = None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     best_id = run.best_id
     if candidate_id == best_id:
@@ -107,12 +114,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         if refusal:
             raise GateError(f"gate refused: {refusal}")
     store = RolloutStore(run.layout)
-    verdict = decide(
-        SideOutcomes.from_rewards(store.outcomes(cand_eval.eval_id).rewards),
-        SideOutcomes.from_rewards(store.outcomes(best_eval.eval_id).rewards),
-        run.splits.val, settings, max_iterations=frozen.budget.max_iterations,
-        clusters={**best_eval.clusters, **cand_eval.clusters},
-    )
+    verdict, audit = policy_verdict(run, store, cand_eval, best_eval, frozen, settings, target)
     unmeasured = [f"{e.eval_id} is incomplete: {e.incomplete_reason}"
                   for e in (cand_eval, best_eval) if e.status != EvalStatus.COMPLETE]
     if unmeasured:
@@ -125,7 +127,10 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     result = {**verdict.to_dict(), "candidate_id": candidate_id, "best_id": best_id,
               "candidate_eval": cand_eval.eval_id, "best_eval": best_eval.eval_id,
               "candidate_mean": cand_eval.mean, "best_mean": best_eval.mean,
-              "n_trials": trials, "exploratory": bool(changed), "overrides": changed}
+              "n_trials": trials, "exploratory": bool(changed), "overrides": changed,
+              "policy": str(settings.policy), "audit": audit.to_dict(), "target": target,
+              "tentative": settings.policy == GatePolicy.KEEP_BEST
+              and tentative(verdict.decision, verdict.confidence)}
     run._record(EventKind.GATE, **result)
     return result
 
@@ -205,7 +210,10 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
                         previous_best=previous, note=note, delta=gate.delta)
     run._promote(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
-    return _accepted(event, run.best_id, repeated=False)
+    record = record_decision(run, Decision.ACCEPT, candidate_id, previous, note)
+    return {**_accepted(event, run.best_id, repeated=False), "result": record.iteration,
+            "confidence": record.confidence, "tentative": record.tentative,
+            "policy": record.policy}
 
 
 def _accepted(event: Any, best_id: str | None, repeated: bool) -> dict[str, Any]:
@@ -242,7 +250,8 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     event = run._record(EventKind.REJECT, candidate_id=candidate_id, note=note,
                         best_id=best_id)
     run.update_spent(iterations=1)
-    return _rejected(event, repeated=False)
+    record = record_decision(run, Decision.REJECT, candidate_id, best_id, note)
+    return {**_rejected(event, repeated=False), "result": record.iteration}
 
 
 def _rejected(event: Any, repeated: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ the path and the same count.
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project, load_tasks
+from capevolve._project.scoreable import exclusions, reason_counts
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
     eval_id_for,
@@ -44,7 +46,7 @@ from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
+from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -74,16 +76,31 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
+    stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
               "clusters": {t: clusters[t] for t in sorted(clusters) if t in set(task_ids)}}
              if clusters else {})
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
+        "scored": len(means), "stdev": stdev, "run_means": _run_means(run, eval_id, task_ids),
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
         "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)),
         "pass_threshold": pass_threshold, "task_means": means,
     }
+
+
+def _run_means(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, float]:
+    """Mean valid reward of each trial index over the given tasks (one DuckDB query)."""
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT task_id, trial, reward FROM rollouts WHERE eval_id = '"
+        + eval_id.replace("'", "''") + "' AND reward IS NOT NULL", eval_id)
+    wanted = set(task_ids)
+    by_trial: dict[int, list[float]] = {}
+    for task_id, trial, reward in rows:
+        if task_id in wanted:
+            by_trial.setdefault(int(trial), []).append(float(reward))
+    return {str(k): statistics.fmean(v) for k, v in sorted(by_trial.items())}
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
@@ -146,8 +163,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
-    job = _job(run, project, eval_id, split, candidate_id, load_tasks(project.adapter()))
-    task_ids = run.splits.ids(split)
+    adapter = project.adapter()
+    job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
+    excluded = exclusions(adapter, [job.tasks[t] for t in run.splits.ids(split)])
+    task_ids = tuple(t for t in run.splits.ids(split) if t not in excluded)
     done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
@@ -181,8 +200,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
+    stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
+                 excluded_tasks=excluded)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
-                            report.stop_reason)
+                            report.stop_reason) or _judge_unreachable(run, eval_id)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)
@@ -192,6 +213,23 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored)
     return stored.to_json()
+
+
+JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
+"""How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""
+
+
+def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
+    """An evaluation with a row whose judge was unreachable is incomplete (resuming it
+    retries those units): a judge outage is not a measurement of the candidate."""
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT count(*) FROM (SELECT task_id, trial FROM rollouts WHERE eval_id = '"
+        + eval_id.replace("'", "''") + "' GROUP BY task_id, trial HAVING count(reward) = 0"
+        " AND bool_or(coalesce(starts_with(error, '" + JUDGE_UNREACHABLE_ROW + "'), false)))",
+        eval_id)
+    n = int(rows[0][0]) if rows else 0
+    return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
+            "to retry them") if n else None
 
 
 def _intact(run: RunDir, record: EvalRecord) -> bool:

@@ -6,29 +6,51 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop.loop_status import stop_parse
-from capevolve._project.loader import check_project, load_tasks
+from capevolve._project.loader import NOT_DETERMINISTIC, check_project_warnings, load_tasks
 from capevolve._project.scaffold import init_project
+from capevolve.config import ProjectConfig
+from capevolve.kinds import EvaluatorKind
 
 
-def init(directory: Path | str) -> dict[str, Any]:
-    """Write a starter project into ``directory`` (refuses to overwrite a project).
+def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
+    """Write a starter project (``kind`` adapter or dataset) into ``directory`` (refuses
+    to overwrite a project).
 
     Returns ``{"project": <absolute dir>, "files": [written relative paths]}``.
     """
-    files = init_project(directory)
+    files = init_project(directory, kind)
     return {"project": str(Path(directory).resolve()), "files": files}
 
 
 def check(project_dir: Path | str) -> dict[str, Any]:
     """Every problem with a project, in words (see ``check_project``), plus its task count.
 
-    Returns ``{"ok", "project", "n_tasks", "problems", "stop"}``; ``n_tasks`` is None
-    unless ok; ``stop`` is the parse of the stop condition (predicates and the clauses that
-    did not parse), None when the config did not load.
+    Returns ``{"ok", "project", "n_tasks", "problems", "warnings", "metrics", "stop"}``;
+    ``n_tasks`` is None unless ok; ``stop`` is the parse of the stop condition (predicates
+    and the clauses that did not parse), None when the config did not load; ``metrics``
+    names the metric kinds of a dataset project's evaluators (deterministic and judge),
+    None for an adapter project. With a judge evaluator, a scorer that gave two different
+    scores on one probe is a warning recommending at least 5 trials, not a problem.
     A missing directory or an invalid capevolve.yaml is reported as a problem, not raised.
     """
-    loaded, problems = check_project(project_dir)
+    loaded, problems, found = check_project_warnings(project_dir)
+    metrics = _metrics(loaded.config) if loaded else None
+    judges = ", ".join(metrics["judge"]) if metrics else ""
+    trials = loaded.config.num_trials if loaded else 0
+    warnings = [f"judge evaluator(s) {judges}: {w}" + (
+        f"; an LLM judge is a noisy measurement: use num_trials >= 5 (now {trials})"
+        if w.startswith(NOT_DETERMINISTIC) else "") for w in found]
     n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
     return {"ok": not problems, "project": str(Path(project_dir).resolve()),
-            "n_tasks": n_tasks, "problems": problems,
+            "n_tasks": n_tasks, "problems": problems, "warnings": warnings,
+            "metrics": metrics,
             "stop": stop_parse(loaded.config.stop_condition) if loaded else None}
+
+
+def _metrics(config: ProjectConfig) -> dict[str, list[str]] | None:
+    """The metric kinds a dataset project uses: deterministic kinds, and judge names."""
+    if config.dataset is None:
+        return None
+    kinds = [e.kind for e in config.evaluators]
+    return {"deterministic": sorted({str(k) for k in kinds if k.deterministic}),
+            "judge": [e.name for e in config.evaluators if e.kind == EvaluatorKind.JUDGE]}

@@ -194,6 +194,36 @@ def _adapter_entry(project: Project) -> tuple[Path, str] | None:
     return (file, target) if file is not None else None
 
 
+def _entry(root: Path, spec: str) -> tuple[Path, str] | None:
+    target = spec.rpartition(":")[0]
+    if target.endswith(".py") or "/" in target:
+        path = (root / target).resolve()
+        return (path, path.stem) if path.is_file() else None
+    file = _module_file(target)
+    return (file, target) if file is not None else None
+
+
+def _dataset_sources(project: Project) -> set[Path]:
+    """A dataset project's scores also depend on capevolve.yaml (its evaluators and
+    rubric are read by the scorer), the target's and python evaluators' import closures,
+    and, with a judge evaluator, the judge's prompt templates (capevolve.datasets.judge)."""
+    config = project.config
+    if config.dataset is None:
+        return set()
+    root = project.root.resolve()
+    files = {root / "capevolve.yaml"} if (root / "capevolve.yaml").is_file() else set()
+    specs = [str(config.target)] + [str(e.function) for e in config.evaluators if e.function]
+    for spec in specs:
+        entry = _entry(root, spec)
+        if entry is not None:
+            files |= _import_closure(entry[0], entry[1], None)
+    if any(e.kind == "judge" for e in config.evaluators):
+        judge = importlib.util.find_spec("capevolve.datasets.judge")
+        if judge is not None and judge.origin:
+            files.add(Path(judge.origin).resolve())
+    return files
+
+
 def sources(project: Project) -> dict[str, Path]:
     """Every fingerprinted file, by key (see the module docstring)."""
     root = project.root.resolve()
@@ -206,6 +236,7 @@ def sources(project: Project) -> dict[str, Path]:
     if own is not None:
         files |= _tree_files(own)
     files |= _protected_data(root, project.capability_dir)
+    files |= _dataset_sources(project)
     return {(p.relative_to(root).as_posix() if _under(p, root) else p.as_posix()): p
             for p in sorted(files)}
 

@@ -15,11 +15,22 @@ from pydantic import ValidationError
 
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
+from capevolve._project.scoreable import exclusions
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.config import ProjectConfig, check_capability_dir, load_config
-from capevolve.errors import AdapterError, CapevolveError, ConfigError
+from capevolve.errors import (
+    AdapterError,
+    CapevolveError,
+    ConfigError,
+    JudgeError,
+    JudgeUnavailable,
+)
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
+
+NOT_DETERMINISTIC = "score is not deterministic on task"
+"""How the probe's non-determinism finding begins (a warning, not a problem, for a
+project whose scorer includes an LLM judge)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,22 @@ def _import_target(root: Path, target: str) -> Any:
         raise AdapterError(f"adapter: importing module {target!r} failed: {exc}") from None
 
 
+def import_callable(root: Path, spec: str, what: str) -> Any:
+    """The function named by ``file.py:function`` or ``module:function`` (relative to the
+    project); AdapterError naming ``what`` (the config key) when it cannot be had."""
+    target, sep, name = spec.rpartition(":")
+    if not sep or not target or not name:
+        raise AdapterError(f"{what}: {spec!r} must look like 'module.py:function'")
+    try:
+        module = _import_target(Path(root), target)
+    except AdapterError as exc:
+        raise AdapterError(f"{what}: {str(exc).removeprefix('adapter: ')}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise AdapterError(f"{what}: {target} has no function {name!r}")
+    return function
+
+
 def load_adapter(root: Path, spec: str) -> Any:
     """Instantiate the adapter class named by ``file.py:Class`` or ``module:Class``."""
     target, sep, class_name = spec.rpartition(":")
@@ -95,7 +122,10 @@ def load_adapter(root: Path, spec: str) -> Any:
     if missing:
         raise AdapterError(f"adapter: {class_name} in {target} lacks {', '.join(missing)}()")
     try:
-        return cls()
+        # a built-in adapter configured by the project (dataset projects) takes its root
+        return cls(Path(root)) if getattr(cls, "takes_project_root", False) else cls()
+    except CapevolveError:
+        raise
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
 
@@ -122,40 +152,60 @@ def load_tasks(adapter: Any) -> list[Task]:
     return tasks
 
 
-def _probe_score(adapter: Any, project: Project, task: Task) -> list[str]:
-    problems: list[str] = []
+def _probe_score(adapter: Any, project: Project, task: Task) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of scoring one seed rollout twice. With an LLM judge in the
+    scorer (``adapter.judged``), two different scores and a judge answer outside its
+    schema are warnings: the judge is a noisy measurement, its bad answers error rows."""
+    judged = bool(getattr(adapter, "judged", False))
     try:
         rollout = call_sync(adapter.run_target, project.capability_dir, task, trial=0, seed=0)
         if not isinstance(rollout, Rollout):
-            return [f"run_target returned {type(rollout).__name__}, expected Rollout"]
+            return [f"run_target returned {type(rollout).__name__}, expected Rollout"], []
         if rollout.error:
-            return [f"run_target on task {task.id!r} reported an error: {rollout.error}"]
+            return [f"run_target on task {task.id!r} reported an error: {rollout.error}"], []
         first = call_sync(adapter.score, task, rollout)
         second = call_sync(adapter.score, task, rollout)
+    except JudgeError as exc:
+        found = f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"
+        unreachable = isinstance(exc, JudgeUnavailable)
+        return ([found], []) if unreachable or not judged else (
+            [], [found + " (such answers are error rows, never scores)"])
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
-        return [f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"]
+        return [f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"], []
     if not isinstance(first, Score):
-        problems.append(f"score returned {type(first).__name__}, expected Score")
-    elif first != second:
-        problems.append(f"score is not deterministic on task {task.id!r}")
-    return problems
+        return [f"score returned {type(first).__name__}, expected Score"], []
+    if first != second:
+        found = f"{NOT_DETERMINISTIC} {task.id!r} (two probes of one rollout differ)"
+        return ([], [found]) if judged else ([found], [])
+    return [], []
 
 
 def check_project(project_dir: Path | str) -> tuple[Project | None, list[str]]:
     """Every problem found with a project, in words; an empty list means it is runnable.
 
     Checks: config valid, adapter importable, tasks non-empty with unique ids that are
-    stable across two calls, and score deterministic on a probe rollout of the seed.
+    stable across two calls, and score deterministic on a probe rollout of the seed (the
+    first scoreable task); see :func:`check_project_warnings` for what is only a warning.
     """
+    project, problems, _ = check_project_warnings(project_dir)
+    return project, problems
+
+
+def check_project_warnings(project_dir: Path | str
+                           ) -> tuple[Project | None, list[str], list[str]]:
+    """(project, problems, warnings): :func:`check_project` plus the findings that do not
+    stop a run (an LLM judge's non-determinism or off-schema answer on the probe)."""
     try:
         project = load_project(project_dir)
         adapter = project.adapter()
         tasks = load_tasks(adapter)
     except CapevolveError as exc:
-        return None, [str(exc)]
+        return None, [str(exc)], []
     problems: list[str] = []
     second = load_tasks(adapter)
     if [t.id for t in tasks] != [t.id for t in second]:
         problems.append("tasks() ids are not stable across two calls (order or content differs)")
-    problems += _probe_score(adapter, project, tasks[0])
-    return project, problems
+    excluded = exclusions(adapter, tasks)
+    probe = next((t for t in tasks if t.id not in excluded), tasks[0])
+    found, warnings = _probe_score(adapter, project, probe)
+    return project, problems + found, warnings

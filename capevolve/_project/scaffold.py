@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from capevolve._project import scaffold_dataset
 from capevolve.errors import ConfigError
 
 CONFIG = """\
@@ -95,12 +96,15 @@ def _created_dirs(root: Path, rels: list[str]) -> list[Path]:
     return sorted(dirs, key=lambda p: len(p.parts))
 
 
-def init_project(directory: Path | str) -> list[str]:
+def init_project(directory: Path | str, kind: str = "adapter") -> list[str]:
     """Write a starter project into ``directory``; refuses to overwrite a project.
 
-    A path that cannot hold a project (a file, under a file, unwritable, not UTF-8) is
-    one ConfigError naming it, and whatever this call created before failing (a full
-    disk half-way) is removed again."""
+    ``kind`` adapter: config, adapter skeleton, seed capability; dataset: a dataset
+    project (``scaffold_dataset``). A path that cannot hold a project (a file, under a
+    file, unwritable, not UTF-8) is one ConfigError naming it, and whatever this call
+    created before failing (a full disk half-way) is removed again."""
+    if kind not in ("adapter", "dataset"):
+        raise ConfigError(f"init: --kind must be adapter or dataset, got {kind!r}")
     root = Path(directory)
     try:
         os.fspath(root).encode("utf-8")
@@ -111,7 +115,7 @@ def init_project(directory: Path | str) -> list[str]:
     if (root / "capevolve.yaml").exists():
         raise ConfigError(f"{root / 'capevolve.yaml'}: a project already exists here")
     name = root.resolve().name or "project"
-    files = {
+    files = scaffold_dataset.files(name) if kind == "dataset" else {
         "capevolve.yaml": CONFIG.format(name=name),
         "adapter.py": ADAPTER.format(name=name),
         "seed_capability/system_prompt.md": PROMPT,

@@ -10,9 +10,11 @@ import threading
 import typer
 
 from capevolve.cli import (
+    decision_cmds,
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
+    export_jsonl_cmds,
     inspect_cmds,
     optimize_cmds,
     output,
@@ -37,9 +39,12 @@ for module, names in (
     for name in names:
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
+app.command("no-change")(decision_cmds.no_change)
+app.command("confirm")(decision_cmds.confirm)
 app.command("optimize")(optimize_cmds.optimize)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
+app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit, fail, progress
 from capevolve.diagnose import census as census_lib
 from capevolve.diagnose.annotate import annotate as annotate_cluster
+from capevolve.diagnose.census_record import record_census
 from capevolve.diagnose.context import adapter_context
 from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
 from capevolve.diagnose.diagnosis import diagnose as diagnose_run
@@ -143,8 +144,13 @@ def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
 @census_app.command("check")
 @command
 def census_check(file: Annotated[Path, typer.Argument(help="The census.json to check.")],
-                 run_dir: OptRunDir = None, json: JsonOpt = False) -> None:
-    """Validate a census.json and print its coverage ("N of M failures described")."""
+                 run_dir: OptRunDir = None,
+                 record: Annotated[bool, typer.Option(
+                     "--record", help="Store the valid census in the run dir (every bucket "
+                     "needs a name and a description); its buckets become --targets.")] = False,
+                 json: JsonOpt = False) -> None:
+    """Validate a census.json and print its coverage ("N of M failures described");
+    with --record, store it in the run dir as census/<file stem>.json."""
     try:
         doc = jsonlib.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -161,6 +167,15 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
     result = census_lib.check(doc, failing)
     human = "\n".join([result["coverage"] or "coverage unknown",
                        *(f"problem: {p}" for p in result["problems"])])
+    if record:
+        if not result["ok"] or not where:
+            fail("census --record refused: " + ("; ".join(result["problems"])
+                                                 or "no run dir (--run-dir or run_dir)"))
+        try:
+            result["recorded"] = str(record_census(where, file.stem, doc))
+        except CapevolveError as exc:
+            fail(str(exc))
+        human += f"\nrecorded {result['recorded']}"
     emit(result, json, human)
     if not result["ok"]:
         raise typer.Exit(1)

@@ -57,6 +57,8 @@ def _gate_human(result: dict) -> str:
     numbers = ", ".join(f"{k} {result[k]:.4f}" for k in ("delta", "se", "t", "p_value")
                         if result.get(k) is not None)
     tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
+    if result.get("confidence"):
+        tag += f" [{result['confidence']}{', TENTATIVE' if result.get('tentative') else ''}]"
     return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
         f"- {r}" for r in result["reasons"])
 
@@ -95,6 +97,9 @@ def gate(candidate: Annotated[str, typer.Option(
              "--current-stderr", help="Raw form: SE of --current (>= 0).")] = None,
          candidate_stderr: Annotated[float | None, typer.Option(
              "--candidate-stderr", help="Raw form: SE of --candidate (>= 0).")] = None,
+         target: Annotated[str | None, typer.Option(
+             "--target", help="The census bucket (census check --record) or val diagnose "
+             "cluster the change targets: the audit checks the gain comes from it.")] = None,
          json: JsonOpt = False) -> None:
     """Gate a candidate against the current best on full val, from stored rollouts.
 
@@ -113,7 +118,7 @@ def gate(candidate: Annotated[str, typer.Option(
     elif run_dir is None:
         fail("gate: --run-dir is required (or use the raw form with --current)")
     elif k_se is None and mode is None and min_delta is None:
-        result = capevolve.gate(run_dir, candidate, n_trials=n_trials)
+        result = capevolve.gate(run_dir, candidate, n_trials=n_trials, target=target)
     else:
         result = capevolve.explore_gate(run_dir, candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials)
@@ -127,7 +132,9 @@ def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
     for a candidate rejected against the best, and once the iteration budget is spent.
     Accepting the same candidate again changes nothing."""
     result = capevolve.accept(run_dir, candidate, note)
-    emit(result, json, f"accepted {candidate}: best is now {result['best_id']}")
+    label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
+             else "")
+    emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")
 
 
 @command

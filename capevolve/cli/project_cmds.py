@@ -17,9 +17,13 @@ ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_P
 
 @command
 def init(directory: Annotated[Path, typer.Argument(help="Where to create the project.")],
+         kind: Annotated[str, typer.Option(
+             "--kind", help="adapter (an adapter class) or dataset (a JSONL file, a target "
+                            "function and evaluators; no adapter code).")] = "adapter",
          json: JsonOpt = False) -> None:
-    """Scaffold a runnable project: config, adapter skeleton, seed capability, PROJECT.md."""
-    result = capevolve.init_project(directory)
+    """Scaffold a runnable project: config, adapter skeleton (or dataset, target and
+    evaluators with --kind dataset), seed capability, PROJECT.md."""
+    result = capevolve.init_project(directory, kind=kind)
     emit(result, json, f"created {directory}: {', '.join(result['files'])}\n"
                        f"next: capevolve check --project {directory}")
 
@@ -34,6 +38,11 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
     problems = payload["problems"]
     human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems
              else "problems:\n" + "\n".join(f"- {p}" for p in problems))
+    metrics = payload.get("metrics")
+    if metrics:
+        human += ("\nmetrics: deterministic " + (", ".join(metrics["deterministic"]) or "none")
+                  + "; judge " + (", ".join(metrics["judge"]) or "none"))
+    human += "".join(f"\nwarning: {w}" for w in payload.get("warnings") or [])
     if stop_line(payload.get("stop")):
         human += "\n" + str(stop_line(payload.get("stop")))
     emit(payload, json, human)

@@ -31,6 +31,7 @@ from capevolve.records._base import (
     check_version,
     parse_record,
 )
+from capevolve.records._decisions import DecisionRecord
 from capevolve.records._documents import (
     CandidateRecord,
     DiagnosisRecord,
@@ -56,6 +57,7 @@ from capevolve.records._events import (
     Finalized,
     FinalizeStarted,
     GateEvent,
+    NoChangeEvent,
     PartWritten,
     QuarantinedEvent,
     RejectEvent,
@@ -69,6 +71,8 @@ from capevolve.records._events import (
 )
 
 __all__ = [
+    "DecisionRecord",
+    "NoChangeEvent",
     "AcceptEvent",
     "CandidateRecord",
     "DiagnosisAnnotated",

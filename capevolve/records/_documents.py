@@ -103,6 +103,20 @@ class EvalRecord(Record):
     """The reward at which pass^k counts a trial as passed (``gate.pass_threshold``)."""
     task_means: dict[str, float] = Field(default_factory=dict)
     """Per-task mean reward over valid trials."""
+    stdev: float | None = Field(None, ge=0)
+    """Sample standard deviation of the per-task means (None below two scored tasks)."""
+    run_means: dict[str, float] = Field(default_factory=dict)
+    """Mean reward of each trial index (``"0"``, ``"1"``, ...) over the tasks it scored."""
+    scored: int | None = Field(None, ge=0)
+    """Scoreable tasks with at least one valid trial (the denominator of ``mean``)."""
+    excluded: int | None = Field(None, ge=0)
+    """Tasks of the split that cannot be scored (no ground truth for their evaluators, or
+    the adapter's ``scoreable(task)`` said no): never run, never in numerator or
+    denominator, never a 0."""
+    excluded_reasons: dict[str, int] = Field(default_factory=dict)
+    """Why tasks were excluded: reason -> count (sums to ``excluded``)."""
+    excluded_tasks: dict[str, str] = Field(default_factory=dict)
+    """Each excluded task id -> its reason (sorted by id)."""
     incomplete_reason: str | None = None
     """Why the evaluation is not a measurement (None when complete)."""
     units_run: int | None = Field(None, ge=0)
@@ -174,6 +188,14 @@ class GateRecord(Record):
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
+    policy: str = "strict"
+    """The decision policy that produced ``decision`` (``gate.policy``)."""
+    tentative: bool = False
+    """keep-best: kept although not shown significant (until ``capevolve confirm``)."""
+    audit: dict[str, Any] | None = None
+    """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
+    target: str | None = None
+    """The ``--target`` (cluster or census bucket) the change was meant to fix."""
     """True when settings other than the frozen project's decided (never a basis for
     accept)."""
 

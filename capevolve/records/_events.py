@@ -202,6 +202,20 @@ class TamperEvent(EventBase):
     """The protected paths it modified, added or removed."""
 
 
+class NoChangeEvent(EventBase):
+    """An iteration whose change could not be scored: the best is carried forward."""
+
+    kind: Literal[EventKind.NO_CHANGE]
+    best_id: str | None
+    """The best carried forward."""
+    reasoning: str = Field(min_length=1)
+    """Why the change could not be scored (never empty)."""
+    candidate_id: str | None = None
+    """The candidate the change would have been, when there was one."""
+    iteration: int = Field(ge=1)
+    """The decision record's number (``results/<n>.json``)."""
+
+
 class PartWritten(EventBase):
     """A Parquet part of rollouts was durably renamed into place."""
 
@@ -243,6 +257,7 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.SET_BEST: SetBestEvent, EventKind.SPEND: SpendEvent,
     EventKind.FINALIZE_STARTED: FinalizeStarted, EventKind.FINALIZED: Finalized,
     EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
+    EventKind.NO_CHANGE: NoChangeEvent,
     EventKind.PART_WRITTEN: PartWritten, EventKind.QUARANTINED: QuarantinedEvent,
 }
 """The kinds capevolve records itself, and their models (a user may not log these)."""
@@ -254,7 +269,8 @@ USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
 
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
-         | DiagnosisAnnotated | TamperEvent | PartWritten | QuarantinedEvent | UserEvent)
+         | DiagnosisAnnotated | TamperEvent | NoChangeEvent | PartWritten
+         | QuarantinedEvent | UserEvent)
 
 
 def parse_event(data: Any, source: str) -> Event:

@@ -78,7 +78,10 @@ def render(run: RunDir) -> str:
     for record in evaluations(run):
         if record["split"] != Split.VAL:
             continue
-        stats = summarize(run, record["eval_id"], run.splits.ids(record["split"]))
+        stored = find_eval(run, record["eval_id"])
+        excluded = stored.excluded_tasks if stored is not None else {}  # in no denominator
+        stats = summarize(run, record["eval_id"],
+                          tuple(t for t in run.splits.ids(record["split"]) if t not in excluded))
         info = decided.get(record["candidate_id"], {})
         gate = info.get("gate")
         gate_text = (f"{gate['decision']} (Δ {_num(gate['delta'])}, SE {_num(gate['se'])})"
@@ -114,7 +117,9 @@ def _final_section(run: RunDir, floor: float) -> list[str]:
     for summary in (final.test, final.test_baseline):
         stored = find_eval(run, summary.eval_id)
         clusters = dict(stored.clusters) if stored is not None and stored.clusters else None
-        stats = summarize(run, summary.eval_id, ids, clusters)
+        excluded = stored.excluded_tasks if stored is not None else {}
+        stats = summarize(run, summary.eval_id, tuple(t for t in ids if t not in excluded),
+                          clusters)
         sides.append({**summary.to_json(), **stats,
                       "incomplete_reason": stored.incomplete_reason if stored else None})
     best, base = sides

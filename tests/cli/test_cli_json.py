@@ -21,8 +21,9 @@ def test_check_json(toy_copy):
     the parse of the stop condition."""
     payload = one_json(invoke("check", "--project", toy_copy, "--json"))
     stop = payload.pop("stop")
-    assert payload == {"ok": True, "project": str(toy_copy.resolve()), "n_tasks": 80,
-                       "problems": []}
+    assert {k: payload[k] for k in ("ok", "project", "n_tasks", "problems")} == {
+        "ok": True, "project": str(toy_copy.resolve()), "n_tasks": 80, "problems": []}
+    assert payload["metrics"] is None and payload["warnings"] == []  # an adapter project
     assert [p["means"] for p in stop["predicates"]] == ["val mean >= 0.9", "10 iterations"]
     assert stop["unparsed"] == []
 
@@ -59,7 +60,8 @@ def test_reject_json(rejected_run):
                               "--note", "worse", "--json"))
     decided_at = payload.pop("decided_at")
     assert decided_at and payload == {"decision": "reject", "candidate_id": "cand_001",
-                                      "best_id": "seed", "note": "worse", "repeated": False}
+                                      "best_id": "seed", "note": "worse", "repeated": False,
+                                      "result": 1}
     status = one_json(invoke("status", "--run-dir", rejected_run, "--json"))
     assert status["spent"]["iterations"] == 1
     assert status["stall"] == 1

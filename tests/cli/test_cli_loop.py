@@ -48,7 +48,8 @@ def test_accept_makes_the_candidate_best(loop):
     assert payload == {
         "decision": "accept", "candidate_id": "cand_001", "previous_best": "seed",
         "best_id": "cand_001", "delta": one_json(loop.steps["gate"])["delta"],
-        "note": "adds rules", "repeated": False}
+        "note": "adds rules", "repeated": False, "result": 1, "confidence": "significant",
+        "tentative": False, "policy": "strict"}
 
 
 def test_status_after_accept(loop):

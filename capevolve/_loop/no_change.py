@@ -1,0 +1,36 @@
+"""``no_change``: record an iteration whose change could not be scored.
+
+A harness that broke, a judge that was unreachable, a proposal that never became a
+candidate: the iteration is recorded (a ``no_change`` event and ``results/<n>.json`` with
+``aggregate: false``), the best is carried forward unchanged, and no iteration of the
+budget is spent, so it enters no aggregate (gate tallies, accept/reject counts, spend).
+The reason is mandatory: an empty or blank reason is a GateError.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capevolve._loop.decision_records import record_decision
+from capevolve._store import results
+from capevolve._store.rundir import RunDir
+from capevolve.errors import GateError
+from capevolve.kinds import EventKind
+
+
+def no_change(run: RunDir, reason: str, candidate_id: str | None = None) -> dict[str, Any]:
+    """Record a no_change iteration (see the module docstring); returns its record."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise GateError("no-change --reason: a non-empty reason is required (why the change "
+                        "could not be scored)")
+    with run.locked():
+        run.require_open("no-change")
+        if candidate_id is not None:
+            run.candidate_meta(candidate_id)
+        best = run.best_id
+        number = results.next_number(run.root)
+        run._record(EventKind.NO_CHANGE, best_id=best, reasoning=reason.strip(),
+                    candidate_id=candidate_id, iteration=number)
+        record = record_decision(run, "no_change", candidate_id, best, reason)
+    return {"decision": "no_change", "best_id": run.best_id, "candidate_id": candidate_id,
+            "result": record.iteration, "reasoning": record.reasoning}

@@ -1,0 +1,96 @@
+"""What the decision policies read from a run: the goal's metric, outputs, targets.
+
+- ``goal_sides``: each side's per-task valid trial values of the goal's metric (``reward``,
+  or ``parts.<name>`` read from the stored score parts; a trial without that part is
+  missing data, never 0), negated for ``direction: minimize`` so that every comparison
+  downstream reads delta > 0 as a move toward the goal;
+- ``outputs_changed``: per val task scored on both sides, whether the set of stored outputs
+  differs between the two evaluations (the audit's noise-vs-caused rule);
+- ``target_tasks``: the val task ids of a ``--target``: a census bucket recorded with
+  ``census check --record`` (by its name) or a diagnose cluster of the best's val
+  diagnosis (by its signature); an unknown target is a GateError listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from capevolve._policy.outcomes import SideOutcomes
+from capevolve._store import censuses, jsonfiles
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve.config import GoalConfig
+from capevolve.errors import GateError
+from capevolve.kinds import GoalDirection
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutcomes:
+    """One evaluation's per-task values of the goal's metric (direction applied)."""
+    sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
+    if goal.metric == "reward":
+        rewards = store.outcomes(eval_id).rewards
+    else:
+        part = goal.metric.split(".", 1)[1]
+        _, rows = store.query(
+            f"SELECT task_id, trial, reward, score_parts FROM rollouts "
+            f"WHERE eval_id = {_lit(eval_id)} ORDER BY task_id, trial", eval_id)
+        rewards = defaultdict(list)
+        for task_id, _trial, reward, parts in rows:
+            rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
+            value = _part(parts, part) if reward is not None else None
+            if value is not None:
+                rewards[task_id].append(value)
+    return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
+
+
+def _part(parts: str | None, name: str) -> float | None:
+    try:
+        value = json.loads(parts or "{}").get(name)
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
+    """Task -> whether its stored outputs differ between the two evaluations."""
+    outputs: dict[str, dict[str, list[str]]] = {}
+    for eval_id in (cand_eval, best_eval):
+        _, rows = store.query(
+            f"SELECT task_id, list(coalesce(output, '') ORDER BY output) FROM rollouts "
+            f"WHERE eval_id = {_lit(eval_id)} AND reward IS NOT NULL GROUP BY task_id",
+            eval_id)
+        outputs[eval_id] = {t: sorted(set(o)) for t, o in rows}
+    cand, best = outputs[cand_eval], outputs[best_eval]
+    return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
+
+
+def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    folder = run.layout.diagnoses
+    for path in sorted(folder.glob("val__*.json")) if folder.is_dir() else []:
+        doc: Any = jsonfiles.read(path)
+        for cluster in doc.get("clusters", []) if isinstance(doc, dict) else []:
+            if isinstance(cluster, dict) and isinstance(cluster.get("signature"), str):
+                found.setdefault(cluster["signature"], sorted(map(str, cluster.get("tasks", []))))
+    return found
+
+
+def target_tasks(run: RunDir, target: str) -> list[str]:
+    """The val task ids ``target`` names (see the module docstring)."""
+    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run)
+    tasks = census.get(target, clusters.get(target))
+    if tasks is None:
+        known = sorted(census) + sorted(clusters)
+        raise GateError(f"--target {target!r}: not a recorded census bucket (census check "
+                        f"--record) nor a val diagnose cluster signature; known: "
+                        f"{', '.join(known[:20]) or 'none'}")
+    val = set(run.splits.val)
+    return [t for t in tasks if t in val]

@@ -1,0 +1,70 @@
+"""Higher-power confirmation of a kept move: pooled trials, the t-test and the raw band (pure).
+
+Each side is a list of per-trial means (the mean reward of one trial index over the val
+tasks), the existing trials pooled with the new ones (new seeds, shared by both sides),
+signed so that a positive delta is a move toward the goal. The numbers (seed 003):
+
+- delta = mean(candidate) - mean(best); SE_diff = sqrt(s_c^2/n_c + s_b^2/n_b) with
+  Welch-Satterthwaite df (``capevolve.stats.welch_comparison``); t = delta / SE_diff;
+- the **raw band** (recorded for the audit, never a label): pooled stdev
+  sqrt((s_c^2 + s_b^2) / 2) and whether |delta| > max(pooled stdev, min_delta);
+- the **label** is the t-test's with the min_delta floor (``capevolve._policy.labels``;
+  SE_diff 0 is the zero-variance rule: an exact move). A delta that is not toward the goal
+  is labelled by the same rule (a confirmation that turns against the move says so).
+
+Confirmation relabels; it never decides which candidate is the best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from capevolve._policy.labels import confidence
+from capevolve._policy.thresholds import exceeds, is_zero
+from capevolve.kinds import Confidence
+from capevolve.stats import welch_comparison
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The pooled higher-power numbers and the label they give."""
+
+    n_candidate: int
+    n_best: int
+    delta: float
+    se_diff: float
+    t: float | None
+    df: float | None
+    pooled_stdev: float
+    raw_band_cleared: bool
+    confidence: Confidence
+    toward_goal: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["confidence"] = str(self.confidence)
+        return out
+
+
+def _variance(values: Sequence[float]) -> float:
+    mean = math.fsum(values) / len(values)
+    return math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
+def confirm_numbers(candidate: Sequence[float], best: Sequence[float],
+                    min_delta: float) -> Confirmation:
+    """The confirmation of the module docstring (each side needs >= 2 trial means)."""
+    comparison = welch_comparison(list(candidate), list(best))
+    se = comparison.se or 0.0
+    pooled = math.sqrt((_variance(candidate) + _variance(best)) / 2.0)
+    exact = is_zero(se)
+    label = confidence(comparison.delta, None if exact else se, comparison.df, min_delta,
+                       exact)
+    band = max(pooled, min_delta)
+    return Confirmation(len(candidate), len(best), comparison.delta, se,
+                        None if exact else comparison.delta / se, comparison.df, pooled,
+                        exceeds(abs(comparison.delta), band), label,
+                        exceeds(comparison.delta, 0.0))

@@ -1,0 +1,54 @@
+"""The keep-best policy (seed 003): keep a move in the goal's direction that passes the audit.
+
+Given the strict gate's numbers (``capevolve._policy.gate.decide``, computed on the goal's
+metric with the direction applied, so ``delta`` > 0 is always a move toward the goal) and
+the mechanism audit (``capevolve._policy.audit``):
+
+1. an indecisive comparison stays indecisive (coverage, missing data: never a decision);
+2. a failed audit is a reject (a denominator artifact or a gain away from the target is
+   not a real gain), whatever the numbers say;
+3. a point estimate that moved toward the goal (delta > 0 up to the shared tolerance) is
+   kept: ACCEPT, with the strict gate's confidence label (significant, within_noise,
+   negligible; the zero-variance rule of ``capevolve._policy.labels``). It is
+   ``tentative`` unless the label is significant, until ``capevolve confirm`` relabels it;
+4. anything else (flat or away from the goal) is a reject.
+
+The t-test is recorded and labels how far to trust the move; it never decides the keep.
+The strict gate's no-regression veto does not apply (its regressions stay recorded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from capevolve._policy.audit import Audit
+from capevolve._policy.gate import GateDecision
+from capevolve._policy.thresholds import exceeds
+from capevolve.kinds import Confidence, Decision
+
+__all__ = ["keep_best", "tentative"]
+
+
+def tentative(decision: Decision, label: Confidence | str | None) -> bool:
+    """Whether a kept move is tentative: accepted without a significant label."""
+    return decision == Decision.ACCEPT and label != Confidence.SIGNIFICANT
+
+
+def keep_best(strict: GateDecision, check: Audit) -> GateDecision:
+    """The keep-best verdict from the strict gate's numbers and the audit (module rule)."""
+    if strict.decision == Decision.INDECISIVE:
+        return strict
+    if not check.passed:
+        return replace(strict, decision=Decision.REJECT,
+                       reasons=[f"keep-best: refused, {check.reasoning}", *strict.reasons])
+    if strict.delta is not None and exceeds(strict.delta, 0.0):
+        label = strict.confidence
+        note = ("significant: the move is shown beyond noise" if label ==
+                Confidence.SIGNIFICANT else
+                f"{label}: kept as the best but TENTATIVE, the gain could be noise and the "
+                "score should be read carefully until confirmed (capevolve confirm)")
+        return replace(strict, decision=Decision.ACCEPT, reasons=[
+            f"keep-best: the point estimate moved toward the goal (delta "
+            f"{strict.delta:+.4f}) and the audit passed; {note}", *strict.reasons])
+    return replace(strict, decision=Decision.REJECT, reasons=[
+        "keep-best: the point estimate did not move toward the goal", *strict.reasons])

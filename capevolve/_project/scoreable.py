@@ -1,0 +1,60 @@
+"""Which tasks can be scored: the adapter's ``scoreable(task)`` hook, with its reasons.
+
+A task that cannot be scored (no ground truth for its evaluators, no label) is excluded
+from an evaluation: it is never run, and it is in neither the numerator nor the
+denominator of any mean (never a 0). This is the one place the hook is called.
+
+An adapter may define ``scoreable(task) -> bool`` (sync or async) and, optionally,
+``exclusion_reason(task) -> str`` naming why a task is not scoreable; without the latter
+the reason is :data:`DEFAULT_REASON`. A hook that raises or returns a non-bool is an
+``AdapterError`` naming the task.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from capevolve._project.calls import call_sync
+from capevolve.adapter import Task
+from capevolve.errors import AdapterError
+
+DEFAULT_REASON = "adapter scoreable(task) returned False"
+
+
+def _reason(adapter: Any, task: Task) -> str:
+    explain = getattr(adapter, "exclusion_reason", None)
+    if not callable(explain):
+        return DEFAULT_REASON
+    try:
+        reason = call_sync(explain, task)
+    except Exception as exc:
+        raise AdapterError(f"adapter: exclusion_reason() raised on task {task.id!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+    return str(reason).strip() or DEFAULT_REASON
+
+
+def exclusions(adapter: Any, tasks: list[Task]) -> dict[str, str]:
+    """``{task_id: reason}`` of every task the adapter says cannot be scored (sorted)."""
+    hook = getattr(adapter, "scoreable", None)
+    if not callable(hook):
+        return {}
+    out: dict[str, str] = {}
+    for task in tasks:
+        try:
+            verdict = call_sync(hook, task)
+        except Exception as exc:
+            raise AdapterError(f"adapter: scoreable() raised on task {task.id!r}: "
+                               f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(verdict, bool):
+            raise AdapterError(f"adapter: scoreable() returned {type(verdict).__name__} "
+                               f"on task {task.id!r}, expected bool")
+        if not verdict:
+            out[task.id] = _reason(adapter, task)
+    return dict(sorted(out.items()))
+
+
+def reason_counts(excluded: dict[str, str]) -> dict[str, int]:
+    """Reason -> number of tasks, most frequent first (ties by reason)."""
+    counts = Counter(excluded.values())
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

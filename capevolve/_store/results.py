@@ -1,0 +1,59 @@
+"""Decision records on disk: ``results/<n>.json``, one per decided iteration.
+
+Numbers run 1, 2, ... in the order decisions were taken (the next number is one more than
+the highest stored; callers hold the run lock). Each file is written atomically and never
+rewritten: a number that exists is a RunDirError, so a record is never overwritten. A file
+that does not validate as a DecisionRecord is a RunDirError naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from capevolve._store import jsonfiles
+from capevolve.errors import RunDirError
+from capevolve.records import DecisionRecord
+
+_NAME = re.compile(r"^(\d+)\.json$")
+
+
+def results_dir(run_root: Path) -> Path:
+    """The run's ``results/`` folder."""
+    return Path(run_root) / "results"
+
+
+def _numbers(folder: Path) -> list[int]:
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _NAME.match(p.name)))
+
+
+def next_number(run_root: Path) -> int:
+    """The number the next decision record gets."""
+    return max(_numbers(results_dir(run_root)), default=0) + 1
+
+
+def write(run_root: Path, record: DecisionRecord) -> Path:
+    """Store ``record`` as ``results/<record.iteration>.json`` (never overwrites)."""
+    path = results_dir(run_root) / f"{record.iteration}.json"
+    if path.exists():
+        raise RunDirError(f"{path}: decision record {record.iteration} already exists")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    jsonfiles.write_atomic(path, record.model_dump(mode="json"))
+    return path
+
+
+def read_all(run_root: Path) -> list[DecisionRecord]:
+    """Every decision record, in number order."""
+    folder, out = results_dir(run_root), []
+    for number in _numbers(folder):
+        path = folder / f"{number}.json"
+        try:
+            out.append(DecisionRecord.model_validate(jsonfiles.read(path)))
+        except (ValidationError, ValueError) as exc:
+            raise RunDirError(f"{path}: not a decision record ({str(exc).splitlines()[0]})"
+                              ) from None
+    return out

@@ -1,0 +1,46 @@
+"""Commands beside the gate: ``no-change`` (an unscorable iteration) and ``confirm``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+import capevolve
+from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit
+
+
+@command
+def no_change(run_dir: RunDirOpt,
+              reason: Annotated[str, typer.Option(
+                  "--reason", help="Why the change could not be scored (required, non-empty).")],
+              candidate: Annotated[str | None, typer.Option(
+                  "--candidate", "-c", help="The candidate id, when there was one.")] = None,
+              json: JsonOpt = False) -> None:
+    """Record an iteration whose change could not be scored (harness broken, judge
+    unreachable): the best is carried forward, results/<n>.json is written with the reason,
+    and no iteration is spent (excluded from every aggregate)."""
+    result = capevolve.no_change(run_dir, reason, candidate)
+    emit(result, json, f"no_change recorded as result {result['result']}: best stays "
+                       f"{result['best_id']}")
+
+
+@command
+def confirm(run_dir: RunDirOpt,
+            candidate: Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")],
+            trials: Annotated[int | None, typer.Option(
+                "--trials", min=1, help="More trials per side (default: num_trials).")] = None,
+            address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
+    """Re-run a kept candidate and its reference back to back with more trials (new seeds
+    shared by both), pool them with the existing ones, and record the higher-power numbers
+    (t-test and raw band) and the confidence label. It never changes which candidate is
+    best."""
+    r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine, address=address)
+    t = "—" if r["t"] is None else f"{r['t']:.2f}"
+    emit(r, json, f"{candidate} vs {r['reference_id']} over {r['n_candidate']}+{r['n_best']} "
+                  f"trials: delta {r['delta']:+.4f}, SE_diff {r['se_diff']:.4f}, t {t}: "
+                  f"{r['confidence']} (was {r['label_before']})"
+                  + (", still TENTATIVE" if r["tentative"] else "")
+                  + f"; raw band {'cleared' if r['raw_band_cleared'] else 'not cleared'}; "
+                  f"best stays {r['best_id']}")

@@ -1,0 +1,71 @@
+"""``capevolve export jsonl --eval ID`` (also ``capevolve export --eval ID --format jsonl``).
+
+Writes one JSON line per datapoint of an evaluation (see
+:mod:`capevolve.report.export_jsonl`) to ``--out`` (default
+``<run_dir>/exports/<eval_id>.jsonl``), atomically, and prints where and how many lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit
+from capevolve.errors import ConfigError
+from capevolve.report.export_jsonl import export_lines
+
+EvalOpt = Annotated[str, typer.Option("--eval", help="The evaluation id (evals/<id>.json).")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Where to write (default <run_dir>/exports/<eval_id>.jsonl).")]
+
+export_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
+                         help="Export an evaluation's per-datapoint results.")
+
+
+def _write(run_dir: Path, eval_id: str, out: Path | None, as_json: bool) -> None:
+    lines = list(export_lines(run_dir, eval_id))
+    path = out or Path(run_dir) / "exports" / f"{eval_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+    scored = sum(1 for line in lines if line["score"] is not None)
+    excluded = sum(1 for line in lines if "excluded" in line)
+    emit({"eval_id": eval_id, "path": str(path), "lines": len(lines), "scored": scored,
+          "excluded": excluded}, as_json,
+         f"wrote {len(lines)} lines ({scored} scored, {excluded} excluded) to {path}")
+
+
+@export_app.callback()
+@command
+def export(ctx: typer.Context, run_dir: Annotated[Path | None, typer.Option(
+               "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR",
+               help="The run directory (with --format).")] = None,
+           eval_id: Annotated[str | None, typer.Option(
+               "--eval", help="The evaluation id (with --format).")] = None,
+           fmt: Annotated[str | None, typer.Option(
+               "--format", help="jsonl (the same as `capevolve export jsonl`).")] = None,
+           out: OutOpt = None, json: JsonOpt = False) -> None:
+    """Export an evaluation: `capevolve export jsonl --eval ID` or `--eval ID --format jsonl`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if fmt != "jsonl":
+        raise ConfigError(f"export: --format must be jsonl, got {fmt!r}" if fmt else
+                          "export: name a format (`capevolve export jsonl --eval ID`)")
+    if not eval_id or run_dir is None:
+        raise ConfigError("export: --run-dir and --eval ID are required")
+    _write(run_dir, eval_id, out, json)
+
+
+@export_app.command("jsonl")
+@command
+def jsonl(run_dir: RunDirOpt, eval_id: EvalOpt, out: OutOpt = None,
+          json: JsonOpt = False) -> None:
+    """One JSON line per datapoint: id, input snippet, output, score, justification."""
+    _write(run_dir, eval_id, out, json)

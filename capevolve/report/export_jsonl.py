@@ -1,0 +1,83 @@
+"""``capevolve export jsonl --eval ID``: one JSON line per datapoint of an evaluation.
+
+Each line, ``id`` first: ``input`` (a snippet of at most ``INPUT_SNIPPET`` characters),
+``output`` (of the lowest valid trial, else of the lowest trial), ``score`` (the mean
+valid reward over the datapoint's trials; null when every trial errored: missing data,
+never 0), ``justification`` (that trial's feedback), ``parts`` (the score parts of that
+trial), ``trials``, ``errors``, and ``error`` (the first error) when there is one. A
+datapoint the evaluation excluded (cannot be scored) is a line with ``score`` null and
+``excluded`` naming the reason. Lines are sorted by id and computed from the stored
+Parquet rows (DuckDB) and the eval record only. Test-split evaluations are never
+exported: the held-out outputs stay in the run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from capevolve._store.evals import load_eval
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rundir import RunDir
+from capevolve.errors import RunDirError
+from capevolve.kinds import Split
+
+INPUT_SNIPPET = 200
+
+
+def _snippet(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    flat = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return flat if len(flat) <= INPUT_SNIPPET else flat[:INPUT_SNIPPET - 3] + "..."
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict[str, Any]]:
+    """The export's lines (see the module docstring); RunDirError for an unknown
+    evaluation or a test-split one."""
+    run = RunDir.open(Path(run_dir))
+    record = load_eval(run, eval_id)
+    if record.split == Split.TEST:
+        raise RunDirError(f"--eval {eval_id}: test-split evaluations are never exported "
+                          "(the held-out outputs stay in the run dir)")
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT task_id, trial, reward, feedback, score_parts, output, inputs, error "
+        "FROM rollouts WHERE eval_id = '" + eval_id.replace("'", "''") + "' "
+        "ORDER BY task_id, reward IS NULL, trial", eval_id)
+    by_task: dict[str, list[tuple]] = {}
+    for row in rows:
+        by_task.setdefault(row[0], []).append(row)
+    lines: dict[str, dict[str, Any]] = {}
+    for task_id, trials in by_task.items():
+        first = trials[0]
+        rewards = [r[2] for r in trials if r[2] is not None]
+        errors = [r[7] for r in trials if r[2] is None]
+        line = {"id": task_id, "input": _snippet(first[6]), "output": _json(first[5]),
+                "score": sum(rewards) / len(rewards) if rewards else None,
+                "justification": first[3], "parts": _json(first[4]) or {},
+                "trials": len(trials), "errors": len(errors)}
+        if errors:
+            line["error"] = errors[0]
+        lines[task_id] = line
+    for task_id, reason in record.excluded_tasks.items():
+        lines[task_id] = {"id": task_id, "input": None, "output": None, "score": None,
+                          "justification": None, "parts": {}, "trials": 0, "errors": 0,
+                          "excluded": reason}
+    for task_id in sorted(lines):
+        yield lines[task_id]
