@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from capevolve.cli import (
+    compare_cmds,
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
@@ -27,6 +28,8 @@ for module, names in (
     for name in names:
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
+app.command("compare")(compare_cmds.compare)
+app.command("diff")(compare_cmds.diff)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
 
