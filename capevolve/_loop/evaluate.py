@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capevolve import progress
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
@@ -174,13 +175,16 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     def sink(rows: list[dict]) -> None:
         writer.add(rows)
         tally.add(rows)
+        watch.rows(rows)  # the live display of the running command, if any
 
     engine = engine or make_engine(config.engine, address)
     allowance = budget.dispatch_allowance(limit, run.spent, tally) if limit else None
+    watch = progress.watch(eval_id, len(units), allowance)
     t0 = time.monotonic()
     try:
-        report = engine.run(job, units, sink, allowance)
+        report = engine.run(job, units, sink, watch.limit)
     finally:
+        watch.end()
         writer.close()
         tampered = guard.documents_changed()  # before anything else is recorded
         run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,

@@ -1,0 +1,87 @@
+"""Live progress of long commands: the hook the verbs call and the API displays implement.
+
+The verbs never print progress. While a display is *active* (:func:`observing`, set by the
+CLI around a long command; a context variable, so it never leaks into another command or
+thread), each evaluation reports to it through a :class:`Watch`: ``begin`` with its units,
+``dispatched`` as units go out, ``rows`` as rows reach the sink (after they are persisted),
+``end``. With no display active a Watch does nothing and changes nothing (the engine gets
+the very limit it would have got). Displays live in :mod:`capevolve.progress.live`
+(rich on a terminal, a plain line every few seconds otherwise; always on stderr).
+
+This module imports nothing heavy: the application layer imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+LimitFn = Callable[[int], tuple["int | None", "str | None"]]
+
+
+class Display(Protocol):
+    """What a progress display receives (every method must be cheap and never raise)."""
+
+    def begin(self, label: str, total: int) -> None: ...
+
+    def dispatched(self, label: str, n: int) -> None: ...
+
+    def rows(self, label: str, rows: list[dict[str, Any]]) -> None: ...
+
+    def end(self, label: str) -> None: ...
+
+
+_ACTIVE: ContextVar[Display | None] = ContextVar("capevolve_progress", default=None)
+
+
+def active() -> Display | None:
+    """The display of the running command, if any."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def observing(display: Display | None) -> Iterator[Display | None]:
+    """Make ``display`` the active one for the duration of the block (None: no display)."""
+    token = _ACTIVE.set(display)
+    try:
+        yield display
+    finally:
+        _ACTIVE.reset(token)
+
+
+class Watch:
+    """One evaluation's connection to the active display (a no-op without one)."""
+
+    def __init__(self, label: str, total: int, limit: LimitFn | None) -> None:
+        self.label, self.display = label, active()
+        self.limit: LimitFn | None = limit
+        if self.display is None:
+            return
+        self.display.begin(label, total)
+        self.limit = self._limit(limit)
+
+    def _limit(self, inner: LimitFn | None) -> LimitFn:
+        display, label = self.display, self.label
+
+        def probe(dispatched: int) -> tuple[int | None, str | None]:
+            if display is not None:
+                display.dispatched(label, dispatched)
+            return (None, None) if inner is None else inner(dispatched)
+
+        return probe
+
+    def rows(self, rows: list[dict[str, Any]]) -> None:
+        """Rows that reached the sink (already persisted)."""
+        if self.display is not None and rows:
+            self.display.rows(self.label, rows)
+
+    def end(self) -> None:
+        if self.display is not None:
+            self.display.end(self.label)
+
+
+def watch(label: str, total: int, limit: LimitFn | None = None) -> Watch:
+    """A :class:`Watch` for an evaluation of ``total`` units under ``limit``."""
+    return Watch(label, total, limit)
