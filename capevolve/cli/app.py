@@ -12,6 +12,7 @@ from capevolve.cli import (
     inspect_cmds,
     output,
     project_cmds,
+    view_cmds,
 )
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ for module, names in (
 app.command("doctor")(doctor_cmds.doctor)
 app.command("compare")(compare_cmds.compare)
 app.command("diff")(compare_cmds.diff)
+app.command("view")(view_cmds.view)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
 

@@ -46,3 +46,39 @@ def view_run(tmp_path_factory) -> ViewRun:
     for cid in ("seed", improved, worse):
         capevolve.diagnose(run, cid, "val", project=project)
     return ViewRun(run_dir, project, improved, worse)
+
+
+HOSTILE_ADAPTER = '''
+from capevolve import Rollout, Score, Task
+
+MARKUP = '<img src=x onerror="document.title=\\'pwned\\'"><script>document.title="pwned"</script>'
+
+
+class Hostile:
+    """Outputs and feedback full of markup: the viewer must show them as text."""
+
+    def list_tasks(self):
+        return [Task(id=f"h{i:02d}", input={"q": MARKUP}) for i in range(12)]
+
+    def run_target(self, task, capability_dir, seed):
+        return Rollout(output=MARKUP + task.id, trace={"html": MARKUP})
+
+    def score(self, task, rollout):
+        return Score(reward=float(int(task.id[1:]) % 2), feedback="bad " + MARKUP)
+'''
+
+
+@pytest.fixture(scope="session")
+def hostile_run(tmp_path_factory) -> Path:
+    """A run whose stored rows carry HTML and script in output, feedback and trace."""
+    root = tmp_path_factory.mktemp("hostile")
+    project = root / "project"
+    (project / "cap").mkdir(parents=True)
+    (project / "cap" / "prompt.md").write_text("- be right\n", encoding="utf-8")
+    (project / "adapter.py").write_text(HOSTILE_ADAPTER, encoding="utf-8")
+    (project / "capevolve.yaml").write_text(
+        "name: hostile\nadapter: adapter.py:Hostile\ncapability_path: cap\nnum_trials: 2\n"
+        "engine: {kind: local}\n", encoding="utf-8")
+    run_dir = root / "run"
+    capevolve.start_run(project, run_dir, engine="local")
+    return run_dir
