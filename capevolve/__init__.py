@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from capevolve._loop.public_run import RunDir
-from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
 from capevolve.errors import (
     AdapterError,
     BudgetError,
@@ -53,11 +51,17 @@ if TYPE_CHECKING:
         start_run,
         status,
     )
+    from capevolve._loop.public_run import RunDir
+    from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
     from capevolve.diagnose.verb import DiagnosePackage
 
     diagnose: DiagnosePackage  # the callable subpackage (see capevolve.diagnose.verb)
 
 __version__ = "0.1.0"
+
+_LAZY = {"RunDir": "capevolve._loop.public_run",
+         **{n: "capevolve.adapter" for n in ("Adapter", "Rollout", "Score", "Task", "ToolCall",
+                                            "TransientError")}}
 
 _VERBS = frozenset({
     "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
@@ -111,6 +115,12 @@ def __getattr__(name: str) -> Any:
         import capevolve.diagnose
 
         return capevolve.diagnose
+    if name in _LAZY:  # pydantic records load on first use (keeps `--help` fast)
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name in _VERBS:
         from capevolve import _api
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from capevolve.cli import (
@@ -17,9 +19,24 @@ from capevolve.cli import (
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
     help="Evolve the capabilities of LLM agents and measure every edit honestly.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"capevolve {version('capevolve')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", "-V", callback=_version, is_eager=True,
+        help="Print the installed version and exit.")] = False) -> None:
+    """The root options (--version, -h / --help); the help text is the app's."""
 
 for module, names in (
     (project_cmds, ("init", "check", "run")),
