@@ -48,8 +48,11 @@ def evaluate(run_dir: RunDirOpt,
              "and scored once by `capevolve finalize`")
     run = capevolve.open_run(run_dir)
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
-    record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                address=address)
+    from capevolve.progress.live import live_progress
+
+    with live_progress():  # on stderr: units, rate, ETA, errors, running mean
+        record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
+                                    address=address)
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
@@ -150,7 +153,10 @@ def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt =
     verdict on the val gain, or "not measured" when the test evaluation is incomplete."""
     run = capevolve.open_run(run_dir)
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
-    final = capevolve.finalize(run, engine=engine, address=address)
+    from capevolve.progress.live import live_progress
+
+    with live_progress():
+        final = capevolve.finalize(run, engine=engine, address=address)
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "
