@@ -258,7 +258,12 @@ document.addEventListener("DOMContentLoaded", () => {
       for (const key of ["split", "candidate", "outcome", "task"]) {
         if (hash.get(key)) $("f-" + key).value = hash.get(key);
       }
-      loadClusters().then(loadTrials);
+      loadClusters().then(loadTrials).then(() => {
+        if (hash.get("eval") && hash.get("task") && hash.get("trial")) {
+          showTrial({ eval_id: hash.get("eval"), task_id: hash.get("task"),
+            trial: Number(hash.get("trial")) });
+        }
+      });
     } else if (hash.get("tab") === "compare") {
       if (hash.get("a")) $("c-a").value = hash.get("a");
       if (hash.get("b")) $("c-b").value = hash.get("b");

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+from collections import deque
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -85,6 +86,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if self.server.loopback and not is_loopback(_host_name(self.headers.get("Host", ""))):
             self._send(HTTPStatus.FORBIDDEN, {"error": "Host is not a loopback name"}, head)
             return
+        self.server.recent_requests.append(f"{self.command} {self.path}")
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
@@ -158,6 +160,8 @@ class ViewerServer(ThreadingHTTPServer):
         RunDir.open(run_dir)  # RunDirError now, not on the first request
         self.run_dir, self.verbose = Path(run_dir), verbose
         self.loopback = is_loopback(host)
+        self.recent_requests: deque[str] = deque(maxlen=500)
+        """The latest requests (method and path), for diagnostics and tests."""
         super().__init__((host, port), ViewerHandler)
 
     @property

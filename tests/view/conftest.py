@@ -57,10 +57,10 @@ MARKUP = '<img src=x onerror="document.title=\\'pwned\\'"><script>document.title
 class Hostile:
     """Outputs and feedback full of markup: the viewer must show them as text."""
 
-    def list_tasks(self):
+    def tasks(self):
         return [Task(id=f"h{i:02d}", input={"q": MARKUP}) for i in range(12)]
 
-    def run_target(self, task, capability_dir, seed):
+    def run_target(self, candidate, task, *, trial, seed):
         return Rollout(output=MARKUP + task.id, trace={"html": MARKUP})
 
     def score(self, task, rollout):
