@@ -18,6 +18,7 @@ from capevolve._loop.status import run_status
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir
+from capevolve.errors import StoreError
 from capevolve.kinds import SEED_ID, EvalStatus, EventKind, Split
 from capevolve.report.lineage import diff_stat, iterations
 from capevolve.stats import t_quantile
@@ -70,7 +71,13 @@ def _diagnosis(run: RunDir, candidate_id: str) -> dict[str, Any] | None:
     path = run.layout.diagnoses / f"{Split.VAL}__{candidate_id}.json"
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or not isinstance(doc.get("clusters", []), list):
+            raise ValueError("not a diagnosis document")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StoreError(f"{path}: unreadable diagnosis ({exc}); run `capevolve diagnose` "
+                         "again") from None
     keep = ("eval_id", "mode", "failing_tasks", "failing_total", "errored_trials",
             "kept_good", "flaky", "always_failing")
     return {**{k: doc.get(k) for k in keep},
@@ -134,8 +141,8 @@ def report_data(run: RunDir) -> dict[str, Any]:
         "candidates": candidates,
         "iterations": steps,
         "heatmap": {"tasks": heat_tasks,
-                    "candidates": [c for c in run.candidate_ids() if c in val
-                                   and val[c]["status"] == EvalStatus.COMPLETE],
+                    "candidates": [c["id"] for c in candidates if c["id"] in val
+                                   and val[c["id"]]["status"] == EvalStatus.COMPLETE],
                     "means": {c: val[c].get("task_means", {}) for c in val},
                     "regressions": {g["candidate_id"]: g.get("regressions", [])
                                     for g in gates if not g.get("exploratory")}},
