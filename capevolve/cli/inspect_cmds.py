@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -78,7 +78,7 @@ def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     text = write_report(run)
-    payload = {"report": str(run.layout.report_md), "markdown": text}
+    payload: dict[str, Any] = {"report": str(run.layout.report_md), "markdown": text}
     if html:
         from capevolve.report.html import write_html
 
