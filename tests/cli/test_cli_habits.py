@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from cli.cli_support import copy_toy, describe, invoke, one_json, user_error
@@ -37,6 +38,24 @@ def test_help_loads_no_heavy_module():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_help_takes_under_half_a_second_of_cpu():
+    """`capevolve --help` in a fresh process: the best of three uses < 0.5 s of CPU (CPU
+    time, not wall time, so a busy machine does not make it flaky)."""
+    import resource
+
+    exe = Path(sys.executable).with_name("capevolve")
+    if not exe.is_file():
+        pytest.skip("the capevolve console script is not installed next to this python")
+    costs = []
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([str(exe), "--help"], capture_output=True, timeout=60)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        assert done.returncode == 0 and b"Usage:" in done.stdout
+        costs.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    assert min(costs) < 0.5, costs
 
 
 def test_status_lists_each_candidate_decision_and_the_final_result(loop):
