@@ -1,5 +1,6 @@
 """A toy run taken through the loop: seed baseline, an accepted edit (with a note that is
-HTML), a rejected edit gated against the new best, the best diagnosed, finalized."""
+HTML), a rejected edit gated against the new best, an edit refused for touching a
+protected path (tampered), the best diagnosed, finalized."""
 
 from __future__ import annotations
 
@@ -35,8 +36,17 @@ def worse_than_improved(dest: Path) -> Path:
     return dest
 
 
+def tampering(dest: Path) -> Path:
+    """The improved capability plus a Python file: a protected path in this project."""
+    shutil.copytree(TOY / "improved_capability", dest)
+    (dest / "hack.py").write_text("SCORE = 1.0\n", encoding="utf-8")
+    return dest
+
+
 def loop_run(root: Path) -> ReportRun:
     project = toy_copy(root / "toy")
+    with (project / "capevolve.yaml").open("a", encoding="utf-8") as config:
+        config.write("protected_paths: ['*.py']\n")
     run_dir = root / "run"
     capevolve.start_run(project, run_dir, engine="local")
     better = capevolve.evaluate(run_dir, project / "improved_capability", engine="local")
@@ -45,6 +55,8 @@ def loop_run(root: Path) -> ReportRun:
     worse = capevolve.evaluate(run_dir, worse_than_improved(root / "worse"), engine="local")
     capevolve.gate(run_dir, worse["candidate_id"])
     capevolve.reject(run_dir, worse["candidate_id"], note="drops the compare rule")
+    with pytest.raises(capevolve.CandidateError, match="protected paths"):
+        capevolve.evaluate(run_dir, tampering(root / "tampered"), engine="local")
     capevolve.diagnose(run_dir, better["candidate_id"])
     capevolve.finalize(run_dir, engine="local")
     return ReportRun(run_dir, project)

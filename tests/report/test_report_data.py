@@ -26,10 +26,14 @@ def test_iterations_follow_the_decisions_in_the_log(data):
     the reject's parent is the best it was gated against."""
     steps = [(s["candidate_id"], s["decision"], s["best_id"]) for s in data["iterations"]]
     assert steps == [("seed", "baseline", "seed"), ("cand_001", "accept", "cand_001"),
-                     ("cand_002", "reject", "cand_001")]
+                     ("cand_002", "reject", "cand_001"), ("cand_003", "tampered", "cand_001")]
     parents = {c["id"]: (c["parent"], c["parent_source"]) for c in data["candidates"]}
     assert parents == {"seed": (None, None), "cand_001": ("seed", "gate"),
-                       "cand_002": ("cand_001", "gate")}
+                       "cand_002": ("cand_001", "gate"), "cand_003": ("cand_001", "gate")}
+    tampered = next(c for c in data["candidates"] if c["id"] == "cand_003")
+    assert tampered["reasons"] == ["protected path changed: hack.py"]
+    assert tampered["val"]["mean"] is None  # refused before any rollout
+    assert tampered["diff_stat"]["added"] == ["hack.py"]
     assert [c["id"] for c in data["candidates"]][0] == "seed"
 
 

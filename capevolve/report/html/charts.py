@@ -45,7 +45,7 @@ def _marker(x: float, y: float, decision: str, tip: str) -> str:
 
 def best_over_iterations(steps: list[dict[str, Any]]) -> str:
     """Best val mean after each decision with 95% CI bars; each candidate's own val mean
-    as a marker shaped and coloured by its decision."""
+    as a marker shaped and coloured by its decision (on the x axis when it has none)."""
     pts = [s for s in steps if s["best"]["mean"] is not None]
     if not pts:
         return _none("No complete val evaluation of the best yet: nothing to plot.")
@@ -67,12 +67,13 @@ def best_over_iterations(steps: list[dict[str, Any]]) -> str:
                            y2=ys(ci[1]), stroke="#2166ac", stroke_width=1.5, class_="mark"))
     for s in steps:
         mean = s["candidate"]["mean"]
-        if mean is None:
-            continue
         x = xs(s["iteration"]) + (4 if s["decision"] != "baseline" else 0)
+        value = "not measured" if mean is None else f"{mean:.3f}"
         tip = (f"iteration {s['iteration']}: {s['candidate_id']} {s['decision']}, val "
-               f"{mean:.3f}; best after: {s['best_id']}")
-        body.append(_marker(x, ys(mean), s["decision"], tip))
+               f"{value}; best after: {s['best_id']}")
+        # a candidate with no val mean (refused before any rollout) sits on the x axis
+        y = ys(ys.lo) - 7 if mean is None else ys(mean)
+        body.append(_marker(x, y, s["decision"], tip))
     legend = "".join(
         _marker(L + 150 + i * 84, 12, d, d) + el("text", d, x=L + 160 + i * 84, y=16,
                                                 font_size=10)
