@@ -109,3 +109,20 @@ def test_on_a_terminal_the_live_table_is_drawn_on_stderr(run_dir):
     assert "\x1b[" in tty and "in flight" in tty and "mean ± SE" in tty
     assert "60/60" in tty
     assert len(stdout.splitlines()) == 1 and json.loads(stdout)["eval_id"] == "val__seed__k3"
+
+
+@pytest.mark.ray
+def test_on_ray_the_display_counts_the_busy_workers_and_nodes(ray_session, run_dir):
+    """Ray engine: rows carry the actor and node that ran them, so the display names the
+    workers and nodes busy; every unit is counted."""
+    out = io.StringIO()
+    display = LiveDisplay(out, plain=True, every_s=0.05)
+    with display, progress.observing(display):
+        record = capevolve.evaluate(run_dir, "seed", "val", engine="ray")
+    tally = display.evals[record["eval_id"]]
+    assert tally.done == tally.total == 60
+    workers = {w for w, _ in tally.seen}
+    nodes = {n for _, n in tally.seen}
+    assert len(workers) >= 1 and len(nodes) == 1  # one local node
+    last = [line for line in out.getvalue().splitlines() if "took" in line][-1]
+    assert f"busy {len(workers)} workers on 1 nodes" in last, last
