@@ -16,7 +16,7 @@ CLUSTER_ROOT ?= /tmp/capevolve-cluster
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,check]'
+	$(PY) -m pip install --quiet -e '.[test,check,mlflow,otel]'
 	touch $(STAMP)
 
 install: $(STAMP)

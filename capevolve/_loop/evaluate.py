@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve import progress
+from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
@@ -204,6 +205,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored)
+    otel.evaluation_spans(run, stored)  # no-op unless tracing is on
     return stored.to_json()
 
 

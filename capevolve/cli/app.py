@@ -11,6 +11,7 @@ from capevolve.cli import (
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
+    export_cmds,
     inspect_cmds,
     output,
     project_cmds,
@@ -51,6 +52,7 @@ app.command("diff")(compare_cmds.diff)
 app.command("view")(view_cmds.view)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
+app.add_typer(export_cmds.export_app, name="export")
 
 
 def main() -> None:

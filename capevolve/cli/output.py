@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from capevolve import telemetry as otel
 from capevolve.errors import CapevolveError
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
@@ -110,12 +111,14 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _protect_stdout()
         try:
-            return fn(*args, **kwargs)
+            with otel.command_span(fn.__name__):
+                return fn(*args, **kwargs)
         except CapevolveError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         except KeyboardInterrupt:
             fail("interrupted; finished rollouts are on disk, rerun to resume", code=130)
         finally:
+            otel.flush()
             _restore_stdout()
 
     return wrapper
