@@ -86,8 +86,9 @@ def test_report_html_and_json_data(loop, tmp_path):
 
 
 def test_project_means_its_latest_run(tmp_path):
-    """Without --run-dir, --project P reads P's newest run; a folder without run.json under
-    .capevolve/ is not a run; no run at all is one error line (exit 2)."""
+    """Without --run-dir, --project P means P's newest run (for reading and for evaluate,
+    gate, accept, reject, finalize); a folder without run.json under .capevolve/ is not a
+    run; no run at all, or neither option, is one error line (exit 2)."""
     project = copy_toy(tmp_path / "toy")
     user_error(invoke("status", "--project", project), "--project", "no run")
     first = capevolve.create_run(project)
@@ -102,6 +103,15 @@ def test_project_means_its_latest_run(tmp_path):
                                "--json"))
     assert explicit["run_id"] == first.run_id
     user_error(invoke("status"), "--run-dir")
+    evaluated = one_json(invoke("evaluate", "--project", project, "--candidate", "seed",
+                                "--engine", "local", "--json"))
+    assert evaluated["eval_id"] == "val__seed__k3"
+    assert (second.root / "evals" / "val__seed__k3.json").is_file()
+    assert not (first.root / "evals" / "val__seed__k3.json").exists()
+    for verb in (("evaluate", "--candidate", "seed"), ("accept", "--candidate", "seed"),
+                 ("reject", "--candidate", "seed"), ("gate", "--candidate", "seed"),
+                 ("finalize",)):
+        user_error(invoke(*verb), "--run-dir")
 
 
 @pytest.mark.parametrize("bad", ["{", "[]"])
