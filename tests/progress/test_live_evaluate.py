@@ -126,3 +126,14 @@ def test_on_ray_the_display_counts_the_busy_workers_and_nodes(ray_session, run_d
     assert len(workers) >= 1 and len(nodes) == 1  # one local node
     last = [line for line in out.getvalue().splitlines() if "took" in line][-1]
     assert f"busy {len(workers)} workers on 1 nodes" in last, last
+
+
+def test_diagnose_shows_its_stage_on_stderr_only(run_dir):
+    """diagnose has no units: its stage and elapsed time go to stderr; --json stays alone."""
+    from cli.cli_support import invoke, one_json
+
+    capevolve.evaluate(run_dir, "seed", "val", engine="local")
+    result = invoke("diagnose", "--run-dir", run_dir, "--tag", "seed", "--json",
+                    env={"CAPEVOLVE_PROGRESS": "plain"})
+    assert one_json(result)["tag"] == "seed"
+    assert "diagnosing val / seed: done in" in result.stderr
