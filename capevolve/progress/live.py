@@ -29,6 +29,8 @@ from capevolve.progress import observing
 from capevolve.progress.iterations import IterationRow, iteration_line, iteration_table
 from capevolve.progress.tally import EvalTally, fmt_duration, summary_line
 
+KEEP_FINISHED = 3  # finished evaluations kept in the live table (each left a plain line)
+
 
 class LiveDisplay:
     """A :class:`capevolve.progress.Display` writing to ``stream`` (default stderr)."""
@@ -57,7 +59,7 @@ class LiveDisplay:
         with self.lock:
             tally = self.evals.get(label)
             if tally is not None:
-                tally.probed = max(tally.probed, n)
+                tally.probed = max(tally.probed or 0, n)
 
     def rows(self, label: str, rows: list[dict[str, Any]]) -> None:
         with self.lock:
@@ -118,7 +120,10 @@ class LiveDisplay:
             table.add_column(name, no_wrap=True)
         now = time.monotonic()
         with self.lock:
-            for t in self.evals.values():
+            finished = [t for t in self.evals.values() if t.finished is not None]
+            shown = [t for t in self.evals.values()
+                     if t.finished is None or t in finished[-KEEP_FINISHED:]]
+            for t in shown:
                 mean, se, n = t.mean_se()
                 rate = t.rate(now)
                 workers, nodes = t.busy(now)

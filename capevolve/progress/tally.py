@@ -4,11 +4,12 @@ Pure bookkeeping (no terminal): units done of total, rate, ETA, in flight, error
 retries, the running task-level mean +- SE of the rows seen so far, and the workers and
 nodes that delivered a row in the last :data:`ACTIVE_WINDOW_S` seconds ("busy").
 
-*In flight* is derived from the dispatch probe: the engine asks its limit before each
-batch with the number of units dispatched so far, so ``dispatched - done`` is in flight
-while that number is ahead of ``done``; once ``done`` has caught up with the last probe and
-units remain, every remaining unit is out (a worker with nothing in flight would have
-asked again while units were pending).
+*In flight* is derived from the dispatch check: while units are pending the engine asks
+its limit before each batch with the number of units dispatched so far, so that number
+minus ``done`` is in flight while it is ahead of ``done`` (a lower bound: the batch sent
+after the check is not counted until the next check); once ``done`` has caught up with the
+last check and units remain, every remaining unit is out (a worker with nothing in flight
+checks again while units are pending). Before the first check nothing is in flight.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class EvalTally:
     total: int
     started: float = field(default_factory=time.monotonic)
     done: int = 0
-    probed: int = 0
+    probed: int | None = None  # units dispatched at the engine's last dispatch check
     retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     rewards: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -69,9 +70,11 @@ class EvalTally:
     def in_flight(self) -> int:
         if self.finished is not None:
             return 0
+        if self.probed is None:
+            return 0  # the engine has not dispatched anything yet
         if self.probed > self.done:
             return self.probed - self.done
-        return max(0, self.total - self.done) if self.probed else 0
+        return max(0, self.total - self.done)
 
     def mean_se(self) -> tuple[float | None, float | None, int]:
         """Mean of the per-task means so far, its SE and the number of tasks (the same

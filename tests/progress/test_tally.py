@@ -39,6 +39,8 @@ def test_in_flight_follows_the_dispatch_probe_then_the_remaining_units():
     up with the last probe every remaining unit is out; finished means nothing is."""
     t = EvalTally("e", total=10, started=0.0)
     assert t.in_flight() == 0  # nothing dispatched yet
+    t.probed = 0  # the first check: a batch goes out after it
+    assert t.in_flight() == 10
     t.probed = 6
     t.add([_row("a", 1.0)] * 2, now=1.0)
     assert t.in_flight() == 4
@@ -102,3 +104,20 @@ def test_the_iteration_table_shows_every_field():
         assert needle in text
     assert iteration_line(rows[1]) == ("iteration 2: cand_002 (parent cand_001, merge) val "
                                        "not measured -> reject; spend —, cost not recorded")
+
+
+def test_the_live_table_keeps_running_and_the_last_finished_evaluations():
+    """An optimizer runs many evaluations: the live table shows the running ones and the
+    last few finished (each finished one already left its plain line above the table)."""
+    display = LiveDisplay(io.StringIO(), plain=True)
+    for i in range(6):
+        display.begin(f"val__c{i}__k1", 2)
+        display.rows(f"val__c{i}__k1", [_row("a", 1.0), _row("b", 0.0)])
+        if i < 5:
+            display.end(f"val__c{i}__k1")
+    console = Console(record=True, width=200)
+    console.print(display.render())
+    text = console.export_text()
+    assert [f"val__c{i}__k1" in text for i in range(6)] == [False, False, True, True, True,
+                                                             True]
+    assert "0.500 ± 0.500 (2)" in text
