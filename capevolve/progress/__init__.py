@@ -26,7 +26,7 @@ class Display(Protocol):
 
     def begin(self, label: str, total: int) -> None: ...
 
-    def dispatched(self, label: str, n: int) -> None: ...
+    def dispatched(self, label: str, n: int, exact: bool = False) -> None: ...
 
     def rows(self, label: str, rows: list[dict[str, Any]]) -> None: ...
 
@@ -72,6 +72,13 @@ class Watch:
 
         return probe
 
+    def ledger(self, inner: Any) -> Any:
+        """The engine's dispatch ledger, reporting the exact number of units handed out as
+        it records each batch (``inner`` itself without a display, or when None)."""
+        if self.display is None or inner is None:
+            return inner
+        return _CountingLedger(inner, self.display, self.label)
+
     def rows(self, rows: list[dict[str, Any]]) -> None:
         """Rows that reached the sink (already persisted)."""
         if self.display is not None and rows:
@@ -85,3 +92,19 @@ class Watch:
 def watch(label: str, total: int, limit: LimitFn | None = None) -> Watch:
     """A :class:`Watch` for an evaluation of ``total`` units under ``limit``."""
     return Watch(label, total, limit)
+
+
+class _CountingLedger:
+    """A dispatch ledger that tells the display how many units went out, after the inner
+    ledger recorded them (everything else is the inner ledger's)."""
+
+    def __init__(self, inner: Any, display: Display, label: str) -> None:
+        self._inner, self._display, self._label, self._sent = inner, display, label, 0
+
+    async def dispatched(self, units: list[Any]) -> None:
+        await self._inner.dispatched(units)
+        self._sent += len(units)
+        self._display.dispatched(self._label, self._sent, exact=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

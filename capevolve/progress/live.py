@@ -55,11 +55,12 @@ class LiveDisplay:
             self.evals[label] = EvalTally(label, total)
         self._say(f"{label}: {total} units to run")
 
-    def dispatched(self, label: str, n: int) -> None:
+    def dispatched(self, label: str, n: int, exact: bool = False) -> None:
         with self.lock:
             tally = self.evals.get(label)
             if tally is not None:
                 tally.probed = max(tally.probed or 0, n)
+                tally.exact = tally.exact or exact
 
     def rows(self, label: str, rows: list[dict[str, Any]]) -> None:
         with self.lock:

@@ -4,12 +4,14 @@ Pure bookkeeping (no terminal): units done of total, rate, ETA, in flight, error
 retries, the running task-level mean +- SE of the rows seen so far, and the workers and
 nodes that delivered a row in the last :data:`ACTIVE_WINDOW_S` seconds ("busy").
 
-*In flight* is derived from the dispatch check: while units are pending the engine asks
-its limit before each batch with the number of units dispatched so far, so that number
-minus ``done`` is in flight while it is ahead of ``done`` (a lower bound: the batch sent
-after the check is not counted until the next check); once ``done`` has caught up with the
-last check and units remain, every remaining unit is out (a worker with nothing in flight
-checks again while units are pending). Before the first check nothing is in flight.
+*In flight* is exact when the engine records its units in a dispatch ledger before they
+go out: units handed out minus ``done``. Otherwise it is derived from the dispatch check:
+while units are pending the engine asks its limit before each batch with the number of
+units dispatched so far, so that number minus ``done`` is in flight while it is ahead of
+``done`` (a lower bound: the batch sent after the check is not counted until the next
+check); once ``done`` has caught up with the last check and units remain, every remaining
+unit is out (a worker with nothing in flight checks again while units are pending).
+Before the first check nothing is in flight.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class EvalTally:
     started: float = field(default_factory=time.monotonic)
     done: int = 0
     probed: int | None = None  # units dispatched at the engine's last dispatch check
+    exact: bool = False  # probed is the ledger's exact count of units handed out
     retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     rewards: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -72,6 +75,8 @@ class EvalTally:
             return 0
         if self.probed is None:
             return 0  # the engine has not dispatched anything yet
+        if self.exact:
+            return max(0, self.probed - self.done)
         if self.probed > self.done:
             return self.probed - self.done
         return max(0, self.total - self.done)

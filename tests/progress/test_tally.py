@@ -121,3 +121,29 @@ def test_the_live_table_keeps_running_and_the_last_finished_evaluations():
     assert [f"val__c{i}__k1" in text for i in range(6)] == [False, False, True, True, True,
                                                              True]
     assert "0.500 ± 0.500 (2)" in text
+
+
+def test_the_ledger_count_is_exact_and_the_ledger_still_records():
+    """Through the dispatch ledger the display gets the exact number handed out (in
+    flight = sent - done); the inner ledger records every batch, and without a display
+    the engine gets the inner ledger itself."""
+    import asyncio
+
+    class Ledger:
+        def __init__(self):
+            self.units: list = []
+
+        async def dispatched(self, units):
+            self.units += units
+
+    inner = Ledger()
+    assert progress.watch("e", 9).ledger(inner) is inner
+    display = LiveDisplay(io.StringIO(), plain=True, every_s=60)
+    with display, progress.observing(display):
+        watch = progress.watch("e", 9)
+        counted = watch.ledger(inner)
+        asyncio.run(counted.dispatched([1, 2, 3]))
+        asyncio.run(counted.dispatched([4, 5]))
+        watch.rows([_row("a", 1.0)])
+        assert counted.units == [1, 2, 3, 4, 5] and inner.units == [1, 2, 3, 4, 5]
+        assert display.evals["e"].in_flight() == 4
