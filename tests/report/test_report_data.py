@@ -7,8 +7,9 @@ import re
 import shutil
 
 import pytest
-from report.conftest import HOSTILE_NOTE
+from report.conftest import HOSTILE_NOTE, toy_copy
 
+import capevolve
 from capevolve import open_run
 from capevolve._store.evals import all_evals
 from capevolve.report.data import report_data
@@ -106,3 +107,17 @@ def test_a_malformed_diagnosis_file_is_a_clear_error(report_run, tmp_path):
 
     with pytest.raises(CapevolveError, match="val__cand_001.json"):
         report_data(open_run(run_dir))
+
+
+def test_a_run_with_nothing_measured_says_so_in_every_section(tmp_path):
+    """A run just created (no evaluation, gate or spend): each chart is a sentence saying
+    what is missing, never an empty frame or a made-up number."""
+    capevolve.create_run(toy_copy(tmp_path / "toy"), tmp_path / "run")
+    page = render_html(report_data(open_run(tmp_path / "run")))
+    charts = re.findall(r'data-chart="([a-z-]+)"', page)
+    assert charts == ["lineage"]  # the seed alone
+    for sentence in ("nothing to plot", "No gate with a measured delta yet",
+                     "no per-task means", "No pass^k recorded", "No spend recorded yet",
+                     "seed was not diagnosed on val"):
+        assert sentence in page
+    assert page.count("Not finalized: the test split has not been scored.") == 1

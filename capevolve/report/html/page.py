@@ -134,7 +134,8 @@ def render_html(data: dict[str, Any]) -> str:
            f"{_num(ledger['expected_false_accepts'])}.</p>"),
         ("Candidate × task (val means)", charts.heatmap(data["heatmap"], kept, run["best_id"])),
         ("pass^k", outcome_charts.pass_k(data["pass_k"], final)),
-        ("Held-out test", outcome_charts.final_delta(final) + _final_text(final)),
+        ("Held-out test", (outcome_charts.final_delta(final) if final else "")
+         + _final_text(final)),
         ("Spend", outcome_charts.spend(data["spend"], run["created_at"])
          + f"<p>{_spend_text(data['spend'])}</p>"),
     ]
