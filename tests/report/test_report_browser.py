@@ -36,6 +36,15 @@ return {charts: charts, jsCharts: document.body.dataset.charts, title: document.
 """
 
 
+SORT_BY_VAL_MEAN = """
+const table = document.querySelector('table.sortable');
+const header = Array.from(table.tHead.rows[0].cells).find(c => c.textContent.startsWith('val'));
+const ids = () => Array.from(table.tBodies[0].rows).map(r => r.cells[0].textContent);
+const before = ids(); header.click(); const up = ids(); header.click();
+return {before: before, up: up, down: ids()};
+"""
+
+
 @pytest.fixture(scope="module")
 def page(report_run, tmp_path_factory):
     binaries()
@@ -55,6 +64,7 @@ def test_report_html_renders_offline_with_every_plot(page, tmp_path):
     with Browser(tmp_path / "profile") as browser:
         browser.open(url)
         facts = browser.run(PAGE_FACTS)
+        order = browser.run(SORT_BY_VAL_MEAN)
         assert browser.console_errors() == []
         assert browser.requests() == [url]
         browser.resize(1280, min(int(facts["height"]) + 40, 6000))
@@ -69,6 +79,14 @@ def test_report_html_renders_offline_with_every_plot(page, tmp_path):
     # the accept note was HTML: shown as text, never run or fetched
     assert facts["title"].startswith("capevolve report") and facts["scripts"] == 1
     assert facts["images"] == 0
+    # the page's one script sorts a table by a header click (numbers as numbers)
+    by_mean = sorted((c for c in data["candidates"] if c["val"]["mean"] is not None),
+                     key=lambda c: c["val"]["mean"])
+    assert order["before"] == [c["id"] for c in data["candidates"]]
+    unmeasured = [c["id"] for c in data["candidates"] if c["val"]["mean"] is None]
+    assert unmeasured == ["cand_003"]
+    assert order["up"] == [c["id"] for c in by_mean] + unmeasured
+    assert order["down"] == [c["id"] for c in reversed(by_mean)] + unmeasured
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
     target = os.environ.get("CAPEVOLVE_SCREENSHOTS")

@@ -1,7 +1,8 @@
 """report.html: one self-contained page (inline CSS, SVG and script; no URL is fetched).
 
 :func:`render_html` turns :func:`capevolve.report.data.report_data` into the page; every
-number on it comes from that data. The inline script only sorts tables on a header click.
+number on it comes from that data. The inline script only sorts tables on a header click
+(numbers as numbers, rows without one last).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ document.querySelectorAll('table.sortable th').forEach(function (th, i) {
     rows.sort(function (a, b) {
       var x = a.cells[i].textContent, y = b.cells[i].textContent;
       var nx = parseFloat(x), ny = parseFloat(y);
-      return dir * (isNaN(nx) || isNaN(ny) ? x.localeCompare(y) : nx - ny);
+      if (isNaN(nx) !== isNaN(ny)) { return isNaN(nx) ? 1 : -1; }  // "—" rows last
+      return dir * (isNaN(nx) ? x.localeCompare(y) : nx - ny);
     });
     rows.forEach(function (r) { body.appendChild(r); });
   });
