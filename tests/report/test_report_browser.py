@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from report.webdriver import Browser, binaries
 
-from capevolve.cli.app import app  # noqa: F401 - the CLI under test is importable
 from capevolve.report.data import report_data
 from capevolve.report.html import write_html
 
