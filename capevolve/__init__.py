@@ -4,8 +4,8 @@ The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the 
 (:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate` (and the
 non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:`reject`,
 :func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`, :func:`check_project`,
-:func:`init_project`, :func:`doctor`, :func:`open_run`), the run directory
-(:class:`RunDir`), the adapter records and protocol, and the error tree
+:func:`init_project`, :func:`doctor`, :func:`open_run`, :func:`verify`, :func:`quarantine`),
+the run directory (:class:`RunDir`), the adapter records and protocol, and the error tree
 (:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
 without notice.
 
@@ -46,10 +46,12 @@ if TYPE_CHECKING:
         gate_numbers,
         init_project,
         open_run,
+        quarantine,
         query,
         reject,
         start_run,
         status,
+        verify,
     )
     from capevolve._loop.public_run import RunDir
     from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
@@ -65,7 +67,8 @@ _LAZY = {"RunDir": "capevolve._loop.public_run",
 
 _VERBS = frozenset({
     "accept", "check_project", "create_run", "doctor", "evaluate", "explore_gate", "finalize",
-    "gate", "gate_numbers", "init_project", "open_run", "query", "reject", "start_run", "status",
+    "gate", "gate_numbers", "init_project", "open_run", "quarantine", "query", "reject",
+    "start_run", "status", "verify",
 })
 
 __all__ = [
@@ -99,10 +102,12 @@ __all__ = [
     "gate_numbers",
     "init_project",
     "open_run",
+    "quarantine",
     "query",
     "reject",
     "start_run",
     "status",
+    "verify",
 ]
 
 

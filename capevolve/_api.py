@@ -22,6 +22,7 @@ from capevolve._loop import finalize as finalizing
 from capevolve._loop import project as projects
 from capevolve._loop import run as running
 from capevolve._loop import status as statuses
+from capevolve._loop import verify as verifying
 from capevolve._loop.public_run import RunDir, public
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir as StoreRunDir
@@ -145,6 +146,20 @@ def status(run: RunLike) -> dict[str, Any]:
     """The run at a glance (best, spend against budget, stop condition, evaluations,
     decisions made); reads only, writes nothing."""
     return statuses.run_status(open_run(run))
+
+
+def verify(run: str | os.PathLike[str]) -> dict[str, Any]:
+    """Every way the run's history or rows differ from what capevolve wrote (a broken or
+    forged event, a part that is unrecorded, changed or missing, a deleted seal or final);
+    ``ok`` when there is none. Works on a run that cannot be opened; writes nothing."""
+    return verifying.verify_run(Path(run))
+
+
+def quarantine(run: str | os.PathLike[str]) -> dict[str, Any]:
+    """The explicit repair: move what :func:`verify` refuses into ``quarantine/``, cut the
+    event log back to its last verified line, and record all of it in a ``quarantined``
+    event; ``left`` lists what cannot be repaired this way."""
+    return verifying.quarantine_run(Path(run))
 
 
 def query(run: RunLike, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -2,21 +2,34 @@
 
 Every model forbids unknown keys, so a typo is an error that names the key's path
 (``gate.k_sE: extra inputs are not permitted``) instead of a silently ignored setting.
+Numbers are strict: a boolean, a quoted number or a float where an integer is meant
+(``num_trials: true``) is refused, and so are NaN and infinities. The YAML itself is
+refused, in one line naming the file, when it is not UTF-8, larger than
+:data:`MAX_CONFIG_BYTES`, nested too deeply, or repeats a key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from capevolve.errors import ConfigError
 from capevolve.kinds import AlphaSpending, EngineKind, GateMode
 
 CONFIG_FILENAME = "capevolve.yaml"
+MAX_CONFIG_BYTES = 1 << 20
+"""A capevolve.yaml larger than this (1 MiB) is refused before it is parsed."""
+
+Int = Annotated[int, Strict()]
+"""An integer setting: booleans, floats and quoted numbers are refused."""
+Num = Annotated[float, Strict()]
+"""A number setting: an integer or a float; booleans and quoted numbers are refused."""
+Bool = Annotated[bool, Strict()]
+"""A yes/no setting: true or false only (not 1, not "yes")."""
 
 
 SCORE_DATA_PATTERNS = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
@@ -35,13 +48,13 @@ class _Section(BaseModel):
 class SplitsConfig(_Section):
     """How tasks are divided into train / val / test (fractions, or a fixed id file)."""
 
-    train: float = Field(0.5, ge=0, le=1)
+    train: Num = Field(0.5, ge=0, le=1)
     """Fraction of tasks in train (the split editors may look at)."""
-    val: float = Field(0.25, gt=0, le=1)
+    val: Num = Field(0.25, gt=0, le=1)
     """Fraction of tasks in val (where gates are decided)."""
-    test: float = Field(0.25, gt=0, le=1)
+    test: Num = Field(0.25, gt=0, le=1)
     """Fraction of tasks in the held-out test split (scored once, by finalize)."""
-    seed: int = 0
+    seed: Int = 0
     """Seed of the task-id hash that assigns tasks to splits."""
     ids_file: str | None = None
     """A JSON file (relative to the project) with explicit id lists under train/val/test."""
@@ -63,7 +76,7 @@ class GateConfig(_Section):
 
     mode: GateMode = GateMode.PAIRED
     """paired (over tasks scored on both sides) or welch (unpaired)."""
-    alpha: float = Field(0.05, gt=0, lt=0.5)
+    alpha: Num = Field(0.05, gt=0, lt=0.5)
     """False-accept probability: a candidate no better than the best is accepted with
     probability at most alpha per gate (``per_gate``) or per run (``run``); the gate is a
     one-sided t-test at the t-quantile for its degrees of freedom."""
@@ -71,25 +84,25 @@ class GateConfig(_Section):
     """per_gate: each gate tests at alpha. run: each gate tests at
     alpha / budget.max_iterations, so the whole loop falsely accepts with probability at
     most alpha (needs a max_iterations cap and no fixed k_se)."""
-    k_se: float | None = Field(None, ge=0)
+    k_se: Num | None = Field(None, ge=0)
     """A fixed threshold instead of alpha: accept only if delta > k_se x SE. None (the
     default) derives it from alpha and the df; a fixed k_se gives up alpha's bound (the
     gate still records the false-accept probability it implies)."""
-    min_delta: float = Field(0.02, ge=0)
+    min_delta: Num = Field(0.02, ge=0)
     """Smallest improvement worth accepting; smaller moves are negligible."""
-    min_coverage: float = Field(0.6, ge=0, le=1)
+    min_coverage: Num = Field(0.6, ge=0, le=1)
     """Below this fraction of val tasks scored on both sides the gate is indecisive."""
-    max_missing: float = Field(0.05, ge=0, le=1)
+    max_missing: Num = Field(0.05, ge=0, le=1)
     """The largest fraction of the best's scored val tasks the candidate may leave unscored
     (paired mode; each counts as a 0 for it), and of the best's scored trials it may error
     on (on tasks both scored, both modes); more makes the gate indecisive."""
-    no_regression: bool = True
+    no_regression: Bool = True
     """Veto a candidate that regresses a val task (see regression_drop), even when the
     mean rises."""
-    regression_drop: float = Field(0.5, gt=0, le=1)
+    regression_drop: Num = Field(0.5, gt=0, le=1)
     """A val task regresses when its mean drops by more than this and by more than twice
     the SE of the per-task difference from its trials (errored on every trial: 0)."""
-    pass_threshold: float = Field(1.0, gt=0, le=1)
+    pass_threshold: Num = Field(1.0, gt=0, le=1)
     """A trial passes (pass^k in every evaluation record) when its reward is at least this,
     up to the shared tolerance; the record states the threshold it used."""
 
@@ -97,13 +110,13 @@ class GateConfig(_Section):
 class BudgetConfig(_Section):
     """Spending caps; 0 means no cap."""
 
-    max_iterations: int = Field(20, ge=0)
+    max_iterations: Int = Field(20, ge=0)
     """Accept/reject decisions (editing iterations)."""
-    max_metric_calls: int = Field(0, ge=0)
+    max_metric_calls: Int = Field(0, ge=0)
     """Rollouts executed (metric calls) across the run."""
-    max_usd: float = Field(0, ge=0)
+    max_usd: Num = Field(0, ge=0)
     """Recorded money spent across the run."""
-    stall: int = Field(0, ge=0)
+    stall: Int = Field(0, ge=0)
     """Stop after this many consecutive rejections."""
 
 
@@ -115,30 +128,30 @@ class EngineConfig(_Section):
     machine, scored in the driver; no Ray needed)."""
     address: str | None = None
     """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
-    workers: int | Literal["auto"] = "auto"
+    workers: Int | Literal["auto"] = "auto"
     """Number of worker processes that run ``run_target`` (Ray rollout actors, or local
     subprocesses); auto = one per CPU Ray reports (ray), one (local)."""
-    concurrency: int = Field(64, ge=1)
+    concurrency: Int = Field(64, ge=1)
     """Rollouts in flight across the whole engine (all workers together)."""
-    timeout_s: float = Field(600, gt=0)
+    timeout_s: Num = Field(600, gt=0)
     """Per-rollout wall-clock limit; past it the unit is an error of kind timeout."""
-    retries: int = Field(2, ge=0, le=20)
+    retries: Int = Field(2, ge=0, le=20)
     """Extra attempts for transient errors (with exponential backoff and jitter)."""
     isolation: Literal["none", "process"] = "none"
     """process: run each run_target in a child process, so a native crash becomes an
     error row of kind crash instead of killing the worker (slower; for native code)."""
-    max_in_flight: int | None = Field(None, ge=1)
+    max_in_flight: Int | None = Field(None, ge=1)
     """Cluster-wide cap on rollouts executing at once, held by one small limiter actor
     that every worker asks before each rollout (set it to the provider's concurrency
     limit: adding nodes never exceeds it). None: only ``concurrency`` applies, split into
     per-worker slots. Ray engine only."""
-    rate_limit_per_s: float | None = Field(None, gt=0)
+    rate_limit_per_s: Num | None = Field(None, gt=0)
     """Cluster-wide cap on rollouts started per second, held by the same limiter actor
     (a retry of a rollout reuses its start). None: no rate limit. Ray engine only."""
-    num_cpus: float | None = Field(None, ge=0)
+    num_cpus: Num | None = Field(None, ge=0)
     """CPUs each worker actor requests. None: min(1, cluster CPUs / workers). With
     ``workers: auto`` the pool holds as many actors as the cluster's resources fit."""
-    resources: dict[str, float] = Field(default_factory=dict)
+    resources: dict[str, Num] = Field(default_factory=dict)
     """Custom Ray resources each worker actor requests (e.g. ``{api_slot: 1}``): actors
     are placed only on nodes that offer them (``ray start --resources``)."""
 
@@ -162,7 +175,7 @@ class ProjectConfig(_Section):
     """What an optimizer may edit (informational)."""
     splits: SplitsConfig = SplitsConfig()
     """Split fractions and seed."""
-    num_trials: int = Field(3, ge=1, le=1000)
+    num_trials: Int = Field(3, ge=1, le=1000)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
     """Gate policy."""
@@ -172,7 +185,7 @@ class ProjectConfig(_Section):
     """Free text, recorded and shown by status."""
     engine: EngineConfig = EngineConfig()
     """Execution engine."""
-    seed: int = 0
+    seed: Int = 0
     """Run seed: rollout seeds derive from (seed, task_id, trial)."""
     protected_paths: list[str] = Field(default_factory=list)
     """Glob patterns (relative to a candidate) an edit must not touch (added to defaults
@@ -196,10 +209,12 @@ def _error_path(error: Mapping[str, Any]) -> str:
     return ".".join(str(part) for part in error["loc"]) or "<root>"
 
 
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line naming the file and every offending key path."""
-    problems = "; ".join(f"{_error_path(e)}: {e['msg']}" for e in exc.errors())
-    return f"{source}: {problems}"
+def format_validation_error(source: str, exc: ValidationError, limit: int = 5) -> str:
+    """One line naming the file and the offending key paths (the first ``limit``)."""
+    errors = exc.errors()
+    problems = "; ".join(f"{_error_path(e)}: {e['msg']}" for e in errors[:limit])
+    more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
+    return f"{source}: {problems}{more}"
 
 
 def parse_config(data: object, source: str) -> ProjectConfig:
@@ -210,6 +225,70 @@ def parse_config(data: object, source: str) -> ProjectConfig:
         return ProjectConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply") from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """The safe YAML loader, refusing a mapping that repeats a key (the last one would
+    silently win)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(path: Path) -> object:
+    """The YAML document at ``path``; ConfigError naming the file for anything unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a config")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a config") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None)
+        raise ConfigError(f"{path}: malformed YAML{where}"
+                          + (f": {problem}" if problem else "")) from None
+
+
+def check_capability_dir(project_root: Path, config: ProjectConfig) -> Path:
+    """The seed capability directory, resolved (symlinks followed); ConfigError naming
+    ``capability_path`` when it is not a directory, or is or contains the project dir
+    (a seed holding the project would hold its scorer, config and run dirs)."""
+    root = Path(project_root).resolve()
+    where = f"{root / CONFIG_FILENAME}: capability_path: {config.capability_path!r}"
+    try:
+        path = (root / config.capability_path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"{where}: cannot be resolved ({exc})") from None
+    if not path.is_dir():
+        raise ConfigError(f"{where} is not a directory")
+    if path == root or path in root.parents:
+        raise ConfigError(f"{where} is {path}, which holds the project itself; point it "
+                          "at the capability directory inside the project")
+    return path
 
 
 def load_config(project_dir: Path) -> ProjectConfig:
@@ -217,12 +296,4 @@ def load_config(project_dir: Path) -> ProjectConfig:
     path = Path(project_dir) / CONFIG_FILENAME
     if not path.is_file():
         raise ConfigError(f"{path}: no {CONFIG_FILENAME} here (is this a capevolve project?)")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: malformed YAML{where}") from None
-    return parse_config(data, str(path))
+    return parse_config(_read_yaml(path), str(path))

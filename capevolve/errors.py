@@ -17,6 +17,9 @@ can catch user-facing problems without catching programming errors::
 
 Per-rollout failures are never exceptions escaping the engine: they are data
 (``Rollout.error`` and the ``error_kind`` column).
+
+Outside the tree, ``Interrupted`` is a KeyboardInterrupt (Ctrl-C stopped an evaluation)
+whose message says how many units have a finished rollout on disk; the CLI exits 130.
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ class EngineError(CapevolveError):
 
 class BudgetError(CapevolveError):
     """A budget cap (iterations, metric calls, money, stall) is reached."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """An interrupt (Ctrl-C) stopped an evaluation; the message says what is on disk.
+
+    A KeyboardInterrupt, so code that catches interrupts still does; the CLI prints the
+    message on one line and exits 130."""
 
 
 class RecordError(CapevolveError, ValueError):

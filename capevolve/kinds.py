@@ -24,6 +24,7 @@ class ErrorKind(StrEnum):
     SCORE = "score"  # score() raised or returned an invalid Score
     TIMEOUT = "timeout"  # run_target exceeded engine.timeout_s
     CRASH = "crash"  # the worker process died while running the unit
+    INVALID_VALUE = "invalid_value"  # a value the row may not hold (the error names the field)
 
 
 class Decision(StrEnum):
@@ -48,6 +49,7 @@ class EvalStatus(StrEnum):
     RUNNING = "running"
     COMPLETE = "complete"  # every planned unit has a stored row
     INCOMPLETE = "incomplete"  # stopped early (crash, budget); resumable
+    INTERRUPTED = "interrupted"  # shown, never stored: running, but its process is gone
 
 
 class GateMode(StrEnum):
@@ -71,6 +73,14 @@ class EngineKind(StrEnum):
     LOCAL = "local"
 
 
+class SpendRole(StrEnum):
+    """Who spent: the agent under evaluation, the scorer / judge, or an optimizer."""
+
+    RUNNER = "runner"  # the rollouts (Rollout.tokens / cost_usd)
+    SCORER = "scorer"  # scoring and LLM judges
+    OPTIMIZER = "optimizer"  # the proposer of edits
+
+
 class EventKind(StrEnum):
     """Kinds of records in events.jsonl (the append-only audit log)."""
 
@@ -88,6 +98,8 @@ class EventKind(StrEnum):
     NOTE = "note"
     DIAGNOSIS_ANNOTATED = "diagnosis_annotated"
     TAMPER = "tamper"  # a candidate touched protected paths; refused before any rollout
+    PART_WRITTEN = "part_written"  # a Parquet part was renamed into place (sha256, rows)
+    QUARANTINED = "quarantined"  # `capevolve quarantine` moved bad files aside
 
 
 class SealStatus(StrEnum):

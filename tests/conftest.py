@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "benchmarks" / "toy"
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# run signing keys (capevolve._store.signing) go to a temporary directory, never ~/.local
+os.environ.setdefault("CAPEVOLVE_KEY_DIR", tempfile.mkdtemp(prefix="capevolve-keys-"))
 
 
 @pytest.fixture(scope="session")

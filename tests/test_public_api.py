@@ -21,8 +21,8 @@ EXPECTED = [
     "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "create_run", "diagnose", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "open_run", "query", "reject",
-    "start_run", "status",
+    "finalize", "gate", "gate_numbers", "init_project", "open_run", "quarantine", "query",
+    "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -47,6 +47,8 @@ SIGNATURES = {
     "reject": "run, candidate_id, note=None",
     "start_run": "project, run_dir=None, *, engine=None, address=None",
     "status": "run",
+    "quarantine": "run",
+    "verify": "run",
 }
 
 

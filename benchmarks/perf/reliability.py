@@ -1,145 +1,141 @@
-"""Reliability figures: inject real faults and count what was lost, duplicated, re-run.
+"""Reliability figures: the fault matrix and the bad-input table, counted from stored files.
 
-Run with ``.venv/bin/python benchmarks/perf/reliability.py`` (part of ``make bench``).
-Each scenario builds a small project around the test suite's flex adapter, injects one
-fault for real (a SIGKILLed Ray worker, a SIGKILLed driver process, a truncated Parquet
-part, adapter exceptions / hangs / a native abort / stdout noise) and reads the outcome
-back from the stored Parquet files. Printed per scenario: faults injected, whether the
-evaluation survived, units lost beyond those in flight, duplicate rows, and the resume
-overhead (units re-run / units missing; 1.0 means exactly the missing ones ran).
+Run with ``.venv/bin/python benchmarks/perf/reliability.py`` (part of ``make bench``;
+``--only faults`` or ``--only inputs`` runs one half). Prints two Markdown tables (the
+README's "Reliability" section holds the last run) and one JSON line with every number.
+
+- The fault matrix (``reliability_faults.py``): each fault injected for real, several
+  times (kill -9 and Ctrl-C of a real ``capevolve evaluate``, a file size limit that makes
+  writes fail, adapters that return bad values or exit, kill -9 of ``finalize`` and of a
+  snapshot, forged events and parts, a SIGKILLed Ray actor), then counted from the stored
+  Parquet parts, events and the counting adapter's own fsync'ed log of executions.
+- The bad-input table (``tests/cli/bad_inputs.py``, the same rows the tests assert): every
+  bad input run through the real console script, judged on one error line, a traceback,
+  and whether every stored file is as it was.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(HERE))
 
-from fixtures.projects import make_project  # noqa: E402
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("CAPEVOLVE_KEY_DIR", tempfile.mkdtemp(prefix="capevolve-rel-keys-"))
 
-from capevolve._loop.evaluate import evaluate  # noqa: E402
-from capevolve._loop.run import create_run  # noqa: E402
-from capevolve.config import EngineConfig  # noqa: E402
-
-CAPEVOLVE = Path(sys.executable).with_name("capevolve")
-
-
-def raw_keys(run, split: str) -> list[tuple[str, int]]:
-    """(task, trial) of every stored row, straight from the files (no deduplication)."""
-    parts = sorted((run.layout.rollouts / f"split={split}").rglob("*.parquet"))
-    return [(r["task_id"], r["trial"]) for p in parts
-            for r in pq.read_table(p, columns=["task_id", "trial"]).to_pylist()]
+from cli.bad_inputs import all_cases, build_base, run_case  # noqa: E402
+from reliability_faults import SCENARIOS  # noqa: E402
 
 
-def worker_kill(root: Path) -> dict:
-    """SIGKILL one Ray actor mid-evaluation; the dispatcher re-sends its units."""
-    from capevolve._engine.ray import engine as ray_engine
-    from capevolve._engine.ray import pool as ray_pool
-
-    project = make_project(root / "p", 120, trials=2, sleep=0.15)
-    run = create_run(project, root / "run")
-    engine = ray_engine.RayEngine(EngineConfig(kind="ray", concurrency=8, timeout_s=30))
-    evaluate(run, "seed", "test", engine=engine, allow_test=True)  # start the actors
-
-    def kill():
-        time.sleep(0.8)
-        os.kill(ray_pool.actor_pids()[0], signal.SIGKILL)
-
-    killer = threading.Thread(target=kill)
-    killer.start()
-    record = evaluate(run, "seed", "train", engine=engine)
-    killer.join()
-    keys = raw_keys(run, "train")
-    units = len(run.splits.train) * 2
-    return {"scenario": "ray worker SIGKILL", "faults": 1,
-            "survived": record["status"] == "complete", "units": units,
-            "lost": units - len(set(keys)), "duplicates": len(keys) - len(set(keys)),
-            "resume_overhead": None}
+def _cell(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    return str(value)
 
 
-def driver_kill(root: Path) -> dict:
-    """SIGKILL the evaluate process, then rerun it: only the missing units may run."""
-    project = make_project(root / "p", 80, trials=2, sleep=0.2, engine={"concurrency": 4})
-    run = create_run(project, root / "run")
-    cmd = [str(CAPEVOLVE), "evaluate", "--run-dir", str(run.root), "--candidate", "seed",
-           "--split", "train", "--engine", "local", "--json"]
-    victim = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while len(raw_keys(run, "train")) < 12 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
-    on_disk = len(set(raw_keys(run, "train")))
-    units = len(run.splits.train) * 2
-    out = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, check=True)
-    resumed = json.loads(out.stdout)
-    keys = raw_keys(run, "train")
-    missing = units - on_disk
-    return {"scenario": "driver SIGKILL + resume", "faults": 1,
-            "survived": resumed["status"] == "complete", "units": units,
-            "lost": units - len(set(keys)), "duplicates": len(keys) - len(set(keys)),
-            "resume_overhead": resumed["units_run"] / missing if missing else None}
+def run_faults() -> list[dict]:
+    rows = []
+    for scenario in SCENARIOS:
+        with tempfile.TemporaryDirectory(prefix="capevolve-rel-") as tmp:
+            print(f"[reliability] {scenario.__name__} ...", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            try:
+                row = scenario(Path(tmp))
+            except Exception as exc:  # a scenario that breaks is a row that did not survive
+                traceback.print_exc()
+                doc = (scenario.__doc__ or scenario.__name__).strip().splitlines()[0]
+                row = {"fault": f"{scenario.__name__}: {doc}", "injected": None,
+                       "survived": False,
+                       "error": f"{type(exc).__name__}: {exc}"}
+            row["seconds"] = round(time.monotonic() - t0, 1)
+            rows.append(row)
+    return rows
 
 
-def truncated_part(root: Path) -> dict:
-    """Truncate a stored part (a crash mid-write); the next evaluate re-runs its units."""
-    project = make_project(root / "p", 80, trials=2)
-    run = create_run(project, root / "run")
-    evaluate(run, "seed", "train")
-    part = sorted((run.layout.rollouts / "split=train").rglob("*.parquet"))[0]
-    lost_rows = pq.read_metadata(part).num_rows
-    part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
-    record = evaluate(run, "seed", "train")
-    keys = raw_keys(run, "train")
-    units = len(run.splits.train) * 2
-    return {"scenario": "truncated Parquet part", "faults": 1,
-            "survived": record["status"] == "complete", "units": units,
-            "lost": units - len(set(keys)), "duplicates": len(keys) - len(set(keys)),
-            "resume_overhead": record["units_run"] / lost_rows}
+def print_faults(rows: list[dict]) -> None:
+    cols = ("injected", "survived", "units", "lost", "finished_not_on_disk",
+            "beyond_in_flight", "duplicates", "executed", "recorded")
+    print("| fault | injected | survived | units | lost at the end | finished, not on disk "
+          "after the kill | of those, beyond in flight | duplicates | rollouts executed | "
+          "metric calls recorded |")
+    print("|---|" + "---|" * len(cols))
+    for r in rows:
+        print(f"| {r['fault']} | " + " | ".join(_cell(r.get(c)) for c in cols) + " |")
 
 
-def adapter_faults(root: Path) -> dict:
-    """Exceptions, a hang past timeout, a scorer bug, stdout noise and a native abort."""
-    modes = ["raise", "hang", "score_raise", "print", "abort"]
-    tasks = [{"id": f"ok{i}"} for i in range(6)] + [{"id": m, "mode": m} for m in modes]
-    project = make_project(root / "p", tasks, adapter="CrashingAdapter", trials=1,
-                           engine={"isolation": "process", "timeout_s": 3, "retries": 0},
-                           splits="{ids_file: ids.json}")
-    val = [f"ok{i}" for i in range(5)] + modes
-    (project / "ids.json").write_text(json.dumps({"train": [], "val": val, "test": ["ok5"]}))
-    run = create_run(project, root / "run")
-    record = evaluate(run, "seed", "val")
-    keys = raw_keys(run, "val")
-    return {"scenario": "adapter faults (isolated)", "faults": len(modes) - 1,
-            "survived": record["status"] == "complete" and record["n_errors"] == 4,
-            "units": len(val), "lost": len(val) - len(set(keys)),
-            "duplicates": len(keys) - len(set(keys)), "resume_overhead": None}
+def run_inputs(workers: int = 2) -> list[dict]:
+    cases = all_cases()
+    with tempfile.TemporaryDirectory(prefix="capevolve-bad-") as tmp:
+        base = build_base(Path(tmp) / "base")
+        print(f"[reliability] {len(cases)} bad inputs ...", file=sys.stderr, flush=True)
+
+        def one(item):
+            i, case = item
+            return run_case(case, base, Path(tmp) / f"case{i}")
+
+        with ThreadPoolExecutor(workers) as pool:
+            outcomes = list(pool.map(one, enumerate(cases)))
+    return [{"name": o.name, "group": o.group, "exit": o.exit_code, "one_line": o.one_line,
+             "traceback": o.traceback, "intact": o.intact, "named": o.named,
+             "error": next((ln for ln in o.stderr.splitlines() if ln.startswith("error:")),
+                           o.stderr[-300:])}
+            for o in outcomes]
+
+
+def print_inputs(rows: list[dict]) -> None:
+    groups = ["config", "path", "usage", "cli", "record"]
+    tally = {g: Counter() for g in groups}
+    for r in rows:
+        t = tally[r["group"]]
+        t["tried"] += 1
+        t["one line, exit 2"] += r["one_line"]
+        t["traceback"] += r["traceback"]
+        t["data intact"] += r["intact"]
+        t["names the file / field / value"] += r["named"]
+    keys = ["tried", "one line, exit 2", "traceback", "data intact",
+            "names the file / field / value"]
+    total = sum(tally.values(), Counter())
+    print("| bad input | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    names = {"config": "capevolve.yaml values and syntax", "path": "paths (config, arguments, "
+             "candidates, symlinks)", "usage": "usage errors (not a terminal)",
+             "cli": "argument values", "record": "hand-edited / truncated run-dir records"}
+    for g in groups:
+        print(f"| {names[g]} | " + " | ".join(str(tally[g][k]) for k in keys) + " |")
+    print("| **all** | " + " | ".join(f"**{total[k]}**" for k in keys) + " |")
+    bad = [r for r in rows if not (r["one_line"] and r["intact"] and r["named"])
+           or r["traceback"]]
+    for r in bad:
+        print(f"- not clean: {r['name']} (exit {r['exit']}): {r['error']}")
 
 
 def main() -> None:
-    results = []
-    for scenario in (adapter_faults, truncated_part, driver_kill, worker_kill):
-        with tempfile.TemporaryDirectory(prefix="capevolve-rel-") as tmp:
-            print(f"[reliability] {scenario.__name__} ...", file=sys.stderr, flush=True)
-            results.append(scenario(Path(tmp)))
-    print(f"\n{'scenario':28} {'faults':>6} {'survived':>8} {'units':>6} {'lost':>5} "
-          f"{'dups':>5} {'re-run/missing':>15}")
-    for r in results:
-        ratio = "—" if r["resume_overhead"] is None else f"{r['resume_overhead']:.2f}"
-        print(f"{r['scenario']:28} {r['faults']:>6} {str(r['survived']):>8} {r['units']:>6} "
-              f"{r['lost']:>5} {r['duplicates']:>5} {ratio:>15}")
-    print(json.dumps({"reliability": results}))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("faults", "inputs"))
+    args = parser.parse_args()
+    faults = run_faults() if args.only != "inputs" else []
+    inputs = run_inputs() if args.only != "faults" else []
+    if faults:
+        print()
+        print_faults(faults)
+    if inputs:
+        print()
+        print_inputs(inputs)
+    print(json.dumps({"faults": faults, "inputs": inputs}, default=str))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Candidate code runs here, never in the driver. The driver writes one JSON reques
 on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line from the
 process's original stdout, which is kept private: file descriptor 1 is pointed at stderr
 before any adapter code runs, so whatever the agent prints cannot corrupt the protocol.
-End of stdin (the driver closed it, or died) ends the process at once.
+End of stdin (the driver closed it, or died) ends the process at once, and with it every
+process candidate code forked or started in the worker's process group.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import sys
 from typing import Any
 
+from capevolve._engine.contain import end_forks_of
 from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_wire
 from capevolve.errors import CapevolveError
 
@@ -71,12 +74,26 @@ def main() -> None:
     """Keep the reply channel private, then serve requests until stdin closes."""
     replies = _Replies(os.dup(1))
     os.dup2(2, 1)
+    end_forks_of((replies.fd,))  # a fork made by candidate code never speaks for us
     try:
         asyncio.run(_serve(replies))
     except BaseException as exc:  # noqa: BLE001 - the driver sees the end of the channel
         print(f"capevolve worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
+        _end_group()
         os._exit(0)  # running rollouts (daemon threads, children) end with the process
+
+
+def _end_group() -> None:
+    """SIGTERM every other process of this worker's group (what candidate code forked or
+    started), also when the driver died and cannot kill the group itself."""
+    if os.getpgid(0) != os.getpid():
+        return  # not a group leader (started by hand): the group is not ours
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.killpg(0, signal.SIGTERM)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

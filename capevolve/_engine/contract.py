@@ -81,7 +81,18 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
 RowSink = Callable[[list[dict]], None]
-"""Receives finished rows in batches, as they arrive; must persist them before returning."""
+"""Receives finished rows in batches, as they arrive, and takes charge of them: they reach
+the disk within the sink's small, bounded window (a journal fsynced in batches). It may
+raise (a write that failed), which stops the evaluation."""
+
+
+class DispatchLedger(Protocol):
+    """Where units are journalled before they go out (the spend of a run that may die)."""
+
+    async def dispatched(self, units: list[WorkUnit]) -> None:
+        """Return once ``units`` are durably recorded as handed out; the dispatcher sends
+        them to a worker only after that. Raises when they cannot be recorded."""
+        ...
 
 Limit = Callable[[int], tuple["int | None", "str | None"]]
 """Given the units dispatched so far, how many more may go out (None: no limit) and why
@@ -104,13 +115,14 @@ class Engine(Protocol):
 
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
     unless ``limit`` allows no more (then undispatched units are left out and the report
-    says so). Per-unit failures are rows with ``error`` set, never exceptions;
+    says so). With a ``ledger``, every unit is recorded there before it is dispatched.
+    Per-unit failures are rows with ``error`` set, never exceptions;
     :class:`~capevolve.errors.EngineError` means the engine itself failed. Rewards come
     only from scorers that never imported candidate code.
     """
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            limit: Limit | None = None) -> EngineReport:
+            limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ...
 
     def close(self) -> None:

@@ -11,6 +11,10 @@ concurrently with dispatch, at most ``SCORE_BATCHES`` batches per scorer at a ti
 backpressure that keeps memory bounded). A lost worker's unfinished units go back to the
 front of the queue; a lost scorer's batch is scored again once it is back (scoring is
 deterministic and has no side effects). Both share one restart budget.
+
+With a :class:`~capevolve._engine.contract.DispatchLedger`, every batch is recorded there
+(durably, group-committed across workers) before it is handed to a worker, so the spend of
+a driver killed at any moment is known to the next command: units dispatched count as spent.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from capevolve._engine.contract import (
+    DispatchLedger,
     EngineReport,
     EvalJob,
     Limit,
@@ -49,8 +54,10 @@ class Dispatcher:
         self.max_restarts = max_restarts
 
     async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-                  limit: Limit | None = None) -> EngineReport:
+                  limit: Limit | None = None, ledger: DispatchLedger | None = None
+                  ) -> EngineReport:
         self.job, self.score_job, self.sink, self.limit = job, job.score_job(), sink, limit
+        self.ledger = ledger
         self.dispatched = 0
         self.pending: deque[WorkUnit] = deque(units)
         self.outstanding: dict[tuple[str, int], WorkUnit] = {}
@@ -96,6 +103,8 @@ class Dispatcher:
             room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share))
             batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
             self.dispatched += len(batch)
+            if batch and self.ledger is not None:
+                await self.ledger.dispatched(batch)  # durable before any worker sees them
             for unit in batch:
                 in_flight[unit.key] = unit
                 self.outstanding[unit.key] = unit
@@ -123,7 +132,7 @@ class Dispatcher:
             if unit is not None:
                 fresh.append((raw, unit.seed))
         if not fresh:
-            self.sink([])  # also on empty batches, so the sink can flush on time
+            self.sink([])  # also on empty batches: a failed write stops the evaluation soon
             return
         await self.room.acquire()
         task = asyncio.get_running_loop().create_task(self._score(fresh))

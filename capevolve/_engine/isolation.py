@@ -3,8 +3,12 @@
 With ``engine.isolation: process`` every call runs in a fresh ``python -m
 capevolve._engine.isolation`` child. The request goes in on stdin as JSON and the result comes
 back as JSON through a file (so whatever user code prints cannot corrupt it; the child's
-stdout is sent to stderr). A child that dies without a result (segfault, ``os.abort``, OOM
-kill) is an error of kind ``crash``; a child past the timeout is killed (kind ``timeout``).
+stdout is sent to stderr). The child leads its own session: when the call is over (or timed
+out) every process it forked or left running is killed, and the child ends with
+``os._exit`` right after writing its result, so threads it leaked cannot keep it alive.
+``sys.exit()`` in the call is an error, like any exception. A child that dies without a
+result (segfault, ``os._exit``, ``os.abort``, OOM kill) is an error of kind ``crash``; a
+child past the timeout is killed (kind ``timeout``).
 Each call pays a Python start-up, so this is opt-in, for adapters with native code. The
 child runs inside a worker process (it runs candidate code too); it never scores.
 """
@@ -20,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from capevolve._engine.contain import UserExit
 from capevolve.adapter import Rollout, Task, TransientError
 
 
@@ -38,15 +43,15 @@ def _signal_name(code: int | None) -> str:
 
 async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, task: Task,
                        trial: int, seed: int, timeout_s: float) -> Any:
-    """The child's Rollout; raises ChildCrash, asyncio.TimeoutError, TransientError, or
-    RuntimeError carrying the child's exception text."""
+    """The child's Rollout; raises ChildCrash, asyncio.TimeoutError, TransientError,
+    UserExit (the call exited), or RuntimeError carrying the child's exception text."""
     fd, result_path = tempfile.mkstemp(prefix="capevolve-isolated-", suffix=".json")
     os.close(fd)
     request = json.dumps([project_root, adapter_spec, str(candidate),
                           task.model_dump(mode="json"), trial, seed, result_path]).encode()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "capevolve._engine.isolation", stdin=asyncio.subprocess.PIPE,
-        stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+        stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), start_new_session=True)
     try:
         await asyncio.wait_for(proc.communicate(request), timeout=timeout_s)
         with open(result_path, "rb") as fh:
@@ -58,33 +63,61 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
         if proc.returncode is None:
             proc.kill()
             await asyncio.shield(proc.wait())
+        kill_group(proc.pid)  # whatever the call forked or left running ends with it
         Path(result_path).unlink(missing_ok=True)
     if status == "ok":
-        return Rollout.model_validate(payload)
+        return _rollout(payload)
     if status == "transient":
         raise TransientError(payload)
     if status == "bad":
         return payload  # not a Rollout: the caller reports the wrong type
+    if status == "exit":
+        raise UserExit(payload)
     raise RuntimeError(payload)
 
 
+def _rollout(payload: Any) -> Any:
+    """The child's Rollout; one with bad fields (built with ``model_construct``) is rebuilt
+    the same way, so the scorer names its bad field as it does without isolation."""
+    if not isinstance(payload, dict):
+        return payload  # not a Rollout: the caller reports the wrong type
+    try:
+        return Rollout.model_validate(payload)
+    except ValueError:
+        fields = {k: v for k, v in payload.items() if k in Rollout.model_fields}
+        return Rollout.model_construct(**fields)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process left in the session of an isolated child (it is the leader)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _child_main() -> None:
+    from capevolve._engine.contain import contained
     from capevolve._project.calls import call_sync
     from capevolve._project.loader import load_adapter
 
     root, spec, candidate, task, trial, seed, result_path = json.loads(sys.stdin.buffer.read())
     try:
         adapter = load_adapter(Path(root), spec)
-        rollout = call_sync(adapter.run_target, Path(candidate), Task.model_validate(task),
-                            trial=trial, seed=seed)
-        result = (("ok", rollout.model_dump(mode="json")) if isinstance(rollout, Rollout)
+        rollout = call_sync(contained(adapter.run_target, "run_target"), Path(candidate),
+                            Task.model_validate(task), trial=trial, seed=seed)
+        result = (("ok", rollout.model_dump(warnings=False)) if isinstance(rollout, Rollout)
                   else ("bad", type(rollout).__name__))
     except TransientError as exc:
         result = ("transient", f"{type(exc).__name__}: {exc}")
+    except UserExit as exc:
+        result = ("exit", str(exc))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as data
         result = ("raise", f"{type(exc).__name__}: {exc}")
     with open(result_path, "w", encoding="utf-8") as fh:
         json.dump(result, fh, default=repr)
+        fh.flush()
+    os._exit(0)  # threads the call left running (daemon or not) end here, not at a timeout
 
 
 if __name__ == "__main__":

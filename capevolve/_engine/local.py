@@ -15,7 +15,14 @@ import asyncio
 import math
 import os
 
-from capevolve._engine.contract import EngineReport, EvalJob, Limit, RowSink, ScoreJob
+from capevolve._engine.contract import (
+    DispatchLedger,
+    EngineReport,
+    EvalJob,
+    Limit,
+    RowSink,
+    ScoreJob,
+)
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.process import ProcessWorker
@@ -46,11 +53,11 @@ class LocalEngine:
         self.workers: list[ProcessWorker] = []
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            limit: Limit | None = None) -> EngineReport:
-        return asyncio.run(self._run(job, units, sink, limit))
+            limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
+        return asyncio.run(self._run(job, units, sink, limit, ledger))
 
     async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-                   limit: Limit | None) -> EngineReport:
+                   limit: Limit | None, ledger: DispatchLedger | None = None) -> EngineReport:
         c = self.config
         count = max(1, min(c.workers if isinstance(c.workers, int) else 1, c.concurrency))
         slots = math.ceil(c.concurrency / count)
@@ -63,7 +70,7 @@ class LocalEngine:
                         for i in range(count)]
         try:
             return await Dispatcher(self.workers, [scorer], max_restarts=3 * count + 3).run(
-                job, units, sink, limit)
+                job, units, sink, limit, ledger)
         finally:
             await asyncio.gather(*(w.close() for w in self.workers))
 

@@ -3,7 +3,10 @@
 Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that
 never comes (the process died, or stopped answering for ``reply_timeout_s``) is
 WorkerLost, and the process is killed. :meth:`prepare` on a dead worker starts a fresh
-process, so the dispatcher's recovery restarts it.
+process, so the dispatcher's recovery restarts it. Each worker leads its own process
+group (so a Ctrl-C at the terminal reaches the driver only, which then ends its workers),
+and the whole group is killed when the worker ends: whatever candidate code forked or
+left running does not outlive the evaluation.
 """
 
 from __future__ import annotations
@@ -34,13 +37,21 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+_NATIVE = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+HINT = ("a native crash in user code? with engine.isolation: process it is a crash row of "
+        "its unit instead")
+
+
 def _how(code: int | None) -> str:
     if code is not None and code < 0:
         try:
-            return f"killed by {signal.Signals(-code).name}"
+            name = signal.Signals(-code)
         except ValueError:
             return f"killed by signal {-code}"
-    return "still running" if code is None else f"exit code {code}"
+        return f"killed by {name.name}" + (f"; {HINT}" if name in _NATIVE else "")
+    if code is None or code == 0:
+        return "still running" if code is None else "exit code 0"
+    return f"exit code {code}; {HINT}"  # the worker itself only ever exits with 0
 
 
 class ProcessWorker:
@@ -64,7 +75,8 @@ class ProcessWorker:
             # -P: the working directory is not put on the path (a json.py there, or a
             # candidate's file, cannot shadow a module of the worker)
             sys.executable, "-P", "-m", "capevolve._engine.child", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, env=_child_env(), limit=MAX_LINE)
+            stdout=asyncio.subprocess.PIPE, env=_child_env(), limit=MAX_LINE,
+            start_new_session=True)  # its own group: ended as one, no terminal signals
         self.prepared = {}
         await self._call(self.init, START_TIMEOUT_S)
 
@@ -104,10 +116,15 @@ class ProcessWorker:
         return reply
 
     async def _kill(self) -> None:
+        """Kill the process and everything left in its group (forks, leaked children)."""
         proc = self.proc
-        if proc is not None and proc.returncode is None:
+        if proc is None:
+            return
+        if proc.returncode is None:
+            _kill_group(proc.pid)
             proc.kill()
             await proc.wait()
+        _kill_group(proc.pid)
 
     async def close(self) -> None:
         """End the process: close its stdin (it exits at once), kill it if it lingers."""
@@ -121,6 +138,13 @@ class ProcessWorker:
             except TimeoutError:
                 pass
         await self._kill()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

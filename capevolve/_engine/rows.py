@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+import pydantic_core
 from pydantic import ValidationError
 
 from capevolve._engine.contract import Outcome, ScoreJob
@@ -24,14 +25,30 @@ MAX_ERROR_CHARS = 2000
 _KINDS = {str(kind) for kind in ErrorKind}
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr)
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr,
+                              allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its repr (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def to_json_text(value: Any) -> str | None:
-    """Canonical JSON text of a value (None stays None; unserialisable values as repr)."""
+    """Canonical, strict JSON text of a value (None stays None; unserialisable values as
+    their repr, non-finite numbers as ``"nan"`` / ``"inf"``)."""
     if value is None:
         return None
-    return _CANONICAL.encode(value)
+    try:
+        return _CANONICAL.encode(value)
+    except ValueError:  # a NaN or an infinity somewhere inside
+        return _CANONICAL.encode(_finite(value))
 
 
 def output_text(value: Any) -> str | None:
@@ -44,9 +61,78 @@ def bounded(message: str) -> str:
     return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + " [...]"
 
 
-def rollout_json(rollout: Rollout) -> str:
-    """A Rollout as JSON text for the trip to a scorer (values JSON cannot hold as repr)."""
-    return rollout.model_dump_json(fallback=repr)
+def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
+    """A Rollout as JSON text for the trip to a scorer, and the problem found, if any.
+
+    Values JSON cannot hold travel as their repr; NaN and infinities travel as such (so
+    the storage boundary sees a ``cost_usd`` of NaN for what it is, not as an unknown
+    cost), and so do wrongly typed fields of a Rollout built with ``model_construct`` (the
+    scorer's parse names them). A field that cannot be written at all (a lone surrogate)
+    is sent as its default and named in the problem (``invalid value in Rollout.output:
+    ...``), so the rest of the rollout (tokens, cost) still reaches the row."""
+    data = rollout.model_dump(warnings=False)
+    problems: list[str] = []
+    for _ in range(len(data) + 1):
+        try:
+            return _dump(data), "; ".join(problems) or None
+        except Exception:  # noqa: BLE001 - find the field that cannot be written
+            name = next((k for k, v in data.items() if not _writable(v)), None)
+            if name is None:
+                break
+            problems.append(f"invalid value in Rollout.{name}: a lone surrogate or another "
+                            "value not encodable as UTF-8 JSON")
+            data[name] = Rollout.model_fields[name].get_default(call_default_factory=True) \
+                if name in Rollout.model_fields else None
+    raise ValueError("run_target returned a Rollout that cannot be written as JSON")
+
+
+def _dump(data: Any) -> str:
+    return pydantic_core.to_json(data, inf_nan_mode="constants", fallback=repr).decode()
+
+
+def _writable(value: Any) -> bool:
+    try:
+        _dump(value)
+    except Exception:  # noqa: BLE001 - any failure means: not writable
+        return False
+    return True
+
+
+def parse_rollout(raw: Outcome) -> tuple[Rollout | None, str | None]:
+    """The outcome's rollout and the problem found in it, if any.
+
+    A field that does not validate is reset to its default and named in the problem
+    (``invalid value in Rollout.tokens: 'many': Input should be a valid integer...``), so
+    the other fields still reach the row. Raises ValueError when the text is not a JSON
+    object at all."""
+    text = raw.get("rollout")
+    if text is None:
+        return None, None
+    if not isinstance(text, str):
+        raise ValueError(f"rollout is {type(text).__name__}, not JSON text")
+    try:
+        return Rollout.model_validate_json(text), None
+    except ValidationError:
+        pass
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("rollout is not JSON text") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"rollout is a JSON {type(data).__name__}, not an object")
+    problems: list[str] = []
+    for _ in range(len(data) + 1):
+        try:
+            return Rollout.model_validate(data), "; ".join(problems) or None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if not first["loc"] or first["loc"][0] not in data:
+                raise ValueError(f"rollout does not validate: {first['msg']}") from None
+            where = ".".join(str(part) for part in first["loc"])
+            shown = repr(first.get("input"))[:60]
+            problems.append(f"invalid value in Rollout.{where}: {shown}: {first['msg']}")
+            del data[first["loc"][0]]
+    raise ValueError("rollout does not validate")
 
 
 def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, started: float,
@@ -91,19 +177,6 @@ def measurements(raw: Outcome, now: float) -> dict:
     return {"attempts": attempts if type(attempts) is int and attempts >= 0 else 0,
             "latency_s": max(0.0, _number(raw.get("latency_s"), 0.0)),
             "started_at": utc(started), "finished_at": utc(finished), **text}
-
-
-def parse_rollout(raw: Outcome) -> Rollout | None:
-    """The outcome's rollout; raises ValueError when the text is not a valid Rollout."""
-    text = raw.get("rollout")
-    if text is None:
-        return None
-    if not isinstance(text, str):
-        raise ValueError(f"rollout is {type(text).__name__}, not JSON text")
-    try:
-        return Rollout.model_validate_json(text)
-    except ValidationError as exc:
-        raise ValueError(f"rollout does not validate: {exc.errors()[0]['msg']}") from None
 
 
 def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from capevolve._engine.contain import UserExit, contained
 from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, ScoreJob
 from capevolve._engine.rows import (
     base_row,
@@ -96,6 +97,7 @@ class ScorerCore:
         self.jobs: dict[str, ScoreJob] = {}
         self._inputs: dict[str, dict[str, str | None]] = {}  # per eval: task id -> JSON
         self._sync = not inspect.iscoroutinefunction(self.adapter.score)
+        self._score_fn = contained(self.adapter.score, "score")
 
     def prepare(self, job: ScoreJob) -> None:
         """Remember a job (replacing another job of the same eval id)."""
@@ -135,11 +137,14 @@ class ScorerCore:
         row = base_row(job, task, raw["trial"], seed, inputs[task.id])
         row.update(measurements(raw, time.time()))
         try:
-            rollout = parse_rollout(raw)
+            rollout, problem = parse_rollout(raw)
         except ValueError as exc:
             return row, task, None, (f"worker sent a malformed rollout: {exc}",
                                      ErrorKind.EXCEPTION)
         error = reported_error(raw)
+        if problem is not None:  # a field of the rollout is bad: its own kind, named
+            earlier = f"; the unit's own error: {error[0]}" if error else ""
+            error = (problem + earlier, ErrorKind.INVALID_VALUE)
         if error is None and rollout is None:
             error = ("worker reported neither a rollout nor an error", ErrorKind.EXCEPTION)
         return row, task, rollout, error
@@ -153,13 +158,17 @@ class ScorerCore:
 
     def _score_one(self, task: Task, rollout: Rollout) -> Score | str:
         try:
-            return _as_score(call_sync(self.adapter.score, task, rollout))
+            return _as_score(call_sync(self._score_fn, task, rollout))
+        except UserExit as exc:  # sys.exit() in score: an error row, never our exit
+            return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
             return f"score: {_describe(exc)}"
 
     async def _score_async(self, task: Task, rollout: Rollout) -> Score | str:
         try:
-            return _as_score(await self.adapter.score(task, rollout))
+            return _as_score(await self._score_fn(task, rollout))
+        except UserExit as exc:  # sys.exit() in score: an error row, never our exit
+            return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
             return f"score: {_describe(exc)}"
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from capevolve._engine.contain import UserExit, contained
 from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome
 from capevolve._engine.isolation import ChildCrash, run_isolated
 from capevolve._engine.materialize import unpack
@@ -50,6 +51,7 @@ class WorkerCore:
     def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
                  retries: int, worker_id: str, node_id: str, isolation: str = "none") -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
+        self.run_target = contained(self.adapter.run_target, "run_target")
         self.project_root, self.adapter_spec = project_root, adapter_spec
         self.isolation = isolation
         self.slots = slots
@@ -117,7 +119,9 @@ class WorkerCore:
                     await self._execute(eval_id, unit)
                 else:
                     await self._execute_limited(eval_id, unit)
-        except Exception as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
             self._fail_unit(unit, started, f"internal error: {_describe(exc)}")
         finally:
             self.running -= 1
@@ -159,11 +163,12 @@ class WorkerCore:
         text = None
         if rollout is not None:
             try:
-                text = rollout_json(rollout)
+                text, problem = rollout_json(rollout)
             except Exception as exc:  # noqa: BLE001 - an unserialisable rollout is data
-                failure = failure or _Failure(ErrorKind.ADAPTER, "run_target returned a "
-                                              f"Rollout JSON cannot hold: {_describe(exc)}",
-                                              False)
+                text, problem = None, f"run_target returned a Rollout JSON cannot hold: " \
+                                      f"{_describe(exc)}"
+            if problem is not None:  # a bad value is an error of its own kind, never lost
+                failure = failure or _Failure(ErrorKind.INVALID_VALUE, problem, False)
         self.finished.append(outcome(
             unit.task_id, unit.trial, attempts=attempts, latency_s=time.perf_counter() - t0,
             started=started, finished=time.time(), worker_id=self.worker_id,
@@ -175,7 +180,7 @@ class WorkerCore:
         if self.isolation == "process":
             return run_isolated(self.project_root, self.adapter_spec, candidate_path, task,
                                 unit.trial, unit.seed, self.timeout_s)
-        return call_async(self.adapter.run_target, candidate_path, task, trial=unit.trial,
+        return call_async(self.run_target, candidate_path, task, trial=unit.trial,
                           seed=unit.seed, executor=self.executor)
 
     async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit) -> Rollout:
@@ -189,6 +194,8 @@ class WorkerCore:
                            True) from None
         except TransientError as exc:
             raise _Failure(ErrorKind.EXCEPTION, _describe(exc), True) from None
+        except UserExit as exc:  # sys.exit() / KeyboardInterrupt raised by user code
+            raise _Failure(ErrorKind.EXCEPTION, str(exc), False) from None
         except Exception as exc:  # noqa: BLE001 - any adapter failure is data
             raise _Failure(ErrorKind.EXCEPTION, _describe(exc), False) from None
         if not isinstance(rollout, Rollout):

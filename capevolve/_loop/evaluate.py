@@ -3,12 +3,18 @@
 An evaluation is identified by (split, candidate, trials): running the same command again
 resumes an incomplete evaluation (only missing units run) and returns a complete one as
 it is, so re-running never buys a second, luckier draw of the same candidate.
+
+Every unit is journalled before it is dispatched and every finished row within about 50 ms
+(:mod:`capevolve._loop.session`, :mod:`capevolve._store.journal`): an evaluation killed at
+any moment loses only its rollouts in flight, and the next evaluate first settles what it
+left (its rows become a part, its dispatched units count as spent), so budget caps hold
+across kills. An interrupt (Ctrl-C) raises :class:`~capevolve.errors.Interrupted` saying
+how many units have a finished rollout on disk; a failed write is one StoreError naming
+the path and the same count.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +25,7 @@ from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts
@@ -33,13 +40,13 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     load_eval,
     write_eval,
 )
+from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
-from capevolve._store.rollouts.writer import PartWriter
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, RunDirError
+from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
 from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -53,25 +60,6 @@ def run_config(run: RunDir) -> ProjectConfig:
 def run_project(run: RunDir) -> Project:
     """The project a run belongs to, with the run's frozen config."""
     return load_project(Path(run.manifest.project_dir), config=run_config(run))
-
-
-@dataclass
-class _Tally:
-    """Spend of the rows this invocation ran (for the run's budget)."""
-
-    rows: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    cost_unrecorded: int = 0
-
-    def add(self, rows: list[dict]) -> None:
-        for row in rows:
-            self.rows += 1
-            self.tokens += row.get("tokens") or 0
-            if row.get("cost_usd") is None:
-                self.cost_unrecorded += 1
-            else:
-                self.cost_usd += row["cost_usd"]
 
 
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
@@ -131,6 +119,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     with run.locked():
+        journal.recover(run)  # what an evaluation that died left: its rows and its spend
         if not allow_test:
             run.require_open("evaluate")
         candidate_id = resolve_candidate(run, candidate)
@@ -169,29 +158,31 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     write_eval(run, EvalRecord.model_validate(record))
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
-    writer = PartWriter(run.layout, str(split), candidate_id, eval_id)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
-    tally = _Tally()
-
-    def sink(rows: list[dict]) -> None:
-        writer.add(rows)
-        tally.add(rows)
-        watch.rows(rows)  # the live display of the running command, if any
-
+    session = Session(run, eval_id, str(split), candidate_id)
     engine = engine or make_engine(config.engine, address)
-    allowance = budget.dispatch_allowance(limit, run.spent, tally) if limit else None
-    watch = progress.watch(eval_id, len(units), allowance)
-    t0 = time.monotonic()
+    allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
+    n_units = len(task_ids) * n_trials
+    watch = progress.watch(eval_id, len(units))  # the command's live display, if any
     try:
-        report = engine.run(job, units, sink, watch.limit)
-    finally:
-        watch.end()
-        writer.close()
-        tampered = guard.documents_changed()  # before anything else is recorded
-        run.update_spent(metric_calls=tally.rows, tokens=tally.tokens,
-                         cost_usd=tally.cost_usd, cost_unrecorded=tally.cost_unrecorded,
-                         wall_s=time.monotonic() - t0)
-        guard.check(record, writer.parts, tampered)
+        with watch:
+            report = engine.run(job, units, watch.sink(session.sink), allowance,
+                                ledger=watch.ledger(session.ledger))
+    except KeyboardInterrupt:
+        session.end(guard, record)
+        raise Interrupted(f"interrupted: {session.on_disk(n_units)}"
+                          "; rerun to resume") from None
+    except StoreError as exc:
+        failure: StoreError | None = session.end(guard, record) or exc
+    except BaseException:
+        session.end(guard, record)
+        raise
+    else:
+        failure = session.end(guard, record)
+    if failure is not None:  # a write failed: the rows on disk stay for the resume
+        raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
+                         "rerun to resume once the cause is fixed") from None
+    tally = session.tally
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
     stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)

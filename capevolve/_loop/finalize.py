@@ -12,6 +12,13 @@ test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
   the tasks carry a cluster key;
 - ``test_reuse`` says how many earlier runs of the same project finalized on the same test
   ids ("test reused: N earlier finalizes on these ids").
+
+A finalize that died (a kill, an outage) after some test rows is **resumed** by running
+finalize again: the seal names the best and baseline being scored, and the retry evaluates
+exactly those two test evaluations (same eval ids, same task ids and trials), so only their
+units without a row run; nothing else can be scored on test. In between, :func:`progress`
+says "finalize interrupted: N of M test units scored; rerun finalize to complete" (status
+and report show it; final.json is written only by a finalize that completed).
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._loop.evaluate import eval_id_for, evaluate, run_config
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
 from capevolve._store.evals import latest_complete_eval
+from capevolve._store.integrity import sha256_file
+from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
-from capevolve.errors import RunDirError
-from capevolve.kinds import SEED_ID, EventKind, Split
+from capevolve.errors import RunDirError, TestSealError
+from capevolve.kinds import SEED_ID, EventKind, SealStatus, Split
 from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, SealRecord, TestReuse
 from capevolve.stats import paired_comparison, t_quantile
 
@@ -94,6 +103,9 @@ def finalize(run: RunDir, engine: Engine | None = None,
 def _finalize(run: RunDir, engine: Engine | None, address: str | None,
               taken: SealRecord) -> dict[str, Any]:
     best_id = str(taken.best_id)
+    if run.events(EventKind.FINALIZED):
+        raise TestSealError(f"{run.layout.events}: the run was already finalized (a finalized "
+                            "event); the test split is scored once")
     test_ids = run.splits.ids(Split.TEST)
     entry = FinalizeEntry(test_ids_sha256=ledger.ids_digest(test_ids),
                           test_ids=sorted(test_ids), run_id=run.run_id, run_dir=str(run.root),
@@ -101,15 +113,37 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                           started_at=utc_now())
     reuse = ledger.record(run.manifest.project_dir, entry)  # before any test rollout is run
     run._record(EventKind.FINALIZE_STARTED, best_id=best_id)
+    baseline_id = str(taken.baseline_id or SEED_ID)
     best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
-    baseline = best if best_id == SEED_ID else evaluate(
-        run, SEED_ID, Split.TEST, engine=engine, address=address, allow_test=True)
+    baseline = best if best_id == baseline_id else evaluate(
+        run, baseline_id, Split.TEST, engine=engine, address=address, allow_test=True)
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
                          entry.test_ids_sha256)
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
-    run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta)
+    run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
+                final_sha256=sha256_file(run.layout.final))
     return final.to_json()
+
+
+def progress(run: RunDir) -> str | None:
+    """While a seal is taken and final.json is not written: how far the test scoring got,
+    counted from the stored rows ("finalize interrupted: N of M test units scored; rerun
+    finalize to complete", or "finalize running: ..." while its process holds the seal).
+    None before finalize and once it completed."""
+    taken = seal.read_seal(run.layout)
+    if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
+        return None
+    trials = run_config(run).num_trials
+    sides = {str(taken.best_id), str(taken.baseline_id or SEED_ID)}
+    total = len(run.splits.ids(Split.TEST)) * trials * len(sides)
+    store = RolloutStore(run.layout)
+    scored = sum(len(store.done_units(eval_id_for(Split.TEST, side, trials), valid_only=True))
+                 for side in sorted(sides))
+    if seal.holder_alive(run.layout):
+        return f"finalize running: {scored} of {total} test units scored"
+    return (f"finalize interrupted: {scored} of {total} test units scored; rerun finalize to "
+            "complete")
 
 
 def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, Any],

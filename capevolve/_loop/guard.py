@@ -19,17 +19,21 @@ check raises RunDirError naming the first file.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project
 from capevolve._store.evals import write_eval
+from capevolve._store.integrity import relative
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import EvalStatus, EventKind
-from capevolve.records import EvalRecord
+from capevolve.records import EvalRecord, PartWritten, parse_event
 
 
 def _stat_tree(root: Path) -> dict[Path, tuple[int, int, int]]:
@@ -65,33 +69,66 @@ class EvaluationGuard:
     """Snapshot at construction (before the engine runs); :meth:`documents_changed` and
     :meth:`check` after it.
 
-    Nothing but candidate code runs while the engine runs (the driver writes no document
-    then), so the run's documents (events.jsonl, run.json, splits.json, state.json, seal,
-    final, candidates/, evals/, diagnoses/) must be byte for byte what they were: one that
-    changed is restored from the snapshot (a new one moved to quarantine) before anything
-    else is recorded, and the evaluation is voided naming it.
+    While the engine runs the driver writes only the events it records itself (a
+    ``part_written`` per part; this process's :class:`~capevolve._store.events.EventLog`
+    keeps their bytes) and state.json (a cache, rewritten here), so the run's documents
+    (events.jsonl, run.json, splits.json, seal, final, candidates/, evals/, diagnoses/) must
+    be byte for byte what they were plus those events: one that differs is restored (a new
+    one moved to quarantine) before anything else is recorded, and the evaluation is voided
+    naming it.
     """
 
     def __init__(self, run: RunDir, project: Project) -> None:
         self.run, self.project = run, project
         self.before = _stat_tree(run.layout.rollouts)
         self.documents = _documents(run)
+        self.documents.pop(run.layout.state, None)
+        self._mark = len(run._log.appended)
 
     def documents_changed(self) -> str | None:
         """Restore every run document candidate code changed; the first one, in words."""
+        events = self.run.layout.events
+        own = list(self.run._log.appended[self._mark:])
+        expected = dict(self.documents)
+        expected[events] = self.documents.get(events, b"") + b"".join(own)
         now = _documents(self.run)
-        changed = sorted(p for p in set(now) | set(self.documents)
-                         if now.get(p) != self.documents.get(p))
+        now.pop(self.run.layout.state, None)
+        changed = sorted(p for p in set(now) | set(expected) if now.get(p) != expected.get(p))
         for path in changed:
-            if path in self.documents:
-                _restore(path, self.documents[path])
+            if path == events:  # back to its bytes before, then capevolve's own events
+                _restore(path, self.documents.get(events, b""))
+            elif path in expected:
+                _restore(path, expected[path])
             else:
                 self._quarantine_document(path)
+        if changed:
+            self.run.forget_cached_events()
+            if events in changed:
+                self._reappend(own)
+        self.run._write_state()  # a cache: whatever it holds now is rewritten from the log
         if not changed:
             return None
-        self.run.forget_cached_events()
         return (f"{changed[0]} was changed during the evaluation by something other than "
                 "capevolve (restored)")
+
+    def _reappend(self, lines: list[bytes]) -> None:
+        """Record capevolve's own events of this evaluation again, chained and signed
+        after the restored log (lines candidate code slipped between them are gone)."""
+        for line in lines:
+            data = json.loads(line)
+            data.pop("prev", None)
+            data.pop("mac", None)
+            self.run._log.append(parse_event(data, str(self.run.layout.events)))
+        self.run._mirror_head()
+
+    def _record_own_parts(self, ours: list[Path]) -> None:
+        """Record every part of this evaluation not recorded yet (a record that failed
+        while candidate code had broken the log), so the run stays verifiable."""
+        recorded = {e.path for e in self.run.events(EventKind.PART_WRITTEN)
+                    if isinstance(e, PartWritten)}
+        for path in ours:
+            if path.is_file() and relative(self.run.root, path) not in recorded:
+                self.run.record_part(path, pq.ParquetFile(path).metadata.num_rows)
 
     def _quarantine_document(self, path: Path) -> None:
         target = self.run.layout.quarantine() / "documents" / path.relative_to(self.run.root)
@@ -111,6 +148,8 @@ class EvaluationGuard:
         problems = project_fingerprint.changes(self.project, self.run.manifest.fingerprint,
                                                new=False)
         why = f"{problems[0]} during the evaluation" if problems else documents
+        if documents is not None:
+            self._record_own_parts([Path(p) for p in ours])
         foreign = self.foreign_parts(ours)
         if foreign:
             self._quarantine([p for p in foreign if p not in self.before])

@@ -12,21 +12,40 @@ from pathlib import Path
 
 from capevolve._policy.protect import protected_changes, protected_patterns
 from capevolve._store.candidates import content_hash
-from capevolve._store.rundir import RunDir
+from capevolve._store.rundir import CANDIDATE_ID, RunDir
 from capevolve.config import ProjectConfig
 from capevolve.errors import CandidateError
 from capevolve.kinds import Decision, EventKind
 
 
+def candidate_source(run: RunDir, candidate: str | Path) -> Path:
+    """The directory ``candidate`` names, resolved (symlinks followed) and checked before
+    anything reads it: it must exist, and it may neither lie inside the run dir (its
+    snapshots included: take the candidate by id) nor contain it."""
+    text = str(candidate)
+    try:
+        path = Path(text).resolve(strict=True) if text else None
+    except (OSError, RuntimeError):
+        path = None
+    if path is None or not path.is_dir():
+        raise CandidateError(f"candidate {text!r}: neither a candidate id of this run "
+                             "nor an existing directory")
+    root = run.root.resolve()
+    if path == root or root in path.parents:
+        raise CandidateError(f"candidate {text!r}: {path} is inside the run dir; name a "
+                             "snapshot by its id (seed, cand_001 ...)")
+    if path in root.parents:
+        raise CandidateError(f"candidate {text!r}: {path} holds the run dir; give the "
+                             "capability directory itself")
+    return path
+
+
 def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
     """An existing candidate id, or a directory to snapshot (identical content is reused)."""
     text = str(candidate)
-    if (run.layout.candidate_meta(text)).is_file():
+    if CANDIDATE_ID.match(text) and run.layout.candidate_meta(text).is_file():
         return text
-    path = Path(text)
-    if not path.is_dir():
-        raise CandidateError(f"candidate {text!r}: neither a candidate id of this run "
-                             "nor an existing directory")
+    path = candidate_source(run, candidate)
     existing = run.find_candidate(content_hash(path))
     if existing:
         return existing

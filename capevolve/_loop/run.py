@@ -12,9 +12,10 @@ from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import check_project, load_tasks
+from capevolve._store.candidates import content_hash
 from capevolve._store.rundir import RunDir
 from capevolve._store.splits import make_splits
-from capevolve.errors import AdapterError, RunDirError
+from capevolve.errors import AdapterError, CandidateError, ConfigError, RunDirError
 from capevolve.kinds import SEED_ID, Split
 from capevolve.versions import versions
 
@@ -35,6 +36,11 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
     root = Path(run_dir) if run_dir else default_run_dir(project.root)
     if (root / "run.json").exists():
         raise RunDirError(f"{root}: already holds a run; pass another --run-dir")
+    try:  # the seed must be snapshottable before any run dir is made
+        content_hash(project.capability_dir)
+    except CandidateError as exc:
+        raise ConfigError(f"{project.root / 'capevolve.yaml'}: capability_path: "
+                          f"{exc}") from None
     manifest = {
         "run_id": root.name, "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),

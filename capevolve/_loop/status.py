@@ -10,9 +10,11 @@ from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import latest_complete_eval, run_config
+from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
-from capevolve._store.evals import all_evals
+from capevolve._store.evals import all_evals, displayed_status
+from capevolve._store.journal.recover import unsettled
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
 
@@ -21,8 +23,10 @@ EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_
 
 
 def evaluations(run: RunDir) -> list[dict[str, Any]]:
-    """Every evaluation record (summary fields), in the order they started."""
-    return [{k: r.to_json()[k] for k in EVAL_KEYS} for r in all_evals(run)]
+    """Every evaluation record (summary fields), in the order they started; a running
+    record whose process is gone shows as ``interrupted`` (``displayed_status``)."""
+    return [{**{k: r.to_json()[k] for k in EVAL_KEYS},
+             "status": str(displayed_status(run, r))} for r in all_evals(run)]
 
 
 def decisions(run: RunDir) -> list[dict[str, Any]]:
@@ -46,6 +50,8 @@ def run_status(run: RunDir) -> dict[str, Any]:
         "spent": spent.to_dict(), "budget": config.budget.model_dump(),
         "budget_left": budget.remaining(config.budget, spent),
         "budget_exhausted": budget.exhausted(config.budget, spent, stall),
+        "spent_by_role": budget.spend_by_role(run.events()),
+        "unsettled_units": unsettled(run.layout),  # dispatched, not yet in "spent"
         "stall": stall, "stop_condition": config.stop_condition,
         "candidates": run.candidate_ids(), "evaluations": evaluations(run),
         "finalized": run.layout.final.is_file(), "final": _final(run),
@@ -54,9 +60,15 @@ def run_status(run: RunDir) -> dict[str, Any]:
 
 
 def _final(run: RunDir) -> dict[str, Any] | None:
-    """The verdict and test reuse of final.json (None before finalize)."""
+    """The verdict and test reuse of final.json (None before finalize). While a finalize
+    is interrupted or running, its progress instead ("finalize interrupted: N of M test
+    units scored; rerun finalize to complete"), with ``interrupted`` true."""
     if not run.layout.final.is_file():
-        return None
+        text = finalize_progress(run)
+        if text is None:
+            return None
+        return {"verdict": "not_measured", "verdict_text": text, "delta": None,
+                "ci95": None, "missing": [text], "test_reuse": None, "interrupted": True}
     final = read_final(run.layout)
     return {"verdict": str(final.verdict), "verdict_text": final.verdict_text,
             "delta": final.delta, "ci95": final.ci95, "missing": final.missing,

@@ -24,6 +24,7 @@ class Spent(Protocol):
     iterations: int
     metric_calls: int
     cost_usd: float
+    cost_unrecorded: int
 
 
 def event_kind(event: Any) -> str:
@@ -45,6 +46,37 @@ def stall_count(events: Iterable[Any]) -> int:
     return count
 
 
+ROLE_FIELDS = ("metric_calls", "tokens", "cost_usd", "cost_unrecorded", "wall_s")
+
+
+def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """Spend summed per role (runner, scorer, optimizer) over spend events, where the role
+    is known; spend recorded without one (decisions, ``update_spent``) is left out."""
+    totals: dict[str, dict[str, float]] = {}
+    for event in events:
+        if event_kind(event) != EventKind.SPEND:
+            continue
+        fields = event if isinstance(event, Mapping) else event.model_dump()
+        role = fields.get("role")
+        if role is None:
+            continue
+        into = totals.setdefault(str(role), dict.fromkeys(ROLE_FIELDS, 0))
+        for name in ROLE_FIELDS:
+            into[name] += fields.get(name) or 0
+    return {role: {k: round(v, 6) if isinstance(v, float) else v for k, v in spend.items()}
+            for role, spend in sorted(totals.items())}
+
+
+def priced_cost(spent: Spent) -> float:
+    """What the run's rollouts cost for the money cap: the recorded cost plus each rollout
+    of unknown cost (one a killed driver dispatched, say) priced at the mean recorded cost
+    per rollout. With no cost recorded at all it is 0 (nothing to price with)."""
+    priced = spent.metric_calls - spent.cost_unrecorded
+    if priced <= 0 or spent.cost_usd <= 0:
+        return spent.cost_usd
+    return spent.cost_usd + spent.cost_unrecorded * spent.cost_usd / priced
+
+
 def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
     """Every cap that is reached, in words (empty when the run may go on)."""
     reasons = []
@@ -52,8 +84,10 @@ def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
         reasons.append(f"iterations {spent.iterations} of {budget.max_iterations}")
     if budget.max_metric_calls and spent.metric_calls >= budget.max_metric_calls:
         reasons.append(f"metric calls {spent.metric_calls} of {budget.max_metric_calls}")
-    if budget.max_usd and spent.cost_usd >= budget.max_usd:
-        reasons.append(f"cost ${spent.cost_usd:.2f} of ${budget.max_usd:.2f}")
+    if budget.max_usd and priced_cost(spent) >= budget.max_usd:
+        unknown = (f" (with {spent.cost_unrecorded} rollouts of unknown cost at the mean)"
+                   if priced_cost(spent) != spent.cost_usd else "")
+        reasons.append(f"cost ${priced_cost(spent):.2f}{unknown} of ${budget.max_usd:.2f}")
     if budget.stall and stall >= budget.stall:
         reasons.append(f"{stall} consecutive rejections (stall limit {budget.stall})")
     return reasons
@@ -76,7 +110,7 @@ def remaining(budget: BudgetConfig, spent: Spent) -> dict[str, Any]:
     return {
         "iterations": left(budget.max_iterations, spent.iterations),
         "metric_calls": left(budget.max_metric_calls, spent.metric_calls),
-        "usd": left(budget.max_usd, spent.cost_usd),
+        "usd": left(budget.max_usd, priced_cost(spent)),
     }
 
 
@@ -86,10 +120,15 @@ def dispatch_allowance(cap: BudgetConfig, spent: Spent, delivered: Any
 
     ``delivered`` is the evaluation's running tally (``rows``, ``cost_usd``,
     ``cost_unrecorded``). Metric calls: the run's spend plus every unit dispatched so far
-    must stay within ``max_metric_calls``. Money: the recorded cost so far plus the units in
-    flight, each priced at the mean cost seen so far, must stay within ``max_usd`` (before
-    any cost is known, only what is already in flight is allowed to finish).
+    must stay within ``max_metric_calls``. Money: the run's cost (:func:`priced_cost`) plus
+    this evaluation's recorded cost plus the units in flight, each priced at the mean cost
+    of this evaluation's rows (before its first priced row: of the run's), must stay within
+    ``max_usd`` (while no cost is known at all, dispatch is not limited by money).
     """
+    run_cost = priced_cost(spent)
+    run_priced = spent.metric_calls - spent.cost_unrecorded
+    run_per = spent.cost_usd / run_priced if run_priced > 0 and spent.cost_usd > 0 else None
+
     def limit(dispatched: int) -> tuple[int | None, str | None]:
         left: int | None = None
         reason = None
@@ -98,10 +137,10 @@ def dispatch_allowance(cap: BudgetConfig, spent: Spent, delivered: Any
             reason = f"max_metric_calls {cap.max_metric_calls} would be passed"
         if cap.max_usd:
             priced = delivered.rows - delivered.cost_unrecorded
-            if priced:
-                per = delivered.cost_usd / priced
+            per = delivered.cost_usd / priced if priced else run_per
+            if per is not None:
                 in_flight = dispatched - delivered.rows
-                room = cap.max_usd - spent.cost_usd - delivered.cost_usd - in_flight * per
+                room = cap.max_usd - run_cost - delivered.cost_usd - in_flight * per
                 usd_left = max(0, int(room // per)) if per > 0 else None
                 if usd_left is not None and (left is None or usd_left < left):
                     left, reason = usd_left, f"max_usd {cap.max_usd:g} would be passed"

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
 from capevolve.adapter import Rollout, Score, Task
-from capevolve.config import ProjectConfig, load_config
+from capevolve.config import ProjectConfig, check_capability_dir, load_config
 from capevolve.errors import AdapterError, CapevolveError, ConfigError
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
@@ -45,11 +45,7 @@ def load_project(project_dir: Path | str, config: ProjectConfig | None = None) -
     if not root.is_dir():
         raise ConfigError(f"{root}: project directory does not exist")
     project = Project(root=root, config=config or load_config(root))
-    if not project.capability_dir.is_dir():
-        raise ConfigError(
-            f"{root / 'capevolve.yaml'}: capability_path: "
-            f"{project.config.capability_path!r} is not a directory"
-        )
+    check_capability_dir(root, project.config)
     return project
 
 
@@ -100,7 +96,7 @@ def load_adapter(root: Path, spec: str) -> Any:
         raise AdapterError(f"adapter: {class_name} in {target} lacks {', '.join(missing)}()")
     try:
         return cls()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
 
 
@@ -108,7 +104,7 @@ def load_tasks(adapter: Any) -> list[Task]:
     """Call ``adapter.tasks()`` and validate the records; ids must be unique and non-empty."""
     try:
         raw = call_sync(adapter.tasks)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(raw, (list, tuple)):
         raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list")
@@ -136,7 +132,7 @@ def _probe_score(adapter: Any, project: Project, task: Task) -> list[str]:
             return [f"run_target on task {task.id!r} reported an error: {rollout.error}"]
         first = call_sync(adapter.score, task, rollout)
         second = call_sync(adapter.score, task, rollout)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         return [f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"]
     if not isinstance(first, Score):
         problems.append(f"score returned {type(first).__name__}, expected Score")

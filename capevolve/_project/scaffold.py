@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from capevolve.errors import ConfigError
@@ -82,9 +83,29 @@ Try it:
 """
 
 
+def _created_dirs(root: Path, rels: list[str]) -> list[Path]:
+    """The directories writing ``rels`` under ``root`` would create (outermost first)."""
+    wanted = {root, *((root / rel).parent for rel in rels)}
+    dirs: set[Path] = set()
+    for folder in wanted:
+        for path in (folder, *folder.parents):
+            if path.exists():
+                break
+            dirs.add(path)
+    return sorted(dirs, key=lambda p: len(p.parts))
+
+
 def init_project(directory: Path | str) -> list[str]:
-    """Write a starter project into ``directory``; refuses to overwrite a project."""
+    """Write a starter project into ``directory``; refuses to overwrite a project.
+
+    A path that cannot hold a project (a file, under a file, unwritable, not UTF-8) is
+    one ConfigError naming it, and whatever this call created before failing (a full
+    disk half-way) is removed again."""
     root = Path(directory)
+    try:
+        os.fspath(root).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{os.fsencode(root)!r}: the path is not UTF-8") from None
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root}: exists and is not a directory")
     if (root / "capevolve.yaml").exists():
@@ -96,8 +117,24 @@ def init_project(directory: Path | str) -> list[str]:
         "seed_capability/system_prompt.md": PROMPT,
         "PROJECT.md": PROJECT_MD.format(name=name),
     }
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    if any((root / rel).exists() for rel in files):
+        taken = sorted(rel for rel in files if (root / rel).exists())
+        raise ConfigError(f"{root / taken[0]}: exists; init writes only into a directory "
+                          "without the starter files")
+    new_dirs, written = _created_dirs(root, list(files)), []
+    try:
+        for folder in new_dirs:
+            folder.mkdir()
+        for rel, text in files.items():
+            path = root / rel
+            written.append(path)
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        for folder in reversed(new_dirs):
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        where = exc.filename if exc.filename is not None else root
+        raise ConfigError(f"{where}: cannot create the project ({exc.strerror})") from None
     return sorted(files)

@@ -1,4 +1,18 @@
-"""Candidate capabilities: content hashes, immutable snapshots, protected-path checks."""
+"""Candidate capabilities: the files a snapshot holds, content hashes, atomic snapshots.
+
+What a candidate directory may hold (:func:`iter_files`, the one place of these rules):
+regular files under UTF-8 names, and symlinks that point inside the candidate (they are
+taken as the content they point to: a file symlink becomes a copy of its file, a
+directory symlink a copy of its tree). A symlink that points outside the candidate or
+dangles (a loop included), a FIFO, socket or device, a name that is not UTF-8, an
+unreadable file, and more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes are each
+a one-line CandidateError naming the path. Caches (``__pycache__``, ``*.pyc``, ``.git``,
+``.DS_Store``) are skipped.
+
+A snapshot is atomic (:func:`install_snapshot`): the files and candidate.json are built in
+``candidates/.staging/`` and the whole candidate directory is renamed into place, so a
+kill or a full disk half-way leaves nothing but staging, which the next snapshot removes.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +20,111 @@ import hashlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from capevolve._store import jsonfiles
 from capevolve.errors import CandidateError
 
 IGNORED_NAMES = {"__pycache__", ".DS_Store", ".git"}
+MAX_FILES = 20_000
+"""More files than this is not a capability directory (``/`` or a home dir by mistake)."""
+MAX_BYTES = 1 << 30
+"""Nor is more than this many bytes (1 GiB)."""
+STAGING = ".staging"
+"""Where snapshots are built inside ``candidates/`` before they are renamed into place."""
+
+
+def _shown(path: Path | str) -> str:
+    """A path for an error line (bytes that are not UTF-8 shown escaped)."""
+    return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _check_name(path: Path, name: str) -> None:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CandidateError(f"candidate: {_shown(path)}: the file name is not UTF-8; "
+                             "rename it") from None
+
+
+def _follow(link: Path, root_real: str) -> str:
+    """The real path a symlink inside the candidate points to; CandidateError when it
+    dangles or points outside the candidate."""
+    try:
+        target = os.path.realpath(link, strict=True)
+    except (OSError, RuntimeError):
+        raise CandidateError(f"candidate: {_shown(link)}: a symlink that dangles (its "
+                             "target does not exist or loops); remove it") from None
+    if not _inside(target, root_real):
+        raise CandidateError(f"candidate: {_shown(link)}: a symlink to {_shown(target)}, "
+                             "outside the candidate; copy the file in instead")
+    return target
 
 
 def iter_files(root: Path) -> list[Path]:
-    """Every regular file under ``root`` (relative paths, sorted), skipping caches."""
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        for name in filenames:
-            if name in IGNORED_NAMES or name.endswith(".pyc"):
+    """Every file of the candidate at ``root`` (relative paths, sorted): see the module
+    docstring for what is taken, skipped and refused."""
+    root = Path(root)
+    _check_name(root, os.fspath(root))
+    root_real = os.path.realpath(root)
+    files: list[Path] = []
+    total = 0
+    # (real directory, its path relative to root, the real directories above it)
+    stack: list[tuple[str, Path, tuple[str, ...]]] = [(root_real, Path(), (root_real,))]
+    while stack:
+        real_dir, rel_dir, chain = stack.pop()
+        try:
+            entries = sorted(os.scandir(real_dir), key=lambda e: e.name)
+        except OSError as exc:
+            raise CandidateError(f"candidate: {_shown(root / rel_dir)}: cannot list "
+                                 f"({exc.strerror})") from None
+        for entry in entries:
+            rel, shown = rel_dir / entry.name, root / rel_dir / entry.name
+            if entry.name in IGNORED_NAMES or entry.name.endswith(".pyc"):
                 continue
-            files.append((Path(dirpath) / name).relative_to(root))
+            _check_name(shown, entry.name)
+            real = _follow(shown, root_real) if entry.is_symlink() else entry.path
+            try:
+                info = os.stat(real)
+            except OSError as exc:
+                raise CandidateError(f"candidate: {_shown(shown)}: cannot read "
+                                     f"({exc.strerror})") from None
+            if stat.S_ISDIR(info.st_mode):
+                if real in chain:
+                    raise CandidateError(f"candidate: {_shown(shown)}: a symlink to a "
+                                         "directory that holds it (a loop); remove it")
+                stack.append((real, rel, (*chain, real)))
+            elif stat.S_ISREG(info.st_mode):
+                files.append(rel)
+                total += info.st_size
+            else:
+                raise CandidateError(f"candidate: {_shown(shown)}: not a regular file (a "
+                                     "FIFO, socket or device); remove it")
+            if len(files) > MAX_FILES or total > MAX_BYTES:
+                raise CandidateError(f"candidate: {_shown(root)}: more than {MAX_FILES} "
+                                     f"files or {MAX_BYTES >> 20} MiB: not a capability "
+                                     "directory")
     return sorted(files, key=lambda p: p.as_posix())
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise CandidateError(f"candidate: {_shown(path)}: cannot read "
+                             f"({exc.strerror})") from None
 
 
 def file_digests(root: Path) -> dict[str, str]:
     """sha256 of each file under ``root`` keyed by its posix relative path."""
-    return {
-        rel.as_posix(): hashlib.sha256((root / rel).read_bytes()).hexdigest()
-        for rel in iter_files(root)
-    }
+    return {rel.as_posix(): hashlib.sha256(_read(root / rel)).hexdigest()
+            for rel in iter_files(root)}
 
 
 def digests_hash(digests: dict[str, str]) -> str:
@@ -50,17 +144,64 @@ def content_hash(root: Path) -> str:
 
 
 def copy_readonly(src: Path, dest: Path) -> None:
-    """Copy the tree ``src`` to the new directory ``dest`` and make every file read-only."""
-    tmp = dest.with_name(dest.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    """Copy the files of the candidate ``src`` (:func:`iter_files`) into the new directory
+    ``dest`` and make every file read-only (symlinks inside are copied as content)."""
+    dest.mkdir(parents=True)
     for rel in iter_files(src):
-        target = tmp / rel
+        target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / rel, target)
+        shutil.copyfile(src / rel, target)
         target.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    os.replace(tmp, dest)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a (possibly read-only) tree; a missing one is fine."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def clean_staging(candidates: Path) -> None:
+    """Remove what a snapshot that died half-way left in ``candidates/.staging``. The
+    caller holds the run lock (no live snapshot is building there)."""
+    _remove_tree(Path(candidates) / STAGING)
+
+
+def install_snapshot(src: Path, dest: Path, digest: str,
+                     describe: Callable[[dict[str, str]], dict[str, Any]]) -> dict[str, str]:
+    """Snapshot the candidate ``src`` atomically as ``dest`` (``files/`` and
+    ``candidate.json``); returns the file digests.
+
+    ``digest`` is the content hash taken before (a source that changes while it is being
+    copied is refused); ``describe(digests)`` gives the JSON of candidate.json. Everything
+    is built under ``candidates/.staging/`` and renamed into place in one step; a stale
+    staging dir, and a ``dest`` without its candidate.json (left by an older capevolve
+    killed half-way), are removed first. A failure (a full disk ...) removes the staging
+    dir and is a CandidateError naming the path. The caller holds the run lock.
+    """
+    dest = Path(dest)
+    staging = dest.parent / STAGING / f"{dest.name}.{os.getpid()}"
+    clean_staging(dest.parent)
+    if dest.exists() and not (dest / "candidate.json").is_file():
+        _remove_tree(dest)
+    try:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        copy_readonly(src, staging / "files")
+        digests = file_digests(staging / "files")
+        if digests_hash(digests) != digest:
+            raise CandidateError(f"candidate: {_shown(src)} changed while it was being "
+                                 "copied")
+        jsonfiles.write_atomic(staging / "candidate.json", describe(digests))
+        jsonfiles.fsync_dir(staging)
+        os.replace(staging, dest)
+        jsonfiles.fsync_dir(dest.parent)
+    except OSError as exc:
+        raise CandidateError(f"candidate: cannot snapshot {_shown(src)}: "
+                             f"{_shown(exc.filename or dest)}: {exc.strerror}") from None
+    finally:
+        clean_staging(dest.parent)
+    return digests
 
 
 def pack(root: Path) -> dict[str, bytes]:

@@ -8,14 +8,16 @@ RunDirError naming the file, never a silently different measurement.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
+from capevolve._store.lock import holder_pid
 from capevolve.errors import RunDirError
-from capevolve.kinds import EvalStatus, Split
+from capevolve.kinds import EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord, parse_record
 
 if TYPE_CHECKING:
@@ -45,6 +47,39 @@ def read_eval_file(path: Path) -> EvalRecord:
         raise RunDirError(f"{path}: holds evaluation {record.eval_id!r}, not the one its "
                           "name says")
     return record
+
+
+def _process_alive(pid: int) -> bool:
+    """True when ``pid`` is a live process (a zombie, killed but not reaped, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
+    """The status to show for ``record``: a ``running`` record whose process is gone
+    (killed, or the machine went down) is :attr:`EvalStatus.INTERRUPTED` (rerun the same
+    evaluate to resume it). It is still running only while the process that started it
+    (its latest ``eval_started`` event) is alive and is the one holding the run lock.
+    Read-only: the lock is never taken to find out."""
+    if record.status != EvalStatus.RUNNING:
+        return record.status
+    started = [e for e in run.events(EventKind.EVAL_STARTED)
+               if getattr(e, "eval_id", None) == record.eval_id]
+    if not started:
+        return EvalStatus.INTERRUPTED
+    pid = started[-1].pid
+    if pid == os.getpid() or (holder_pid(run.layout.lock) == pid and _process_alive(pid)):
+        return EvalStatus.RUNNING
+    return EvalStatus.INTERRUPTED
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:

@@ -13,9 +13,15 @@ rewritten: RunDirError.
 The events form a hash chain: each carries ``prev``, the sha256 of the previous event's
 line, set by :meth:`EventLog.append` (which runs under the run lock). A line edited in
 place, removed or inserted anywhere but at the very end breaks the chain at the event
-after it: RunDirError naming that line. The chain is evidence against accidents and naive
-edits, not a signature: there is no key, and the last line is covered only once another
-event follows it.
+after it: RunDirError naming that line.
+
+Each line is also signed: ``mac`` is an HMAC under the run's key, which lives outside the
+run dir (:mod:`capevolve._store.signing`; the first event, ``run_created``, names it by
+``key_id``). With the key at hand a line without a valid ``mac`` is a forgery (a correct
+``prev`` does not help it): RunDirError naming the line. Without the key (the run dir was
+copied to another machine) the chain alone is checked, :attr:`EventLog.unsigned` says why,
+and :meth:`EventLog.append` refuses to write. Lines removed from the very end are caught
+by the chain head the run mirrors outside the run dir (capevolve._store.heads).
 """
 
 from __future__ import annotations
@@ -23,15 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from capevolve._store import jsonfiles
+from capevolve._store import jsonfiles, signing
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
-from capevolve.records import Event, SetBestEvent, SpendEvent, parse_event
+from capevolve.records import Event, RunCreated, SetBestEvent, SpendEvent, parse_event
 
 SPEND_FIELDS = ("iterations", "metric_calls", "tokens", "cost_usd", "cost_unrecorded",
                 "wall_s")
@@ -79,8 +86,23 @@ class EventLog:
         self._last: str | None = None  # sha256 of the last event's line (the chain's head)
         self._best_id: str | None = None
         self._spent = Spend()
+        self._mutex = threading.RLock()  # a part-writer thread appends beside the main one
+        self._key: bytes | None = None
+        self.key_id: str | None = None
+        self.unsigned: str | None = None
+        """Why signatures are not checked (the key is absent), else None."""
+        self.head: str | None = None
+        """sha256 of the last event's line (None for an empty log)."""
+        self.hashes: list[str] = []
+        """sha256 of each event's line, in log order."""
+        self.appended: list[bytes] = []
+        """The bytes this object appended, in order (the evaluation guard reads them)."""
 
     def _refresh(self) -> None:
+        with self._mutex:
+            self._read_new()
+
+    def _read_new(self) -> None:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -101,22 +123,41 @@ class EventLog:
             chunk = fh.read(size - self._offset)
         end = chunk.rfind(b"\n") + 1  # a partial last line waits for its newline
         for line in chunk[:end].split(b"\n")[:-1]:
+            if line.strip():  # a bad line raises, and the log stays at the good lines
+                self._fold(line, self._lines + 1)
             self._lines += 1
-            if line.strip():
-                self._fold(line)
-        self._offset += end
+            self._offset += len(line) + 1
 
-    def _fold(self, line: bytes) -> None:
+    @property
+    def verified_bytes(self) -> int:
+        """Bytes of the file read and verified so far (after a RunDirError: up to the bad
+        line)."""
+        with self._mutex:
+            return self._offset
+
+    def verified(self) -> list[Event]:
+        """The events read and verified so far, without reading further (after a
+        RunDirError: every event before the bad line)."""
+        with self._mutex:
+            return list(self._events)
+
+    def _fold(self, line: bytes, number: int) -> None:
         try:
             data = json.loads(line)
         except ValueError:
             return  # a torn record (killed mid-write): skipped, never half-read
-        source = f"{self.path}:{self._lines}"
+        source = f"{self.path}:{number}"
         event = parse_event(data, source)
         if event.prev != self._last:
             raise RunDirError(f"{source}: the hash chain is broken (an earlier line was "
                               "edited, removed or inserted)")
-        self._last = hashlib.sha256(line).hexdigest()
+        if not self._events:
+            self._take_key(event, source)
+        if self._key is not None and not signing.valid(self._key, data):
+            raise RunDirError(f"{source}: forged: its signature (mac) does not match the "
+                              "run's key; capevolve did not write this line")
+        self._last = self.head = hashlib.sha256(line).hexdigest()
+        self.hashes.append(self._last)
         self._events.append(event)
         if isinstance(event, SetBestEvent):
             self._best_id = event.candidate_id
@@ -125,19 +166,50 @@ class EventLog:
 
     def append(self, event: Event) -> Event:
         """Append one event (one atomic write) chained to the last one, fold it into the
-        cache and return it as stored. The caller holds the run lock."""
-        self._refresh()
-        stored = event.model_copy(update={"prev": self._last})
-        jsonfiles.append_line(self.path, stored.to_json())
-        self._refresh()
+        cache and return it as stored. The caller holds the run lock; threads of one
+        process are serialized here."""
+        with self._mutex:
+            self._refresh()
+            if not self._events:
+                self._take_key(event, str(self.path))
+            if self._key is None:
+                raise RunDirError(f"{self.path}: writes refused: {self.unsigned}")
+            data = event.model_copy(update={"prev": self._last, "mac": None}).to_json()
+            data["mac"] = signing.mac(self._key, data)
+            start = self._offset
+            jsonfiles.append_line(self.path, data)
+            self._refresh()
+            with open(self.path, "rb") as fh:
+                fh.seek(start)
+                self.appended.append(fh.read(self._offset - start))
+            stored = self._events[-1]
         return stored
+
+    @property
+    def key(self) -> bytes | None:
+        """The run's signing key (None when absent or the log is empty)."""
+        self._refresh()
+        return self._key
+
+    def _take_key(self, first: Event, source: str) -> None:
+        """Learn the run's key from its first event (run_created names it)."""
+        if not isinstance(first, RunCreated):
+            raise RunDirError(f"{source}: the first event must be run_created, not "
+                              f"{first.kind!r}")
+        self.key_id = first.key_id
+        self._key = signing.load_key(first.key_id)
+        if self._key is None:
+            self.unsigned = (f"the run's signing key {signing.key_path(first.key_id)} is "
+                             "not on this machine (only the hash chain is checked)")
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
         """Every event (optionally of one kind) in log order."""
-        self._refresh()
+        with self._mutex:
+            self._refresh()
+            events = list(self._events)
         if kind is None:
-            return list(self._events)
-        return [e for e in self._events if e.kind == str(kind)]
+            return events
+        return [e for e in events if e.kind == str(kind)]
 
     @property
     def best_id(self) -> str | None:

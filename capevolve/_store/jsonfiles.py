@@ -15,14 +15,31 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 
 
 def write_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place."""
+    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place.
+
+    On any failure (a full disk, a value JSON cannot hold) the temporary file is removed
+    and the old document, if any, is left as it was."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(dumps(obj) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        text = dumps(obj) + "\n"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, so a rename into it survives a power cut."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read(path: Path) -> Any:

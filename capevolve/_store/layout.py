@@ -88,5 +88,10 @@ class Layout:
         """Hive partition directory of one split (every candidate)."""
         return self.rollouts / f"split={split}"
 
+    @property
+    def journal(self) -> Path:
+        """Dispatch and finished-row journals of evaluations (capevolve._store.journal)."""
+        return self.root / "journal"
+
     def quarantine(self) -> Path:
         return self.root / "quarantine"

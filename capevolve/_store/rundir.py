@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import shutil
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,8 +31,13 @@ from typing import Any, ClassVar, Self, cast
 
 from pydantic import ValidationError
 
-from capevolve._store import jsonfiles
-from capevolve._store.candidates import content_hash, copy_readonly, digests_hash, file_digests
+from capevolve._store import jsonfiles, signing
+from capevolve._store.candidates import (
+    content_hash,
+    digests_hash,
+    file_digests,
+    install_snapshot,
+)
 from capevolve._store.events import SPEND_FIELDS, EventLog, Spend
 from capevolve._store.layout import Layout
 from capevolve._store.lock import hold
@@ -46,6 +51,7 @@ from capevolve.records import (
     CandidateRecord,
     Event,
     GateEvent,
+    PartWritten,
     RunManifest,
     StateRecord,
     UserEvent,
@@ -73,6 +79,7 @@ class RunDir:
     """A run directory. Create with :meth:`create`, open an existing one with :meth:`open`."""
 
     _user_kinds: ClassVar[set[str]] = set(USER_KINDS_BUILTIN)
+    _appending: ClassVar[threading.RLock] = threading.RLock()  # appends + state.json
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).resolve()
@@ -116,7 +123,7 @@ class RunDir:
                 folder.mkdir(parents=True, exist_ok=True)
             write_splits(splits, run.layout.splits_json)
             jsonfiles.write_atomic(run.layout.run_json, record.to_json())
-            run._record(EventKind.RUN_CREATED, run_id=record.run_id)
+            run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key())
             run.snapshot(SEED_ID, seed, role="seed")
             run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run
@@ -124,7 +131,11 @@ class RunDir:
     @classmethod
     def open(cls, root: Path | str) -> Self:
         """Open an existing run dir (read-only): validates run.json and the splits checksum,
-        and refuses test rollouts without a seal. Creates and modifies nothing."""
+        refuses test rollouts without a seal, and verifies the event log's chain and
+        signatures and every Parquet part against its record
+        (:func:`capevolve._store.integrity.refuse_tampered`: one line naming the first bad
+        record or file). Creates and modifies nothing in the run dir (the hash cache lives
+        outside it)."""
         run = cls(Path(root))
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
@@ -134,6 +145,9 @@ class RunDir:
                 and not run.layout.seal.is_file():
             raise RunDirError(f"{test_dir}: test rollouts exist without a seal: the test "
                               "split was written outside `capevolve finalize`")
+        from capevolve._store.integrity import refuse_tampered
+
+        refuse_tampered(run)  # history and rows as capevolve wrote them (cached hashes)
         return run
 
     @property
@@ -210,10 +224,32 @@ class RunDir:
         """
         model = LIBRARY_EVENTS[EventKind(kind)]
         event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
-        with self.locked():
+        with self.locked(), self._appending:
             event = self._log.append(event)
             self._write_state()
+            self._mirror_head()
         return event
+
+    def _mirror_head(self) -> None:
+        """Mirror the chain head into the project's .capevolve/heads/ (capevolve._store.heads)."""
+        from capevolve._store import heads
+
+        log = self._log
+        if log.key is not None and log.key_id is not None and log.head is not None:
+            heads.write(self.manifest.project_dir, log.key_id, log.key, self.root,
+                        len(log.hashes), log.head)
+
+    def record_part(self, path: Path | str, n_rows: int) -> PartWritten:
+        """Record a Parquet part of this run that was just durably renamed into place: a
+        ``part_written`` event with its path (relative to the run dir), size, sha256 and
+        row count, which verification (capevolve._store.integrity) checks the part against
+        from then on. The sha256 and the footer's row count are computed here; a footer
+        that disagrees with ``n_rows`` is a RunDirError. Thread-safe: the part-writer
+        thread calls it while the evaluating thread holds the run lock."""
+        from capevolve._store.integrity import part_fields
+
+        fields = part_fields(self.root, Path(path), n_rows)
+        return cast(PartWritten, self._record(EventKind.PART_WRITTEN, **fields))
 
     def _write_state(self) -> None:
         state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
@@ -253,9 +289,10 @@ class RunDir:
             event = UserEvent(kind=name, ts=utc_now(), pid=os.getpid(), data=fields)
         except (ValidationError, TypeError, ValueError) as exc:
             raise RecordError(f"log_event {name!r}: fields must be JSON values ({exc})") from None
-        with self.locked():
+        with self.locked(), self._appending:
             stored = self._log.append(event)
             self._write_state()
+            self._mirror_head()
         return cast(UserEvent, stored)
 
     def passing_gate(self, candidate_id: str) -> GateEvent:
@@ -399,14 +436,10 @@ class RunDir:
                                        created_at=utc_now(), files={}, **fields)
             except ValidationError as exc:
                 raise RecordError(f"snapshot: {exc.errors()[0]['msg']}") from None
-            files = self.layout.candidate_files(candidate_id)
-            if files.exists():  # left by a snapshot killed before its candidate.json
-                shutil.rmtree(files)
-            copy_readonly(src, files)
-            if content_hash(files) != digest:
-                raise CandidateError(f"candidate: {src} changed while it was being copied")
-            meta = meta.model_copy(update={"files": file_digests(files)})
-            jsonfiles.write_atomic(self.layout.candidate_meta(candidate_id), meta.to_json())
+            digests = install_snapshot(  # atomic: staged, then renamed into place
+                src, self.layout.candidates / candidate_id, digest,
+                lambda files: meta.model_copy(update={"files": files}).to_json())
+            meta = meta.model_copy(update={"files": digests})
             self._record(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
                          source=str(src))
         return meta

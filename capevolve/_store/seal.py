@@ -10,10 +10,14 @@ Contract:
   still running.
 - Every taker (a first finalize or a retry) holds ``seal.lock`` while it creates or judges
   the seal, so no one can judge a seal in the instant between its creation and its flock.
-- A finalize that died before writing any test rollout may be retried: the dead seal is
-  renamed aside (``seal.aborted-<time>.json``) and a new one is taken. Once a test rollout
-  is on disk, or the seal says complete, every later attempt raises TestSealError. A seal
-  taken on another host is respected (its lock cannot be seen from here).
+- A finalize that died may be retried: the dead seal is renamed aside
+  (``seal.aborted-<time>.json``) and a new one is taken with ``retry_of`` naming it. When
+  test rollouts are already on disk the retry **resumes the same measurement**: its seal
+  must name the same best and baseline as the dead one (the seal records them), and
+  finalize then completes exactly the units of those two test evaluations that have no
+  row (capevolve._loop.finalize). Once the seal says complete, every later attempt raises
+  TestSealError. A seal taken on another host is respected (its lock cannot be seen from
+  here).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pydantic import ValidationError
 from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
 from capevolve._store.lock import hold, try_flock
+from capevolve._store.partcache import other_process_holds
 from capevolve._store.rundir import utc_now
 from capevolve.errors import RecordError, RunDirError, TestSealError
 from capevolve.kinds import SealStatus, Split
@@ -83,6 +88,12 @@ def _create(layout: Layout, fields: dict[str, Any]) -> SealRecord:
     return seal
 
 
+def holder_alive(layout: Layout) -> bool:
+    """True when a process holds the current seal's flock, read from /proc/locks without
+    taking it (a reader must never make a taker think a finalize is running)."""
+    return layout.seal.is_file() and other_process_holds(layout.seal)
+
+
 def _holder_alive(layout: Layout) -> bool:
     """True when a process holds the flock of the current seal.json."""
     try:
@@ -119,10 +130,16 @@ def _retry(layout: Layout, fields: dict[str, Any]) -> SealRecord:
         existing = read_seal(layout)
     except RunDirError:
         existing = None  # torn by a crash at creation: judged by its lock like any other
-    if (existing and existing.status == SealStatus.COMPLETE) or test_rollouts_exist(layout):
+    scored = test_rollouts_exist(layout)
+    if (existing and existing.status == SealStatus.COMPLETE) or (scored and existing is None):
         when = existing.started_at if existing else "?"
         raise TestSealError(f"{layout.seal}: the test split was already scored "
                             f"(sealed at {when}); it is scored once")
+    if scored and existing is not None and (existing.best_id, existing.baseline_id) != (
+            fields.get("best_id"), fields.get("baseline_id")):
+        raise TestSealError(f"{layout.seal}: the interrupted finalize scores best "
+                            f"{existing.best_id!r} against {existing.baseline_id!r}; a retry "
+                            "completes that measurement and nothing else")
     if existing and existing.host != socket.gethostname():
         raise TestSealError(f"{layout.seal}: finalize is already running on host "
                             f"{existing.host} (pid {existing.pid}); the test split is scored "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -15,11 +19,14 @@ from capevolve.cli import (
     inspect_cmds,
     output,
     project_cmds,
+    usage,
+    verify_cmds,
     view_cmds,
 )
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
+    cls=usage.OneLineUsageGroup,
     add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
     help="Evolve the capabilities of LLM agents and measure every edit honestly.",
 )
@@ -43,6 +50,7 @@ for module, names in (
     (project_cmds, ("init", "check", "run")),
     (eval_cmds, ("evaluate", "gate", "accept", "reject", "finalize")),
     (inspect_cmds, ("status", "report", "query")),
+    (verify_cmds, ("verify", "quarantine")),
 ):
     for name in names:
         app.command(name)(getattr(module, name))
@@ -56,6 +64,29 @@ app.add_typer(export_cmds.export_app, name="export")
 
 
 def main() -> None:
-    """Console-script entry point (keeps stdout for the JSON result until exit)."""
+    """Console-script entry point (keeps stdout for the JSON result until exit). Threads
+    user code left running (non-daemon) never keep the process alive after the result."""
     output._Stdout.keep_redirect = True
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        _exit_without_leaked_threads(exc)
+        raise
+    _exit_without_leaked_threads(SystemExit(0))
+
+
+def _exit_without_leaked_threads(exc: SystemExit) -> None:
+    """When non-daemon threads are still alive (an adapter started them), say so in one
+    line, run the exit handlers and end the process now instead of waiting forever."""
+    main_thread = threading.main_thread()
+    leaked = [t.name for t in threading.enumerate()
+              if t is not main_thread and not t.daemon and t.is_alive()]
+    if not leaked:
+        return
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    sys.stderr.write(f"capevolve: {len(leaked)} thread(s) started by user code still running "
+                     f"({', '.join(sorted(leaked)[:3])}); exiting without waiting for them\n")
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

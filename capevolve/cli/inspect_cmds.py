@@ -48,6 +48,8 @@ def _status_human(status: dict) -> str:
     final = status["final"]
     if final is None:
         lines.append("not finalized")
+    elif final.get("interrupted"):
+        lines.append(final["verdict_text"])
     else:
         lines.append(f"finalized: {final['verdict_text']}")
         lines += [f"  missing: {item}" for item in final["missing"]]

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import typer
 
 from capevolve import telemetry as otel
-from capevolve.errors import CapevolveError
+from capevolve.errors import CapevolveError, Interrupted
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -104,19 +104,49 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def os_error_line(exc: OSError) -> str:
+    """One line for an OS error (disk full, permission, not a directory ...) naming the
+    path it happened on."""
+    what = exc.strerror or type(exc).__name__
+    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
+    where = " -> ".join(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
+    return f"{where}: {what}" if where else what
+
+
+def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
+    """A text or path argument that is not valid UTF-8 (a surrogate-escaped byte from the
+    command line) is refused before the command runs, naming the option."""
+    for name, value in kwargs.items():
+        if isinstance(value, (str, os.PathLike)):
+            text = os.fspath(value)
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = text.encode("utf-8", "surrogateescape").decode("ascii",
+                                                                      "backslashreplace")
+                fail(f"--{name.replace('_', '-')} {shown!r}: not valid UTF-8 text")
+
+
 def command(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a command: protect stdout for its whole run and map CapevolveError to exit 2."""
+    """Wrap a command: protect stdout for its whole run and map user errors to one line
+    and exit 2: CapevolveError, an OS error (named by its path) and an argument that is not
+    valid UTF-8."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _protect_stdout()
         try:
+            _refuse_undecodable(kwargs)
             with otel.command_span(fn.__name__):
                 return fn(*args, **kwargs)
         except CapevolveError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        except KeyboardInterrupt:
-            fail("interrupted; finished rollouts are on disk, rerun to resume", code=130)
+        except OSError as exc:
+            fail(os_error_line(exc))
+        except KeyboardInterrupt as exc:  # Interrupted says how many rows are on disk
+            fail(str(exc) if isinstance(exc, Interrupted) else "interrupted", code=130)
         finally:
             otel.flush()
             _restore_stdout()

@@ -3,10 +3,11 @@
 The verbs never print progress. While a display is *active* (:func:`observing`, set by the
 CLI around a long command; a context variable, so it never leaks into another command or
 thread), each evaluation reports to it through a :class:`Watch`: ``begin`` with its units,
-``dispatched`` as units go out, ``rows`` as rows reach the sink (after they are persisted),
-``end``. With no display active a Watch does nothing and changes nothing (the engine gets
-the very limit it would have got). Displays live in :mod:`capevolve.progress.live`
-(rich on a terminal, a plain line every few seconds otherwise; always on stderr).
+``dispatched`` as units go out (counted as the engine's dispatch ledger records them),
+``rows`` as the sink takes charge of rows, ``end``. With no display active a Watch does
+nothing and changes nothing (the engine gets the very sink and ledger it would have got).
+Displays live in :mod:`capevolve.progress.live` (rich on a terminal, a plain line every few
+seconds otherwise; always on stderr).
 
 This module imports nothing heavy: the application layer imports it.
 """
@@ -18,15 +19,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-LimitFn = Callable[[int], tuple["int | None", "str | None"]]
-
 
 class Display(Protocol):
     """What a progress display receives (every method must be cheap and never raise)."""
 
     def begin(self, label: str, total: int) -> None: ...
 
-    def dispatched(self, label: str, n: int, exact: bool = False) -> None: ...
+    def dispatched(self, label: str, n: int) -> None: ...
 
     def rows(self, label: str, rows: list[dict[str, Any]]) -> None: ...
 
@@ -52,25 +51,30 @@ def observing(display: Display | None) -> Iterator[Display | None]:
 
 
 class Watch:
-    """One evaluation's connection to the active display (a no-op without one)."""
+    """One evaluation's connection to the active display (a no-op without one).
 
-    def __init__(self, label: str, total: int, limit: LimitFn | None) -> None:
+    Use it as a context manager around the engine run (``end`` on the way out, whatever
+    stopped the engine) and hand the engine :meth:`sink` and :meth:`ledger` of the sink
+    and ledger it would have got: without a display they are those very objects.
+    """
+
+    def __init__(self, label: str, total: int) -> None:
         self.label, self.display = label, active()
-        self.limit: LimitFn | None = limit
+        if self.display is not None:
+            self.display.begin(label, total)
+
+    def sink(self, inner: Callable[[list[dict[str, Any]]], None]
+             ) -> Callable[[list[dict[str, Any]]], None]:
+        """``inner`` (the engine's row sink), also reporting each batch once ``inner`` has
+        taken charge of it."""
         if self.display is None:
-            return
-        self.display.begin(label, total)
-        self.limit = self._limit(limit)
+            return inner
 
-    def _limit(self, inner: LimitFn | None) -> LimitFn:
-        display, label = self.display, self.label
+        def reporting(rows: list[dict[str, Any]]) -> None:
+            inner(rows)
+            self.rows(rows)
 
-        def probe(dispatched: int) -> tuple[int | None, str | None]:
-            if display is not None:
-                display.dispatched(label, dispatched)
-            return (None, None) if inner is None else inner(dispatched)
-
-        return probe
+        return reporting
 
     def ledger(self, inner: Any) -> Any:
         """The engine's dispatch ledger, reporting the exact number of units handed out as
@@ -80,7 +84,7 @@ class Watch:
         return _CountingLedger(inner, self.display, self.label)
 
     def rows(self, rows: list[dict[str, Any]]) -> None:
-        """Rows that reached the sink (already persisted)."""
+        """Rows the sink has taken charge of."""
         if self.display is not None and rows:
             self.display.rows(self.label, rows)
 
@@ -88,10 +92,16 @@ class Watch:
         if self.display is not None:
             self.display.end(self.label)
 
+    def __enter__(self) -> Watch:
+        return self
 
-def watch(label: str, total: int, limit: LimitFn | None = None) -> Watch:
-    """A :class:`Watch` for an evaluation of ``total`` units under ``limit``."""
-    return Watch(label, total, limit)
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+
+def watch(label: str, total: int) -> Watch:
+    """A :class:`Watch` for an evaluation of ``total`` units."""
+    return Watch(label, total)
 
 
 class _CountingLedger:
@@ -104,7 +114,7 @@ class _CountingLedger:
     async def dispatched(self, units: list[Any]) -> None:
         await self._inner.dispatched(units)
         self._sent += len(units)
-        self._display.dispatched(self._label, self._sent, exact=True)
+        self._display.dispatched(self._label, self._sent)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

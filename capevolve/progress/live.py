@@ -55,12 +55,11 @@ class LiveDisplay:
             self.evals[label] = EvalTally(label, total)
         self._say(f"{label}: {total} units to run")
 
-    def dispatched(self, label: str, n: int, exact: bool = False) -> None:
+    def dispatched(self, label: str, n: int) -> None:
         with self.lock:
             tally = self.evals.get(label)
             if tally is not None:
-                tally.probed = max(tally.probed or 0, n)
-                tally.exact = tally.exact or exact
+                tally.dispatched = max(tally.dispatched, n)
 
     def rows(self, label: str, rows: list[dict[str, Any]]) -> None:
         with self.lock:

@@ -4,14 +4,10 @@ Pure bookkeeping (no terminal): units done of total, rate, ETA, in flight, error
 retries, the running task-level mean +- SE of the rows seen so far, and the workers and
 nodes that delivered a row in the last :data:`ACTIVE_WINDOW_S` seconds ("busy").
 
-*In flight* is exact when the engine records its units in a dispatch ledger before they
-go out: units handed out minus ``done``. Otherwise it is derived from the dispatch check:
-while units are pending the engine asks its limit before each batch with the number of
-units dispatched so far, so that number minus ``done`` is in flight while it is ahead of
-``done`` (a lower bound: the batch sent after the check is not counted until the next
-check); once ``done`` has caught up with the last check and units remain, every remaining
-unit is out (a worker with nothing in flight checks again while units are pending).
-Before the first check nothing is in flight.
+*In flight* is the number of units the engine's dispatch ledger recorded as handed out
+minus ``done`` (a unit re-sent after a lost worker counts again while it is out). A row
+whose reward is not a finite number counts as an error (``invalid_value``): the store
+checks every value again before it keeps a row.
 """
 
 from __future__ import annotations
@@ -27,6 +23,11 @@ from capevolve.stats.estimators import mean_and_se, task_means
 ACTIVE_WINDOW_S = 10.0
 
 
+def _finite(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
 @dataclass
 class EvalTally:
     """Counters of one evaluation, fed with the rows as they are persisted."""
@@ -35,8 +36,7 @@ class EvalTally:
     total: int
     started: float = field(default_factory=time.monotonic)
     done: int = 0
-    probed: int | None = None  # units dispatched at the engine's last dispatch check
-    exact: bool = False  # probed is the ledger's exact count of units handed out
+    dispatched: int = 0  # units the dispatch ledger recorded as handed out
     retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     rewards: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -48,10 +48,13 @@ class EvalTally:
         for row in rows:
             self.done += 1
             self.retries += max(0, int(row.get("attempts") or 1) - 1)
-            if row.get("error") is not None or row.get("reward") is None:
+            reward = row.get("reward")
+            if row.get("error") is not None or reward is None:
                 self.errors[str(row.get("error_kind") or "unknown")] += 1
+            elif not _finite(reward):
+                self.errors["invalid_value"] += 1
             else:
-                self.rewards[str(row["task_id"])].append(float(row["reward"]))
+                self.rewards[str(row.get("task_id"))].append(float(reward))
             worker = row.get("worker_id")
             if worker:
                 self.seen[(str(worker), str(row.get("node_id") or "?"))] = now
@@ -73,13 +76,7 @@ class EvalTally:
     def in_flight(self) -> int:
         if self.finished is not None:
             return 0
-        if self.probed is None:
-            return 0  # the engine has not dispatched anything yet
-        if self.exact:
-            return max(0, self.probed - self.done)
-        if self.probed > self.done:
-            return self.probed - self.done
-        return max(0, self.total - self.done)
+        return max(0, self.dispatched - self.done)
 
     def mean_se(self) -> tuple[float | None, float | None, int]:
         """Mean of the per-task means so far, its SE and the number of tasks (the same

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from capevolve.kinds import EvalStatus, EventKind, Split
+from capevolve.kinds import EvalStatus, EventKind, SpendRole, Split
 from capevolve.records._base import EVENT_KIND_PATTERN, Record, check_version, parse_record
 from capevolve.records._documents import GateRecord
 
@@ -24,6 +24,9 @@ class EventBase(Record):
     prev: str | None = None
     """sha256 of the previous event's line in events.jsonl (None for the first): the
     hash chain that makes an edited, removed or inserted line evident."""
+    mac: str | None = None
+    """HMAC-SHA256 of the line's other fields under the run's key, kept outside the run
+    dir (capevolve._store.signing): a line capevolve did not write does not carry it."""
 
 
 class RunCreated(EventBase):
@@ -32,6 +35,8 @@ class RunCreated(EventBase):
     kind: Literal[EventKind.RUN_CREATED]
     run_id: str
     """The run's id (run.json ``run_id``)."""
+    key_id: str
+    """Names the run's signing key in the user's key directory (not a secret)."""
 
 
 class SnapshotEvent(EventBase):
@@ -135,7 +140,7 @@ class SpendEvent(EventBase):
     iterations: int = Field(0, ge=0, strict=True)
     """Decisions (accept / reject) recorded."""
     metric_calls: int = Field(0, ge=0, strict=True)
-    """Rollouts executed."""
+    """Rollouts dispatched (each unit handed to a worker counts, finished or not)."""
     tokens: int = Field(0, ge=0, strict=True)
     """Tokens the rollouts reported."""
     cost_usd: float = Field(0.0, ge=0, strict=True)
@@ -144,6 +149,13 @@ class SpendEvent(EventBase):
     """Rollouts whose cost is unknown."""
     wall_s: float = Field(0.0, ge=0, strict=True)
     """Wall-clock seconds of rollout work."""
+    role: SpendRole | None = None
+    """Who spent (runner, scorer, optimizer); None for decisions and where unknown."""
+    session: str | None = None
+    """The evaluate session whose dispatch journal this settles (one event per session)."""
+    reconciled: bool = False
+    """True when a later command settled a session that died, from its dispatch journal
+    and stored rows: units dispatched without a stored row count as spent, cost unknown."""
 
 
 class FinalizeStarted(EventBase):
@@ -162,6 +174,8 @@ class Finalized(EventBase):
     """The candidate finalized."""
     delta: float | None = None
     """The paired test delta (None when not measured)."""
+    final_sha256: str | None = None
+    """sha256 of the final.json it wrote (verification compares the file to it)."""
 
 
 class DiagnosisAnnotated(EventBase):
@@ -188,6 +202,32 @@ class TamperEvent(EventBase):
     """The protected paths it modified, added or removed."""
 
 
+class PartWritten(EventBase):
+    """A Parquet part of rollouts was durably renamed into place."""
+
+    kind: Literal[EventKind.PART_WRITTEN]
+    path: str
+    """The part, relative to the run dir (POSIX separators)."""
+    sha256: str
+    """sha256 of the part's bytes."""
+    size: int = Field(ge=0)
+    """Its size in bytes."""
+    n_rows: int = Field(ge=0)
+    """Rows it holds."""
+
+
+class QuarantinedEvent(EventBase):
+    """``capevolve quarantine`` moved files that failed verification aside."""
+
+    kind: Literal[EventKind.QUARANTINED]
+    moved: dict[str, str]
+    """Each moved file (relative to the run dir) and where it went."""
+    problems: list[str]
+    """The verification problems that were found, one line each."""
+    reset_events: bool = False
+    """Whether events.jsonl itself was set aside and restarted (its history kept aside)."""
+
+
 class UserEvent(EventBase):
     """An event of a user's own kind (``note`` or a registered kind); fields as data."""
 
@@ -203,6 +243,7 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.SET_BEST: SetBestEvent, EventKind.SPEND: SpendEvent,
     EventKind.FINALIZE_STARTED: FinalizeStarted, EventKind.FINALIZED: Finalized,
     EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
+    EventKind.PART_WRITTEN: PartWritten, EventKind.QUARANTINED: QuarantinedEvent,
 }
 """The kinds capevolve records itself, and their models (a user may not log these)."""
 
@@ -213,7 +254,7 @@ USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
 
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
-         | DiagnosisAnnotated | TamperEvent | UserEvent)
+         | DiagnosisAnnotated | TamperEvent | PartWritten | QuarantinedEvent | UserEvent)
 
 
 def parse_event(data: Any, source: str) -> Event:

@@ -19,6 +19,7 @@ from typing import Any
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
+from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._loop.status import evaluations
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
@@ -101,6 +102,9 @@ def render(run: RunDir) -> str:
 
 def _final_section(run: RunDir, floor: float) -> list[str]:
     if not run.layout.final.is_file():
+        interrupted = finalize_progress(run)
+        if interrupted is not None:
+            return [f"Not finalized: {interrupted} (no delta, no verdict until it completes)."]
         return ["Not finalized: the test split has not been scored."]
     final = read_final(run.layout)
     ids = run.splits.ids(Split.TEST)

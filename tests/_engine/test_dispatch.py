@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import pytest
 
@@ -199,3 +200,52 @@ def test_a_worker_that_cannot_start_is_an_engine_error():
 
     with pytest.raises(EngineError, match="could not start.*died on import"):
         _run([Stillborn("w0")], [FakeScorer()], plan_units(["t0"], 1, run_seed=1))
+
+
+class RecordingLedger:
+    """A DispatchLedger that records what it was told (durably, as far as the test goes)."""
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.recorded: list = []
+        self.fail_after = fail_after
+
+    async def dispatched(self, units) -> None:
+        await asyncio.sleep(0)
+        if self.fail_after is not None and len(self.recorded) >= self.fail_after:
+            raise OSError(28, "No space left on device")
+        self.recorded += units
+
+
+def test_every_unit_a_worker_receives_was_recorded_in_the_ledger_first():
+    """With a ledger, no worker sees a unit before the ledger recorded it; a re-dispatch
+    after a worker loss is recorded again (it is spent again)."""
+    ledger = RecordingLedger()
+    seen_first: list = []
+
+    class Checking(FakeWorker):
+        async def exchange(self, eval_id, units, max_wait_s):
+            seen_first.extend(u for u in units if u not in ledger.recorded)
+            return await super().exchange(eval_id, units, max_wait_s)
+
+    units = plan_units([f"t{i}" for i in range(6)], 2, run_seed=3)
+    workers = [Checking("w0", die_on=(2,)), Checking("w1")]
+    rows: list = []
+    asyncio.run(Dispatcher(workers, [FakeScorer()], 5).run(_job(), units, rows.extend, None,
+                                                            ledger))
+    assert seen_first == []
+    received = Counter(u.key for w in workers for u in w.received)
+    recorded = Counter(u.key for u in ledger.recorded)
+    assert all(recorded[key] >= n for key, n in received.items())
+    assert len(ledger.recorded) > len(units)  # the lost worker's units were recorded twice
+    assert _keys(rows) == sorted(u.key for u in units)
+
+
+def test_a_ledger_that_cannot_record_stops_the_evaluation_before_dispatch():
+    """When the ledger fails, the units it could not record never reach a worker."""
+    ledger = RecordingLedger(fail_after=4)
+    workers = [FakeWorker("w0")]
+    units = plan_units([f"t{i}" for i in range(6)], 2, run_seed=3)
+    with pytest.raises(OSError, match="No space"):
+        asyncio.run(Dispatcher(workers, [FakeScorer()], 5).run(_job(), units, [].extend, None,
+                                                                ledger))
+    assert {u.key for u in workers[0].received} <= {u.key for u in ledger.recorded}

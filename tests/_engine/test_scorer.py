@@ -51,7 +51,7 @@ def scorer(tmp_path):
 
 def _raw(task_id="t0", trial=0, output="ok", **extra):
     base = outcome(task_id, trial, attempts=1, latency_s=0.1, started=1.0, finished=2.0,
-                   worker_id="w", node_id="n", rollout=rollout_json(Rollout(output=output)))
+                   worker_id="w", node_id="n", rollout=rollout_json(Rollout(output=output))[0])
     return {**base, **extra}
 
 

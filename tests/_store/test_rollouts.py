@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.projects import make_project
 
-from capevolve._loop import evaluate as evaluation
+from capevolve._loop import session
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
@@ -57,7 +57,7 @@ def _ids_project(root, val_ids, *, trials=2, sleep=0.0, concurrency=8, extra_tas
 
 def _small_writer(monkeypatch, **kwargs):
     """Make evaluate() use PartWriters with the given limits."""
-    monkeypatch.setattr(evaluation, "PartWriter", functools.partial(PartWriter, **kwargs))
+    monkeypatch.setattr(session, "PartWriter", functools.partial(PartWriter, **kwargs))
 
 
 # -- PartWriter -----------------------------------------------------------------------------
@@ -79,9 +79,14 @@ def test_part_writer_writes_via_temp_name_and_rename(tmp_path, monkeypatch):
     monkeypatch.setattr(pq, "write_table", spy)
     writer = PartWriter(layout, "val", SEED_ID, "val__seed__k2", max_rows=3, max_age_s=60)
     rows = [_row(f"t{i}", 0, reward=i / 10) for i in range(7)]
-    for row in rows:
-        writer.add([row])
-    writer.close()
+    for n_parts, batch in enumerate((rows[:3], rows[3:6])):  # a part once 3 rows are in
+        writer.add(batch)
+        deadline = time.monotonic() + 5
+        while len(list(layout.rollouts.rglob("*.parquet"))) <= n_parts:
+            assert time.monotonic() < deadline, "no part after max_rows rows"
+            time.sleep(0.01)
+    writer.add(rows[6:])
+    writer.close()  # the last row goes in a part of its own
 
     parts = sorted(layout.partition("val", SEED_ID).iterdir())
     assert [p.suffix for p in parts] == [".parquet"] * 3, parts

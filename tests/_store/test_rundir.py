@@ -325,7 +325,7 @@ def test_a_forged_file_list_in_candidate_json_is_refused(run, tmp_path):
 
 def test_a_snapshot_killed_before_its_record_is_redone(run, tmp_path, monkeypatch):
     """A snapshot that died after copying the files but before candidate.json leaves no
-    candidate; snapshotting again under the same id succeeds."""
+    candidate (nothing but staging); snapshotting again under the same id succeeds."""
     import capevolve._store.rundir as rundir_module
 
     src = make_candidate(tmp_path / "a", 0.7)
@@ -337,7 +337,7 @@ def test_a_snapshot_killed_before_its_record_is_redone(run, tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         run.snapshot("cand_001", src)
     monkeypatch.undo()
-    assert run.layout.candidate_files("cand_001").is_dir()
+    assert not run.layout.candidate_files("cand_001").exists()
     assert "cand_001" not in RunDir.open(run.root).candidate_ids()
     record = run.snapshot("cand_001", src)
     assert run.candidate_dir("cand_001").is_dir() and record.id == "cand_001"

@@ -15,7 +15,7 @@ from capevolve.kinds import SEED_ID, SealStatus
 class _BrokenEngine:
     """An engine that fails as a whole before running anything."""
 
-    def run(self, job, units, sink, limit=None):
+    def run(self, job, units, sink, limit=None, ledger=None):
         raise EngineError("the cluster went away")
 
     def close(self) -> None:
@@ -53,3 +53,21 @@ def test_a_complete_seal_is_final(run):
     with pytest.raises(TestSealError, match="already scored"):
         seal.burn(run.layout, best_id=SEED_ID, baseline_id=SEED_ID)
     assert run.layout.seal.read_bytes() == before
+
+
+def test_a_resumed_seal_must_name_the_same_measurement(run):
+    """With test rows on disk, a retry resumes only the best and baseline the dead seal
+    names: a burn for another best is refused and leaves the dead seal in place."""
+    taken = seal.burn(run.layout, best_id="cand_x", baseline_id=SEED_ID)
+    seal.release(run.layout)  # the finalize died
+    part = run.layout.partition("test", "cand_x") / "test__cand_x__k2-dead-00000.parquet"
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"PAR1")  # rows are on disk (only their presence is judged here)
+    with pytest.raises(TestSealError, match="scores best 'cand_x' against 'seed'"):
+        seal.burn(run.layout, best_id=SEED_ID, baseline_id=SEED_ID)
+    assert seal.read_seal(run.layout) == taken
+    resumed = seal.burn(run.layout, best_id="cand_x", baseline_id=SEED_ID)
+    try:
+        assert resumed.retry_of and (resumed.best_id, resumed.baseline_id) == ("cand_x", SEED_ID)
+    finally:
+        seal.release(run.layout)

@@ -126,9 +126,13 @@ def write_project(root: Path, adapter_body: str, config: str = "") -> Path:
     (root / "adapter.py").write_text(
         "from capevolve import Rollout, Score, Task\n\n\n" + textwrap.dedent(adapter_body),
         encoding="utf-8")
+    config = textwrap.dedent(config)
+    defaults = [line for line in ("num_trials: 2", "engine: {kind: local}")  # a key once
+                if not any(ln.startswith(line.split(":")[0] + ":")
+                           for ln in config.splitlines())]
     (root / "capevolve.yaml").write_text(
-        "name: mini\nadapter: adapter.py:A\ncapability_path: cap\nnum_trials: 2\n"
-        "engine: {kind: local}\n" + textwrap.dedent(config), encoding="utf-8")
+        "name: mini\nadapter: adapter.py:A\ncapability_path: cap\n"
+        + "".join(f"{line}\n" for line in defaults) + config, encoding="utf-8")
     return root
 
 

@@ -61,7 +61,9 @@ def write_rows(run: RunDir, specs: list[dict], *, split: str = "val", candidate:
             "attempts": 1, "inputs": json.dumps(f"do {spec['task_id']}"), "output": "",
             "finished_at": t0 + dt.timedelta(seconds=i + part * 100000), **spec})
     path = run.layout.partition(split, candidate) / f"{eval_id}-x-{part:05d}.parquet"
-    return write_part(rows, path)
+    written = write_part(rows, path)
+    run.record_part(written, len(rows))  # as the writer does: the run verifies on open
+    return written
 
 
 def signatures(result: dict) -> list[str]:

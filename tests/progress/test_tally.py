@@ -34,20 +34,27 @@ def test_errors_retries_and_the_running_mean_come_from_the_rows():
     assert t.mean_se() == (*expected, 2)
 
 
-def test_in_flight_follows_the_dispatch_probe_then_the_remaining_units():
-    """Ahead of the rows, the probe's count minus done is in flight; once done has caught
-    up with the last probe every remaining unit is out; finished means nothing is."""
+def test_in_flight_is_dispatched_minus_done():
+    """In flight: what the ledger recorded as handed out minus done; finished: none."""
     t = EvalTally("e", total=10, started=0.0)
     assert t.in_flight() == 0  # nothing dispatched yet
-    t.probed = 0  # the first check: a batch goes out after it
-    assert t.in_flight() == 10
-    t.probed = 6
+    t.dispatched = 6
     t.add([_row("a", 1.0)] * 2, now=1.0)
     assert t.in_flight() == 4
-    t.add([_row("a", 1.0)] * 5, now=2.0)  # done 7 > last probe 6: the rest is out
+    t.dispatched = 10
+    t.add([_row("a", 1.0)] * 5, now=2.0)
     assert t.in_flight() == 3
     t.finished = 3.0
     assert t.in_flight() == 0
+
+
+def test_a_reward_that_is_not_a_finite_number_is_an_invalid_value():
+    """A NaN, infinite or non-numeric reward never enters the running mean."""
+    t = EvalTally("e", total=4, started=0.0)
+    t.add([_row("a", float("nan")), _row("a", float("inf")), _row("b", "1"),
+           _row("b", True), _row("c", 0.25)], now=1.0)
+    assert dict(t.errors) == {"invalid_value": 4}
+    assert t.mean_se() == (0.25, None, 1)
 
 
 def test_rate_eta_and_busy_workers_over_the_window():
@@ -66,27 +73,32 @@ def test_rate_eta_and_busy_workers_over_the_window():
 
 
 def test_without_a_display_a_watch_changes_nothing():
-    """No active display: the engine gets the very limit object (or None) it would have."""
-    def limit(n):
-        return (5, None)
+    """No active display: the engine gets the very sink and ledger objects it would have."""
+    def sink(rows):
+        return None
 
-    assert progress.watch("e", 3, limit).limit is limit
-    assert progress.watch("e", 3, None).limit is None
+    ledger = object()
+    watch = progress.watch("e", 3)
+    assert watch.sink(sink) is sink and watch.ledger(ledger) is ledger
+    assert watch.ledger(None) is None
 
 
-def test_with_a_display_the_probe_reports_and_keeps_the_limit():
-    """With a display, the probe reports the dispatched count and returns the inner
-    limit's answer unchanged ((None, None) when there is none)."""
-    out = io.StringIO()
+def test_with_a_display_the_sink_reports_after_the_inner_sink():
+    """With a display, rows reach the inner sink first, then the display; a sink that
+    raises (a failed write) reports nothing; the watch ends the evaluation on exit."""
+    out, seen = io.StringIO(), []
     display = LiveDisplay(out, plain=True, every_s=60)
+
+    def failing(rows):
+        raise OSError("disk full")
+
     with display, progress.observing(display):
-        watch = progress.watch("val__x__k1", 4, lambda n: (4 - n, "budget"))
-        assert watch.limit is not None and watch.limit(1) == (3, "budget")
-        free = progress.watch("val__y__k1", 4, None)
-        assert free.limit is not None and free.limit(2) == (None, None)
-        watch.rows([_row("a", 1.0)])
-        watch.end()
-    assert display.evals["val__x__k1"].probed == 1 and display.evals["val__y__k1"].probed == 2
+        with progress.watch("val__x__k1", 4) as watch:
+            watch.sink(seen.extend)([_row("a", 1.0)])
+            with pytest.raises(OSError):
+                watch.sink(failing)([_row("b", 1.0)])
+    assert seen == [_row("a", 1.0)] and display.evals["val__x__k1"].done == 1
+    assert display.evals["val__x__k1"].finished is not None
     assert "val__x__k1: 1/4 units" in out.getvalue()
     assert progress.active() is None
 

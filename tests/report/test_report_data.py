@@ -85,17 +85,17 @@ def test_the_page_is_self_contained_and_escapes_run_text(report_run, tmp_path):
     assert 'src="http' not in page and "@import" not in page and "url(" not in page
 
 
-def test_an_unfinalized_run_says_so_and_draws_no_test_delta(report_run, tmp_path):
-    """Without final.json: no test delta chart, "Not finalized" in its place."""
+def test_a_hand_deleted_final_json_is_refused_not_reported_as_unfinalized(report_run,
+                                                                          tmp_path):
+    """Removing final.json does not make the report say "not finalized": the run's
+    history says it was, and the report is refused naming the file."""
+    from capevolve.errors import CapevolveError
+
     run_dir = tmp_path / "run"
     shutil.copytree(report_run.path, run_dir)
     (run_dir / "final.json").unlink()
-    data = report_data(open_run(run_dir))
-    assert data["final"] is None
-    page = render_html(data)
-    assert 'data-chart="final-delta"' not in page
-    assert "Not finalized: the test split has not been scored." in page
-    assert "cost not recorded" in page
+    with pytest.raises(CapevolveError, match="final.json"):
+        report_data(open_run(run_dir))
 
 
 def test_a_malformed_diagnosis_file_is_a_clear_error(report_run, tmp_path):
@@ -121,3 +121,4 @@ def test_a_run_with_nothing_measured_says_so_in_every_section(tmp_path):
                      "seed was not diagnosed on val"):
         assert sentence in page
     assert page.count("Not finalized: the test split has not been scored.") == 1
+    assert 'data-chart="final-delta"' not in page and "cost not recorded" in page

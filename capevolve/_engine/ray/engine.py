@@ -21,7 +21,7 @@ from typing import Any
 
 import ray
 
-from capevolve._engine.contract import EngineReport, EvalJob, Limit, RowSink
+from capevolve._engine.contract import DispatchLedger, EngineReport, EvalJob, Limit, RowSink
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray import pool
@@ -56,13 +56,13 @@ class RayEngine:
         self.address = address
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
-            limit: Limit | None = None) -> EngineReport:
+            limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address)
         actors = pool.rollout_pool(self.config, job)
-        scorers = pool.scorer_pool(job, len(actors))
+        scorers = pool.scorer_pool(job, len(actors), self.config)
         dispatcher = Dispatcher(actors, scorers,
                                 max_restarts=3 * (len(actors) + len(scorers)) + 3)
-        return asyncio.run(dispatcher.run(job, units, sink, limit))
+        return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
 
     def close(self) -> None:
         """Actors are kept for the next evaluation of this process; see

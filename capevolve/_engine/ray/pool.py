@@ -5,11 +5,18 @@ candidate (or engine setting) gets fresh actors, and one candidate's code never 
 process with another's. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
 actors) load only the project's adapter and are kept across candidates. The handles turn
 Ray failures into WorkerLost, which the dispatcher recovers from.
+
+No call on an actor waits forever: a call past its expected time triggers a health check,
+and an actor that fails it (dead, or its event loop blocked by user code) is killed and
+restarted, its call WorkerLost (see :func:`_bounded`); an actor that does not start within
+START_TIMEOUT_S is an EngineError naming it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
@@ -24,6 +31,13 @@ from capevolve.errors import EngineError
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 SCORERS_PER = 1  # rollout actors per scorer actor
+START_TIMEOUT_S = 180.0
+"""How long an actor may take to start (scheduling, process start, imports, adapter)."""
+GRACE_S = 15.0
+"""How long past its own wait a call may take before the actor's health is checked."""
+HEALTH_TIMEOUT_S = 15.0
+"""How long a live actor may take to answer a health check (its event loop is served)."""
+REPLY_MARGIN_S = 60.0
 
 
 async def _call(ref):
@@ -41,32 +55,82 @@ async def _call(ref):
         raise EngineError(f"worker call failed: {str(exc).splitlines()[0]}") from None
 
 
-class ActorWorker:
-    """A WorkerHandle over a RolloutActor."""
+async def _healthy(actor) -> bool:
+    """True when the actor answers a health check within HEALTH_TIMEOUT_S."""
+    try:
+        await asyncio.wait_for(_call(actor.pid.remote()), timeout=HEALTH_TIMEOUT_S)
+    except (TimeoutError, WorkerLost, EngineError):
+        return False
+    return True
 
-    def __init__(self, actor, name: str, slots: int) -> None:
+
+async def _bounded(handle, ref, expected_s: float, limit_s: float):
+    """Await an actor call that should answer within ``expected_s``: past that (plus
+    GRACE_S) the actor's health is checked, and an actor that does not answer the check
+    within HEALTH_TIMEOUT_S (dead, or its event loop blocked by user code) is killed, to be
+    restarted, and the call is WorkerLost; a call still unanswered after ``limit_s`` in all
+    is lost the same way. So a call on an actor never waits forever."""
+    call = asyncio.ensure_future(_call(ref))
+    started = time.monotonic()
+    try:
+        while True:
+            wait = min(expected_s + GRACE_S, max(0.0, limit_s - (time.monotonic() - started)))
+            done, _ = await asyncio.wait({call}, timeout=wait)
+            if done:
+                return call.result()
+            waited = time.monotonic() - started
+            if waited < limit_s and await _healthy(handle.actor):
+                continue  # alive and serving: the call is just slow
+            why = f"no reply within {waited:.0f}s"
+            if waited < limit_s:
+                why += (f" and no answer to a health check within {HEALTH_TIMEOUT_S:g}s (its "
+                        "process is gone or user code blocks its event loop)")
+            ray.kill(handle.actor, no_restart=False)  # Ray restarts it
+            raise WorkerLost(f"{handle.name}: {why}; restarting it")
+    finally:
+        call.cancel()
+
+
+async def _started(handle, ref):
+    """Await ``prepare`` (which waits for the actor to start) for at most START_TIMEOUT_S."""
+    try:
+        return await asyncio.wait_for(_call(ref), timeout=START_TIMEOUT_S)
+    except TimeoutError:
+        raise EngineError(f"{handle.name} did not start within {START_TIMEOUT_S:g}s (no node "
+                          "can place it, or its process hangs while loading the adapter)"
+                          ) from None
+
+
+class ActorWorker:
+    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`)."""
+
+    def __init__(self, actor, name: str, slots: int, reply_timeout_s: float) -> None:
         self.actor, self.name, self.slots = actor, name, slots
+        self.reply_timeout_s = reply_timeout_s
 
     async def prepare(self, job: EvalJob) -> None:
-        await _call(self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> list[Outcome]:
         plain = [(u.task_id, u.trial, u.seed) for u in units]  # tuples pickle cheaply
-        return await _call(self.actor.exchange.remote(eval_id, plain, max_wait_s))
+        return await _bounded(self, self.actor.exchange.remote(eval_id, plain, max_wait_s),
+                              max_wait_s, max_wait_s + self.reply_timeout_s)
 
 
 class ActorScorer:
-    """A ScorerHandle over a ScorerActor."""
+    """A ScorerHandle over a ScorerActor; every call is bounded (see :func:`_bounded`)."""
 
-    def __init__(self, actor, name: str) -> None:
+    def __init__(self, actor, name: str, reply_timeout_s: float) -> None:
         self.actor, self.name = actor, name
+        self.reply_timeout_s = reply_timeout_s
 
     async def prepare(self, job: ScoreJob) -> None:
-        await _call(self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        return await _call(self.actor.score.remote(eval_id, items))
+        return await _bounded(self, self.actor.score.remote(eval_id, items), 0.0,
+                              self.reply_timeout_s * max(1, len(items)))
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
@@ -108,24 +172,32 @@ def rollout_pool(config: EngineConfig, job: EvalJob) -> list[ActorWorker]:
     _POOL["actors"] = [
         ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
             root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-            project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots)
+            project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots,
+            reply_timeout_s=reply_timeout_s(c))
         for i in range(workers)]
     _POOL.update(key=key, limiter=limiter)
     return _POOL["actors"]
 
 
-def scorer_pool(job: EvalJob, workers: int) -> list[ActorScorer]:
+def reply_timeout_s(config: EngineConfig) -> float:
+    """The longest a live actor may take to answer for one unit (every attempt timing out,
+    plus a margin), as the local engine's workers."""
+    return config.timeout_s * (config.retries + 1) + REPLY_MARGIN_S
+
+
+def scorer_pool(job: EvalJob, workers: int, config: EngineConfig) -> list[ActorScorer]:
     """The scorer actors for the project (kept across candidates)."""
     root, rel = project_location(job.project_root)
     count = max(1, math.ceil(workers / SCORERS_PER))
-    key = (root, rel, job.adapter_spec, count)
+    key = (root, rel, job.adapter_spec, count, reply_timeout_s(config))
     if _POOL["scorer_key"] != key:
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
         _POOL["scorers"] = [
             ActorScorer(ScorerActor.options(  # type: ignore[attr-defined]
                 num_cpus=0, scheduling_strategy="SPREAD").remote(
-                root, job.adapter_spec, project_rel=rel), name=f"scorer-{i}")
+                root, job.adapter_spec, project_rel=rel), name=f"scorer-{i}",
+                reply_timeout_s=reply_timeout_s(config))
             for i in range(count)]
         _POOL["scorer_key"] = key
     return _POOL["scorers"]

@@ -1,92 +1,227 @@
-"""Durable rollout parts: rows are flushed to small Parquet files as they arrive.
+"""Durable rollout rows: a finished-row journal fsynced in small batches, compacted into
+Parquet parts.
 
-Each part is written to a temporary name, fsynced and renamed into place, so a reader
-(or a crash) never sees a half-written ``.parquet``. Parts live in the hive partition of
-their split and candidate and are named after the evaluation and a sequence number.
-Writes happen on one background thread, so the driver's dispatch loop never waits on
-compression or fsync; :meth:`PartWriter.close` waits until every row is on disk.
+:meth:`PartWriter.add` only queues rows; one background thread owns the disk, so the
+driver's dispatch loop never waits on conversion, compression or fsync. The thread:
+
+1. appends each batch it takes from the queue to the session's journal segment
+   (:mod:`capevolve._store.rollouts.segments`) and fsyncs the segment at most every
+   ``sync_s`` (so a finished row is durable within about ``sync_s`` plus one fsync, and the
+   hot path costs one fsync per window, never one per row);
+2. every ``max_rows`` rows or ``max_age_s`` seconds, and at :meth:`PartWriter.close`,
+   writes the rows since the last part as one Parquet part (a temporary name, fsync,
+   rename, directory fsync: :func:`write_part`), hands it to ``on_part`` (the run records
+   its sha256) and only then removes the segment.
+
+A write that fails (disk full, a file size limit, a read-only path) removes its temporary
+file and becomes a one-line StoreError naming the path, raised by the next :meth:`add`
+(which stops the evaluation) and by :meth:`close`. Parts are named
+``<eval_id>-<session>-<seq>.parquet`` in the hive partition of their split and candidate.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.schema import rows_to_table
+from capevolve._store.rollouts.segments import Segment, segment_path
+from capevolve.errors import StoreError
+
+PartCallback = Callable[[Path, int], object]
+"""Called with each part once it is durably in place, and its row count."""
 
 
-def write_part(rows: list[dict], final: Path) -> Path:
-    """Write rows as one Parquet file at ``final`` via a temporary name (atomic)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
+def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
+    """Write rows as one Parquet file at ``final`` via a temporary name (atomic, durable).
+
+    On any failure the temporary file is removed; an OS error (disk full, ...) is a
+    one-line StoreError naming ``final``.
+    """
+    table = rows if isinstance(rows, pa.Table) else rows_to_table(rows)
     tmp = final.with_name(f".{final.name}.tmp")
-    with open(tmp, "wb") as fh:
-        pq.write_table(rows_to_table(rows), fh, compression="zstd")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise StoreError(f"{final}: cannot write the rollout part "
+                             f"({exc.strerror or exc})") from None
+        raise
     return final
 
 
-class PartWriter:
-    """Buffers rows of one evaluation and flushes them as Parquet parts.
+@dataclass
+class RowTally:
+    """What the rows taken so far report (each checked by the storage boundary first):
+    how many, their tokens and cost, and how many have no cost. Updated by the writer
+    thread, cost before count, so a reader mid-update sees a conservative mean cost."""
 
-    A flush happens when ``max_rows`` rows are buffered or ``max_age_s`` has passed since
-    the first buffered row, so finished rollouts reach the disk within seconds and the
-    driver's memory does not grow with the number of rollouts.
+    rows: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0
+
+
+def session_token() -> str:
+    """A fresh session name (random, 8 hex digits)."""
+    return uuid.uuid4().hex[:8]
+
+
+class PartWriter:
+    """The rows of one evaluate session on their way to disk (see the module docstring).
+
+    ``rows_durable`` counts rows fsynced in the journal or written in parts, ``rows_written``
+    rows in parts; ``parts`` lists every part written (final paths); ``tally`` what the rows
+    report (:class:`RowTally`), for the budget and the spend.
     """
 
-    def __init__(self, layout: Layout, split: str, candidate_id: str, eval_id: str,
-                 max_rows: int = 5000, max_age_s: float = 2.0) -> None:
+    def __init__(self, layout: Layout, split: str, candidate_id: str, eval_id: str, *,
+                 session: str | None = None, on_part: PartCallback | None = None,
+                 max_rows: int = 5000, max_age_s: float = 2.0, sync_s: float = 0.05) -> None:
         self.directory = layout.partition(split, candidate_id)
-        self.eval_id = eval_id
-        self.max_rows = max_rows
-        self.max_age_s = max_age_s
-        self._rows: list[dict] = []
-        self._first_at: float | None = None
-        self._token = uuid.uuid4().hex[:8]
-        self._sequence = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="part-writer")
-        self._pending: list[Future] = []
-        self.rows_written = 0
+        self.journal_dir = layout.journal
+        self.eval_id, self.session = eval_id, session or session_token()
+        self.on_part = on_part
+        self.max_rows, self.max_age_s, self.sync_s = max_rows, max_age_s, sync_s
         self.parts: list[Path] = []
-        """Every part this writer has handed to its thread (final paths)."""
+        self.rows_written = 0
+        self.rows_durable = 0
+        self.tally = RowTally()
+        self._queue: list[list[dict]] = []
+        self._cond = threading.Condition()
+        self._closing = False
+        self._failure: StoreError | None = None
+        self._tables: list[pa.Table] = []  # rows since the last part (also in the segment)
+        self._pending = 0
+        self._unsynced = 0
+        self._first_at: float | None = None
+        self._last_sync = 0.0
+        self._segment: Segment | None = None
+        self._segments = 0
+        self._sequence = 0
+        self._thread = threading.Thread(target=self._run, name="part-writer", daemon=True)
+        self._thread.start()
+
+    # -- the driver's side ----------------------------------------------------------------
 
     def add(self, rows: list[dict]) -> None:
-        """Buffer rows; flush when the buffer is full or old enough (also on empty calls)."""
+        """Queue rows (returns at once); raises the writer's failure, if any."""
+        if self._failure is not None:
+            raise self._failure
         if rows:
-            if self._first_at is None:
-                self._first_at = time.monotonic()
-            self._rows.extend(rows)
-        if len(self._rows) >= self.max_rows or self.due():
-            self.flush()
-
-    def due(self) -> bool:
-        """True when buffered rows are older than ``max_age_s``."""
-        return self._first_at is not None and time.monotonic() - self._first_at >= self.max_age_s
-
-    def flush(self) -> None:
-        """Hand the buffered rows to the writer thread as one part."""
-        if not self._rows:
-            return
-        name = f"{self.eval_id}-{self._token}-{self._sequence:05d}.parquet"
-        self._pending = [f for f in self._pending if not f.done() or f.result() is None]
-        self._pending.append(self._pool.submit(write_part, self._rows, self.directory / name))
-        self.parts.append(self.directory / name)
-        self.rows_written += len(self._rows)
-        self._sequence += 1
-        self._rows, self._first_at = [], None
+            with self._cond:
+                self._queue.append(rows)
+                self._cond.notify()
 
     def close(self) -> None:
-        """Flush and wait until every part is on disk (re-raises a write failure)."""
-        self.flush()
+        """Write every queued row into a part and stop the thread (re-raises a failure)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        if self._segment is not None and self._failure is not None:
+            self._segment.close()  # its rows stay for recovery
+        if self._failure is not None:
+            raise self._failure
+
+    # -- the writer thread ------------------------------------------------------------------
+
+    def _deadline(self, now: float) -> float | None:
+        """Seconds until the next sync or part is due (None: nothing is buffered)."""
+        due = []
+        if self._unsynced:
+            due.append(self._last_sync + self.sync_s - now)
+        if self._first_at is not None:
+            due.append(self._first_at + self.max_age_s - now)
+        return min(due) if due else None
+
+    def _run(self) -> None:
         try:
-            for future in self._pending:
-                future.result()
-        finally:
-            self._pool.shutdown(wait=True)
+            while True:
+                with self._cond:
+                    while not self._queue and not self._closing:
+                        timeout = self._deadline(time.monotonic())
+                        if timeout is not None and timeout <= 0:
+                            break
+                        self._cond.wait(timeout)
+                    batches, self._queue = self._queue, []
+                    closing = self._closing and not batches
+                if batches:
+                    self._journal([row for batch in batches for row in batch])
+                now = time.monotonic()
+                if self._unsynced and (closing or now - self._last_sync >= self.sync_s):
+                    self._sync(now)
+                if self._pending and (closing or self._pending >= self.max_rows
+                                      or now - (self._first_at or now) >= self.max_age_s):
+                    self._compact()
+                if closing:
+                    return
+        except StoreError as exc:
+            self._failure = exc
+        except BaseException as exc:  # noqa: BLE001 - reported by add() / close()
+            self._failure = StoreError(f"{self.directory}: rows could not be stored "
+                                       f"({type(exc).__name__}: {exc})")
+
+    def _journal(self, rows: list[dict]) -> None:
+        table = rows_to_table(rows)  # the storage boundary checks every value here, once
+        n, tokens, cost, unrecorded = table_spend(table)
+        self.tally.tokens += tokens
+        self.tally.cost_usd += cost
+        self.tally.cost_unrecorded += unrecorded
+        self.tally.rows += n
+        if self._segment is None:
+            self._segment = Segment(segment_path(self.journal_dir, self.session,
+                                                 self._segments))
+            self._segments += 1
+        self._segment.append(table)
+        self._tables.append(table)
+        self._pending += table.num_rows
+        self._unsynced += table.num_rows
+        if self._first_at is None:
+            self._first_at = time.monotonic()
+
+    def _sync(self, now: float) -> None:
+        assert self._segment is not None
+        self._segment.sync()
+        self.rows_durable += self._unsynced
+        self._unsynced, self._last_sync = 0, now
+
+    def _compact(self) -> None:
+        table = pa.concat_tables(self._tables) if len(self._tables) > 1 else self._tables[0]
+        final = self.directory / f"{self.eval_id}-{self.session}-{self._sequence:05d}.parquet"
+        write_part(table, final)
+        self.parts.append(final)
+        self._sequence += 1
+        if self.on_part is not None:
+            self.on_part(final, table.num_rows)
+        if self._segment is not None:
+            self._segment.remove()  # its rows are in a recorded part now
+            self._segment = None
+        self.rows_written += table.num_rows
+        self.rows_durable += self._unsynced
+        self._tables, self._pending, self._unsynced, self._first_at = [], 0, 0, None
+
+
+def table_spend(table: pa.Table) -> tuple[int, int, float, int]:
+    """(rows, tokens, cost_usd, rows without a cost) of a table of rollout rows."""
+    tokens = pc.sum(table["tokens"]).as_py() or 0
+    cost = pc.sum(table["cost_usd"]).as_py() or 0.0
+    return table.num_rows, int(tokens), float(cost), table["cost_usd"].null_count

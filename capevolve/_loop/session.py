@@ -1,0 +1,82 @@
+"""One evaluate session: one run of the engine for one evaluation, and its journals.
+
+The session owns the dispatch journal (the ledger the dispatcher records units in before
+they go out) and the row writer (its finished-row journal and Parquet parts); see
+:mod:`capevolve._store.journal`. :meth:`Session.end` closes both, records the session's
+spend once and removes the journals, whatever stopped the engine; anything a kill leaves
+behind is settled by the next command (:func:`capevolve._store.journal.recover.recover`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from capevolve._loop.guard import EvaluationGuard
+from capevolve._store.journal import recover as journal
+from capevolve._store.journal.dispatch import DispatchJournal
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.writer import PartWriter, RowTally, session_token
+from capevolve._store.rundir import RunDir
+from capevolve.errors import StoreError
+
+
+class Session:
+    """The journals, writer and tally of one evaluation's engine run."""
+
+    def __init__(self, run: RunDir, eval_id: str, split: str, candidate_id: str) -> None:
+        self.run, self.eval_id, self.token = run, eval_id, session_token()
+        journal.live_sessions.add(self.token)
+        self.ledger = DispatchJournal(
+            run.layout.journal / f"{self.token}.dispatch",
+            {"session": self.token, "eval_id": eval_id, "split": split,
+             "candidate_id": candidate_id})
+        self.writer = PartWriter(run.layout, split, candidate_id, eval_id, session=self.token,
+                                 on_part=run.record_part)
+        self.t0 = time.monotonic()
+
+    @property
+    def tally(self) -> RowTally:
+        """What the rows stored so far report (every value checked by the store first)."""
+        return self.writer.tally
+
+    def sink(self, rows: list[dict]) -> None:
+        """The engine's RowSink: hands rows to the writer thread (returns at once)."""
+        self.writer.add(rows)
+
+    def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
+        """Write every row the engine delivered, check what candidate code touched, record
+        the spend (once) and remove the journals; with a write failure the row journal
+        stays for the next command to recover, and the failure is returned."""
+        failure: StoreError | None = None
+        try:
+            self.writer.close()
+        except StoreError as exc:
+            failure = exc
+        self.ledger.close()
+        tampered = guard.documents_changed()  # before anything else is recorded
+        tally = self.tally
+        try:
+            journal.settle(self.run, self.token, self.ledger.units,
+                           journal.RowSpend(tally.rows, tally.tokens, tally.cost_usd,
+                                            tally.cost_unrecorded),
+                           time.monotonic() - self.t0, reconciled=False)
+            if failure is None:
+                journal.remove_session(self.run.layout, self.token)
+        except OSError:
+            pass  # the journals stay: the next command settles them
+        finally:
+            journal.live_sessions.discard(self.token)
+        guard.check(record, self.writer.parts, tampered)
+        return failure
+
+    def on_disk(self, n_units: int) -> str:
+        """How many units of the evaluation have a finished rollout on disk, in words: in
+        its parts, or in the row journal a failed write left (the next command makes it a
+        part)."""
+        parts = RolloutStore(self.run.layout).done_units(self.eval_id)
+        pending = journal.journalled_units(self.run.layout, self.token, self.eval_id) - parts
+        where = (f" ({len(pending)} in the row journal, kept by the next command)"
+                 if pending else "")
+        return (f"{len(parts | pending)} of {n_units} units of {self.eval_id} have a finished "
+                f"rollout on disk{where}")

@@ -1,0 +1,112 @@
+"""verify and quarantine: what of a run is not as capevolve wrote it, and setting it aside.
+
+:func:`verify_run` lists every problem :func:`capevolve._store.integrity.verify` finds (a
+run that fails verification cannot be opened, so these two work on it without
+:meth:`RunDir.open`). :func:`quarantine_run` is the explicit repair, under the run lock:
+
+- a part that is not recorded, or differs from its record, is moved to
+  ``quarantine/<time>/`` (same relative path); a recorded part that is missing is
+  acknowledged. Their units then count as not run, so the next evaluate (or finalize)
+  runs them again;
+- an event log whose chain or signatures break at line N is cut back to the lines before
+  N (the whole log is kept as ``quarantine/<time>/events.jsonl``); a log cut short is
+  acknowledged as it is; the chain head mirror is rewritten;
+- then one ``quarantined`` event records every move and every problem, so the repair is
+  itself part of the signed history.
+
+What cannot be undone this way (a deleted seal.json or final.json, an edited final.json,
+a log whose first line is bad) is listed under ``left`` and nothing is changed for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from capevolve._store import integrity
+from capevolve._store.rundir import RunDir, utc_now
+from capevolve.errors import RunDirError
+from capevolve.kinds import EventKind
+
+
+def load(run_dir: Path | str) -> RunDir:
+    """The run at ``run_dir`` without verifying it (run.json must be there and valid)."""
+    run = RunDir(Path(run_dir))
+    if not run.layout.run_json.is_file():
+        raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
+    run.manifest  # noqa: B018 - validates run.json
+    return run
+
+
+def verify_run(run_dir: Path | str) -> dict[str, Any]:
+    """Every problem of the run (empty when it is as capevolve wrote it), and notes on
+    what could not be checked."""
+    run = load(run_dir)
+    result = integrity.verify(run)
+    return {"run_dir": str(run.root), **result.to_json(),
+            "lines": [p.line() for p in result.problems]}
+
+
+def quarantine_run(run_dir: Path | str) -> dict[str, Any]:
+    """Set aside what verification refuses and record it (see the module docstring)."""
+    run = load(run_dir)
+    with run.locked():
+        found = integrity.verify(run)
+        if found.ok:
+            return {"run_dir": str(run.root), "moved": {}, "problems": [], "left": [],
+                    "ok": True}
+        stamp = utc_now().replace(":", "")
+        aside = run.layout.quarantine() / stamp
+        moved: dict[str, str] = {}
+        left: list[str] = []
+        reset = False
+        history = [p for p in found.problems if p.kind in ("events", "head")]
+        if history:  # the log first: parts are judged against the history that is kept
+            reset = _cut_events(run, aside)
+            found = integrity.verify(run) if reset else found
+        for problem in found.problems:
+            if problem.kind == "part_missing":
+                moved[problem.path] = ""
+            elif problem.kind in ("part_unrecorded", "part_changed"):
+                moved[problem.path] = _move(run.root, problem.path, aside)
+            elif problem.kind not in ("events", "head") or not reset:
+                left.append(problem.line())
+        problems = list(dict.fromkeys([p.line() for p in history]
+                                      + [p.line() for p in found.problems]))
+        if moved or reset:
+            run._record(EventKind.QUARANTINED, moved=moved, reset_events=reset,
+                        problems=problems)
+        after = integrity.verify(run)
+    return {"run_dir": str(run.root), "moved": moved, "reset_events": reset,
+            "problems": problems, "left": list(dict.fromkeys(left)), "ok": after.ok,
+            "remaining": [p.line() for p in after.problems]}
+
+
+def _move(root: Path, rel: str, aside: Path) -> str:
+    target = aside / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(root / rel, target)
+    return target.relative_to(root).as_posix()
+
+
+def _cut_events(run: RunDir, aside: Path) -> bool:
+    """Keep the verified lines of events.jsonl (the whole file set aside); False when
+    nothing verified is left to keep or the run's key is absent (then nothing changes)."""
+    log = run._log
+    keep = log.verified_bytes
+    if not log.verified() or log.key_id is None or log.unsigned is not None:
+        return False
+    aside.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(run.layout.events, aside / "events.jsonl")
+    data = run.layout.events.read_bytes()[:keep]
+    tmp = run.layout.events.with_name(".events.jsonl.quarantine.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, run.layout.events)
+    run.forget_cached_events()
+    run.events()  # reads the kept lines (and learns the key again)
+    return True

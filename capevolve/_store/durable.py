@@ -1,0 +1,15 @@
+"""Making a file's directory entry durable (after a create or a rename)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory, so the files created or renamed in it survive a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,332 @@
+"""Whether a run's stored history and rows are the ones capevolve wrote.
+
+Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
+
+- **events**: events.jsonl parses, its hash chain holds and every line carries the run's
+  signature (capevolve._store.events, capevolve._store.signing); and it does not end
+  before the chain head mirrored in the project (capevolve._store.heads).
+- **parts**: every Parquet part under ``rollouts/`` was recorded by a ``part_written``
+  event (:meth:`RunDir.record_part`) and still has the recorded size and sha256; every
+  recorded part is on disk, unless a ``quarantined`` event set it aside. A part renamed
+  into place but not yet recorded is tolerated, as a note, while another process holds the
+  run lock (a writer is running) or when its writer session died with its journal on disk
+  (killed between the rename and the record: the next evaluate records it if its rows are
+  the journal's, capevolve._store.journal.recover).
+- **documents**: a run whose log says finalize started has its seal.json; one whose log
+  says finalized has final.json with the sha256 recorded in that event; a final.json
+  with no finalize in the log is refused; an evaluation record that says complete agrees
+  with its evaluation's last ``eval_finished`` event (status, mean, stderr, tasks scored).
+
+Hashing is the expensive part, so verified parts are cached outside the run dir, beside
+the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
+is hashed again only when one of them changed (an edit that restores mtime moves ctime).
+Opening a run (:func:`refuse_tampered`) stops at the first problem; ``capevolve verify``
+lists them all. Evidence, not proof: see capevolve._store.signing for what a reader of
+the key can do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from capevolve._store import heads, jsonfiles
+from capevolve._store.partcache import PartCache, other_process_holds
+from capevolve.errors import RunDirError
+from capevolve.kinds import EventKind
+from capevolve.records import (
+    EvalFinished,
+    EvalStarted,
+    Event,
+    Finalized,
+    PartWritten,
+    QuarantinedEvent,
+)
+
+if TYPE_CHECKING:
+    from capevolve._store.rundir import RunDir
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def relative(root: Path, path: Path) -> str:
+    """``path`` relative to the run dir ``root`` (POSIX); RunDirError when outside it."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        raise RunDirError(f"{path}: not inside the run dir {root}") from None
+
+
+def part_fields(root: Path, path: Path, n_rows: int) -> dict[str, Any]:
+    """The fields of a ``part_written`` event for the part at ``path``.
+
+    The row count in the Parquet footer must equal ``n_rows`` (what the writer wrote).
+    """
+    try:
+        footer_rows = pq.ParquetFile(path).metadata.num_rows
+        size = path.stat().st_size
+        digest = sha256_file(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise RunDirError(f"{path}: cannot record the part ({exc})") from None
+    if footer_rows != n_rows:
+        raise RunDirError(f"{path}: holds {footer_rows} rows, the writer wrote {n_rows}")
+    return {"path": relative(root, path), "sha256": digest, "size": size, "n_rows": n_rows}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that is not as capevolve wrote it."""
+
+    kind: str
+    """events, head, part_unrecorded, part_changed, part_missing or document."""
+    path: str
+    """The file, relative to the run dir (absolute when outside it)."""
+    what: str
+    """What is wrong, in words (one line)."""
+
+    def line(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+@dataclass
+class Verification:
+    """Everything :func:`verify` found."""
+
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What could not be checked, and why (not problems)."""
+    events: int = 0
+    parts: int = 0
+    hashed: int = 0
+    """Parts hashed this time (the rest matched the cache)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "problems": [asdict(p) for p in self.problems],
+                "notes": self.notes, "events": self.events, "parts": self.parts,
+                "hashed": self.hashed}
+
+
+class _Stop(Exception):
+    """Raised to stop at the first problem."""
+
+
+class _Checker:
+    def __init__(self, run: RunDir, first_only: bool) -> None:
+        self.run, self.first_only = run, first_only
+        self.result = Verification()
+
+    def problem(self, kind: str, path: str, what: str) -> None:
+        self.result.problems.append(Problem(kind, path, what))
+        if self.first_only:
+            raise _Stop
+
+    def events(self) -> list[Event]:
+        log = self.run._log
+        try:
+            log.events()
+        except RunDirError as exc:
+            text = str(exc)
+            where = text.split(": ", 1)
+            self.problem("events", relative_or_abs(self.run.root, where[0]),
+                         where[1] if len(where) > 1 else text)
+        events = log.verified()
+        self.result.events = len(events)
+        if log.unsigned:
+            self.result.notes.append(f"events.jsonl: signatures not checked: {log.unsigned}")
+        return events
+
+    def head(self) -> None:
+        log = self.run._log
+        if log.key_id is None:
+            return
+        project = self.run.manifest.project_dir
+        try:
+            mirrored = heads.read(project, log.key_id, log.key, self.run.root)
+        except RunDirError as exc:
+            self.problem("head", str(heads.head_path(project, log.key_id, self.run.root)),
+                         str(exc).split(": ", 1)[-1])
+            return
+        if mirrored is None:
+            self.result.notes.append(f"{heads.head_path(project, log.key_id, self.run.root)}: "
+                                     "no chain head "
+                                     "mirrored: lines removed from the end of events.jsonl "
+                                     "cannot be detected")
+            return
+        hashes = log.hashes
+        if len(hashes) < mirrored.n_events:
+            self.problem("events", "events.jsonl",
+                         f"ends after {len(hashes)} events but {mirrored.path} records "
+                         f"{mirrored.n_events}: events were removed from the end")
+        elif hashes[mirrored.n_events - 1] != mirrored.head:
+            self.problem("events", "events.jsonl",
+                         f"event {mirrored.n_events} differs from the chain head mirrored in "
+                         f"{mirrored.path}")
+
+    def parts(self, events: list[Event]) -> None:
+        recorded: dict[str, PartWritten] = {}
+        for event in events:
+            if isinstance(event, PartWritten):
+                recorded[event.path] = event
+            elif isinstance(event, QuarantinedEvent):
+                for moved in event.moved:
+                    recorded.pop(moved, None)
+        root, rollouts = self.run.root, self.run.layout.rollouts
+        on_disk = sorted(p for p in rollouts.rglob("*.parquet") if p.is_file()) \
+            if rollouts.is_dir() else []
+        self.result.parts = len(on_disk)
+        writing = other_process_holds(self.run.layout.lock)
+        cache = PartCache(self.run._log.key_id)
+        try:
+            for path in on_disk:
+                rel = path.relative_to(root).as_posix()
+                record = recorded.pop(rel, None)
+                if record is None:
+                    if writing:
+                        self.result.notes.append(f"{rel}: not recorded yet (a writer holds "
+                                                 "the run lock)")
+                    elif _journalled(self.run.layout.journal, _session(path)):
+                        self.result.notes.append(f"{rel}: not recorded yet: its evaluation "
+                                                 "was killed; the next evaluate or finalize "
+                                                 "records it from the session's journal")
+                    else:
+                        self.problem("part_unrecorded", rel, "not recorded in events.jsonl: "
+                                     "capevolve did not write this part")
+                    continue
+                self._check_part(path, rel, record, cache)
+            for rel in sorted(recorded):
+                self.problem("part_missing", rel, "recorded in events.jsonl but missing "
+                             "(deleted or moved by hand)")
+        finally:
+            cache.save()
+
+    def _check_part(self, path: Path, rel: str, record: PartWritten, cache: PartCache) -> None:
+        try:
+            info = path.stat()
+        except OSError as exc:
+            self.problem("part_changed", rel, f"unreadable ({exc})")
+            return
+        if info.st_size != record.size:
+            self.problem("part_changed", rel, f"{info.st_size} bytes, {record.size} were "
+                         "written: changed since capevolve wrote it")
+            return
+        stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+        if cache.get(rel) == [*stamp, record.sha256]:
+            return
+        self.result.hashed += 1
+        try:
+            digest = sha256_file(path)
+        except OSError as exc:
+            self.problem("part_changed", rel, f"unreadable ({exc})")
+            return
+        if digest != record.sha256:
+            self.problem("part_changed", rel, "its sha256 differs from the one recorded when "
+                         "it was written: changed since capevolve wrote it")
+            return
+        cache.put(rel, [*stamp, digest])
+
+    def documents(self, events: list[Event]) -> None:
+        layout = self.run.layout
+        started = [i for i, e in enumerate(events) if e.kind == EventKind.FINALIZE_STARTED]
+        done = [e for e in events if isinstance(e, Finalized)]
+        if started and not layout.seal.is_file():
+            self.problem("document", "seal.json", f"missing, though finalize started (event "
+                         f"{started[0] + 1} of events.jsonl): deleted by hand")
+        if done:
+            digest = done[-1].final_sha256
+            if not layout.final.is_file():
+                self.problem("document", "final.json", "missing, though the run was "
+                             "finalized (a finalized event): deleted by hand")
+            elif digest is not None and sha256_file(layout.final) != digest:
+                self.problem("document", "final.json", "differs from the final.json "
+                             "finalize wrote (its sha256 is in the finalized event)")
+        elif layout.final.is_file() and not started:
+            self.problem("document", "final.json", "no finalize is recorded in "
+                         "events.jsonl: not written by capevolve finalize")
+        self.evaluations(events)
+
+    def evaluations(self, events: list[Event]) -> None:
+        """An evaluation record that says complete must agree with its evaluation's last
+        ``eval_finished`` event (status, mean, stderr, scored tasks)."""
+        last: dict[str, tuple[int, Event | None]] = {}
+        for line, seen in enumerate(events, 1):
+            if isinstance(seen, (EvalStarted, EvalFinished)):
+                last[seen.eval_id] = (line, seen)
+        folder = self.run.layout.evals
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                data = jsonfiles.read(path)
+            except (OSError, ValueError):
+                continue  # unreadable records are refused where they are read
+            if not isinstance(data, dict) or data.get("status") != "complete":
+                continue
+            rel = path.relative_to(self.run.root).as_posix()
+            number, event = last.get(str(data.get("eval_id"))) or (0, None)
+            if isinstance(event, EvalStarted):
+                self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
+                                         "not recorded (killed in between)")
+            elif not isinstance(event, EvalFinished):
+                self.problem("document", rel, "says complete, but no such evaluation is "
+                             "recorded in events.jsonl")
+            elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
+                    data.get("status"), data.get("mean"), data.get("stderr"),
+                    data.get("n_scored")):
+                self.problem("document", rel, f"differs from its eval_finished event (event "
+                             f"{number} of events.jsonl): edited by hand")
+
+
+def _session(part: Path) -> str:
+    """The writer session in a part's name (``<eval_id>-<session>-<seq>.parquet``)."""
+    pieces = part.stem.rsplit("-", 2)
+    return pieces[1] if len(pieces) == 3 else ""
+
+
+def _journalled(journal: Path, session: str) -> bool:
+    """True when the session still has files in ``journal/``: its process died while
+    evaluating, and the next evaluate settles it (capevolve._store.journal.recover records
+    the parts it finished but did not record, when their rows are the journal's)."""
+    return bool(session) and session.isalnum() and journal.is_dir() \
+        and any(journal.glob(f"{session}*"))
+
+
+def relative_or_abs(root: Path, where: str) -> str:
+    """``where`` (a path, maybe with ``:line``) relative to ``root`` when inside it."""
+    prefix = f"{root}/"
+    return where[len(prefix):] if where.startswith(prefix) else where
+
+
+def verify(run: RunDir, first_only: bool = False) -> Verification:
+    """Check events, parts and documents of ``run`` (see the module docstring)."""
+    checker = _Checker(run, first_only)
+    try:
+        events = checker.events()
+        checker.head()
+        checker.parts(events)
+        checker.documents(events)
+    except _Stop:
+        pass
+    return checker.result
+
+
+def refuse_tampered(run: RunDir) -> None:
+    """RunDirError naming the first problem :func:`verify` finds (opening a run)."""
+    result = verify(run, first_only=True)
+    if result.problems:
+        raise RunDirError(f"{run.root}/{result.problems[0].line()}; `capevolve verify "
+                          f"--run-dir {run.root}` lists every problem")

@@ -1,0 +1,101 @@
+"""Run keys: the HMAC that tells events capevolve wrote from lines someone else wrote.
+
+Each run gets a random 256-bit key when it is created, stored **outside the run dir** in
+the user's key directory (``$CAPEVOLVE_KEY_DIR``, else ``$XDG_STATE_HOME/capevolve/keys``,
+else ``~/.local/state/capevolve/keys``; the directory is mode 0700, each key 0600), named
+by the run's ``key_id`` (recorded in the ``run_created`` event; it is a name, not a secret).
+Every line of events.jsonl carries ``mac``: HMAC-SHA256 with that key over the line's
+other fields in canonical JSON, its ``prev`` (the hash chain) included.
+
+What it protects against: a line written, edited or re-chained by anything that does not
+hold the key: a hand edit, a script that appends a "gate" or "set_best" line with a correct
+hash chain, a run dir copied or restored from elsewhere and edited. What it cannot protect
+against: someone (or candidate code, which runs as the same OS user) who reads the key file
+and signs forged lines with it; and on a machine without the key (a copied run dir) only the
+hash chain can be checked and writes are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from capevolve.errors import RunDirError
+
+KEY_DIR_ENV = "CAPEVOLVE_KEY_DIR"
+MAC_FIELD = "mac"
+
+
+def state_dir() -> Path:
+    """capevolve's per-user state directory (keys, the verification cache)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "capevolve"
+
+
+def key_dir() -> Path:
+    """Where run keys live (see the module docstring)."""
+    configured = os.environ.get(KEY_DIR_ENV)
+    return Path(configured) if configured else state_dir() / "keys"
+
+
+def key_path(key_id: str) -> Path:
+    """The key file of ``key_id``."""
+    if not key_id.isalnum():
+        raise RunDirError(f"key id {key_id!r}: not a capevolve key id")
+    return key_dir() / f"{key_id}.key"
+
+
+def new_key() -> str:
+    """Make a new run key (0600, in a 0700 directory); returns its key id."""
+    key_id = secrets.token_hex(16)
+    path = key_path(key_id)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, (secrets.token_hex(32) + "\n").encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot create the run's signing key ({exc}); set "
+                          f"{KEY_DIR_ENV} to a writable directory") from None
+    return key_id
+
+
+def load_key(key_id: str) -> bytes | None:
+    """The key of ``key_id``; None when its file is absent (another machine)."""
+    path = key_path(key_id)
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path}: unreadable signing key ({exc})") from None
+    try:
+        return bytes.fromhex(text)
+    except ValueError:
+        raise RunDirError(f"{path}: not a capevolve signing key") from None
+
+
+def canonical(data: dict[str, Any]) -> bytes:
+    """The bytes a MAC covers: every field but ``mac``, sorted keys, compact."""
+    body = {k: v for k, v in data.items() if k != MAC_FIELD}
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode()
+
+
+def mac(key: bytes, data: dict[str, Any]) -> str:
+    """HMAC-SHA256 of ``data`` (without its ``mac``) under ``key``, hex."""
+    return hmac.new(key, canonical(data), hashlib.sha256).hexdigest()
+
+
+def valid(key: bytes, data: dict[str, Any]) -> bool:
+    """True when ``data['mac']`` is the MAC of the rest of ``data`` under ``key``."""
+    given = data.get(MAC_FIELD)
+    return isinstance(given, str) and hmac.compare_digest(given, mac(key, data))

@@ -1,0 +1,61 @@
+"""Usage errors (an unknown command or option, a missing or malformed value) on one line.
+
+When stdout is not a terminal, or ``--json`` is on the command line, a usage error is one
+``error: ...`` line on stderr naming the command, then exit 2, like every other user error
+(a script or an agent reads one line, not a box). At a terminal without ``--json`` the
+usual formatted help box is shown. The rule lives in :class:`OneLineUsageGroup`, the
+class of the root Typer application, so it holds for the console script and for
+in-process callers (``typer.testing.CliRunner``) alike.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from typer import Abort
+from typer._click.exceptions import ClickException, UsageError  # typer vendors its click
+from typer.core import TyperGroup
+
+
+def wants_one_line(args: Sequence[str]) -> bool:
+    """True when usage errors must be one line: ``--json`` given or stdout not a terminal."""
+    if "--json" in args:
+        return True
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def usage_line(exc: ClickException) -> str:
+    """The one line for a usage error: the command, the problem, where help is."""
+    message = " ".join(exc.format_message().split())
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        path = exc.ctx.command_path
+        return f"{path}: {message} (see `{path} --help`)"
+    return message
+
+
+class OneLineUsageGroup(TyperGroup):
+    """The root command group: usage errors as one line where a program reads them."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or not wants_one_line(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except ClickException as exc:
+            sys.stderr.write(f"error: {usage_line(exc)}\n")
+            sys.stderr.flush()
+            sys.exit(exc.exit_code)
+        except Abort:
+            sys.stderr.write("error: aborted\n")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)

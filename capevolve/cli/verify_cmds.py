@@ -1,0 +1,61 @@
+"""verify and quarantine: check a run's history and rows, and set aside what is forged."""
+
+from __future__ import annotations
+
+import typer
+
+import capevolve
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit
+
+
+def _verify_human(result: dict) -> str:
+    lines = [f"{result['run_dir']}: {result['events']} events, {result['parts']} parts "
+             f"({result['hashed']} hashed)"]
+    lines += [f"problem: {line}" for line in result["lines"]]
+    lines += [f"note: {note}" for note in result["notes"]]
+    if result["ok"]:
+        lines.append("ok: history and rows are as capevolve wrote them")
+    else:
+        lines.append(f"{len(result['lines'])} problems; `capevolve quarantine --run-dir "
+                     f"{result['run_dir']}` sets them aside and records that it did")
+    return "\n".join(lines)
+
+
+@command
+def verify(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+    """Check the run's event log (hash chain, signatures, mirrored head), every Parquet part
+    against its record (sha256, size), and seal/final against the log; print every
+    problem. Exit 1 when there is any. Writes nothing in the run dir."""
+    result = capevolve.verify(run_dir)
+    emit(result, json, _verify_human(result))
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+def _quarantine_human(result: dict) -> str:
+    if not result["problems"]:
+        return f"{result['run_dir']}: nothing to quarantine (verify finds no problem)"
+    lines = [f"problem: {line}" for line in result["problems"]]
+    for path, target in result["moved"].items():
+        lines.append(f"moved: {path} -> {target}" if target else f"acknowledged missing: {path}")
+    if result.get("reset_events"):
+        lines.append("events.jsonl: cut back to its last verified line (the whole log is "
+                     "kept in quarantine/)")
+    lines += [f"left (not repairable here): {line}" for line in result["left"]]
+    lines.append("ok: the run verifies" if result["ok"] else
+                 f"still failing: {'; '.join(result['remaining'])}")
+    return "\n".join(lines)
+
+
+@command
+def quarantine(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+    """Repair a run that fails `capevolve verify`, explicitly: move unrecorded or changed
+    parts into quarantine/<time>/, acknowledge missing ones, cut a forged or broken event
+    log back to its last verified line (the whole log is kept aside), and record all of it
+    in a `quarantined` event. Units of moved parts are run again by the next evaluate.
+    Exit 1 when something could not be repaired (a deleted seal or final)."""
+    result = capevolve.quarantine(run_dir)
+    emit(result, json, _quarantine_human(result))
+    if not result["ok"]:
+        raise typer.Exit(1)
