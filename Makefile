@@ -10,13 +10,13 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy demo-dataset test test-fast check bench clean cluster-up cluster-down llm-model
+.PHONY: install demo demo-toy demo-dataset test test-fast check bench clean cluster-up cluster-down llm-model system-deps
 CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,check]'
+	$(PY) -m pip install --quiet -e '.[test,check,mlflow,otel]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -45,6 +45,18 @@ demo-toy: $(STAMP)
 	$(CAPEVOLVE) status --run-dir $(DEMO_RUN)
 	$(CAPEVOLVE) finalize --run-dir $(DEMO_RUN)
 	$(CAPEVOLVE) report --run-dir $(DEMO_RUN)
+
+# Debian packages the browser tests need (headless Chromium and its WebDriver): installed
+# with apt-get when missing and running as root; otherwise says what to install.
+system-deps:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "system-deps: chromium and chromedriver present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver; \
+	else \
+		echo "system-deps: install chromium and chromium-driver (browser tests skip without)"; \
+	fi
 
 # Every test, Ray, slow and cluster tiers included (what CI runs).
 test: $(STAMP)

@@ -4,7 +4,8 @@ The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the 
 (:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate` (and the
 non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:`reject`,
 :func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`, :func:`check_project`,
-:func:`init_project`, :func:`doctor`, :func:`open_run`, :func:`verify`, :func:`quarantine`),
+:func:`init_project`, :func:`doctor`, :func:`open_run`, :func:`verify`, :func:`quarantine`,
+:func:`confirm`, :func:`no_change`),
 the run directory (:class:`RunDir`), the adapter records and protocol, and the error tree
 (:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
 without notice.
@@ -20,8 +21,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from capevolve._loop.public_run import RunDir
-from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
 from capevolve.errors import (
     AdapterError,
     BudgetError,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from capevolve._api import (
         accept,
         check_project,
+        confirm,
         create_run,
         doctor,
         evaluate,
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         gate,
         gate_numbers,
         init_project,
+        no_change,
         open_run,
         quarantine,
         query,
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
         status,
         verify,
     )
+    from capevolve._loop.public_run import RunDir
+    from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
     from capevolve.diagnose.verb import DiagnosePackage
 
     diagnose: DiagnosePackage  # the callable subpackage (see capevolve.diagnose.verb)
@@ -64,6 +67,10 @@ if TYPE_CHECKING:
     optimize: OptimizePackage  # the callable subpackage (see capevolve.optimize.verb)
 
 __version__ = "0.1.0"
+
+_LAZY = {"RunDir": "capevolve._loop.public_run",
+         **{n: "capevolve.adapter" for n in ("Adapter", "Rollout", "Score", "Task", "ToolCall",
+                                            "TransientError")}}
 
 _VERBS = frozenset({
     "accept", "check_project", "confirm", "create_run", "doctor", "evaluate", "explore_gate",
@@ -127,6 +134,12 @@ def __getattr__(name: str) -> Any:
         import capevolve.optimize
 
         return capevolve.optimize
+    if name in _LAZY:  # pydantic records load on first use (keeps `--help` fast)
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name in _VERBS:
         from capevolve import _api
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop import confirm as confirming
-from capevolve._loop import decide, engines
+from capevolve._loop import decide, engines, locate
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._loop import no_change as no_changes
@@ -202,3 +202,10 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any
     from capevolve._loop.doctor import diagnose as cluster_diagnose
 
     return cluster_diagnose(address, timeout_s)
+
+
+def latest_run_dir(project: str | os.PathLike[str]) -> Path:
+    """The run dir of ``project`` created last under ``<project>/.capevolve/`` (what
+    ``--project P`` means to a command when ``--run-dir`` is omitted); RunDirError if none.
+    Not part of ``__all__``: the CLI's helper."""
+    return locate.latest_run_dir(Path(project))

@@ -19,6 +19,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from capevolve import progress
+from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
@@ -180,8 +182,11 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     engine = engine or make_engine(config.engine, address)
     allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
     n_units = len(task_ids) * n_trials
+    watch = progress.watch(eval_id, len(units))  # the command's live display, if any
     try:
-        report = engine.run(job, units, session.sink, allowance, ledger=session.ledger)
+        with watch:
+            report = engine.run(job, units, watch.sink(session.sink), allowance,
+                                ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:
         session.end(guard, record)
         raise Interrupted(f"interrupted: {session.on_disk(n_units)}"
@@ -212,6 +217,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored)
+    otel.evaluation_spans(run, stored)  # no-op unless tracing is on
     return stored.to_json()
 
 

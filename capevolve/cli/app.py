@@ -6,14 +6,17 @@ import atexit
 import os
 import sys
 import threading
+from typing import Annotated
 
 import typer
 
 from capevolve.cli import (
+    compare_cmds,
     decision_cmds,
     diagnose_cmds,
     doctor_cmds,
     eval_cmds,
+    export_cmds,
     export_jsonl_cmds,
     inspect_cmds,
     optimize_cmds,
@@ -21,14 +24,30 @@ from capevolve.cli import (
     project_cmds,
     usage,
     verify_cmds,
+    view_cmds,
 )
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
     cls=usage.OneLineUsageGroup,
-    add_completion=False,
+    add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
     help="Evolve the capabilities of LLM agents and measure every edit honestly.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"capevolve {version('capevolve')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", "-V", callback=_version, is_eager=True,
+        help="Print the installed version and exit.")] = False) -> None:
+    """The root options (--version, -h / --help); the help text is the app's."""
 
 for module, names in (
     (project_cmds, ("init", "check", "run")),
@@ -42,8 +61,12 @@ app.command("doctor")(doctor_cmds.doctor)
 app.command("no-change")(decision_cmds.no_change)
 app.command("confirm")(decision_cmds.confirm)
 app.command("optimize")(optimize_cmds.optimize)
+app.command("compare")(compare_cmds.compare)
+app.command("diff")(compare_cmds.diff)
+app.command("view")(view_cmds.view)
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
+export_jsonl_cmds.export_app.command("mlflow")(export_cmds.mlflow)
 app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 

@@ -13,18 +13,12 @@ from typing import Annotated
 
 import typer
 
-from capevolve import RunDir
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, RunDirOpt, resolve_run_dir
 from capevolve.cli.output import command, emit, fail, progress
-from capevolve.diagnose import census as census_lib
-from capevolve.diagnose.annotate import annotate as annotate_cluster
-from capevolve.diagnose.census_record import record_census
-from capevolve.diagnose.context import adapter_context
-from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
-from capevolve.diagnose.diagnosis import diagnose as diagnose_run
-from capevolve.diagnose.kinds import ClusterMode
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split
+
+# capevolve.diagnose (DuckDB, the adapter) loads inside the commands: `--help` stays fast.
 
 diagnose_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                            add_completion=False, pretty_exceptions_enable=False)
@@ -34,13 +28,15 @@ census_app = typer.Typer(no_args_is_help=True, add_completion=False,
 
 OptRunDir = Annotated[Path | None, typer.Option(
     "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR",
-    help="The run directory (required to diagnose).")]
+    help="The run directory (required to diagnose, unless --project names a project: "
+         "then its latest run).")]
 SplitOpt = Annotated[str, typer.Option("--split", "-s", help="train or val (test is refused).")]
 TagOpt = Annotated[str | None, typer.Option(
     "--tag", "-t", help="The candidate id (required to diagnose).")]
 ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", "-p", help="Project dir whose adapter gives targets and trajectories "
-                            "(default: the run's project).")]
+                            "(default: the run's project); without --run-dir, diagnose "
+                            "reads this project's latest run.")]
 
 
 def _check_split(split: str) -> None:
@@ -75,25 +71,40 @@ def _diagnosis_human(result: dict, path: Path) -> str:
 @command
 def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "val",
              tag: TagOpt = None, project: ProjectOpt = None,
-             cluster: Annotated[ClusterMode, typer.Option(
+             cluster: Annotated[str, typer.Option(
                  "--cluster", help="root-cause (default) or first-words (the old "
                                    "lexical key, written to its own .first-words.json).")] =
-             ClusterMode.ROOT_CAUSE,
+             "root-cause",
              redact_gold: Annotated[bool, typer.Option(
                  "--redact-gold", help="Replace target values quoted in feedback.")] = False,
              json: JsonOpt = False) -> None:
     """Turn a candidate's stored rollouts into a reflective dataset and root-cause clusters."""
     if ctx.invoked_subcommand is not None:
         return
-    if run_dir is None or tag is None:
-        fail("diagnose: --run-dir and --tag are required")
+    if (run_dir is None and project is None) or tag is None:
+        fail("diagnose: --run-dir (or --project) and --tag are required")
     _check_split(split)
-    run = RunDir.open(run_dir)
-    options = DiagnoseOptions(split=split, tag=tag, mode=cluster, redact_gold=redact_gold,
-                              project=project)
+    from capevolve import RunDir
+    from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
+    from capevolve.diagnose.diagnosis import diagnose as diagnose_run
+    from capevolve.diagnose.kinds import ClusterMode
+    from capevolve.progress.live import live_progress
+
+    if cluster not in {m.value for m in ClusterMode}:
+        fail(f"--cluster {cluster!r}: expected one of "
+             f"{', '.join(m.value for m in ClusterMode)}")
+    run = RunDir.open(resolve_run_dir(run_dir, project))
+    options = DiagnoseOptions(split=split, tag=tag, mode=ClusterMode(cluster),
+                              redact_gold=redact_gold, project=project)
     progress(f"capevolve: diagnosing {tag} on {split} ...")
-    result = diagnose_run(run, options)
-    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag, cluster)))
+    with live_progress() as display:
+        if display is None:
+            result = diagnose_run(run, options)
+        else:
+            with display.stage(f"diagnosing {split} / {tag}"):
+                result = diagnose_run(run, options)
+    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag,
+                                                               ClusterMode(cluster))))
 
 
 @diagnose_app.command("annotate")
@@ -108,6 +119,9 @@ def annotate(run_dir: RunDirOpt,
                  "--blast-radius", help="Comma-separated passing task ids.")] = None,
              json: JsonOpt = False) -> None:
     """Record a judgement (tag, blast radius) on one cluster of a diagnosis."""
+    from capevolve import RunDir
+    from capevolve.diagnose.annotate import annotate as annotate_cluster
+
     radius = None if blast_radius is None else [
         t.strip() for t in blast_radius.split(",") if t.strip()]
     result = annotate_cluster(RunDir.open(run_dir), file, cluster, tag, radius)
@@ -128,6 +142,10 @@ def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
                       "--notes", help="A text file of domain notes for describers.")] = None,
                   json: JsonOpt = False) -> None:
     """Write batches of failing datapoints (no category vocabulary) for describer agents."""
+    from capevolve import RunDir
+    from capevolve.diagnose import census as census_lib
+    from capevolve.diagnose.context import adapter_context
+
     _check_split(split)
     run = RunDir.open(run_dir)
     text = None
@@ -151,6 +169,10 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
                  json: JsonOpt = False) -> None:
     """Validate a census.json and print its coverage ("N of M failures described");
     with --record, store it in the run dir as census/<file stem>.json."""
+    from capevolve import RunDir
+    from capevolve.diagnose import census as census_lib
+    from capevolve.diagnose.census_record import record_census
+
     try:
         doc = jsonlib.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

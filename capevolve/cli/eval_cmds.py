@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 import capevolve
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.options import (
+    AddressOpt,
+    EngineOpt,
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+)
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
 from capevolve.kinds import GateMode, Split
 
@@ -26,9 +34,9 @@ def _eval_human(record: dict) -> str:
 
 
 @command
-def evaluate(run_dir: RunDirOpt,
-             candidate: Annotated[str, typer.Option("--candidate", "-c",
+def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
                                                     help="A candidate directory or id.")],
+             run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              split: Annotated[str, typer.Option("--split", "-s", help="train or val.")] = "val",
              n_trials: Annotated[int | None, typer.Option(
                  "--n-trials", min=1, help="Trials per task (default: num_trials).")] = None,
@@ -46,10 +54,13 @@ def evaluate(run_dir: RunDirOpt,
     if split not in (Split.TRAIN, Split.VAL):
         fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
              "and scored once by `capevolve finalize`")
-    run = capevolve.open_run(run_dir)
+    run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
-    record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                address=address)
+    from capevolve.progress.live import live_progress
+
+    with live_progress():  # on stderr: units, rate, ETA, errors, running mean
+        record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
+                                    address=address)
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
@@ -61,6 +72,10 @@ def _gate_human(result: dict) -> str:
         tag += f" [{result['confidence']}{', TENTATIVE' if result.get('tentative') else ''}]"
     return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
         f"- {r}" for r in result["reasons"])
+
+
+def _run(run_dir: str | None, project: Path | None) -> Path:
+    return resolve_run_dir(None if run_dir is None else Path(run_dir), project)
 
 
 def _raw_gate(candidate: str, current: float, current_stderr: float | None,
@@ -81,6 +96,7 @@ def gate(candidate: Annotated[str, typer.Option(
              "--candidate", "-c", help="Candidate id (raw form: the candidate's mean).")],
          run_dir: Annotated[str | None, typer.Option(
              "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR", help="The run directory.")] = None,
+         project: RunProjectOpt = None,
          mode: Annotated[GateMode | None, typer.Option(
              "--mode", help="Exploratory override: paired or welch.")] = None,
          k_se: Annotated[float | None, typer.Option(
@@ -115,39 +131,42 @@ def gate(candidate: Annotated[str, typer.Option(
     if current is not None:
         result = _raw_gate(candidate, current, current_stderr, candidate_stderr, k_se,
                            min_delta, run_dir)
-    elif run_dir is None:
-        fail("gate: --run-dir is required (or use the raw form with --current)")
+    elif run_dir is None and project is None:
+        fail("gate: --run-dir is required (or --project P for P's latest run, or the raw "
+             "form with --current)")
     elif k_se is None and mode is None and min_delta is None:
-        result = capevolve.gate(run_dir, candidate, n_trials=n_trials, target=target)
+        result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
+                                target=target)
     else:
-        result = capevolve.explore_gate(run_dir, candidate, k_se=k_se, mode=mode,
+        result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials)
     emit(result, json, _gate_human(result))
 
 
 @command
-def accept(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
-           json: JsonOpt = False) -> None:
+def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
+           project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
     """Make a candidate the best; refused without a passing full-val gate against the best,
     for a candidate rejected against the best, and once the iteration budget is spent.
     Accepting the same candidate again changes nothing."""
-    result = capevolve.accept(run_dir, candidate, note)
+    result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note)
     label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
              else "")
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")
 
 
 @command
-def reject(run_dir: RunDirOpt, candidate: CandidateIdOpt, note: NoteOpt = None,
-           json: JsonOpt = False) -> None:
+def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
+           project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
     """Record a rejected candidate (one iteration spent; refused once the iteration budget
     is spent). Rejecting the same candidate again against the same best changes nothing."""
-    result = capevolve.reject(run_dir, candidate, note)
+    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note)
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 
 
 @command
-def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt = None,
+def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+             address: AddressOpt = None, engine: EngineOpt = None,
              json: JsonOpt = False) -> None:
     """Score the best and the seed on the held-out test split, once; writes final.json.
 
@@ -155,9 +174,12 @@ def finalize(run_dir: RunDirOpt, address: AddressOpt = None, engine: EngineOpt =
     project's .capevolve/finalizes.jsonl (the project dir must be writable) and closes the
     run: evaluate, gate, accept and reject are refused afterwards. final.json states a
     verdict on the val gain, or "not measured" when the test evaluation is incomplete."""
-    run = capevolve.open_run(run_dir)
+    run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
-    final = capevolve.finalize(run, engine=engine, address=address)
+    from capevolve.progress.live import live_progress
+
+    with live_progress():
+        final = capevolve.finalize(run, engine=engine, address=address)
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "

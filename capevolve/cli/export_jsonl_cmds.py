@@ -24,7 +24,8 @@ OutOpt = Annotated[Path | None, typer.Option(
     "--out", help="Where to write (default <run_dir>/exports/<eval_id>.jsonl).")]
 
 export_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
-                         help="Export an evaluation's per-datapoint results.")
+                         help="Export an evaluation's per-datapoint results (jsonl) or the run "
+                         "into MLflow (mlflow).")
 
 
 def _write(run_dir: Path, eval_id: str, out: Path | None, as_json: bool) -> None:

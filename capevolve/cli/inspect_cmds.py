@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 import capevolve
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit, fmt_mean, stop_line
-from capevolve.report.markdown import write_report
+
+HtmlOpt = Annotated[bool, typer.Option(
+    "--html", help="Also write report.html next to report.md: one self-contained page "
+    "with the plots (no network needed to open it).")]
 
 
 def _status_human(status: dict) -> str:
@@ -47,6 +50,11 @@ def _status_human(status: dict) -> str:
                  "gate settings")
     for e in status["evaluations"]:
         lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
+    lines.append("candidates:")
+    for c in status.get("decisions", []):
+        gate = f"; gate said {c['gate']}" if c["gate"] else ""
+        lines.append(f"  {c['candidate_id']} (parent {c['parent'] or '—'}): {c['decision']}"
+                     f"{gate}; val {fmt_mean(c['val_mean'], c['val_stderr'])}")
     final = status["final"]
     if final is None:
         lines.append("not finalized")
@@ -61,30 +69,46 @@ def _status_human(status: dict) -> str:
 
 
 @command
-def status(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+           json: JsonOpt = False) -> None:
     """Best candidate, spend against budget, gates and expected false accepts, evaluations,
-    the finalize verdict. Read-only: writes nothing."""
-    result = capevolve.status(run_dir)
+    each candidate's decision, the finalize verdict. Read-only: writes nothing."""
+    from capevolve.report.data import candidate_decisions
+
+    run = capevolve.open_run(resolve_run_dir(run_dir, project))
+    result = {**capevolve.status(run), "decisions": candidate_decisions(run)}
     emit(result, json, _status_human(result))
 
 
 @command
-def report(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
-    """Write report.md from stored data (holding the run lock) and print it."""
-    run = capevolve.open_run(run_dir)
+def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+           html: HtmlOpt = False, json: JsonOpt = False) -> None:
+    """Write report.md from stored data (holding the run lock) and print it; with --html
+    also report.html. --json prints the report's data (every number and table) as well."""
+    from capevolve.report.data import report_data
+    from capevolve.report.markdown import write_report
+
+    run = capevolve.open_run(resolve_run_dir(run_dir, project))
     text = write_report(run)
-    emit({"report": str(run.layout.report_md), "markdown": text}, json, text)
+    payload: dict[str, Any] = {"report": str(run.layout.report_md), "markdown": text}
+    if html:
+        from capevolve.report.html import write_html
+
+        payload["html"] = str(write_html(run))
+    if json:
+        payload["data"] = report_data(run)
+    emit(payload, json, text + (f"\nreport.html: {payload['html']}" if html else ""))
 
 
 @command
-def query(run_dir: RunDirOpt,
-          sql: Annotated[str, typer.Argument(
+def query(sql: Annotated[str, typer.Argument(
               help="One read-only SELECT over the `rollouts` view.")],
+          run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
           json: JsonOpt = False) -> None:
     """Run one read-only DuckDB SELECT over the run's rollouts (the `rollouts` view, one
     row per unit). Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, PRAGMA/SET,
     several statements and reading any other file are refused (exit 2)."""
-    columns, rows = capevolve.query(run_dir, sql)
+    columns, rows = capevolve.query(resolve_run_dir(run_dir, project), sql)
     payload = {"columns": columns, "rows": [list(r) for r in rows]}
     shown = rows[:200]
     widths = [max([len(c)] + [len(str(r[i])) for r in shown]) for i, c in enumerate(columns)]

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from capevolve import telemetry as otel
 from capevolve.errors import CapevolveError, Interrupted
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
@@ -138,7 +139,8 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
         _protect_stdout()
         try:
             _refuse_undecodable(kwargs)
-            return fn(*args, **kwargs)
+            with otel.command_span(fn.__name__):
+                return fn(*args, **kwargs)
         except CapevolveError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         except OSError as exc:
@@ -146,6 +148,7 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt as exc:  # Interrupted says how many rows are on disk
             fail(str(exc) if isinstance(exc, Interrupted) else "interrupted", code=130)
         finally:
+            otel.flush()
             _restore_stdout()
 
     return wrapper

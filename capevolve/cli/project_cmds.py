@@ -58,7 +58,10 @@ def run(project: ProjectOpt = Path("."),
         address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
     """Agent mode: check -> freeze splits -> snapshot the seed -> baseline on val -> handoff."""
     progress(f"capevolve: checking {project} and scoring the seed on val ...")
-    handoff = capevolve.start_run(project, run_dir, engine=engine, address=address)
+    from capevolve.progress.live import live_progress
+
+    with live_progress():  # the baseline's progress on stderr
+        handoff = capevolve.start_run(project, run_dir, engine=engine, address=address)
     base = handoff["baseline"]
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",

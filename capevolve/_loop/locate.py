@@ -1,0 +1,32 @@
+"""Find a project's latest run: the newest run dir under ``<project>/.capevolve/``.
+
+Runs made with an explicit ``--run-dir`` elsewhere are not found (nothing records them in
+the project); a directory without a readable run.json is not a run and is skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capevolve._loop.run import default_run_dir
+from capevolve._store.rundir import RunDir
+from capevolve.errors import CapevolveError, RunDirError
+
+
+def latest_run_dir(project: Path) -> Path:
+    """The run dir under the project's default run location created last (by run.json's
+    ``created_at``); RunDirError naming the place when there is none."""
+    where = default_run_dir(Path(project)).parent
+    found: list[tuple[str, str, Path]] = []
+    for path in sorted(where.glob("*")) if where.is_dir() else []:
+        if not (path / "run.json").is_file():
+            continue
+        try:
+            created = RunDir.open(path).manifest.created_at
+        except CapevolveError:
+            continue
+        found.append((created, path.name, path))
+    if not found:
+        raise RunDirError(f"--project {project}: no run under {where}; pass --run-dir or "
+                          "start one with `capevolve run`")
+    return max(found)[2]

@@ -1,0 +1,75 @@
+"""Commands that put two candidates side by side: compare (per task) and diff (files)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit, fail
+from capevolve.kinds import Split
+
+CandidateA = Annotated[str, typer.Argument(metavar="A",
+                                           help="The first candidate id (the reference).")]
+CandidateB = Annotated[str, typer.Argument(metavar="B", help="The second candidate id.")]
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _compare_human(result: dict) -> str:
+    lines = [f"{result['a']} -> {result['b']} on {result['split']} ({result['eval_a']} vs "
+             f"{result['eval_b']}): mean {_num(result['mean_a'])} -> {_num(result['mean_b'])};"
+             f" {result['improved']} tasks up, {result['worsened']} down; "
+             f"{len(result['flips']['fail->pass'])} fail->pass, "
+             f"{len(result['flips']['pass->fail'])} pass->fail"]
+    width = max((len(r["task_id"]) for r in result["tasks"]), default=4)
+    lines.append(f"  {'task':<{width}}  {result['a']:>8}  {result['b']:>8}  {'delta':>7}  flip")
+    for row in result["tasks"]:
+        delta = "—" if row["delta"] is None else f"{row['delta']:+.3f}"
+        moved = ""
+        if result["diagnosed"] and row["clusters_a"] != row["clusters_b"]:
+            moved = (f"  [{', '.join(row['clusters_a']) or 'no cluster'} -> "
+                     f"{', '.join(row['clusters_b']) or 'no cluster'}]")
+        lines.append(f"  {row['task_id']:<{width}}  {_num(row['mean_a']):>8}  "
+                     f"{_num(row['mean_b']):>8}  {delta:>7}  {row['flip'] or ''}{moved}")
+    return "\n".join(lines)
+
+
+@command
+def compare(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
+            split: Annotated[str, typer.Option("--split", "-s", help="val or train.")] = "val",
+            json: JsonOpt = False) -> None:
+    """Per-task paired table of two candidates on val (or train): means, delta, flips
+    fail->pass and pass->fail, and the diagnosis cluster each task moved between (when
+    both were diagnosed). Read-only."""
+    if split not in (Split.TRAIN, Split.VAL):
+        fail(f"--split {split!r}: compare reads train or val; the test split is held out")
+    import capevolve
+    from capevolve.view.compare import compare as compare_candidates
+
+    result = compare_candidates(capevolve.open_run(run_dir), a, b, Split(split))
+    emit(result, json, _compare_human(result))
+
+
+@command
+def diff(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
+         stat: Annotated[bool, typer.Option("--stat", help="Only the changed files and "
+                                            "line counts.")] = False,
+         json: JsonOpt = False) -> None:
+    """Unified diff of two candidates' files (their immutable snapshots). Read-only."""
+    import capevolve
+    from capevolve.view.diff import diff as diff_candidates
+    from capevolve.view.diff import stat_text
+
+    result = diff_candidates(capevolve.open_run(run_dir), a, b)
+    if stat:
+        result = {**result, "files": [{k: v for k, v in c.items() if k != "diff"}
+                                      for c in result["files"]]}
+        emit(result, json, stat_text(result))
+        return
+    text = "".join(c["diff"] or f"binary file {c['path']} differs ({c['status']})\n"
+                   for c in result["files"])
+    emit(result, json, text.rstrip("\n") or stat_text(result))

@@ -1,0 +1,32 @@
+"""``capevolve export mlflow``: a run into an MLflow tracking store (registered on the
+``export`` group of :mod:`capevolve.cli.export_jsonl_cmds`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.output import command, emit
+
+
+@command
+def mlflow(run_dir: RunDirOpt,
+           tracking_uri: Annotated[str | None, typer.Option(
+               "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
+               help="MLflow tracking store, e.g. sqlite:///mlflow.db or http://host:5000 "
+               "(default: MLflow's own default).")] = None,
+           experiment: Annotated[str | None, typer.Option(
+               "--experiment", help="Experiment name (default: capevolve/<project>).")] = None,
+           json: JsonOpt = False) -> None:
+    """Log the run to MLflow: one MLflow run for the capevolve run (config, final test
+    delta, spend, report and final.json) and one nested run per candidate (parent,
+    decision, evaluation means and SEs, gate numbers, capability files). Idempotent:
+    exporting again updates the same MLflow runs. Needs the `mlflow` extra."""
+    import capevolve
+    from capevolve.export.to_mlflow import export_mlflow
+
+    result = export_mlflow(capevolve.open_run(run_dir), tracking_uri, experiment)
+    emit(result, json, f"exported {len(result['runs'])} candidates to MLflow experiment "
+         f"{result['experiment']!r} (parent run {result['parent_run_id']})")

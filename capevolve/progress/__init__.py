@@ -1,0 +1,120 @@
+"""Live progress of long commands: the hook the verbs call and the API displays implement.
+
+The verbs never print progress. While a display is *active* (:func:`observing`, set by the
+CLI around a long command; a context variable, so it never leaks into another command or
+thread), each evaluation reports to it through a :class:`Watch`: ``begin`` with its units,
+``dispatched`` as units go out (counted as the engine's dispatch ledger records them),
+``rows`` as the sink takes charge of rows, ``end``. With no display active a Watch does
+nothing and changes nothing (the engine gets the very sink and ledger it would have got).
+Displays live in :mod:`capevolve.progress.live` (rich on a terminal, a plain line every few
+seconds otherwise; always on stderr).
+
+This module imports nothing heavy: the application layer imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+
+class Display(Protocol):
+    """What a progress display receives (every method must be cheap and never raise)."""
+
+    def begin(self, label: str, total: int) -> None: ...
+
+    def dispatched(self, label: str, n: int) -> None: ...
+
+    def rows(self, label: str, rows: list[dict[str, Any]]) -> None: ...
+
+    def end(self, label: str) -> None: ...
+
+
+_ACTIVE: ContextVar[Display | None] = ContextVar("capevolve_progress", default=None)
+
+
+def active() -> Display | None:
+    """The display of the running command, if any."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def observing(display: Display | None) -> Iterator[Display | None]:
+    """Make ``display`` the active one for the duration of the block (None: no display)."""
+    token = _ACTIVE.set(display)
+    try:
+        yield display
+    finally:
+        _ACTIVE.reset(token)
+
+
+class Watch:
+    """One evaluation's connection to the active display (a no-op without one).
+
+    Use it as a context manager around the engine run (``end`` on the way out, whatever
+    stopped the engine) and hand the engine :meth:`sink` and :meth:`ledger` of the sink
+    and ledger it would have got: without a display they are those very objects.
+    """
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.display = label, active()
+        if self.display is not None:
+            self.display.begin(label, total)
+
+    def sink(self, inner: Callable[[list[dict[str, Any]]], None]
+             ) -> Callable[[list[dict[str, Any]]], None]:
+        """``inner`` (the engine's row sink), also reporting each batch once ``inner`` has
+        taken charge of it."""
+        if self.display is None:
+            return inner
+
+        def reporting(rows: list[dict[str, Any]]) -> None:
+            inner(rows)
+            self.rows(rows)
+
+        return reporting
+
+    def ledger(self, inner: Any) -> Any:
+        """The engine's dispatch ledger, reporting the exact number of units handed out as
+        it records each batch (``inner`` itself without a display, or when None)."""
+        if self.display is None or inner is None:
+            return inner
+        return _CountingLedger(inner, self.display, self.label)
+
+    def rows(self, rows: list[dict[str, Any]]) -> None:
+        """Rows the sink has taken charge of."""
+        if self.display is not None and rows:
+            self.display.rows(self.label, rows)
+
+    def end(self) -> None:
+        if self.display is not None:
+            self.display.end(self.label)
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+
+def watch(label: str, total: int) -> Watch:
+    """A :class:`Watch` for an evaluation of ``total`` units."""
+    return Watch(label, total)
+
+
+class _CountingLedger:
+    """A dispatch ledger that tells the display how many units went out, after the inner
+    ledger recorded them (everything else is the inner ledger's)."""
+
+    def __init__(self, inner: Any, display: Display, label: str) -> None:
+        self._inner, self._display, self._label, self._sent = inner, display, label, 0
+
+    async def dispatched(self, units: list[Any]) -> None:
+        await self._inner.dispatched(units)
+        self._sent += len(units)
+        self._display.dispatched(self._label, self._sent)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

@@ -1,0 +1,157 @@
+"""The report as structured data: everything report.html draws and ``report --json`` prints.
+
+Read-only and computed from the stored run only (run.json, candidates/, evals/, events.jsonl,
+final.json, diagnoses/): nothing here runs a rollout or writes a file. Values that were
+never recorded are ``None`` (cost "not recorded"), never 0. Lineage uses a candidate's
+``parent`` from candidate.json when it is recorded there, else the best it was gated against
+(``parent_source`` says which).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from capevolve._loop.decide import false_accept_ledger
+from capevolve._loop.evaluate import run_config
+from capevolve._loop.status import run_status
+from capevolve._store.documents import read_final
+from capevolve._store.evals import all_evals
+from capevolve._store.rundir import RunDir
+from capevolve.errors import StoreError
+from capevolve.kinds import SEED_ID, EvalStatus, EventKind, Split
+from capevolve.report.lineage import diff_stat, iterations
+from capevolve.stats import t_quantile
+
+FORMAT_VERSION = 1
+
+
+def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[float] | None:
+    """Two-sided 95% interval (t for ``df``, the normal when df is None)."""
+    if mean is None or se is None:
+        return None
+    half = t_quantile(0.975, df) * se
+    return [mean - half, mean + half]
+
+
+def _val_evals(run: RunDir, n_trials: int) -> dict[str, dict[str, Any]]:
+    """The latest val evaluation per candidate made with the project's trial count."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in all_evals(run):
+        if record.split == Split.VAL and record.n_trials == n_trials:
+            data = record.to_json()
+            se = data.get("stderr_clustered") or data.get("stderr")
+            n = data.get("n_scored") or 0
+            data["ci95"] = _ci(data.get("mean"), se, n - 1 if n > 1 else None)
+            out[record.candidate_id] = data
+    return out
+
+
+def _gates(run: RunDir) -> list[dict[str, Any]]:
+    """Every recorded gate: delta, 95% CI, the accept threshold (c x SE) and the decision."""
+    frozen = run_config(run).gate
+    out = []
+    for event in run.events(EventKind.GATE):
+        gate = event.to_json()
+        delta, se, df = gate.get("delta"), gate.get("se"), gate.get("df")
+        if gate.get("k_se") is not None:
+            crit: float | None = gate["k_se"]
+        elif gate.get("alpha") is not None and se is not None:
+            crit = t_quantile(1.0 - gate["alpha"], df)
+        else:
+            crit = None
+        out.append({**gate, "ci95": _ci(delta, se, df), "critical": crit,
+                    "threshold": None if crit is None or se is None else crit * se,
+                    "min_delta": gate.get("overrides", {}).get("min_delta", frozen.min_delta)})
+    return out
+
+
+def _diagnosis(run: RunDir, candidate_id: str) -> dict[str, Any] | None:
+    """The stored val diagnosis of ``candidate_id`` (None when never diagnosed)."""
+    path = run.layout.diagnoses / f"{Split.VAL}__{candidate_id}.json"
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or not isinstance(doc.get("clusters", []), list):
+            raise ValueError("not a diagnosis document")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise StoreError(f"{path}: unreadable diagnosis ({exc}); run `capevolve diagnose` "
+                         "again") from None
+    keep = ("eval_id", "mode", "failing_tasks", "failing_total", "errored_trials",
+            "kept_good", "flaky", "always_failing")
+    return {**{k: doc.get(k) for k in keep},
+            "clusters": [{k: c.get(k) for k in ("signature", "size", "score_lost", "kinds",
+                                                 "tasks", "tools", "tag")}
+                         for c in doc.get("clusters", [])]}
+
+
+def _spend(run: RunDir) -> dict[str, Any]:
+    """Cumulative spend after each spend event (time series) and the totals."""
+    totals = {"metric_calls": 0, "tokens": 0, "cost_usd": 0.0, "cost_unrecorded": 0}
+    series = []
+    for event in run.events(EventKind.SPEND):
+        for key in totals:
+            totals[key] += getattr(event, key)
+        series.append({"ts": event.ts, **totals})
+    spent = run.spent.to_dict()
+    return {"series": series, "totals": spent,
+            "cost_recorded": spent["cost_usd"] is not None,
+            "tokens_recorded": bool(spent["tokens"])}
+
+
+def _final(run: RunDir) -> dict[str, Any] | None:
+    if not run.layout.final.is_file():
+        return None
+    final = read_final(run.layout).to_json()
+    return {k: final.get(k) for k in ("best_id", "baseline_id", "delta", "se", "ci95", "df",
+                                      "n_compared", "n_clusters", "verdict", "verdict_text",
+                                      "missing", "val_delta", "test", "test_baseline")}
+
+
+def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
+    """One row per candidate: parent, decision (baseline / accept / reject / tampered /
+    no_change / pending), its latest deciding gate's decision and its val mean +- SE."""
+    config = run_config(run)
+    val = _val_evals(run, config.num_trials)
+    _, candidates = iterations(run, val, _gates(run))
+    return [{"candidate_id": c["id"], "parent": c["parent"], "decision": c["decision"],
+             "gate": c["gate_decision"], "val_mean": c["val"]["mean"],
+             "val_stderr": val.get(c["id"], {}).get("stderr"), "note": c["note"]}
+            for c in candidates]
+
+
+def report_data(run: RunDir) -> dict[str, Any]:
+    """Every number and table of the report, from stored data only (JSON-ready)."""
+    config = run_config(run)
+    status = run_status(run)
+    val = _val_evals(run, config.num_trials)
+    gates = _gates(run)
+    steps, candidates = iterations(run, val, gates)
+    for cand in candidates:
+        cand["diff_stat"] = diff_stat(run, cand["id"], cand["parent"])
+    best = run.best_id
+    heat_tasks = list(run.splits.val)
+    return {
+        "format_version": FORMAT_VERSION,
+        "run": {"run_id": run.run_id, "project": config.name, "best_id": best,
+                "created_at": run.manifest.created_at, "num_trials": config.num_trials,
+                "splits": {s: len(run.splits.ids(s)) for s in Split},
+                "stop_condition": config.stop_condition},
+        "candidates": candidates,
+        "iterations": steps,
+        "heatmap": {"tasks": heat_tasks,
+                    "candidates": [c["id"] for c in candidates if c["id"] in val
+                                   and val[c["id"]]["status"] == EvalStatus.COMPLETE],
+                    "means": {c: val[c].get("task_means", {}) for c in val},
+                    "regressions": {g["candidate_id"]: g.get("regressions", [])
+                                    for g in gates if not g.get("exploratory")}},
+        "gates": gates,
+        "ledger": false_accept_ledger(run).to_dict(),
+        "pass_k": {c: val[c].get("pass_k", {}) for c in val},
+        "final": _final(run),
+        "spend": _spend(run),
+        "diagnosis": {"candidate_id": best, "val": _diagnosis(run, best)},
+        "seed_id": SEED_ID,
+        "evaluations": status["evaluations"],
+    }

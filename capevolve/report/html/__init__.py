@@ -1,0 +1,32 @@
+"""report.html: the run's report as one self-contained HTML page (inline SVG, no network).
+
+:func:`write_html` writes ``report.html`` next to report.md, holding the run lock, from
+stored data only (:func:`capevolve.report.data.report_data`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from capevolve._store.rundir import RunDir
+from capevolve.report.data import report_data
+from capevolve.report.html.page import render_html
+
+REPORT_HTML = "report.html"
+
+
+def html_path(run: RunDir) -> Path:
+    """Where report.html goes: next to report.md in the run dir."""
+    return run.layout.report_md.with_name(REPORT_HTML)
+
+
+def write_html(run: RunDir) -> Path:
+    """Write report.html atomically (holding the run lock) and return its path."""
+    with run.locked():
+        page = render_html(report_data(run))
+        target = html_path(run)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, target)
+    return target

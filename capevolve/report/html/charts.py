@@ -1,0 +1,188 @@
+"""The report's charts as inline SVG, each from a piece of :func:`report_data`.
+
+Every data mark carries ``class="mark"`` and a hover title with its numbers; a chart with
+nothing to draw returns a sentence saying so instead of an empty frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capevolve.report.html.svg import (
+    DECISION_COLOURS,
+    Scale,
+    el,
+    esc,
+    figure,
+    padded,
+    ramp,
+    title,
+    x_axis,
+    y_axis,
+)
+
+L, R, T, B = 56, 16, 28, 44  # plot margins
+
+
+def _none(text: str) -> str:
+    return f'<p class="empty">{esc(text)}</p>'
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _marker(x: float, y: float, decision: str, tip: str) -> str:
+    colour = DECISION_COLOURS.get(decision, "#333")
+    if decision == "reject":
+        d = f"M{x - 5},{y - 5}L{x + 5},{y + 5}M{x - 5},{y + 5}L{x + 5},{y - 5}"
+        return el("path", title(tip), d=d, stroke=colour, stroke_width=2.5, class_="mark")
+    if decision == "tampered":
+        d = f"M{x},{y - 6}L{x + 6},{y + 5}L{x - 6},{y + 5}Z"
+        return el("path", title(tip), d=d, fill=colour, class_="mark")
+    return el("circle", title(tip), cx=x, cy=y, r=5, fill=colour, class_="mark")
+
+
+def best_over_iterations(steps: list[dict[str, Any]]) -> str:
+    """Best val mean after each decision with 95% CI bars; each candidate's own val mean
+    as a marker shaped and coloured by its decision (on the x axis when it has none)."""
+    pts = [s for s in steps if s["best"]["mean"] is not None]
+    if not pts:
+        return _none("No complete val evaluation of the best yet: nothing to plot.")
+    w, h = 640, 300
+    values = [v for s in steps for side in ("best", "candidate")
+              for v in ([s[side]["mean"]] + (s[side]["ci95"] or [])) if v is not None]
+    ys = Scale(*padded(values), h - B, T)
+    xs = Scale(0, max(1, len(steps) - 1), L + 10, w - R - 10)
+    body = [y_axis(ys, L, w - L - R, "val mean (95% CI)"),
+            x_axis(xs, h - B, "iteration (decision)", [s["iteration"] for s in steps], "{:.0f}")]
+    line = " ".join(f"{xs(s['iteration'])},{ys(s['best']['mean'])}" for s in pts)
+    body.append(el("polyline", points=line, fill="none", stroke="#2166ac", stroke_width=2,
+                   class_="mark"))
+    for s in pts:
+        x, ci = xs(s["iteration"]), s["best"]["ci95"]
+        if ci:
+            body.append(el("line", title(f"best {s['best_id']}: 95% CI [{ci[0]:.3f}, "
+                                         f"{ci[1]:.3f}]"), x1=x, x2=x, y1=ys(ci[0]),
+                           y2=ys(ci[1]), stroke="#2166ac", stroke_width=1.5, class_="mark"))
+    for s in steps:
+        mean = s["candidate"]["mean"]
+        x = xs(s["iteration"]) + (4 if s["decision"] != "baseline" else 0)
+        value = "not measured" if mean is None else f"{mean:.3f}"
+        tip = (f"iteration {s['iteration']}: {s['candidate_id']} {s['decision']}, val "
+               f"{value}; best after: {s['best_id']}")
+        # a candidate with no val mean (refused before any rollout) sits on the x axis
+        y = ys(ys.lo) - 7 if mean is None else ys(mean)
+        body.append(_marker(x, y, s["decision"], tip))
+    legend = "".join(
+        _marker(L + 150 + i * 84, 12, d, d) + el("text", d, x=L + 160 + i * 84, y=16,
+                                                font_size=10)
+        for i, d in enumerate(("baseline", "accept", "reject", "tampered", "no_change")))
+    return figure(w, h, "".join(body) + legend, "best val over iterations", "best-val")
+
+
+def lineage_tree(candidates: list[dict[str, Any]]) -> str:
+    """Each candidate under its parent (depth = generations from the seed), coloured by
+    its decision; dashed edges mark a parent taken from the gate, not candidate.json."""
+    if not candidates:
+        return _none("No candidates.")
+    by_id = {c["id"]: c for c in candidates}
+
+    def depth(cid: str, seen: frozenset[str] = frozenset()) -> int:
+        parent = by_id[cid]["parent"]
+        if parent is None or parent not in by_id or parent in seen:
+            return 0
+        return 1 + depth(parent, seen | {cid})
+
+    levels = {c["id"]: depth(c["id"]) for c in candidates}
+    order = {c["id"]: i for i, c in enumerate(candidates)}
+    w = max(360, 110 * len(candidates) + L)
+    h = 70 * (max(levels.values()) + 1) + 40
+    pos = {cid: (L + order[cid] * 100 + 20, 30 + 70 * lvl) for cid, lvl in levels.items()}
+    body = []
+    for c in candidates:
+        parent = c["parent"]
+        if parent in pos:
+            (x0, y0), (x1, y1) = pos[parent], pos[c["id"]]
+            body.append(el("line", x1=x0, y1=y0, x2=x1, y2=y1, stroke="#888",
+                           stroke_dasharray="4 3" if c["parent_source"] == "gate" else None))
+    for c in candidates:
+        x, y = pos[c["id"]]
+        colour = DECISION_COLOURS.get(c["decision"], "#333")
+        tip = f"{c['id']} ({c['decision']}), parent {c['parent'] or '—'}"
+        body.append(el("circle", title(tip), cx=x, cy=y, r=9, fill=colour, class_="mark"))
+        body.append(el("text", esc(c["id"]), x=x, y=y + 24, text_anchor="middle",
+                       font_size=10))
+    return figure(w, h, "".join(body), "candidate lineage", "lineage")
+
+
+def heatmap(heat: dict[str, Any], kept_good: list[str], best_id: str) -> str:
+    """Per-task val means, tasks down and candidates across; a ``+`` marks a task the
+    best keeps good (its diagnosis), a ``!`` a regression the candidate's gate found."""
+    cands, tasks = heat["candidates"], heat["tasks"]
+    if not cands or not tasks:
+        return _none("No complete val evaluation: no per-task means to show.")
+    cw, ch, left, top = 64, 14, 70, 40
+    w, h = left + cw * len(cands) + 20, top + ch * len(tasks) + 30
+    body = [el("text", esc(c), x=left + i * cw + cw / 2, y=top - 8, text_anchor="middle",
+               font_size=10, font_weight="bold" if c == best_id else None)
+            for i, c in enumerate(cands)]
+    good = set(kept_good)
+    for j, task in enumerate(tasks):
+        y = top + j * ch
+        body.append(el("text", esc(task), x=left - 4, y=y + ch - 3, text_anchor="end",
+                       font_size=9))
+        for i, cid in enumerate(cands):
+            value = heat["means"].get(cid, {}).get(task)
+            regress = task in heat["regressions"].get(cid, [])
+            flag = "!" if regress else ("+" if cid == best_id and task in good else "")
+            tip = (f"{task} / {cid}: {_fmt(value)}" + (" (regression)" if regress else "")
+                   + (" (kept good)" if flag == "+" else ""))
+            x = left + i * cw
+            body.append(el("rect", title(tip), x=x, y=y, width=cw - 2, height=ch - 2,
+                           fill=ramp(value), class_="mark"))
+            if flag:
+                body.append(el("text", flag, x=x + cw - 9, y=y + ch - 4, font_size=9,
+                               font_weight="bold"))
+    return figure(w, h, "".join(body), "candidate by task heat map", "heatmap")
+
+
+def forest(gates: list[dict[str, Any]]) -> str:
+    """One row per gate: delta with its 95% CI, the accept threshold (critical x SE, a
+    tick), the confidence label and decision."""
+    rows = [g for g in gates if g.get("delta") is not None]
+    if not rows:
+        return _none("No gate with a measured delta yet.")
+    w, rh, left = 680, 26, 190
+    h = T + rh * len(rows) + B
+    values = [0.0] + [v for g in rows for v in ([g["delta"]] + (g["ci95"] or [])
+                                                + [g["threshold"] or 0.0])]
+    xs = Scale(*padded(values), left, w - 150)
+    body = [el("line", x1=xs(0), x2=xs(0), y1=T - 6, y2=h - B, stroke="#555",
+               stroke_dasharray="3 3"),
+            el("text", "0", x=xs(0), y=T - 10, text_anchor="middle", font_size=10),
+            x_axis(xs, h - B, "delta vs the best (val)", [xs.lo, xs.hi], "{:+.2f}")]
+    for i, g in enumerate(rows):
+        y = T + i * rh + rh / 2
+        colour = DECISION_COLOURS.get(g["decision"], "#333")
+        label = f"{g['candidate_id']} vs {g['best_id']}" + (" (expl.)" if g.get(
+            "exploratory") else "")
+        body.append(el("text", esc(label), x=left - 8, y=y + 4, text_anchor="end",
+                       font_size=10))
+        if g["ci95"]:
+            lo, hi = g["ci95"]
+            body.append(el("line", title(f"95% CI [{lo:+.3f}, {hi:+.3f}]"), x1=xs(lo),
+                           x2=xs(hi), y1=y, y2=y, stroke=colour, stroke_width=2,
+                           class_="mark"))
+        if g["threshold"] is not None:
+            tx = xs(g["threshold"])
+            body.append(el("line", title(f"accept needs delta > {g['critical']:.3f} x SE = "
+                                         f"{g['threshold']:+.3f}"), x1=tx, x2=tx, y1=y - 7,
+                           y2=y + 7, stroke="#000", stroke_width=1.5, class_="mark"))
+        tip = (f"delta {g['delta']:+.3f}, SE {_fmt(g.get('se'))}, {g.get('confidence')}, "
+               f"{g['decision']}")
+        body.append(el("circle", title(tip), cx=xs(g["delta"]), cy=y, r=4.5, fill=colour,
+                       class_="mark"))
+        body.append(el("text", esc(f"{g['decision']} · {g.get('confidence') or '—'}"),
+                       x=w - 145, y=y + 4, font_size=10, fill=colour))
+    return figure(w, h, "".join(body), "gate forest plot", "forest")

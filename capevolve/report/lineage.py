@@ -1,0 +1,120 @@
+"""Candidates, their lineage and the decision sequence of a run, from its stored events.
+
+An *iteration* is one decision event in log order (accept, reject, tamper, or a
+``no_change`` event an optimizer logs); iteration 0 is the seed's baseline. After each
+one the best's val evaluation (mean and 95% CI) is what the best-so-far curve shows.
+A candidate's ``parent`` is ``candidate.json``'s ``parent`` when recorded, else the best
+it was first gated (or refused) against; ``parent_source`` says which, or is None.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from capevolve._store.rundir import RunDir
+from capevolve.kinds import SEED_ID, EventKind
+
+NO_CHANGE = "no_change"
+DECISIONS = {EventKind.ACCEPT: "accept", EventKind.REJECT: "reject",
+             EventKind.TAMPER: "tampered", NO_CHANGE: NO_CHANGE}
+
+
+def _val_point(val: dict[str, dict[str, Any]], cid: str | None) -> dict[str, Any]:
+    record = val.get(cid or "")
+    if record is None:
+        return {"mean": None, "ci95": None, "eval_id": None}
+    return {"mean": record.get("mean"), "ci95": record.get("ci95"),
+            "eval_id": record.get("eval_id")}
+
+
+def _candidate(run: RunDir, cid: str, val: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    meta = run.candidate_meta(cid)
+    parent = getattr(meta, "parent", None)
+    return {"id": cid, "role": meta.role, "created_at": meta.created_at,
+            "source": meta.source, "n_files": len(meta.files), "parent": parent,
+            "parent_source": "candidate.json" if parent else None,
+            "decision": "baseline" if cid == SEED_ID else "pending", "reasons": [],
+            "note": meta.note, "power": None, "gate_decision": None,
+            "val": _val_point(val, cid)}
+
+
+def iterations(run: RunDir, val: dict[str, dict[str, Any]],
+               gates: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
+                                                     list[dict[str, Any]]]:
+    """``(steps, candidates)``: the decision sequence with the best after each step, and
+    one row per candidate (parent, decision, reasons, note, power, val)."""
+    order = sorted(run.candidate_ids(),
+                   key=lambda c: (c != SEED_ID, run.candidate_meta(c).created_at, c))
+    cands = {cid: _candidate(run, cid, val) for cid in order}
+    for gate in gates:
+        cand = cands.get(gate["candidate_id"])
+        if cand is None or gate.get("exploratory"):
+            continue
+        if cand["parent"] is None and gate.get("best_id") and cand["id"] != SEED_ID:
+            cand["parent"], cand["parent_source"] = gate["best_id"], "gate"
+        cand.update(reasons=gate.get("reasons", []), power=gate.get("power"),
+                    gate_decision=gate.get("decision"))
+    best = SEED_ID
+    steps = [{"iteration": 0, "candidate_id": SEED_ID, "decision": "baseline",
+              "candidate": _val_point(val, SEED_ID), "best_id": best,
+              "best": _val_point(val, best), "ts": None}]
+    for event in run.events():
+        kind = str(event.kind)
+        if kind == EventKind.SET_BEST:
+            best = str(getattr(event, "candidate_id", best))
+            continue
+        if kind not in DECISIONS:
+            continue
+        cid = getattr(event, "candidate_id", None) or getattr(event, "data", {}).get(
+            "candidate_id")
+        cand = cands.get(str(cid))
+        if cand is None:
+            continue
+        decision = DECISIONS[kind]
+        cand["decision"] = decision
+        note = getattr(event, "note", None)
+        if note:
+            cand["note"] = note
+        if kind == EventKind.TAMPER:
+            cand["reasons"] = [f"protected path changed: {p}"
+                               for p in getattr(event, "paths", [])]
+            if cand["parent"] is None:
+                cand["parent"], cand["parent_source"] = best, "gate"
+        if kind == EventKind.ACCEPT:
+            best = str(cid)
+        steps.append({"iteration": len(steps), "candidate_id": cid, "decision": decision,
+                      "candidate": _val_point(val, str(cid)), "best_id": best,
+                      "best": _val_point(val, best), "ts": event.ts})
+    return steps, list(cands.values())
+
+
+def _text(path: Path) -> list[str] | None:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+def diff_stat(run: RunDir, cid: str, parent: str | None) -> dict[str, Any] | None:
+    """Files added / removed / changed and lines + / - against ``parent`` (None without
+    a parent). Binary files count as changed files without line counts."""
+    if parent is None or parent not in run.candidate_ids():
+        return None
+    mine, theirs = run.candidate_meta(cid).files, run.candidate_meta(parent).files
+    changed = sorted(p for p in set(mine) & set(theirs) if mine[p] != theirs[p])
+    added, removed = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))
+    plus = minus = 0
+    for rel in changed + added + removed:
+        new = _text(run.candidate_dir(cid) / rel) if rel in mine else []
+        old = _text(run.candidate_dir(parent) / rel) if rel in theirs else []
+        if new is None or old is None:
+            continue
+        for line in difflib.unified_diff(old, new, lineterm="", n=0):
+            if line.startswith("+") and not line.startswith("+++"):
+                plus += 1
+            elif line.startswith("-") and not line.startswith("---"):
+                minus += 1
+    return {"against": parent, "added": added, "removed": removed, "changed": changed,
+            "lines_added": plus, "lines_removed": minus}

@@ -1,0 +1,178 @@
+"""``capevolve view``: a local, read-only web viewer of one run (standard library HTTP).
+
+Contract:
+- Read-only: only GET and HEAD are served (anything else is 405); no endpoint writes, and
+  every request opens the run dir afresh, read-only and without the lock, so the page shows
+  an evaluation or optimize loop live while it runs.
+- Loopback by default: the server binds 127.0.0.1 unless told otherwise, and while bound
+  to a loopback address it answers only requests whose Host header names a loopback host
+  (a page on another site cannot reach it through DNS rebinding).
+- Nothing outside the run dir: ``/files/<path>`` serves a file of the run dir only after
+  resolving it (``..``, absolute paths and symlinks that leave the run dir are 403), always
+  as ``text/plain`` with ``nosniff`` so a candidate's file can never run as a page.
+- Untrusted text stays text: the page renders stored values with ``textContent`` only, and
+  the Content-Security-Policy allows scripts from the viewer itself and nothing else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+from collections import deque
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from capevolve._loop.evaluate import run_config
+from capevolve._store.rundir import RunDir
+from capevolve.errors import CapevolveError
+from capevolve.kinds import Split
+from capevolve.view import data
+from capevolve.view.compare import compare
+from capevolve.view.diff import diff
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+       "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+STATIC = {"/": ("page.html", "text/html; charset=utf-8"),
+          "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+          "/style.css": ("style.css", "text/css; charset=utf-8")}
+LOOPBACK_NAMES = {"localhost"}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is a loopback host."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """The host part of a Host header (``[::1]:8000`` -> ``::1``, ``a:80`` -> ``a``)."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class ViewerHandler(BaseHTTPRequestHandler):
+    """One request against the run dir the server was started for."""
+
+    server: ViewerServer
+    server_version = "capevolve-view"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
+        self._serve(head=True)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self._serve(head=False)
+
+    def _refuse_method(self) -> None:
+        self._send(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "the viewer is read-only"},
+                   extra={"Allow": "GET, HEAD"})
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method  # noqa: N815
+
+    def _serve(self, head: bool) -> None:
+        if self.server.loopback and not is_loopback(_host_name(self.headers.get("Host", ""))):
+            self._send(HTTPStatus.FORBIDDEN, {"error": "Host is not a loopback name"}, head)
+            return
+        self.server.recent_requests.append(f"{self.command} {self.path}")
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            if url.path in STATIC:
+                name, kind = STATIC[url.path]
+                body = resources.files("capevolve.view").joinpath(name).read_bytes()
+                self._send_bytes(HTTPStatus.OK, body, kind, head)
+            elif url.path.startswith("/files/"):
+                path = data.run_file(self._run(), unquote(url.path[len("/files/"):]))
+                self._send_bytes(HTTPStatus.OK, path.read_bytes(),
+                                 "text/plain; charset=utf-8", head)
+            elif url.path.startswith("/api/"):
+                self._send(HTTPStatus.OK, self._api(url.path[len("/api/"):], query), head)
+            else:
+                self._send(HTTPStatus.NOT_FOUND, {"error": f"no page {url.path}"}, head)
+        except CapevolveError as exc:
+            status = (HTTPStatus.FORBIDDEN if "outside the run dir" in str(exc)
+                      else HTTPStatus.NOT_FOUND)
+            self._send(status, {"error": str(exc).splitlines()[0]}, head)
+        except (ValueError, KeyError) as exc:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}, head)
+
+    def _run(self) -> RunDir:
+        return RunDir.open(self.server.run_dir)
+
+    def _api(self, name: str, q: dict[str, str]) -> Any:
+        run = self._run()
+        if name == "overview":
+            return data.overview(run)
+        if name == "trials":
+            return data.trials(run, split=q.get("split"), candidate=q.get("candidate"),
+                               eval_id=q.get("eval"), task=q.get("task"),
+                               outcome=q.get("outcome"), cluster=q.get("cluster"),
+                               pass_threshold=run_config(run).gate.pass_threshold)
+        if name == "trial":
+            return data.trial(run, q["eval"], q["task"], int(q["trial"]))
+        if name == "clusters":
+            return data.clusters(run, q["split"], q["candidate"])
+        if name == "compare":
+            return compare(run, q["a"], q["b"], Split(q.get("split", "val")))
+        if name == "diff":
+            return diff(run, q["a"], q["b"])
+        raise KeyError(f"no endpoint /api/{name}")
+
+    def _send(self, status: HTTPStatus, payload: Any, head: bool = False,
+              extra: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload, default=str, allow_nan=False).encode()
+        self._send_bytes(status, body, "application/json", head, extra)
+
+    def _send_bytes(self, status: HTTPStatus, body: bytes, kind: str, head: bool = False,
+                    extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        headers = {"Content-Type": kind, "Content-Length": str(len(body)),
+                   "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                   "Content-Security-Policy": CSP, "Referrer-Policy": "no-referrer",
+                   **(extra or {})}
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+
+class ViewerServer(ThreadingHTTPServer):
+    """The viewer's HTTP server for one run dir."""
+
+    daemon_threads = True
+
+    def __init__(self, run_dir: Path, host: str = "127.0.0.1", port: int = 0,
+                 verbose: bool = False) -> None:
+        RunDir.open(run_dir)  # RunDirError now, not on the first request
+        self.run_dir, self.verbose = Path(run_dir), verbose
+        self.loopback = is_loopback(host)
+        self.recent_requests: deque[str] = deque(maxlen=500)
+        """The latest requests (method and path), for diagnostics and tests."""
+        super().__init__((host, port), ViewerHandler)
+
+    @property
+    def url(self) -> str:
+        host, port = str(self.server_address[0]), self.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/"
+
+    def start_background(self) -> threading.Thread:
+        """Serve on a daemon thread (tests, notebooks); ``shutdown()`` stops it."""
+        thread = threading.Thread(target=self.serve_forever, name="capevolve-view",
+                                  daemon=True)
+        thread.start()
+        return thread
