@@ -17,7 +17,6 @@ import typer
 from capevolve.cli.options import JsonOpt, RunDirOpt
 from capevolve.cli.output import command, emit
 from capevolve.errors import ConfigError
-from capevolve.report.export_jsonl import export_lines
 
 EvalOpt = Annotated[str, typer.Option("--eval", help="The evaluation id (evals/<id>.json).")]
 OutOpt = Annotated[Path | None, typer.Option(
@@ -29,6 +28,8 @@ export_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
 
 
 def _write(run_dir: Path, eval_id: str, out: Path | None, as_json: bool) -> None:
+    from capevolve.report.export_jsonl import export_lines
+
     lines = list(export_lines(run_dir, eval_id))
     path = out or Path(run_dir) / "exports" / f"{eval_id}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ events, from 1), the note, and the cluster it targeted. Sources (``SOURCES``) ea
 run into tried fixes; the one here reads ``events.jsonl``'s reject events. The targeted
 cluster is the event's ``cluster`` field when it has one, else the note's
 ``cluster: <signature>`` (or ``cluster=<signature>``; quotes optional, up to the end of the
-line or a ``;``). Another source (an optimizer's ledger) is one more function in
-``SOURCES``.
+line or a ``;``). The second source is the optimize loop's ledger
+(``optimize/ledger.jsonl``): a rejected or screened-out iteration with a focus cluster is a
+tried fix numbered by its loop iteration; it stands in for the reject event of the same
+candidate when that event names no cluster.
 
 A cluster is marked tried when a tried fix targeted its signature (case and a " (N)"
 suffix ignored) or when the targeted text's root-cause key overlaps the signature's key by
@@ -22,10 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose.cluster import overlaps
 from capevolve.diagnose.signature import key_of, raw_tokens
 from capevolve.kinds import EventKind
+from capevolve.records._optimize import Outcome
 
 _NOTE_CLUSTER = re.compile(r"\bcluster\s*[:=]\s*[\"'`]?([^\"'`;\n]+?)[\"'`]?\s*(?:;|$)",
                            re.IGNORECASE | re.MULTILINE)
@@ -73,12 +77,28 @@ def reject_events(run: RunDir) -> list[TriedFix]:
     return out
 
 
-SOURCES: tuple[Callable[[RunDir], list[TriedFix]], ...] = (reject_events,)
+def ledger_iterations(run: RunDir) -> list[TriedFix]:
+    """Tried fixes from the optimize ledger: rejected or screened-out children whose
+    proposal targeted a cluster (iteration = the loop's iteration number)."""
+    files = LoopFiles(run.root)
+    if not files.ledger.is_file():
+        return []
+    return [TriedFix(r.iteration, r.child_id or "", r.parent_id, r.focus,
+                     "; ".join(r.reasons) or None, "optimize")
+            for r in files.read_ledger()
+            if r.outcome in (Outcome.REJECT, Outcome.SCREENED_OUT) and r.focus
+            and r.focus != "all"]
+
+
+SOURCES: tuple[Callable[[RunDir], list[TriedFix]], ...] = (reject_events, ledger_iterations)
 
 
 def tried_fixes(run: RunDir) -> list[TriedFix]:
-    """Every source's tried fixes, by iteration then candidate."""
+    """Every source's tried fixes, by iteration then candidate; a fix that names no cluster
+    is dropped when another source gives the same candidate's targeted cluster."""
     fixes = [fix for source in SOURCES for fix in source(run)]
+    targeted = {f.candidate_id for f in fixes if f.cluster}
+    fixes = [f for f in fixes if f.cluster or f.candidate_id not in targeted]
     return sorted(fixes, key=lambda f: (f.iteration, f.candidate_id, f.source))
 
 

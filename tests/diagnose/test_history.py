@@ -121,3 +121,27 @@ def test_a_target_naming_no_cluster_marks_nothing_and_sources_can_be_added(tmp_p
     again = diagnose(run, DiagnoseOptions("val", "seed"))
     seat = next(c for c in again["clusters"] if "seat" in c["signature"])
     assert seat["history"] == "tried and rejected in iteration 7"
+
+
+def test_the_optimize_ledger_marks_its_rejected_focus_cluster(tmp_path):
+    """A rejected optimize iteration whose proposal targeted a cluster marks that cluster,
+    numbered by the loop's iteration, in place of its reject event that names none."""
+    from capevolve._store.iterations import LoopFiles
+    from capevolve.diagnose import history
+    from capevolve.records._optimize import IterationRecord, Outcome
+
+    run = make_run(tmp_path)
+    write_rows(run, _rows(run))
+    cid = _reject(run, tmp_path, "loop", None)  # the loop's reject event: no cluster named
+    stamp = "2026-12-01T00:00:00+00:00"
+    LoopFiles(run.root).append(IterationRecord(
+        iteration=1, algorithm="hill-climb", proposer="scripted", parent_id="seed",
+        child_id=cid, focus=SEAT, outcome=Outcome.REJECT, reasons=("delta within noise",),
+        started_at=stamp, finished_at=stamp))
+    fixes = history.tried_fixes(run)
+    assert [(f.source, f.iteration, f.cluster) for f in fixes] == [("optimize", 1, SEAT)]
+    result = diagnose(run, DiagnoseOptions("val", "seed"))
+    seat = next(c for c in result["clusters"] if "seat" in c["signature"])
+    refund = next(c for c in result["clusters"] if "refund" in c["signature"])
+    assert seat["history"] == "tried and rejected in iteration 1"
+    assert refund["history"] is None
