@@ -10,7 +10,8 @@ Fresh outcomes go, as one batch per exchange, to the least busy scorer; scoring 
 concurrently with dispatch, at most ``SCORE_BATCHES`` batches per scorer at a time (the
 backpressure that keeps memory bounded). A lost worker's unfinished units go back to the
 front of the queue; a lost scorer's batch is scored again once it is back (scoring is
-deterministic and has no side effects). Both share one restart budget.
+deterministic and has no side effects). Both share one restart budget, which a worker or
+scorer lost while it starts (``prepare``) counts against too.
 
 With a :class:`~capevolve._engine.contract.DispatchLedger`, every batch is recorded there
 (durably, group-committed across workers) before it is handed to a worker, so the spend of
@@ -66,12 +67,13 @@ class Dispatcher:
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
+        starting = [asyncio.ensure_future(self._prepare(w, job)) for w in self.workers] + [
+            asyncio.ensure_future(self._prepare(s, self.score_job)) for s in self.scorers]
         try:
-            await asyncio.gather(*(w.prepare(job) for w in self.workers),
-                                 *(s.prepare(self.score_job) for s in self.scorers))
-        except WorkerLost as exc:
-            raise EngineError(f"eval {job.eval_id}: a worker or scorer could not start "
-                              f"({exc})") from None
+            await asyncio.gather(*starting)
+        finally:
+            for task in starting:
+                task.cancel()
         try:
             await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
             while self.scoring:
@@ -164,6 +166,22 @@ class Dispatcher:
         finally:
             self.load[index] -= 1
             self.room.release()
+
+    async def _prepare(self, handle, job) -> None:
+        """Start one worker or scorer for this evaluation. A loss while it starts (its
+        process killed, a Ray actor dying as it comes up) counts against the restart budget
+        and the handle is started again, as a loss mid-run is; past the budget it is one
+        EngineError saying it could not start."""
+        try:
+            await handle.prepare(job)
+        except WorkerLost as exc:
+            try:
+                await self._restart(handle, job, exc)
+            except EngineError:
+                raise EngineError(
+                    f"eval {self.job.eval_id}: {handle.name} could not start ({exc}); "
+                    f"{self.report.worker_restarts} losses, restart limit "
+                    f"{self.max_restarts}") from None
 
     async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
         lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]
