@@ -40,9 +40,10 @@ class Session:
         """What the rows stored so far report (every value checked by the store first)."""
         return self.writer.tally
 
-    def sink(self, rows: list[dict]) -> None:
-        """The engine's RowSink: hands rows to the writer thread (returns at once)."""
-        self.writer.add(rows)
+    def sink(self, rows: list[dict]) -> int:
+        """The engine's RowSink: hands rows to the writer thread (returns at once) and
+        returns the rows not yet durable."""
+        return self.writer.add(rows)
 
     def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
         """Write every row the engine delivered, check what candidate code touched, record
