@@ -31,8 +31,10 @@ class Session:
             run.layout.journal / f"{self.token}.dispatch",
             {"session": self.token, "eval_id": eval_id, "split": split,
              "candidate_id": candidate_id})
+        # sync_s=0: each batch is fsynced as it is taken (batches arriving meanwhile share
+        # the next fsync), so rows held back by the dispatcher's bound wait the least
         self.writer = PartWriter(run.layout, split, candidate_id, eval_id, session=self.token,
-                                 on_part=run.record_part)
+                                 on_part=run.record_part, sync_s=0.0)
         self.t0 = time.monotonic()
 
     @property

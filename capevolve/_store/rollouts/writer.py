@@ -8,7 +8,9 @@ driver's dispatch loop never waits on conversion, compression or fsync. The thre
 1. appends each batch it takes from the queue to the session's journal segment
    (:mod:`capevolve._store.rollouts.segments`) and fsyncs the segment at most every
    ``sync_s`` (so a finished row is durable within about ``sync_s`` plus one fsync, and the
-   hot path costs one fsync per window, never one per row);
+   hot path costs one fsync per window, never one per row); with ``sync_s=0`` (what an
+   evaluate session uses) every batch it takes is fsynced at once, a group commit: rows
+   queued during one fsync share the next;
 2. every ``max_rows`` rows or ``max_age_s`` seconds, and at :meth:`PartWriter.close`,
    syncs the segment (so every row of the part is durable in the journal first) and
    writes the rows since the last part as one Parquet part (a temporary name, fsync,
@@ -180,7 +182,8 @@ class PartWriter:
                 if batches:
                     self._journal([row for batch in batches for row in batch])
                 now = time.monotonic()
-                if self._unsynced and (closing or now - self._last_sync >= self.sync_s):
+                if self._unsynced and (closing or self.sync_s <= 0
+                                       or now - self._last_sync >= self.sync_s):
                     self._sync(now)
                 if self._pending and (closing or self._pending >= self.max_rows
                                       or now - (self._first_at or now) >= self.max_age_s):
