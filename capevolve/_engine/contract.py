@@ -80,10 +80,13 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 ``rollout`` (the Rollout as JSON text, to be scored) or ``error`` + ``error_kind``
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
-RowSink = Callable[[list[dict]], None]
+RowSink = Callable[[list[dict]], "int | None"]
 """Receives finished rows in batches, as they arrive, and takes charge of them: they reach
 the disk within the sink's small, bounded window (a journal fsynced in batches). It may
-raise (a write that failed), which stops the evaluation."""
+raise (a write that failed), which stops the evaluation. It returns how many rows handed
+to it so far are not durable yet (None: every one is); the dispatcher counts them as in
+flight, so a driver that falls behind the disk stops dispatching instead of piling up
+finished rows a kill would lose. Called with ``[]`` to poll that count."""
 
 
 class DispatchLedger(Protocol):

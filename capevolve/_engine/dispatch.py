@@ -2,15 +2,20 @@
 
 Each worker gets units up to ``QUEUE_FACTOR`` x its slots, so it starts the next unit
 the moment one finishes; the slots (enforced inside the worker) bound the rollouts in
-flight. Outcomes come back as they finish. An outcome counts only for a unit this worker
-holds and that is still outstanding (a late duplicate, or a worker reporting units it was
-never given, is dropped), so the sink sees exactly one row per unit.
+flight. The same total (``capacity``) bounds every unit dispatched whose row is not durable
+yet: held by a worker, being scored, or in the sink's backlog (the count the sink returns),
+so a driver that falls behind its disk (a loaded machine) waits instead of piling up
+finished rows that a kill would lose. Outcomes come back as they finish. An outcome counts
+only for a unit this worker holds and that is still outstanding (a late duplicate, or a
+worker reporting units it was never given, is dropped), so the sink sees exactly one row
+per unit.
 
 Fresh outcomes go, as one batch per exchange, to the least busy scorer; scoring runs
 concurrently with dispatch, at most ``SCORE_BATCHES`` batches per scorer at a time (the
 backpressure that keeps memory bounded). A lost worker's unfinished units go back to the
 front of the queue; a lost scorer's batch is scored again once it is back (scoring is
-deterministic and has no side effects). Both share one restart budget.
+deterministic and has no side effects). Both share one restart budget, which a worker or
+scorer lost while it starts (``prepare``) counts against too.
 
 With a :class:`~capevolve._engine.contract.DispatchLedger`, every batch is recorded there
 (durably, group-committed across workers) before it is handed to a worker, so the spend of
@@ -41,6 +46,7 @@ DRAIN_WAIT_S = 0.5
 RECOVER_DELAY_S = 0.5
 QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
 SCORE_BATCHES = 4  # batches in flight per scorer
+POLL_S = 0.005  # how often a worker with nothing in flight asks for room again
 
 
 class Dispatcher:
@@ -63,15 +69,19 @@ class Dispatcher:
         self.outstanding: dict[tuple[str, int], WorkUnit] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
         self.load, self.turn = [0] * len(self.scorers), 0
+        self.capacity = sum(w.slots * QUEUE_FACTOR for w in self.workers)
+        self.scoring_units = 0  # collected from a worker, not yet handed to the sink
+        self.backlog = 0  # handed to the sink, not yet durable (its last answer)
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
+        starting = [asyncio.ensure_future(self._prepare(w, job)) for w in self.workers] + [
+            asyncio.ensure_future(self._prepare(s, self.score_job)) for s in self.scorers]
         try:
-            await asyncio.gather(*(w.prepare(job) for w in self.workers),
-                                 *(s.prepare(self.score_job) for s in self.scorers))
-        except WorkerLost as exc:
-            raise EngineError(f"eval {job.eval_id}: a worker or scorer could not start "
-                              f"({exc})") from None
+            await asyncio.gather(*starting)
+        finally:
+            for task in starting:
+                task.cancel()
         try:
             await asyncio.gather(*(self._feed(i) for i in range(len(self.workers))))
             while self.scoring:
@@ -82,6 +92,18 @@ class Dispatcher:
         if self.failure is not None:
             raise self.failure
         return self.report
+
+    def _headroom(self) -> int:
+        """Units that may go out now without more than ``capacity`` units dispatched and not
+        yet durable: held by workers, being scored, or in the sink's backlog. So a kill loses
+        at most ``capacity`` finished rows however far the disk falls behind."""
+        return max(0, self.capacity - len(self.outstanding) - self.scoring_units
+                   - self.backlog)
+
+    def _deliver(self, rows: list[dict]) -> None:
+        """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
+        backlog = self.sink(rows)
+        self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
 
     def _room(self, wanted: int) -> int:
         """How many of ``wanted`` units may be dispatched now (the budget limit)."""
@@ -100,7 +122,8 @@ class Dispatcher:
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while self.failure is None:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
-            room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share))
+            room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share,
+                                  self._headroom()))
             batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
@@ -111,7 +134,8 @@ class Dispatcher:
             if not in_flight:
                 if not self.pending:
                     return
-                await asyncio.sleep(0)
+                await asyncio.sleep(POLL_S)  # no room: rows on their way to disk
+                self._deliver([])
                 continue
             try:
                 outcomes = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
@@ -132,8 +156,9 @@ class Dispatcher:
             if unit is not None:
                 fresh.append((raw, unit.seed))
         if not fresh:
-            self.sink([])  # also on empty batches: a failed write stops the evaluation soon
-            return
+            self._deliver([])  # also on empty batches: a failed write stops the evaluation
+            return  # soon, and the backlog is polled
+        self.scoring_units += len(fresh)
         await self.room.acquire()
         task = asyncio.get_running_loop().create_task(self._score(fresh))
         self.scoring.add(task)
@@ -154,7 +179,8 @@ class Dispatcher:
             if len(rows) != len(items):
                 raise EngineError(f"eval {self.job.eval_id}: scorer {self.scorers[index].name}"
                                   f" returned {len(rows)} rows for {len(items)} outcomes")
-            self.sink(rows)
+            self.scoring_units -= len(items)
+            self._deliver(rows)
             self.report.delivered += len(rows)
         except BaseException as exc:  # noqa: BLE001 - stops the evaluation, raised by run()
             if self.failure is None and not isinstance(exc, asyncio.CancelledError):
@@ -164,6 +190,22 @@ class Dispatcher:
         finally:
             self.load[index] -= 1
             self.room.release()
+
+    async def _prepare(self, handle, job) -> None:
+        """Start one worker or scorer for this evaluation. A loss while it starts (its
+        process killed, a Ray actor dying as it comes up) counts against the restart budget
+        and the handle is started again, as a loss mid-run is; past the budget it is one
+        EngineError saying it could not start."""
+        try:
+            await handle.prepare(job)
+        except WorkerLost as exc:
+            try:
+                await self._restart(handle, job, exc)
+            except EngineError:
+                raise EngineError(
+                    f"eval {self.job.eval_id}: {handle.name} could not start ({exc}); "
+                    f"{self.report.worker_restarts} losses, restart limit "
+                    f"{self.max_restarts}") from None
 
     async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
         lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]

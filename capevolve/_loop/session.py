@@ -31,8 +31,10 @@ class Session:
             run.layout.journal / f"{self.token}.dispatch",
             {"session": self.token, "eval_id": eval_id, "split": split,
              "candidate_id": candidate_id})
+        # sync_s=0: each batch is fsynced as it is taken (batches arriving meanwhile share
+        # the next fsync), so rows held back by the dispatcher's bound wait the least
         self.writer = PartWriter(run.layout, split, candidate_id, eval_id, session=self.token,
-                                 on_part=run.record_part)
+                                 on_part=run.record_part, sync_s=0.0)
         self.t0 = time.monotonic()
 
     @property
@@ -40,9 +42,10 @@ class Session:
         """What the rows stored so far report (every value checked by the store first)."""
         return self.writer.tally
 
-    def sink(self, rows: list[dict]) -> None:
-        """The engine's RowSink: hands rows to the writer thread (returns at once)."""
-        self.writer.add(rows)
+    def sink(self, rows: list[dict]) -> int:
+        """The engine's RowSink: hands rows to the writer thread (returns at once) and
+        returns the rows not yet durable."""
+        return self.writer.add(rows)
 
     def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
         """Write every row the engine delivered, check what candidate code touched, record

@@ -192,14 +192,39 @@ def test_a_refusing_scorer_stops_the_evaluation():
 
 
 def test_a_worker_that_cannot_start_is_an_engine_error():
-    """WorkerLost while preparing (the process died on start-up) is one EngineError."""
+    """WorkerLost on every start (the process dies on start-up) uses up the restart
+    budget, then is one EngineError naming the worker."""
 
     class Stillborn(FakeWorker):
         async def prepare(self, job):
+            self.prepares += 1
             raise WorkerLost("died on import")
 
-    with pytest.raises(EngineError, match="could not start.*died on import"):
-        _run([Stillborn("w0")], [FakeScorer()], plan_units(["t0"], 1, run_seed=1))
+    worker = Stillborn("w0")
+    with pytest.raises(EngineError, match="w0 could not start.*died on import.*limit 2"):
+        _run([worker], [FakeScorer()], plan_units(["t0"], 1, run_seed=1), max_restarts=2)
+    assert worker.prepares == 3
+
+
+@pytest.mark.parametrize("who", ["worker", "scorer"])
+def test_a_loss_while_starting_is_restarted_like_a_loss_mid_run(who):
+    """A worker or scorer lost during prepare (a Ray actor killed as the evaluation's
+    actors start) counts one restart and is started again; every unit still gets a row."""
+
+    class LostOnce:
+        async def prepare(self, job):
+            self.prepares += 1
+            if self.prepares == 1:
+                raise WorkerLost(f"{self.name} killed while starting")
+
+    worker = type("W", (LostOnce, FakeWorker), {})("w0") if who == "worker" \
+        else FakeWorker("w0")
+    scorer = type("S", (LostOnce, FakeScorer), {})() if who == "scorer" else FakeScorer()
+    units = plan_units([f"t{i}" for i in range(4)], 2, run_seed=3)
+    rows, report = _run([worker, FakeWorker("w1")], [scorer], units, max_restarts=1)
+    assert _keys(rows) == sorted(u.key for u in units)
+    assert report.worker_restarts == 1
+    assert (worker if who == "worker" else scorer).prepares == 2
 
 
 class RecordingLedger:

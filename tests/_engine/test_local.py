@@ -139,6 +139,53 @@ def test_a_killed_worker_process_loses_nothing_and_duplicates_nothing(tmp_path):
     assert rows[0][:2] == (60, 60)
 
 
+SLOW_START = """
+import pathlib as _pathlib
+import time as _time
+
+if _pathlib.Path(__file__).with_name("slow_start").exists():
+    _time.sleep(1.5)  # a slow import: the window in which the worker is killed
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_process_killed_while_it_starts_is_restarted(tmp_path):
+    """SIGKILL of the worker process while it loads the adapter (before the evaluation's
+    first unit): the loss counts against the restart budget and the worker is started
+    again, as a loss mid-run is; the evaluation completes with one row per unit."""
+    from capevolve._engine.local import LocalEngine
+    from capevolve.config import EngineConfig
+
+    project = make_project(tmp_path / "p", 20, trials=2)
+    with open(project / "adapter.py", "a") as fh:
+        fh.write(SLOW_START)
+    run = create_run(project, tmp_path / "run")
+    (project / "slow_start").write_text("")
+    engine = LocalEngine(EngineConfig(kind="local", concurrency=4, timeout_s=10))
+    killed = []
+
+    def kill_first():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not killed:
+            pids = engine.worker_pids()
+            if pids:
+                time.sleep(0.3)  # started, still importing the adapter (1.5 s)
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_first)
+    killer.start()
+    record = evaluate(run, "seed", "train", engine=engine)
+    killer.join()
+    assert killed and record["status"] == "complete", record
+    assert record["worker_restarts"] == 1
+    _, rows = RolloutStore(run.layout).query(
+        "SELECT count(*), count(DISTINCT (task_id, trial)) "
+        f"FROM rollouts WHERE eval_id = '{record['eval_id']}'")
+    assert rows[0] == (20, 20)
+
+
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_worker_process_behind(tmp_path):
     """SIGKILL of the driver mid-evaluation: its worker process sees its stdin close and

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -291,3 +292,50 @@ def test_journal_files_of_the_live_session_are_never_recovered(tmp_path):
     finally:
         journal.live_sessions.discard("abcd1234")
     assert os.path.exists(live)
+
+
+@pytest.mark.slow
+def test_a_disk_that_falls_behind_holds_back_dispatch_not_finished_rows(tmp_path, monkeypatch):
+    """The journal made slow (an fsync every 0.5 s instead of every 50 ms, as a loaded
+    machine or a slow disk makes it): the dispatcher waits for rows to become durable
+    instead of piling up finished rows in scoring and in the writer's queue, so at every
+    moment the rollouts finished without a durable row stay within the in-flight bound
+    (what a kill -9 then loses), and the evaluation still completes."""
+    from capevolve._engine.local import LocalEngine
+    from capevolve._loop import session as session_mod
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._store.rollouts.writer import PartWriter
+    from capevolve.config import EngineConfig
+
+    writers: list[PartWriter] = []
+
+    def slow_writer(*args, **kwargs) -> PartWriter:
+        writers.append(PartWriter(*args, **{**kwargs, "sync_s": 0.5}))
+        return writers[-1]
+
+    project = _project(tmp_path, sleep=0.01)
+    run, _ = _started_run(project, tmp_path)
+    monkeypatch.setattr(session_mod, "PartWriter", slow_writer)
+    cand = make_candidate(tmp_path / "cand", 0.6)
+    before = len(executions(project)[1])
+    gaps: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            durable = writers[-1].rows_durable if writers else 0  # read before the ends:
+            gaps.append(len(executions(project)[1]) - before - durable)  # never too low
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        record = evaluate(run, str(cand), "train", engine=LocalEngine(
+            EngineConfig(kind="local", concurrency=CONCURRENCY, workers=1, timeout_s=10)))
+    finally:
+        done.set()
+        sampler.join()
+    assert record["status"] == "complete" and len(writers) == 1
+    assert len(gaps) > 50, "the sampler did not run during the evaluation"
+    slack = CONCURRENCY  # rows synced between reading the count and reading the log
+    assert max(gaps) <= IN_FLIGHT_BOUND + slack, (max(gaps), sorted(gaps)[-5:])

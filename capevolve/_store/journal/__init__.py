@@ -9,7 +9,8 @@ named by a random token. It keeps two journals under ``<run>/journal/``:
   across workers) *before* the dispatcher hands the batch to a worker. A torn last line was
   never acknowledged, so its units were never dispatched.
 - ``<token>-<n>.rows`` (:mod:`capevolve._store.rollouts.segments`): finished rows as Arrow
-  IPC record batches, fsynced in small batches (every ``sync_s``, 50 ms by default) by the
+  IPC record batches, fsynced in small batches (group-committed: each batch as the part
+  writer's thread takes it, rows queued meanwhile sharing the next fsync) by the
   part writer's thread (:class:`capevolve._store.rollouts.writer.PartWriter`) and
   compacted into a Parquet part of the session (``<eval_id>-<token>-<seq>.parquet``)
   every few thousand rows or seconds; a segment is removed once its rows are in a

@@ -1,14 +1,18 @@
 """Durable rollout rows: a finished-row journal fsynced in small batches, compacted into
 Parquet parts.
 
-:meth:`PartWriter.add` only queues rows; one background thread owns the disk, so the
+:meth:`PartWriter.add` only queues rows (and returns the backlog of rows not yet durable,
+which the dispatcher counts as in flight); one background thread owns the disk, so the
 driver's dispatch loop never waits on conversion, compression or fsync. The thread:
 
 1. appends each batch it takes from the queue to the session's journal segment
    (:mod:`capevolve._store.rollouts.segments`) and fsyncs the segment at most every
    ``sync_s`` (so a finished row is durable within about ``sync_s`` plus one fsync, and the
-   hot path costs one fsync per window, never one per row);
+   hot path costs one fsync per window, never one per row); with ``sync_s=0`` (what an
+   evaluate session uses) every batch it takes is fsynced at once, a group commit: rows
+   queued during one fsync share the next;
 2. every ``max_rows`` rows or ``max_age_s`` seconds, and at :meth:`PartWriter.close`,
+   syncs the segment (so every row of the part is durable in the journal first) and
    writes the rows since the last part as one Parquet part (a temporary name, fsync,
    rename, directory fsync: :func:`write_part`), hands it to ``on_part`` (the run records
    its sha256) and only then removes the segment.
@@ -104,6 +108,7 @@ class PartWriter:
         self.parts: list[Path] = []
         self.rows_written = 0
         self.rows_durable = 0
+        self._added = 0
         self.tally = RowTally()
         self._queue: list[list[dict]] = []
         self._cond = threading.Condition()
@@ -122,14 +127,24 @@ class PartWriter:
 
     # -- the driver's side ----------------------------------------------------------------
 
-    def add(self, rows: list[dict]) -> None:
-        """Queue rows (returns at once); raises the writer's failure, if any."""
+    def add(self, rows: list[dict]) -> int:
+        """Queue rows (returns at once); raises the writer's failure, if any. Returns the
+        backlog: rows handed to the writer so far that are not durable yet (an upper bound
+        until the next call), which the dispatcher keeps within its bound on rows in
+        flight."""
         if self._failure is not None:
             raise self._failure
         if rows:
             with self._cond:
+                self._added += len(rows)
                 self._queue.append(rows)
                 self._cond.notify()
+        return self.backlog
+
+    @property
+    def backlog(self) -> int:
+        """Rows handed to :meth:`add` that are not durable yet."""
+        return max(0, self._added - self.rows_durable)
 
     def close(self) -> None:
         """Write every queued row into a part and stop the thread (re-raises a failure)."""
@@ -167,7 +182,8 @@ class PartWriter:
                 if batches:
                     self._journal([row for batch in batches for row in batch])
                 now = time.monotonic()
-                if self._unsynced and (closing or now - self._last_sync >= self.sync_s):
+                if self._unsynced and (closing or self.sync_s <= 0
+                                       or now - self._last_sync >= self.sync_s):
                     self._sync(now)
                 if self._pending and (closing or self._pending >= self.max_rows
                                       or now - (self._first_at or now) >= self.max_age_s):
@@ -205,6 +221,8 @@ class PartWriter:
         self._unsynced, self._last_sync = 0, now
 
     def _compact(self) -> None:
+        if self._unsynced:  # every row of the part durable in the journal before the part
+            self._sync(time.monotonic())  # exists: recovery records a part only then
         table = pa.concat_tables(self._tables) if len(self._tables) > 1 else self._tables[0]
         final = self.directory / f"{self.eval_id}-{self.session}-{self._sequence:05d}.parquet"
         write_part(table, final)
@@ -216,7 +234,6 @@ class PartWriter:
             self._segment.remove()  # its rows are in a recorded part now
             self._segment = None
         self.rows_written += table.num_rows
-        self.rows_durable += self._unsynced
         self._tables, self._pending, self._unsynced, self._first_at = [], 0, 0, None
 
 
