@@ -136,6 +136,9 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = kwargs.get("ctx")
+        if getattr(ctx, "invoked_subcommand", None) is not None:
+            return fn(*args, **kwargs)  # a group's callback: the subcommand protects stdout
         _protect_stdout()
         try:
             _refuse_undecodable(kwargs)
