@@ -63,16 +63,18 @@ class Watch:
         if self.display is not None:
             self.display.begin(label, total)
 
-    def sink(self, inner: Callable[[list[dict[str, Any]]], None]
-             ) -> Callable[[list[dict[str, Any]]], None]:
+    def sink(self, inner: Callable[[list[dict[str, Any]]], int | None]
+             ) -> Callable[[list[dict[str, Any]]], int | None]:
         """``inner`` (the engine's row sink), also reporting each batch once ``inner`` has
-        taken charge of it."""
+        taken charge of it; ``inner``'s answer (its backlog of rows not yet durable, which
+        bounds dispatch) is passed back unchanged."""
         if self.display is None:
             return inner
 
-        def reporting(rows: list[dict[str, Any]]) -> None:
-            inner(rows)
+        def reporting(rows: list[dict[str, Any]]) -> int | None:
+            backlog = inner(rows)
             self.rows(rows)
+            return backlog
 
         return reporting
 

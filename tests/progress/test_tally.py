@@ -103,6 +103,16 @@ def test_with_a_display_the_sink_reports_after_the_inner_sink():
     assert progress.active() is None
 
 
+def test_with_a_display_the_sinks_backlog_still_reaches_the_dispatcher():
+    """The inner sink's answer (rows not yet durable, which bounds dispatch) is passed
+    back unchanged while a display watches."""
+    display = LiveDisplay(io.StringIO(), plain=True, every_s=60)
+    with display, progress.observing(display):
+        with progress.watch("val__x__k1", 4) as watch:
+            assert watch.sink(lambda rows: 7)([_row("a", 1.0)]) == 7
+            assert watch.sink(lambda rows: None)([_row("b", 1.0)]) is None
+
+
 def test_the_iteration_table_shows_every_field():
     """An optimizer's rows: iteration, parent, proposer, val mean +- SE, decision, spend;
     unmeasured and unrecorded values say so."""
