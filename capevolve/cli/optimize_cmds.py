@@ -83,11 +83,24 @@ def optimize(
     copy of a parent, and the child goes evaluate -> gate -> accept|reject on full val
     (the same artifacts as agent mode, plus optimize/ledger.jsonl). Stops at the stop
     condition, a budget cap or --iterations. Bad settings: exit 2 before any rollout."""
-    def shown(row: dict[str, Any]) -> None:
-        progress(iteration_line(row))
+    from capevolve.progress.iterations import IterationRow
+    from capevolve.progress.live import live_progress
 
-    result = capevolve.optimize(
-        run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
-        parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize, resume=resume,
-        engine=None if engine is None else str(engine), address=address, on_iteration=shown)
+    with live_progress() as display:  # on stderr: each evaluation's units and the table
+        def shown(row: dict[str, Any]) -> None:
+            if display is None:
+                progress(iteration_line(row))
+                return
+            display.iteration(IterationRow(
+                iteration=row["iteration"], candidate_id=row["child"] or "—",
+                parent=row["parent"], proposer=proposer or "as recorded",
+                decision=row["outcome"],
+                val_mean=row["val_child"], metric_calls=row["metric_calls"],
+                cost_usd=row["proposer_cost_usd"]))
+
+        result = capevolve.optimize(
+            run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
+            parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
+            resume=resume, engine=None if engine is None else str(engine), address=address,
+            on_iteration=shown)
     emit(result, json, render(result))

@@ -57,6 +57,8 @@ def test_the_table_then_a_hand_edited_ledger_is_refused_by_line(run_and_edits):
                for line in lines)
     assert any("cand_002" in line and "reject" in line for line in lines)
     assert any(line.startswith("stopped: the proposer has nothing more") for line in lines)
+    assert f"iteration 1: cand_001 (parent seed, scripted:{edits})" in result.stderr
+    assert "-> accept" in result.stderr  # the live display's iteration rows, on stderr
     status = invoke("status", "--run-dir", str(run.root))
     assert "optimize loop (hill-climb" in status.stdout
     ledger = run.root / "optimize" / "ledger.jsonl"
