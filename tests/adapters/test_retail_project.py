@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from capevolve.optimize.proposers.scripted import apply_json_edit
+
 RETAIL_PROJECT = Path(__file__).resolve().parents[2] / "benchmarks" / "retail"
 EDITS = RETAIL_PROJECT / "edits"
 
 
-def _apply_edit_module():
-    spec = importlib.util.spec_from_file_location("retail_apply_edit", EDITS / "apply_edit.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def apply_edit(edit_file: Path, candidate: Path) -> str:
+    """Apply one of the prepared edits the way the scripted proposer does."""
+    edit = json.loads(edit_file.read_text(encoding="utf-8"))
+    return apply_json_edit(edit, edit_file, candidate)
 
 
 def _mean(results) -> float:
@@ -44,7 +45,6 @@ def test_start_run_scores_the_seed_baseline_in_process(tmp_path):
 def test_scripted_edits_move_the_mean_as_designed(tmp_path, run_trials, seed_candidate):
     """Over all tasks: 01 helps, 02 hurts, 03 helps a lot, 04 changes nothing, 05 helps;
     each edit applies to a copy of the best so far (02 and 04 are not kept)."""
-    apply_edit = _apply_edit_module().apply_edit
     edits = sorted(EDITS.glob("[0-9]*.json"))
     assert [e.stem[:2] for e in edits] == ["01", "02", "03", "04", "05"]
     best, means = seed_candidate, {"seed": _mean(run_trials(seed_candidate))}
@@ -73,7 +73,7 @@ def test_apply_edit_refuses_an_ambiguous_replacement(tmp_path, writable_seed):
                     '"replace": ["no such text", "x"]}]}')
     before = (writable_seed / "policy" / "policy.md").read_text()
     with pytest.raises(ValueError, match="occurs 0 times"):
-        _apply_edit_module().apply_edit(edit, writable_seed)
+        apply_edit(edit, writable_seed)
     assert (writable_seed / "policy" / "policy.md").read_text() == before
 
 
