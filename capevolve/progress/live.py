@@ -85,15 +85,20 @@ class LiveDisplay:
 
     @contextmanager
     def stage(self, label: str) -> Iterator[None]:
-        """Show ``label`` with its elapsed time while the block runs (work without units)."""
+        """Show ``label`` with its elapsed time while the block runs (work without units);
+        "done in ..." is said only when the block succeeds (a failure's own error line is
+        the only word on it)."""
         with self.lock:
             self.stages[label] = time.monotonic()
         try:
             yield
-        finally:
+        except BaseException:
             with self.lock:
-                started = self.stages.pop(label, time.monotonic())
-            self._say(f"{label}: done in {fmt_duration(time.monotonic() - started)}")
+                self.stages.pop(label, None)
+            raise
+        with self.lock:
+            started = self.stages.pop(label, time.monotonic())
+        self._say(f"{label}: done in {fmt_duration(time.monotonic() - started)}")
 
     # -- output ---------------------------------------------------------------------------
     def _say(self, line: str) -> None:

@@ -169,3 +169,18 @@ def test_the_ledger_count_is_exact_and_the_ledger_still_records():
         watch.rows([_row("a", 1.0)])
         assert counted.units == [1, 2, 3, 4, 5] and inner.units == [1, 2, 3, 4, 5]
         assert display.evals["e"].in_flight() == 4
+
+
+def test_a_failed_stage_says_nothing_but_its_error():
+    """A stage whose block raises prints no "done" line (the error line stands alone)."""
+    out = io.StringIO()
+    display = LiveDisplay(out, plain=True, every_s=60)
+    with display, progress.observing(display):
+        with pytest.raises(ValueError):
+            with display.stage("diagnosing val / x"):
+                raise ValueError("no such candidate")
+        with display.stage("diagnosing val / y"):
+            pass
+    assert "diagnosing val / x: done" not in out.getvalue()
+    assert "diagnosing val / y: done in" in out.getvalue()
+    assert display.stages == {}
