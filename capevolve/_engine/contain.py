@@ -22,10 +22,11 @@ row of kind ``crash``); without it they end the worker, whose units the dispatch
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
@@ -55,6 +56,22 @@ def exit_message(where: str, exc: BaseException) -> str:
             "error of the unit, not an outcome")
 
 
+@contextlib.contextmanager
+def _user_call(where: str) -> Iterator[None]:
+    """Run the block as a call of user code in ``where``: exits become UserExit, and a
+    forked copy ends when the block is left (only the original process reports)."""
+    pid = os.getpid()
+    token = _IN_CALL.set((where, pid))
+    try:
+        yield
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise UserExit(exit_message(where, exc)) from None
+    finally:
+        _IN_CALL.reset(token)
+        if os.getpid() != pid:
+            _REAL_EXIT(0)
+
+
 def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     """``fn`` (sync or async, and staying so) with exits turned into :class:`UserExit` and
     forked copies ended when they return."""
@@ -62,30 +79,14 @@ def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            pid = os.getpid()
-            token = _IN_CALL.set((where, pid))
-            try:
+            with _user_call(where):
                 return await fn(*args, **kwargs)
-            except (SystemExit, KeyboardInterrupt) as exc:
-                raise UserExit(exit_message(where, exc)) from None
-            finally:
-                _IN_CALL.reset(token)
-                if os.getpid() != pid:
-                    _REAL_EXIT(0)  # a fork of this process: only the original reports
         return run_async
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        pid = os.getpid()
-        token = _IN_CALL.set((where, pid))
-        try:
+        with _user_call(where):
             return fn(*args, **kwargs)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            raise UserExit(exit_message(where, exc)) from None
-        finally:
-            _IN_CALL.reset(token)
-            if os.getpid() != pid:
-                _REAL_EXIT(0)  # a fork of this process: only the original reports
     return run
 
 
