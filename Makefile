@@ -76,8 +76,11 @@ check: $(STAMP)
 	$(VENV)/bin/lint-imports || status=1; \
 	exit $$status
 
+# Every benchmark script (the list is benchmarks/perf/table.py's SCRIPTS), one table of
+# figures with targets and reference lines; BENCH_ARGS=--quick for a smoke run, --only NAME
+# for a subset, --readme to put the table in README.md. Exit 1 on a missed target.
 bench: $(STAMP)
-	$(PY) benchmarks/perf/bench.py
+	$(PY) benchmarks/perf/table.py $(BENCH_ARGS)
 	$(PY) benchmarks/perf/bench_diagnose.py
 	$(PY) benchmarks/perf/bench_diagnose_quality.py
 	$(PY) benchmarks/perf/bench_gate.py

@@ -1,0 +1,192 @@
+"""`make bench`: every benchmark script, one table.
+
+    .venv/bin/python benchmarks/perf/table.py [--quick] [--only NAME ...] [--readme]
+
+Runs each script of :data:`SCRIPTS` (the one list of what ``make bench`` runs) in its own
+subprocess with a timeout (``collect.py``), collects the ``BENCH_ROW`` lines they print
+(``bench_row.py``), checks the reliability rows against ``reliability_baseline.json``
+(``baseline.py``; full runs only), and prints ONE table (rich on a terminal, markdown
+otherwise): script, figure, value, unit, target, met, reference line, note. Then writes the
+table as markdown to ``last_run.md`` and everything, with the commit, date, load average and
+cores, to ``last_run.json`` (both beside this file, or in ``--out-dir``); ``--readme``
+replaces the block between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` of README.md
+with the markdown (refused, exit 2, when the markers are not there exactly once each, or
+with ``--quick``). Exit status 1 when any target is missed or any script failed, after
+everything is printed and written; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import baseline  # noqa: E402
+from bench_row import CollectedRow  # noqa: E402
+from collect import Outcome, Script, run_all  # noqa: E402
+
+SCRIPTS = [
+    Script("bench", HERE / "bench.py", timeout_s=420, quick_timeout_s=240),
+    Script("bench_startup", HERE / "bench_startup.py", timeout_s=240, quick_timeout_s=120),
+    Script("bench_queries", HERE / "bench_queries.py", timeout_s=420, quick_timeout_s=180),
+    Script("bench_diagnose", HERE / "bench_diagnose.py", timeout_s=240, quick_timeout_s=120),
+    Script("bench_optimize", HERE / "bench_optimize.py", timeout_s=420, quick_timeout_s=180),
+    Script("bench_cluster", HERE / "bench_cluster.py", timeout_s=360, quick_timeout_s=240),
+    Script("bench_gate", HERE / "bench_gate.py", timeout_s=180, quick_timeout_s=60),
+    Script("bench_verify", HERE / "bench_verify.py", timeout_s=120, quick_timeout_s=60),
+    Script("bench_diagnose_quality", HERE / "bench_diagnose_quality.py", timeout_s=240,
+           quick_timeout_s=180),
+    Script("reliability", HERE / "reliability.py", timeout_s=900, quick_timeout_s=300),
+]
+"""What ``make bench`` runs, in order (timeouts in seconds: full run, ``--quick``)."""
+BASELINE = HERE / "reliability_baseline.json"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+COLUMNS = ("script", "figure", "value", "unit", "target", "met", "reference", "note")
+
+
+class ReadmeBlockError(ValueError):
+    """README.md has no single, ordered bench:start / bench:end pair."""
+
+
+def fmt_value(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def cells(row: CollectedRow) -> list[str]:
+    met = {True: "yes", False: "**no**", None: "—"}[row.met]
+    note = f"{row.error}: {row.note}" if row.error and row.note else (row.error or row.note)
+    return [row.script, row.figure, fmt_value(row.value), row.unit, row.target or "—", met,
+            row.reference or "—", note or "—"]
+
+
+def markdown(rows: list[CollectedRow], header: str) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [header, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(esc(c) for c in cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def print_table(rows: list[CollectedRow], header: str) -> None:
+    if not sys.stdout.isatty():
+        print(markdown(rows, header))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=header, show_lines=False)
+    for col in COLUMNS:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        style = "red" if row.met is False else None
+        table.add_row(*[c.replace("**", "") for c in cells(row)], style=style)
+    Console().print(table)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the bench markers replaced by ``block``."""
+    if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
+        raise ReadmeBlockError(f"needs exactly one {START} followed by one {END}")
+    head, rest = text.split(START)
+    _, tail = rest.split(END)
+    return f"{head}{START}\n{block.rstrip()}\n{END}{tail}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD"],
+                               capture_output=True, timeout=10).returncode != 0
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (out.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+
+
+def all_rows(outcomes: list[Outcome], quick: bool, baseline_path: Path) -> list[CollectedRow]:
+    rows = [r for o in outcomes for r in o.rows]
+    ran = [o for o in outcomes if o.script.name == baseline.SCRIPT and o.status != "missing"]
+    if ran and not quick:
+        rows += baseline.regressions(rows, baseline_path)
+    elif ran:
+        rows.append(CollectedRow(script=baseline.SCRIPT, figure="reliability vs baseline",
+                                 note="not compared in --quick (fewer injections)"))
+    return rows
+
+
+def run(scripts: list[Script], quick: bool, out_dir: Path, readme: Path | None,
+        baseline_path: Path = BASELINE) -> int:
+    """Run, print, write; the exit status (0, 1 on a miss or failure, 2 on a bad README)."""
+    if readme is not None:
+        if quick:
+            print("error: --readme: a --quick run's figures do not go in the README",
+                  file=sys.stderr)
+            return 2
+        try:
+            replace_block(readme.read_text(), "")
+        except (OSError, ReadmeBlockError) as exc:
+            print(f"error: {readme}: {exc}", file=sys.stderr)
+            return 2
+    load0, t0 = os.getloadavg(), time.monotonic()
+    outcomes = run_all(scripts, quick)
+    rows = all_rows(outcomes, quick, baseline_path)
+    load1, seconds = os.getloadavg(), time.monotonic() - t0
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    commit = git_commit()
+    took = ", ".join(f"{o.script.name} {o.seconds:.0f} s" for o in outcomes)
+    header = (f"`make bench`{' --quick' if quick else ''} of {now:%Y-%m-%d %H:%M} UTC, commit "
+              f"{commit}, {os.cpu_count()} cores, load average {load0[0]:.1f} at the start, "
+              f"{load1[0]:.1f} at the end; {seconds / 60:.1f} min ({took}).")
+    print_table(rows, header)
+    md = markdown(rows, header)
+    failed = any(r.met is False for r in rows)
+    doc = {"commit": commit, "date": now.isoformat(), "quick": quick, "cpus": os.cpu_count(),
+           "load_start": list(load0), "load_end": list(load1), "seconds": round(seconds, 1),
+           "failed": failed,
+           "scripts": [{"name": o.script.name, "status": o.status, "returncode": o.returncode,
+                        "seconds": round(o.seconds, 1)} for o in outcomes],
+           "rows": [r.model_dump() for r in rows]}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(out_dir / "last_run.md", md)
+    write_atomic(out_dir / "last_run.json", json.dumps(doc, indent=1) + "\n")
+    if readme is not None:
+        write_atomic(readme, replace_block(readme.read_text(), md))
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        choices=[s.name for s in SCRIPTS], help="run only this (repeatable)")
+    parser.add_argument("--readme", action="store_true",
+                        help="put the table in README.md's bench block")
+    parser.add_argument("--out-dir", type=Path, default=HERE,
+                        help="where last_run.md / last_run.json go")
+    args = parser.parse_args(argv)
+    scripts = [s for s in SCRIPTS if not args.only or s.name in args.only]
+    return run(scripts, args.quick, args.out_dir, REPO / "README.md" if args.readme else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
