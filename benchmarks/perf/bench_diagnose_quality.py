@@ -16,7 +16,9 @@ For each, ``diagnose`` runs as the CLI would and its file is scored by
 ``diagnose_quality.score``: adjusted Rand index of diagnose's clusters against the rules
 over every (failing trial, cause) item, and per-cause recall / purity; the old lexical key
 (``--cluster first-words``) is scored beside it for comparison. Prints a table per
-benchmark, the ARI with the target and, last, one JSON line.
+benchmark, the ARI with the target, one JSON line and a ``BENCH_ROW`` line per benchmark
+(``bench_row.py``; the lexical key's ARI is the reference line). ``--quick`` runs the
+airline benchmark only.
 """
 
 from __future__ import annotations
@@ -98,7 +100,10 @@ def show(name: str, figures: dict[str, Any]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("retail", "airline"))
+    parser.add_argument("--quick", action="store_true", help="the airline benchmark only")
     args = parser.parse_args()
+    if args.quick:
+        args.only = "airline"
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.only in (None, "retail"):
@@ -110,6 +115,13 @@ def main() -> int:
     verdicts = {name: f["ari"] >= TARGET_ARI for name, f in results.items()}
     print(json.dumps({"target_ari": TARGET_ARI, "results": results,
                       "verdict": "PASS" if all(verdicts.values()) else "MISS"}, sort_keys=True))
+    from bench_row import emit
+
+    for name, figures in results.items():
+        emit(f"diagnose clusters vs true causes, ARI, {name}", round(figures["ari"], 4), "ARI",
+             f">= {TARGET_ARI}", reference=f"--cluster first-words: ARI "
+             f"{figures['first_words_ari']:.3f}", note=f"{figures['items']} causes of "
+             f"{figures['failing_trials']} failing trials, {figures['rules']} true causes")
     return 0 if all(verdicts.values()) else 1
 
 

@@ -14,8 +14,9 @@ is the real pure gate, ``capevolve._policy.gate.decide``, with the settings name
   evaluation becomes the new best's; in both alpha-spending modes.
 
 Randomness is a seeded ``numpy.random.Generator``. Prints a line per figure, then one JSON
-line; exits 1 when a target is missed: the default gate's per-gate rate, and the run-level
-mode's per-loop rate, must each be at most 5%.
+line and a ``BENCH_ROW`` line per figure (``bench_row.py``); exits 1 when a target is
+missed: the default gate's per-gate rate, and the run-level mode's per-loop rate, must each
+be at most 5%.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from bench_row import emit
 
 from capevolve._policy.gate import SideOutcomes, decide
 from capevolve.config import GateConfig
@@ -84,6 +86,27 @@ def per_loop(config: GateConfig, loops: int, seed: int) -> int:
     return promoted
 
 
+def bench_rows(rates: dict[str, float], loop_rates: dict[str, float], gates: int,
+               loops: int) -> None:
+    """The figures as BENCH_ROW lines (benchmarks/perf/bench_row.py): the two with a target,
+    and the others beside them; the old ``k_se: 1`` gate is the reference line."""
+    old_name = "old default k_se 1.0"
+    old = f"{old_name}: {rates[old_name]:.2%} per gate"
+
+    def note(rate: float, n: int, what: str) -> str:
+        low, high = wilson(round(rate * n), n)
+        return f"95% CI {low:.2%} .. {high:.2%}; {n:,} {what}, seeded"
+
+    for name, rate in rates.items():
+        target = f"<= {100 * TARGET:g}" if name.startswith("default") else ""
+        emit(f"gate false accepts per gate, {name}", round(100 * rate, 3), "%", target,
+             reference="" if name == old_name else old, note=note(rate, gates, "gates"))
+    for name, rate in loop_rates.items():
+        target = f"<= {100 * TARGET:g}" if name.startswith("alpha_spending run") else ""
+        emit(f"{EDITS}-edit loops promoting a no-better candidate, {name}",
+             round(100 * rate, 3), "%", target, reference=old, note=note(rate, loops, "loops"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gates", type=int, default=10_000, help="independent gates per setting")
@@ -116,6 +139,7 @@ def main() -> int:
     out.update(per_gate=rates, per_loop=loop_rates, target=TARGET, met=ok,
                seconds=round(time.monotonic() - t0, 1))
     print(json.dumps(out, sort_keys=True))
+    bench_rows(rates, loop_rates, gates, loops)
     return 0 if ok else 1
 
 
