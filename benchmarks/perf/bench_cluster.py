@@ -9,7 +9,12 @@
 
 Each measurement runs in a child process (the driver) that joins the cluster, warms the
 actor pool up on train and times ``evaluate(... "val")``. The nodes are stopped by process
-id at the end, whatever happens. Prints a table, the ratios and one JSON line.
+id at the end, whatever happens. Prints a table, the ratios, one JSON line and the
+``BENCH_ROW`` lines (``bench_row.py``): the two-node / one-node throughput ratio (target
+>= 0.90), the CPU-bound speed-up of 2 workers over 1 (target >= 1.6 on 2 cores), and the
+nodes and workers the rows say were used (a "two-node" figure measured on one node, or a
+"2-worker" one on one worker, would be no figure at all). ``--quick``: 800 sleep rollouts
+and 60 CPU-bound ones.
 """
 
 from __future__ import annotations
@@ -121,8 +126,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--spin-n", type=int, default=200, help="CPU-bound rollouts (val)")
     parser.add_argument("--spin-ms", type=float, default=20.0)
+    parser.add_argument("--quick", action="store_true", help="800 sleep and 60 CPU rollouts")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.n, args.spin_n = 800, 60
     if args.child:
         project, address, workers, concurrency = args.child
         print(PREFIX + json.dumps(child(project, address, workers, int(concurrency))))
@@ -161,8 +169,33 @@ def main() -> None:
     }
     for key, value in ratios.items():
         print(f"{key}: {value:.2f}")
+    load = os.getloadavg()
     print(json.dumps({"cpus": os.cpu_count(), "args": vars(args), "results": results,
-                      "ratios": ratios}))
+                      "ratios": ratios, "load": load}))
+    bench_rows(args, results, ratios, f"load {load[0]:.1f}/{load[1]:.1f} on "
+                                      f"{os.cpu_count()} cores")
+
+
+def bench_rows(args: argparse.Namespace, results: dict, ratios: dict, load: str) -> None:
+    """The scale-out figures as BENCH_ROW lines, each with its reference line."""
+    from bench_row import emit
+
+    one, two = results["sleep_one_node"], results["sleep_two_nodes"]
+    emit("scale-out: sleep throughput, 2 nodes (1+1 CPU) over 1 node (2 CPUs)",
+         round(ratios["sleep_two_nodes_over_one_node_throughput"], 3), "x", ">= 0.90",
+         reference=f"1 node {one['rollouts_per_s']:.0f} rollouts/s",
+         note=f"2 nodes {two['rollouts_per_s']:.0f}/s; N {two['n']}, {args.latency_ms:g} ms, "
+              f"{args.concurrency} in flight; {load}")
+    emit("scale-out: nodes used by the 2-node sleep run", two["nodes_used"], "nodes", "== 2",
+         reference=f"1-node run: {one['nodes_used']}", note=f"{two['workers_used']} workers")
+    w1, w2 = results["cpu_workers_1"], results["cpu_workers_2"]
+    emit(f"scale-out: CPU-bound speed-up, 2 workers over 1 ({args.spin_ms:g} ms CPU each)",
+         round(ratios["cpu_speedup_2_workers_over_1"], 3), "x", ">= 1.6",
+         reference=f"1 worker {w1['wall_s']:.2f} s (ideal {ratios['cpu_ideal_1_worker_s']:.2f}"
+                   f" s)", note=f"2 workers {w2['wall_s']:.2f} s; N {w2['n']}; {load}")
+    emit("scale-out: workers used by the 2-worker CPU run", w2["workers_used"], "workers",
+         "== 2", reference=f"1-worker run: {w1['workers_used']}",
+         note=f"on {w2['nodes_used']} nodes")
 
 
 if __name__ == "__main__":

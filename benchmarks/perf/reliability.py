@@ -12,6 +12,14 @@ README's "Reliability" section holds the last run) and one JSON line with every 
 - The bad-input table (``tests/cli/bad_inputs.py``, the same rows the tests assert): every
   bad input run through the real console script, judged on one error line, a traceback,
   and whether every stored file is as it was.
+
+Each figure is also a ``BENCH_ROW`` line (``bench_row.py``; :func:`figures` names them):
+per fault whether it survived, units lost, duplicates, finished rollouts beyond the in-flight
+bound, executions not counted as spent; per bad-input group how many were tried and how
+many were not clean (``reliability_figures.py``). ``make bench`` compares them with
+``reliability_baseline.json``, which ``--write-baseline COMMIT`` rewrites from this run.
+``--quick``: the fault scenarios that need no kill timing (adapter faults, snapshots,
+tampering) and every fifth bad input.
 """
 
 from __future__ import annotations
@@ -35,8 +43,10 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("CAPEVOLVE_KEY_DIR", tempfile.mkdtemp(prefix="capevolve-rel-keys-"))
 
+from bench_row import emit  # noqa: E402
 from cli.bad_inputs import all_cases, build_base, run_case  # noqa: E402
-from reliability_faults import SCENARIOS  # noqa: E402
+from reliability_faults import QUICK_SCENARIOS, SCENARIOS  # noqa: E402
+from reliability_figures import BASELINE, figures, write_baseline  # noqa: E402
 
 
 def _cell(value: object) -> str:
@@ -47,9 +57,9 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def run_faults() -> list[dict]:
+def run_faults(scenarios=SCENARIOS) -> list[dict]:
     rows = []
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         with tempfile.TemporaryDirectory(prefix="capevolve-rel-") as tmp:
             print(f"[reliability] {scenario.__name__} ...", file=sys.stderr, flush=True)
             t0 = time.monotonic()
@@ -77,8 +87,8 @@ def print_faults(rows: list[dict]) -> None:
         print(f"| {r['fault']} | " + " | ".join(_cell(r.get(c)) for c in cols) + " |")
 
 
-def run_inputs(workers: int = 2) -> list[dict]:
-    cases = all_cases()
+def run_inputs(workers: int = 2, every: int = 1) -> list[dict]:
+    cases = all_cases()[::every]
     with tempfile.TemporaryDirectory(prefix="capevolve-bad-") as tmp:
         base = build_base(Path(tmp) / "base")
         print(f"[reliability] {len(cases)} bad inputs ...", file=sys.stderr, flush=True)
@@ -126,9 +136,16 @@ def print_inputs(rows: list[dict]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("faults", "inputs"))
+    parser.add_argument("--quick", action="store_true",
+                        help="three fault scenarios and every fifth bad input")
+    parser.add_argument("--write-baseline", metavar="COMMIT",
+                        help=f"rewrite {BASELINE.name} from this run (full runs only)")
     args = parser.parse_args()
-    faults = run_faults() if args.only != "inputs" else []
-    inputs = run_inputs() if args.only != "faults" else []
+    if args.write_baseline and (args.quick or args.only):
+        parser.error("--write-baseline needs a full run (no --quick, no --only)")
+    scenarios = QUICK_SCENARIOS if args.quick else SCENARIOS
+    faults = run_faults(scenarios) if args.only != "inputs" else []
+    inputs = run_inputs(every=5 if args.quick else 1) if args.only != "faults" else []
     if faults:
         print()
         print_faults(faults)
@@ -136,6 +153,10 @@ def main() -> None:
         print()
         print_inputs(inputs)
     print(json.dumps({"faults": faults, "inputs": inputs}, default=str))
+    for figure, value, unit, target, _ in figures(faults, inputs):
+        emit(figure, value, unit, target, note="counted from the stored files")
+    if args.write_baseline:
+        write_baseline(faults, inputs, BASELINE, args.write_baseline)
 
 
 if __name__ == "__main__":

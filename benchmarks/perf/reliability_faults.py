@@ -409,3 +409,5 @@ def ray_worker_kill(root: Path) -> Row:
 
 SCENARIOS = (driver_kills, sigints, disk_full, adapter_faults, finalize_kills,
              snapshot_kills, tampering, ray_worker_kill)
+QUICK_SCENARIOS = (adapter_faults, snapshot_kills, tampering)
+"""``reliability.py --quick``: the scenarios that need no kill timing and no Ray."""

@@ -236,3 +236,34 @@ def test_make_bench_lists_every_benchmark_script_once():
     assert len(set(names)) == len(names)
     on_disk = {p.stem for p in PERF.glob("bench*.py")} - {"bench_row"} | {"reliability"}
     assert on_disk <= set(names), on_disk - set(names)
+
+
+def test_reliability_figures_and_baseline_catch_a_fault_that_gets_worse(tmp_path):
+    import reliability_figures as reliability
+
+    fault = {"fault": "driver kill", "injected": 3, "survived": True, "units": 120, "lost": 0,
+             "duplicates": 0, "beyond_in_flight": 0, "executed": 199, "recorded": 203}
+    inputs = [{"group": "config", "one_line": True, "intact": True, "named": True,
+               "traceback": False}] * 3
+    path = tmp_path / "baseline.json"
+    reliability.write_baseline([fault], inputs, path, "abc1234")
+    names = {f for f, *_ in reliability.figures([fault], inputs)}
+    assert {"driver kill: survived", "driver kill: units lost",
+            "driver kill: rollouts executed, not counted as spent",
+            "bad inputs, capevolve.yaml values and syntax: tried"} <= names
+
+    def rows(faults, inputs):
+        return [parse_line("reliability", format_row(f, v, u, t))
+                for f, v, u, t, _ in reliability.figures(faults, inputs)]
+
+    assert [r.met for r in baseline.regressions(rows([fault], inputs), path)] == [True]
+    worse_fault = {**fault, "lost": 2, "executed": 210}
+    worse_inputs = inputs[:2] + [{**inputs[0], "traceback": True}]
+    found = {r.figure for r in baseline.regressions(rows([worse_fault], worse_inputs), path)}
+    assert {"regression: driver kill: units lost",
+            "regression: driver kill: rollouts executed, not counted as spent",
+            "regression: bad inputs, capevolve.yaml values and syntax: not one clean line, "
+            "exit 2, data intact"} <= found
+    crashed = {"fault": "driver_kills: kill -9 ...", "survived": False, "error": "boom"}
+    found = {r.figure for r in baseline.regressions(rows([crashed], inputs), path)}
+    assert "regression: driver kill: survived" in found
