@@ -13,8 +13,10 @@ id at the end, whatever happens. Prints a table, the ratios, one JSON line and t
 ``BENCH_ROW`` lines (``bench_row.py``): the two-node / one-node throughput ratio (target
 >= 0.90), the CPU-bound speed-up of 2 workers over 1 (target >= 1.6 on 2 cores), and the
 nodes and workers the rows say were used (a "two-node" figure measured on one node, or a
-"2-worker" one on one worker, would be no figure at all). ``--quick``: 800 sleep rollouts
-and 60 CPU-bound ones.
+"2-worker" one on one worker, would be no figure at all). The speed-up's note gives the
+cores the rollouts obtained (their CPU seconds over the wall time): on a machine busy with
+other work, 2 workers cannot get 2 cores. ``--quick``: 800 sleep rollouts and 60 CPU-bound
+ones.
 """
 
 from __future__ import annotations
@@ -189,10 +191,13 @@ def bench_rows(args: argparse.Namespace, results: dict, ratios: dict, load: str)
     emit("scale-out: nodes used by the 2-node sleep run", two["nodes_used"], "nodes", "== 2",
          reference=f"1-node run: {one['nodes_used']}", note=f"{two['workers_used']} workers")
     w1, w2 = results["cpu_workers_1"], results["cpu_workers_2"]
+    cpu = w2["n"] * args.spin_ms / 1000  # CPU seconds the rollouts burned (thread time)
     emit(f"scale-out: CPU-bound speed-up, 2 workers over 1 ({args.spin_ms:g} ms CPU each)",
          round(ratios["cpu_speedup_2_workers_over_1"], 3), "x", ">= 1.6",
          reference=f"1 worker {w1['wall_s']:.2f} s (ideal {ratios['cpu_ideal_1_worker_s']:.2f}"
-                   f" s)", note=f"2 workers {w2['wall_s']:.2f} s; N {w2['n']}; {load}")
+                   f" s)", note=f"2 workers {w2['wall_s']:.2f} s; N {w2['n']}; cores obtained "
+                                f"{cpu / w1['wall_s']:.2f} (1 worker), {cpu / w2['wall_s']:.2f} "
+                                f"(2 workers); {load}")
     emit("scale-out: workers used by the 2-worker CPU run", w2["workers_used"], "workers",
          "== 2", reference=f"1-worker run: {w1['workers_used']}",
          note=f"on {w2['nodes_used']} nodes")
