@@ -45,7 +45,7 @@ SCRIPTS = [
     Script("bench_verify", HERE / "bench_verify.py", timeout_s=120, quick_timeout_s=60),
     Script("bench_diagnose_quality", HERE / "bench_diagnose_quality.py", timeout_s=240,
            quick_timeout_s=180),
-    Script("reliability", HERE / "reliability.py", timeout_s=900, quick_timeout_s=300),
+    Script("reliability", HERE / "reliability.py", timeout_s=1200, quick_timeout_s=300),
 ]
 """What ``make bench`` runs, in order (timeouts in seconds: full run, ``--quick``)."""
 BASELINE = HERE / "reliability_baseline.json"
