@@ -11,8 +11,9 @@ table as markdown to ``last_run.md`` and everything, with the commit, date, load
 cores, to ``last_run.json`` (both beside this file, or in ``--out-dir``); ``--readme``
 replaces the block between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` of README.md
 with the markdown (refused, exit 2, when the markers are not there exactly once each, or
-with ``--quick``). Exit status 1 when any target is missed or any script failed, after
-everything is printed and written; 0 otherwise.
+with ``--quick``). Exit status 1 when any target is missed or any script failed (crashed,
+timed out, printed no row or a malformed one), after everything is printed and written; 0
+otherwise. A listed script not in the tree is a ``missing`` row with no verdict.
 """
 
 from __future__ import annotations
