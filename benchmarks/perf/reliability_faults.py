@@ -372,16 +372,28 @@ def tampering(root: Path) -> Row:
 
 def ray_worker_kill(root: Path) -> Row:
     """SIGKILL one Ray rollout actor mid-evaluation, twice; its units are re-sent."""
-    import threading
-
     from capevolve._engine.ray import engine as ray_engine
     from capevolve._engine.ray import pool as ray_pool
-    from capevolve._loop.evaluate import evaluate
     from capevolve.config import EngineConfig
 
     project = make_project(root / "p", 120, trials=2, sleep=0.15)
     run = create_run(project, root / "run")
     engine = ray_engine.RayEngine(EngineConfig(kind="ray", concurrency=8, timeout_s=60))
+    try:
+        return _kill_ray_workers(root, run, engine)
+    finally:  # the next scenarios (the bad inputs) should not share the CPUs with a Ray
+        import ray
+
+        ray_pool.shutdown_pool()
+        ray.shutdown()
+
+
+def _kill_ray_workers(root: Path, run, engine) -> Row:
+    import threading
+
+    from capevolve._engine.ray import pool as ray_pool
+    from capevolve._loop.evaluate import evaluate
+
     evaluate(run, "seed", "val", engine=engine)  # start the actors
     results, units, lost, dups = [], 0, 0, 0
     for split in ("train", "test"):
