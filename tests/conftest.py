@@ -20,6 +20,27 @@ TOY = REPO / "benchmarks" / "toy"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # run signing keys (capevolve._store.signing) go to a temporary directory, never ~/.local
 os.environ.setdefault("CAPEVOLVE_KEY_DIR", tempfile.mkdtemp(prefix="capevolve-keys-"))
+# capevolve's own local Ray (capevolve._engine.ray.owned), which a command on the Ray
+# engine starts and leaves for the next one, lives under a temporary state dir of this test
+# process (never the user's): RAY_STATE_ROOT/default, and RAY_STATE_ROOT/<name> for tests
+# that start their own; every one still running is stopped when the session ends.
+RAY_STATE_ROOT = Path(tempfile.mkdtemp(prefix="capevolve-raystate-"))
+os.environ["CAPEVOLVE_RAY_STATE_DIR"] = str(RAY_STATE_ROOT / "default")
+os.environ.setdefault("CAPEVOLVE_RAY_IDLE_S", "300")  # a killed test run leaks it 5 min at most
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop every owned local Ray a test of this process left running (``capevolve down``)."""
+    import shutil
+
+    from capevolve._engine.ray.owned import down
+
+    for state_dir in sorted(p for p in RAY_STATE_ROOT.iterdir() if p.is_dir()):
+        try:
+            down(state_dir)
+        except Exception as exc:  # noqa: BLE001 - say it, keep stopping the others
+            print(f"capevolve down {state_dir}: {exc}")
+    shutil.rmtree(RAY_STATE_ROOT, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
