@@ -190,7 +190,7 @@ def test_killed_head_is_replaced_and_an_idle_ray_stops_itself(tmp_path, monkeypa
     assert driver.returncode == 0, driver.stderr
     assert float(driver.stdout.split()[-1]) >= 1
     assert _gone(second.pid, timeout=120), "the idle owned Ray did not stop"
-    assert not state_path(state).exists()
+    assert not state_path(state).exists() and not state_path(state).with_suffix(".token").exists()
     assert not _ray_processes(second.temp_dir)
 
 

@@ -32,6 +32,7 @@ from capevolve._engine.ray.owned_state import (
     OwnedRay,
     env_digest,
     read_state,
+    token_path,
     write_state,
 )
 
@@ -136,6 +137,7 @@ def _cleanup(args: argparse.Namespace) -> None:
             state = None
         if state is not None and state.session == args.session:
             args.state.unlink(missing_ok=True)
+            token_path(args.state).unlink(missing_ok=True)
         shutil.rmtree(args.temp_dir, ignore_errors=True)
 
 
