@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -54,15 +55,19 @@ def row(figure: str, value: float, unit: str, target: float | None, reference: s
     print("BENCH_ROW " + json.dumps(payload), flush=True)
 
 
-def median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> float:
-    """Median wall seconds of ``runs`` runs of ``cmd`` (exit 0 required)."""
-    times = []
+def median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
+    """``(median wall s, median CPU s)`` of ``runs`` runs of ``cmd`` (exit 0 required); CPU
+    (user + system of the process) depends less on how busy the machine is."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        check=True, timeout=300)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def top_imports(cmd_args: list[str], env: dict[str, str], n: int = 6) -> list[tuple[str, float]]:
@@ -104,19 +109,19 @@ def first_rollout_s(cmd: list[str], env: dict[str, str], run_dir: Path,
 
 def bench_cli(runs: int, work: Path, env: dict[str, str]) -> None:
     """--help and status against their reference lines."""
-    py_pass = median_wall([sys.executable, "-c", "pass"], runs, env)
-    py_import = median_wall([sys.executable, "-c", "import capevolve"], runs, env)
+    py_pass, _ = median_wall([sys.executable, "-c", "pass"], runs, env)
+    py_import, _ = median_wall([sys.executable, "-c", "import capevolve"], runs, env)
     refs = f"python -c pass {py_pass:.3f} s; python -c 'import capevolve' {py_import:.3f} s"
     print(f"reference: {refs} ({load()})")
-    help_s = median_wall([*CLI, "--help"], runs, env)
+    help_s, help_cpu = median_wall([*CLI, "--help"], runs, env)
     row("capevolve --help (median wall)", help_s, "s", TARGET_HELP_S, refs,
-        f"median of {runs}; {load()}")
+        f"median of {runs}; CPU {help_cpu:.3f} s; {load()}")
     run_dir = work / "toy-run"
     subprocess.run([*CLI, "run", "--project", str(TOY), "--run-dir", str(run_dir), "--engine",
                     "local", "--json"], env=env, check=True, capture_output=True, timeout=600)
-    status_s = median_wall([*CLI, "status", "--run-dir", str(run_dir)], runs, env)
+    status_s, status_cpu = median_wall([*CLI, "status", "--run-dir", str(run_dir)], runs, env)
     row("capevolve status (median wall)", status_s, "s", TARGET_STATUS_S, refs,
-        f"median of {runs}; toy run; {load()}")
+        f"median of {runs}; CPU {status_cpu:.3f} s; toy run; {load()}")
     for name, args in (("--help", ["--help"]), ("status", ["status", "--run-dir",
                                                              str(run_dir)])):
         costs = ", ".join(f"{m} {ms:.0f} ms" for m, ms in top_imports(args, env))

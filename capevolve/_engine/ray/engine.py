@@ -43,7 +43,7 @@ def ensure_ray(address: str | None, reuse: bool = True) -> None:
         if address:
             ray.init(address=address, include_dashboard=False, **kwargs)
         elif owned.reuse_enabled(reuse):
-            owned.join(owned.connect(), **kwargs)
+            owned.join_owned(**kwargs)
         else:
             ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
                      **kwargs)

@@ -22,7 +22,6 @@ variable this command has with another value (``runtime_env.env_vars``).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import shutil
@@ -33,8 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +43,7 @@ from capevolve._engine.ray.owned_state import (
     alive,
     ensure_dir,
     env_digest,
+    locked,
     read_state,
     state_dir,
     state_path,
@@ -87,16 +85,6 @@ def env_changes(state: OwnedRay) -> dict[str, str]:
     return {k: mine[k] for k, digest in env_digest(mine).items() if state.env.get(k) != digest}
 
 
-@contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def _reachable(address: str) -> bool:
     host, _, port = address.rpartition(":")
     try:
@@ -109,14 +97,30 @@ def _reachable(address: str) -> bool:
 def connect(directory: Path | None = None) -> OwnedRay:
     """The owned Ray of this installation, started first when none is usable."""
     directory = ensure_dir(directory or state_dir())
+    with locked(directory):
+        return _usable(directory)
+
+
+def join_owned(**init_kwargs: Any) -> OwnedRay:
+    """Connect this process to the owned Ray (started first when none is usable). The
+    state dir's lock is held until this driver is registered, so an idle owned Ray never
+    stops between the check and the join (its daemon takes the same lock to stop)."""
+    directory = ensure_dir(state_dir())
+    with locked(directory):
+        state = _usable(directory)
+        join(state, **init_kwargs)
+    return state
+
+
+def _usable(directory: Path) -> OwnedRay:
+    """Under the lock: the recorded owned Ray if it is alive and answers, else a new one."""
     path = state_path(directory)
-    with _locked(directory):
-        state = read_state(path)
-        if state is not None and alive(state) and _reachable(state.address):
-            return state
-        if state is not None:
-            _stop(state, path)
-        return _start(directory, path)
+    state = read_state(path)
+    if state is not None and alive(state) and _reachable(state.address):
+        return state
+    if state is not None:
+        _stop(state, path)
+    return _start(directory, path)
 
 
 def join(state: OwnedRay, **init_kwargs: Any) -> None:
@@ -219,7 +223,7 @@ def down(directory: Path | None = None) -> dict[str, Any]:
     path = state_path(directory)
     if not path.exists():
         return {"stopped": False, "state": str(path), "message": "no owned Ray is running"}
-    with _locked(ensure_dir(directory)):
+    with locked(ensure_dir(directory)):
         try:
             state = read_state(path)
         except EngineError as exc:

@@ -22,6 +22,7 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import ray
@@ -31,6 +32,7 @@ from capevolve._engine.ray.owned_state import (
     KV_NAMESPACE,
     OwnedRay,
     env_digest,
+    locked,
     read_state,
     token_path,
     write_state,
@@ -71,8 +73,10 @@ def other_drivers(own_job: str) -> tuple[int, float]:
     return alive, last_end
 
 
-def watch(idle_s: float) -> str:
-    """Block until the owned Ray should stop; returns why."""
+def watch(idle_s: float, directory: Path, hold: ExitStack) -> str:
+    """Block until the owned Ray should stop; returns why. An idle stop takes the state
+    dir's lock first (kept in ``hold`` until the daemon is gone), so a command joining
+    right now either registers before the check or waits and then starts a new Ray."""
     own_job = ray.get_runtime_context().get_job_id()
     busy_until = time.time()
     poll = min(POLL_MAX_S, max(0.2, idle_s / 4))
@@ -87,13 +91,20 @@ def watch(idle_s: float) -> str:
             busy_until = now
             continue
         idle_for = now - max(busy_until, last_end)
-        if idle_for >= idle_s:
+        if idle_for < idle_s:
+            continue
+        attempt = ExitStack()
+        if attempt.enter_context(locked(directory, wait=False)) and not other_drivers(own_job)[0]:
+            hold.enter_context(attempt)
             return f"idle for {idle_for:.0f}s (limit {idle_s:g}s)"
+        attempt.close()  # a command holds the lock: it is joining, so not idle
+        busy_until = now
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the owned Ray, record it, watch it, stop it (see the module docstring)."""
     args = _parse(sys.argv[1:] if argv is None else argv)
+    hold = ExitStack()  # the state dir's lock once an idle stop took it; released at exit
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stop)
     start_env = dict(os.environ)  # the starter set the auth variables (read at import)
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             started_at=time.time(), state_file=str(args.state), env=env_digest(start_env)))
         print(f"owned Ray {args.session[:8]} up", flush=True)
         try:
-            reason = watch(args.idle)
+            reason = watch(args.idle, args.state.parent, hold)
         except _Stop as stop:
             reason = f"{stop} (capevolve down)"
         print(f"owned Ray {args.session[:8]} stopping: {reason}", flush=True)
@@ -121,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"owned Ray {args.session[:8]} stopped while starting: {stop}", flush=True)
     finally:
         _cleanup(args)
+        hold.close()
     return 0
 
 

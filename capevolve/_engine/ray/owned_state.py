@@ -19,12 +19,15 @@ This module never imports ray.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -181,6 +184,22 @@ def read_state(path: Path) -> OwnedRay | None:
         raise EngineError(f"{path}: owned-Ray state does not match its signature (edited by "
                           "hand?); refusing to join it (`capevolve down` removes it)")
     return state
+
+
+@contextmanager
+def locked(directory: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold the state dir's lock (every check, start, join and stop happens under it).
+    With ``wait`` False, yield False at once when someone else holds it."""
+    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _cmdline(pid: int) -> list[str]:
