@@ -26,6 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import ray
+from ray._private import state as ray_state  # the job table (private; tested)
 
 from capevolve._engine.ray.owned_state import (
     KV_KEY,
@@ -63,7 +64,7 @@ def other_drivers(own_job: str) -> tuple[int, float]:
     """``(alive, last_end)``: drivers connected now besides this one, and when (epoch s)
     the last other driver disconnected (0 when none ever did)."""
     alive, last_end = 0, 0.0
-    for job in ray._private.state.jobs():  # the GCS job table; no dashboard needed
+    for job in ray_state.jobs():  # the GCS job table; no dashboard needed
         if job.get("JobID") == own_job:
             continue
         if job.get("IsDead"):
