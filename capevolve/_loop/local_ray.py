@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def down() -> dict[str, Any]:
-    """Stop the owned local Ray; returns ``stopped``, ``state``, ``message`` (and the
-    ``address`` and ``pid`` it had)."""
+def down(force: bool = False) -> dict[str, Any]:
+    """Stop the owned local Ray (an EngineError while another command is connected, unless
+    ``force``); returns ``stopped``, ``state``, ``message`` (and its ``address``, ``pid``)."""
     from capevolve._engine.ray.owned import down as stop_owned
 
-    return stop_owned()
+    return stop_owned(force=force)

@@ -21,7 +21,15 @@ import pytest
 from conftest import RAY_STATE_ROOT
 
 from capevolve._engine.ray import owned
-from capevolve._engine.ray.owned_state import OwnedRay, alive, read_state, state_path, write_state
+from capevolve._engine.ray.owned_state import (
+    OwnedRay,
+    alive,
+    connected_drivers,
+    read_state,
+    state_path,
+    write_state,
+)
+from capevolve.errors import EngineError
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -152,7 +160,8 @@ def test_two_cli_commands_share_one_owned_ray_and_down_stops_it(tmp_path, ray_se
 def test_killed_head_is_replaced_and_an_idle_ray_stops_itself(tmp_path, monkeypatch):
     """A stale state (dead pid, an address someone else listens on) is not joined; a head
     killed with SIGKILL takes its Ray processes along and the next command starts a new
-    one; with a short idle timeout the owned Ray really stops after its last driver."""
+    one; `down` refuses while a driver is connected; with a short idle timeout the owned
+    Ray really stops after its last driver (killed with SIGKILL) is gone."""
     import socket
 
     state = _state_dir("kill")
@@ -180,15 +189,25 @@ def test_killed_head_is_replaced_and_an_idle_ray_stops_itself(tmp_path, monkeypa
         time.sleep(0.5)
     assert not _ray_processes(first.temp_dir), "Ray outlived its killed head"
 
-    monkeypatch.setenv("CAPEVOLVE_RAY_IDLE_S", "4")
+    monkeypatch.setenv("CAPEVOLVE_RAY_IDLE_S", "20")  # the driver below joins well within it
     second = owned.connect(state)
-    assert second.pid != first.pid and alive(second) and second.idle_timeout_s == 4
-    driver = subprocess.run(
-        [sys.executable, "-c", "from capevolve._engine.ray import owned; "
-         "owned.join(owned.connect()); import ray; print(ray.cluster_resources()['CPU'])"],
-        env=_env(state), capture_output=True, text=True, timeout=300, check=False)
-    assert driver.returncode == 0, driver.stderr
-    assert float(driver.stdout.split()[-1]) >= 1
+    assert second.pid != first.pid and alive(second) and second.idle_timeout_s == 20
+    driver = subprocess.Popen(
+        [sys.executable, "-c", "from capevolve._engine.ray import owned; owned.join_owned(); "
+         "import ray, time; print(ray.cluster_resources()['CPU'], flush=True); time.sleep(600)"],
+        env=_env(state), stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None and float(driver.stdout.readline()) >= 1
+        deadline = time.monotonic() + 60
+        while driver.pid not in connected_drivers(state_path(state)):
+            assert time.monotonic() < deadline, "the daemon never saw the driver"
+            time.sleep(0.5)
+        with pytest.raises(EngineError, match=f"in use by 1 command.*pid {driver.pid}"):
+            owned.down(state)  # `down` refuses while a command is connected
+        assert alive(second)
+    finally:
+        driver.kill()  # a driver killed with SIGKILL counts as gone
+        driver.wait()
     assert _gone(second.pid, timeout=120), "the idle owned Ray did not stop"
     assert not state_path(state).exists() and not state_path(state).with_suffix(".token").exists()
     assert not _ray_processes(second.temp_dir)

@@ -41,6 +41,8 @@ from capevolve._engine.ray.owned_state import (
     KV_NAMESPACE,
     OwnedRay,
     alive,
+    connected_drivers,
+    drivers_path,
     ensure_dir,
     env_digest,
     locked,
@@ -207,18 +209,20 @@ def _stop(state: OwnedRay, path: Path) -> bool:
             os.kill(state.pid, signal.SIGKILL)  # Ray's head processes share its fate
             while alive(state):
                 time.sleep(0.05)
-    path.unlink(missing_ok=True)
-    token_path(path).unlink(missing_ok=True)
+    for stale in (path, token_path(path), drivers_path(path)):
+        stale.unlink(missing_ok=True)
     temp = Path(state.temp_dir)
     if temp.parent == Path(tempfile.gettempdir()) and temp.name.startswith("capevolve-ray-"):
         shutil.rmtree(temp, ignore_errors=True)
     return running
 
 
-def down(directory: Path | None = None) -> dict[str, Any]:
-    """Stop this installation's owned Ray and remove its state. An invalid (hand-edited,
-    malformed) state file is removed without signalling anything; one of another user is
-    an EngineError. Returns what was done (``stopped``, ``address``, ``pid``, ``message``)."""
+def down(directory: Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Stop this installation's owned Ray and remove its state. While another command is
+    connected to it (its evaluation would lose its rollouts in flight) this is an
+    EngineError naming the pids, unless ``force``. An invalid (hand-edited, malformed)
+    state file is removed without signalling anything; one of another user is an
+    EngineError. Returns what was done (``stopped``, ``address``, ``pid``, ``message``)."""
     directory = directory or state_dir()
     path = state_path(directory)
     if not path.exists():
@@ -234,6 +238,12 @@ def down(directory: Path | None = None) -> dict[str, Any]:
                     "message": f"removed an invalid state file: {exc}"}
         if state is None:
             return {"stopped": False, "state": str(path), "message": "no owned Ray is running"}
+        busy = connected_drivers(path) if alive(state) else []
+        if busy and not force:
+            raise EngineError(f"the owned Ray at {state.address} is in use by "
+                              f"{len(busy)} command(s) (pid {', '.join(map(str, busy))}); "
+                              "stopping it would cut their evaluations short: wait, or "
+                              "`capevolve down --force`")
         running = _stop(state, path)
     return {"stopped": running, "state": str(path), "address": state.address, "pid": state.pid,
             "message": (f"stopped the owned Ray at {state.address} (pid {state.pid})" if running

@@ -17,6 +17,7 @@ answering.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -32,10 +33,12 @@ from capevolve._engine.ray.owned_state import (
     KV_KEY,
     KV_NAMESPACE,
     OwnedRay,
+    drivers_path,
     env_digest,
     locked,
     read_state,
     token_path,
+    write_private,
     write_state,
 )
 
@@ -60,25 +63,28 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def other_drivers(own_job: str) -> tuple[int, float]:
-    """``(alive, last_end)``: drivers connected now besides this one, and when (epoch s)
+def other_drivers(own_job: str) -> tuple[list[int], float]:
+    """``(pids, last_end)``: the drivers connected now besides this one, and when (epoch s)
     the last other driver disconnected (0 when none ever did)."""
-    alive, last_end = 0, 0.0
+    pids, last_end = [], 0.0
     for job in ray_state.jobs():  # the GCS job table; no dashboard needed
         if job.get("JobID") == own_job:
             continue
         if job.get("IsDead"):
             last_end = max(last_end, float(job.get("EndTime") or 0) / 1000.0)
         else:
-            alive += 1
-    return alive, last_end
+            pids.append(int(job.get("DriverPid") or 0))
+    return sorted(pids), last_end
 
 
-def watch(idle_s: float, directory: Path, hold: ExitStack) -> str:
-    """Block until the owned Ray should stop; returns why. An idle stop takes the state
-    dir's lock first (kept in ``hold`` until the daemon is gone), so a command joining
-    right now either registers before the check or waits and then starts a new Ray."""
+def watch(idle_s: float, state: Path, hold: ExitStack) -> str:
+    """Block until the owned Ray should stop; returns why. Every poll records the pids of
+    the connected drivers beside ``state`` (``down`` refuses while one runs). An idle
+    stop takes the state dir's lock first (kept in ``hold`` until the daemon is gone), so
+    a command joining right now either registers before the check or waits and then
+    starts a new Ray."""
     own_job = ray.get_runtime_context().get_job_id()
+    directory = state.parent
     busy_until = time.time()
     poll = min(POLL_MAX_S, max(0.2, idle_s / 4))
     while True:
@@ -88,6 +94,7 @@ def watch(idle_s: float, directory: Path, hold: ExitStack) -> str:
         except Exception as exc:  # noqa: BLE001 - a cluster that stops answering is gone
             return f"cluster stopped answering ({type(exc).__name__})"
         now = time.time()
+        write_private(drivers_path(state), json.dumps({"pids": alive, "at": now}))
         if alive:
             busy_until = now
             continue
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             started_at=time.time(), state_file=str(args.state), env=env_digest(start_env)))
         print(f"owned Ray {args.session[:8]} up", flush=True)
         try:
-            reason = watch(args.idle, args.state.parent, hold)
+            reason = watch(args.idle, args.state, hold)
         except _Stop as stop:
             reason = f"{stop} (capevolve down)"
         print(f"owned Ray {args.session[:8]} stopping: {reason}", flush=True)
@@ -151,6 +158,7 @@ def _cleanup(args: argparse.Namespace) -> None:
         if state is not None and state.session == args.session:
             args.state.unlink(missing_ok=True)
             token_path(args.state).unlink(missing_ok=True)
+            drivers_path(args.state).unlink(missing_ok=True)
         shutil.rmtree(args.temp_dir, ignore_errors=True)
 
 

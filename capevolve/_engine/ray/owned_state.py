@@ -109,6 +109,21 @@ def token_path(state: Path) -> Path:
     return state.with_suffix(".token")
 
 
+def drivers_path(state: Path) -> Path:
+    """The pids of the drivers connected at the daemon's last poll, beside a state file."""
+    return state.with_suffix(".drivers")
+
+
+def connected_drivers(state: Path) -> list[int]:
+    """The drivers the daemon saw connected at its last poll that still run (empty when
+    it never polled); read-only, no Ray."""
+    try:
+        pids = json.loads(drivers_path(state).read_text(encoding="utf-8")).get("pids", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [p for p in pids if isinstance(p, int) and p > 1 and Path(f"/proc/{p}").exists()]
+
+
 def ensure_dir(directory: Path) -> Path:
     """Create the state directory (0700) and refuse one another user owns."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
