@@ -6,7 +6,9 @@ No Ray is started here: every check happens before anyone would join a cluster.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +20,8 @@ from capevolve._engine.ray import owned
 from capevolve._engine.ray.owned_state import (
     OwnedRay,
     alive,
+    connected_drivers,
+    drivers_path,
     env_digest,
     read_state,
     state_path,
@@ -200,3 +204,30 @@ def test_cli_refuses_a_forged_state_in_one_line(tmp_path):
                              timeout=120, check=False)
     assert removed.returncode == 0 and "invalid state file" in removed.stdout
     assert not path.exists()
+
+
+def test_down_refuses_while_a_command_is_connected_unless_forced(tmp_path):
+    """With a live daemon whose last poll saw a running driver, `down` refuses naming the
+    pid; a driver that has exited since does not count; --force signals the daemon."""
+    path = state_path(tmp_path)
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); "
+                               "time.sleep(60)", "capevolve._engine.ray.owned_daemon",
+                               "c" * 32], stdout=subprocess.PIPE)
+    driver = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    try:
+        assert daemon.stdout is not None and daemon.stdout.readline()
+        write_state(path, _state(path, pid=daemon.pid, session="c" * 32))
+        drivers_path(path).write_text(json.dumps({"pids": [gone.pid, driver.pid], "at": 0}))
+        assert connected_drivers(path) == [driver.pid]
+        with pytest.raises(EngineError, match=f"in use by 1 command\\(s\\) \\(pid {driver.pid}\\)"):
+            owned.down(tmp_path)
+        assert path.exists() and daemon.poll() is None  # nothing was touched
+        result = owned.down(tmp_path, force=True)
+        assert result["stopped"] is True and daemon.wait(timeout=30) == -signal.SIGTERM
+        assert not path.exists() and not drivers_path(path).exists()
+    finally:
+        for proc in (daemon, driver):
+            proc.kill()
+            proc.wait()
