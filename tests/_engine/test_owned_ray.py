@@ -224,3 +224,15 @@ def test_address_joins_exactly_that_cluster(tmp_path, ray_session):
     assert done.returncode == 0, done.stderr
     assert not state_path(state).exists()
     assert {r[2] for r in _rows(run, "seed")} == {ray_session.get_runtime_context().get_node_id()}
+
+
+def test_opt_out_starts_a_private_ray_and_records_nothing(tmp_path):
+    """CAPEVOLVE_RAY_REUSE=0: the command starts a local Ray of its own (gone when it
+    exits), and no owned Ray is started or recorded."""
+    state = _state_dir("optout")
+    project = _project(tmp_path / "p")
+    done = _cli(_env(state, CAPEVOLVE_RAY_REUSE="0"), "run", "--project", project, "--run-dir",
+                tmp_path / "run", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["baseline"]["status"] == "complete"
+    assert not state_path(state).exists() and not (state / "daemon.log").exists()
