@@ -11,8 +11,9 @@ benchmarks/perf/README.md) computed here from what was measured in this run:
 - time to the first rollout: from just before a command's process starts to the earliest
   ``started_at`` stamp of the rows it stored. The reference line is the first command
   (``capevolve run``: it starts capevolve's own local Ray); the figure is a second command
-  (``capevolve evaluate`` of another candidate), which joins that Ray. The Ray lives under
-  a temporary state dir and is stopped with ``capevolve down`` at the end.
+  (``capevolve evaluate`` of another candidate), which joins that Ray. A profile line then
+  says what a joining driver pays (import Ray, join, start one actor process of its own).
+  The Ray lives under a temporary state dir and is stopped with ``capevolve down``.
 
 The machine may be shared: figures are wall times, printed with ``os.getloadavg()``.
 """
@@ -128,6 +129,36 @@ def bench_cli(runs: int, work: Path, env: dict[str, str]) -> None:
         print(f"top imports of {name}: {costs}")
 
 
+JOIN_PROFILE = """
+import json, os, time
+t0 = time.perf_counter()
+import ray
+from capevolve._engine.ray import owned
+t1 = time.perf_counter()
+owned.join_owned(configure_logging=False, log_to_driver=False)
+t2 = time.perf_counter()
+@ray.remote
+class Probe:
+    def pid(self):
+        return os.getpid()
+ray.get(Probe.remote().pid.remote())
+t3 = time.perf_counter()
+print(json.dumps({"import_ray_s": t1 - t0, "join_s": t2 - t1, "first_actor_s": t3 - t2}))
+"""
+
+
+def _join_profile(env: dict[str, str]) -> str:
+    """What a command joining the owned Ray pays before its first rollout can start:
+    importing Ray, joining, and starting one (empty) actor process of its own."""
+    proc = subprocess.run([sys.executable, "-c", JOIN_PROFILE], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        return f"failed: {proc.stderr.strip()[-300:]}"
+    phases = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s"
+                     for k, v in phases.items()) + f" ({load()})"
+
+
 def bench_reuse(work: Path, env: dict[str, str]) -> None:
     """Time to the first rollout: the first command (starts the owned Ray) vs a second."""
     state = work / "ray-state"
@@ -147,6 +178,7 @@ def bench_reuse(work: Path, env: dict[str, str]) -> None:
         second, second_wall = first_rollout_s(
             [*CLI, "evaluate", "--run-dir", str(run_dir), "--candidate", str(cand), "--split",
              "val", "--engine", "ray", "--json"], ray_env, run_dir, "cand_001")
+        print(f"profile of a joining driver: {_join_profile(ray_env)}")
     finally:
         subprocess.run([*CLI, "down"], env=ray_env, capture_output=True, timeout=300,
                        check=False)
