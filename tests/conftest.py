@@ -25,8 +25,9 @@ os.environ.setdefault("CAPEVOLVE_KEY_DIR", tempfile.mkdtemp(prefix="capevolve-ke
 # process (never the user's): RAY_STATE_ROOT/default, and RAY_STATE_ROOT/<name> for tests
 # that start their own; every one still running is stopped when the session ends.
 _ROOT_KEY = f"CAPEVOLVE_TEST_RAY_STATE_ROOT_{os.getpid()}"  # once per process, even when a
-os.environ.setdefault(_ROOT_KEY, tempfile.mkdtemp(prefix="capevolve-raystate-"))  # test
-RAY_STATE_ROOT = Path(os.environ[_ROOT_KEY])  # module imports this file a second time
+if _ROOT_KEY not in os.environ:  # test module imports this file a second time
+    os.environ[_ROOT_KEY] = tempfile.mkdtemp(prefix="capevolve-raystate-")
+RAY_STATE_ROOT = Path(os.environ[_ROOT_KEY])
 os.environ["CAPEVOLVE_RAY_STATE_DIR"] = str(RAY_STATE_ROOT / "default")
 os.environ.setdefault("CAPEVOLVE_RAY_IDLE_S", "300")  # a killed test run leaks it 5 min at most
 
