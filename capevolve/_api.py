@@ -204,6 +204,15 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any
     return cluster_diagnose(address, timeout_s)
 
 
+def local_ray_down(force: bool = False) -> dict[str, Any]:
+    """Stop the local Ray capevolve started for this user's commands (``capevolve down``;
+    refused while another command uses it unless ``force``). Not part of ``__all__``: the
+    CLI's helper."""
+    from capevolve._loop.local_ray import down
+
+    return down(force=force)
+
+
 def latest_run_dir(project: str | os.PathLike[str]) -> Path:
     """The run dir of ``project`` created last under ``<project>/.capevolve/`` (what
     ``--project P`` means to a command when ``--run-dir`` is omitted); RunDirError if none.

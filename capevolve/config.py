@@ -150,6 +150,11 @@ class EngineConfig(_Section):
     machine, scored in the driver; no Ray needed)."""
     address: str | None = None
     """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
+    reuse_local_ray: bool = True
+    """Without an address: join capevolve's own local Ray shared by later commands (started
+    on first use, stopped by ``capevolve down`` or after CAPEVOLVE_RAY_IDLE_S idle
+    seconds, default 900); false (or env CAPEVOLVE_RAY_REUSE=0): each command starts and
+    stops a local Ray of its own."""
     workers: Int | Literal["auto"] = "auto"
     """Number of worker processes that run ``run_target`` (Ray rollout actors, or local
     subprocesses); auto = one per CPU Ray reports (ray), one (local)."""

@@ -26,9 +26,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from scipy.stats import norm
-from scipy.stats import t as student_t
-
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision
 from capevolve.stats import t_quantile
@@ -46,6 +43,9 @@ def critical_value(config: GateConfig, df: float | None,
     """``(c, a)``: accept needs t > c, and a = P(T_df > c) is the per-gate false-accept
     bound (Student t for ``df``, the normal when df is None)."""
     if config.k_se is not None:
+        from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
+        from scipy.stats import t as student_t
+
         tail = norm.sf(config.k_se) if df is None else student_t.sf(config.k_se, df)
         return config.k_se, float(tail)
     a = per_gate_alpha(config, max_iterations)

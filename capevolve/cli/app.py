@@ -15,6 +15,7 @@ from capevolve.cli import (
     decision_cmds,
     diagnose_cmds,
     doctor_cmds,
+    down_cmds,
     eval_cmds,
     export_cmds,
     export_jsonl_cmds,
@@ -58,6 +59,7 @@ for module, names in (
     for name in names:
         app.command(name)(getattr(module, name))
 app.command("doctor")(doctor_cmds.doctor)
+app.command("down")(down_cmds.down)
 app.command("no-change")(decision_cmds.no_change)
 app.command("confirm")(decision_cmds.confirm)
 app.command("optimize")(optimize_cmds.optimize)

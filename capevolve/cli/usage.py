@@ -2,10 +2,10 @@
 
 When stdout is not a terminal, or ``--json`` is on the command line, a usage error is one
 ``error: ...`` line on stderr naming the command, then exit 2, like every other user error
-(a script or an agent reads one line, not a box). At a terminal without ``--json`` the
-usual formatted help box is shown. The rule lives in :class:`OneLineUsageGroup`, the
-class of the root Typer application, so it holds for the console script and for
-in-process callers (``typer.testing.CliRunner``) alike.
+(a script or an agent reads one line, not a box), and ``--help`` is plain text. At a
+terminal without ``--json`` the usual formatted help box is shown. The rule lives in
+:class:`OneLineUsageGroup`, the class of the root Typer application, so it holds for the
+console script and for in-process callers (``typer.testing.CliRunner``) alike.
 """
 
 from __future__ import annotations
@@ -38,13 +38,26 @@ def usage_line(exc: ClickException) -> str:
     return message
 
 
+def plain_help(command: Any) -> None:
+    """Render ``command``'s help (and every subcommand's) as plain text, not rich boxes:
+    where a program reads the help it needs no boxes, and rich's help renderer alone costs
+    more start-up than the rest of ``--help``."""
+    if hasattr(command, "rich_markup_mode"):
+        command.rich_markup_mode = None
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub)
+
+
 class OneLineUsageGroup(TyperGroup):
-    """The root command group: usage errors as one line where a program reads them."""
+    """The root command group: usage errors as one line where a program reads them (and
+    there, plain-text help: :func:`plain_help`)."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        if wants_one_line(argv):
+            plain_help(self)
         if not standalone_mode or not wants_one_line(argv):
             return super().main(argv, prog_name, complete_var, standalone_mode,
                                 windows_expand_args, **extra)

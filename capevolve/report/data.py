@@ -34,33 +34,40 @@ def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[f
     return [mean - half, mean + half]
 
 
-def _val_evals(run: RunDir, n_trials: int) -> dict[str, dict[str, Any]]:
-    """The latest val evaluation per candidate made with the project's trial count."""
+def _val_evals(run: RunDir, n_trials: int,
+               intervals: bool = True) -> dict[str, dict[str, Any]]:
+    """The latest val evaluation per candidate made with the project's trial count (with
+    its 95% CI unless ``intervals`` is False: a t quantile loads SciPy)."""
     out: dict[str, dict[str, Any]] = {}
     for record in all_evals(run):
         if record.split == Split.VAL and record.n_trials == n_trials:
             data = record.to_json()
             se = data.get("stderr_clustered") or data.get("stderr")
             n = data.get("n_scored") or 0
-            data["ci95"] = _ci(data.get("mean"), se, n - 1 if n > 1 else None)
+            data["ci95"] = _ci(data.get("mean"), se, n - 1 if n > 1 else None) \
+                if intervals else None
             out[record.candidate_id] = data
     return out
 
 
-def _gates(run: RunDir) -> list[dict[str, Any]]:
-    """Every recorded gate: delta, 95% CI, the accept threshold (c x SE) and the decision."""
+def _gates(run: RunDir, intervals: bool = True) -> list[dict[str, Any]]:
+    """Every recorded gate: delta, 95% CI, the accept threshold (c x SE) and the decision
+    (CI, critical value and threshold None unless ``intervals``: a t quantile loads SciPy)."""
     frozen = run_config(run).gate
     out = []
     for event in run.events(EventKind.GATE):
         gate = event.to_json()
         delta, se, df = gate.get("delta"), gate.get("se"), gate.get("df")
-        if gate.get("k_se") is not None:
-            crit: float | None = gate["k_se"]
+        if not intervals:
+            crit: float | None = None
+        elif gate.get("k_se") is not None:
+            crit = gate["k_se"]
         elif gate.get("alpha") is not None and se is not None:
             crit = t_quantile(1.0 - gate["alpha"], df)
         else:
             crit = None
-        out.append({**gate, "ci95": _ci(delta, se, df), "critical": crit,
+        out.append({**gate, "ci95": _ci(delta, se, df) if intervals else None,
+                    "critical": crit,
                     "threshold": None if crit is None or se is None else crit * se,
                     "min_delta": gate.get("overrides", {}).get("min_delta", frozen.min_delta)})
     return out
@@ -111,10 +118,11 @@ def _final(run: RunDir) -> dict[str, Any] | None:
 
 def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
     """One row per candidate: parent, decision (baseline / accept / reject / tampered /
-    no_change / pending), its latest deciding gate's decision and its val mean +- SE."""
+    no_change / pending), its latest deciding gate's decision and its val mean +- SE.
+    Computes no interval (``capevolve status`` shows none), so it never loads SciPy."""
     config = run_config(run)
-    val = _val_evals(run, config.num_trials)
-    _, candidates = iterations(run, val, _gates(run))
+    val = _val_evals(run, config.num_trials, intervals=False)
+    _, candidates = iterations(run, val, _gates(run, intervals=False))
     return [{"candidate_id": c["id"], "parent": c["parent"], "decision": c["decision"],
              "gate": c["gate_decision"], "val_mean": c["val"]["mean"],
              "val_stderr": val.get(c["id"], {}).get("stderr"), "note": c["note"]}

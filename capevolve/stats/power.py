@@ -10,9 +10,6 @@ from __future__ import annotations
 import functools
 import math
 
-from scipy.stats import norm
-from scipy.stats import t as student_t
-
 MAX_TRIALS = 1000
 """Largest trial count ``trials_needed`` proposes (the config's num_trials cap)."""
 
@@ -22,6 +19,9 @@ def t_quantile(q: float, df: float | None) -> float:
     """The q-quantile of Student t with ``df`` degrees of freedom (the normal when None)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"need 0 < q < 1, got {q}")
+    from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
+    from scipy.stats import t as student_t
+
     if df is None:
         return float(norm.ppf(q))
     if not df > 0:

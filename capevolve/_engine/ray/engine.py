@@ -24,24 +24,31 @@ import ray
 from capevolve._engine.contract import DispatchLedger, EngineReport, EvalJob, Limit, RowSink
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.ray import pool
+from capevolve._engine.ray import owned, pool
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
 
-def ensure_ray(address: str | None) -> None:
-    """Join the given cluster (or RAY_ADDRESS), or start a new local Ray sized to this
-    machine (``address="local"``: never silently join a ``ray start`` cluster found here)."""
+def ensure_ray(address: str | None, reuse: bool = True) -> None:
+    """Join the given cluster (or RAY_ADDRESS) exactly; else join capevolve's own local Ray,
+    started first when none is running (:mod:`.owned`: shared by later commands, stopped by
+    ``capevolve down`` or when idle); with ``reuse`` False (``engine.reuse_local_ray``) or
+    CAPEVOLVE_RAY_REUSE=0, start a local Ray for this process alone. Never silently joins a
+    ``ray start`` cluster found here."""
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=True,
-                                  configure_logging=False)
+    kwargs: dict[str, Any] = dict(log_to_driver=True, configure_logging=False)
     try:
         if address:
-            ray.init(address=address, **kwargs)
+            ray.init(address=address, include_dashboard=False, **kwargs)
+        elif owned.reuse_enabled(reuse):
+            owned.join_owned(**kwargs)
         else:
-            ray.init(address="local", num_cpus=os.cpu_count() or 1, **kwargs)
+            ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
+                     **kwargs)
+    except EngineError:
+        raise
     except Exception as exc:  # noqa: BLE001 - report any start/connect failure in one line
         target = address or "a local Ray"
         raise EngineError(f"cannot start or join {target}: {str(exc).splitlines()[0]}") from None
@@ -57,7 +64,7 @@ class RayEngine:
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
-        ensure_ray(self.address)
+        ensure_ray(self.address, reuse=self.config.reuse_local_ray)
         actors = pool.rollout_pool(self.config, job)
         scorers = pool.scorer_pool(job, len(actors), self.config)
         dispatcher = Dispatcher(actors, scorers,

@@ -1,0 +1,206 @@
+"""Start-up of capevolve commands: ``--help``, ``status``, and a second evaluate on a reused Ray.
+
+Run it with ``.venv/bin/python benchmarks/perf/bench_startup.py`` (``--quick``: fewer
+repetitions, the same figures). Every figure is a ``BENCH_ROW`` line (see
+benchmarks/perf/README.md) computed here from what was measured in this run:
+
+- ``--help`` and ``status`` (of a toy run made with the local engine first, not timed):
+  the median wall time of several real processes, beside the reference lines of the same
+  run (``python -c pass``, ``python -c "import capevolve"``), and the top import costs of
+  each from ``python -X importtime``.
+- time to the first rollout: from just before a command's process starts to the earliest
+  ``started_at`` stamp of the rows it stored. The reference line is the first command
+  (``capevolve run``: it starts capevolve's own local Ray); the figure is a second command
+  (``capevolve evaluate`` of another candidate), which joins that Ray. A profile line then
+  says what a joining driver pays (import Ray, join, start one actor process of its own).
+  The Ray lives under a temporary state dir and is stopped with ``capevolve down``.
+
+The machine may be shared: figures are wall times, printed with ``os.getloadavg()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TOY = REPO / "benchmarks" / "toy"
+CLI = [sys.executable, "-c", "from capevolve.cli.app import main; main()"]
+TARGET_HELP_S = 0.5
+TARGET_STATUS_S = 1.0
+TARGET_FIRST_ROLLOUT_S = 1.0
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min), for the note of every row."""
+    return "load " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def row(figure: str, value: float, unit: str, target: float | None, reference: str,
+        note: str) -> None:
+    """Print one BENCH_ROW (``met`` is None when the figure has no target)."""
+    payload = {"figure": figure, "value": round(value, 4), "unit": unit,
+               "target": f"<= {target:g}" if target is not None else "",
+               "met": None if target is None else bool(value <= target),
+               "reference": reference, "note": note}
+    print("BENCH_ROW " + json.dumps(payload), flush=True)
+
+
+def median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
+    """``(median wall s, median CPU s)`` of ``runs`` runs of ``cmd`` (exit 0 required); CPU
+    (user + system of the process) depends less on how busy the machine is."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=True, timeout=300)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def top_imports(cmd_args: list[str], env: dict[str, str], n: int = 6) -> list[tuple[str, float]]:
+    """The ``n`` costliest top-level imports (cumulative ms) of ``capevolve CMD_ARGS``."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *CLI[1:], *cmd_args], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    costs = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line.split("|")
+        if name.startswith("  "):
+            continue  # only imports made at the top level of the process
+        costs.append((name.strip(), int(cumulative) / 1000.0))
+    return sorted(costs, key=lambda c: -c[1])[:n]
+
+
+def first_rollout_s(cmd: list[str], env: dict[str, str], run_dir: Path,
+                    candidate: str) -> tuple[float, float]:
+    """``(seconds from process start to the first row's started_at, command wall s)``."""
+    import duckdb
+
+    started = time.time()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
+                          check=False)
+    wall = time.time() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[3:5])} failed: {proc.stderr.strip()[-500:]}")
+    parts = str(run_dir / "rollouts" / "**" / "*.parquet")
+    first = duckdb.sql(f"SELECT min(started_at) FROM read_parquet('{parts}', "
+                       f"hive_partitioning=true) WHERE candidate = '{candidate}'").fetchall()
+    stamp = first[0][0] if first else None
+    if stamp is None:
+        raise SystemExit(f"no rows of {candidate} in {run_dir}")
+    if isinstance(stamp, str):
+        stamp = datetime.fromisoformat(stamp)
+    return stamp.timestamp() - started, wall
+
+
+def bench_cli(runs: int, work: Path, env: dict[str, str]) -> None:
+    """--help and status against their reference lines."""
+    py_pass, _ = median_wall([sys.executable, "-c", "pass"], runs, env)
+    py_import, _ = median_wall([sys.executable, "-c", "import capevolve"], runs, env)
+    refs = f"python -c pass {py_pass:.3f} s; python -c 'import capevolve' {py_import:.3f} s"
+    print(f"reference: {refs} ({load()})")
+    help_s, help_cpu = median_wall([*CLI, "--help"], runs, env)
+    row("capevolve --help (median wall)", help_s, "s", TARGET_HELP_S, refs,
+        f"median of {runs}; CPU {help_cpu:.3f} s; {load()}")
+    run_dir = work / "toy-run"
+    subprocess.run([*CLI, "run", "--project", str(TOY), "--run-dir", str(run_dir), "--engine",
+                    "local", "--json"], env=env, check=True, capture_output=True, timeout=600)
+    status_s, status_cpu = median_wall([*CLI, "status", "--run-dir", str(run_dir)], runs, env)
+    row("capevolve status (median wall)", status_s, "s", TARGET_STATUS_S, refs,
+        f"median of {runs}; CPU {status_cpu:.3f} s; toy run; {load()}")
+    for name, args in (("--help", ["--help"]), ("status", ["status", "--run-dir",
+                                                             str(run_dir)])):
+        costs = ", ".join(f"{m} {ms:.0f} ms" for m, ms in top_imports(args, env))
+        print(f"top imports of {name}: {costs}")
+
+
+JOIN_PROFILE = """
+import json, os, time
+t0 = time.perf_counter()
+import ray
+from capevolve._engine.ray import owned
+t1 = time.perf_counter()
+owned.join_owned(configure_logging=False, log_to_driver=False)
+t2 = time.perf_counter()
+@ray.remote
+class Probe:
+    def pid(self):
+        return os.getpid()
+ray.get(Probe.remote().pid.remote())
+t3 = time.perf_counter()
+print(json.dumps({"import_ray_s": t1 - t0, "join_s": t2 - t1, "first_actor_s": t3 - t2}))
+"""
+
+
+def _join_profile(env: dict[str, str]) -> str:
+    """What a command joining the owned Ray pays before its first rollout can start:
+    importing Ray, joining, and starting one (empty) actor process of its own."""
+    proc = subprocess.run([sys.executable, "-c", JOIN_PROFILE], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        return f"failed: {proc.stderr.strip()[-300:]}"
+    phases = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.2f} s"
+                     for k, v in phases.items()) + f" ({load()})"
+
+
+def bench_reuse(work: Path, env: dict[str, str]) -> None:
+    """Time to the first rollout: the first command (starts the owned Ray) vs a second."""
+    state = work / "ray-state"
+    ray_env = {**env, "CAPEVOLVE_RAY_STATE_DIR": str(state)}
+    ray_env.pop("RAY_ADDRESS", None)
+    ray_env.pop("CAPEVOLVE_RAY_REUSE", None)
+    project = work / "toy"
+    shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
+    run_dir = work / "ray-run"
+    cand = work / "cand"
+    shutil.copytree(TOY / "seed_capability", cand)
+    (cand / "NOTE.md").write_text("another candidate\n", encoding="utf-8")
+    try:
+        first, first_wall = first_rollout_s(
+            [*CLI, "run", "--project", str(project), "--run-dir", str(run_dir), "--engine",
+             "ray", "--json"], ray_env, run_dir, "seed")
+        second, second_wall = first_rollout_s(
+            [*CLI, "evaluate", "--run-dir", str(run_dir), "--candidate", str(cand), "--split",
+             "val", "--engine", "ray", "--json"], ray_env, run_dir, "cand_001")
+        print(f"profile of a joining driver: {_join_profile(ray_env)}")
+    finally:
+        subprocess.run([*CLI, "down"], env=ray_env, capture_output=True, timeout=300,
+                       check=False)
+    ref = f"first command (starts Ray): {first:.2f} s to first rollout, {first_wall:.1f} s wall"
+    print(f"reference: {ref} ({load()})")
+    row("second evaluate: start to first rollout", second, "s", TARGET_FIRST_ROLLOUT_S, ref,
+        f"reused owned Ray; command wall {second_wall:.1f} s; toy val; {load()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Fewer repetitions (smoke).")
+    args = parser.parse_args()
+    runs = 3 if args.quick else 9
+    env = {**os.environ, "CAPEVOLVE_PROGRESS": "off", "RAY_USAGE_STATS_ENABLED": "0"}
+    for key in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE"):
+        env.pop(key, None)
+    with tempfile.TemporaryDirectory(prefix="capevolve-bench-startup-") as tmp:
+        work = Path(tmp)
+        bench_cli(runs, work, env)
+        bench_reuse(work, env)
+
+
+if __name__ == "__main__":
+    main()

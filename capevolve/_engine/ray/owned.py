@@ -1,0 +1,250 @@
+"""capevolve's own local Ray, shared by one user's commands: find it, start it, join it, stop it.
+
+Without ``--address`` / RAY_ADDRESS, the Ray engine joins the owned local Ray recorded in
+the state dir (:mod:`.owned_state`), starting one first when there is none: a detached
+daemon (:mod:`.owned_daemon`) that is the head's driver and its idle watchdog. So the
+first command pays Ray's start-up and later commands only connect. Every check and start
+happens under a lock in the state dir, so two commands at once start one Ray.
+
+What is never joined: a state file of another user, hand-edited or malformed (an
+EngineError naming it); a state whose daemon is gone or whose pid is now another process
+(stale: removed, and a new Ray started); a daemon whose cluster does not accept
+connections (killed, then a new one started); a cluster whose KV store does not hold the
+state's session id (refused after connecting). A ``ray start`` cluster of the user is
+never found here at all: only an address given explicitly joins another cluster.
+
+Each command is its own Ray job: its actors (and so every candidate's code) die with it.
+The job's workers see the environment the daemon started with, updated with every
+variable this command has with another value (``runtime_env.env_vars``).
+``CAPEVOLVE_RAY_REUSE=0`` (or ``engine.reuse_local_ray: false``) turns all of this off;
+``CAPEVOLVE_RAY_IDLE_S`` sets the idle timeout of a Ray started from then on.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from capevolve._engine.ray.owned_state import (
+    DAEMON_MODULE,
+    KV_KEY,
+    KV_NAMESPACE,
+    OwnedRay,
+    alive,
+    connected_drivers,
+    drivers_path,
+    ensure_dir,
+    env_digest,
+    locked,
+    read_state,
+    state_dir,
+    state_path,
+    token_path,
+    write_private,
+)
+from capevolve.errors import EngineError
+
+REUSE_ENV = "CAPEVOLVE_RAY_REUSE"
+IDLE_ENV = "CAPEVOLVE_RAY_IDLE_S"
+DEFAULT_IDLE_S = 900.0
+START_TIMEOUT_S = 300.0
+"""How long the first command waits for the owned Ray to come up."""
+STOP_TIMEOUT_S = 60.0
+
+
+def reuse_enabled(configured: bool = True) -> bool:
+    """Whether commands share an owned local Ray: ``configured`` unless CAPEVOLVE_RAY_REUSE
+    says 0 / false / no / off."""
+    flag = os.environ.get(REUSE_ENV, "").strip().lower()
+    return configured and flag not in ("0", "false", "no", "off")
+
+
+def idle_timeout() -> float:
+    """Seconds without a driver before an owned Ray started now stops itself."""
+    raw = os.environ.get(IDLE_ENV)
+    try:
+        value = float(raw) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        raise EngineError(f"{IDLE_ENV}={raw!r}: expected a number of seconds") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise EngineError(f"{IDLE_ENV}={raw!r}: expected a positive, finite number of seconds")
+    return value
+
+
+def env_changes(state: OwnedRay) -> dict[str, str]:
+    """This command's variables whose value the owned Ray's workers would not see."""
+    mine = dict(os.environ)
+    return {k: mine[k] for k, digest in env_digest(mine).items() if state.env.get(k) != digest}
+
+
+def _reachable(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2.0):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def connect(directory: Path | None = None) -> OwnedRay:
+    """The owned Ray of this installation, started first when none is usable."""
+    directory = ensure_dir(directory or state_dir())
+    with locked(directory):
+        return _usable(directory)
+
+
+def join_owned(**init_kwargs: Any) -> OwnedRay:
+    """Connect this process to the owned Ray (started first when none is usable). The
+    state dir's lock is held until this driver is registered, so an idle owned Ray never
+    stops between the check and the join (its daemon takes the same lock to stop)."""
+    directory = ensure_dir(state_dir())
+    with locked(directory):
+        state = _usable(directory)
+        join(state, **init_kwargs)
+    return state
+
+
+def _usable(directory: Path) -> OwnedRay:
+    """Under the lock: the recorded owned Ray if it is alive and answers, else a new one."""
+    path = state_path(directory)
+    state = read_state(path)
+    if state is not None and alive(state) and _reachable(state.address):
+        return state
+    if state is not None:
+        _stop(state, path)
+    return _start(directory, path)
+
+
+def join(state: OwnedRay, **init_kwargs: Any) -> None:
+    """Connect this process to ``state``'s cluster as a driver and check it is that one."""
+    import ray
+    from ray.experimental import internal_kv
+
+    changes = env_changes(state)
+    use_token(token_path(Path(state.state_file)))
+    ray.init(address=state.address, runtime_env={"env_vars": changes} if changes else None,
+             **init_kwargs)
+    held = internal_kv._internal_kv_get(KV_KEY, namespace=KV_NAMESPACE)
+    if held != state.session.encode():
+        ray.shutdown()
+        raise EngineError(f"the Ray at {state.address} is not the one capevolve started "
+                          "(session mismatch); refusing it")
+
+
+def auth_env(token: Path) -> dict[str, str]:
+    """The variables that make a Ray process use the owned Ray's token (and only it)."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+
+
+def use_token(token: Path) -> None:
+    """Make this process (ray already imported) authenticate with ``token``: Ray reads its
+    auth settings when it is imported, so its cached config and token are reloaded."""
+    from ray._raylet import (  # type: ignore[attr-defined]  # private; checked by its test
+        AuthenticationTokenLoader,
+        Config,
+    )
+
+    os.environ.pop("RAY_AUTH_TOKEN", None)
+    os.environ.update(auth_env(token))
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _start(directory: Path, path: Path) -> OwnedRay:
+    session = secrets.token_hex(16)
+    write_private(token_path(path), secrets.token_hex(32))
+    temp_dir = Path(tempfile.gettempdir()) / f"capevolve-ray-{session[:10]}"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN")},
+           **auth_env(token_path(path))}
+    log_path = directory / "daemon.log"
+    cmd = [sys.executable, "-m", DAEMON_MODULE, "--state", str(path), "--session", session,
+           "--temp-dir", str(temp_dir), "--idle", repr(idle_timeout()),
+           "--num-cpus", str(os.cpu_count() or 1)]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                cwd=directory, env=env)
+    threading.Thread(target=proc.wait, daemon=True, name="owned-ray-reaper").start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise EngineError(f"the local Ray did not start (daemon exit {proc.returncode}); "
+                              f"see {log_path}: {_last_line(log_path)}")
+        state = read_state(path)
+        if state is not None and state.session == session:
+            return state
+        time.sleep(0.1)
+    proc.kill()
+    raise EngineError(f"the local Ray did not start within {START_TIMEOUT_S:g}s; see {log_path}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "empty log"
+
+
+def _stop(state: OwnedRay, path: Path) -> bool:
+    """Stop ``state``'s daemon if it still runs (SIGTERM, then SIGKILL), remove its files.
+    True when a daemon was running."""
+    running = alive(state)
+    if running:
+        os.kill(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while alive(state) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if alive(state):
+            os.kill(state.pid, signal.SIGKILL)  # Ray's head processes share its fate
+            while alive(state):
+                time.sleep(0.05)
+    for stale in (path, token_path(path), drivers_path(path)):
+        stale.unlink(missing_ok=True)
+    temp = Path(state.temp_dir)
+    if temp.parent == Path(tempfile.gettempdir()) and temp.name.startswith("capevolve-ray-"):
+        shutil.rmtree(temp, ignore_errors=True)
+    return running
+
+
+def down(directory: Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Stop this installation's owned Ray and remove its state. While another command is
+    connected to it (its evaluation would lose its rollouts in flight) this is an
+    EngineError naming the pids, unless ``force``. An invalid (hand-edited, malformed)
+    state file is removed without signalling anything; one of another user is an
+    EngineError. Returns what was done (``stopped``, ``address``, ``pid``, ``message``)."""
+    directory = directory or state_dir()
+    path = state_path(directory)
+    if not path.exists():
+        return {"stopped": False, "state": str(path), "message": "no owned Ray is running"}
+    with locked(ensure_dir(directory)):
+        try:
+            state = read_state(path)
+        except EngineError as exc:
+            if path.exists() and path.stat().st_uid != os.getuid():
+                raise
+            path.unlink(missing_ok=True)
+            return {"stopped": False, "state": str(path),
+                    "message": f"removed an invalid state file: {exc}"}
+        if state is None:
+            return {"stopped": False, "state": str(path), "message": "no owned Ray is running"}
+        busy = connected_drivers(path) if alive(state) else []
+        if busy and not force:
+            raise EngineError(f"the owned Ray at {state.address} is in use by "
+                              f"{len(busy)} command(s) (pid {', '.join(map(str, busy))}); "
+                              "stopping it would cut their evaluations short: wait, or "
+                              "`capevolve down --force`")
+        running = _stop(state, path)
+    return {"stopped": running, "state": str(path), "address": state.address, "pid": state.pid,
+            "message": (f"stopped the owned Ray at {state.address} (pid {state.pid})" if running
+                        else f"removed the state of a stopped owned Ray (pid {state.pid})")}
