@@ -35,14 +35,17 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from capevolve._store import heads, jsonfiles
+from capevolve._store.compact_intent import pending_files
 from capevolve._store.partcache import PartCache, other_process_holds
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
 from capevolve.records import (
+    CompactedPart,
     EvalFinished,
     EvalStarted,
     Event,
     Finalized,
+    PartsCompacted,
     PartWritten,
     QuarantinedEvent,
 )
@@ -180,16 +183,13 @@ class _Checker:
                          f"{mirrored.path}")
 
     def parts(self, events: list[Event]) -> None:
-        recorded: dict[str, PartWritten] = {}
-        for event in events:
-            if isinstance(event, PartWritten):
-                recorded[event.path] = event
-            elif isinstance(event, QuarantinedEvent):
-                for moved in event.moved:
-                    recorded.pop(moved, None)
         root, rollouts = self.run.root, self.run.layout.rollouts
         on_disk = sorted(p for p in rollouts.rglob("*.parquet") if p.is_file()) \
             if rollouts.is_dir() else []
+        # then an unfinished compaction's old and new parts, then the log as it is now:
+        # a compaction running meanwhile is then seen as pending or as recorded
+        pending = pending_files(self.run.layout)
+        recorded, retired = recorded_parts(self._latest(events))
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
         cache = PartCache(self.run._log.key_id)
@@ -198,7 +198,15 @@ class _Checker:
                 rel = path.relative_to(root).as_posix()
                 record = recorded.pop(rel, None)
                 if record is None:
-                    if writing:
+                    if rel in pending:
+                        self.result.notes.append(f"{rel}: named by an unfinished compaction "
+                                                 "(killed); the next evaluate settles it")
+                    elif not path.is_file():
+                        continue  # removed by a compaction since it was listed
+                    elif rel in retired:
+                        self.problem("part_unrecorded", rel, "retired by a compaction "
+                                     "(parts_compacted event) but on disk again")
+                    elif writing:
                         self.result.notes.append(f"{rel}: not recorded yet (a writer holds "
                                                  "the run lock)")
                     elif _journalled(self.run.layout.journal, _session(path)):
@@ -216,7 +224,15 @@ class _Checker:
         finally:
             cache.save()
 
-    def _check_part(self, path: Path, rel: str, record: PartWritten, cache: PartCache) -> None:
+    def _latest(self, events: list[Event]) -> list[Event]:
+        """The log re-read (what was appended since ``events`` was read)."""
+        try:
+            return self.run._log.events()
+        except RunDirError:
+            return events
+
+    def _check_part(self, path: Path, rel: str, record: PartWritten | CompactedPart,
+                    cache: PartCache) -> None:
         try:
             info = path.stat()
         except OSError as exc:
@@ -289,6 +305,27 @@ class _Checker:
                     data.get("n_scored")):
                 self.problem("document", rel, f"differs from its eval_finished event (event "
                              f"{number} of events.jsonl): edited by hand")
+
+
+def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | CompactedPart],
+                                                 set[str]]:
+    """The parts the log records now (path -> its record: a ``part_written`` event or a
+    part of a ``parts_compacted`` one), and the parts compactions retired. A
+    ``quarantined`` event or a compaction takes a part out of the record."""
+    recorded: dict[str, PartWritten | CompactedPart] = {}
+    retired: set[str] = set()
+    for event in events:
+        if isinstance(event, PartWritten):
+            recorded[event.path] = event
+        elif isinstance(event, PartsCompacted):
+            for old in event.retired:
+                recorded.pop(old, None)
+                retired.add(old)
+            recorded.update((part.path, part) for part in event.parts)
+        elif isinstance(event, QuarantinedEvent):
+            for moved in event.moved:
+                recorded.pop(moved, None)
+    return recorded, retired
 
 
 def _session(part: Path) -> str:
