@@ -19,7 +19,9 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
 
 Hashing is the expensive part, so verified parts are cached outside the run dir, beside
 the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
-is hashed again only when one of them changed (an edit that restores mtime moves ctime).
+is hashed again only when one of them changed (an edit that restores mtime moves ctime);
+an evaluation record found agreeing with its event is cached the same way (a record is
+large: one mean per task), and read again when the file or its last event changes.
 Opening a run (:func:`refuse_tampered`) stops at the first problem; ``capevolve verify``
 lists them all. Evidence, not proof: see capevolve._store.signing for what a reader of
 the key can do.
@@ -285,26 +287,46 @@ class _Checker:
             if isinstance(seen, (EvalStarted, EvalFinished)):
                 last[seen.eval_id] = (line, seen)
         folder = self.run.layout.evals
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                data = jsonfiles.read(path)
-            except (OSError, ValueError):
-                continue  # unreadable records are refused where they are read
-            if not isinstance(data, dict) or data.get("status") != "complete":
-                continue
-            rel = path.relative_to(self.run.root).as_posix()
-            number, event = last.get(str(data.get("eval_id"))) or (0, None)
-            if isinstance(event, EvalStarted):
-                self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
-                                         "not recorded (killed in between)")
-            elif not isinstance(event, EvalFinished):
-                self.problem("document", rel, "says complete, but no such evaluation is "
-                             "recorded in events.jsonl")
-            elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
-                    data.get("status"), data.get("mean"), data.get("stderr"),
-                    data.get("n_scored")):
-                self.problem("document", rel, f"differs from its eval_finished event (event "
-                             f"{number} of events.jsonl): edited by hand")
+        cache = PartCache(self.run._log.key_id)  # records found agreeing, by their stamp
+        try:
+            for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+                self._evaluation(path, last, cache)
+        finally:
+            cache.save()
+
+    def _evaluation(self, path: Path, last: dict[str, tuple[int, Event | None]],
+                    cache: PartCache) -> None:
+        """Check one evaluation record, unless the cache says this very file (size, mtime,
+        ctime, inode) was found agreeing with the same event before (or not complete)."""
+        rel = path.relative_to(self.run.root).as_posix()
+        try:
+            info = path.stat()
+            stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+            hit = cache.get(rel)
+            if hit is not None and hit[:4] == stamp and (
+                    hit[4] == "" or (last.get(hit[4]) or (0, None))[0] == hit[5]):
+                return
+            data = jsonfiles.read(path)
+        except (OSError, ValueError):
+            return  # unreadable records are refused where they are read
+        if not isinstance(data, dict) or data.get("status") != "complete":
+            cache.put(rel, [*stamp, "", 0])
+            return
+        eval_id = str(data.get("eval_id"))
+        number, event = last.get(eval_id) or (0, None)
+        if isinstance(event, EvalStarted):
+            self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
+                                     "not recorded (killed in between)")
+        elif not isinstance(event, EvalFinished):
+            self.problem("document", rel, "says complete, but no such evaluation is "
+                         "recorded in events.jsonl")
+        elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
+                data.get("status"), data.get("mean"), data.get("stderr"),
+                data.get("n_scored")):
+            self.problem("document", rel, f"differs from its eval_finished event (event "
+                         f"{number} of events.jsonl): edited by hand")
+        else:
+            cache.put(rel, [*stamp, eval_id, number])
 
 
 def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | CompactedPart],
