@@ -223,3 +223,41 @@ def test_a_query_of_one_evaluation_reads_only_its_files(uncompacted, tmp_path):
     assert files_read(EVAL) == len(mine)
     assert files_read(None) == len(everything)
     assert os.environ.get(compact.FAULT_ENV) is None
+
+
+def test_a_reader_whose_parts_are_retired_under_it_reads_again(uncompacted, monkeypatch):
+    """A query that listed the old parts just before a compaction (in another process)
+    removed them reads the parts as they are now, and answers as before."""
+    run = uncompacted
+    before = _view(run)
+    store = RolloutStore(run.layout)
+    real = part_files
+    stale = real(run.layout, None)
+    calls = []
+
+    def listed_then_compacted(layout, eval_id=None):
+        if not calls:  # the first listing is taken before the compaction runs
+            calls.append(1)
+            compact.compact_evaluation(run, EVAL, "val", "cand_001")
+            return stale
+        return real(layout, eval_id)
+
+    from capevolve._store.rollouts import query as query_module
+
+    monkeypatch.setattr(query_module, "part_files", listed_then_compacted)
+    assert store.query(VIEW)[1] == before
+    assert len(real(run.layout, EVAL)) == 1 and not all(p.exists() for p in stale)
+
+
+def test_the_view_without_duplicates_is_the_ranked_view(uncompacted, monkeypatch):
+    """Where no unit has two rows the view skips the ranking: it holds exactly the rows
+    the ranking would keep (checked by forcing the ranked path)."""
+    run = uncompacted
+    evaluate(run, "seed", "val")
+    sql = "SELECT * EXCLUDE (worker_id, node_id) FROM rollouts ORDER BY eval_id, task_id, trial"
+    fast = RolloutStore(run.layout).query(sql, "val__seed__k2")[1]
+    from capevolve._store.rollouts import query as query_module
+
+    monkeypatch.setattr(query_module, "_has_duplicates", lambda con, source: True)
+    assert RolloutStore(run.layout).query(sql, "val__seed__k2")[1] == fast
+    assert fast
