@@ -2,7 +2,8 @@
 
 Run with ``.venv/bin/python benchmarks/perf/bench_diagnose.py`` (``--failing N`` to change
 the size; ``--large N`` the large case's, 100,000 by default, target under 3 s;
-``--profile`` prints the large case's top costs; ``--quick`` a smoke run). It builds a run dir in a temporary folder with one Parquet part per 2,000 rows:
+``--profile`` prints the large case's top costs; ``--quick`` a smoke run). It builds a
+run dir in a temporary folder with one Parquet part per 2,000 rows:
 ``N / 4`` failing val tasks x 4 trials (every trial failing) plus 500 passing tasks x 4,
 with realistic rows -- a shared scorer preamble, 40 causes in three phrasings each, random
 numbers and quoted literals (customer names), 3-6 tool calls per rollout, an OpenAI-style
