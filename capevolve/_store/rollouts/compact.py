@@ -50,14 +50,13 @@ from capevolve._store.compact_intent import (
     write_intent,
 )
 from capevolve._store.durable import fsync_dir
-from capevolve._store.evals import all_evals
 from capevolve._store.integrity import recorded_parts, relative, sha256_file
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve._store.rollouts.writer import session_token
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EvalStatus, EventKind
-from capevolve.records import CompactedPart, EvalRecord, PartsCompacted
+from capevolve.records import CompactedPart, EvalFinished, EvalRecord, PartsCompacted
 
 MAX_ROWS = 4_000_000
 """Rows per compacted file at most (a bigger evaluation gets several)."""
@@ -265,12 +264,16 @@ def settle(run: RunDir) -> list[str]:
         if run.layout.rollouts.is_dir():  # killed before its intent was written
             for tmp in run.layout.rollouts.glob(f"split=*/candidate=*/.*{TMP_SUFFIX}"):
                 tmp.unlink(missing_ok=True)
+    # the last word on each evaluation, from the log (a record holds a mean per task)
+    finished: dict[str, EvalFinished] = {}
+    for event in run.events(EventKind.EVAL_FINISHED):
+        if isinstance(event, EvalFinished):
+            finished[event.eval_id] = event
     with run.locked():
-        for record in all_evals(run):
-            if record.status == EvalStatus.COMPLETE and not record.refused and \
-                    compact_evaluation(run, record.eval_id, str(record.split),
-                                       record.candidate_id) is not None:
-                done.append(record.eval_id)
+        for eval_id, event in sorted(finished.items()):
+            if event.status == EvalStatus.COMPLETE and compact_evaluation(
+                    run, eval_id, str(event.split), event.candidate_id) is not None:
+                done.append(eval_id)
     return done
 
 
