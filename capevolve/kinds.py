@@ -116,6 +116,7 @@ class EventKind(StrEnum):
     NO_CHANGE = "no_change"  # an iteration whose change could not be scored; best carried
     PART_WRITTEN = "part_written"  # a Parquet part was renamed into place (sha256, rows)
     QUARANTINED = "quarantined"  # `capevolve quarantine` moved bad files aside
+    PARTS_COMPACTED = "parts_compacted"  # an evaluation's parts became one (new parts, retired)
 
 
 class SealStatus(StrEnum):

@@ -25,13 +25,12 @@ from capevolve._policy.alpha import (
 )
 from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
-from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GateConfig
 from capevolve.errors import BudgetError, GateError
 from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, GateMode, GatePolicy, Split
-from capevolve.records import EvalRecord, GateEvent
+from capevolve.records import EvalRecord, EvalStarted, GateEvent
 
 
 def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int) -> EvalRecord:
@@ -107,8 +106,10 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
                                         trials)
         if looks:
             raise GateError(f"gate refused: {looks}")
-        measured = {e.candidate_id for e in all_evals(run)
-                    if e.split == Split.VAL and e.candidate_id != SEED_ID}
+        # candidates measured on val, from the log (the records hold a mean per task)
+        measured = {e.candidate_id for e in run.events(EventKind.EVAL_STARTED)
+                    if isinstance(e, EvalStarted) and e.split == Split.VAL
+                    and e.candidate_id != SEED_ID}
         refusal = run_alpha_refusal(_tallies(run), frozen.gate, frozen.budget.max_iterations,
                                     (cand_eval.eval_id, best_eval.eval_id), len(measured))
         if refusal:

@@ -43,6 +43,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     write_eval,
 )
 from capevolve._store.journal import recover as journal
+from capevolve._store.rollouts import compact as compaction
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
@@ -137,6 +138,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     with run.locked():
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
+        compaction.settle(run)  # a compaction that died; complete evaluations not compacted
         if not allow_test:
             run.require_open("evaluate")
         candidate_id = resolve_candidate(run, candidate)
@@ -217,6 +219,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored)
+    compaction.compact_completed(run, stored)  # its many small parts become one
     otel.evaluation_spans(run, stored)  # no-op unless tracing is on
     return stored.to_json()
 

@@ -18,6 +18,7 @@ from capevolve._store.evals import all_evals, displayed_status
 from capevolve._store.journal.recover import unsettled
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
+from capevolve.records import EvalRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "coverage")
@@ -26,8 +27,14 @@ EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_
 def evaluations(run: RunDir) -> list[dict[str, Any]]:
     """Every evaluation record (summary fields), in the order they started; a running
     record whose process is gone shows as ``interrupted`` (``displayed_status``)."""
-    return [{**{k: r.to_json()[k] for k in EVAL_KEYS},
-             "status": str(displayed_status(run, r))} for r in all_evals(run)]
+    return [{**_summary(r), "status": str(displayed_status(run, r))} for r in all_evals(run)]
+
+
+def _summary(record: EvalRecord) -> dict[str, Any]:
+    """The EVAL_KEYS fields of a record, in that order (dumping only those: a record's
+    per-task fields are large)."""
+    data = record.model_dump(mode="json", include=set(EVAL_KEYS))
+    return {k: data[k] for k in EVAL_KEYS}
 
 
 def decisions(run: RunDir) -> list[dict[str, Any]]:

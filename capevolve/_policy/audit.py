@@ -81,7 +81,8 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
     diffs = {t: sign * (candidate.mean(t) - parent.mean(t)) for t in both}
     up = [t for t in both if exceeds(diffs[t], 0.0)]
     down = [t for t in both if exceeds(0.0, diffs[t])]
-    same = [t for t in both if t not in set(up) | set(down)]
+    moved = set(up) | set(down)
+    same = [t for t in both if t not in moved]
     only_par, only_cand = sorted(par_scored - cand_scored), sorted(cand_scored - par_scored)
     excl_par, excl_cand = sorted(par_excl - cand_excl), sorted(cand_excl - par_excl)
     denominator_ok = not (only_par or only_cand or excl_par or excl_cand)
@@ -93,7 +94,8 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
     target_gain = other_gain = None
     if target is not None:
         target_gain = _gain(diffs, targeted)
-        other_gain = _gain(diffs, [t for t in both if t not in set(targeted)])
+        in_target = set(targeted)
+        other_gain = _gain(diffs, [t for t in both if t not in in_target])
     reasons: list[str] = [f"{len(up)} flipped up, {len(down)} flipped down, {len(same)} "
                           f"unchanged of {len(both)} val tasks scored on both sides"]
     if not denominator_ok:

@@ -19,7 +19,9 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
 
 Hashing is the expensive part, so verified parts are cached outside the run dir, beside
 the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
-is hashed again only when one of them changed (an edit that restores mtime moves ctime).
+is hashed again only when one of them changed (an edit that restores mtime moves ctime);
+an evaluation record found agreeing with its event is cached the same way (a record is
+large: one mean per task), and read again when the file or its last event changes.
 Opening a run (:func:`refuse_tampered`) stops at the first problem; ``capevolve verify``
 lists them all. Evidence, not proof: see capevolve._store.signing for what a reader of
 the key can do.
@@ -35,14 +37,17 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from capevolve._store import heads, jsonfiles
+from capevolve._store.compact_intent import pending_files
 from capevolve._store.partcache import PartCache, other_process_holds
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
 from capevolve.records import (
+    CompactedPart,
     EvalFinished,
     EvalStarted,
     Event,
     Finalized,
+    PartsCompacted,
     PartWritten,
     QuarantinedEvent,
 )
@@ -180,16 +185,13 @@ class _Checker:
                          f"{mirrored.path}")
 
     def parts(self, events: list[Event]) -> None:
-        recorded: dict[str, PartWritten] = {}
-        for event in events:
-            if isinstance(event, PartWritten):
-                recorded[event.path] = event
-            elif isinstance(event, QuarantinedEvent):
-                for moved in event.moved:
-                    recorded.pop(moved, None)
         root, rollouts = self.run.root, self.run.layout.rollouts
         on_disk = sorted(p for p in rollouts.rglob("*.parquet") if p.is_file()) \
             if rollouts.is_dir() else []
+        # then an unfinished compaction's old and new parts, then the log as it is now:
+        # a compaction running meanwhile is then seen as pending or as recorded
+        pending = pending_files(self.run.layout)
+        recorded, retired = recorded_parts(self._latest(events))
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
         cache = PartCache(self.run._log.key_id)
@@ -198,7 +200,15 @@ class _Checker:
                 rel = path.relative_to(root).as_posix()
                 record = recorded.pop(rel, None)
                 if record is None:
-                    if writing:
+                    if rel in pending:
+                        self.result.notes.append(f"{rel}: named by an unfinished compaction "
+                                                 "(killed); the next evaluate settles it")
+                    elif not path.is_file():
+                        continue  # removed by a compaction since it was listed
+                    elif rel in retired:
+                        self.problem("part_unrecorded", rel, "retired by a compaction "
+                                     "(parts_compacted event) but on disk again")
+                    elif writing:
                         self.result.notes.append(f"{rel}: not recorded yet (a writer holds "
                                                  "the run lock)")
                     elif _journalled(self.run.layout.journal, _session(path)):
@@ -216,7 +226,15 @@ class _Checker:
         finally:
             cache.save()
 
-    def _check_part(self, path: Path, rel: str, record: PartWritten, cache: PartCache) -> None:
+    def _latest(self, events: list[Event]) -> list[Event]:
+        """The log re-read (what was appended since ``events`` was read)."""
+        try:
+            return self.run._log.events()
+        except RunDirError:
+            return events
+
+    def _check_part(self, path: Path, rel: str, record: PartWritten | CompactedPart,
+                    cache: PartCache) -> None:
         try:
             info = path.stat()
         except OSError as exc:
@@ -269,26 +287,67 @@ class _Checker:
             if isinstance(seen, (EvalStarted, EvalFinished)):
                 last[seen.eval_id] = (line, seen)
         folder = self.run.layout.evals
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            try:
-                data = jsonfiles.read(path)
-            except (OSError, ValueError):
-                continue  # unreadable records are refused where they are read
-            if not isinstance(data, dict) or data.get("status") != "complete":
-                continue
-            rel = path.relative_to(self.run.root).as_posix()
-            number, event = last.get(str(data.get("eval_id"))) or (0, None)
-            if isinstance(event, EvalStarted):
-                self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
-                                         "not recorded (killed in between)")
-            elif not isinstance(event, EvalFinished):
-                self.problem("document", rel, "says complete, but no such evaluation is "
-                             "recorded in events.jsonl")
-            elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
-                    data.get("status"), data.get("mean"), data.get("stderr"),
-                    data.get("n_scored")):
-                self.problem("document", rel, f"differs from its eval_finished event (event "
-                             f"{number} of events.jsonl): edited by hand")
+        cache = PartCache(self.run._log.key_id)  # records found agreeing, by their stamp
+        try:
+            for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+                self._evaluation(path, last, cache)
+        finally:
+            cache.save()
+
+    def _evaluation(self, path: Path, last: dict[str, tuple[int, Event | None]],
+                    cache: PartCache) -> None:
+        """Check one evaluation record, unless the cache says this very file (size, mtime,
+        ctime, inode) was found agreeing with the same event before (or not complete)."""
+        rel = path.relative_to(self.run.root).as_posix()
+        try:
+            info = path.stat()
+            stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+            hit = cache.get(rel)
+            if hit is not None and hit[:4] == stamp and (
+                    hit[4] == "" or (last.get(hit[4]) or (0, None))[0] == hit[5]):
+                return
+            data = jsonfiles.read(path)
+        except (OSError, ValueError):
+            return  # unreadable records are refused where they are read
+        if not isinstance(data, dict) or data.get("status") != "complete":
+            cache.put(rel, [*stamp, "", 0])
+            return
+        eval_id = str(data.get("eval_id"))
+        number, event = last.get(eval_id) or (0, None)
+        if isinstance(event, EvalStarted):
+            self.result.notes.append(f"{rel}: complete, but its eval_finished event is "
+                                     "not recorded (killed in between)")
+        elif not isinstance(event, EvalFinished):
+            self.problem("document", rel, "says complete, but no such evaluation is "
+                         "recorded in events.jsonl")
+        elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
+                data.get("status"), data.get("mean"), data.get("stderr"),
+                data.get("n_scored")):
+            self.problem("document", rel, f"differs from its eval_finished event (event "
+                         f"{number} of events.jsonl): edited by hand")
+        else:
+            cache.put(rel, [*stamp, eval_id, number])
+
+
+def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | CompactedPart],
+                                                 set[str]]:
+    """The parts the log records now (path -> its record: a ``part_written`` event or a
+    part of a ``parts_compacted`` one), and the parts compactions retired. A
+    ``quarantined`` event or a compaction takes a part out of the record."""
+    recorded: dict[str, PartWritten | CompactedPart] = {}
+    retired: set[str] = set()
+    for event in events:
+        if isinstance(event, PartWritten):
+            recorded[event.path] = event
+        elif isinstance(event, PartsCompacted):
+            for old in event.retired:
+                recorded.pop(old, None)
+                retired.add(old)
+            recorded.update((part.path, part) for part in event.parts)
+        elif isinstance(event, QuarantinedEvent):
+            for moved in event.moved:
+                recorded.pop(moved, None)
+    return recorded, retired
 
 
 def _session(part: Path) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from capevolve.kinds import EvalStatus, EventKind, SpendRole, Split
 from capevolve.records._base import EVENT_KIND_PATTERN, Record, check_version, parse_record
@@ -242,6 +242,34 @@ class QuarantinedEvent(EventBase):
     """Whether events.jsonl itself was set aside and restarted (its history kept aside)."""
 
 
+class CompactedPart(BaseModel):
+    """One Parquet part written by a compaction (as a ``part_written`` event records it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    path: str
+    """The part, relative to the run dir (POSIX separators)."""
+    sha256: str
+    """sha256 of the part's bytes."""
+    size: int = Field(ge=0)
+    """Its size in bytes."""
+    n_rows: int = Field(ge=0)
+    """Rows it holds."""
+
+
+class PartsCompacted(EventBase):
+    """An evaluation's parts were compacted: ``parts`` are recorded and ``retired`` are not
+    parts any more, in this one line (capevolve._store.rollouts.compact)."""
+
+    kind: Literal[EventKind.PARTS_COMPACTED]
+    eval_id: str
+    """The evaluation whose parts were compacted."""
+    parts: list[CompactedPart] = Field(min_length=1)
+    """The new parts, each holding rows of the retired ones in their order."""
+    retired: list[str] = Field(min_length=1)
+    """The parts they replace (relative to the run dir), removed from disk after this line."""
+
+
 class UserEvent(EventBase):
     """An event of a user's own kind (``note`` or a registered kind); fields as data."""
 
@@ -259,6 +287,7 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.DIAGNOSIS_ANNOTATED: DiagnosisAnnotated, EventKind.TAMPER: TamperEvent,
     EventKind.NO_CHANGE: NoChangeEvent,
     EventKind.PART_WRITTEN: PartWritten, EventKind.QUARANTINED: QuarantinedEvent,
+    EventKind.PARTS_COMPACTED: PartsCompacted,
 }
 """The kinds capevolve records itself, and their models (a user may not log these)."""
 
@@ -270,7 +299,7 @@ USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
          | DiagnosisAnnotated | TamperEvent | NoChangeEvent | PartWritten
-         | QuarantinedEvent | UserEvent)
+         | QuarantinedEvent | PartsCompacted | UserEvent)
 
 
 def parse_event(data: Any, source: str) -> Event:

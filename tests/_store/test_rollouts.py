@@ -17,6 +17,7 @@ from capevolve._loop import session
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
+from capevolve._store.rollouts import compact
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.writer import PartWriter, write_part
@@ -157,8 +158,10 @@ def test_finished_rows_reach_disk_while_a_straggler_runs(tmp_path, monkeypatch):
 
 @pytest.fixture
 def multipart_run(tmp_path, monkeypatch):
-    """A complete val evaluation (10 tasks x 2 trials) stored as at least four parts."""
+    """A complete val evaluation (10 tasks x 2 trials) stored as at least four parts (as
+    the writer leaves them: compaction at completion is off here)."""
     _small_writer(monkeypatch, max_rows=5, max_age_s=60)
+    monkeypatch.setattr(compact, "compact_completed", lambda run, record: None)
     project = _ids_project(tmp_path / "p", [f"v{i}" for i in range(10)], sleep=0.01,
                            concurrency=1)
     run = create_run(project, tmp_path / "run")

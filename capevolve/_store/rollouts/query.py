@@ -20,6 +20,7 @@ rows always give the same view, and the same gate never flips.
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,10 +72,11 @@ def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
     """The run's rollout parts (of one evaluation when ``eval_id`` is given), sorted."""
     if not layout.rollouts.is_dir():
         return []
-    parts = sorted(p for p in layout.rollouts.glob(PART_GLOB) if p.is_file())
-    if eval_id is not None:
-        parts = [p for p in parts if p.name.startswith(f"{eval_id}-")]
-    return parts
+    if eval_id is None:
+        return sorted(p for p in layout.rollouts.glob(PART_GLOB) if p.is_file())
+    pattern = f"split=*/candidate=*/{glob.escape(eval_id)}-*.parquet"
+    return sorted(p for p in layout.rollouts.glob(pattern)
+                  if p.is_file() and p.name.startswith(f"{eval_id}-"))
 
 
 @dataclass
@@ -89,11 +91,16 @@ class TaskOutcomes:
     cost_unrecorded: int = 0
 
 
+class _PartsMoved(Exception):
+    """A part listed for a query was removed before it was read (see RolloutStore.query)."""
+
+
 class RolloutStore:
     """Read-only, confined access to a run's rollouts through DuckDB."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
+        self._last_parts: dict[str | None, list[Path]] = {}  # what connect() listed last
 
     def connect(self, eval_id: str | None = None) -> duckdb.DuckDBPyConnection:
         """A confined in-memory connection with the deduplicated ``rollouts`` view.
@@ -104,6 +111,7 @@ class RolloutStore:
         """
         con = duckdb.connect(":memory:")
         parts = part_files(self.layout, eval_id)
+        self._last_parts[eval_id] = parts
         if parts:
             files = ", ".join(_sql_literal(str(p)) for p in parts)
             source = (f"read_parquet([{files}], hive_partitioning=true, union_by_name=true, "
@@ -111,39 +119,68 @@ class RolloutStore:
             rank_source = (f"SELECT *, file_row_number AS _part_row FROM {source} "
                            "WHERE starts_with(parse_filename(_part), eval_id || '-') "
                            "AND candidate = candidate_id")
-            drop = "_rank, _part, _part_row, file_row_number"
+            drop = "_part, _part_row, file_row_number"
         else:
             con.register("_empty_rollouts", pa.Table.from_pylist([], schema=ROLLOUT_SCHEMA))
             rank_source = ("SELECT *, NULL::VARCHAR AS _part, NULL::BIGINT AS _part_row "
                            "FROM _empty_rollouts")
-            drop = "_rank, _part, _part_row"
-        con.execute(f"""
-            CREATE VIEW rollouts AS
-            SELECT * EXCLUDE ({drop}) FROM (
-                SELECT *, row_number() OVER (
-                    PARTITION BY eval_id, task_id, trial ORDER BY {DEDUP_ORDER}
-                ) AS _rank FROM ({rank_source})
-            ) WHERE _rank = 1
-        """)
+            drop = "_part, _part_row"
+        if parts and _has_duplicates(con, rank_source):
+            con.execute(f"""
+                CREATE VIEW rollouts AS
+                SELECT * EXCLUDE (_rank, {drop}) FROM (
+                    SELECT *, row_number() OVER (
+                        PARTITION BY eval_id, task_id, trial ORDER BY {DEDUP_ORDER}
+                    ) AS _rank FROM ({rank_source})
+                ) WHERE _rank = 1
+            """)
+        else:  # every unit has one row: the rule picks each one, no ranking needed
+            con.execute(f"CREATE VIEW rollouts AS SELECT * EXCLUDE ({drop}) "
+                        f"FROM ({rank_source})")
         lock_down(con, parts)
         return con
 
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
         """Run one read-only SELECT over the ``rollouts`` view (optionally one evaluation's
-        parts); returns (column names, rows). Anything else is a one-line StoreError."""
+        parts); returns (column names, rows). Anything else is a one-line StoreError.
+
+        A part that disappears between listing and reading (a compaction in another
+        process retired it; its rows are in the new part by then) makes the query run
+        again over the parts as they are now, up to three times."""
+        for attempt in range(3):
+            try:
+                return self._query_once(sql, eval_id)
+            except _PartsMoved:
+                if attempt == 2:
+                    raise StoreError("rollouts unreadable: parts kept changing while they "
+                                     "were read (a compaction); try again") from None
+        raise AssertionError("unreachable")
+
+    def _query_once(self, sql: str, eval_id: str | None) -> tuple[list[str], list[tuple]]:
         try:
             con = self.connect(eval_id)
         except duckdb.Error as exc:
-            raise StoreError(f"rollouts unreadable: {_first_line(exc)}") from None
+            raise self._unreadable("rollouts unreadable", exc, eval_id) from None
         try:
             read_only_statement(con, sql)
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
             return names, cursor.fetchall()
         except duckdb.Error as exc:
-            raise StoreError(f"query failed: {_first_line(exc)}") from None
+            raise self._unreadable("query failed", exc, eval_id) from None
         finally:
             con.close()
+
+    def _unreadable(self, what: str, exc: duckdb.Error, eval_id: str | None) -> Exception:
+        """A one-line StoreError; or _PartsMoved when a part listed a moment ago is gone
+        (a compaction in another process replaced it): the caller reads again."""
+        if isinstance(exc, duckdb.IOException) and \
+                not all(p.is_file() for p in self._listed(eval_id)):
+            return _PartsMoved()
+        return StoreError(f"{what}: {_first_line(exc)}")
+
+    def _listed(self, eval_id: str | None) -> list[Path]:
+        return self._last_parts.get(eval_id, [])
 
     def done_units(self, eval_id: str, valid_only: bool = False) -> set[tuple[str, int]]:
         """(task_id, trial) pairs of an evaluation that have a stored row (with
@@ -175,6 +212,14 @@ class RolloutStore:
             out.cost_usd += float(cost)
             out.cost_unrecorded += int(unrecorded)
         return out
+
+
+def _has_duplicates(con: duckdb.DuckDBPyConnection, rank_source: str) -> bool:
+    """Whether some unit has more than one counted row in these parts (a hash count over
+    the key columns: much cheaper than ranking every row when, as usual, none has)."""
+    row = con.execute(f"SELECT count(*) > count(DISTINCT (eval_id, task_id, trial)) "
+                      f"FROM ({rank_source})").fetchone()
+    return bool(row and row[0])
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,99 @@
+"""The journal of a compaction in progress: ``journal/<token>.compact``.
+
+A compaction (:mod:`capevolve._store.rollouts.compact`) writes this intent, atomically and
+fsynced, after its new parts are durable under temporary names and before the first of
+them is renamed into place; it is removed last, once the old parts are gone. While it is
+on disk the compaction is unfinished: verification (capevolve._store.integrity) then
+tolerates, as notes, the new parts it names that are not recorded yet and the old parts
+it names that are retired but not yet removed, and the next evaluate settles it.
+
+The intent is not signed: it only says which files the settling may look at. What is
+recorded is decided by the signed ``parts_compacted`` event alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from capevolve._store import jsonfiles
+from capevolve._store.durable import fsync_dir
+from capevolve._store.layout import Layout
+from capevolve.errors import StoreError
+
+SUFFIX = ".compact"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A new part: where it goes (relative to the run dir), and what it holds."""
+
+    path: str
+    sha256: str
+    size: int
+    n_rows: int
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a compaction is about to do (see the module docstring)."""
+
+    token: str
+    eval_id: str
+    sources: list[str]
+    """The parts it replaces, relative to the run dir, sorted."""
+    targets: list[Target]
+
+    def files(self) -> set[str]:
+        """Every part the intent names (old and new), relative to the run dir."""
+        return set(self.sources) | {t.path for t in self.targets}
+
+
+def intent_path(layout: Layout, token: str) -> Path:
+    return layout.journal / f"{token}{SUFFIX}"
+
+
+def write_intent(layout: Layout, intent: Intent) -> Path:
+    """Write the intent atomically (temporary name, fsync, rename, directory fsync)."""
+    path = intent_path(layout, intent.token)
+    layout.journal.mkdir(parents=True, exist_ok=True)
+    jsonfiles.write_atomic(path, asdict(intent))
+    fsync_dir(layout.journal)
+    return path
+
+
+def _parse(data: Any, path: Path) -> Intent:
+    try:
+        targets = [Target(str(t["path"]), str(t["sha256"]), int(t["size"]), int(t["n_rows"]))
+                   for t in data["targets"]]
+        intent = Intent(str(data["token"]), str(data["eval_id"]),
+                        [str(s) for s in data["sources"]], targets)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"{path}: not a compaction journal ({type(exc).__name__}: {exc})"
+                         ) from None
+    if f"{intent.token}{SUFFIX}" != path.name:
+        raise StoreError(f"{path}: names compaction {intent.token!r}, not its file name")
+    return intent
+
+
+def read_intents(layout: Layout) -> list[tuple[Path, Intent]]:
+    """Every compaction journal on disk, in name order; StoreError naming a bad one."""
+    if not layout.journal.is_dir():
+        return []
+    found = []
+    for path in sorted(layout.journal.glob(f"*{SUFFIX}")):
+        try:
+            data = jsonfiles.read(path)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path}: unreadable compaction journal ({exc})") from None
+        found.append((path, _parse(data, path)))
+    return found
+
+
+def pending_files(layout: Layout) -> set[str]:
+    """Parts named by unfinished compactions (read-only; a bad journal names none)."""
+    try:
+        return set().union(*(intent.files() for _, intent in read_intents(layout)))
+    except StoreError:
+        return set()

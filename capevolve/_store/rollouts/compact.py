@@ -1,0 +1,294 @@
+"""Compaction: when an evaluation completes, its many small parts become one (or a few).
+
+The durable writer leaves a part every few thousand rows or seconds; a query pays per
+file, so a complete evaluation's parts are rewritten as one file of at most
+:data:`MAX_ROWS` rows (more files beyond that), holding every row of the old parts that
+counts for the evaluation (its eval id, under its candidate's partition) in the old order
+(part path, then row), duplicates included. The ``rollouts`` view's one rule for duplicate
+units (capevolve._store.rollouts.query) therefore picks a row of the same content from
+the new part as from the old ones, and from any mix of the two.
+
+The steps, each durable before the next (a kill -9 at any moment leaves the old parts or
+the new ones complete on disk, never neither, and the view counts each unit once):
+
+1. the new parts are written under temporary names (``.<name>.tmp``) and fsynced;
+2. the intent (capevolve._store.rollouts.compact_intent) names the old and new parts;
+3. the new parts are renamed into place (directory fsync);
+4. one signed ``parts_compacted`` event records the new parts (sha256, size, rows) and
+   retires the old ones, in the same line;
+5. the old parts are removed, in descending path order (so that a unit's winning row
+   among those left always has the content of the committed one), directory fsync;
+6. the intent is removed.
+
+Only recorded parts whose size and sha256 still match their record are compacted (a
+changed part is never laundered into a fresh record): otherwise nothing is done and
+verification reports the part. :func:`settle` (the next evaluate, under the run lock)
+finishes a compaction killed after step 4, undoes one killed before it, and compacts
+complete evaluations that still have several parts. ``CAPEVOLVE_FAULT_COMPACT=<step>``
+(one of :data:`FAULT_STEPS`) kills the process with SIGKILL right after that step: the
+fault tests' hook.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from capevolve._store.compact_intent import (
+    Intent,
+    Target,
+    intent_path,
+    read_intents,
+    write_intent,
+)
+from capevolve._store.durable import fsync_dir
+from capevolve._store.integrity import recorded_parts, relative, sha256_file
+from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
+from capevolve._store.rollouts.writer import session_token
+from capevolve._store.rundir import RunDir
+from capevolve.errors import StoreError
+from capevolve.kinds import EvalStatus, EventKind
+from capevolve.records import CompactedPart, EvalFinished, EvalRecord, PartsCompacted
+
+MAX_ROWS = 4_000_000
+"""Rows per compacted file at most (a bigger evaluation gets several)."""
+ROW_GROUP_ROWS = 131_072
+"""Rows per Parquet row group of a compacted file."""
+FAULT_ENV = "CAPEVOLVE_FAULT_COMPACT"
+FAULT_STEPS = ("written", "journalled", "renamed", "recorded", "retiring", "retired")
+TMP_SUFFIX = ".compacting"
+"""A new part's temporary name is ``.<name>`` + this (never a ``*.parquet`` the view or
+verification reads, nor a writer's temporary file)."""
+
+_one_at_a_time = threading.Lock()  # one compaction per process (threads share a run lock)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What one compaction did."""
+
+    eval_id: str
+    retired: int
+    """Old parts replaced."""
+    parts: list[Path]
+    """The new parts."""
+    rows: int
+
+
+def _tmp(final: Path) -> Path:
+    return final.with_name(f".{final.name}{TMP_SUFFIX}")
+
+
+def _fault(step: str) -> None:
+    if os.environ.get(FAULT_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[Path] | None:
+    """The evaluation's parts, sorted, when every one is recorded and unchanged (else
+    None: verification reports the odd one, compaction leaves it alone)."""
+    directory = run.layout.partition(split, candidate_id)
+    parts = sorted(p for p in directory.glob(f"{eval_id}-*.parquet") if p.is_file()) \
+        if directory.is_dir() else []
+    if len(parts) < 2:
+        return parts
+    recorded, _ = recorded_parts(run.events())
+    records = [recorded.get(relative(run.root, part)) for part in parts]
+    if all(isinstance(r, CompactedPart) for r in records):
+        return []  # compacted already (an evaluation of more than MAX_ROWS rows)
+    for part, record in zip(parts, records, strict=True):
+        if record is None or part.stat().st_size != record.size \
+                or sha256_file(part) != record.sha256:
+            return None
+    return parts
+
+
+def _rows(part: Path, eval_id: str, candidate_id: str) -> pa.Table | None:
+    """The rows of ``part`` that count for the evaluation (None: a schema this version
+    does not write, left as it is)."""
+    table = pq.ParquetFile(part).read()
+    if not table.schema.equals(ROLLOUT_SCHEMA, check_metadata=False):
+        return None
+    keep = pc.and_(pc.equal(table["eval_id"], eval_id),
+                   pc.equal(table["candidate_id"], candidate_id))
+    return table.filter(keep).cast(ROLLOUT_SCHEMA)
+
+
+class _Files:
+    """New parts under temporary names, rolled over every MAX_ROWS rows."""
+
+    def __init__(self, directory: Path, eval_id: str, token: str) -> None:
+        self.directory, self.eval_id, self.token = directory, eval_id, token
+        self.finals: list[Path] = []
+        self.rows: list[int] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._fh: BinaryIO | None = None
+
+    def tmp(self, final: Path) -> Path:
+        return _tmp(final)
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None or self.rows[-1] + table.num_rows > MAX_ROWS:
+            self.close()
+            final = self.directory / f"{self.eval_id}-{self.token}-{len(self.finals):05d}.parquet"
+            self.finals.append(final)
+            self.rows.append(0)
+            self._fh = open(self.tmp(final), "wb")  # noqa: SIM115 - closed by close()
+            self._writer = pq.ParquetWriter(self._fh, ROLLOUT_SCHEMA, compression="zstd")
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.rows[-1] += table.num_rows
+
+    def close(self) -> None:
+        if self._writer is not None and self._fh is not None:
+            self._writer.close()
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+        self._writer = self._fh = None
+
+    def remove(self) -> None:
+        self.close()
+        for final in self.finals:
+            self.tmp(final).unlink(missing_ok=True)
+
+
+def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
+    buffered: list[pa.Table] = []
+    pending = 0
+    for part in sources:
+        table = _rows(part, eval_id, candidate_id)
+        if table is None:
+            return False
+        buffered.append(table)
+        pending += table.num_rows
+        if pending >= ROW_GROUP_ROWS:
+            files.write(pa.concat_tables(buffered))
+            buffered, pending = [], 0
+    if buffered or not files.finals:
+        files.write(pa.concat_tables(buffered) if buffered
+                    else ROLLOUT_SCHEMA.empty_table())
+    files.close()
+    return True
+
+
+def compact_evaluation(run: RunDir, eval_id: str, split: str,
+                       candidate_id: str) -> Compaction | None:
+    """Compact one evaluation's parts (see the module docstring); None when there is
+    nothing to do (one part or none) or a part is not as recorded. The caller holds the
+    run lock. A failed write leaves the old parts as they were and raises StoreError."""
+    with run.locked(), _one_at_a_time:
+        sources = _sources(run, eval_id, split, candidate_id)
+        if sources is None or len(sources) < 2:
+            return None
+        token = session_token()
+        files = _Files(run.layout.partition(split, candidate_id), eval_id, token)
+        try:
+            return _commit(run, eval_id, candidate_id, sources, files)
+        except OSError as exc:
+            files.remove()
+            intent_path(run.layout, token).unlink(missing_ok=True)
+            raise StoreError(f"{files.directory}: cannot compact {eval_id} "
+                             f"({exc.strerror or exc})") from None
+
+
+def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
+            files: _Files) -> Compaction | None:
+    if not _write(sources, files, eval_id, candidate_id):
+        files.remove()
+        return None
+    _fault("written")
+    targets = [Target(relative(run.root, f), sha256_file(files.tmp(f)),
+                      files.tmp(f).stat().st_size, n)
+               for f, n in zip(files.finals, files.rows, strict=True)]
+    retired = [relative(run.root, p) for p in sources]
+    write_intent(run.layout, Intent(files.token, eval_id, retired, targets))
+    _fault("journalled")
+    for final in files.finals:
+        os.replace(files.tmp(final), final)
+    fsync_dir(files.directory)
+    _fault("renamed")
+    run._record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
+                parts=[{"path": t.path, "sha256": t.sha256, "size": t.size,
+                        "n_rows": t.n_rows} for t in targets])
+    _fault("recorded")
+    _retire(run, retired)
+    intent_path(run.layout, files.token).unlink(missing_ok=True)
+    return Compaction(eval_id, len(sources), list(files.finals), sum(files.rows))
+
+
+def _retire(run: RunDir, retired: list[str]) -> None:
+    """Remove retired parts, last path first (see the module docstring)."""
+    directories = set()
+    for i, rel in enumerate(sorted(retired, reverse=True)):
+        path = run.root / rel
+        path.unlink(missing_ok=True)
+        directories.add(path.parent)
+        if i == 0:
+            _fault("retiring")
+    for directory in directories:
+        if directory.is_dir():
+            fsync_dir(directory)
+    _fault("retired")
+
+
+def compact_completed(run: RunDir, record: EvalRecord) -> Compaction | None:
+    """Compact an evaluation that just finished, when it is complete (the completion
+    path of evaluate calls this once). A compaction that cannot be written (a full disk)
+    leaves the old parts as they are, which stay correct, and the next evaluate tries
+    again (:func:`settle`): the evaluation itself is not failed for it."""
+    if record.status != EvalStatus.COMPLETE or record.refused:
+        return None
+    try:
+        return compact_evaluation(run, record.eval_id, str(record.split), record.candidate_id)
+    except StoreError:
+        return None
+
+
+def settle(run: RunDir) -> list[str]:
+    """Finish or undo every compaction a dead process left, then compact each complete
+    evaluation that still has several parts; returns the eval ids compacted or settled.
+    The caller holds the run lock."""
+    done: list[str] = []
+    with run.locked(), _one_at_a_time:
+        for path, intent in read_intents(run.layout):
+            _settle_one(run, path, intent)
+            done.append(intent.eval_id)
+        if run.layout.rollouts.is_dir():  # killed before its intent was written
+            for tmp in run.layout.rollouts.glob(f"split=*/candidate=*/.*{TMP_SUFFIX}"):
+                tmp.unlink(missing_ok=True)
+    # the last word on each evaluation, from the log (a record holds a mean per task)
+    finished: dict[str, EvalFinished] = {}
+    for event in run.events(EventKind.EVAL_FINISHED):
+        if isinstance(event, EvalFinished):
+            finished[event.eval_id] = event
+    with run.locked():
+        for eval_id, event in sorted(finished.items()):
+            if event.status == EvalStatus.COMPLETE and compact_evaluation(
+                    run, eval_id, str(event.split), event.candidate_id) is not None:
+                done.append(eval_id)
+    return done
+
+
+def _settle_one(run: RunDir, path: Path, intent: Intent) -> None:
+    committed = any(isinstance(e, PartsCompacted) and e.eval_id == intent.eval_id
+                    and [p.path for p in e.parts] == [t.path for t in intent.targets]
+                    for e in run.events(EventKind.PARTS_COMPACTED))
+    recorded, retired = recorded_parts(run.events())
+    if committed:  # killed while removing the old parts: remove the rest
+        _retire(run, [s for s in intent.sources if s in retired and s not in recorded])
+    else:  # killed before the record: the old parts stay, the new ones go
+        for target in intent.targets:
+            final = run.root / target.path
+            _tmp(final).unlink(missing_ok=True)
+            if target.path not in recorded:
+                final.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
+    fsync_dir(path.parent)

@@ -1,0 +1,263 @@
+"""Compaction: a complete evaluation's parts become one, atomically, and the store's
+integrity checks hold before, during (kill -9 at every step) and after."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from fixtures.projects import clean_env, make_candidate, make_project
+
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.run import create_run
+from capevolve._store import integrity
+from capevolve._store.rollouts import compact
+from capevolve._store.rollouts.query import RolloutStore, part_files
+from capevolve._store.rundir import RunDir
+from capevolve.errors import RunDirError
+from capevolve.kinds import EventKind
+
+EVAL = "val__cand_001__k2"
+VIEW = ("SELECT task_id, trial, reward, output, error, seed, tokens FROM rollouts "
+        "ORDER BY task_id, trial")
+RESUME = """
+import sys
+from capevolve._loop.evaluate import evaluate
+from capevolve._store.rundir import RunDir
+evaluate(RunDir.open(sys.argv[1]), "cand_001", "val")
+"""
+
+
+def _view(run: RunDir) -> list[tuple]:
+    return RolloutStore(run.layout).query(VIEW)[1]
+
+
+def _three_sessions(tmp_path: Path, monkeypatch, compaction: bool) -> RunDir:
+    """cand_001 on val in three sessions: two during an outage (every unit errored, the
+    evaluation incomplete), the third completes it (only the errored units run again)."""
+    project = make_project(tmp_path / "p", 24, trials=2)
+    run = create_run(project, tmp_path / "run")
+    cand = make_candidate(tmp_path / "cand", 0.6)
+    flag = project / "outage.flag"
+    flag.write_text("down")
+    for _ in range(2):
+        assert evaluate(run, cand, "val")["status"] == "incomplete"
+    flag.unlink()
+    if not compaction:
+        monkeypatch.setattr(compact, "compact_completed", lambda run, record: None)
+    record = evaluate(run, "cand_001", "val")
+    assert record["status"] == "complete" and record["resumed"]
+    assert record["units_run"] == record["n_rows"], "the resume ran more than the errored units"
+    return run
+
+
+@pytest.fixture
+def uncompacted(tmp_path, monkeypatch) -> RunDir:
+    return _three_sessions(tmp_path, monkeypatch, compaction=False)
+
+
+def test_completion_leaves_one_part_holding_every_row_and_the_same_view(uncompacted):
+    """Compacting the three parts gives one recorded part holding all their counted rows
+    (the errored duplicates too) in their order; every query answers as before; verify
+    is clean."""
+    run = uncompacted
+    old = part_files(run.layout, EVAL)
+    assert len(old) == 3
+    before, rows = _view(run), sum(pq.ParquetFile(p).metadata.num_rows for p in old)
+    outcomes = RolloutStore(run.layout).outcomes(EVAL)
+    done = compact.compact_evaluation(run, EVAL, "val", "cand_001")
+    assert done is not None and done.retired == 3 and done.rows == rows
+    (new,) = part_files(run.layout, EVAL)
+    assert new not in old and not any(p.exists() for p in old)
+    assert _view(run) == before
+    assert RolloutStore(run.layout).outcomes(EVAL) == outcomes
+    (event,) = run.events(EventKind.PARTS_COMPACTED)
+    assert sorted(event.retired) == sorted(integrity.relative(run.root, p) for p in old)
+    assert event.parts[0].sha256 == integrity.sha256_file(new)
+    opened = RunDir.open(run.root)
+    result = integrity.verify(opened)
+    assert result.ok and not result.notes, result.to_json()
+    assert compact.compact_evaluation(opened, EVAL, "val", "cand_001") is None, \
+        "a compacted evaluation is compacted again"
+
+
+@pytest.mark.slow
+def test_evaluate_compacts_when_the_evaluation_completes(tmp_path, monkeypatch):
+    """The completion path of evaluate compacts (one part, not three), and evaluating the
+    complete evaluation again returns it unchanged and runs nothing."""
+    run = _three_sessions(tmp_path, monkeypatch, compaction=True)
+    assert len(part_files(run.layout, EVAL)) == 1
+    started = len(run.events(EventKind.EVAL_STARTED))
+    again = evaluate(run, "cand_001", "val")
+    assert again["status"] == "complete" and len(run.events(EventKind.EVAL_STARTED)) == started
+
+
+def test_a_changed_part_is_never_laundered_into_a_new_record(uncompacted):
+    """A part edited by hand (rewritten with pyarrow, a reward flipped) is not compacted:
+    the parts stay as they are and verification still names the changed one."""
+    run = uncompacted
+    victim = part_files(run.layout, EVAL)[-1]
+    table = pq.read_table(victim)
+    flipped = pc.if_else(pc.is_null(table["reward"]), table["reward"],
+                         pc.subtract(1.0, table["reward"]))
+    pq.write_table(table.set_column(table.schema.get_field_index("reward"), "reward",
+                                    flipped), victim)
+    assert compact.compact_evaluation(run, EVAL, "val", "cand_001") is None
+    assert len(part_files(run.layout, EVAL)) == 3
+    with pytest.raises(RunDirError, match=victim.name):
+        RunDir.open(run.root)
+
+
+def test_tampering_after_compaction_is_detected(uncompacted, tmp_path):
+    """After compaction: an edited compacted part, a retired part put back, and a deleted
+    compacted part are each refused by path."""
+    run = uncompacted
+    old = part_files(run.layout, EVAL)
+    kept = tmp_path / "kept.parquet"
+    shutil.copy(old[0], kept)
+    compact.compact_evaluation(run, EVAL, "val", "cand_001")
+    (new,) = part_files(run.layout, EVAL)
+    shutil.copy(kept, old[0])  # a retired part back in place
+    with pytest.raises(RunDirError, match="retired by a compaction"):
+        RunDir.open(run.root)
+    old[0].unlink()
+    data = bytearray(new.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    new.write_bytes(bytes(data))
+    with pytest.raises(RunDirError, match=new.name):
+        RunDir.open(run.root)
+    new.unlink()
+    with pytest.raises(RunDirError, match="missing"):
+        RunDir.open(run.root)
+
+
+def _kill_at(step: str, source: RunDir, root: Path) -> RunDir:
+    """A copy of the run, then a real process resuming its evaluation killed right after
+    compaction ``step``."""
+    shutil.copytree(source.root, root)
+    env = {**clean_env(), compact.FAULT_ENV: step}
+    proc = subprocess.run([sys.executable, "-c", RESUME, str(root)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    return RunDir(root)
+
+
+@pytest.fixture
+def incomplete(tmp_path) -> RunDir:
+    """cand_001 on val after two sessions in an outage (the third is left to the test)."""
+    project = make_project(tmp_path / "p", 24, trials=2)
+    run = create_run(project, tmp_path / "run")
+    (project / "outage.flag").write_text("down")
+    cand = make_candidate(tmp_path / "cand", 0.6)
+    for _ in range(2):
+        evaluate(run, cand, "val")
+    return run
+
+
+def _reference(incomplete: RunDir, tmp_path: Path, monkeypatch) -> list[tuple]:
+    (Path(incomplete.manifest.project_dir) / "outage.flag").unlink()
+    monkeypatch.setattr(compact, "compact_completed", lambda run, record: None)
+    ref = RunDir(shutil.copytree(incomplete.root, tmp_path / "ref"))
+    evaluate(ref, "cand_001", "val")
+    monkeypatch.undo()
+    assert len(part_files(ref.layout, EVAL)) == 3
+    return _view(ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", compact.FAULT_STEPS)
+def test_kill_9_at_each_step_leaves_one_count_and_a_verifiable_run(
+        incomplete, tmp_path, monkeypatch, step):
+    """kill -9 of a real evaluate right after each compaction step: the run opens (an
+    unfinished compaction is a note, never a problem), every unit counts once with the
+    rows the uncompacted run has, and the next evaluate settles it (one part, verify
+    clean, no journal left) without running a unit."""
+    reference = _reference(incomplete, tmp_path, monkeypatch)
+    run = _kill_at(step, incomplete, tmp_path / f"run-{step}")
+    opened = RunDir.open(run.root)
+    assert _view(opened) == reference
+    assert integrity.verify(opened).ok
+    parts = part_files(opened.layout, EVAL)
+    assert 1 <= len(parts) <= 4
+    started = len(opened.events(EventKind.EVAL_STARTED))
+    record = evaluate(opened, "cand_001", "val")
+    assert record["status"] == "complete"
+    assert len(opened.events(EventKind.EVAL_STARTED)) == started, "a unit ran again"
+    settled = RunDir.open(run.root)
+    assert len(part_files(settled.layout, EVAL)) == 1
+    assert _view(settled) == reference
+    result = integrity.verify(settled)
+    assert result.ok and not result.notes, result.to_json()
+    assert not list(settled.layout.journal.glob("*")) if settled.layout.journal.is_dir() \
+        else True
+    assert not [p for p in settled.layout.rollouts.rglob("*") if p.name.startswith(".")]
+    assert len(settled.events(EventKind.PARTS_COMPACTED)) == 1
+
+
+def test_a_query_of_one_evaluation_reads_only_its_files(uncompacted, tmp_path):
+    """Partition pruning: EXPLAIN ANALYZE of a per-evaluation connection reads exactly
+    that evaluation's parts, while the whole-run view reads every part."""
+    run = uncompacted
+    evaluate(run, "seed", "val")
+    store = RolloutStore(run.layout)
+    mine, everything = part_files(run.layout, EVAL), part_files(run.layout)
+    assert len(everything) > len(mine)
+
+    def files_read(eval_id: str | None) -> int:
+        con = store.connect(eval_id)
+        plan = "\n".join(str(r[1]) for r in con.execute(
+            "EXPLAIN ANALYZE SELECT count(*) FROM rollouts").fetchall())
+        con.close()
+        counts = [int(n) for n in re.findall(r"Total Files Read:\s*(\d+)", plan)]
+        assert counts, plan
+        return sum(counts)
+
+    assert files_read(EVAL) == len(mine)
+    assert files_read(None) == len(everything)
+    assert os.environ.get(compact.FAULT_ENV) is None
+
+
+def test_a_reader_whose_parts_are_retired_under_it_reads_again(uncompacted, monkeypatch):
+    """A query that listed the old parts just before a compaction (in another process)
+    removed them reads the parts as they are now, and answers as before."""
+    run = uncompacted
+    before = _view(run)
+    store = RolloutStore(run.layout)
+    real = part_files
+    stale = real(run.layout, None)
+    calls = []
+
+    def listed_then_compacted(layout, eval_id=None):
+        if not calls:  # the first listing is taken before the compaction runs
+            calls.append(1)
+            compact.compact_evaluation(run, EVAL, "val", "cand_001")
+            return stale
+        return real(layout, eval_id)
+
+    from capevolve._store.rollouts import query as query_module
+
+    monkeypatch.setattr(query_module, "part_files", listed_then_compacted)
+    assert store.query(VIEW)[1] == before
+    assert len(real(run.layout, EVAL)) == 1 and not all(p.exists() for p in stale)
+
+
+def test_the_view_without_duplicates_is_the_ranked_view(uncompacted, monkeypatch):
+    """Where no unit has two rows the view skips the ranking: it holds exactly the rows
+    the ranking would keep (checked by forcing the ranked path)."""
+    run = uncompacted
+    evaluate(run, "seed", "val")
+    sql = "SELECT * EXCLUDE (worker_id, node_id) FROM rollouts ORDER BY eval_id, task_id, trial"
+    fast = RolloutStore(run.layout).query(sql, "val__seed__k2")[1]
+    from capevolve._store.rollouts import query as query_module
+
+    monkeypatch.setattr(query_module, "_has_duplicates", lambda con, source: True)
+    assert RolloutStore(run.layout).query(sql, "val__seed__k2")[1] == fast
+    assert fast
