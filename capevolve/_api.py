@@ -13,6 +13,7 @@ see :mod:`capevolve.diagnose.verb`.)
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +85,23 @@ def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] |
 
 
 def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str = Split.VAL,
-             *, n_trials: int | None = None, engine: EngineKind | str | None = None,
+             *, n_trials: int | None = None, tasks: Sequence[str] | None = None,
+             first_trial: int = 0, purpose: str | None = None,
+             engine: EngineKind | str | None = None,
              address: str | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (a candidate id, or a directory to snapshot) on ``split``
     (train or val; test is refused: only :func:`finalize` scores it). ``n_trials`` defaults
     to the project's ``num_trials``. Re-running resumes an incomplete evaluation and returns
-    a complete one as it is. Returns the evaluation record."""
+    a complete one as it is. Returns the evaluation record.
+
+    ``tasks`` (ids of the split), ``first_trial`` (trials ``first_trial ..`` only) and
+    ``purpose`` (``probe``, ``screen``, ``confirm``; ``gate`` for the whole split from trial
+    0, the default) make a subset evaluation: stored and budgeted like any other, with its
+    own id, and never usable by a gate, accept, confirm or finalize."""
     opened = open_run(run)
     config = evaluating.run_config(opened).engine
     return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
+                               tasks=tasks, first_trial=first_trial, purpose=purpose,
                                engine=engines.engine_for(config, engine, address))
 
 

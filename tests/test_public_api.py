@@ -36,7 +36,8 @@ SIGNATURES = {
     "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
                 "redact_gold=False, project=None",
     "doctor": "address=None, timeout_s=60.0",
-    "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
+    "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
+                "purpose=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
     "gate": "run, candidate_id, *, n_trials=None, target=None",

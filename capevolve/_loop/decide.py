@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from capevolve._loop.decision_records import record_decision
 from capevolve._loop.evaluate import latest_eval, run_config
+from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import (
@@ -44,7 +45,7 @@ def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int
                         f"val split with {n_trials} trials (the gate compares evaluations "
                         f"made with the same trial count): run `capevolve evaluate "
                         f"--candidate {candidate_id} --split val{flag}` first")
-    return record
+    return require_gateable(run, record, "gate", allow_incomplete=True)
 
 
 def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig, dict[str, Any]]:
@@ -169,9 +170,12 @@ def _tallies(run: RunDir) -> list[GateTally]:
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
     """The gate that licenses the accept (the rule lives in RunDir.passing_gate)."""
     try:
-        return run.passing_gate(candidate_id)
+        gate = run.passing_gate(candidate_id)
     except GateError as exc:
         raise GateError(f"accept refused: {exc}") from None
+    for eval_id in (gate.candidate_eval, gate.best_eval):
+        require_gateable_id(run, eval_id or "", "accept")
+    return gate
 
 
 def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
