@@ -196,3 +196,17 @@ def test_a_real_full_evaluation_still_gates_and_accepts(tmp_path):
     assert gate_candidate(run, good["candidate_id"])["decision"] == "accept"
     accept(run, good["candidate_id"])
     assert run.best_id == good["candidate_id"]
+
+
+def test_the_pareto_frontier_reads_full_gate_evaluations_only(tmp_path):
+    """A probe of the whole val split with the project's trials is not a frontier member."""
+    from types import SimpleNamespace
+
+    from capevolve.optimize.step import search_view
+
+    _, run = _run(tmp_path, n=20)
+    probe = evaluate(run, make_candidate(tmp_path / "c", 1.0), "val", purpose="probe")
+    assert probe["status"] == EvalStatus.COMPLETE and probe["n_trials"] == 2
+    session = SimpleNamespace(run=run, config=run.manifest.config, ledger=[])
+    view = search_view(session)  # type: ignore[arg-type]
+    assert set(view.val_task_means) == {"seed"}
