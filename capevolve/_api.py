@@ -22,6 +22,7 @@ from capevolve._loop import decide, engines, locate
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._loop import no_change as no_changes
+from capevolve._loop import probe as probing
 from capevolve._loop import project as projects
 from capevolve._loop import run as running
 from capevolve._loop import status as statuses
@@ -161,6 +162,23 @@ def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
     config = evaluating.run_config(opened).engine
     return confirming.confirm(opened, candidate_id, trials,
                               engine=engines.engine_for(config, engine, address))
+
+
+def probe(run: RunLike, candidate: str | os.PathLike[str], *,
+          tasks: Sequence[str] | None = None, cluster: str | None = None,
+          failing: bool = False, split: Split | str = Split.VAL,
+          engine: EngineKind | str | None = None,
+          address: str | None = None) -> dict[str, Any]:
+    """Evaluate ``candidate`` on its targets only (``tasks``, the tasks of a census bucket
+    or diagnose ``cluster``, or every task the best ``failing``), stored with purpose probe,
+    and count how many targeted failing datapoints flipped against the best's rows of the
+    same tasks; ``suggestion`` is ``no_change`` when none did. Informational: a probe can
+    kill a hypothesis, never accept one (no gate reads it)."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return probing.probe(opened, os.fspath(candidate), tasks=tasks, cluster=cluster,
+                         failing=failing, split=_split(split),
+                         engine=engines.engine_for(config, engine, address))
 
 
 def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ EXPECTED = [
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
     "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
-    "optimize", "quarantine", "query", "reject", "start_run", "status", "verify",
+    "optimize", "probe", "quarantine", "query", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -48,6 +48,8 @@ SIGNATURES = {
     "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
                 "address=None, on_iteration=None",
+    "probe": "run, candidate, *, tasks=None, cluster=None, failing=False, split='val', "
+             "engine=None, address=None",
     "query": "run, sql",
     "no_change": "run, reason, candidate_id=None",
     "reject": "run, candidate_id, note=None",

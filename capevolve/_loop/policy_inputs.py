@@ -23,7 +23,7 @@ from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
 from capevolve.errors import GateError
-from capevolve.kinds import GoalDirection
+from capevolve.kinds import GoalDirection, Split
 
 
 def _lit(text: str) -> str:
@@ -72,10 +72,10 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
 
 
-def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
+def _cluster_targets(run: RunDir, split: Split = Split.VAL) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     folder = run.layout.diagnoses
-    for path in sorted(folder.glob("val__*.json")) if folder.is_dir() else []:
+    for path in sorted(folder.glob(f"{split}__*.json")) if folder.is_dir() else []:
         doc: Any = jsonfiles.read(path)
         for cluster in doc.get("clusters", []) if isinstance(doc, dict) else []:
             if isinstance(cluster, dict) and isinstance(cluster.get("signature"), str):
@@ -83,14 +83,16 @@ def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
     return found
 
 
-def target_tasks(run: RunDir, target: str) -> list[str]:
-    """The val task ids ``target`` names (see the module docstring)."""
-    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run)
+def target_tasks(run: RunDir, target: str, split: Split = Split.VAL,
+                 option: str = "--target") -> list[str]:
+    """The ``split`` task ids ``target`` names (see the module docstring); ``option`` is the
+    flag the refusal names."""
+    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run, split)
     tasks = census.get(target, clusters.get(target))
     if tasks is None:
         known = sorted(census) + sorted(clusters)
-        raise GateError(f"--target {target!r}: not a recorded census bucket (census check "
-                        f"--record) nor a val diagnose cluster signature; known: "
+        raise GateError(f"{option} {target!r}: not a recorded census bucket (census check "
+                        f"--record) nor a {split} diagnose cluster signature; known: "
                         f"{', '.join(known[:20]) or 'none'}")
-    val = set(run.splits.val)
-    return [t for t in tasks if t in val]
+    ids = set(run.splits.ids(split))
+    return [t for t in tasks if t in ids]
