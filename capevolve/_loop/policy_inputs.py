@@ -6,6 +6,8 @@
   downstream reads delta > 0 as a move toward the goal;
 - ``outputs_changed``: per val task scored on both sides, whether the set of stored outputs
   differs between the two evaluations (the audit's noise-vs-caused rule);
+- ``trial_means``: per trial index, the mean of the goal's metric over that trial's valid
+  rows (what ``confirm`` pools);
 - ``target_tasks``: the val task ids of a ``--target``: a census bucket recorded with
   ``census check --record`` (by its name) or a diagnose cluster of the best's val
   diagnosis (by its signature); an unknown target is a GateError listing the valid ones.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -47,6 +50,21 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutco
             if value is not None:
                 rewards[task_id].append(value)
     return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
+
+
+def trial_means(store: RolloutStore, eval_id: str, metric: str) -> dict[int, float]:
+    """Trial index -> mean of ``metric`` (``reward`` or ``parts.<name>``) over the valid
+    rows of that trial (a row without the part is missing data, never 0); no direction."""
+    _, rows = store.query(
+        f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = {_lit(eval_id)} "
+        "AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
+    part = metric.split(".", 1)[1] if metric != "reward" else None
+    values: dict[int, list[float]] = defaultdict(list)
+    for trial, reward, parts in rows:
+        value = float(reward) if part is None else _part(parts, part)
+        if value is not None:
+            values[int(trial)].append(value)
+    return {k: math.fsum(v) / len(v) for k, v in sorted(values.items())}
 
 
 def _part(parts: str | None, name: str) -> float | None:
