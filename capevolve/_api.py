@@ -87,7 +87,7 @@ def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] |
 
 def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str = Split.VAL,
              *, n_trials: int | None = None, tasks: Sequence[str] | None = None,
-             first_trial: int = 0, purpose: str | None = None,
+             first_trial: int = 0, purpose: str | None = None, target: str | None = None,
              engine: EngineKind | str | None = None,
              address: str | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (a candidate id, or a directory to snapshot) on ``split``
@@ -98,12 +98,14 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     ``tasks`` (ids of the split), ``first_trial`` (trials ``first_trial ..`` only) and
     ``purpose`` (``probe``, ``screen``, ``confirm``; ``gate`` for the whole split from trial
     0, the default) make a subset evaluation: stored and budgeted like any other, with its
-    own id, and never usable by a gate, accept, confirm or finalize."""
+    own id, and never usable by a gate, accept, confirm or finalize. ``target`` (a recorded
+    census bucket or val diagnose cluster) is stored with the evaluation: a gate that names
+    no target audits against it."""
     opened = open_run(run)
     config = evaluating.run_config(opened).engine
     return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
                                tasks=tasks, first_trial=first_trial, purpose=purpose,
-                               engine=engines.engine_for(config, engine, address))
+                               target=target, engine=engines.engine_for(config, engine, address))
 
 
 def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
@@ -140,10 +142,13 @@ def gate_numbers(current: float, candidate: float, current_stderr: float,
                                k_se=k_se, min_delta=min_delta, frozen=frozen)
 
 
-def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+def accept(run: RunLike, candidate_id: str, note: str | None = None, *,
+           target: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; refused unless its latest gate against the current
-    best, on the current full-val evaluations, said accept. ``note`` is recorded."""
-    return decide.accept(open_run(run), candidate_id, note)
+    best, on the current full-val evaluations, said accept. ``note`` is recorded. With
+    ``target`` (a census bucket or val diagnose cluster) the gate must have audited the move
+    against it: the pair is gated again with it when its latest gate named another."""
+    return decide.accept(open_run(run), candidate_id, note, target=target)
 
 
 def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:

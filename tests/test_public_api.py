@@ -29,7 +29,7 @@ EXPECTED = [
 # deliberate act, and the deciding gate takes no setting that could override the project's
 # (explore_gate's overrides are recorded as exploratory and never license an accept).
 SIGNATURES = {
-    "accept": "run, candidate_id, note=None",
+    "accept": "run, candidate_id, note=None, *, target=None",
     "check_project": "project",
     "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
@@ -37,7 +37,7 @@ SIGNATURES = {
                 "redact_gold=False, project=None",
     "doctor": "address=None, timeout_s=60.0",
     "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
-                "purpose=None, engine=None, address=None",
+                "purpose=None, target=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
     "gate": "run, candidate_id, *, n_trials=None, target=None",

@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._loop.decision_records import record_decision
+from capevolve._loop.decision_records import last_gate, record_decision
 from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
+from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import (
     FalseAcceptSummary,
@@ -71,7 +72,8 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
 
     The verdict is the frozen ``gate.policy``'s (strict or keep-best, on the goal's metric
     and direction: ``capevolve._loop.policy_gate``), with the mechanism audit recorded
-    (against ``target``, a census bucket or diagnose cluster, when given).
+    (against ``target``, a census bucket or diagnose cluster, when given; else the one the
+    candidate's evaluation was made with, ``evaluate --target``).
 
     The deciding settings are the run's frozen ``gate`` section: ``k_se``, ``mode`` or
     ``min_delta`` that differ from it make the gate *exploratory* (recorded with
@@ -103,6 +105,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     settings, changed = _settings(frozen.gate, overrides)
     cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
     best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
+    target = target if target is not None else cand_eval.target  # evaluate --target
     if not changed:
         looks = decisions.looks_refusal(run.events(EventKind.GATE), candidate_id, best_id,
                                         trials)
@@ -178,8 +181,14 @@ def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
     return gate
 
 
-def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+def accept(run: RunDir, candidate_id: str, note: str | None = None, *,
+           target: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; requires a passing full-val gate against the best.
+
+    With ``target`` (a census bucket or val diagnose cluster) the licensing gate must have
+    audited the move against that target: when the latest gate of the pair named another
+    one (or none), the pair is gated again with it (a recorded, deciding gate on the same
+    trial count) and the accept follows that gate's verdict.
 
     Idempotent: accepting the candidate that is already the best by its accept returns that
     accept again (``repeated``: True) and records nothing. Refused (GateError) when the
@@ -188,10 +197,19 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     """
     with run.locked():
         run.require_open("accept")
-        return _accept(run, candidate_id, note)
+        return _accept(run, candidate_id, note, target)
 
 
-def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
+def _regate_for(run: RunDir, candidate_id: str, target: str) -> None:
+    """Gate the pair again with ``target`` unless its latest gate already used it."""
+    target_tasks(run, target)  # an unknown target is one line, before anything is recorded
+    last = last_gate(run, candidate_id, run.best_id)
+    if last is None or last.target != target:
+        _gate(run, candidate_id, {}, last.n_trials if last else None, target)
+
+
+def _accept(run: RunDir, candidate_id: str, note: str | None,
+            target: str | None = None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     events = run.events()
     if candidate_id == run.best_id:
@@ -208,6 +226,8 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
         run.update_spent(iterations=1)
         return _accepted(prior.event, run.best_id, repeated=True)
     _refuse_past_budget(run, "accept")
+    if target is not None:
+        _regate_for(run, candidate_id, target)
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
     event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,

@@ -127,7 +127,7 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
 
 def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | None = None,
              tasks: Sequence[str] | None = None, first_trial: int = 0,
-             purpose: EvalPurpose | str | None = None,
+             purpose: EvalPurpose | str | None = None, target: str | None = None,
              engine: Engine | None = None, address: str | None = None,
              allow_test: bool = False) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
@@ -137,14 +137,16 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     first_trial + n_trials - 1`` only) and ``purpose`` (gate, probe, screen, confirm)
     make a subset evaluation with its own id (:mod:`capevolve._loop.eval_scope`): budgeted,
     resumable and stored like any other, but informational: only a complete full-split
-    evaluation of purpose gate can decide (:mod:`capevolve._policy.gateable`).
+    evaluation of purpose gate can decide (:mod:`capevolve._policy.gateable`). ``target``
+    (a recorded census bucket or val diagnose cluster) is stored in the record for the
+    gate's mechanism audit; an unknown one is a GateError naming the known ones.
     """
     split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
-    scope = resolve_scope(run, split, tasks, first_trial, purpose)
+    scope = resolve_scope(run, split, tasks, first_trial, purpose, target)
     with run.locked():
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
         if not allow_test:
@@ -153,6 +155,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         refuse_tampering(run, config, candidate_id)
         eval_id = scope.eval_id(split, candidate_id, n_trials)
         previous = find_eval(run, eval_id)
+        scope = scope.resumed(previous)
         if previous is not None and previous.refused:
             raise RunDirError(f"evaluation {eval_id} was refused and never resumes "
                               f"({previous.refused}); snapshot the candidate in a new run")

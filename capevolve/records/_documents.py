@@ -153,6 +153,9 @@ class EvalRecord(Record):
     """The task subset it ran (None: the whole split)."""
     first_trial: int = Field(0, ge=0)
     """Its first trial index: it ran trials ``first_trial .. first_trial + n_trials - 1``."""
+    target: str | None = None
+    """The census bucket or val diagnose cluster the change targets (``evaluate
+    --target``); a gate that names no target audits against it."""
 
 
 # -- gates and final ------------------------------------------------------------------------
