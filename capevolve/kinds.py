@@ -78,6 +78,14 @@ class EvalPurpose(StrEnum):
     CONFIRM = "confirm"  # new trials only (first_trial = n), pooled by confirm
 
 
+class Standing(StrEnum):
+    """How far to trust an accepted move, wherever a decision is shown."""
+
+    SIGNIFICANT = "significant"  # accepted with a significant label at its gate
+    TENTATIVE = "tentative"  # kept without one, and no confirmation made it significant
+    CONFIRMED = "confirmed"  # kept tentatively, then a confirmation labelled it significant
+
+
 class GateMode(StrEnum):
     """Which test a gate uses."""
 

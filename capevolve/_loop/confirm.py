@@ -25,14 +25,15 @@ from typing import Any
 
 from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate, latest_eval, run_config
-from capevolve._loop.gate_evals import require_gateable
+from capevolve._loop.gate_evals import refusal, require_gateable
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
+from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.config import GoalConfig
-from capevolve.errors import GateError
+from capevolve.errors import GateError, RunDirError
 from capevolve.kinds import Confidence, EvalPurpose, EvalStatus, EventKind, GoalDirection, Split
 from capevolve.records import AcceptEvent, EvalRecord
 
@@ -122,4 +123,46 @@ def _pooled(store: RolloutStore, existing: EvalRecord, fresh: EvalRecord,
             raise GateError(f"confirm refused: {record.eval_id} has no valid value of "
                             f"{goal.metric} on trial(s) {missing[:5]} (missing data)")
         out.extend(sign * means[k] for k in wanted)
+    return out
+
+
+def verified_label(run: RunDir, doc: Any) -> Confidence | None:
+    """The label of a stored confirmation recomputed from its evaluations' rows (None when
+    the document does not name two valid sides: a full gate evaluation from trial 0 and a
+    complete confirm evaluation from trial n). The stored label is never trusted."""
+    try:
+        sides = (str(doc["candidate_id"]), str(doc["reference_id"]))
+        pairs = [(load_eval(run, doc["evals"][c][0]), load_eval(run, doc["evals"][c][1]))
+                 for c in sides]
+    except (KeyError, IndexError, TypeError, RunDirError):
+        return None
+    config = run_config(run)
+    for (old, new), side in zip(pairs, sides, strict=True):
+        if old.candidate_id != side or new.candidate_id != side or refusal(run, old) \
+                or new.purpose != EvalPurpose.CONFIRM or new.status != EvalStatus.COMPLETE \
+                or new.first_trial != old.n_trials or new.split != Split.VAL:
+            return None
+    store = RolloutStore(run.layout)
+    try:
+        pooled = [_pooled(store, old, new, config.goal) for old, new in pairs]
+    except GateError:
+        return None
+    return confirm_numbers(pooled[0], pooled[1], config.gate.min_delta).confidence
+
+
+def confirmations(run: RunDir) -> list[tuple[str, str, Confidence]]:
+    """(candidate, reference, recomputed label) of every stored confirmation that checks
+    out (:func:`verified_label`), in number order."""
+    folder = run.root / "confirmations"
+    found = sorted((int(m.group(1)), p) for p in folder.glob("*.json")
+                   if (m := _NAME.match(p.name))) if folder.is_dir() else []
+    out = []
+    for _, path in found:
+        try:
+            doc = jsonfiles.read(path)
+        except (OSError, ValueError):
+            continue
+        label = verified_label(run, doc) if isinstance(doc, dict) else None
+        if label is not None:
+            out.append((str(doc["candidate_id"]), str(doc["reference_id"]), label))
     return out
