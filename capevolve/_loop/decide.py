@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._loop.decision_records import last_gate, record_decision
+from capevolve._loop.decision_records import last_gate, record_decision, settle
 from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
@@ -224,6 +224,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
     if prior is not None:  # accepted, but killed before the best moved: finish, once
         run._promote(candidate_id, reason="accepted", previous_best=run.best_id)
         run.update_spent(iterations=1)
+        settle(run)  # its results/<n>.json, if the kill came before it
         return _accepted(prior.event, run.best_id, repeated=True)
     _refuse_past_budget(run, "accept")
     if target is not None:
@@ -234,7 +235,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
                         previous_best=previous, note=note, delta=gate.delta)
     run._promote(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
-    record = record_decision(run, Decision.ACCEPT, candidate_id, previous, note)
+    record = record_decision(run, Decision.ACCEPT, candidate_id)
     return {**_accepted(event, run.best_id, repeated=False), "result": record.iteration,
             "confidence": record.confidence, "tentative": record.tentative,
             "policy": record.policy}
@@ -274,7 +275,7 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     event = run._record(EventKind.REJECT, candidate_id=candidate_id, note=note,
                         best_id=best_id)
     run.update_spent(iterations=1)
-    record = record_decision(run, Decision.REJECT, candidate_id, best_id, note)
+    record = record_decision(run, Decision.REJECT, candidate_id)
     return {**_rejected(event, repeated=False), "result": record.iteration}
 
 

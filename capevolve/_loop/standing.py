@@ -1,11 +1,12 @@
-"""The standing of every accepted candidate: significant, tentative or confirmed.
+"""The standing of every keep-best accept: significant, tentative or confirmed.
 
 One place for what status, the report and the viewer show beside an accept
 (:func:`capevolve._policy.keep_best.standing`): the confidence label of the gate the accept
 rests on (the latest non-exploratory gate of the candidate against the best it replaced),
 upgraded to *confirmed* once a stored confirmation of that same move, recomputed from its
 evaluations' rows (:func:`capevolve._loop.confirm.confirmations`), is labelled
-significant. Read-only.
+significant. A strict accept has no standing (strict accepts only a move shown beyond
+noise). Read-only.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from capevolve._loop.confirm import confirmations
 from capevolve._loop.decision_records import last_gate
 from capevolve._policy.keep_best import standing
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import Decision, EventKind
+from capevolve.kinds import Decision, EventKind, GatePolicy
 from capevolve.records import AcceptEvent
 
 
 def standings(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Accepted candidate id -> ``standing`` (significant | tentative | confirmed), the
+    """Accepted candidate id -> ``standing`` (significant | tentative | confirmed; None for
+    a strict accept), the
     gate's ``confidence``, the ``policy`` and how many confirmations checked out."""
     confirmed: dict[tuple[str, str], list[str]] = {}
     for cand, ref, label in confirmations(run):
@@ -34,7 +36,8 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
         gate = last_gate(run, cid, previous)
         gate_label = gate.confidence if gate else None
         labels = confirmed.get((cid, str(previous)), [])
-        state = standing(Decision.ACCEPT, gate_label, labels)
+        state = (standing(Decision.ACCEPT, gate_label, labels)
+                 if gate is not None and gate.policy == GatePolicy.KEEP_BEST else None)
         out[cid] = {"standing": str(state) if state else None,
                     "confidence": str(gate_label) if gate_label else None,
                     "policy": gate.policy if gate else None,

@@ -29,6 +29,7 @@ from typing import Any
 
 from capevolve._loop import decide
 from capevolve._loop import evaluate as evaluating
+from capevolve._loop import no_change as no_changes
 from capevolve._policy.gateable import gate_refusal
 from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
@@ -169,6 +170,7 @@ def _no_change_from_pending(s: Session, p: Planned) -> IterationRecord | None:
     rec = p.pending["proposal"]
     if rec["child_hash"] is not None:
         return None
+    no_changes.record_once(s.run, f"optimize iteration {p.iteration}: {rec['blocker']}")
     return _record(s, p, Outcome.NO_CHANGE, reasons=[rec["blocker"]])
 
 
