@@ -15,6 +15,7 @@ from typing import Any
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config
 from capevolve._loop.standing import standings
+from capevolve._policy.gateable import gate_refusal
 from capevolve._loop.status import run_status
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
@@ -36,10 +37,12 @@ def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[f
 
 
 def _val_evals(run: RunDir, n_trials: int) -> dict[str, dict[str, Any]]:
-    """The latest val evaluation per candidate made with the project's trial count."""
+    """The latest full val evaluation per candidate made with the project's trial count
+    (a probe, screen or confirm evaluation is never a candidate's val measurement)."""
     out: dict[str, dict[str, Any]] = {}
     for record in all_evals(run):
-        if record.split == Split.VAL and record.n_trials == n_trials:
+        if record.split == Split.VAL and record.n_trials == n_trials \
+                and gate_refusal(record, allow_incomplete=True) is None:
             data = record.to_json()
             se = data.get("stderr_clustered") or data.get("stderr")
             n = data.get("n_scored") or 0
