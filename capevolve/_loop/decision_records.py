@@ -1,28 +1,46 @@
-"""Build and store the decision record of an accept, a reject or a no_change.
+"""Build and store the decision records (``results/<n>.json``) from the signed event log.
 
-The numbers are copied from the gate event the decision rests on (the latest
-non-exploratory gate of the candidate against the best it was decided against; none for a
-reject taken without a gate, or a no_change); ``scored`` / ``excluded`` from the
-candidate's evaluation that gate read. ``reasoning`` is the caller's reason when given,
-else the gate's reasons; a decision with neither gets a sentence saying so (never empty).
-Callers hold the run lock (the number is the next free one, see ``_store.results``).
+Each decision event (``accept``, ``reject``, ``no_change``), in log order, is iteration n
+= 1, 2, ... and has exactly one ``results/<n>.json``. The record is built from the log
+only, the same way whether it is written right after its decision or rebuilt later:
+
+- the numbers are copied from the gate the decision rests on (the latest non-exploratory
+  gate of the candidate against the best it was decided against, *before* the decision;
+  none for a reject taken without a gate, or a no_change); ``scored`` / ``excluded`` from
+  the candidate's evaluation that gate read;
+- ``best_after`` and ``spend`` are the log's state just after the decision and the events
+  it records itself (an accept's ``set_best`` and ``spend``, a reject's ``spend``);
+- ``reasoning`` is the decision's own reason (the note, the no_change reason), else the
+  gate's reasons, else a sentence saying there was neither (never empty).
+
+:func:`settle` writes every missing record, so a process killed between the decision event
+and its file (kill -9 included) loses nothing: the next decision, or any command that calls
+it, rebuilds the file from the event. Callers hold the run lock.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Sequence
 
 from capevolve._policy.keep_best import tentative
 from capevolve._store import results
-from capevolve._store.evals import all_evals
+from capevolve._store.evals import find_eval
+from capevolve._store.events import Spend
 from capevolve._store.rundir import RunDir
+from capevolve.errors import RunDirError
 from capevolve.kinds import Confidence, Decision, EventKind
-from capevolve.records import DecisionRecord, GateEvent
+from capevolve.records import DecisionRecord, Event, GateEvent, SpendEvent
+
+DECISIONS = {EventKind.ACCEPT: (EventKind.SET_BEST, EventKind.SPEND),
+             EventKind.REJECT: (EventKind.SPEND,), EventKind.NO_CHANGE: ()}
+"""Each decision event kind and the events it records right after itself, in order."""
 
 
-def last_gate(run: RunDir, candidate_id: str, best_id: str | None) -> GateEvent | None:
-    """The latest non-exploratory gate of ``candidate_id`` against ``best_id``."""
-    gates = [g for g in run.events(EventKind.GATE)
+def last_gate(run: RunDir, candidate_id: str, best_id: str | None,
+              events: Sequence[Event] | None = None) -> GateEvent | None:
+    """The latest non-exploratory gate of ``candidate_id`` against ``best_id`` (among
+    ``events``, the whole log by default)."""
+    gates = [g for g in (run.events(EventKind.GATE) if events is None else events)
              if isinstance(g, GateEvent) and g.candidate_id == candidate_id
              and g.best_id == best_id and not g.exploratory]
     return gates[-1] if gates else None
@@ -36,28 +54,52 @@ def _reasoning(reason: str | None, gate: GateEvent | None, decision: str) -> str
     return f"{decision} recorded without a gate and without a stated reason"
 
 
-def record_decision(run: RunDir, decision: Decision | str, candidate_id: str | None,
-                    best_before: str | None, reason: str | None) -> DecisionRecord:
-    """Write ``results/<n>.json`` for a decision just recorded; returns the record."""
-    kind = str(decision)
-    gate = last_gate(run, candidate_id, best_before) if candidate_id and kind != "no_change" \
-        else None
-    evals = {e.eval_id: e for e in all_evals(run)}
-    cand_eval = evals.get(gate.candidate_eval or "") if gate else None
-    audit = gate.audit if gate else None
-    label = gate.confidence if gate else None
-    record = DecisionRecord(
-        iteration=results.next_number(run.root), decision=kind, candidate_id=candidate_id,
-        best_before=best_before, best_after=run.best_id,
-        is_best=candidate_id is not None and candidate_id == run.best_id,
-        policy=gate.policy if gate else str(run.manifest.config.gate.policy),
+def _state_after(events: Sequence[Event], index: int) -> tuple[str | None, Spend]:
+    """The best before the next decision event (only an accept moves it, possibly finished
+    later by a repeated accept) and the spend just after decision ``events[index]`` and the
+    events it records itself."""
+    trailing = list(DECISIONS[EventKind(events[index].kind)])
+    end = index + 1
+    while trailing and end < len(events) and events[end].kind == trailing[0]:
+        trailing.pop(0)
+        end += 1
+    spent = Spend()
+    for event in events[:end]:
+        if isinstance(event, SpendEvent):
+            spent.add(event)
+    following = [i for i in range(index + 1, len(events)) if events[i].kind in DECISIONS]
+    best = None
+    for event in events[:following[0] if following else len(events)]:
+        if event.kind == EventKind.SET_BEST:
+            best = getattr(event, "candidate_id", best)
+    return best, spent
+
+
+def build(run: RunDir, events: Sequence[Event], index: int, number: int) -> DecisionRecord:
+    """The decision record of ``events[index]`` as iteration ``number`` (module rules)."""
+    event = events[index]
+    kind = str(event.kind)
+    candidate_id = getattr(event, "candidate_id", None)
+    best_before = (getattr(event, "previous_best", None) if kind == "accept"
+                   else getattr(event, "best_id", None))
+    reason = getattr(event, "reasoning" if kind == "no_change" else "note", None)
+    gate = (last_gate(run, candidate_id, best_before, events[:index])
+            if candidate_id and kind != "no_change" else None)
+    cand_eval = find_eval(run, gate.candidate_eval) if gate and gate.candidate_eval else None
+    best_after, spent = _state_after(events, index)
+    audit, label, config = (gate.audit if gate else None), (gate.confidence if gate else None), \
+        run.manifest.config
+    return DecisionRecord(
+        iteration=number, decision=kind, candidate_id=candidate_id,
+        best_before=best_before, best_after=best_after,
+        is_best=candidate_id is not None and candidate_id == best_after,
+        policy=gate.policy if gate else str(config.gate.policy),
         significant=None if label is None else label == Confidence.SIGNIFICANT,
         confidence=label,
         tentative=bool(gate and kind == "accept" and gate.policy == "keep-best"
                        and tentative(Decision.ACCEPT, label)),
         t_stat=gate.t if gate else None, delta=gate.delta if gate else None,
-        se_diff=gate.se if gate else None,
-        min_delta=run.manifest.config.gate.min_delta,
+        se_diff=gate.se if gate else None, min_delta=config.gate.min_delta,
         before_mean=gate.best_mean if gate else None,
         after_mean=gate.candidate_mean if gate else None,
         scored=cand_eval.scored if cand_eval else None,
@@ -65,9 +107,36 @@ def record_decision(run: RunDir, decision: Decision | str, candidate_id: str | N
         target=gate.target if gate else None,
         flipped_up=list((audit or {}).get("flipped_up", [])),
         flipped_down=list((audit or {}).get("flipped_down", [])),
-        audit=audit, spend=run.spent.to_dict(),
+        audit=audit, spend=spent.to_dict(),
         gate_ts=gate.ts if gate else None, reasoning=_reasoning(reason, gate, kind),
-        aggregate=kind != "no_change",
-        decided_at=datetime.now(UTC).isoformat(timespec="seconds"))
-    results.write(run.root, record)
-    return record
+        aggregate=kind != "no_change", decided_at=event.ts)
+
+
+def settle(run: RunDir) -> list[DecisionRecord]:
+    """Write the record of every decision event that has none; returns the records written
+    (in number order). Idempotent; existing files are never rewritten."""
+    events = run.events()
+    decided = [i for i, e in enumerate(events) if e.kind in DECISIONS]
+    folder = results.results_dir(run.root)
+    written = []
+    for number, index in enumerate(decided, 1):
+        if not (folder / f"{number}.json").exists():
+            record = build(run, events, index, number)
+            results.write(run.root, record)
+            written.append(record)
+    return written
+
+
+def record_decision(run: RunDir, decision: Decision | str,
+                    candidate_id: str | None) -> DecisionRecord:
+    """Write ``results/<n>.json`` for the decision just recorded (the log's last decision
+    event, which must be ``decision`` of ``candidate_id``), settling any earlier one that a
+    crash left without its file first; returns its record."""
+    settle(run)
+    events = run.events()
+    decided = [e for e in events if e.kind in DECISIONS]
+    if not decided or str(decided[-1].kind) != str(decision) \
+            or getattr(decided[-1], "candidate_id", None) != candidate_id:
+        raise RunDirError(f"{run.layout.events}: the last decision recorded is not "
+                          f"{decision} of {candidate_id!r}")
+    return results.read_one(run.root, len(decided))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._loop.decision_records import record_decision
+from capevolve._loop.decision_records import record_decision, settle
 from capevolve._store import results
 from capevolve._store.rundir import RunDir
 from capevolve.errors import GateError
@@ -27,10 +27,19 @@ def no_change(run: RunDir, reason: str, candidate_id: str | None = None) -> dict
         run.require_open("no-change")
         if candidate_id is not None:
             run.candidate_meta(candidate_id)
+        settle(run)  # a decision a crash left without its file keeps its number
         best = run.best_id
         number = results.next_number(run.root)
         run._record(EventKind.NO_CHANGE, best_id=best, reasoning=reason.strip(),
                     candidate_id=candidate_id, iteration=number)
-        record = record_decision(run, "no_change", candidate_id, best, reason)
+        record = record_decision(run, "no_change", candidate_id)
     return {"decision": "no_change", "best_id": run.best_id, "candidate_id": candidate_id,
             "result": record.iteration, "reasoning": record.reasoning}
+
+
+def record_once(run: RunDir, reason: str) -> None:
+    """:func:`no_change` unless a no_change with exactly this reason is already recorded
+    (an optimize iteration resumed after a kill records its no_change once)."""
+    if not any(getattr(e, "reasoning", None) == reason.strip()
+               for e in run.events(EventKind.NO_CHANGE)):
+        no_change(run, reason)

@@ -1,5 +1,7 @@
 """A run at a glance: best, spend against budget, stop condition, evaluations, decisions,
-how many gates ran and the false accepts they risked, and the finalize verdict.
+how many gates ran and the false accepts they risked, and the finalize verdict; every
+accepted candidate's standing (significant / tentative / confirmed,
+:mod:`capevolve._loop.standing`).
 
 Read-only: nothing here writes into the run dir (``capevolve status`` never takes the lock).
 """
@@ -12,6 +14,7 @@ from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import latest_complete_eval, run_config
 from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._loop.loop_status import loop_status, stop_parse
+from capevolve._loop.standing import standings
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals, displayed_status
@@ -49,12 +52,14 @@ def run_status(run: RunDir) -> dict[str, Any]:
     spent = run.spent
     stall = budget.stall_count(run.events())
     best_eval = latest_complete_eval(run, run.best_id, Split.VAL, n_trials=config.num_trials)
+    kept = standings(run)
     return {
         "run_dir": str(run.root), "run_id": run.run_id, "project": config.name,
         "best_id": run.best_id,
         "best_val": {k: best_eval.to_json()[k] for k in ("eval_id", "mean", "stderr",
                                                          "n_scored")}
         if best_eval else None,
+        "best_standing": kept.get(str(run.best_id)), "standings": kept,
         "spent": spent.to_dict(), "budget": config.budget.model_dump(),
         "budget_left": budget.remaining(config.budget, spent),
         "budget_exhausted": budget.exhausted(config.budget, spent, stall),

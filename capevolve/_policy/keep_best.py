@@ -19,19 +19,34 @@ The strict gate's no-regression veto does not apply (its regressions stay record
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from capevolve._policy.audit import Audit
 from capevolve._policy.gate import GateDecision
 from capevolve._policy.thresholds import exceeds
-from capevolve.kinds import Confidence, Decision
+from capevolve.kinds import Confidence, Decision, Standing
 
-__all__ = ["keep_best", "tentative"]
+__all__ = ["Standing", "keep_best", "standing", "tentative"]
 
 
 def tentative(decision: Decision, label: Confidence | str | None) -> bool:
     """Whether a kept move is tentative: accepted without a significant label."""
     return decision == Decision.ACCEPT and label != Confidence.SIGNIFICANT
+
+
+def standing(decision: Decision | str, label: Confidence | str | None,
+             confirmations: Sequence[Confidence | str] = ()) -> Standing | None:
+    """The standing of a decision (None unless it is an accept): significant at its gate,
+    else confirmed once any confirmation of the move was labelled significant, else
+    tentative. ``confirmations`` are the labels confirm computed (recomputed from rows)."""
+    if decision != Decision.ACCEPT:
+        return None
+    if label == Confidence.SIGNIFICANT:
+        return Standing.SIGNIFICANT
+    if any(c == Confidence.SIGNIFICANT for c in confirmations):
+        return Standing.CONFIRMED
+    return Standing.TENTATIVE
 
 
 def keep_best(strict: GateDecision, check: Audit) -> GateDecision:

@@ -46,6 +46,16 @@ def write(run_root: Path, record: DecisionRecord) -> Path:
     return path
 
 
+def read_one(run_root: Path, number: int) -> DecisionRecord:
+    """The decision record ``results/<number>.json`` (RunDirError when absent or invalid)."""
+    path = results_dir(run_root) / f"{number}.json"
+    try:
+        return DecisionRecord.model_validate(jsonfiles.read(path))
+    except (ValidationError, ValueError, OSError) as exc:
+        raise RunDirError(f"{path}: not a decision record ({str(exc).splitlines()[0]})"
+                          ) from None
+
+
 def read_all(run_root: Path) -> list[DecisionRecord]:
     """Every decision record, in number order."""
     folder, out = results_dir(run_root), []

@@ -16,6 +16,8 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 
 def _status_human(status: dict) -> str:
+    from capevolve.report.data import standing_text
+
     spent, budget = status["spent"], status["budget"]
     best = status["best_val"] or {}
     cost = "not recorded" if spent["cost_usd"] is None else f"${spent['cost_usd']:.4f}"
@@ -24,7 +26,8 @@ def _status_human(status: dict) -> str:
         return f" of {value:g}" if value else " (no cap)"
 
     lines = [
-        f"run {status['run_id']} ({status['project']}): best {status['best_id']} val "
+        f"run {status['run_id']} ({status['project']}): best {status['best_id']}"
+        f"{standing_text(status.get('best_standing') or {})} val "
         f"{fmt_mean(best.get('mean'), best.get('stderr'))}",
         f"iterations {spent['iterations']}{cap(budget['max_iterations'])}; metric calls "
         f"{spent['metric_calls']}{cap(budget['max_metric_calls'])}; tokens "
@@ -54,7 +57,7 @@ def _status_human(status: dict) -> str:
     for c in status.get("decisions", []):
         gate = f"; gate said {c['gate']}" if c["gate"] else ""
         lines.append(f"  {c['candidate_id']} (parent {c['parent'] or '—'}): {c['decision']}"
-                     f"{gate}; val {fmt_mean(c['val_mean'], c['val_stderr'])}")
+                     f"{standing_text(c)}{gate}; val {fmt_mean(c['val_mean'], c['val_stderr'])}")
     final = status["final"]
     if final is None:
         lines.append("not finalized")

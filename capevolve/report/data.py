@@ -14,6 +14,8 @@ from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config
+from capevolve._loop.standing import standings
+from capevolve._policy.gateable import gate_refusal
 from capevolve._loop.status import run_status
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
@@ -36,11 +38,13 @@ def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[f
 
 def _val_evals(run: RunDir, n_trials: int,
                intervals: bool = True) -> dict[str, dict[str, Any]]:
-    """The latest val evaluation per candidate made with the project's trial count (with
-    its 95% CI unless ``intervals`` is False: a t quantile loads SciPy)."""
+    """The latest full val evaluation per candidate made with the project's trial count
+    (a probe, screen or confirm evaluation is never a candidate's val measurement), with
+    its 95% CI unless ``intervals`` is False (a t quantile loads SciPy)."""
     out: dict[str, dict[str, Any]] = {}
     for record in all_evals(run):
-        if record.split == Split.VAL and record.n_trials == n_trials:
+        if record.split == Split.VAL and record.n_trials == n_trials \
+                and gate_refusal(record, allow_incomplete=True) is None:
             data = record.to_json()
             se = data.get("stderr_clustered") or data.get("stderr")
             n = data.get("n_scored") or 0
@@ -118,15 +122,35 @@ def _final(run: RunDir) -> dict[str, Any] | None:
 
 def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
     """One row per candidate: parent, decision (baseline / accept / reject / tampered /
-    no_change / pending), its latest deciding gate's decision and its val mean +- SE.
+    no_change / pending), its latest deciding gate's decision, its val mean +- SE, and for
+    an accept its standing (significant / tentative / confirmed) and confidence label.
     Computes no interval (``capevolve status`` shows none), so it never loads SciPy."""
     config = run_config(run)
     val = _val_evals(run, config.num_trials, intervals=False)
     _, candidates = iterations(run, val, _gates(run, intervals=False))
+    kept = standings(run)
     return [{"candidate_id": c["id"], "parent": c["parent"], "decision": c["decision"],
              "gate": c["gate_decision"], "val_mean": c["val"]["mean"],
-             "val_stderr": val.get(c["id"], {}).get("stderr"), "note": c["note"]}
+             "val_stderr": val.get(c["id"], {}).get("stderr"), "note": c["note"],
+             **_standing_fields(kept, c)}
             for c in candidates]
+
+
+def _standing_fields(kept: dict[str, dict[str, Any]], cand: dict[str, Any]) -> dict[str, Any]:
+    entry = kept.get(cand["id"]) if cand["decision"] == "accept" else None
+    return {"standing": entry["standing"] if entry else None,
+            "confidence": entry["confidence"] if entry else None}
+
+
+def standing_text(row: dict[str, Any]) -> str:
+    """`` (tentative ...)`` / `` (confirmed)`` / `` (significant)`` beside a decision shown
+    as text (empty when the row has no standing)."""
+    state = row.get("standing")
+    if not state:
+        return ""
+    if state == "tentative":
+        return f" ({row.get('confidence') or 'not significant'}, TENTATIVE until confirmed)"
+    return f" ({state})"
 
 
 def report_data(run: RunDir) -> dict[str, Any]:
@@ -136,8 +160,10 @@ def report_data(run: RunDir) -> dict[str, Any]:
     val = _val_evals(run, config.num_trials)
     gates = _gates(run)
     steps, candidates = iterations(run, val, gates)
+    kept = standings(run)
     for cand in candidates:
         cand["diff_stat"] = diff_stat(run, cand["id"], cand["parent"])
+        cand.update(_standing_fields(kept, cand))
     best = run.best_id
     heat_tasks = list(run.splits.val)
     return {

@@ -20,11 +20,13 @@ from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
+from capevolve._loop.standing import standings
 from capevolve._loop.status import evaluations
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
+from capevolve.report.data import standing_text
 from capevolve.report.loop_section import loop_section
 
 
@@ -44,14 +46,17 @@ def _pass_k(stats: dict[str, Any]) -> str:
 
 
 def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Latest gate / accept / reject per candidate."""
+    """Latest gate / accept / reject per candidate (an accept with its standing:
+    significant, tentative or confirmed)."""
     out: dict[str, dict[str, Any]] = {}
+    kept = standings(run)
     for event in run.events():
         cid = str(getattr(event, "candidate_id", None))
         if event.kind == EventKind.GATE:
             out.setdefault(cid, {})["gate"] = event.to_json()
         elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
-            out.setdefault(cid, {})["decision"] = str(event.kind)
+            entry = kept.get(cid, {}) if event.kind == EventKind.ACCEPT else {}
+            out.setdefault(cid, {})["decision"] = str(event.kind) + standing_text(entry)
     return out
 
 

@@ -90,7 +90,8 @@ function renderOverview(data) {
     data.candidates.map((c) => ({ item: c, cells: [
       { text: c.id + (c.best ? " (best)" : "") }, { text: c.role || "" },
       { text: c.parent || "" },
-      { text: c.decision || (c.gate ? "gated: " + c.gate.decision : "") },
+      { text: (c.decision || (c.gate ? "gated: " + c.gate.decision : ""))
+              + (c.standing ? " (" + c.standing + ")" : "") },
       { text: c.gate ? num(c.gate.delta) : "—", cls: "num" }, { text: c.note || "" },
       { text: c.files, cls: "num" }] })));
   fillTable($("evaluations"), ["evaluation", "status", "mean ± SE", "tasks scored", "rows"],

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from capevolve._loop.standing import standings
 from capevolve._loop.status import run_status
 from capevolve._store.documents import read_diagnosis
 from capevolve._store.evals import all_evals
@@ -34,8 +35,10 @@ def literal(text: str) -> str:
 
 
 def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Per candidate: the latest gate numbers and accept / reject with its note."""
+    """Per candidate: the latest gate numbers and accept / reject with its note (an
+    accept with its standing: significant, tentative or confirmed)."""
     out: dict[str, dict[str, Any]] = {}
+    kept_all = standings(run)
     for event in run.events():
         cid = getattr(event, "candidate_id", None)
         if cid is None:
@@ -47,6 +50,9 @@ def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
         elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
             entry["decision"] = str(event.kind)
             entry["note"] = getattr(event, "note", None)
+            kept = kept_all.get(str(cid), {}) if event.kind == EventKind.ACCEPT else {}
+            entry["standing"] = kept.get("standing")
+            entry["confidence"] = kept.get("confidence")
     return out
 
 

@@ -75,6 +75,15 @@ def _power(power: dict[str, Any] | None) -> str:
     return esc(f"MDE {_num(mde)} at power {power.get('power')}") if mde is not None else "—"
 
 
+def _standing(cand: dict[str, Any]) -> str:
+    """An accept's standing beside its tag: tentative (with the label) or confirmed."""
+    state = cand.get("standing")
+    if not state:
+        return ""
+    label = f"{state}: {cand.get('confidence')}" if state == "tentative" else state
+    return f' <small class="standing">{esc(label)}</small>'
+
+
 def _candidates_table(data: dict[str, Any]) -> str:
     rows = []
     for c in data["candidates"]:
@@ -84,7 +93,7 @@ def _candidates_table(data: dict[str, Any]) -> str:
                 else _num(val["mean"]))
         parent = esc(c["parent"] or "—") + (" <small>(gate)</small>"
                                             if c["parent_source"] == "gate" else "")
-        rows.append([esc(c["id"]), parent, _tag(c["decision"]),
+        rows.append([esc(c["id"]), parent, _tag(c["decision"]) + _standing(c),
                      "<br>".join(esc(r) for r in c["reasons"]) or "—", esc(c["note"] or "—"),
                      _diff(c["diff_stat"]), _power(c["power"]), esc(mean)])
     return _table(["candidate", "parent", "decision", "reasons", "note", "diff", "power",

@@ -1,0 +1,45 @@
+"""The standing of every keep-best accept: significant, tentative or confirmed.
+
+One place for what status, the report and the viewer show beside an accept
+(:func:`capevolve._policy.keep_best.standing`): the confidence label of the gate the accept
+rests on (the latest non-exploratory gate of the candidate against the best it replaced),
+upgraded to *confirmed* once a stored confirmation of that same move, recomputed from its
+evaluations' rows (:func:`capevolve._loop.confirm.confirmations`), is labelled
+significant. A strict accept has no standing (strict accepts only a move shown beyond
+noise). Read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capevolve._loop.confirm import confirmations
+from capevolve._loop.decision_records import last_gate
+from capevolve._policy.keep_best import standing
+from capevolve._store.rundir import RunDir
+from capevolve.kinds import Decision, EventKind, GatePolicy
+from capevolve.records import AcceptEvent
+
+
+def standings(run: RunDir) -> dict[str, dict[str, Any]]:
+    """Accepted candidate id -> ``standing`` (significant | tentative | confirmed; None for
+    a strict accept), the
+    gate's ``confidence``, the ``policy`` and how many confirmations checked out."""
+    confirmed: dict[tuple[str, str], list[str]] = {}
+    for cand, ref, label in confirmations(run):
+        confirmed.setdefault((cand, ref), []).append(str(label))
+    out: dict[str, dict[str, Any]] = {}
+    for event in run.events(EventKind.ACCEPT):
+        if not isinstance(event, AcceptEvent):
+            continue
+        cid, previous = event.candidate_id, event.previous_best
+        gate = last_gate(run, cid, previous)
+        gate_label = gate.confidence if gate else None
+        labels = confirmed.get((cid, str(previous)), [])
+        state = (standing(Decision.ACCEPT, gate_label, labels)
+                 if gate is not None and gate.policy == GatePolicy.KEEP_BEST else None)
+        out[cid] = {"standing": str(state) if state else None,
+                    "confidence": str(gate_label) if gate_label else None,
+                    "policy": gate.policy if gate else None,
+                    "confirmations": len(labels)}
+    return out
