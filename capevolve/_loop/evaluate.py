@@ -26,6 +26,7 @@ from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._loop import shared_budget
 from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
@@ -135,7 +136,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     n_trials = n_trials or config.num_trials
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
-    with run.locked():
+    with run.locked(), run.serial:  # the bookkeeping of concurrent evaluations, one at a time
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
         if not allow_test:
             run.require_open("evaluate")
@@ -155,8 +156,15 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
                 raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
                                   "; run `capevolve finalize`")
             limit = config.budget
-        return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
-                        resumed=previous is not None, limit=limit)
+        running = run.shared.setdefault("evaluating", set())
+        if eval_id in running:  # another thread of this process is running it now
+            raise RunDirError(f"evaluation {eval_id} is already running in this process")
+        running.add(eval_id)
+        try:
+            return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
+                            address, resumed=previous is not None, limit=limit)
+        finally:
+            running.discard(eval_id)
 
 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
@@ -180,24 +188,31 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     session = Session(run, eval_id, str(split), candidate_id)
     engine = engine or make_engine(config.engine, address)
-    allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
+    # one allowance across every evaluation of this run dispatching in this process
+    allowance = shared_budget.allowance(run, limit, session.token, session.tally,
+                                        len(units)) if limit else None
     n_units = len(task_ids) * n_trials
     watch = progress.watch(eval_id, len(units))  # the command's live display, if any
+
+    def end() -> StoreError | None:
+        with shared_budget.ending(run, session.token):
+            return session.end(guard, record)
+
     try:
-        with watch:
+        with watch, run.serial.yielded():  # only the rollouts overlap other evaluations
             report = engine.run(job, units, watch.sink(session.sink), allowance,
                                 ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:
-        session.end(guard, record)
+        end()
         raise Interrupted(f"interrupted: {session.on_disk(n_units)}"
                           "; rerun to resume") from None
     except StoreError as exc:
-        failure: StoreError | None = session.end(guard, record) or exc
+        failure: StoreError | None = end() or exc
     except BaseException:
-        session.end(guard, record)
+        end()
         raise
     else:
-        failure = session.end(guard, record)
+        failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None

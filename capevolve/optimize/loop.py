@@ -12,9 +12,9 @@ Contract:
   the rollouts tree) has its batch discarded and the files restored; one that changes the
   project's frozen files stops the loop (see :mod:`capevolve.optimize.fence`).
 - ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
-  a proposer touches only its own prepared directory), then the K children are settled,
-  evaluated and decided in iteration order through the one shared engine; each child is
-  gated against the best at its turn.
+  a proposer touches only its own prepared directory), then the K children are evaluated
+  concurrently through the one shared engine and decided in iteration order, each gated
+  against the best at its turn (see :mod:`capevolve.optimize.batch`).
 - Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
   ``optimize/loop.json`` (algorithm, proposer, focus, and ``iterations`` unless given);
   finished iterations are the ledger's lines (never counted twice), the iteration in
@@ -45,6 +45,7 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import Split
 from capevolve.optimize import step
 from capevolve.optimize.algorithms import build_algorithm
+from capevolve.optimize.batch import run_batch
 from capevolve.optimize.fence import ProposalFence
 from capevolve.optimize.proposers.base import ProposerConfig
 from capevolve.optimize.proposers.registry import build_proposer
@@ -177,21 +178,17 @@ def _iterate(s: Session, settings: LoopSettings,
         if breach:
             for planned in batch:
                 step.discard(planned, breach)
-        for planned in batch:
-            if fatal:
+        if fatal:
+            for planned in batch:
                 record = step.settle(s, planned)
                 if record is not None:
                     on_iteration(record)
-                continue
-            try:
-                record = step.settle(s, planned) or step.evaluate(s, planned)
-            except step.LoopStop as exc:
-                if s.ledger and s.ledger[-1].iteration == planned.iteration:
-                    on_iteration(s.ledger[-1])
-                return str(exc)
-            on_iteration(record)
-        if fatal and breach:
-            return breach
+            if breach:
+                return breach
+            continue
+        stopped = run_batch(s, batch, on_iteration)
+        if stopped:
+            return stopped
 
 
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,

@@ -1,0 +1,96 @@
+"""A batch of iterations after their proposals: settle, evaluate concurrently, decide in order.
+
+With ``--parallel K`` the K children of a batch are evaluated at once, each in its own
+thread calling the real ``evaluate`` verb through the loop's one shared engine (its workers
+and ``engine.concurrency`` split K ways, so together they hold what one evaluation would),
+so the engine stays busy with a population instead of one child. What must stay sequential
+does:
+
+1. the proposals are recorded and the children snapshotted in iteration order, so the
+   candidate ids are the ones a sequential loop gives;
+2. for an algorithm that screens, each distinct parent's screen evaluation is made first,
+   once (two children of one parent never evaluate it twice at once);
+3. the children's evaluations run concurrently (the run dir is thread-safe where they
+   write at once: see :mod:`capevolve._store.rundir`; budget caps hold across them:
+   :mod:`capevolve._loop.shared_budget`);
+4. the decisions are made in iteration order, each child gated against the best at its
+   turn (as a sequential loop does), and the ledger gets one line per iteration in order.
+
+A budget stop met in the middle ends the batch at that iteration; the later iterations
+keep their pending files and recorded evaluations, so a resumed loop decides them without
+paying again. Rows, records and decisions are those of the sequential loop for a
+deterministic adapter (``tests/optimize/test_parallel.py``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from capevolve._loop import evaluate as evaluating
+from capevolve._loop.intake import resolve_candidate
+from capevolve.kinds import Split
+from capevolve.optimize import step
+from capevolve.optimize.session import TRAIN_TRIALS, Session
+from capevolve.records._optimize import IterationRecord
+
+
+def _snapshot_in_order(s: Session, measured: list[step.Planned]) -> None:
+    with s.run.locked(), s.run.serial:
+        for p in measured:
+            try:
+                step.timed(s, p, lambda p=p: resolve_candidate(s.run, step.child_source(s, p)))
+            except Exception:  # noqa: BLE001 - its evaluate meets it again, in order
+                pass
+
+
+def _parents_first(s: Session, measured: list[step.Planned]) -> None:
+    """Each distinct parent's screen evaluation, once, paid by its first child."""
+    if not s.algorithm.screens:
+        return
+    seen: set[str] = set()
+    for p in measured:
+        if p.parent_id in seen:
+            continue
+        seen.add(p.parent_id)
+        try:
+            step.timed(s, p, lambda p=p: evaluating.evaluate(
+                s.run, p.parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS, engine=s.engine))
+        except Exception:  # noqa: BLE001 - the child's own measure meets it again, in order
+            pass
+
+
+def _measure_all(s: Session, measured: list[step.Planned]) -> None:
+    if len(measured) < 2:
+        for p in measured:
+            step.measure(s, p)
+        return
+    s.engine.shares = len(measured)
+    try:
+        with ThreadPoolExecutor(len(measured), thread_name_prefix="evaluate") as pool:
+            contexts = [contextvars.copy_context() for _ in measured]  # the live display
+            list(pool.map(lambda cp: cp[0].run(step.measure, s, cp[1]),
+                          zip(contexts, measured, strict=True)))
+    finally:
+        s.engine.shares = 1
+
+
+def run_batch(s: Session, batch: list[step.Planned],
+              on_iteration: Callable[[IterationRecord], None]) -> str | None:
+    """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget
+    cap stopped it, else None."""
+    measured = [p for p in batch if step.record_proposal(s, p)]
+    _snapshot_in_order(s, measured)
+    _parents_first(s, measured)
+    _measure_all(s, measured)
+    evaluated = {id(p) for p in measured}
+    for p in batch:
+        try:
+            record = step.finish(s, p) if id(p) in evaluated else step.no_change(s, p)
+        except step.LoopStop as exc:
+            if s.ledger and s.ledger[-1].iteration == p.iteration:
+                on_iteration(s.ledger[-1])
+            return str(exc)
+        on_iteration(record)
+    return None
