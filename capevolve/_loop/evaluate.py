@@ -24,9 +24,9 @@ from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
+from capevolve._loop import shared_budget
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
-from capevolve._loop import shared_budget
 from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test

@@ -39,8 +39,10 @@ from capevolve.records._optimize import IterationRecord
 def _snapshot_in_order(s: Session, measured: list[step.Planned]) -> None:
     with s.run.locked(), s.run.serial:
         for p in measured:
+            def snap(p: step.Planned = p) -> str:
+                return resolve_candidate(s.run, step.child_source(s, p))
             try:
-                step.timed(s, p, lambda p=p: resolve_candidate(s.run, step.child_source(s, p)))
+                step.timed(s, p, snap)
             except Exception:  # noqa: BLE001 - its evaluate meets it again, in order
                 pass
 
@@ -54,9 +56,11 @@ def _parents_first(s: Session, measured: list[step.Planned]) -> None:
         if p.parent_id in seen:
             continue
         seen.add(p.parent_id)
+        def screen(p: step.Planned = p) -> object:
+            return evaluating.evaluate(s.run, p.parent_id, Split.TRAIN,
+                                       n_trials=TRAIN_TRIALS, engine=s.engine)
         try:
-            step.timed(s, p, lambda p=p: evaluating.evaluate(
-                s.run, p.parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS, engine=s.engine))
+            step.timed(s, p, screen)
         except Exception:  # noqa: BLE001 - the child's own measure meets it again, in order
             pass
 

@@ -49,7 +49,7 @@ class TimedEngine:
         """Tell the engine ``k`` evaluations will run through it at once (an engine
         without the notion ignores it)."""
         if hasattr(self.inner, "shares"):
-            self.inner.shares = k  # type: ignore[attr-defined]
+            self.inner.shares = k
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None,
