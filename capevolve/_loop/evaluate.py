@@ -44,7 +44,8 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     write_eval,
 )
 from capevolve._store.journal import recover as journal
-from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
+from capevolve._store.rollouts.evalrows import eval_rows
+from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
@@ -75,7 +76,7 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     each task (the gate reads them). pass^k counts a trial as passed when its reward is
     at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
     """
-    outcomes = RolloutStore(run.layout).outcomes(eval_id)
+    outcomes = eval_rows(run.layout, eval_id).outcomes()
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
@@ -94,15 +95,13 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
 
 
 def _run_means(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, float]:
-    """Mean valid reward of each trial index over the given tasks (one DuckDB query)."""
-    _, rows = RolloutStore(run.layout).query(
-        "SELECT task_id, trial, reward FROM rollouts WHERE eval_id = '"
-        + eval_id.replace("'", "''") + "' AND reward IS NOT NULL", eval_id)
+    """Mean valid reward of each trial index over the given tasks (the evaluation's rows,
+    read once: :func:`~capevolve._store.rollouts.evalrows.eval_rows`)."""
     wanted = set(task_ids)
     by_trial: dict[int, list[float]] = {}
-    for task_id, trial, reward in rows:
-        if task_id in wanted:
-            by_trial.setdefault(int(trial), []).append(float(reward))
+    for row in eval_rows(run.layout, eval_id).rows:
+        if row.task_id in wanted and row.reward is not None:
+            by_trial.setdefault(row.trial, []).append(row.reward)
     return {str(k): statistics.fmean(v) for k, v in sorted(by_trial.items())}
 
 
@@ -177,7 +176,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
     excluded = exclusions(adapter, [job.tasks[t] for t in run.splits.ids(split)])
     task_ids = tuple(t for t in run.splits.ids(split) if t not in excluded)
-    done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
+    done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
@@ -243,12 +242,8 @@ JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
 def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
     """An evaluation with a row whose judge was unreachable is incomplete (resuming it
     retries those units): a judge outage is not a measurement of the candidate."""
-    _, rows = RolloutStore(run.layout).query(
-        "SELECT count(*) FROM (SELECT task_id, trial FROM rollouts WHERE eval_id = '"
-        + eval_id.replace("'", "''") + "' GROUP BY task_id, trial HAVING count(reward) = 0"
-        " AND bool_or(coalesce(starts_with(error, '" + JUDGE_UNREACHABLE_ROW + "'), false)))",
-        eval_id)
-    n = int(rows[0][0]) if rows else 0
+    n = sum(1 for row in eval_rows(run.layout, eval_id).rows  # one row per unit
+            if row.reward is None and (row.error or "").startswith(JUDGE_UNREACHABLE_ROW))
     return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
             "to retry them") if n else None
 
@@ -256,7 +251,7 @@ def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
 def _intact(run: RunDir, record: EvalRecord) -> bool:
     """A complete evaluation still has all its rows (a truncated part is quarantined)."""
     quarantine_bad_parts(run.layout)
-    return len(RolloutStore(run.layout).done_units(record.eval_id)) == record.n_rows
+    return len(eval_rows(run.layout, record.eval_id).rows) == record.n_rows
 
 
 def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,

@@ -330,7 +330,7 @@ class RunDir:
         state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
                             spent=self._log.spent.to_dict(),
                             budget=self.manifest.config.budget.model_dump(mode="json"))
-        jsonfiles.write_atomic(self.layout.state, state.to_json())
+        jsonfiles.write_atomic(self.layout.state, state.to_json(), sync=False)  # a cache
 
     @classmethod
     def register_event_kind(cls, name: str) -> None:

@@ -54,15 +54,22 @@ class RayEngine:
     def __init__(self, config: EngineConfig, address: str | None = None) -> None:
         self.config = config
         self.address = address
+        self.shares = 1
+        """How many evaluations run at once through this engine (threads of this driver):
+        each gets its own candidate's pool with 1/shares of the actors and CPUs."""
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address)
-        actors = pool.rollout_pool(self.config, job)
-        scorers = pool.scorer_pool(job, len(actors), self.config)
-        dispatcher = Dispatcher(actors, scorers,
-                                max_restarts=3 * (len(actors) + len(scorers)) + 3)
-        return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
+        shares = max(1, self.shares)
+        actors = pool.rollout_pool(self.config, job, shares)
+        try:  # scorers are shared by every candidate: sized for the whole pool
+            scorers = pool.scorer_pool(job, len(actors) * shares, self.config)
+            dispatcher = Dispatcher(actors, scorers,
+                                    max_restarts=3 * (len(actors) + len(scorers)) + 3)
+            return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
+        finally:
+            pool.release(actors)
 
     def close(self) -> None:
         """Actors are kept for the next evaluation of this process; see
