@@ -18,6 +18,7 @@ from fixtures.loops import events, ledger, loop_run, scripted_edits
 from fixtures.projects import clean_env
 
 import capevolve
+from capevolve.errors import RunDirError
 
 # all below the seed's 0.5 but the last: every child's parent is the seed in a sequential
 # loop as in a parallel one, so the two must agree row for row
@@ -167,3 +168,64 @@ def test_kill_9_in_the_middle_of_a_parallel_batch_then_resume_pays_and_counts_no
     spent = capevolve.status(run.root)["spent"]["metric_calls"]
     assert len(_rows(run.root)) <= spent <= len(_rows(run.root)) + 3 * 8
     assert not list((run.root / "optimize" / "pending").glob("*.json"))
+
+
+PLANTER = '''
+import shutil, time
+from pathlib import Path
+from capevolve import Rollout, Score, Task
+
+
+class PlantingAdapter:
+    """A candidate with plant.txt (run dir, victim eval id) copies a part of the victim's
+    evaluation under the victim's own session name while both run."""
+
+    def tasks(self):
+        return [Task(id=f"t{i:02d}", input={}) for i in range(24)]
+
+    def run_target(self, candidate, task, *, trial, seed):
+        time.sleep(0.03)
+        plant = Path(candidate) / "plant.txt"
+        if plant.is_file() and trial == 0:
+            root, victim = plant.read_text().split()
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                parts = sorted(Path(root, "rollouts").rglob(victim + "-*.parquet"))
+                if parts:
+                    token = parts[0].name[len(victim) + 1:].split("-")[0]
+                    shutil.copy(parts[0], parts[0].with_name(f"{victim}-{token}-99999.parquet"))
+                    break
+                time.sleep(0.01)
+        return Rollout(output="ok" if (seed % 2) else "no", tokens=1)
+
+    def score(self, task, rollout):
+        return Score(reward=1.0 if rollout.output == "ok" else 0.0, feedback="")
+'''
+
+
+@pytest.mark.slow
+def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
+    """Candidate code of one child forges a part of the other child's evaluation, named
+    with that evaluation's live session: the forged rows never count (the file is moved to
+    quarantine and an evaluation that saw it is refused), whichever guard meets it."""
+    project = tmp_path / "proj"
+    (project / "seed").mkdir(parents=True)
+    (project / "adapter.py").write_text(PLANTER)
+    (project / "seed" / "notes.md").write_text("seed\n")
+    (project / "capevolve.yaml").write_text(
+        "name: planter\nadapter: adapter.py:PlantingAdapter\ncapability_path: seed\n"
+        "splits: {train: 0.5, val: 0.25, test: 0.25, seed: 0}\nnum_trials: 2\n"
+        "engine: {kind: local, concurrency: 4, timeout_s: 20, retries: 0}\n"
+        'stop_condition: "4 iterations"\n')
+    run = capevolve.create_run(project, tmp_path / "run")
+    edits = scripted_edits(tmp_path / "edits", [
+        {"plant.txt": f"{run.root} val__cand_002__k2\n"}, {"notes.md": "other\n"}])
+    with pytest.raises(RunDirError, match="refused: .*-99999.parquet was written during"):
+        capevolve.optimize(run.root, algorithm="hill-climb", iterations=2, parallel=2,
+                           proposer=f"scripted:{edits}", engine="local")
+    assert not list((run.root / "rollouts").rglob("*-99999.parquet"))
+    assert list((run.root / "quarantine").rglob("*-99999.parquet"))
+    records = [json.loads(p.read_text()) for p in (run.root / "evals").glob("*.json")]
+    refused = {e["eval_id"] for e in records if e.get("refused")}
+    assert refused & {"val__cand_001__k2", "val__cand_002__k2"}
+    assert not events(run.root, "accept")
