@@ -60,6 +60,8 @@ class LocalEngine:
         self.shares = 1
         """How many evaluations run at once through this engine (each gets 1/shares)."""
         self._lock = threading.Lock()
+        self._taken = 0  # slots held by runs under way
+        self._active = 0  # runs under way
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
@@ -68,15 +70,14 @@ class LocalEngine:
     async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
                    limit: Limit | None, ledger: DispatchLedger | None = None) -> EngineReport:
         c = self.config
-        shares = max(1, self.shares)
         wanted = c.workers if isinstance(c.workers, int) else 1
-        count = max(1, min(math.ceil(wanted / shares), c.concurrency))
-        slots = max(1, math.ceil(c.concurrency / (count * shares)))
+        count = max(1, min(math.ceil(wanted / max(1, self.shares)), c.concurrency))
         init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
                 "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
                                          scorer_id=f"driver-{os.getpid()}"))
+        slots = self._take_slots(count)
         workers = [ProcessWorker(f"local{i}", slots, init, reply_timeout)
                    for i in range(count)]
         with self._lock:
@@ -88,6 +89,20 @@ class LocalEngine:
             await asyncio.gather(*(w.close() for w in workers))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
+                self._taken -= slots * count
+                self._active -= 1
+
+    def _take_slots(self, count: int) -> int:
+        """Slots per worker for a run starting now: the concurrency not held by the runs
+        under way, shared with the ones still to come (``shares``), so that K runs started
+        together hold ``engine.concurrency`` in all (8 over 3: 3, 3, 2)."""
+        with self._lock:
+            to_come = max(1, self.shares - self._active)
+            free = max(count, self.config.concurrency - self._taken)
+            slots = max(1, math.ceil(free / to_come / count))
+            self._taken += slots * count
+            self._active += 1
+        return slots
 
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""

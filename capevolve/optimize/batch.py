@@ -14,7 +14,9 @@ does:
    write at once: see :mod:`capevolve._store.rundir`; budget caps hold across them:
    :mod:`capevolve._loop.shared_budget`);
 4. the decisions are made in iteration order, each child gated against the best at its
-   turn (as a sequential loop does), and the ledger gets one line per iteration in order.
+   turn (as a sequential loop does), and the ledger gets one line per iteration in order;
+   a child is decided as soon as its evaluations and the earlier decisions are done, while
+   the batch's later evaluations still run.
 
 A budget stop met in the middle ends the batch at that iteration; the later iterations
 keep their pending files and recorded evaluations, so a resumed loop decides them without
@@ -65,36 +67,35 @@ def _parents_first(s: Session, measured: list[step.Planned]) -> None:
             pass
 
 
-def _measure_all(s: Session, measured: list[step.Planned]) -> None:
-    if len(measured) < 2:
-        for p in measured:
-            step.measure(s, p)
-        return
-    s.engine.shares = len(measured)
-    try:
-        with ThreadPoolExecutor(len(measured), thread_name_prefix="evaluate") as pool:
-            contexts = [contextvars.copy_context() for _ in measured]  # the live display
-            list(pool.map(lambda cp: cp[0].run(step.measure, s, cp[1]),
-                          zip(contexts, measured, strict=True)))
-    finally:
-        s.engine.shares = 1
-
-
 def run_batch(s: Session, batch: list[step.Planned],
               on_iteration: Callable[[IterationRecord], None]) -> str | None:
     """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget
-    cap stopped it, else None."""
+    cap stopped it, else None. Each decision is made as soon as its own evaluations and
+    the earlier iterations' decisions are done, while the later evaluations still run."""
     measured = [p for p in batch if step.record_proposal(s, p)]
     _snapshot_in_order(s, measured)
     _parents_first(s, measured)
-    _measure_all(s, measured)
-    evaluated = {id(p) for p in measured}
-    for p in batch:
-        try:
-            record = step.finish(s, p) if id(p) in evaluated else step.no_change(s, p)
-        except step.LoopStop as exc:
-            if s.ledger and s.ledger[-1].iteration == p.iteration:
-                on_iteration(s.ledger[-1])
-            return str(exc)
-        on_iteration(record)
-    return None
+    concurrent = len(measured) > 1
+    s.engine.shares = max(1, len(measured))
+    pool = ThreadPoolExecutor(max(1, len(measured)), thread_name_prefix="evaluate")
+    try:
+        futures = {id(p): pool.submit(contextvars.copy_context().run, step.measure, s, p)
+                   for p in measured} if concurrent else {}
+        for p in batch:
+            if id(p) in futures:
+                futures[id(p)].result()  # measure keeps what its evaluations raised
+            elif any(p is q for q in measured):
+                step.measure(s, p)
+            try:
+                with s.run.serial:  # between the other evaluations' bookkeeping
+                    record = (step.finish(s, p) if any(p is q for q in measured)
+                              else step.no_change(s, p))
+            except step.LoopStop as exc:
+                if s.ledger and s.ledger[-1].iteration == p.iteration:
+                    on_iteration(s.ledger[-1])
+                return str(exc)
+            on_iteration(record)
+        return None
+    finally:
+        pool.shutdown(wait=True)  # a batch stopped early still lets its evaluations end
+        s.engine.shares = 1

@@ -56,7 +56,7 @@ def _decisions(run_root: Path) -> list[tuple]:
 
 
 def _loop(tmp_path: Path, parallel: int) -> tuple[Path, dict]:
-    run = loop_run(tmp_path, sleep=0.03)
+    run = loop_run(tmp_path, sleep=0.2)  # rollouts long enough to overlap despite start-up
     edits = scripted_edits(tmp_path / "edits", QUALITIES)
     result = capevolve.optimize(run.root, algorithm="hill-climb", proposer=f"scripted:{edits}",
                                 iterations=len(QUALITIES), parallel=parallel, engine="local")
@@ -142,7 +142,7 @@ def test_kill_9_in_the_middle_of_a_parallel_batch_then_resume_pays_and_counts_no
     """SIGKILL while the batch's evaluations run (the baseline's 12 rows, then some of the
     children's), then --resume: the loop of an uninterrupted parallel run."""
     ref_root, reference = _loop(tmp_path / "reference", 3)
-    run = loop_run(tmp_path / "killed", sleep=0.03)
+    run = loop_run(tmp_path / "killed", sleep=0.2)
     edits = scripted_edits(tmp_path / "killed" / "edits", QUALITIES)
     args = ["--algorithm", "hill-climb", "--proposer", f"scripted:{edits}",
             "--iterations", str(len(QUALITIES)), "--parallel", "3"]
