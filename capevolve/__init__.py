@@ -5,7 +5,7 @@ The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the 
 non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:`reject`,
 :func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`, :func:`check_project`,
 :func:`init_project`, :func:`doctor`, :func:`open_run`, :func:`verify`, :func:`quarantine`,
-:func:`confirm`, :func:`no_change`),
+:func:`confirm`, :func:`no_change`, :func:`probe`),
 the run directory (:class:`RunDir`), the adapter records and protocol, and the error tree
 (:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
 without notice.
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         init_project,
         no_change,
         open_run,
+        probe,
         quarantine,
         query,
         reject,
@@ -74,8 +75,8 @@ _LAZY = {"RunDir": "capevolve._loop.public_run",
 
 _VERBS = frozenset({
     "accept", "check_project", "confirm", "create_run", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "quarantine",
-    "query", "reject", "start_run", "status", "verify",
+    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "probe",
+    "quarantine", "query", "reject", "start_run", "status", "verify",
 })
 
 __all__ = [
@@ -112,6 +113,7 @@ __all__ = [
     "no_change",
     "open_run",
     "optimize",
+    "probe",
     "quarantine",
     "query",
     "reject",

@@ -13,6 +13,7 @@ see :mod:`capevolve.diagnose.verb`.)
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from capevolve._loop import decide, engines, locate
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._loop import no_change as no_changes
+from capevolve._loop import probe as probing
 from capevolve._loop import project as projects
 from capevolve._loop import run as running
 from capevolve._loop import status as statuses
@@ -84,16 +86,26 @@ def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] |
 
 
 def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str = Split.VAL,
-             *, n_trials: int | None = None, engine: EngineKind | str | None = None,
+             *, n_trials: int | None = None, tasks: Sequence[str] | None = None,
+             first_trial: int = 0, purpose: str | None = None, target: str | None = None,
+             engine: EngineKind | str | None = None,
              address: str | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (a candidate id, or a directory to snapshot) on ``split``
     (train or val; test is refused: only :func:`finalize` scores it). ``n_trials`` defaults
     to the project's ``num_trials``. Re-running resumes an incomplete evaluation and returns
-    a complete one as it is. Returns the evaluation record."""
+    a complete one as it is. Returns the evaluation record.
+
+    ``tasks`` (ids of the split), ``first_trial`` (trials ``first_trial ..`` only) and
+    ``purpose`` (``probe``, ``screen``, ``confirm``; ``gate`` for the whole split from trial
+    0, the default) make a subset evaluation: stored and budgeted like any other, with its
+    own id, and never usable by a gate, accept, confirm or finalize. ``target`` (a recorded
+    census bucket or val diagnose cluster) is stored with the evaluation: a gate that names
+    no target audits against it."""
     opened = open_run(run)
     config = evaluating.run_config(opened).engine
     return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
-                               engine=engines.engine_for(config, engine, address))
+                               tasks=tasks, first_trial=first_trial, purpose=purpose,
+                               target=target, engine=engines.engine_for(config, engine, address))
 
 
 def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
@@ -130,10 +142,13 @@ def gate_numbers(current: float, candidate: float, current_stderr: float,
                                k_se=k_se, min_delta=min_delta, frozen=frozen)
 
 
-def accept(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+def accept(run: RunLike, candidate_id: str, note: str | None = None, *,
+           target: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; refused unless its latest gate against the current
-    best, on the current full-val evaluations, said accept. ``note`` is recorded."""
-    return decide.accept(open_run(run), candidate_id, note)
+    best, on the current full-val evaluations, said accept. ``note`` is recorded. With
+    ``target`` (a census bucket or val diagnose cluster) the gate must have audited the move
+    against it: the pair is gated again with it when its latest gate named another."""
+    return decide.accept(open_run(run), candidate_id, note, target=target)
 
 
 def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
@@ -152,6 +167,23 @@ def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
     config = evaluating.run_config(opened).engine
     return confirming.confirm(opened, candidate_id, trials,
                               engine=engines.engine_for(config, engine, address))
+
+
+def probe(run: RunLike, candidate: str | os.PathLike[str], *,
+          tasks: Sequence[str] | None = None, cluster: str | None = None,
+          failing: bool = False, split: Split | str = Split.VAL,
+          engine: EngineKind | str | None = None,
+          address: str | None = None) -> dict[str, Any]:
+    """Evaluate ``candidate`` on its targets only (``tasks``, the tasks of a census bucket
+    or diagnose ``cluster``, or every task the best ``failing``), stored with purpose probe,
+    and count how many targeted failing datapoints flipped against the best's rows of the
+    same tasks; ``suggestion`` is ``no_change`` when none did. Informational: a probe can
+    kill a hypothesis, never accept one (no gate reads it)."""
+    opened = open_run(run)
+    config = evaluating.run_config(opened).engine
+    return probing.probe(opened, os.fspath(candidate), tasks=tasks, cluster=cluster,
+                         failing=failing, split=_split(split),
+                         engine=engines.engine_for(config, engine, address))
 
 
 def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dict[str, Any]:

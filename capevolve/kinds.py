@@ -67,6 +67,17 @@ class EvalStatus(StrEnum):
     INTERRUPTED = "interrupted"  # shown, never stored: running, but its process is gone
 
 
+class EvalPurpose(StrEnum):
+    """What an evaluation is for (``EvalRecord.purpose``). Only a complete full-split
+    evaluation of purpose ``gate`` may be gated, accepted, kept, confirmed against or
+    finalized (``capevolve._policy.gateable``); the others are informational."""
+
+    GATE = "gate"  # the full split from trial 0: what a gate reads (records without one)
+    PROBE = "probe"  # a subset, to see whether a hypothesis can move its targets
+    SCREEN = "screen"  # a subset (a minibatch) an optimizer may kill a child on
+    CONFIRM = "confirm"  # new trials only (first_trial = n), pooled by confirm
+
+
 class GateMode(StrEnum):
     """Which test a gate uses."""
 

@@ -22,21 +22,22 @@ EXPECTED = [
     "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
     "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
     "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
-    "optimize", "quarantine", "query", "reject", "start_run", "status", "verify",
+    "optimize", "probe", "quarantine", "query", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
 # deliberate act, and the deciding gate takes no setting that could override the project's
 # (explore_gate's overrides are recorded as exploratory and never license an accept).
 SIGNATURES = {
-    "accept": "run, candidate_id, note=None",
+    "accept": "run, candidate_id, note=None, *, target=None",
     "check_project": "project",
     "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
     "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
                 "redact_gold=False, project=None",
     "doctor": "address=None, timeout_s=60.0",
-    "evaluate": "run, candidate, split='val', *, n_trials=None, engine=None, address=None",
+    "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
+                "purpose=None, target=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
     "gate": "run, candidate_id, *, n_trials=None, target=None",
@@ -47,6 +48,8 @@ SIGNATURES = {
     "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
                 "address=None, on_iteration=None",
+    "probe": "run, candidate, *, tasks=None, cluster=None, failing=False, split='val', "
+             "engine=None, address=None",
     "query": "run, sql",
     "no_change": "run, reason, candidate_id=None",
     "reject": "run, candidate_id, note=None",

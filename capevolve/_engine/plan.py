@@ -32,12 +32,16 @@ def derive_seed(run_seed: int, task_id: str, trial: int) -> int:
 
 def plan_units(
     task_ids: list[str] | tuple[str, ...], n_trials: int, run_seed: int,
-    done: AbstractSet[tuple[str, int]] = frozenset(),
+    done: AbstractSet[tuple[str, int]] = frozenset(), first_trial: int = 0,
 ) -> list[WorkUnit]:
-    """Every (task, trial) not in ``done``, task-major in task order."""
+    """Every (task, trial) not in ``done``, task-major in task order.
+
+    The trials are ``first_trial .. first_trial + n_trials - 1``; a unit's seed comes from
+    its trial index, so trial n has the same seed whichever evaluation runs it.
+    """
     return [
         WorkUnit(task_id, trial, derive_seed(run_seed, task_id, trial))
         for task_id in task_ids
-        for trial in range(n_trials)
+        for trial in range(first_trial, first_trial + n_trials)
         if (task_id, trial) not in done
     ]

@@ -1,14 +1,21 @@
-"""``confirm``: more trials for a kept move, pooled, to relabel its confidence.
+"""``confirm``: more trials for a kept move, on new trials only, pooled, to relabel it.
 
 ``confirm(run, C, trials=K)`` compares C with its reference: the best C was accepted over
-when C is the best (its accept's ``previous_best``), else the current best. Both are
-evaluated on full val back to back with num_trials + K trials; the K trials past num_trials
-run on new seeds (rollout seeds derive from the trial index), shared by both sides, and are
-pooled with each side's existing num_trials evaluation (``capevolve._policy.confirm``).
+when C is the best (its accept's ``previous_best``), else the current best. Each side's
+existing full-val evaluation with num_trials = n (trials 0 .. n-1; it must satisfy the gate
+rule, :mod:`capevolve._policy.gateable`) is kept, and only trials n .. n+K-1 run, back to
+back on both sides, as evaluations of purpose confirm (``first_trial = n``): their seeds
+derive from the trial index, so they are new seeds shared by both sides, and nothing
+already measured is paid for twice. Each side's per-trial means of the goal's metric
+(``reward``, or ``parts.<name>``: a trial's mean of that score part over the tasks that
+carry it), computed from the stored rows, are pooled over the n + K trials
+(``capevolve._policy.confirm``). Confirming again with the same K reuses the stored
+confirm evaluations (never a second draw).
+
 The result is stored as ``confirmations/<n>.json`` with the label before (the last gate's)
 and after, and is never a basis for moving the best: which candidate is best is unchanged
-(checked before and after). The goal's metric must be the reward (score parts are not
-pooled per trial); an incomplete evaluation refuses the confirmation (missing data).
+(checked before and after). An incomplete evaluation refuses the confirmation (missing
+data); confirm evaluations are never gated (purpose confirm).
 """
 
 from __future__ import annotations
@@ -18,11 +25,15 @@ from typing import Any
 
 from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate, latest_eval, run_config
+from capevolve._loop.gate_evals import require_gateable
+from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
+from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
+from capevolve.config import GoalConfig
 from capevolve.errors import GateError
-from capevolve.kinds import Confidence, EvalStatus, EventKind, GoalDirection, Split
+from capevolve.kinds import Confidence, EvalPurpose, EvalStatus, EventKind, GoalDirection, Split
 from capevolve.records import AcceptEvent, EvalRecord
 
 _NAME = re.compile(r"^(\d+)\.json$")
@@ -39,16 +50,19 @@ def _reference(run: RunDir, candidate_id: str) -> str:
     return accepts[-1].previous_best
 
 
-def _complete(record: EvalRecord | None, what: str) -> EvalRecord:
-    if record is None or record.status != EvalStatus.COMPLETE:
-        why = "missing" if record is None else f"incomplete ({record.incomplete_reason})"
-        raise GateError(f"confirm refused: the val evaluation of {what} is {why}")
+def _complete(record: EvalRecord, what: str) -> EvalRecord:
+    if record.status != EvalStatus.COMPLETE:
+        raise GateError(f"confirm refused: the val evaluation {record.eval_id} of {what} is "
+                        f"incomplete ({record.incomplete_reason}); rerun confirm to resume it")
     return record
 
 
-def _trial_means(record: EvalRecord, first: int, sign: float) -> list[float]:
-    return [sign * v for k, v in sorted(record.run_means.items(), key=lambda kv: int(kv[0]))
-            if int(k) >= first]
+def _existing(run: RunDir, candidate_id: str, n_trials: int) -> EvalRecord:
+    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials)
+    if record is None:
+        raise GateError(f"confirm refused: {candidate_id!r} has no complete full-val "
+                        f"evaluation with {n_trials} trials to pool with")
+    return require_gateable(run, record, "confirm")
 
 
 def _next_path(run: RunDir) -> Any:
@@ -63,30 +77,27 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
             **evaluate_options: Any) -> dict[str, Any]:
     """Confirm ``candidate_id``'s move (see the module docstring); returns the stored doc."""
     config = run_config(run)
-    if config.goal.metric != "reward":
-        raise GateError(f"confirm: goal metric {config.goal.metric!r} is a score part; "
-                        "confirmation pools per-trial reward means only")
     extra = config.num_trials if trials is None else trials
     if extra < 1:
         raise GateError(f"confirm --trials {extra}: must be >= 1")
     run.candidate_meta(candidate_id)
     best_before, reference = run.best_id, _reference(run, candidate_id)
-    base = config.num_trials
-    existing = {c: _complete(latest_eval(run, c, Split.VAL, n_trials=base), c)
-                for c in (candidate_id, reference)}
-    fresh = {c: _complete(EvalRecord.model_validate(
-                 evaluate(run, c, Split.VAL, n_trials=base + extra, **evaluate_options)), c)
+    base, sides = config.num_trials, (candidate_id, reference)
+    existing = {c: _existing(run, c, base) for c in sides}
+    fresh = {c: _complete(EvalRecord.model_validate(evaluate(
+                 run, c, Split.VAL, n_trials=extra, first_trial=base,
+                 purpose=EvalPurpose.CONFIRM, **evaluate_options)), c)
              for c in (reference, candidate_id)}
     if run.best_id != best_before:
         raise GateError("confirm: the best moved while confirming; run it again")
-    sign = -1.0 if config.goal.direction == GoalDirection.MINIMIZE else 1.0
-    pooled = {c: _trial_means(existing[c], 0, sign) + _trial_means(fresh[c], base, sign)
-              for c in (candidate_id, reference)}
+    store = RolloutStore(run.layout)
+    pooled = {c: _pooled(store, existing[c], fresh[c], config.goal) for c in sides}
     numbers = confirm_numbers(pooled[candidate_id], pooled[reference], config.gate.min_delta)
     gate = last_gate(run, candidate_id, reference)
     doc = {"candidate_id": candidate_id, "reference_id": reference, "best_id": run.best_id,
-           "extra_trials": extra, "evals": {c: [existing[c].eval_id, fresh[c].eval_id]
-                                            for c in (candidate_id, reference)},
+           "extra_trials": extra, "metric": config.goal.metric,
+           "trials": {"existing": [0, base - 1], "new": [base, base + extra - 1]},
+           "evals": {c: [existing[c].eval_id, fresh[c].eval_id] for c in sides},
            "pooled_trial_means": pooled, **numbers.to_dict(),
            "label_before": gate.confidence if gate else None,
            "tentative": numbers.confidence != Confidence.SIGNIFICANT,
@@ -95,3 +106,20 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
         path = _next_path(run)
         jsonfiles.write_atomic(path, doc)
     return {**doc, "path": str(path)}
+
+
+def _pooled(store: RolloutStore, existing: EvalRecord, fresh: EvalRecord,
+            goal: GoalConfig) -> list[float]:
+    """Per-trial means (direction applied) of trials 0..n-1 then n..n+K-1, from the rows;
+    a trial index outside the evaluation's own range is never taken."""
+    sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
+    out: list[float] = []
+    for record in (existing, fresh):
+        wanted = range(record.first_trial, record.first_trial + record.n_trials)
+        means = trial_means(store, record.eval_id, goal.metric)
+        missing = [k for k in wanted if k not in means]
+        if missing:
+            raise GateError(f"confirm refused: {record.eval_id} has no valid value of "
+                            f"{goal.metric} on trial(s) {missing[:5]} (missing data)")
+        out.extend(sign * means[k] for k in wanted)
+    return out

@@ -13,9 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._loop.decision_records import record_decision
+from capevolve._loop.decision_records import last_gate, record_decision
 from capevolve._loop.evaluate import latest_eval, run_config
+from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
+from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import (
     FalseAcceptSummary,
@@ -44,7 +46,7 @@ def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int
                         f"val split with {n_trials} trials (the gate compares evaluations "
                         f"made with the same trial count): run `capevolve evaluate "
                         f"--candidate {candidate_id} --split val{flag}` first")
-    return record
+    return require_gateable(run, record, "gate", allow_incomplete=True)
 
 
 def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig, dict[str, Any]]:
@@ -70,7 +72,8 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
 
     The verdict is the frozen ``gate.policy``'s (strict or keep-best, on the goal's metric
     and direction: ``capevolve._loop.policy_gate``), with the mechanism audit recorded
-    (against ``target``, a census bucket or diagnose cluster, when given).
+    (against ``target``, a census bucket or diagnose cluster, when given; else the one the
+    candidate's evaluation was made with, ``evaluate --target``).
 
     The deciding settings are the run's frozen ``gate`` section: ``k_se``, ``mode`` or
     ``min_delta`` that differ from it make the gate *exploratory* (recorded with
@@ -102,6 +105,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     settings, changed = _settings(frozen.gate, overrides)
     cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
     best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
+    target = target if target is not None else cand_eval.target  # evaluate --target
     if not changed:
         looks = decisions.looks_refusal(run.events(EventKind.GATE), candidate_id, best_id,
                                         trials)
@@ -169,13 +173,22 @@ def _tallies(run: RunDir) -> list[GateTally]:
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
     """The gate that licenses the accept (the rule lives in RunDir.passing_gate)."""
     try:
-        return run.passing_gate(candidate_id)
+        gate = run.passing_gate(candidate_id)
     except GateError as exc:
         raise GateError(f"accept refused: {exc}") from None
+    for eval_id in (gate.candidate_eval, gate.best_eval):
+        require_gateable_id(run, eval_id or "", "accept")
+    return gate
 
 
-def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+def accept(run: RunDir, candidate_id: str, note: str | None = None, *,
+           target: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; requires a passing full-val gate against the best.
+
+    With ``target`` (a census bucket or val diagnose cluster) the licensing gate must have
+    audited the move against that target: when the latest gate of the pair named another
+    one (or none), the pair is gated again with it (a recorded, deciding gate on the same
+    trial count) and the accept follows that gate's verdict.
 
     Idempotent: accepting the candidate that is already the best by its accept returns that
     accept again (``repeated``: True) and records nothing. Refused (GateError) when the
@@ -184,10 +197,19 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     """
     with run.locked():
         run.require_open("accept")
-        return _accept(run, candidate_id, note)
+        return _accept(run, candidate_id, note, target)
 
 
-def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
+def _regate_for(run: RunDir, candidate_id: str, target: str) -> None:
+    """Gate the pair again with ``target`` unless its latest gate already used it."""
+    target_tasks(run, target)  # an unknown target is one line, before anything is recorded
+    last = last_gate(run, candidate_id, run.best_id)
+    if last is None or last.target != target:
+        _gate(run, candidate_id, {}, last.n_trials if last else None, target)
+
+
+def _accept(run: RunDir, candidate_id: str, note: str | None,
+            target: str | None = None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     events = run.events()
     if candidate_id == run.best_id:
@@ -204,6 +226,8 @@ def _accept(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
         run.update_spent(iterations=1)
         return _accepted(prior.event, run.best_id, repeated=True)
     _refuse_past_budget(run, "accept")
+    if target is not None:
+        _regate_for(run, candidate_id, target)
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
     event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,

@@ -16,6 +16,7 @@ the path and the same count.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
+from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
@@ -51,7 +53,7 @@ from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
-from capevolve.kinds import EvalStatus, EventKind, Split
+from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
 
@@ -124,25 +126,36 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
 
 
 def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | None = None,
+             tasks: Sequence[str] | None = None, first_trial: int = 0,
+             purpose: EvalPurpose | str | None = None, target: str | None = None,
              engine: Engine | None = None, address: str | None = None,
              allow_test: bool = False) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
 
-    Only train and val are accepted: the test split belongs to ``finalize``.
+    Only train and val are accepted: the test split belongs to ``finalize``. ``tasks`` (a
+    subset of the split's ids), ``first_trial`` (run trials ``first_trial ..
+    first_trial + n_trials - 1`` only) and ``purpose`` (gate, probe, screen, confirm)
+    make a subset evaluation with its own id (:mod:`capevolve._loop.eval_scope`): budgeted,
+    resumable and stored like any other, but informational: only a complete full-split
+    evaluation of purpose gate can decide (:mod:`capevolve._policy.gateable`). ``target``
+    (a recorded census bucket or val diagnose cluster) is stored in the record for the
+    gate's mechanism audit; an unknown one is a GateError naming the known ones.
     """
     split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
+    scope = resolve_scope(run, split, tasks, first_trial, purpose, target)
     with run.locked(), run.serial:  # the bookkeeping of concurrent evaluations, one at a time
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
         if not allow_test:
             run.require_open("evaluate")
         candidate_id = resolve_candidate(run, candidate)
         refuse_tampering(run, config, candidate_id)
-        eval_id = eval_id_for(split, candidate_id, n_trials)
+        eval_id = scope.eval_id(split, candidate_id, n_trials)
         previous = find_eval(run, eval_id)
+        scope = scope.resumed(previous)
         if previous is not None and previous.refused:
             raise RunDirError(f"evaluation {eval_id} was refused and never resumes "
                               f"({previous.refused}); snapshot the candidate in a new run")
@@ -161,26 +174,28 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         running.add(eval_id)
         try:
             return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
-                            address, resumed=previous is not None, limit=limit)
+                            address, resumed=previous is not None, limit=limit, scope=scope)
         finally:
             running.discard(eval_id)
 
 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
              candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
-             resumed: bool, limit: BudgetConfig | None) -> dict[str, Any]:
+             resumed: bool, limit: BudgetConfig | None,
+             scope: EvalScope) -> dict[str, Any]:
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
     adapter = project.adapter()
     job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
-    excluded = exclusions(adapter, [job.tasks[t] for t in run.splits.ids(split)])
-    task_ids = tuple(t for t in run.splits.ids(split) if t not in excluded)
+    selected = scope.select(run.splits.ids(split))
+    excluded = exclusions(adapter, [job.tasks[t] for t in selected])
+    task_ids = tuple(t for t in selected if t not in excluded)
     done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
-    units = plan_units(task_ids, n_trials, config.seed, done)
+    units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
-              "status": EvalStatus.RUNNING, "started_at": utc_now()}
+              "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields()}
     write_eval(run, EvalRecord.model_validate(record))
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
@@ -230,7 +245,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     write_eval(run, stored)
     run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
-                stderr=stored.stderr, n_scored=stored.n_scored)
+                stderr=stored.stderr, n_scored=stored.n_scored, purpose=stored.purpose,
+                first_trial=stored.first_trial,
+                subset_sha256=stored.task_subset.sha256 if stored.task_subset else None)
     otel.evaluation_spans(run, stored)  # no-op unless tracing is on
     return stored.to_json()
 

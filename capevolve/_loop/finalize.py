@@ -29,6 +29,7 @@ from typing import Any
 
 from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import eval_id_for, evaluate, run_config
+from capevolve._loop.gate_evals import refusal
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
@@ -74,7 +75,7 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
     trials = run_config(run).num_trials  # the evaluations the gate compares
     best, seed_eval = (latest_complete_eval(run, c, Split.VAL, n_trials=trials)
                        for c in (best_id, SEED_ID))
-    if best is None or seed_eval is None:
+    if best is None or seed_eval is None or refusal(run, best) or refusal(run, seed_eval):
         return None
     return paired_delta(best.to_json(), seed_eval.to_json())["delta"]
 

@@ -6,6 +6,8 @@
   downstream reads delta > 0 as a move toward the goal;
 - ``outputs_changed``: per val task scored on both sides, whether the set of stored outputs
   differs between the two evaluations (the audit's noise-vs-caused rule);
+- ``trial_means``: per trial index, the mean of the goal's metric over that trial's valid
+  rows (what ``confirm`` pools);
 - ``target_tasks``: the val task ids of a ``--target``: a census bucket recorded with
   ``census check --record`` (by its name) or a diagnose cluster of the best's val
   diagnosis (by its signature); an unknown target is a GateError listing the valid ones.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -24,7 +27,7 @@ from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
 from capevolve.errors import GateError
-from capevolve.kinds import GoalDirection
+from capevolve.kinds import GoalDirection, Split
 
 
 def _lit(text: str) -> str:
@@ -50,6 +53,21 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutco
     return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
 
 
+def trial_means(store: RolloutStore, eval_id: str, metric: str) -> dict[int, float]:
+    """Trial index -> mean of ``metric`` (``reward`` or ``parts.<name>``) over the valid
+    rows of that trial (a row without the part is missing data, never 0); no direction."""
+    _, rows = store.query(
+        f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = {_lit(eval_id)} "
+        "AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
+    part = metric.split(".", 1)[1] if metric != "reward" else None
+    values: dict[int, list[float]] = defaultdict(list)
+    for trial, reward, parts in rows:
+        value = float(reward) if part is None else _part(parts, part)
+        if value is not None:
+            values[int(trial)].append(value)
+    return {k: math.fsum(v) / len(v) for k, v in sorted(values.items())}
+
+
 def _part(parts: str | None, name: str) -> float | None:
     try:
         value = json.loads(parts or "{}").get(name)
@@ -67,10 +85,10 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
 
 
-def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
+def _cluster_targets(run: RunDir, split: Split = Split.VAL) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     folder = run.layout.diagnoses
-    for path in sorted(folder.glob("val__*.json")) if folder.is_dir() else []:
+    for path in sorted(folder.glob(f"{split}__*.json")) if folder.is_dir() else []:
         doc: Any = jsonfiles.read(path)
         for cluster in doc.get("clusters", []) if isinstance(doc, dict) else []:
             if isinstance(cluster, dict) and isinstance(cluster.get("signature"), str):
@@ -78,14 +96,16 @@ def _cluster_targets(run: RunDir) -> dict[str, list[str]]:
     return found
 
 
-def target_tasks(run: RunDir, target: str) -> list[str]:
-    """The val task ids ``target`` names (see the module docstring)."""
-    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run)
+def target_tasks(run: RunDir, target: str, split: Split = Split.VAL,
+                 option: str = "--target") -> list[str]:
+    """The ``split`` task ids ``target`` names (see the module docstring); ``option`` is the
+    flag the refusal names."""
+    census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run, split)
     tasks = census.get(target, clusters.get(target))
     if tasks is None:
         known = sorted(census) + sorted(clusters)
-        raise GateError(f"--target {target!r}: not a recorded census bucket (census check "
-                        f"--record) nor a val diagnose cluster signature; known: "
+        raise GateError(f"{option} {target!r}: not a recorded census bucket (census check "
+                        f"--record) nor a {split} diagnose cluster signature; known: "
                         f"{', '.join(known[:20]) or 'none'}")
-    val = set(run.splits.val)
-    return [t for t in tasks if t in val]
+    ids = set(run.splits.ids(split))
+    return [t for t in tasks if t in ids]

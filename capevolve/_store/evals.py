@@ -1,6 +1,8 @@
 """Evaluation records (evals/<eval_id>.json): write, read, and the latest-eval lookups.
 
-An evaluation is identified by (split, candidate, trials): ``<split>__<candidate>__k<n>``.
+An evaluation is identified by (split, candidate, trials): ``<split>__<candidate>__k<n>``,
+and a subset / trial-range / non-gate one also by its purpose, first trial and task subset
+(:func:`eval_id_for`).
 Every read validates the file as an :class:`~capevolve.records.EvalRecord` and checks
 that the record's id matches its file name, so a hand-renamed or hand-edited record is a
 RunDirError naming the file, never a silently different measurement.
@@ -8,6 +10,7 @@ RunDirError naming the file, never a silently different measurement.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,8 +20,8 @@ from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
 from capevolve._store.lock import holder_pid
 from capevolve.errors import RunDirError
-from capevolve.kinds import EvalStatus, EventKind, Split
-from capevolve.records import EvalRecord, parse_record
+from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
+from capevolve.records import EvalRecord, TaskSubset, parse_record
 
 if TYPE_CHECKING:
     from capevolve._store.rundir import RunDir
@@ -31,9 +34,35 @@ def _layout(where: Where) -> Layout:
     return where if isinstance(where, Layout) else where.layout
 
 
-def eval_id_for(split: Split | str, candidate_id: str, n_trials: int) -> str:
-    """The id of the evaluation of a candidate on a split with a number of trials."""
-    return f"{Split(split)}__{candidate_id}__k{n_trials}"
+def eval_id_for(split: Split | str, candidate_id: str, n_trials: int, *,
+                purpose: EvalPurpose | str = EvalPurpose.GATE, first_trial: int = 0,
+                subset: TaskSubset | None = None) -> str:
+    """The id of the evaluation of a candidate on a split with a number of trials.
+
+    A full evaluation of purpose gate is ``<split>__<candidate>__k<n>``; any other is
+    ``<split>__<candidate>__k<n>__<purpose>[_t<first trial>][_s<subset sha256[:16]>]``
+    (never a ``-``: part files are ``<eval_id>-<session>-<seq>.parquet``), so the same
+    subset, trial range and purpose always resume the same evaluation.
+    """
+    base = f"{Split(split)}__{candidate_id}__k{n_trials}"
+    purpose = EvalPurpose(purpose)
+    if purpose == EvalPurpose.GATE and first_trial == 0 and subset is None:
+        return base
+    return (base + f"__{purpose}" + (f"_t{first_trial}" if first_trial else "")
+            + (f"_s{subset.sha256[:16]}" if subset is not None else ""))
+
+
+def task_subset(task_ids: Iterable[str]) -> TaskSubset:
+    """The record of a task subset: its sorted unique ids, their count and sha256."""
+    ids = tuple(sorted(set(task_ids)))
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    return TaskSubset(count=len(ids), sha256=digest, ids=ids)
+
+
+def is_full_eval_id(eval_id: str, split: Split | str, candidate_id: str) -> bool:
+    """True when ``eval_id`` has the form of a full gate evaluation's id."""
+    prefix = f"{Split(split)}__{candidate_id}__k"
+    return eval_id.startswith(prefix) and eval_id[len(prefix):].isdigit()
 
 
 def read_eval_file(path: Path) -> EvalRecord:
@@ -122,6 +151,8 @@ def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
 
     With ``n_trials`` only the evaluation made with that many trials counts (the gate
     compares evaluations made with the same trial count; another count is another draw).
+    Only full evaluations are looked up (ids ``<split>__<candidate>__k<n>``): a probe,
+    screen or confirm evaluation is never anyone's latest.
     """
     layout, wanted = _layout(where), set(statuses)
     if n_trials is not None:
@@ -129,7 +160,8 @@ def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
         found = [record] if record is not None else []
     else:
         paths = sorted(layout.evals.glob(f"{Split(split)}__{candidate_id}__k*.json"))
-        found = [read_eval_file(p) for p in paths]
+        found = [read_eval_file(p) for p in paths
+                 if is_full_eval_id(p.stem, split, candidate_id)]
     found = [r for r in found if r.candidate_id == candidate_id and r.split == Split(split)
              and r.status in wanted]
     return max(found, key=lambda r: (r.finished_at or "", r.eval_id), default=None)

@@ -15,7 +15,8 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
 - **documents**: a run whose log says finalize started has its seal.json; one whose log
   says finalized has final.json with the sha256 recorded in that event; a final.json
   with no finalize in the log is refused; an evaluation record that says complete agrees
-  with its evaluation's last ``eval_finished`` event (status, mean, stderr, tasks scored).
+  with its evaluation's last ``eval_finished`` event (status, mean, stderr, tasks scored,
+  purpose, first trial, task subset).
 
 Hashing is the expensive part, so verified parts are cached outside the run dir, beside
 the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
@@ -263,7 +264,8 @@ class _Checker:
 
     def evaluations(self, events: list[Event]) -> None:
         """An evaluation record that says complete must agree with its evaluation's last
-        ``eval_finished`` event (status, mean, stderr, scored tasks)."""
+        ``eval_finished`` event (status, mean, stderr, scored tasks, purpose, first
+        trial, task subset)."""
         last: dict[str, tuple[int, Event | None]] = {}
         for line, seen in enumerate(events, 1):
             if isinstance(seen, (EvalStarted, EvalFinished)):
@@ -284,11 +286,23 @@ class _Checker:
             elif not isinstance(event, EvalFinished):
                 self.problem("document", rel, "says complete, but no such evaluation is "
                              "recorded in events.jsonl")
-            elif (str(event.status), event.mean, event.stderr, event.n_scored) != (
-                    data.get("status"), data.get("mean"), data.get("stderr"),
-                    data.get("n_scored")):
+            elif _finished_fields(event) != _record_fields(data):
                 self.problem("document", rel, f"differs from its eval_finished event (event "
                              f"{number} of events.jsonl): edited by hand")
+
+
+def _finished_fields(event: EvalFinished) -> tuple[Any, ...]:
+    """What an ``eval_finished`` event vouches for in its evaluation record."""
+    return (str(event.status), event.mean, event.stderr, event.n_scored, str(event.purpose),
+            event.first_trial, event.subset_sha256)
+
+
+def _record_fields(data: dict[str, Any]) -> tuple[Any, ...]:
+    """The same fields of an evaluation record's JSON (absent: a full gate evaluation)."""
+    subset = data.get("task_subset")
+    return (data.get("status"), data.get("mean"), data.get("stderr"), data.get("n_scored"),
+            data.get("purpose", "gate"), data.get("first_trial", 0),
+            subset.get("sha256") if isinstance(subset, dict) else None)
 
 
 def _session(part: Path) -> str:

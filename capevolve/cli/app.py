@@ -60,6 +60,7 @@ for module, names in (
 app.command("doctor")(doctor_cmds.doctor)
 app.command("no-change")(decision_cmds.no_change)
 app.command("confirm")(decision_cmds.confirm)
+app.command("probe")(decision_cmds.probe)
 app.command("optimize")(optimize_cmds.optimize)
 app.command("compare")(compare_cmds.compare)
 app.command("diff")(compare_cmds.diff)

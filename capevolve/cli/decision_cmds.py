@@ -1,4 +1,4 @@
-"""Commands beside the gate: ``no-change`` (an unscorable iteration) and ``confirm``."""
+"""Commands beside the gate: ``no-change`` (an unscorable iteration), ``confirm`` and ``probe``."""
 
 from __future__ import annotations
 
@@ -44,3 +44,28 @@ def confirm(run_dir: RunDirOpt,
                   + (", still TENTATIVE" if r["tentative"] else "")
                   + f"; raw band {'cleared' if r['raw_band_cleared'] else 'not cleared'}; "
                   f"best stays {r['best_id']}")
+
+
+@command
+def probe(run_dir: RunDirOpt,
+          candidate: Annotated[str, typer.Option(
+              "--candidate", "-c", help="A candidate directory or id.")],
+          tasks: Annotated[str | None, typer.Option(
+              "--tasks", help="Comma-separated task ids of the split to probe.")] = None,
+          cluster: Annotated[str | None, typer.Option(
+              "--cluster", help="A recorded census bucket or a diagnose cluster signature "
+                                "of the split: probe its tasks.")] = None,
+          failing: Annotated[bool, typer.Option(
+              "--failing", help="Probe every task the best fails on the split.")] = False,
+          split: Annotated[str, typer.Option("--split", "-s", help="train or val.")] = "val",
+          address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
+    """Evaluate a candidate on its targeted datapoints only (stored as a probe, never
+    usable by a gate) and report how many of the targeted failing datapoints flipped
+    against the best's rows of the same tasks; flipping none suggests a no-change. A probe
+    can kill a hypothesis, never accept one."""
+    ids = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]
+    r = capevolve.probe(run_dir, candidate, tasks=ids, cluster=cluster, failing=failing,
+                        split=split, engine=engine, address=address)
+    hint = ("; suggestion: record `capevolve no-change --reason ...`"
+            if r["suggestion"] == "no_change" else "")
+    emit(r, json, f"{r['eval_id']} [{r['status']}]: {r['reasoning']}{hint}")

@@ -20,8 +20,12 @@ from capevolve.cli.output import command, emit, fail, fmt_mean, progress
 from capevolve.kinds import GateMode, Split
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
-             "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run")
+             "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
+             "target")
 NoteOpt = Annotated[str | None, typer.Option("--note", help="Why (recorded in events).")]
+TargetOpt = Annotated[str | None, typer.Option(
+    "--target", help="The census bucket (census check --record) or val diagnose cluster the "
+    "change targets: the mechanism audit checks the gain comes from it.")]
 CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")]
 
 
@@ -44,13 +48,15 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
                  "--resume", help="Say that an interrupted evaluation is being continued; "
                  "resuming is automatic: the same candidate, split and trials run only the "
                  "missing units, and a complete evaluation is returned as it is.")] = False,
+             target: TargetOpt = None,
              address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
     """Evaluate a candidate on train or val (test is refused: only finalize scores it).
 
     A directory is snapshotted as the next cand_NNN (identical content reuses its id).
     Refused on a finalized run, for a candidate that changes protected paths, when a
     project file the scores depend on changed since the run started, and once the budget
-    is spent."""
+    is spent. ``--target`` is recorded with the evaluation: a gate without one audits
+    against it."""
     if split not in (Split.TRAIN, Split.VAL):
         fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
              "and scored once by `capevolve finalize`")
@@ -60,7 +66,7 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
 
     with live_progress():  # on stderr: units, rate, ETA, errors, running mean
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                    address=address)
+                                    address=address, target=target)
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
@@ -145,11 +151,15 @@ def gate(candidate: Annotated[str, typer.Option(
 
 @command
 def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
-           project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
+           project: RunProjectOpt = None, note: NoteOpt = None, target: TargetOpt = None,
+           json: JsonOpt = False) -> None:
     """Make a candidate the best; refused without a passing full-val gate against the best,
     for a candidate rejected against the best, and once the iteration budget is spent.
-    Accepting the same candidate again changes nothing."""
-    result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note)
+    Accepting the same candidate again changes nothing. With ``--target`` the pair is gated
+    again against that target first unless its last gate used it, and the accept follows
+    that gate."""
+    result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note,
+                              target=target)
     label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
              else "")
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")

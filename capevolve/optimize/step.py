@@ -29,6 +29,7 @@ from typing import Any
 
 from capevolve._loop import decide
 from capevolve._loop import evaluate as evaluating
+from capevolve._policy.gateable import gate_refusal
 from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import utc_now
@@ -69,7 +70,7 @@ def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
     """The current best and every complete full-val evaluation's task means."""
     means = {e.candidate_id: dict(e.task_means) for e in all_evals(s.run)
              if e.split == Split.VAL and e.status == EvalStatus.COMPLETE and not e.refused
-             and e.n_trials == s.config.num_trials}
+             and e.n_trials == s.config.num_trials and gate_refusal(e) is None}
     return SearchView(s.run.best_id, means, tuple(s.ledger), clusters)
 
 

@@ -43,6 +43,7 @@ from capevolve.records._documents import (
     RunManifest,
     SealRecord,
     StateRecord,
+    TaskSubset,
     TestReuse,
 )
 from capevolve.records._events import (
@@ -105,6 +106,7 @@ __all__ = [
     "SpendEvent",
     "StateRecord",
     "TamperEvent",
+    "TaskSubset",
     "TestReuse",
     "USER_KINDS_BUILTIN",
     "UserEvent",

@@ -7,7 +7,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from capevolve.config import ProjectConfig
-from capevolve.kinds import Decision, EvalStatus, GateMode, SealStatus, Split, TestVerdict
+from capevolve.kinds import (
+    Decision,
+    EvalPurpose,
+    EvalStatus,
+    GateMode,
+    SealStatus,
+    Split,
+    TestVerdict,
+)
 from capevolve.records._base import JsonScalar, Record
 
 # -- run.json and candidates ----------------------------------------------------------------
@@ -59,6 +67,17 @@ class CandidateRecord(Record):
 
 
 # -- evaluations ----------------------------------------------------------------------------
+
+class TaskSubset(Record):
+    """The tasks a subset evaluation was asked to run (sorted, unique ids)."""
+
+    count: int = Field(ge=1)
+    """How many task ids."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of the sorted ids joined by newlines (part of the eval id)."""
+    ids: tuple[str, ...]
+    """The ids, sorted."""
+
 
 class EvalRecord(Record):
     """evals/<eval_id>.json: one evaluation (running, complete or incomplete)."""
@@ -128,6 +147,15 @@ class EvalRecord(Record):
     refused: str | None = None
     """Why the evaluation's rows can never count (a project file changed while it ran);
     a refused evaluation is never resumed."""
+    purpose: EvalPurpose = EvalPurpose.GATE
+    """What the evaluation is for (a record without one is a full evaluation, ``gate``)."""
+    task_subset: TaskSubset | None = None
+    """The task subset it ran (None: the whole split)."""
+    first_trial: int = Field(0, ge=0)
+    """Its first trial index: it ran trials ``first_trial .. first_trial + n_trials - 1``."""
+    target: str | None = None
+    """The census bucket or val diagnose cluster the change targets (``evaluate
+    --target``); a gate that names no target audits against it."""
 
 
 # -- gates and final ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from capevolve.kinds import EvalStatus, EventKind, SpendRole, Split
+from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, SpendRole, Split
 from capevolve.records._base import EVENT_KIND_PATTERN, Record, check_version, parse_record
 from capevolve.records._documents import GateRecord
 
@@ -85,6 +85,12 @@ class EvalFinished(EventBase):
     """Its SE."""
     n_scored: int = Field(ge=0)
     """Tasks scored."""
+    purpose: EvalPurpose = EvalPurpose.GATE
+    """What the evaluation is for (as its record says; checked by ``capevolve verify``)."""
+    first_trial: int = Field(0, ge=0)
+    """Its first trial index."""
+    subset_sha256: str | None = None
+    """sha256 of its task subset (None: the whole split)."""
 
 
 class GateEvent(EventBase, GateRecord):

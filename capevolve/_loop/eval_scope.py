@@ -1,0 +1,116 @@
+"""What an evaluation covers: its purpose, its task subset and its trial range.
+
+``evaluate(..., tasks=, first_trial=, purpose=)`` resolves its arguments here, once, into an
+:class:`EvalScope` (or one error naming the bad value), and the evaluation id comes from
+the scope (:func:`capevolve._store.evals.eval_id_for`): the same subset (in any order, with
+repeats), trial range and purpose always name the same evaluation, so running it again
+resumes it and never buys a second draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from capevolve._loop.policy_inputs import target_tasks
+from capevolve._store.evals import eval_id_for, task_subset
+from capevolve._store.rundir import RunDir
+from capevolve.errors import ConfigError
+from capevolve.kinds import EvalPurpose, EvalStatus, Split
+from capevolve.records import EvalRecord, TaskSubset
+
+
+@dataclass(frozen=True)
+class EvalScope:
+    """The purpose, task subset (None: the whole split) and first trial of an evaluation."""
+
+    purpose: EvalPurpose = EvalPurpose.GATE
+    subset: TaskSubset | None = None
+    first_trial: int = 0
+    target: str | None = None
+    """The census bucket / val diagnose cluster the change targets (not part of the id)."""
+
+    def eval_id(self, split: Split, candidate_id: str, n_trials: int) -> str:
+        """The evaluation's id (see :func:`capevolve._store.evals.eval_id_for`)."""
+        return eval_id_for(split, candidate_id, n_trials, purpose=self.purpose,
+                           first_trial=self.first_trial, subset=self.subset)
+
+    def select(self, split_ids: Sequence[str]) -> tuple[str, ...]:
+        """The split's task ids this evaluation runs, in split order."""
+        if self.subset is None:
+            return tuple(split_ids)
+        wanted = set(self.subset.ids)
+        return tuple(t for t in split_ids if t in wanted)
+
+    def fields(self) -> dict[str, object]:
+        """The record fields of the scope (``EvalRecord``)."""
+        return {"purpose": self.purpose, "task_subset": self.subset,
+                "first_trial": self.first_trial, "target": self.target}
+
+    def resumed(self, previous: EvalRecord | None) -> EvalScope:
+        """The scope to resume ``previous`` with: an evaluation keeps the target it was
+        first made with (none given keeps it; another one, or one for an evaluation
+        already complete without it, is a ConfigError: the record is not rewritten)."""
+        if previous is None:
+            return self
+        if self.target is not None and self.target != previous.target and (
+                previous.target is not None or previous.status == EvalStatus.COMPLETE):
+            made = (f"made with --target {previous.target!r}" if previous.target
+                    else "complete without a target")
+            raise ConfigError(f"evaluate --target {self.target!r}: {previous.eval_id} is "
+                              f"{made}; pass --target to gate or accept to audit against "
+                              "another one")
+        return replace(self, target=previous.target) if self.target is None else self
+
+
+def _owner(run: RunDir, task_id: str) -> Split | None:
+    for split in Split:
+        if task_id in set(run.splits.ids(split)):
+            return split
+    return None
+
+
+def resolve_scope(run: RunDir, split: Split, tasks: Sequence[str] | None,
+                  first_trial: int, purpose: EvalPurpose | str | None,
+                  target: str | None = None) -> EvalScope:
+    """The scope of an evaluation, or ConfigError naming the bad task id or value.
+
+    ``purpose`` defaults to gate for the whole split from trial 0 and must be given for a
+    subset or a trial offset; purpose gate is only ever the whole split from trial 0. Every
+    task id must be a task of ``split`` (an unknown id, or one of another split, is refused
+    by name; the test split's ids are never evaluated here). ``target`` must name a
+    recorded census bucket or a val diagnose cluster (GateError listing the known ones).
+    """
+    if target is not None:
+        target_tasks(run, target)
+    if isinstance(tasks, str):
+        raise ConfigError("evaluate: tasks must be a list of task ids, not one string")
+    if first_trial < 0:
+        raise ConfigError(f"evaluate: first_trial must be >= 0, got {first_trial}")
+    partial = tasks is not None or first_trial != 0
+    try:
+        chosen = EvalPurpose(purpose) if purpose is not None else (
+            None if partial else EvalPurpose.GATE)
+    except ValueError:
+        raise ConfigError(f"evaluate: unknown purpose {purpose!r} (one of "
+                          f"{', '.join(p.value for p in EvalPurpose)})") from None
+    if chosen is None:
+        raise ConfigError("evaluate: a task subset or a trial offset needs a purpose "
+                          "(probe, screen or confirm): it is never a gate evaluation")
+    if chosen == EvalPurpose.GATE and partial:
+        raise ConfigError("evaluate: purpose gate is the whole split from trial 0; use "
+                          "probe, screen or confirm for a task subset or a trial offset")
+    if tasks is None:
+        return EvalScope(chosen, None, first_trial, target)
+    ids = set(run.splits.ids(split))
+    for task_id in tasks:
+        if not isinstance(task_id, str) or not task_id:
+            raise ConfigError(f"evaluate: task id {task_id!r} is not a non-empty string")
+        if task_id not in ids:
+            owner = _owner(run, task_id)
+            where = (f"a task of the {owner} split, not {split}" if owner is not None
+                     else "not a task of this run")
+            raise ConfigError(f"evaluate: task {task_id!r} is {where}")
+    if not tasks:
+        raise ConfigError("evaluate: the task subset is empty")
+    return EvalScope(chosen, task_subset(tasks), first_trial, target)

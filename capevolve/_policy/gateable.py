@@ -1,0 +1,97 @@
+"""The one rule on which evaluations may decide: a complete full-split evaluation of purpose
+gate.
+
+Only such an evaluation can be gated, accepted, kept, confirmed against or finalized. A
+probe, a screen, a confirm-only trial range (``first_trial > 0``) or any task subset is
+informational: it can kill a hypothesis, never move the best. Every decision path (the
+strict and keep-best gates, accept, finalize, confirm, the optimize loop) asks
+:func:`gate_refusal`, and the callers that have the stored rows pass what those rows cover
+(:class:`StoredUnits`), so a hand-edited record that claims purpose gate over a subset is
+refused by what was actually stored, not by what the record says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from capevolve.kinds import EvalPurpose, EvalStatus
+from capevolve.records import EvalRecord
+
+
+@dataclass(frozen=True)
+class StoredUnits:
+    """The (task, trial) units an evaluation's stored rows cover, recomputed from the rows."""
+
+    task_ids: frozenset[str]
+    trials: frozenset[int]
+
+    @classmethod
+    def of(cls, units: Iterable[tuple[str, int]]) -> StoredUnits:
+        """From (task id, trial) pairs (``RolloutStore.done_units``)."""
+        pairs = list(units)
+        return cls(frozenset(t for t, _ in pairs), frozenset(int(k) for _, k in pairs))
+
+
+def _trials(first: int, n: int) -> str:
+    return f"trial {first}" if n == 1 else f"trials {first}..{first + n - 1}"
+
+
+def _claimed(record: EvalRecord) -> str | None:
+    """What the record itself says that makes it informational (None: a gate evaluation)."""
+    name = record.eval_id
+    if record.purpose != EvalPurpose.GATE:
+        return f"{name} is a {record.purpose} evaluation (informational)"
+    if record.task_subset is not None:
+        return f"{name} ran a subset of {record.task_subset.count} task(s), not the split"
+    if record.first_trial != 0:
+        return (f"{name} ran {_trials(record.first_trial, record.n_trials)} only "
+                "(new trials, not a measurement from trial 0)")
+    if record.refused:
+        return f"{name} was refused ({record.refused})"
+    return None
+
+
+def _stored(record: EvalRecord, split_ids: Iterable[str], stored: StoredUnits,
+            complete: bool) -> str | None:
+    """What the stored rows say (the split's scoreable tasks, trials 0..n-1)."""
+    name, ids = record.eval_id, set(split_ids)
+    excluded = set(record.excluded_tasks)
+    if not excluded <= ids:
+        return f"{name} excludes task(s) {sorted(excluded - ids)[:3]} that are not in its split"
+    expected = ids - excluded
+    trials = set(range(record.n_trials))
+    outside = sorted(stored.task_ids - expected)
+    if outside:
+        return f"{name} has stored rows of task(s) {outside[:3]} outside its scoreable split"
+    if not stored.trials <= trials:
+        return (f"{name} has stored rows of trial(s) {sorted(stored.trials - trials)[:3]} "
+                f"outside {_trials(0, record.n_trials)}")
+    if complete and (stored.task_ids != expected or stored.trials != trials):
+        return (f"{name}'s stored rows cover {len(stored.task_ids)} of {len(expected)} "
+                f"scoreable task(s) and {len(stored.trials)} of {record.n_trials} trial(s): "
+                "not a full-split evaluation")
+    return None
+
+
+def gate_refusal(record: EvalRecord, split_ids: Iterable[str] | None = None,
+                 stored: StoredUnits | None = None, *,
+                 allow_incomplete: bool = False) -> str | None:
+    """Why ``record`` may not decide anything (None when it may).
+
+    It must be of purpose gate, over the whole split (no task subset), from trial 0, not
+    refused, and complete (``allow_incomplete``: an incomplete one is still a gate
+    evaluation, which a gate turns into an indecisive verdict, never a decision). With
+    ``split_ids`` (the split's task ids) and ``stored`` (what its rows cover) the rows must
+    hold exactly the split's scoreable tasks (the split less the record's exclusions) and
+    trials ``0 .. n_trials - 1`` (a subset of them while incomplete).
+    """
+    claimed = _claimed(record)
+    if claimed:
+        return claimed
+    if not allow_incomplete and record.status != EvalStatus.COMPLETE:
+        return f"{record.eval_id} is {record.status}, not complete"
+    if split_ids is not None and stored is not None:
+        return _stored(record, split_ids, stored,
+                       complete=record.status == EvalStatus.COMPLETE)
+    return None

@@ -1,0 +1,101 @@
+"""What a probe says: did the change flip any of the targeted failing datapoints? (pure)
+
+A probe evaluates a candidate on a few targeted tasks only (purpose probe: never usable
+by a gate, :mod:`capevolve._policy.gateable`) and compares each target with the best's
+stored trials of the same task. A task *fails* on a side when one of its valid trials is
+below ``gate.pass_threshold`` (it *passes* when every valid trial reaches it, with the
+shared tolerance, :func:`capevolve._policy.thresholds.passes`); a task with no valid trial
+on a side is unscored there (missing data, neither).
+
+- ``targeted_failing``: targets the best fails;
+- ``flipped``: of those, the ones the candidate passes;
+- ``regressed``: targets the best passes and the candidate fails.
+
+A probe can kill a hypothesis, never accept one: when it flips none of the targeted
+failing datapoints (or no target fails on the best, so there was nothing to flip) it
+suggests recording a ``no_change`` with its reasoning instead of paying for a full
+evaluation. A flip is evidence that the lever reaches its targets, never a measurement of
+the change: only the full-val gate decides.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from capevolve._policy.thresholds import passes
+
+NO_CHANGE = "no_change"
+"""The suggestion of a probe that flipped nothing."""
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """A probe's flips, every list sorted by task id."""
+
+    targets: list[str]
+    targeted_failing: list[str]
+    flipped: list[str]
+    still_failing: list[str]
+    regressed: list[str]
+    unscored: list[str]
+    candidate_mean: float | None
+    best_mean: float | None
+    n_compared: int
+    suggestion: str | None
+    reasoning: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _passed(rewards: Sequence[float] | None, threshold: float) -> bool | None:
+    if not rewards:
+        return None
+    return all(passes(r, threshold) for r in rewards)
+
+
+def failing_tasks(rows: Mapping[str, Sequence[float]], task_ids: Sequence[str],
+                  threshold: float) -> list[str]:
+    """The tasks of ``task_ids`` (in that order) that fail in ``rows`` (unscored: not)."""
+    return [t for t in task_ids if _passed(rows.get(t), threshold) is False]
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def probe_outcome(candidate: Mapping[str, Sequence[float]], best: Mapping[str, Sequence[float]],
+                  targets: Sequence[str], threshold: float) -> ProbeOutcome:
+    """The flips of ``candidate`` over ``best`` on ``targets`` (valid trial rewards per task)."""
+    order = sorted(set(targets))
+    cand = {t: _passed(candidate.get(t), threshold) for t in order}
+    base = {t: _passed(best.get(t), threshold) for t in order}
+    unscored = [t for t in order if cand[t] is None or base[t] is None]
+    compared = [t for t in order if t not in set(unscored)]
+    failing = [t for t in compared if base[t] is False]
+    flipped = [t for t in failing if cand[t] is True]
+    still = [t for t in failing if cand[t] is False]
+    regressed = [t for t in compared if base[t] is True and cand[t] is False]
+    cand_means = [math.fsum(candidate[t]) / len(candidate[t]) for t in compared]
+    best_means = [math.fsum(best[t]) / len(best[t]) for t in compared]
+    parts = [f"{len(flipped)} of {len(failing)} targeted failing datapoint(s) flipped to "
+             f"passing ({', '.join(flipped[:10]) or 'none'})",
+             f"{len(regressed)} target(s) the best passes now fail",
+             f"{len(compared)} of {len(order)} target(s) scored on both sides"]
+    suggestion = None
+    if not failing:
+        suggestion = NO_CHANGE
+        parts.append("no target fails on the best: the change has nothing to flip here; "
+                     "record a no_change unless another target is meant")
+    elif not flipped:
+        suggestion = NO_CHANGE
+        parts.append("the lever reaches none of its targets: the hypothesis is dead; record "
+                     "a no_change with this probe as the reason")
+    else:
+        parts.append("the lever reaches its targets; only the full-val gate can decide")
+    return ProbeOutcome(order, failing, flipped, still, regressed, unscored,
+                        _mean(cand_means), _mean(best_means), len(compared), suggestion,
+                        "probe: " + "; ".join(parts))
