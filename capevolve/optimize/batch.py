@@ -8,8 +8,8 @@ does:
 
 1. the proposals are recorded and the children snapshotted in iteration order, so the
    candidate ids are the ones a sequential loop gives;
-2. for an algorithm that screens, each distinct parent's screen evaluation is made first,
-   once (two children of one parent never evaluate it twice at once);
+2. for an algorithm that screens, each parent's numbers on each distinct minibatch are
+   made first, once (two children never evaluate the same thing at once);
 3. the children's evaluations run concurrently (the run dir is thread-safe where they
    write at once: see :mod:`capevolve._store.rundir`; budget caps hold across them:
    :mod:`capevolve._loop.shared_budget`);
@@ -30,11 +30,9 @@ import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from capevolve._loop import evaluate as evaluating
 from capevolve._loop.intake import resolve_candidate
-from capevolve.kinds import Split
-from capevolve.optimize import step
-from capevolve.optimize.session import TRAIN_TRIALS, Session
+from capevolve.optimize import screening, step
+from capevolve.optimize.session import Session
 from capevolve.records._optimize import IterationRecord
 
 
@@ -50,17 +48,18 @@ def _snapshot_in_order(s: Session, measured: list[step.Planned]) -> None:
 
 
 def _parents_first(s: Session, measured: list[step.Planned]) -> None:
-    """Each distinct parent's screen evaluation, once, paid by its first child."""
+    """Each parent's numbers on each distinct minibatch, once, paid by its first child."""
     if not s.algorithm.screens:
         return
-    seen: set[str] = set()
+    seen: set[tuple[str, tuple[str, ...]]] = set()
     for p in measured:
-        if p.parent_id in seen:
+        key = (p.parent_id, step.minibatch(s, p))
+        if key in seen:
             continue
-        seen.add(p.parent_id)
+        seen.add(key)
+
         def screen(p: step.Planned = p) -> object:
-            return evaluating.evaluate(s.run, p.parent_id, Split.TRAIN,
-                                       n_trials=TRAIN_TRIALS, engine=s.engine)
+            return screening.parent_on(s, p.parent_id, step.minibatch(s, p))
         try:
             step.timed(s, p, screen)
         except Exception:  # noqa: BLE001 - the child's own measure meets it again, in order

@@ -24,7 +24,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from capevolve._loop import decide
@@ -34,11 +33,13 @@ from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
-from capevolve.kinds import Decision, EvalStatus, EventKind, SpendRole, Split
+from capevolve.kinds import Decision, EvalPurpose, EvalStatus, EventKind, Split
+from capevolve.optimize import screening
 from capevolve.optimize.algorithms import SearchView
 from capevolve.optimize.context import build_context, train_diagnosis
 from capevolve.optimize.proposers.base import Proposal, ProposalContext
 from capevolve.optimize.session import TRAIN_TRIALS, Session
+from capevolve.optimize.spend import record_optimizer_spend, since
 from capevolve.optimize.workdir import diff_stat
 from capevolve.records._optimize import DiffStat, GateNumbers, IterationRecord, Outcome, Spend
 
@@ -98,6 +99,8 @@ def plan(s: Session, n: int) -> Planned:
             focus = s.algorithm.choose_focus(search_view(s, clusters), parent_id, n)
         pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
                    "started_at": (pending or {}).get("started_at") or utc_now()}
+        if s.algorithm.screens:
+            pending["minibatch"] = list(s.minibatch_for(n, s.run.splits.train))
         s.files.write_pending(n, pending)
         p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
@@ -247,6 +250,14 @@ def no_change(s: Session, p: Planned) -> IterationRecord:
     return record
 
 
+def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
+    """The iteration's train minibatch (drawn once at planning; kept by a resume)."""
+    drawn = p.pending.get("minibatch")
+    if drawn is None:
+        drawn = p.pending["minibatch"] = list(s.minibatch_for(p.iteration, s.run.splits.train))
+    return tuple(drawn)
+
+
 def child_source(s: Session, p: Planned) -> str:
     """The child's candidate id once snapshotted, else its prepared directory."""
     return _candidate(s, p)
@@ -288,20 +299,17 @@ def _measure(s: Session, p: Planned) -> Measured:
     run, trials = s.run, s.config.num_trials
     screen = None
     if s.algorithm.screens:
-        parent = evaluating.evaluate(run, p.parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS,
-                                     engine=s.engine)
-        child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN,
-                                    n_trials=TRAIN_TRIALS, engine=s.engine)
+        batch = minibatch(s, p)
+        parent = screening.parent_on(s, p.parent_id, batch)
+        child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN, n_trials=TRAIN_TRIALS,
+                                    tasks=batch, purpose=EvalPurpose.SCREEN, engine=s.engine)
         p.pending["child_id"] = child["candidate_id"]
-        passed = (child["status"] == EvalStatus.COMPLETE and child["mean"] is not None
-                  and parent["mean"] is not None and child["mean"] > parent["mean"] + 1e-12)
-        screen = _numbers(Split.TRAIN, p.parent_id, "pass" if passed else "killed",
-                          child, parent)
-        if not passed:
+        verdict = screening.compare(child, parent)
+        screen = _numbers(Split.TRAIN, p.parent_id, "pass" if verdict.passed else "killed",
+                          verdict.child, verdict.parent)
+        if not verdict.passed:
             return Measured(child_id=child["candidate_id"], screen=screen, early=(
-                Outcome.SCREENED_OUT,
-                [f"train screen: child mean {child['mean']} does not beat parent "
-                 f"{p.parent_id}'s {parent['mean']} (never gated, never accepted)"]))
+                Outcome.SCREENED_OUT, [verdict.reason(p.parent_id)]))
     val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
                               engine=s.engine)
     p.pending["child_id"] = val["candidate_id"]
@@ -366,33 +374,12 @@ def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = 
         parent_id=p.parent_id, child_id=child_id or p.pending.get("child_id"),
         child_hash=rec.get("child_hash"), focus=rec.get("focus") or p.focus,
         diff=DiffStat.model_validate(rec.get("diff") or {}), outcome=outcome,
-        reasons=tuple([*(reasons or []), *p.notes]), screen=screen, gate=gate, spend=spend,
-        metric_calls=p.rows, wall_s=_since(started),
+        reasons=tuple([*(reasons or []), *p.notes]), screen=screen,
+        minibatch=tuple(p.pending.get("minibatch") or ()), gate=gate, spend=spend,
+        metric_calls=p.rows, wall_s=since(started),
         overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
         detail=dict(rec.get("detail") or {}))
-    _record_optimizer_spend(s, record)
+    record_optimizer_spend(s, record)
     s.files.append(record)
     s.ledger.append(record)
     return record
-
-
-def _record_optimizer_spend(s: Session, record: IterationRecord) -> None:
-    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
-    iteration: a resumed iteration finds its event by session and records none)."""
-    spend = record.spend
-    if not spend.tokens and not spend.cost_usd:
-        return
-    session = f"optimize:{record.iteration:04d}"
-    if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
-        return
-    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
-                  tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
-                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
-
-
-def _since(started: str) -> float:
-    try:
-        then = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    except ValueError:
-        return 0.0
-    return max(0.0, (datetime.now(UTC) - then).total_seconds())
