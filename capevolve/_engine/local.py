@@ -33,6 +33,7 @@ from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.process import ProcessWorker
 from capevolve._engine.scorer import ScorerCore
+from capevolve._engine.shares import ConcurrencyShares
 from capevolve.config import EngineConfig
 
 REPLY_MARGIN_S = 60.0
@@ -57,11 +58,8 @@ class LocalEngine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.workers: list[ProcessWorker] = []
-        self.shares = 1
-        """How many evaluations run at once through this engine (each gets 1/shares)."""
+        self.concurrency = ConcurrencyShares(config.concurrency)
         self._lock = threading.Lock()
-        self._taken = 0  # slots held by runs under way
-        self._active = 0  # runs under way
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
@@ -77,9 +75,11 @@ class LocalEngine:
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
                                          scorer_id=f"driver-{os.getpid()}"))
-        slots = self._take_slots(count)
-        workers = [ProcessWorker(f"local{i}", slots, init, reply_timeout)
-                   for i in range(count)]
+        part = self.concurrency.take()  # this run's share of engine.concurrency
+        count = min(count, part)
+        slots = max(1, part // count)
+        workers = [ProcessWorker(f"local{i}", slots + (1 if i < part % count else 0), init,
+                                 reply_timeout) for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]
         try:
@@ -89,20 +89,17 @@ class LocalEngine:
             await asyncio.gather(*(w.close() for w in workers))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
-                self._taken -= slots * count
-                self._active -= 1
+            self.concurrency.give(part)
 
-    def _take_slots(self, count: int) -> int:
-        """Slots per worker for a run starting now: the concurrency not held by the runs
-        under way, shared with the ones still to come (``shares``), so that K runs started
-        together hold ``engine.concurrency`` in all (8 over 3: 3, 3, 2)."""
-        with self._lock:
-            to_come = max(1, self.shares - self._active)
-            free = max(count, self.config.concurrency - self._taken)
-            slots = max(1, math.ceil(free / to_come / count))
-            self._taken += slots * count
-            self._active += 1
-        return slots
+    @property
+    def shares(self) -> int:
+        """How many evaluations run at once through this engine (see
+        :mod:`capevolve._engine.shares`)."""
+        return self.concurrency.shares
+
+    @shares.setter
+    def shares(self, k: int) -> None:
+        self.concurrency.shares = max(1, int(k))
 
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""

@@ -186,12 +186,13 @@ def _limiter(c: EngineConfig):
 def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[ActorWorker]:
     """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken
     for one evaluation: give them back with :func:`release`. With ``shares`` pools meant to
-    run at once, this one gets 1/shares of the actors and CPUs."""
+    run at once, this one gets 1/shares of the actors and CPUs (``config.concurrency`` is
+    then this run's part of the engine's, see :mod:`capevolve._engine.shares`)."""
     c = config
     totals = ray.cluster_resources()
     shares = max(1, shares)
     workers = max(1, pool_size(c, totals) // shares)
-    slots = math.ceil(c.concurrency / (workers * shares))
+    slots = math.ceil(c.concurrency / workers)  # c.concurrency: this run's part of it
     root, rel = project_location(job.project_root)
     key = (root, rel, job.adapter_spec, job.candidate_hash, workers, slots, c.timeout_s,
            c.retries, c.isolation, c.num_cpus, tuple(sorted(c.resources.items())),
