@@ -47,7 +47,7 @@ SIGNATURES = {
     "open_run": "run",
     "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                 "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
-                "address=None, on_iteration=None",
+                "address=None, on_iteration=None, minibatch=None",
     "probe": "run, candidate, *, tasks=None, cluster=None, failing=False, split='val', "
              "engine=None, address=None",
     "query": "run, sql",

@@ -7,6 +7,11 @@ another's. Outcomes come back as JSON and are scored in this process by a
 module is loaded here. ``engine.workers`` sets the number of worker processes (auto: 1);
 ``engine.concurrency`` rollouts are in flight across them. Rows are identical to the
 Ray engine's for a deterministic adapter.
+
+Several threads may call :meth:`LocalEngine.run` at once (``optimize --parallel``): each
+call has its own worker processes and scorer; with :attr:`LocalEngine.shares` set to the
+number of evaluations meant to run together, each gets that share of the workers and of
+``engine.concurrency``, so together they hold what one evaluation would.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import threading
 
 from capevolve._engine.contract import (
     DispatchLedger,
@@ -27,6 +33,7 @@ from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.process import ProcessWorker
 from capevolve._engine.scorer import ScorerCore
+from capevolve._engine.shares import ConcurrencyShares
 from capevolve.config import EngineConfig
 
 REPLY_MARGIN_S = 60.0
@@ -51,6 +58,8 @@ class LocalEngine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.workers: list[ProcessWorker] = []
+        self.concurrency = ConcurrencyShares(config.concurrency)
+        self._lock = threading.Lock()
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
@@ -59,20 +68,38 @@ class LocalEngine:
     async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
                    limit: Limit | None, ledger: DispatchLedger | None = None) -> EngineReport:
         c = self.config
-        count = max(1, min(c.workers if isinstance(c.workers, int) else 1, c.concurrency))
-        slots = math.ceil(c.concurrency / count)
+        wanted = c.workers if isinstance(c.workers, int) else 1
+        count = max(1, min(math.ceil(wanted / max(1, self.shares)), c.concurrency))
         init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
                 "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
                                          scorer_id=f"driver-{os.getpid()}"))
-        self.workers = [ProcessWorker(f"local{i}", slots, init, reply_timeout)
-                        for i in range(count)]
+        part = self.concurrency.take()  # this run's share of engine.concurrency
+        count = min(count, part)
+        slots = max(1, part // count)
+        workers = [ProcessWorker(f"local{i}", slots + (1 if i < part % count else 0), init,
+                                 reply_timeout) for i in range(count)]
+        with self._lock:
+            self.workers = [*self.workers, *workers]
         try:
-            return await Dispatcher(self.workers, [scorer], max_restarts=3 * count + 3).run(
+            return await Dispatcher(workers, [scorer], max_restarts=3 * count + 3).run(
                 job, units, sink, limit, ledger)
         finally:
-            await asyncio.gather(*(w.close() for w in self.workers))
+            await asyncio.gather(*(w.close() for w in workers))
+            with self._lock:
+                self.workers = [w for w in self.workers if w not in workers]
+            self.concurrency.give(part)
+
+    @property
+    def shares(self) -> int:
+        """How many evaluations run at once through this engine (see
+        :mod:`capevolve._engine.shares`)."""
+        return self.concurrency.shares
+
+    @shares.setter
+    def shares(self, k: int) -> None:
+        self.concurrency.shares = max(1, int(k))
 
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""

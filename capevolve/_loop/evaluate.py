@@ -25,6 +25,7 @@ from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
+from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
@@ -46,6 +47,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 )
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
@@ -77,7 +79,7 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     each task (the gate reads them). pass^k counts a trial as passed when its reward is
     at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
     """
-    outcomes = RolloutStore(run.layout).outcomes(eval_id)
+    outcomes = eval_rows(run.layout, eval_id).outcomes()
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
@@ -96,15 +98,13 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
 
 
 def _run_means(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, float]:
-    """Mean valid reward of each trial index over the given tasks (one DuckDB query)."""
-    _, rows = RolloutStore(run.layout).query(
-        "SELECT task_id, trial, reward FROM rollouts WHERE eval_id = '"
-        + eval_id.replace("'", "''") + "' AND reward IS NOT NULL", eval_id)
+    """Mean valid reward of each trial index over the given tasks (the evaluation's rows,
+    read once: :func:`~capevolve._store.rollouts.evalrows.eval_rows`)."""
     wanted = set(task_ids)
     by_trial: dict[int, list[float]] = {}
-    for task_id, trial, reward in rows:
-        if task_id in wanted:
-            by_trial.setdefault(int(trial), []).append(float(reward))
+    for row in eval_rows(run.layout, eval_id).rows:
+        if row.task_id in wanted and row.reward is not None:
+            by_trial.setdefault(row.trial, []).append(row.reward)
     return {str(k): statistics.fmean(v) for k, v in sorted(by_trial.items())}
 
 
@@ -148,7 +148,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
     scope = resolve_scope(run, split, tasks, first_trial, purpose, target)
-    with run.locked():
+    with run.locked(), run.serial:  # the bookkeeping of concurrent evaluations, one at a time
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
         compaction.settle(run)  # a compaction that died; complete evaluations not compacted
         if not allow_test:
@@ -170,8 +170,15 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
                 raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
                                   "; run `capevolve finalize`")
             limit = config.budget
-        return _execute(run, config, eval_id, split, candidate_id, n_trials, engine, address,
-                        resumed=previous is not None, limit=limit, scope=scope)
+        running = run.shared.setdefault("evaluating", set())
+        if eval_id in running:  # another thread of this process is running it now
+            raise RunDirError(f"evaluation {eval_id} is already running in this process")
+        running.add(eval_id)
+        try:
+            return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
+                            address, resumed=previous is not None, limit=limit, scope=scope)
+        finally:
+            running.discard(eval_id)
 
 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
@@ -186,7 +193,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     selected = scope.select(run.splits.ids(split))
     excluded = exclusions(adapter, [job.tasks[t] for t in selected])
     task_ids = tuple(t for t in selected if t not in excluded)
-    done = RolloutStore(run.layout).done_units(eval_id, valid_only=resumed)
+    done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
@@ -197,24 +204,31 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     session = Session(run, eval_id, str(split), candidate_id)
     engine = engine or make_engine(config.engine, address)
-    allowance = budget.dispatch_allowance(limit, run.spent, session.tally) if limit else None
+    # one allowance across every evaluation of this run dispatching in this process
+    allowance = shared_budget.allowance(run, limit, session.token, session.tally,
+                                        len(units)) if limit else None
     n_units = len(task_ids) * n_trials
     watch = progress.watch(eval_id, len(units))  # the command's live display, if any
+
+    def end() -> StoreError | None:
+        with shared_budget.ending(run, session.token):
+            return session.end(guard, record)
+
     try:
-        with watch:
+        with watch, run.serial.yielded():  # only the rollouts overlap other evaluations
             report = engine.run(job, units, watch.sink(session.sink), allowance,
                                 ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:
-        session.end(guard, record)
+        end()
         raise Interrupted(f"interrupted: {session.on_disk(n_units)}"
                           "; rerun to resume") from None
     except StoreError as exc:
-        failure: StoreError | None = session.end(guard, record) or exc
+        failure: StoreError | None = end() or exc
     except BaseException:
-        session.end(guard, record)
+        end()
         raise
     else:
-        failure = session.end(guard, record)
+        failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None
@@ -248,12 +262,8 @@ JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
 def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
     """An evaluation with a row whose judge was unreachable is incomplete (resuming it
     retries those units): a judge outage is not a measurement of the candidate."""
-    _, rows = RolloutStore(run.layout).query(
-        "SELECT count(*) FROM (SELECT task_id, trial FROM rollouts WHERE eval_id = '"
-        + eval_id.replace("'", "''") + "' GROUP BY task_id, trial HAVING count(reward) = 0"
-        " AND bool_or(coalesce(starts_with(error, '" + JUDGE_UNREACHABLE_ROW + "'), false)))",
-        eval_id)
-    n = int(rows[0][0]) if rows else 0
+    n = sum(1 for row in eval_rows(run.layout, eval_id).rows  # one row per unit
+            if row.reward is None and (row.error or "").startswith(JUDGE_UNREACHABLE_ROW))
     return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
             "to retry them") if n else None
 
@@ -261,7 +271,7 @@ def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
 def _intact(run: RunDir, record: EvalRecord) -> bool:
     """A complete evaluation still has all its rows (a truncated part is quarantined)."""
     quarantine_bad_parts(run.layout)
-    return len(RolloutStore(run.layout).done_units(record.eval_id)) == record.n_rows
+    return len(eval_rows(run.layout, record.eval_id).rows) == record.n_rows
 
 
 def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,

@@ -15,12 +15,21 @@ Three things are checked once the engine has finished (and before any statistic 
 
 A voided evaluation is stored incomplete with ``refused`` set (it never resumes) and the
 check raises RunDirError naming the first file.
+
+Several evaluations of one process may run at once (``optimize --parallel``): what the
+others write meanwhile is capevolve's own and is told apart by name, not by timing --
+their events (this process's appended lines), their evaluation records (the bytes
+:meth:`RunDir.write_document` remembers) and their parts (recorded by a ``part_written``
+event this process appended, or named with a session still live in this process: each
+such session's own guard checks its files, and a session is no longer live when its own
+guard runs, so a file planted under its name is caught there).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +39,7 @@ from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project
 from capevolve._store.evals import write_eval
 from capevolve._store.integrity import relative
+from capevolve._store.journal.recover import live_sessions
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import EvalStatus, EventKind
@@ -80,17 +90,24 @@ class EvaluationGuard:
 
     def __init__(self, run: RunDir, project: Project) -> None:
         self.run, self.project = run, project
-        self.before = _stat_tree(run.layout.rollouts)
-        self.documents = _documents(run)
-        self.documents.pop(run.layout.state, None)
-        self._mark = len(run._log.appended)
+        with run._appending:  # no concurrent evaluation's write half-seen
+            self.before = _stat_tree(run.layout.rollouts)
+            self.documents = _documents(run)
+            self.documents.pop(run.layout.state, None)
+            self._mark = len(run._log.appended)
+            self._writes = run.own_writes_mark
 
     def documents_changed(self) -> str | None:
         """Restore every run document candidate code changed; the first one, in words."""
+        with self.run._appending:
+            return self._documents_changed()
+
+    def _documents_changed(self) -> str | None:
         events = self.run.layout.events
         own = list(self.run._log.appended[self._mark:])
         expected = dict(self.documents)
         expected[events] = self.documents.get(events, b"") + b"".join(own)
+        expected.update(self.run.own_writes_since(self._writes))
         now = _documents(self.run)
         now.pop(self.run.layout.state, None)
         changed = sorted(p for p in set(now) | set(expected) if now.get(p) != expected.get(p))
@@ -137,9 +154,21 @@ class EvaluationGuard:
 
     def foreign_parts(self, ours: list[Path]) -> list[Path]:
         """Files of the rollouts tree created or changed since the snapshot, not ours."""
-        mine = {Path(p) for p in ours}
+        mine = {Path(p) for p in ours} | self._recorded_since()
         return sorted(p for p, stat in _stat_tree(self.run.layout.rollouts).items()
-                      if p not in mine and self.before.get(p) != stat)
+                      if p not in mine and self.before.get(p) != stat
+                      and not _live_session_file(p))
+
+    def _recorded_since(self) -> set[Path]:
+        """Parts this process recorded (``part_written``) since the snapshot: another
+        evaluation's, finished meanwhile."""
+        found = set()
+        for line in list(self.run._log.appended[self._mark:]):
+            if b'"part_written"' in line:
+                data = json.loads(line)
+                if data.get("kind") == EventKind.PART_WRITTEN and data.get("path"):
+                    found.add(self.run.root / str(data["path"]))
+        return found
 
     def check(self, record: dict[str, Any], ours: list[Path],
               documents: str | None = None) -> None:
@@ -173,6 +202,15 @@ class EvaluationGuard:
                          candidate_id=record["candidate_id"], split=record["split"],
                          status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
         raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")
+
+
+_PART_NAME = re.compile(r"-(?P<session>[0-9a-f]{8})-[0-9]+\.parquet(\.tmp)?$")
+
+
+def _live_session_file(path: Path) -> bool:
+    """A part (or its temporary file) of another evaluation running in this process."""
+    found = _PART_NAME.search(path.name)
+    return found is not None and found["session"] in live_sessions
 
 
 def _restore(path: Path, data: bytes) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
@@ -37,7 +38,7 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutco
     """One evaluation's per-task values of the goal's metric (direction applied)."""
     sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
     if goal.metric == "reward":
-        rewards = store.outcomes(eval_id).rewards
+        rewards = eval_rows(store.layout, eval_id).outcomes().rewards  # read once, cached
     else:
         part = goal.metric.split(".", 1)[1]
         _, rows = store.query(
@@ -79,14 +80,8 @@ def _part(parts: str | None, name: str) -> float | None:
 
 def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
     """Task -> whether its stored outputs differ between the two evaluations."""
-    outputs: dict[str, dict[str, list[str]]] = {}
-    for eval_id in (cand_eval, best_eval):
-        _, rows = store.query(
-            f"SELECT task_id, list(coalesce(output, '') ORDER BY output) FROM rollouts "
-            f"WHERE eval_id = {_lit(eval_id)} AND reward IS NOT NULL GROUP BY task_id",
-            eval_id)
-        outputs[eval_id] = {t: sorted(set(o)) for t, o in rows}
-    cand, best = outputs[cand_eval], outputs[best_eval]
+    cand = eval_rows(store.layout, cand_eval).outputs()  # digests of the distinct outputs
+    best = eval_rows(store.layout, best_eval).outputs()
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
 
 

@@ -134,9 +134,13 @@ def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:
-    """Write an evaluation record atomically."""
+    """Write an evaluation record atomically (through a RunDir: as one of its own
+    writes, which a concurrent evaluation's guard recognises; see RunDir.write_document)."""
     layout = _layout(where)
-    jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json())
+    if isinstance(where, Layout):
+        jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json())
+    else:
+        where.write_document(layout.eval_json(record.eval_id), record.to_json())
 
 
 def find_eval(where: Where, eval_id: str) -> EvalRecord | None:

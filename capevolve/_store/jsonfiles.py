@@ -14,11 +14,13 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
     return json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def write_atomic(path: Path, obj: Any) -> None:
+def write_atomic(path: Path, obj: Any, *, sync: bool = True) -> None:
     """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place.
 
     On any failure (a full disk, a value JSON cannot hold) the temporary file is removed
-    and the old document, if any, is left as it was."""
+    and the old document, if any, is left as it was. ``sync=False`` skips the fsync: for a
+    cache that is rebuilt from the source of truth and never read back to decide
+    anything (state.json), where a power cut may lose only the latest refresh."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -26,7 +28,8 @@ def write_atomic(path: Path, obj: Any) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

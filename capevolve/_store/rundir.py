@@ -16,6 +16,15 @@ Rules this class enforces (the Python API obeys the CLI's rules; there is no bac
   :meth:`register_event_kind`; the kinds capevolve records itself are refused.
 - :meth:`update_spent` only adds: finite, non-negative increments of known fields.
 - A finalized run is closed (:meth:`require_open`).
+
+Thread safety (several evaluations of one process write the run at once, each in its own
+thread, under the one process-level run lock): every event append (with its signature and
+head mirror), state.json, every document written through :meth:`write_document` (the
+evaluation records) and every snapshot run under one re-entrant lock (``_appending``), and
+each such document write is remembered (:meth:`own_writes_since`) so an evaluation's guard
+can tell capevolve's own writes made by another thread from candidate code's. The
+non-engine part of an evaluation holds :attr:`serial` (a baton one thread holds at a time;
+the engine's run is the only part done concurrently, see :class:`Baton`).
 """
 
 from __future__ import annotations
@@ -68,6 +77,47 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
 
+class Baton:
+    """A re-entrant lock that a thread can hand back for a while and take again at the same
+    depth (:meth:`yielded`): several evaluations in threads each hold it for their
+    bookkeeping (planning, snapshots, statistics, records) and yield it while their engine
+    runs, so only the rollouts overlap."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def __enter__(self) -> Baton:
+        me = threading.get_ident()
+        if self._owner != me:
+            self._lock.acquire()
+            self._owner = me
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+    @contextmanager
+    def yielded(self) -> Iterator[None]:
+        """Release the baton entirely for the block (if this thread holds it), then take it
+        back at the depth it had."""
+        if self._owner != threading.get_ident():
+            yield
+            return
+        depth, self._depth, self._owner = self._depth, 0, None
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
+            self._owner, self._depth = threading.get_ident(), depth
+
+
 def _read_json(path: Path, what: str) -> Any:
     try:
         return jsonfiles.read(path)
@@ -88,6 +138,31 @@ class RunDir:
         self._splits: Splits | None = None
         self._log = EventLog(self.layout.events)
         self._candidates: dict[str, CandidateRecord] = {}
+        self._own_writes: list[tuple[Path, bytes]] = []
+        self.serial = Baton()
+        """Held by an evaluation's bookkeeping; yielded while its engine runs."""
+        self.shared: dict[str, Any] = {}
+        """Per-instance state the verbs share between threads (the live dispatch tally of
+        :mod:`capevolve._loop.shared_budget`)."""
+
+    def write_document(self, path: Path, obj: Any) -> None:
+        """Write a JSON document of this run atomically (:func:`jsonfiles.write_atomic`)
+        under the append lock, and remember its bytes as capevolve's own write."""
+        data = (jsonfiles.dumps(obj) + "\n").encode("utf-8")
+        with self._appending:
+            jsonfiles.write_atomic(path, obj)
+            self._own_writes.append((Path(path), data))
+
+    def own_writes_since(self, mark: int) -> dict[Path, bytes]:
+        """Documents this process wrote through :meth:`write_document` since ``mark`` (a
+        length of the list): path -> the bytes written last."""
+        with self._appending:
+            return dict(self._own_writes[mark:])
+
+    @property
+    def own_writes_mark(self) -> int:
+        with self._appending:
+            return len(self._own_writes)
 
     def forget_cached_events(self) -> None:
         """Drop the cached event log (it is read again on next use): for a log that was
@@ -255,7 +330,7 @@ class RunDir:
         state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
                             spent=self._log.spent.to_dict(),
                             budget=self.manifest.config.budget.model_dump(mode="json"))
-        jsonfiles.write_atomic(self.layout.state, state.to_json())
+        jsonfiles.write_atomic(self.layout.state, state.to_json(), sync=False)  # a cache
 
     @classmethod
     def register_event_kind(cls, name: str) -> None:

@@ -62,8 +62,12 @@ def optimize(
         "--iterations", help="Stop after this many iterations (in total, across resumes).")]
     = None,
     parallel: Annotated[int, typer.Option(
-        "--parallel", help="Children proposed concurrently, evaluated on one shared engine.")]
+        "--parallel", help="Children proposed and evaluated concurrently on one shared "
+        "engine, decided in order.")]
     = 1,
+    minibatch: Annotated[int | None, typer.Option(
+        "--minibatch", help="Train tasks a pareto child is screened on per iteration "
+        "(default 3; recorded with the loop).")] = None,
     focus: Annotated[str | None, typer.Option(
         "--focus", help="all, cyclic or hardest-first (over the parent's train clusters).")]
     = None,
@@ -102,5 +106,5 @@ def optimize(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
             resume=resume, engine=None if engine is None else str(engine), address=address,
-            on_iteration=shown)
+            on_iteration=shown, minibatch=minibatch)
     emit(result, json, render(result))

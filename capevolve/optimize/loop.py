@@ -12,9 +12,9 @@ Contract:
   the rollouts tree) has its batch discarded and the files restored; one that changes the
   project's frozen files stops the loop (see :mod:`capevolve.optimize.fence`).
 - ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
-  a proposer touches only its own prepared directory), then the K children are settled,
-  evaluated and decided in iteration order through the one shared engine; each child is
-  gated against the best at its turn.
+  a proposer touches only its own prepared directory), then the K children are evaluated
+  concurrently through the one shared engine and decided in iteration order, each gated
+  against the best at its turn (see :mod:`capevolve.optimize.batch`).
 - Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
   ``optimize/loop.json`` (algorithm, proposer, focus, and ``iterations`` unless given);
   finished iterations are the ledger's lines (never counted twice), the iteration in
@@ -45,10 +45,11 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import Split
 from capevolve.optimize import step
 from capevolve.optimize.algorithms import build_algorithm
+from capevolve.optimize.batch import run_batch
 from capevolve.optimize.fence import ProposalFence
 from capevolve.optimize.proposers.base import ProposerConfig
 from capevolve.optimize.proposers.registry import build_proposer
-from capevolve.optimize.session import Session
+from capevolve.optimize.session import MINIBATCH, Session
 from capevolve.optimize.summary import loop_summary
 from capevolve.optimize.timing import TimedEngine
 from capevolve.records._optimize import IterationRecord, Outcome
@@ -66,6 +67,9 @@ class LoopSettings:
     timeout_s: float = 900.0
     finalize: bool = False
     resume: bool = False
+    minibatch: int | None = None
+    """Train tasks a pareto child is screened on per iteration (None: the loop's recorded
+    value on resume, else MINIBATCH)."""
 
 
 def _resolved(files: LoopFiles, settings: LoopSettings, n_done: int) -> dict[str, Any]:
@@ -96,6 +100,8 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
         raise ConfigError(f"--iterations {settings.iterations}: must be at least 1")
     if not settings.timeout_s > 0:
         raise ConfigError(f"--timeout {settings.timeout_s}: must be positive")
+    if settings.minibatch is not None and settings.minibatch < 1:
+        raise ConfigError(f"--minibatch {settings.minibatch}: must be at least 1")
     config = evaluating.run_config(run)
     files = LoopFiles(run.root)
     ledger = files.read_ledger()
@@ -113,8 +119,10 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
             or b.max_usd or b.stall):
         raise ConfigError("optimize: nothing would stop this loop: give --iterations, a "
                           "stop_condition or a budget cap")
+    stored = (loop.get("settings") or {}).get("minibatch")
+    size = settings.minibatch or (stored if isinstance(stored, int) else None) or MINIBATCH
     session = Session(run, config, files, proposer, str(loop["proposer"]), algorithm,
-                      TimedEngine(engine), stop, ledger)
+                      TimedEngine(engine), stop, ledger, minibatch=size)
     return session, loop
 
 
@@ -177,21 +185,17 @@ def _iterate(s: Session, settings: LoopSettings,
         if breach:
             for planned in batch:
                 step.discard(planned, breach)
-        for planned in batch:
-            if fatal:
+        if fatal:
+            for planned in batch:
                 record = step.settle(s, planned)
                 if record is not None:
                     on_iteration(record)
-                continue
-            try:
-                record = step.settle(s, planned) or step.evaluate(s, planned)
-            except step.LoopStop as exc:
-                if s.ledger and s.ledger[-1].iteration == planned.iteration:
-                    on_iteration(s.ledger[-1])
-                return str(exc)
-            on_iteration(record)
-        if fatal and breach:
-            return breach
+            if breach:
+                return breach
+            continue
+        stopped = run_batch(s, batch, on_iteration)
+        if stopped:
+            return stopped
 
 
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
@@ -201,6 +205,7 @@ def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
     if settings.resume and settings.iterations is None:  # the loop's own cap carries over
         stored = (loop.get("settings") or {}).get("iterations")
         settings = replace(settings, iterations=stored if isinstance(stored, int) else None)
+    settings = replace(settings, minibatch=session.minibatch)  # recorded in loop.json
     with run.locked():
         run.require_open("optimize")
         session.files.write_loop({**loop, "settings": asdict(settings), "stopped": None})

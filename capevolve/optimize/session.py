@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from capevolve._policy.protect import protected_patterns
@@ -19,6 +20,8 @@ from capevolve.records._optimize import IterationRecord
 
 TRAIN_TRIALS = 1
 """Trials of the train evaluations the loop makes (the parent's diagnosis, the screen)."""
+MINIBATCH = 3
+"""Default train tasks a pareto child is screened on per iteration (GEPA's default)."""
 
 
 @dataclass
@@ -34,6 +37,8 @@ class Session:
     engine: TimedEngine
     stop: StopPlan
     ledger: list[IterationRecord] = field(default_factory=list)
+    minibatch: int = MINIBATCH
+    """Train tasks a screening algorithm's child is screened on (its minibatch)."""
 
     @property
     def protected(self) -> tuple[str, ...]:
@@ -46,3 +51,13 @@ class Session:
 
     def seed_for(self, iteration: int) -> int:
         return self.rng(iteration).getrandbits(31)
+
+    def minibatch_for(self, iteration: int, train_ids: Sequence[str]) -> tuple[str, ...]:
+        """The train minibatch of ``iteration``: ``minibatch`` task ids drawn without
+        replacement by a generator seeded with the run seed and the iteration (the same
+        after a resume, and another draw each iteration), in split order."""
+        digest = hashlib.sha256(f"{self.config.seed}:minibatch:{iteration}".encode()).digest()
+        ids = sorted(train_ids)
+        chosen = set(random.Random(int.from_bytes(digest[:8], "big")).sample(
+            ids, min(self.minibatch, len(ids))))
+        return tuple(t for t in train_ids if t in chosen)

@@ -24,7 +24,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from capevolve._loop import decide
@@ -35,11 +34,13 @@ from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
-from capevolve.kinds import Decision, EvalStatus, EventKind, SpendRole, Split
+from capevolve.kinds import Decision, EvalPurpose, EvalStatus, EventKind, Split
+from capevolve.optimize import screening
 from capevolve.optimize.algorithms import SearchView
 from capevolve.optimize.context import build_context, train_diagnosis
 from capevolve.optimize.proposers.base import Proposal, ProposalContext
 from capevolve.optimize.session import TRAIN_TRIALS, Session
+from capevolve.optimize.spend import record_optimizer_spend, since
 from capevolve.optimize.workdir import diff_stat
 from capevolve.records._optimize import DiffStat, GateNumbers, IterationRecord, Outcome, Spend
 
@@ -62,6 +63,7 @@ class Planned:
     rows: int = 0
     """Rollouts the engine delivered for this iteration (its plan and evaluate steps)."""
     notes: tuple[str, ...] = ()
+    measured: Measured | None = None
     on_record: Callable[[], None] | None = None
     """Adds the evaluate step's measurements just before the record is written."""
 
@@ -98,6 +100,8 @@ def plan(s: Session, n: int) -> Planned:
             focus = s.algorithm.choose_focus(search_view(s, clusters), parent_id, n)
         pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
                    "started_at": (pending or {}).get("started_at") or utc_now()}
+        if s.algorithm.screens:
+            pending["minibatch"] = list(s.minibatch_for(n, s.run.splits.train))
         s.files.write_pending(n, pending)
         p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
@@ -136,10 +140,22 @@ def discard(p: Planned, why: str) -> None:
 
 def settle(s: Session, p: Planned) -> IterationRecord | None:
     """Step 3: the no_change record, or None with the proposal recorded in pending."""
+    record_proposal(s, p)
+    return _no_change_from_pending(s, p)
+
+
+def record_proposal(s: Session, p: Planned) -> bool:
+    """Step 3 without its ledger line (that comes in iteration order): the proposal and
+    the child's hash recorded in pending; True when the child is to be evaluated."""
+    if p.proposal is not None:  # else resumed with a recorded proposal
+        _record_proposal(s, p)
+    return p.pending["proposal"]["child_hash"] is not None
+
+
+def _record_proposal(s: Session, p: Planned) -> None:
     t0 = time.monotonic()
-    if p.proposal is None:  # resumed with a recorded proposal
-        return _no_change_from_pending(s, p)
     proposal, ctx = p.proposal, p.ctx
+    assert proposal is not None
     assert ctx is not None
     diff = diff_stat(ctx.parent_dir, ctx.workdir)
     blocker = proposal.blocker if not proposal.changed else None
@@ -156,7 +172,6 @@ def settle(s: Session, p: Planned) -> IterationRecord | None:
         "diff": diff.model_dump(mode="json")}
     s.files.write_pending(p.iteration, p.pending)
     p.overhead_s += time.monotonic() - t0
-    return _no_change_from_pending(s, p)
 
 
 def _json_values(detail: Any) -> dict[str, Any]:
@@ -185,16 +200,96 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
                        threshold=g.get("threshold"), n_tasks=g.get("n_compared"))
 
 
+@dataclass
+class Measured:
+    """What an iteration's evaluations gave (step 4a), before its decision (step 4b)."""
+
+    child_id: str | None = None
+    val: dict[str, Any] | None = None
+    screen: GateNumbers | None = None
+    early: tuple[Outcome, list[str]] | None = None
+    """An outcome settled by the evaluations alone (screened out), with its reasons."""
+    failure: Exception | None = None
+    """What the evaluations raised, raised again at the decision (in iteration order)."""
+
+
 def evaluate(s: Session, p: Planned) -> IterationRecord:
-    """Step 4 and 5 (see the module docstring)."""
-    t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
+    """Step 4 and 5 (see the module docstring): :func:`measure`, then :func:`finish`."""
+    measure(s, p)
+    return finish(s, p)
+
+
+def measure(s: Session, p: Planned) -> None:
+    """Step 4a: the iteration's evaluations, nothing recorded in the ledger. Safe to run in
+    a thread beside other iterations' (their evaluations share the engine); what it raises
+    is kept for :func:`finish`. Its overhead is its wall time minus its own engine time."""
+    def run() -> None:
+        try:
+            p.measured = _measure(s, p)
+        except Exception as exc:  # noqa: BLE001 - raised again by finish, in iteration order
+            p.measured = Measured(failure=exc)
+
+    timed(s, p, run)
+
+
+def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:
+    """Run ``work`` for iteration ``p``, adding its wall time minus the calling thread's
+    engine time to the iteration's overhead and the rows delivered to its rows."""
+    t0 = time.monotonic()
+    busy0, rows0 = s.engine.mine()
+    try:
+        return work()
+    finally:
+        busy, rows = s.engine.mine()
+        p.overhead_s += (time.monotonic() - t0) - (busy - busy0)
+        p.rows += rows - rows0
+
+
+def no_change(s: Session, p: Planned) -> IterationRecord:
+    """The ledger line of an iteration whose proposal left nothing to evaluate."""
+    record = _no_change_from_pending(s, p)
+    assert record is not None
+    return record
+
+
+def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
+    """The iteration's train minibatch (drawn once at planning; kept by a resume)."""
+    drawn = p.pending.get("minibatch")
+    if drawn is None:
+        drawn = p.pending["minibatch"] = list(s.minibatch_for(p.iteration, s.run.splits.train))
+    return tuple(drawn)
+
+
+def child_source(s: Session, p: Planned) -> str:
+    """The child's candidate id once snapshotted, else its prepared directory."""
+    return _candidate(s, p)
+
+
+def finish(s: Session, p: Planned) -> IterationRecord:
+    """Step 4b and 5: gate against the best at this turn, decide, record (in order)."""
+    t0 = time.monotonic()
+    busy0, rows0 = s.engine.mine()
 
     def measured() -> None:  # called by _record, before the record is written
-        p.overhead_s += (time.monotonic() - t0) - (s.engine.busy_s - busy0)
-        p.rows += s.engine.rows - rows0
+        busy, rows = s.engine.mine()
+        p.overhead_s += (time.monotonic() - t0) - (busy - busy0)
+        p.rows += rows - rows0
 
     p.on_record = measured
-    return _evaluate(s, p)
+    m = p.measured or Measured(failure=RuntimeError("the iteration was never measured"))
+    if isinstance(m.failure, BudgetError):
+        raise LoopStop(str(m.failure)) from None
+    if isinstance(m.failure, CandidateError):
+        child_id = s.run.find_candidate(p.pending["proposal"]["child_hash"])
+        if child_id and any(getattr(e, "candidate_id", None) == child_id
+                            for e in s.run.events(EventKind.TAMPER)):
+            return _record(s, p, Outcome.REFUSED, child_id=child_id, reasons=[str(m.failure)])
+    if m.failure is not None:
+        raise m.failure
+    if m.early is not None:
+        return _record(s, p, m.early[0], screen=m.screen, reasons=m.early[1])
+    assert m.child_id is not None and m.val is not None
+    return _decide(s, p, m.child_id, m.val, m.screen)
 
 
 def _candidate(s: Session, p: Planned) -> str:
@@ -202,37 +297,25 @@ def _candidate(s: Session, p: Planned) -> str:
     return s.run.find_candidate(digest) or str(s.files.work(p.iteration) / "candidate")
 
 
-def _evaluate(s: Session, p: Planned) -> IterationRecord:
+def _measure(s: Session, p: Planned) -> Measured:
     run, trials = s.run, s.config.num_trials
     screen = None
-    try:
-        if s.algorithm.screens:
-            parent = evaluating.evaluate(run, p.parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS,
-                                         engine=s.engine)
-            child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN,
-                                        n_trials=TRAIN_TRIALS, engine=s.engine)
-            p.pending["child_id"] = child["candidate_id"]
-            passed = (child["status"] == EvalStatus.COMPLETE and child["mean"] is not None
-                      and parent["mean"] is not None and child["mean"] > parent["mean"] + 1e-12)
-            screen = _numbers(Split.TRAIN, p.parent_id, "pass" if passed else "killed",
-                              child, parent)
-            if not passed:
-                return _record(s, p, Outcome.SCREENED_OUT, screen=screen, reasons=[
-                    f"train screen: child mean {child['mean']} does not beat parent "
-                    f"{p.parent_id}'s {parent['mean']} (never gated, never accepted)"])
-        val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
-                                  engine=s.engine)
-    except BudgetError as exc:
-        raise LoopStop(str(exc)) from None
-    except CandidateError as exc:
-        child_id = run.find_candidate(p.pending["proposal"]["child_hash"])
-        if child_id and any(getattr(e, "candidate_id", None) == child_id
-                            for e in run.events(EventKind.TAMPER)):
-            return _record(s, p, Outcome.REFUSED, child_id=child_id, reasons=[str(exc)])
-        raise
-    child_id = val["candidate_id"]
-    p.pending["child_id"] = child_id
-    return _decide(s, p, child_id, val, screen)
+    if s.algorithm.screens:
+        batch = minibatch(s, p)
+        parent = screening.parent_on(s, p.parent_id, batch)
+        child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN, n_trials=TRAIN_TRIALS,
+                                    tasks=batch, purpose=EvalPurpose.SCREEN, engine=s.engine)
+        p.pending["child_id"] = child["candidate_id"]
+        verdict = screening.compare(child, parent)
+        screen = _numbers(Split.TRAIN, p.parent_id, "pass" if verdict.passed else "killed",
+                          verdict.child, verdict.parent)
+        if not verdict.passed:
+            return Measured(child_id=child["candidate_id"], screen=screen, early=(
+                Outcome.SCREENED_OUT, [verdict.reason(p.parent_id)]))
+    val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
+                              engine=s.engine)
+    p.pending["child_id"] = val["candidate_id"]
+    return Measured(child_id=val["candidate_id"], val=val, screen=screen)
 
 
 def _recorded_gate(s: Session, child_id: str) -> dict[str, Any] | None:
@@ -293,33 +376,12 @@ def _record(s: Session, p: Planned, outcome: Outcome, *, child_id: str | None = 
         parent_id=p.parent_id, child_id=child_id or p.pending.get("child_id"),
         child_hash=rec.get("child_hash"), focus=rec.get("focus") or p.focus,
         diff=DiffStat.model_validate(rec.get("diff") or {}), outcome=outcome,
-        reasons=tuple([*(reasons or []), *p.notes]), screen=screen, gate=gate, spend=spend,
-        metric_calls=p.rows, wall_s=_since(started),
+        reasons=tuple([*(reasons or []), *p.notes]), screen=screen,
+        minibatch=tuple(p.pending.get("minibatch") or ()), gate=gate, spend=spend,
+        metric_calls=p.rows, wall_s=since(started),
         overhead_s=max(0.0, p.overhead_s), started_at=started, finished_at=utc_now(),
         detail=dict(rec.get("detail") or {}))
-    _record_optimizer_spend(s, record)
+    record_optimizer_spend(s, record)
     s.files.append(record)
     s.ledger.append(record)
     return record
-
-
-def _record_optimizer_spend(s: Session, record: IterationRecord) -> None:
-    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
-    iteration: a resumed iteration finds its event by session and records none)."""
-    spend = record.spend
-    if not spend.tokens and not spend.cost_usd:
-        return
-    session = f"optimize:{record.iteration:04d}"
-    if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
-        return
-    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
-                  tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
-                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
-
-
-def _since(started: str) -> float:
-    try:
-        then = datetime.fromisoformat(started.replace("Z", "+00:00"))
-    except ValueError:
-        return 0.0
-    return max(0.0, (datetime.now(UTC) - then).total_seconds())

@@ -1,4 +1,5 @@
-"""An engine wrapper that measures the time spent inside the engine (rollouts).
+"""An engine wrapper that measures the time spent inside the engine (rollouts), in all and
+per calling thread (the evaluations of a ``--parallel`` batch run in threads).
 
 The loop passes one :class:`TimedEngine` to every evaluation of a loop, so all of them share
 one engine (one Ray pool, or the local engine) and the loop can tell the framework's own
@@ -30,22 +31,47 @@ class TimedEngine:
         self.busy_s = 0.0
         self.rows = 0
         self._lock = threading.Lock()
+        self._by_thread: dict[int, list[float]] = {}  # thread -> [busy_s, rows]
+
+    def mine(self) -> tuple[float, int]:
+        """(engine seconds, rows) of the calls made by the calling thread so far: what an
+        iteration's own evaluations took while others ran at once."""
+        with self._lock:
+            busy, rows = self._by_thread.get(threading.get_ident(), (0.0, 0))
+        return busy, int(rows)
+
+    @property
+    def shares(self) -> int:
+        return int(getattr(self.inner, "shares", 1))
+
+    @shares.setter
+    def shares(self, k: int) -> None:
+        """Tell the engine ``k`` evaluations will run through it at once (an engine
+        without the notion ignores it)."""
+        if hasattr(self.inner, "shares"):
+            self.inner.shares = k
 
     def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
             limit: Limit | None = None,
             ledger: DispatchLedger | None = None) -> EngineReport:
         t0 = time.monotonic()
 
-        def counting(rows: list[dict[str, Any]]) -> None:
+        me = threading.get_ident()
+        with self._lock:
+            mine = self._by_thread.setdefault(me, [0.0, 0])
+
+        def counting(rows: list[dict[str, Any]]) -> int | None:
             with self._lock:
                 self.rows += len(rows)
-            sink(rows)
+                mine[1] += len(rows)
+            return sink(rows)
 
         try:
             return self.inner.run(job, units, counting, limit, ledger)
         finally:
             with self._lock:
                 self.busy_s += time.monotonic() - t0
+                mine[0] += time.monotonic() - t0
 
     def close(self) -> None:
         self.inner.close()

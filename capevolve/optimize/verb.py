@@ -22,16 +22,19 @@ class OptimizePackage(types.ModuleType):
                  parallel: int = 1, focus: str | None = None, timeout_s: float = 900.0,
                  finalize: bool = False, resume: bool = False, engine: str | None = None,
                  address: str | None = None,
-                 on_iteration: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                 on_iteration: Callable[[Any], None] | None = None,
+                 minibatch: int | None = None) -> dict[str, Any]:
         """Run an optimization loop on the run dir ``run`` (a RunDir or its path): the
         ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
         (``scripted:DIR``, ``command:"... {workdir} ..."``, ``llm[:options]``) edits a copy of
         each, and every child goes evaluate -> gate -> accept | reject on full val. Stops at
         the project's stop condition, a budget cap, ``iterations`` or a proposer with
-        nothing left; ``parallel`` children are proposed concurrently and evaluated on one
-        shared engine; ``resume`` continues a killed loop with its recorded settings;
-        ``finalize`` seals test once and writes report.md. ``on_iteration`` is called with
-        each iteration's row (a dict, as in the result's ``iterations``) once recorded.
+        nothing left; ``parallel`` children are proposed and evaluated concurrently on one
+        shared engine; ``minibatch`` is how many train tasks a pareto child is screened on
+        per iteration (default 3; a subset evaluation, never gateable); ``resume``
+        continues a killed loop with its recorded settings; ``finalize`` seals test once
+        and writes report.md. ``on_iteration`` is called with each iteration's row (a
+        dict, as in the result's ``iterations``) once recorded.
         Bad settings raise ConfigError before any rollout. Returns the loop's summary
         (iteration rows, stop reason, plateau, spend, and ``final`` after finalize)."""
         from capevolve._loop import engines
@@ -42,7 +45,7 @@ class OptimizePackage(types.ModuleType):
         opened = run if isinstance(run, RunDir) else RunDir.open(Path(os.fspath(run)))
         settings = LoopSettings(algorithm=algorithm, proposer=proposer, iterations=iterations,
                                 parallel=parallel, focus=focus, timeout_s=timeout_s,
-                                finalize=finalize, resume=resume)
+                                finalize=finalize, resume=resume, minibatch=minibatch)
         chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
         from capevolve.optimize.summary import iteration_row
 

@@ -93,6 +93,8 @@ class IterationRecord(Record):
     outcome: Outcome
     reasons: tuple[str, ...] = ()
     screen: GateNumbers | None = None
+    minibatch: tuple[str, ...] = ()
+    """The train task ids the child was screened on (pareto), drawn for this iteration."""
     gate: GateNumbers | None = None
     spend: Spend = Spend()
     metric_calls: int = Field(default=0, ge=0)

@@ -44,18 +44,30 @@ def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
 
 
 @pytest.mark.slow
-def test_pareto_screens_on_train_and_a_killed_child_is_never_gated(tmp_path):
+def test_pareto_screens_on_a_train_minibatch_and_a_killed_child_is_never_gated(tmp_path):
     run = loop_run(tmp_path)
     edits = scripted_edits(tmp_path / "edits", [0.05, 0.95])
-    result = _optimize(run, algorithm="pareto", proposer=f"scripted:{edits}")
+    result = _optimize(run, algorithm="pareto", proposer=f"scripted:{edits}", minibatch=6)
     rows = result["iterations"]
     assert rows[0]["outcome"] == "screened_out" and rows[0]["screen"] == "killed"
     assert rows[1]["outcome"] == "accept" and rows[1]["screen"] == "pass"
     gated = {g["candidate_id"] for g in events(run.root, "gate")}
     assert "cand_001" not in gated and "cand_002" in gated
-    evals = {e for e, _, _ in raw_units(run.root)}
-    assert "train__cand_001__k1" in evals and "val__cand_001__k2" not in evals
+    # the screen is a subset evaluation of the iteration's minibatch (one trial), recorded
+    stored = ledger(run.root)
+    train = set(run.splits.train)
+    for record in stored:
+        assert len(record["minibatch"]) == 6 and set(record["minibatch"]) <= train
+    assert stored[0]["minibatch"] != stored[1]["minibatch"]  # drawn per iteration
+    units = raw_units(run.root)
+    child = {(t, k) for e, t, k in units if e.startswith("train__cand_001__k1__screen_s")}
+    assert child == {(t, 0) for t in stored[0]["minibatch"]}
+    assert not [u for u in units if u[0] == "train__cand_001__k1"]  # never the full split
+    assert "val__cand_001__k2" not in {e for e, _, _ in units}
     assert result["best_id"] == "cand_002"
+    # the parent's numbers come from the same minibatch tasks (rows, not a guess)
+    parent = {(t, k) for e, t, k in units if e.startswith("train__seed__k1__screen_s")}
+    assert {t for t, _ in parent} >= set(stored[0]["minibatch"])
 
 
 def test_a_child_touching_a_protected_path_is_refused_before_any_rollout(tmp_path):
@@ -68,6 +80,29 @@ def test_a_child_touching_a_protected_path_is_refused_before_any_rollout(tmp_pat
     assert result["best_id"] == "seed"
     tamper = events(run.root, "tamper")
     assert tamper and tamper[0]["candidate_id"] == "cand_001"
+
+
+@pytest.mark.slow
+def test_the_parents_minibatch_numbers_reuse_its_full_train_rows(tmp_path):
+    """A parent with a complete one-trial train evaluation (the diagnosis's) is compared
+    on the minibatch from those rows: no screen evaluation of the parent is paid for; the
+    child's screen evaluation is refused by the gate (informational only)."""
+    from capevolve._loop import decide
+    from capevolve.errors import GateError
+
+    run = loop_run(tmp_path)
+    capevolve.evaluate(run.root, "seed", "train", n_trials=1, engine="local")
+    edits = scripted_edits(tmp_path / "edits", [0.05])
+    result = _optimize(run, algorithm="pareto", proposer=f"scripted:{edits}", minibatch=4)
+    assert result["iterations"][0]["outcome"] == "screened_out"
+    evals = {e for e, _, _ in raw_units(run.root)}
+    assert not [e for e in evals if e.startswith("train__seed__k1__screen")]
+    screen = [e for e in evals if e.startswith("train__cand_001__k1__screen_s")]
+    assert len(screen) == 1
+    record = json.loads((run.root / "evals" / f"{screen[0]}.json").read_text())
+    assert record["purpose"] == "screen" and record["task_subset"]["count"] == 4
+    with pytest.raises(GateError):
+        decide.gate_candidate(run, "cand_001")  # no full val evaluation: nothing to gate
 
 
 def _script(tmp_path: Path, body: str) -> str:
@@ -147,6 +182,7 @@ def test_rejected_approaches_are_shown_to_the_next_proposal(tmp_path):
     ({"algorithm": "hill-climb", "proposer": "command:x {workdir} {bogus}"}, "placeholder"),
     ({"algorithm": "hill-climb", "proposer": "scripted:/nonexistent"}, "no such directory"),
     ({"algorithm": "hill-climb", "proposer": "scripted:EDITS", "parallel": 0}, "--parallel"),
+    ({"algorithm": "pareto", "proposer": "scripted:EDITS", "minibatch": 0}, "--minibatch"),
     ({"algorithm": "hill-climb", "proposer": "scripted:EDITS", "focus": "x"}, "--focus"),
     ({"resume": True}, "no optimize loop to resume"),
 ])

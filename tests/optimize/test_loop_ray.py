@@ -29,3 +29,28 @@ def test_parallel_children_on_one_ray_engine_match_the_local_loop(tmp_path, ray_
     assert [o for _, o, _, _ in outcomes] == ["accept", "reject"]
     assert sorted(raw_units(ray_run.root)) == sorted(raw_units(local_run.root))
     assert [r["metric_calls"] for r in ledger(ray_run.root)] == [12, 12]
+
+
+def test_parallel_children_run_at_once_in_pools_of_their_own(tmp_path, ray_session):
+    """Two children's val evaluations run at the same time on Ray, each on its own rollout
+    actors (no actor hosts both candidates' code), with the CPUs split between the pools."""
+    import pyarrow.parquet as pq
+
+    from capevolve._engine.ray import pool
+
+    run = loop_run(tmp_path, sleep=0.2)
+    edits = scripted_edits(tmp_path / "edits", [0.2, 0.3])
+    result = capevolve.optimize(run.root, algorithm="hill-climb", iterations=2, parallel=2,
+                                proposer=f"scripted:{edits}", engine="ray")
+    assert [r["outcome"] for r in result["iterations"]] == ["reject", "reject"]
+    rows = [r for p in (run.root / "rollouts").rglob("*.parquet")
+            for r in pq.read_table(p, columns=["eval_id", "worker_id", "started_at",
+                                               "finished_at"]).to_pylist()]
+    workers = {e: {r["worker_id"] for r in rows if r["eval_id"] == e}
+               for e in ("val__cand_001__k2", "val__cand_002__k2")}
+    assert all(workers.values()) and not set.intersection(*workers.values())
+    spans = {e: (min(r["started_at"] for r in rows if r["eval_id"] == e),
+                 max(r["finished_at"] for r in rows if r["eval_id"] == e)) for e in workers}
+    (a0, a1), (b0, b1) = spans.values()
+    assert a0 < b1 and b0 < a1, "the two evaluations did not overlap"
+    assert not any(held["users"] for held in pool._POOLS.values())  # both pools released

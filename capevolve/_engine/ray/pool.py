@@ -6,6 +6,13 @@ process with another's. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` r
 actors) load only the project's adapter and are kept across candidates. The handles turn
 Ray failures into WorkerLost, which the dispatcher recovers from.
 
+Several evaluations may run at once in threads of one driver (``optimize --parallel``):
+each candidate has its own pool, alive while an evaluation uses it (``users``); with
+``shares`` evaluations meant to run together each pool gets that share of the actors
+(and of the CPUs they request), so together they hold what one pool would. A pool is torn
+down only when no evaluation uses it (never under another thread's evaluation); the limiter
+is one for all pools of the same settings, so its cluster-wide caps hold across them.
+
 No call on an actor waits forever: a call past its expected time triggers a health check,
 and an actor that fails it (dead, or its event loop blocked by user code) is killed and
 restarted, its call WorkerLost (see :func:`_bounded`); an actor that does not start within
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 
 import ray
@@ -134,49 +142,99 @@ class ActorScorer:
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
-_JOB_REFS: dict[type, tuple] = {}
+"""The latest pool built (``actors``), the shared limiter and the scorers."""
+_POOLS: dict[tuple, dict] = {}
+"""Every live rollout pool: key -> {"actors": [...], "users": evaluations using it}."""
+_LOCK = threading.RLock()
+_JOB_REFS: list[tuple] = []
+_JOB_REFS_KEPT = 16
 
 
 def _shared_ref(job: EvalJob | ScoreJob):
     """Put the job in the object store once per evaluation (the same job object, not an
     equal key: two runs may share a run name and an eval id); every actor reads it."""
-    held = _JOB_REFS.get(type(job))
-    if held is None or held[0] is not job:
-        held = _JOB_REFS[type(job)] = (job, ray.put(job))
-    return held[1]
+    with _LOCK:
+        for held, ref in _JOB_REFS:
+            if held is job:
+                return ref
+        ref = ray.put(job)
+        _JOB_REFS.append((job, ref))
+        del _JOB_REFS[:-_JOB_REFS_KEPT]
+        return ref
 
 
-def rollout_pool(config: EngineConfig, job: EvalJob) -> list[ActorWorker]:
-    """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed)."""
+def _limiter(c: EngineConfig):
+    """The limiter of a new pool: the one pools in use share when its settings are the
+    same (their caps hold together), else a fresh one (the idle one is killed)."""
+    if not (c.max_in_flight or c.rate_limit_per_s):
+        return None
+    key = (c.max_in_flight, c.rate_limit_per_s)
+    in_use = any(p["users"] for p in _POOLS.values())
+    if _POOL.get("limiter") is not None:
+        if in_use and _POOL.get("limiter_key") == key:
+            return _POOL["limiter"]
+        if not in_use:
+            ray.kill(_POOL["limiter"], no_restart=True)
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+    limiter = Limiter.options(scheduling_strategy=here,  # type: ignore[attr-defined]
+                              max_concurrency=max(1000, 4 * c.concurrency)
+                              ).remote(c.max_in_flight, c.rate_limit_per_s)
+    _POOL.update(limiter=limiter, limiter_key=key)
+    return limiter
+
+
+def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[ActorWorker]:
+    """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken
+    for one evaluation: give them back with :func:`release`. With ``shares`` pools meant to
+    run at once, this one gets 1/shares of the actors and CPUs (``config.concurrency`` is
+    then this run's part of the engine's, see :mod:`capevolve._engine.shares`)."""
     c = config
     totals = ray.cluster_resources()
-    workers = pool_size(c, totals)
-    slots = math.ceil(c.concurrency / workers)
+    shares = max(1, shares)
+    workers = max(1, pool_size(c, totals) // shares)
+    slots = math.ceil(c.concurrency / workers)  # c.concurrency: this run's part of it
     root, rel = project_location(job.project_root)
     key = (root, rel, job.adapter_spec, job.candidate_hash, workers, slots, c.timeout_s,
            c.retries, c.isolation, c.num_cpus, tuple(sorted(c.resources.items())),
            c.max_in_flight, c.rate_limit_per_s)
-    if _POOL["key"] == key:
-        return _POOL["actors"]
-    _kill_rollout_actors()
-    limiter = None
-    if c.max_in_flight or c.rate_limit_per_s:
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-        limiter = Limiter.options(scheduling_strategy=here,  # type: ignore[attr-defined]
-                                  max_concurrency=max(1000, 4 * c.concurrency)
-                                  ).remote(c.max_in_flight, c.rate_limit_per_s)
-    cpus = c.num_cpus if c.num_cpus is not None else min(
-        1.0, max(1.0, float(totals.get("CPU", 1))) / workers)
-    options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
-                   resources=dict(c.resources) or None)
-    _POOL["actors"] = [
-        ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
-            root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-            project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots,
-            reply_timeout_s=reply_timeout_s(c))
-        for i in range(workers)]
-    _POOL.update(key=key, limiter=limiter)
-    return _POOL["actors"]
+    with _LOCK:
+        held = _POOLS.get(key)
+        if held is None:
+            _kill_idle_pools()
+            limiter = _limiter(c)
+            cpus = c.num_cpus if c.num_cpus is not None else min(
+                1.0, max(1.0, float(totals.get("CPU", 1))) / (workers * shares))
+            options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
+                           resources=dict(c.resources) or None)
+            actors = [
+                ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
+                    root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
+                    project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots,
+                    reply_timeout_s=reply_timeout_s(c))
+                for i in range(workers)]
+            held = _POOLS[key] = {"actors": actors, "users": 0}
+        held["users"] += 1
+        _POOL.update(key=key, actors=held["actors"])
+        return held["actors"]
+
+
+def release(actors: list[ActorWorker]) -> None:
+    """An evaluation is done with ``actors`` (they stay cached until a pool for another
+    candidate needs the room)."""
+    with _LOCK:
+        for held in _POOLS.values():
+            if held["actors"] is actors:
+                held["users"] = max(0, held["users"] - 1)
+
+
+def _kill_idle_pools() -> None:
+    for key, held in list(_POOLS.items()):
+        if held["users"] == 0:
+            for worker in held["actors"]:
+                ray.kill(worker.actor, no_restart=True)
+            del _POOLS[key]
+            if _POOL["key"] == key:
+                _POOL.update(key=None, actors=[])
 
 
 def reply_timeout_s(config: EngineConfig) -> float:
@@ -190,6 +248,12 @@ def scorer_pool(job: EvalJob, workers: int, config: EngineConfig) -> list[ActorS
     root, rel = project_location(job.project_root)
     count = max(1, math.ceil(workers / SCORERS_PER))
     key = (root, rel, job.adapter_spec, count, reply_timeout_s(config))
+    with _LOCK:
+        return _scorers(job, key, count, config)
+
+
+def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list[ActorScorer]:
+    root, rel = key[0], key[1]
     if _POOL["scorer_key"] != key:
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
@@ -225,19 +289,23 @@ def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
 
 
 def _kill_rollout_actors() -> None:
-    for worker in _POOL["actors"]:
-        ray.kill(worker.actor, no_restart=True)
-    if _POOL.get("limiter") is not None:
-        ray.kill(_POOL["limiter"], no_restart=True)
-    _POOL.update(key=None, actors=[], limiter=None)
+    with _LOCK:
+        for held in _POOLS.values():
+            for worker in held["actors"]:
+                ray.kill(worker.actor, no_restart=True)
+        _POOLS.clear()
+        if _POOL.get("limiter") is not None:
+            ray.kill(_POOL["limiter"], no_restart=True)
+        _POOL.update(key=None, actors=[], limiter=None, limiter_key=None)
 
 
 def shutdown_pool() -> None:
     """Kill the cached actors, scorers and the limiter (frees their resources)."""
-    _kill_rollout_actors()
-    for scorer in _POOL["scorers"]:
-        ray.kill(scorer.actor, no_restart=True)
-    _POOL.update(scorer_key=None, scorers=[])
+    with _LOCK:
+        _kill_rollout_actors()
+        for scorer in _POOL["scorers"]:
+            ray.kill(scorer.actor, no_restart=True)
+        _POOL.update(scorer_key=None, scorers=[])
 
 
 def limiter_stats() -> dict | None:

@@ -1,0 +1,117 @@
+"""One dispatch allowance shared by every evaluation of a run running in this process.
+
+Budget caps (``max_metric_calls``, ``max_usd``) are enforced while dispatching
+(:func:`capevolve._policy.budget.dispatch_allowance`). Evaluations running at once in
+threads (``optimize --parallel``) each have their own dispatcher; they must not each see the
+whole remaining budget. So every evaluation registers here, and each limit call, under one
+lock:
+
+- reads the run's spend *now* (sessions that ended are in it),
+- adds what every other live evaluation has *reserved*: the units it has dispatched plus
+  the units its last grant allowed (a grant is reserved before the dispatcher takes it, so
+  two threads can never both spend the same room), their recorded cost, and their units
+  without a row yet as of unknown cost (priced at the run's mean, as a killed driver's),
+- asks the pure policy how many more units this evaluation may send.
+
+A reservation is at most the evaluation's units still to dispatch and is corrected to what
+was really taken at its next call. An evaluation leaves the registry in the same critical
+section as its spend is recorded (:func:`ending`), so its units are never counted twice nor
+dropped for a moment. The sum of every evaluation's dispatched units therefore never passes
+the cap, however many run at once (``tests/_loop/test_shared_budget.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from capevolve._policy import budget
+from capevolve._store.rundir import RunDir
+from capevolve.config import BudgetConfig
+
+_KEY = "shared_budget"
+
+
+@dataclass
+class _Live:
+    reserved: int = 0
+    tally: Any = None  # the session's RowTally (rows, cost_usd, cost_unrecorded)
+
+
+@dataclass
+class _Registry:
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    live: dict[str, _Live] = field(default_factory=dict)
+
+
+@dataclass
+class _Combined:
+    """The run's spend plus the other live evaluations' reservations (a budget.Spent)."""
+
+    iterations: int
+    metric_calls: int
+    cost_usd: float
+    cost_unrecorded: int
+
+
+def _registry(run: RunDir) -> _Registry:
+    with run._appending:
+        reg = run.shared.get(_KEY)
+        if reg is None:
+            reg = run.shared[_KEY] = _Registry()
+        return reg
+
+
+def _combined(run: RunDir, reg: _Registry, token: str) -> _Combined:
+    spent = run.spent
+    calls, cost, unrecorded = spent.metric_calls, spent.cost_usd, spent.cost_unrecorded
+    for other, live in reg.live.items():
+        if other == token:
+            continue
+        rows = live.tally.rows if live.tally is not None else 0
+        calls += live.reserved
+        cost += live.tally.cost_usd if live.tally is not None else 0.0
+        unrecorded += (live.tally.cost_unrecorded if live.tally is not None else 0) + max(
+            0, live.reserved - rows)
+    return _Combined(spent.iterations, calls, cost, unrecorded)
+
+
+def allowance(run: RunDir, cap: BudgetConfig, token: str, tally: Any,
+              n_units: int) -> Callable[[int], tuple[int | None, str | None]]:
+    """The dispatcher's limit for the evaluation of session ``token`` (``n_units`` to send,
+    its running ``tally``); registers the session (see :func:`ending` to leave)."""
+    reg = _registry(run)
+    with reg.lock:
+        reg.live[token] = _Live(0, tally)
+
+    def limit(dispatched: int) -> tuple[int | None, str | None]:
+        with reg.lock:
+            combined = _combined(run, reg, token)
+            allowed, reason = budget.dispatch_allowance(cap, combined, tally)(dispatched)
+            still = max(0, n_units - dispatched)
+            grant = still if allowed is None else min(allowed, still)
+            reg.live[token] = _Live(dispatched + grant, tally)
+            return allowed, reason
+
+    return limit
+
+
+@contextmanager
+def ending(run: RunDir, token: str) -> Iterator[None]:
+    """Hold the registry while the session ``token`` records its spend, then remove it."""
+    reg = _registry(run)
+    with reg.lock:
+        try:
+            yield
+        finally:
+            reg.live.pop(token, None)
+
+
+def live_count(run: RunDir) -> int:
+    """Evaluations of ``run`` dispatching in this process now."""
+    reg = _registry(run)
+    with reg.lock:
+        return len(reg.live)

@@ -1,0 +1,127 @@
+"""One evaluation's stored rows, read once per content and shared by every verb.
+
+An evaluation's statistics (``summarize``: outcomes, per-trial means, judge outages), its
+resume plan (the units done), the gate's inputs (both sides' outcomes, whether outputs
+changed) and the loop's lookups all read the same deduplicated rows of one evaluation.
+:func:`eval_rows` reads them with one DuckDB query over the ``rollouts`` view of
+:class:`~capevolve._store.rollouts.query.RolloutStore` (so the one duplicate rule applies)
+and caches them per process, keyed by the evaluation id and the identity of its parts
+(path, size, mtime, ctime, inode): a new, changed or removed part is a new key, so a cached
+answer is never stale; a complete evaluation is read once however often it is gated.
+Outputs are kept as digests (sha256 of the text), which is all a comparison needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from capevolve._store.layout import Layout
+from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes, part_files
+
+CACHED_EVALS = 64
+"""Evaluations kept per process (least recently used first out)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """The columns of one unit's row the verbs read."""
+
+    task_id: str
+    trial: int
+    reward: float | None
+    error: str | None
+    tokens: int
+    cost_usd: float | None
+    output_digest: str
+
+
+@dataclass(frozen=True)
+class EvalRows:
+    """An evaluation's rows (one per unit, task then trial order) and what they give."""
+
+    rows: tuple[Row, ...]
+
+    def outcomes(self) -> TaskOutcomes:
+        """As :meth:`RolloutStore.outcomes` (valid rewards in trial order, errors per task,
+        row count, tokens, cost, rows without a cost)."""
+        out = TaskOutcomes()
+        for r in self.rows:
+            out.rewards.setdefault(r.task_id, [])
+            if r.reward is not None:
+                out.rewards[r.task_id].append(float(r.reward))
+            else:
+                out.errors[r.task_id] = out.errors.get(r.task_id, 0) + 1
+            out.n_rows += 1
+            out.tokens += r.tokens
+            out.cost_usd += r.cost_usd or 0.0
+            out.cost_unrecorded += r.cost_usd is None
+        return out
+
+    def done_units(self, valid_only: bool = False) -> set[tuple[str, int]]:
+        """(task, trial) with a stored row (with ``valid_only``: a scored one)."""
+        return {(r.task_id, r.trial) for r in self.rows
+                if not valid_only or r.reward is not None}
+
+    def outputs(self) -> dict[str, list[str]]:
+        """Task -> the sorted distinct output digests of its scored trials."""
+        found: dict[str, set[str]] = {}
+        for r in self.rows:
+            if r.reward is not None:
+                found.setdefault(r.task_id, set()).add(r.output_digest)
+        return {t: sorted(v) for t, v in found.items()}
+
+
+_CACHE: OrderedDict[tuple, EvalRows] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _identity(layout: Layout, eval_id: str) -> tuple:
+    found = []
+    for path in part_files(layout, eval_id):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return (str(layout.root), eval_id, tuple(found))
+
+
+def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
+    """The deduplicated rows of ``eval_id`` (cached while its parts are unchanged)."""
+    key = _identity(layout, eval_id)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    if not key[2]:
+        return EvalRows(())  # no part yet: nothing to read
+    literal = "'" + eval_id.replace("'", "''") + "'"
+    _, rows = RolloutStore(layout).query(
+        "SELECT task_id, trial, reward, error, coalesce(tokens, 0), cost_usd, "
+        "sha256(coalesce(output, '')) FROM rollouts WHERE eval_id = " + literal
+        + " ORDER BY task_id, trial", eval_id)
+    found = EvalRows(tuple(Row(str(t), int(k), None if r is None else float(r), e,
+                               int(n), None if c is None else float(c), str(d))
+                           for t, k, r, e, n, c, d in rows))
+    with _LOCK:
+        _CACHE[key] = found
+        while len(_CACHE) > CACHED_EVALS:
+            _CACHE.popitem(last=False)
+    return found
+
+
+def output_digest(text: str | None) -> str:
+    """The digest :class:`Row` keeps of an output (DuckDB's sha256, hex)."""
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
+
+
+def forget(root: Path | str | None = None) -> None:
+    """Drop cached evaluations (of one run dir, or all)."""
+    with _LOCK:
+        for key in [k for k in _CACHE if root is None or k[0] == str(root)]:
+            del _CACHE[key]

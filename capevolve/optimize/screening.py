@@ -1,0 +1,73 @@
+"""The pareto screen: a child against its parent on the iteration's train minibatch.
+
+A child of a screening algorithm is first evaluated on a *minibatch* of train tasks (drawn
+per iteration: :meth:`capevolve.optimize.session.Session.minibatch_for`), as a subset
+evaluation of purpose ``screen`` (one trial): never gateable, never acceptable (the gate
+refuses any evaluation that is not a complete full-split one, see
+:mod:`capevolve._policy.gateable`). The parent's numbers on the same tasks come from its
+rows: from its complete full train evaluation when there is one (the diagnosis's), else
+from a screen evaluation of the parent on that minibatch (made once; a resumed or repeated
+minibatch reuses it). Unit seeds depend only on (run seed, task, trial), so the two sides
+met the same randomness on every task.
+
+The child passes when its mean over the minibatch tasks scored on both sides is above the
+parent's over the same tasks (GEPA's rule: a strict improvement on the minibatch); a child
+with no such task, or a screen evaluation that is incomplete, is killed. Killed children
+are never gated; survivors go to the full-val gate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from capevolve._loop import evaluate as evaluating
+from capevolve._policy.thresholds import TOLERANCE
+from capevolve.kinds import EvalPurpose, EvalStatus, Split
+from capevolve.optimize.session import TRAIN_TRIALS, Session
+
+
+def parent_on(s: Session, parent_id: str, tasks: tuple[str, ...]) -> dict[str, Any]:
+    """The parent's record on ``tasks``: ``status``, ``task_means`` (of those tasks) and
+    ``eval_id`` (the evaluation its rows come from)."""
+    full = evaluating.latest_complete_eval(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS)
+    if full is not None:
+        means = {t: full.task_means[t] for t in tasks if t in full.task_means}
+        return {"status": EvalStatus.COMPLETE, "task_means": means, "eval_id": full.eval_id}
+    return evaluating.evaluate(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS,
+                               tasks=list(tasks), purpose=EvalPurpose.SCREEN,
+                               engine=s.engine)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    child: dict[str, Any]
+    """``mean`` over the tasks compared, ``eval_id``."""
+    parent: dict[str, Any]
+    n_tasks: int
+    complete: bool = True
+
+    def reason(self, parent_id: str) -> str:
+        if not self.complete:
+            return ("train screen: a minibatch evaluation is incomplete (missing data; "
+                    "never gated, never accepted)")
+        if not self.n_tasks:
+            return ("train screen: no minibatch task scored on both sides (never gated, "
+                    "never accepted)")
+        return (f"train screen: child mean {self.child['mean']:.4g} on the minibatch "
+                f"({self.n_tasks} tasks) does not beat parent {parent_id}'s "
+                f"{self.parent['mean']:.4g} (never gated, never accepted)")
+
+
+def compare(child: dict[str, Any], parent: dict[str, Any]) -> Verdict:
+    """The screen's verdict (see the module docstring)."""
+    both = sorted(set(child.get("task_means") or {}) & set(parent.get("task_means") or {}))
+    complete = (child.get("status") == EvalStatus.COMPLETE
+                and parent.get("status") == EvalStatus.COMPLETE)
+    cm = statistics.fmean(child["task_means"][t] for t in both) if both else None
+    pm = statistics.fmean(parent["task_means"][t] for t in both) if both else None
+    passed = bool(complete and cm is not None and pm is not None and cm > pm + TOLERANCE)
+    return Verdict(passed, {"mean": cm, "eval_id": child.get("eval_id")},
+                   {"mean": pm, "eval_id": parent.get("eval_id")}, len(both), complete)

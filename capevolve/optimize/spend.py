@@ -1,0 +1,33 @@
+"""What an iteration records beside its ledger line: the proposer's spend as a spend event
+of role ``optimizer`` (so the run's caps count it), and its wall time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from capevolve.kinds import EventKind, SpendRole
+from capevolve.optimize.session import Session
+from capevolve.records._optimize import IterationRecord
+
+
+def record_optimizer_spend(s: Session, record: IterationRecord) -> None:
+    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
+    iteration: a resumed iteration finds its event by session and records none)."""
+    spend = record.spend
+    if not spend.tokens and not spend.cost_usd:
+        return
+    session = f"optimize:{record.iteration:04d}"
+    if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
+        return
+    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
+                  tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
+                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
+
+
+def since(started: str) -> float:
+    """Seconds from the ISO time ``started`` to now (0 for an unreadable one)."""
+    try:
+        then = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - then).total_seconds())
