@@ -80,8 +80,38 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 ``rollout`` (the Rollout as JSON text, to be scored) or ``error`` + ``error_kind``
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
-RowSink = Callable[[list[dict]], "int | None"]
-"""Receives finished rows in batches, as they arrive, and takes charge of them: they reach
+class RowBatch:
+    """Finished rows as columns (what a scorer hands back): ``columns`` maps each rollout
+    column to a list of ``n`` values, or to one value every row shares (the key columns of
+    the job); ``started_at`` / ``finished_at`` are POSIX seconds. No per-row objects cross
+    the driver's hot path: the store checks and converts the columns as a whole.
+
+    A batch is also a sequence of row dicts (``batch[i]``, iteration) for code that wants
+    rows; that builds them one by one."""
+
+    __slots__ = ("columns", "n")
+
+    def __init__(self, columns: dict[str, Any], n: int) -> None:
+        self.columns, self.n = columns, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(self.n)[index]]
+        if not -self.n <= index < self.n:
+            raise IndexError(index)
+        return {name: value[index] if isinstance(value, list) else value
+                for name, value in self.columns.items()}
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n))
+
+
+RowSink = Callable[[Any], "int | None"]
+"""Receives finished rows in batches (a list of row dicts or a :class:`RowBatch`), as they
+arrive, and takes charge of them: they reach
 the disk within the sink's small, bounded window (a journal fsynced in batches). It may
 raise (a write that failed), which stops the evaluation. It returns how many rows handed
 to it so far are not durable yet (None: every one is); the dispatcher counts them as in

@@ -22,7 +22,7 @@ import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, WorkerLost
+from capevolve._engine.contract import EvalJob, Outcome, RowBatch, ScoreJob, WorkerLost
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.actor import RolloutActor, ScorerActor, project_location
 from capevolve._engine.ray.limiter import Limiter
@@ -128,9 +128,10 @@ class ActorScorer:
     async def prepare(self, job: ScoreJob) -> None:
         await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        return await _bounded(self, self.actor.score.remote(eval_id, items), 0.0,
-                              self.reply_timeout_s * max(1, len(items)))
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:
+        columns, n = await _bounded(self, self.actor.score.remote(eval_id, items), 0.0,
+                                    self.reply_timeout_s * max(1, len(items)))
+        return RowBatch(columns, n)
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
