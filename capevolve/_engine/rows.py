@@ -186,7 +186,9 @@ class RowColumns:
         if rollout is not None:
             c["output"].append(output_text(rollout.output))
             c["trace"].append(to_json_text(rollout.trace))
-            c["tool_calls"].append(to_json_text([t.model_dump() for t in rollout.tool_calls]))
+            calls = rollout.tool_calls
+            c["tool_calls"].append(to_json_text([t.model_dump() for t in calls]) if calls
+                                   else "[]")
             c["trajectory"].append(rollout.trajectory)
             c["tokens"].append(rollout.tokens)
             c["cost_usd"].append(rollout.cost_usd)

@@ -9,7 +9,9 @@ naming the module and file), so no row it would produce counts. Rows are built b
 :func:`capevolve._engine.rows` from the scorer's own job: a worker cannot set a reward.
 
 Throughput: a batch of a synchronous ``score`` runs as one call in one thread (one hop
-per batch, not per rollout); an ``async def score`` is awaited per item, concurrently.
+per batch, not per rollout); an ``async def score`` is awaited per item, concurrently,
+with a Task only for calls that suspend (:mod:`.eager`). Rows go back as one column batch
+(:class:`~capevolve._engine.contract.RowBatch`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import ValidationError
 
 from capevolve._engine.contain import UserExit, contained
 from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, RowBatch, ScoreJob
+from capevolve._engine.eager import gather_eager
 from capevolve._engine.rows import RowColumns, parse_rollout, reported_error, to_json_text
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_adapter
@@ -147,7 +150,7 @@ class ScorerCore:
             return []
         if self._sync:
             return await asyncio.to_thread(lambda: [self._score_one(t, r) for t, r in pairs])
-        return list(await asyncio.gather(*(self._score_async(t, r) for t, r in pairs)))
+        return await gather_eager([self._score_async(t, r) for t, r in pairs])
 
     def _score_one(self, task: Task, rollout: Rollout) -> Score | str:
         try:
