@@ -211,10 +211,9 @@ class RowColumns:
 
     def batch(self) -> RowBatch:
         job = self.job
-        return RowBatch({"schema_version": job.schema_version, "run_id": job.run_id,
-                         "eval_id": job.eval_id, "split": job.split,
-                         "candidate_id": job.candidate_id,
-                         "candidate_hash": job.candidate_hash, **self.columns},
+        keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
+                ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
+        return RowBatch({"schema_version": job.schema_version, **keys, **self.columns},
                         len(self.columns["task_id"]))
 
 
