@@ -11,7 +11,7 @@ the rollout, and calls ``score`` in a process where no candidate module was ever
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -146,6 +146,8 @@ class EngineReport:
 class Engine(Protocol):
     """Runs work units and streams their rows to a sink.
 
+    ``units`` may be a lazy :class:`~capevolve._engine.plan.Plan`: an engine takes units
+    from it as it dispatches them and never holds them all.
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
     unless ``limit`` allows no more (then undispatched units are left out and the report
     says so). With a ``ledger``, every unit is recorded there before it is dispatched.
@@ -154,7 +156,7 @@ class Engine(Protocol):
     only from scorers that never imported candidate code.
     """
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ...
 

@@ -25,8 +25,9 @@ a driver killed at any moment is known to the next command: units dispatched cou
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 
 from capevolve._engine.contract import (
     DispatchLedger,
@@ -59,13 +60,13 @@ class Dispatcher:
         self.workers, self.scorers = workers, scorers
         self.max_restarts = max_restarts
 
-    async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    async def run(self, job: EvalJob, units: Iterable[WorkUnit], sink: RowSink,
                   limit: Limit | None = None, ledger: DispatchLedger | None = None
                   ) -> EngineReport:
         self.job, self.score_job, self.sink, self.limit = job, job.score_job(), sink, limit
         self.ledger = ledger
         self.dispatched = 0
-        self.pending: deque[WorkUnit] = deque(units)
+        self.pending = _Pending(units)
         self.outstanding: dict[tuple[str, int], WorkUnit] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
         self.load, self.turn = [0] * len(self.scorers), 0
@@ -124,7 +125,7 @@ class Dispatcher:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
             room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share,
                                   self._headroom()))
-            batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
+            batch = self.pending.take(room)
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
                 await self.ledger.dispatched(batch)  # durable before any worker sees them
@@ -210,7 +211,7 @@ class Dispatcher:
     async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
         lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]
         in_flight.clear()
-        self.pending.extendleft(reversed(lost))
+        self.pending.put_back(lost)
         await self._restart(worker, self.job, exc)
 
     async def _restart(self, handle, job, exc: Exception) -> None:
@@ -231,6 +232,41 @@ class Dispatcher:
                 if self.report.worker_restarts > self.max_restarts:
                     raise EngineError(f"eval {self.job.eval_id}: {handle.name} cannot be "
                                       f"restarted ({exc})") from None
+
+
+class _Pending:
+    """The units not dispatched yet: lost units to re-send first, then the plan's, taken
+    from its iterator only as they go out (a lazy plan is never materialised)."""
+
+    def __init__(self, units: Iterable[WorkUnit]) -> None:
+        self.retry: deque[WorkUnit] = deque()
+        self.fresh: Iterator[WorkUnit] = iter(units)
+        self.left = len(units) if isinstance(units, Sized) else None
+        if self.left is None:  # an iterable without a length: materialise it
+            listed = list(self.fresh)
+            self.fresh, self.left = iter(listed), len(listed)
+
+    def __len__(self) -> int:
+        return len(self.retry) + (self.left or 0)
+
+    def take(self, k: int) -> list[WorkUnit]:
+        """Up to ``k`` units, lost ones first."""
+        batch = [self.retry.popleft() for _ in range(min(k, len(self.retry)))]
+        if len(batch) < k and self.left:
+            fresh = list(itertools.islice(self.fresh, k - len(batch)))
+            self.left -= len(fresh)
+            if len(fresh) < k - len(batch):
+                self.left = 0  # the plan ended early (its length was an upper bound)
+            batch += fresh
+        return batch
+
+    def put_back(self, units: list[WorkUnit]) -> None:
+        """Units a lost worker held: sent again before any fresh unit."""
+        self.retry.extendleft(reversed(units))
+
+    def clear(self) -> None:
+        self.retry.clear()
+        self.fresh, self.left = iter(()), 0
 
 
 def _key(raw: object) -> tuple[str, int] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+from collections.abc import Sequence
 
 from capevolve._engine.contract import (
     DispatchLedger,
@@ -52,11 +53,11 @@ class LocalEngine:
         self.config = config
         self.workers: list[ProcessWorker] = []
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         return asyncio.run(self._run(job, units, sink, limit, ledger))
 
-    async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    async def _run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
                    limit: Limit | None, ledger: DispatchLedger | None = None) -> EngineReport:
         c = self.config
         count = max(1, min(c.workers if isinstance(c.workers, int) else 1, c.concurrency))
