@@ -11,7 +11,7 @@ the rollout, and calls ``score`` in a process where no candidate module was ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +21,60 @@ from capevolve.adapter import Task
 SCRATCH_PREFIX = "capevolve-worker-"
 """Workers unpack candidates under ``<tempdir>/capevolve-worker-*``; scorers refuse to
 score while a module loaded from such a directory is in their ``sys.modules``."""
+
+
+class TaskTable(Mapping[str, Task]):
+    """The tasks of one evaluation as one shared table: each task held as its JSON bytes.
+
+    It travels (pickled into the object store once per job, or as JSON to a worker
+    process) as those bytes, a copy no larger than the JSON, never as pydantic objects. A
+    table built on the driver (:meth:`of`) decodes a task each time it is asked for one
+    and keeps none, so the driver holds no per-task objects for the evaluation; a table
+    unpickled in a worker or scorer keeps what it decoded (every unit of a task reuses it).
+    """
+
+    __slots__ = ("_encoded", "_decoded")
+
+    def __init__(self, encoded: dict[str, bytes], keep: bool = True) -> None:
+        self._encoded = encoded
+        self._decoded: dict[str, Task] | None = {} if keep else None
+
+    @classmethod
+    def of(cls, tasks: Iterable[Task]) -> TaskTable:
+        """A driver-side table of ``tasks`` (by id, in order)."""
+        return cls({t.id: t.__pydantic_serializer__.to_json(t) for t in tasks}, keep=False)
+
+    def __getitem__(self, task_id: str) -> Task:
+        kept = self._decoded
+        if kept is not None and task_id in kept:
+            return kept[task_id]
+        task = Task.model_validate_json(self._encoded[task_id])
+        if kept is not None:
+            kept[task_id] = task
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._encoded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+    def encoded(self) -> dict[str, bytes]:
+        """Every task's JSON bytes, by id (read-only by convention)."""
+        return self._encoded
+
+    def __reduce__(self):
+        return (TaskTable, (self._encoded,))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TaskTable):
+            return self._encoded == other._encoded
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -37,7 +91,7 @@ class ScoreJob:
     split: str
     candidate_id: str
     candidate_hash: str
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
@@ -49,7 +103,8 @@ class EvalJob:
     """Everything a worker needs to run the units of one evaluation.
 
     ``candidate_files`` carries the capability itself (``{relative path: bytes}``), so
-    workers need no shared filesystem; ``tasks`` holds only the tasks of the split.
+    workers need no shared filesystem; ``tasks`` holds only the tasks of the split (a
+    :class:`TaskTable`, or any mapping by task id).
     """
 
     run_id: str
@@ -58,7 +113,7 @@ class EvalJob:
     candidate_id: str
     candidate_hash: str
     candidate_files: dict[str, bytes]
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
@@ -148,6 +203,7 @@ class Engine(Protocol):
 
     ``units`` may be a lazy :class:`~capevolve._engine.plan.Plan`: an engine takes units
     from it as it dispatches them and never holds them all.
+
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
     unless ``limit`` allows no more (then undispatched units are left out and the report
     says so). With a ``ledger``, every unit is recorded there before it is dispatched.

@@ -15,6 +15,7 @@ START_TIMEOUT_S is an EngineError naming it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 
@@ -22,7 +23,14 @@ import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from capevolve._engine.contract import EvalJob, Outcome, RowBatch, ScoreJob, WorkerLost
+from capevolve._engine.contract import (
+    EvalJob,
+    Outcome,
+    RowBatch,
+    ScoreJob,
+    TaskTable,
+    WorkerLost,
+)
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.actor import RolloutActor, ScorerActor, project_location
 from capevolve._engine.ray.limiter import Limiter
@@ -143,7 +151,10 @@ def _shared_ref(job: EvalJob | ScoreJob):
     equal key: two runs may share a run name and an eval id); every actor reads it."""
     held = _JOB_REFS.get(type(job))
     if held is None or held[0] is not job:
-        held = _JOB_REFS[type(job)] = (job, ray.put(job))
+        shipped = job
+        if not isinstance(job.tasks, TaskTable):  # one compact table, not pickled models
+            shipped = dataclasses.replace(job, tasks=TaskTable.of(job.tasks.values()))
+        held = _JOB_REFS[type(job)] = (job, ray.put(shipped))
     return held[1]
 
 
