@@ -18,6 +18,7 @@ them is checked row by row by ``storable_row`` itself, so a bad value is still a
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,10 +62,19 @@ def column_rows(columns: Mapping[str, Any], n: int) -> list[dict]:
     lists: dict[str, Sequence[Any]] = {}
     for name in COLUMNS:
         value = columns.get(name)
-        if name in _TIMES and _is_list(value) and _types(value) <= {float, int, _NONE}:
-            value = _times(value, n).to_pylist()
+        if name in _TIMES and _is_list(value):
+            value = _seconds_to_datetimes(value)
         lists[name] = value if _is_list(value) else [value] * n
     return [{name: lists[name][i] for name in COLUMNS} for i in range(n)]
+
+
+def _seconds_to_datetimes(values: Sequence[Any]) -> list[Any]:
+    """Finite POSIX seconds as datetimes (as :func:`_times` stores them); any other value
+    stays as it is, for storable_row to judge."""
+    ok = [type(v) in (float, int) and math.isfinite(v) for v in values]
+    stamps = _times([v if good else None for v, good in zip(values, ok, strict=True)],
+                    len(values)).to_pylist()
+    return [s if good else v for v, s, good in zip(values, stamps, ok, strict=True)]
 
 
 def _is_list(value: Any) -> bool:
