@@ -24,33 +24,33 @@ score while a module loaded from such a directory is in their ``sys.modules``.""
 
 
 class TaskTable(Mapping[str, Task]):
-    """The tasks of one evaluation as one shared table: each task held as its JSON bytes.
+    """The tasks of one evaluation as one shared table that travels as JSON bytes.
 
-    It travels (pickled into the object store once per job, or as JSON to a worker
-    process) as those bytes, a copy no larger than the JSON, never as pydantic objects. A
-    table built on the driver (:meth:`of`) decodes a task each time it is asked for one
-    and keeps none, so the driver holds no per-task objects for the evaluation; a table
-    unpickled in a worker or scorer keeps what it decoded (every unit of a task reuses it).
+    It is pickled (into the object store, once per job) or sent to a worker process as
+    each task's JSON bytes, never as pydantic objects, so shipping a job costs a copy of
+    bytes and no per-task pickling. The driver's table (:meth:`of`) keeps the tasks it
+    was built from (the evaluation holds them anyway); a table unpickled in a worker or a
+    scorer decodes a task the first time it is asked for and keeps it.
     """
 
     __slots__ = ("_encoded", "_decoded")
 
-    def __init__(self, encoded: dict[str, bytes], keep: bool = True) -> None:
+    def __init__(self, encoded: dict[str, bytes],
+                 decoded: dict[str, Task] | None = None) -> None:
         self._encoded = encoded
-        self._decoded: dict[str, Task] | None = {} if keep else None
+        self._decoded: dict[str, Task] = {} if decoded is None else decoded
 
     @classmethod
     def of(cls, tasks: Iterable[Task]) -> TaskTable:
-        """A driver-side table of ``tasks`` (by id, in order)."""
-        return cls({t.id: t.__pydantic_serializer__.to_json(t) for t in tasks}, keep=False)
+        """A table of ``tasks`` (by id, in order)."""
+        kept = {t.id: t for t in tasks}
+        return cls({tid: t.__pydantic_serializer__.to_json(t) for tid, t in kept.items()},
+                   kept)
 
     def __getitem__(self, task_id: str) -> Task:
-        kept = self._decoded
-        if kept is not None and task_id in kept:
-            return kept[task_id]
-        task = Task.model_validate_json(self._encoded[task_id])
-        if kept is not None:
-            kept[task_id] = task
+        task = self._decoded.get(task_id)
+        if task is None:
+            task = self._decoded[task_id] = Task.model_validate_json(self._encoded[task_id])
         return task
 
     def __contains__(self, task_id: object) -> bool:
