@@ -135,6 +135,50 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 ``rollout`` (the Rollout as JSON text, to be scored) or ``error`` + ``error_kind``
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
+class KeyedOutcomes:
+    """A worker's finished outcomes as the driver sees them when it need not read them: the
+    unit key of each (``keys``, untrusted, checked by the dispatcher against the units the
+    worker holds) and an opaque ``payload`` (the outcomes themselves, e.g. a Ray object
+    reference) that only a scorer opens. A scorer given :class:`Picked` outcomes builds
+    each row from the pick's trusted key and seed, and an outcome whose own key differs
+    from its pick is an error row of that unit, never a row of another one."""
+
+    __slots__ = ("keys", "payload")
+
+    def __init__(self, keys: list, payload: Any) -> None:
+        self.keys, self.payload = keys, payload
+
+
+class Picked:
+    """The outcomes a dispatcher accepted from one :class:`KeyedOutcomes`: ``picks`` holds
+    ``(index in the payload, task_id, trial, trusted seed)`` per unit."""
+
+    __slots__ = ("payload", "picks")
+
+    def __init__(self, payload: Any, picks: list[tuple[int, str, int, int]]) -> None:
+        self.payload, self.picks = payload, picks
+
+    def __len__(self) -> int:
+        return len(self.picks)
+
+
+def picked_items(outcomes: Any, picks: list[tuple[int, str, int, int]]
+                 ) -> list[tuple[Outcome, int]]:
+    """``(outcome, trusted seed)`` per pick, for a scorer: the outcome at the pick's index
+    when it carries the pick's key, else an error outcome of the picked unit."""
+    items: list[tuple[Outcome, int]] = []
+    listed = outcomes if isinstance(outcomes, list) else []
+    for index, task_id, trial, seed in picks:
+        raw = listed[index] if 0 <= index < len(listed) else None
+        if not (isinstance(raw, dict) and raw.get("task_id") == task_id
+                and raw.get("trial") == trial):
+            raw = {"task_id": task_id, "trial": trial, "attempts": 0,
+                   "error": "worker's outcome does not match the unit it reported",
+                   "error_kind": "exception"}
+        items.append((raw, seed))
+    return items
+
+
 class RowBatch:
     """Finished rows as columns (what a scorer hands back): ``columns`` maps each rollout
     column to a list of ``n`` values, or to one value every row shares (the key columns of
@@ -235,9 +279,10 @@ class WorkerHandle(Protocol):
         ...
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[Outcome]:
+                       max_wait_s: float) -> list[Outcome] | KeyedOutcomes:
         """Queue ``units`` on the worker and return the outcomes finished since the last
-        call (waiting up to ``max_wait_s`` for the first). Raises WorkerLost if it died."""
+        call (waiting up to ``max_wait_s`` for the first), or only their keys and a payload
+        the scorer opens (:class:`KeyedOutcomes`). Raises WorkerLost if it died."""
         ...
 
 
@@ -250,7 +295,9 @@ class ScorerHandle(Protocol):
         """Make the job known to the scorer (restarting it if it died)."""
         ...
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        """Rows for a batch of ``(outcome, trusted seed)``: one row per item. Raises
-        WorkerLost if the scorer died, EngineError if it refuses to score."""
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
+                    ) -> list[dict] | RowBatch:
+        """Rows for a batch of ``(outcome, trusted seed)`` (or of :class:`Picked` outcomes):
+        one row per item. Raises WorkerLost if the scorer died, EngineError if it refuses
+        to score."""
         ...

@@ -33,8 +33,11 @@ from capevolve._engine.contract import (
     DispatchLedger,
     EngineReport,
     EvalJob,
+    KeyedOutcomes,
     Limit,
     Outcome,
+    Picked,
+    RowBatch,
     RowSink,
     ScorerHandle,
     WorkerHandle,
@@ -101,7 +104,7 @@ class Dispatcher:
         return max(0, self.capacity - len(self.outstanding) - self.scoring_units
                    - self.backlog)
 
-    def _deliver(self, rows: list[dict]) -> None:
+    def _deliver(self, rows: list[dict] | RowBatch) -> None:
         """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
         backlog = self.sink(rows)
         self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
@@ -145,18 +148,25 @@ class Dispatcher:
                 continue
             await self._collect(outcomes, in_flight)
 
-    async def _collect(self, outcomes: list[Outcome], in_flight: dict) -> None:
+    async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
+                       ) -> None:
         """Keep the fresh outcomes of this worker's units and send them to a scorer."""
-        fresh: list[tuple[Outcome, int]] = []
-        for raw in outcomes if isinstance(outcomes, list) else []:
-            key = _key(raw)
-            if key is None or key not in in_flight:
-                continue  # not a unit this worker holds: forged or stale
-            del in_flight[key]
-            unit = self.outstanding.pop(key, None)
-            if unit is not None:
-                fresh.append((raw, unit.seed))
-        if not fresh:
+        fresh: list[tuple[Outcome, int]] | Picked
+        if isinstance(outcomes, KeyedOutcomes):  # keys only: the scorer opens the payload
+            picks = []
+            for index, key in enumerate(outcomes.keys if isinstance(outcomes.keys, list)
+                                        else []):
+                unit = self._accept(_key_of(key), in_flight)
+                if unit is not None:
+                    picks.append((index, unit.task_id, unit.trial, unit.seed))
+            fresh = Picked(outcomes.payload, picks)
+        else:
+            fresh = []
+            for raw in outcomes if isinstance(outcomes, list) else []:
+                unit = self._accept(_key(raw), in_flight)
+                if unit is not None:
+                    fresh.append((raw, unit.seed))
+        if not len(fresh):
             self._deliver([])  # also on empty batches: a failed write stops the evaluation
             return  # soon, and the backlog is polled
         self.scoring_units += len(fresh)
@@ -165,7 +175,15 @@ class Dispatcher:
         self.scoring.add(task)
         task.add_done_callback(self.scoring.discard)
 
-    async def _score(self, items: list[tuple[Outcome, int]]) -> None:
+    def _accept(self, key: tuple[str, int] | None, in_flight: dict) -> WorkUnit | None:
+        """The unit of ``key`` if this worker holds it and it is still outstanding (once:
+        a late duplicate, a forged key or a unit never given is None)."""
+        if key is None or key not in in_flight:
+            return None
+        del in_flight[key]
+        return self.outstanding.pop(key, None)
+
+    async def _score(self, items: list[tuple[Outcome, int]] | Picked) -> None:
         n = len(self.scorers)
         self.turn = (self.turn + 1) % n  # least busy scorer; ties go round robin
         index = min(((self.turn + k) % n for k in range(n)), key=lambda i: self.load[i])
@@ -267,6 +285,15 @@ class _Pending:
     def clear(self) -> None:
         self.retry.clear()
         self.fresh, self.left = iter(()), 0
+
+
+def _key_of(key: object) -> tuple[str, int] | None:
+    """A unit key reported as ``(task_id, trial)`` (untrusted input), or None."""
+    if isinstance(key, (tuple, list)) and len(key) == 2:
+        task_id, trial = key
+        if isinstance(task_id, str) and type(trial) is int:
+            return task_id, trial
+    return None
 
 
 def _key(raw: object) -> tuple[str, int] | None:

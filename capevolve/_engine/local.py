@@ -21,8 +21,11 @@ from capevolve._engine.contract import (
     EngineReport,
     EvalJob,
     Limit,
+    Picked,
+    RowBatch,
     RowSink,
     ScoreJob,
+    picked_items,
 )
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
@@ -42,7 +45,9 @@ class InlineScorer:
     async def prepare(self, job: ScoreJob) -> None:
         self.core.prepare(job)
 
-    async def score(self, eval_id: str, items: list) -> list[dict]:
+    async def score(self, eval_id: str, items: list | Picked) -> RowBatch:
+        if isinstance(items, Picked):
+            items = picked_items(items.payload, items.picks)
         return await self.core.score(eval_id, items)
 
 

@@ -70,7 +70,7 @@ class Plan(Sequence[WorkUnit]):
                 if (task_id, trial) not in done:
                     yield WorkUnit(task_id, trial, derive_seed(seed, task_id, trial))
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         """The unit at ``index`` (walks the plan: for tests and small plans)."""
         if isinstance(index, slice):
             return list(self)[index]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from capevolve._engine.contract import (
@@ -31,7 +32,7 @@ class TimedEngine:
         self.rows = 0
         self._lock = threading.Lock()
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None,
             ledger: DispatchLedger | None = None) -> EngineReport:
         t0 = time.monotonic()

@@ -186,3 +186,42 @@ def test_a_worker_runs_at_most_its_slots_at_once(tmp_path):
 
     done = asyncio.run(main())
     assert len(done) == 12 and peak == 3
+
+
+class _KeyedWorker(FakeWorker):
+    """Reports keys and a payload (as the Ray rollout actors do), with forged keys and a
+    payload whose outcome at one index is another unit's."""
+
+    async def exchange(self, eval_id, units, max_wait_s):
+        from capevolve._engine.contract import KeyedOutcomes
+
+        outcomes = await super().exchange(eval_id, units, max_wait_s)
+        keys = [(o["task_id"], o["trial"]) for o in outcomes]
+        keys += [("t0", 99), "garbage", ("t1",)]  # never given, or not a key
+        payload = list(outcomes)
+        if payload and payload[0]["task_id"] == "t2":
+            payload[0] = {**payload[0], "task_id": "t5"}  # the payload lies about t2
+        return KeyedOutcomes(keys, payload)
+
+
+class _PickingScorer(FakeScorer):
+    async def score(self, eval_id, items):
+        from capevolve._engine.contract import Picked, picked_items
+
+        assert isinstance(items, Picked)
+        return await super().score(eval_id, picked_items(items.payload, items.picks))
+
+
+def test_keyed_outcomes_count_only_units_held_and_a_lying_payload_is_an_error_row():
+    """Keys the worker was never given are dropped; each accepted unit yields exactly one
+    row built from the driver's own key and seed, and an outcome in the payload that is
+    another unit's becomes an error outcome of the picked unit (never a row of t5)."""
+    plan = plan_units([f"t{i}" for i in range(6)], 1, run_seed=3)
+    rows: list = []
+    scorer = _PickingScorer()
+    asyncio.run(Dispatcher([_KeyedWorker("w0", per_call=2)], [scorer], 5).run(
+        _job(), plan, rows.extend))
+    assert sorted((r["task_id"], r["trial"]) for r in rows) == sorted(u.key for u in plan)
+    assert {(r["task_id"], r["seed"]) for r in rows} == {(u.task_id, u.seed) for u in plan}
+    lied = [raw for raw, _ in scorer.scored if raw["task_id"] == "t2"]
+    assert lied and lied[0]["error_kind"] == "exception" and "does not match" in lied[0]["error"]

@@ -25,7 +25,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from capevolve._engine.contract import (
     EvalJob,
+    KeyedOutcomes,
     Outcome,
+    Picked,
     RowBatch,
     ScoreJob,
     TaskTable,
@@ -120,10 +122,12 @@ class ActorWorker:
         await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[Outcome]:
+                       max_wait_s: float) -> KeyedOutcomes:
         plain = [(u.task_id, u.trial, u.seed) for u in units]  # tuples pickle cheaply
-        return await _bounded(self, self.actor.exchange.remote(eval_id, plain, max_wait_s),
-                              max_wait_s, max_wait_s + self.reply_timeout_s)
+        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, plain, max_wait_s)
+        # the driver reads the keys only; the outcomes go to a scorer by reference
+        return KeyedOutcomes(await _bounded(self, keys, max_wait_s,
+                                            max_wait_s + self.reply_timeout_s), outcomes)
 
 
 class ActorScorer:
@@ -136,9 +140,13 @@ class ActorScorer:
     async def prepare(self, job: ScoreJob) -> None:
         await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:
-        columns, n = await _bounded(self, self.actor.score.remote(eval_id, items), 0.0,
-                                    self.reply_timeout_s * max(1, len(items)))
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
+                    ) -> RowBatch:
+        if isinstance(items, Picked):
+            ref = self.actor.score_picked.remote(eval_id, items.payload, items.picks)
+        else:
+            ref = self.actor.score.remote(eval_id, items)
+        columns, n = await _bounded(self, ref, 0.0, self.reply_timeout_s * max(1, len(items)))
         return RowBatch(columns, n)
 
 

@@ -62,9 +62,10 @@ def column_rows(columns: Mapping[str, Any], n: int) -> list[dict]:
     lists: dict[str, Sequence[Any]] = {}
     for name in COLUMNS:
         value = columns.get(name)
-        if name in _TIMES and _is_list(value):
-            value = _seconds_to_datetimes(value)
-        lists[name] = value if _is_list(value) else [value] * n
+        if isinstance(value, (list, tuple)):
+            lists[name] = _seconds_to_datetimes(value) if name in _TIMES else value
+        else:
+            lists[name] = [value] * n
     return [{name: lists[name][i] for name in COLUMNS} for i in range(n)]
 
 
@@ -178,7 +179,7 @@ def _fast(columns: Mapping[str, Any], n: int) -> pa.Table:
     if pc.any(missing).as_py():
         raise _Suspect  # a row with neither reward nor error
     parts = columns.get("score_parts")
-    if arrays["score_parts"].null_count < n and _is_list(parts):
+    if arrays["score_parts"].null_count < n and isinstance(parts, (list, tuple)):
         if any(_parts(v)[1] is not None for v in parts if v is not None):
             raise _Suspect  # the JSON of named numbers is checked value by value
     elif arrays["score_parts"].null_count < n:
