@@ -1,4 +1,5 @@
-"""capevolve's performance benchmark: the real evaluation path on the Ray engine.
+"""capevolve's performance benchmark: the real evaluation path on the Ray engine (and the
+local engine for one scenario).
 
 Run it with ``.venv/bin/python benchmarks/perf/bench.py`` (``make bench``); ``--quick`` runs
 the same scenarios with small N as a smoke test. See benchmarks/perf/README.md.
@@ -37,17 +38,23 @@ MIB = 1024 * 1024
 FULL = {
     "a_latency": (20_000, 100.0, 512),
     "b_throughput": (20_000, 0.0, 512),
+    "b_throughput_local": (20_000, 0.0, 512),
     "c_rss_small": (5_000, 0.0, 512),
-    "c_rss_large": (40_000, 0.0, 512),
+    "c_rss_large": (200_000, 0.0, 512),
 }
 QUICK = {
     "a_latency": (2_000, 100.0, 512),
     "b_throughput": (2_000, 0.0, 512),
+    "b_throughput_local": (2_000, 0.0, 512),
     "c_rss_small": (1_000, 0.0, 512),
     "c_rss_large": (4_000, 0.0, 512),
 }
-TARGET_WALL_OVER_IDEAL = 1.3
-TARGET_ROLLOUTS_PER_S = 5_000
+LOCAL = {"b_throughput_local"}  # scenarios run on the local engine (worker subprocesses)
+TARGET_WALL_OVER_IDEAL = 1.15
+TARGET_SPAN_OVER_IDEAL = 1.08
+TARGET_ROLLOUTS_PER_S = 25_000
+TARGET_RSS_GROWTH_MIB = 50.0
+ROW_PREFIX = "BENCH_ROW "
 CHILD_TIMEOUT_S = 900
 
 
@@ -119,6 +126,11 @@ def _cpu_seconds(processes) -> float:
     return total
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _ray_processes():
     """Processes of the local Ray this driver started (its children, recursively)."""
     import psutil
@@ -136,14 +148,14 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
     os.environ["CAPEVOLVE_BENCH_LATENCY_MS"] = repr(latency_ms)
     os.environ.pop("RAY_ADDRESS", None)  # always a fresh local Ray on this machine
     latency_s = latency_ms / 1000.0
+    local = name in LOCAL
 
     import psutil
 
     me = psutil.Process()
     import duckdb
 
-    from capevolve._engine.ray import pool as ray_pool
-    from capevolve._engine.ray.engine import RayEngine, ensure_ray
+    from capevolve._engine.local import LocalEngine
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run
     from capevolve.config import EngineConfig
@@ -156,25 +168,44 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
         # the reference, in this process, before Ray exists
         ref_wall = reference(n_units, latency_s, concurrency)
 
-        t_ray = time.perf_counter()
-        ensure_ray(None)
-        ray_start_s = time.perf_counter() - t_ray
-        config = EngineConfig(kind="ray", concurrency=concurrency, workers="auto",
-                              timeout_s=600, retries=0)
+        ray_start_s = 0.0
+        if local:
+            config = EngineConfig(kind="local", concurrency=concurrency, workers=2,
+                                  timeout_s=600, retries=0)
+
+            def make_engine():
+                return LocalEngine(config)
+        else:
+            from capevolve._engine.ray.engine import RayEngine, ensure_ray
+
+            t_ray = time.perf_counter()
+            ensure_ray(None)
+            ray_start_s = time.perf_counter() - t_ray
+            config = EngineConfig(kind="ray", concurrency=concurrency, workers="auto",
+                                  timeout_s=600, retries=0)
+
+            def make_engine():
+                return RayEngine(config)
 
         t_warm = time.perf_counter()
-        warm = evaluate(run, "seed", "train", engine=RayEngine(config))
+        warm = evaluate(run, "seed", "train", engine=make_engine())
         warm_s = time.perf_counter() - t_warm
         if warm["n_rows"] != n_warm or warm["n_errors"]:
             raise SystemExit(f"warm-up failed: {warm['n_rows']}/{n_warm} rows, "
                              f"{warm['n_errors']} errors")
-        workers = len(ray_pool._POOL["actors"])
-        actor_procs = [psutil.Process(pid) for pid in ray_pool.actor_pids()]
+        if local:
+            workers, actor_procs = config.workers, []
+        else:
+            from capevolve._engine.ray import pool as ray_pool
+
+            workers = len(ray_pool._POOL["actors"])
+            actor_procs = [psutil.Process(pid) for pid in ray_pool.actor_pids()]
         other_procs = [p for p in _ray_processes() if p.pid not in {a.pid for a in actor_procs}]
 
         rss_before = me.memory_info().rss
         maxrss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cpu_driver0 = _cpu_seconds([me])
+        cpu_children0 = _children_cpu()
         cpu_actors0 = _cpu_seconds(actor_procs)
         cpu_other0 = _cpu_seconds(other_procs)
         profiler = None
@@ -182,7 +213,7 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
             import cProfile
 
             profiler = cProfile.Profile()
-        engine = RayEngine(config)
+        engine = make_engine()
         with RssSampler() as sampler:
             if profiler:
                 profiler.enable()
@@ -194,18 +225,23 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
         rss_after = me.memory_info().rss
         maxrss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         cpu_driver = _cpu_seconds([me]) - cpu_driver0
-        cpu_actors = _cpu_seconds(actor_procs) - cpu_actors0
-        cpu_other = _cpu_seconds(other_procs) - cpu_other0
+        if local:  # the worker processes ended with the evaluation: waited-for children
+            cpu_actors, cpu_other = _children_cpu() - cpu_children0, 0.0
+        else:
+            cpu_actors = _cpu_seconds(actor_procs) - cpu_actors0
+            cpu_other = _cpu_seconds(other_procs) - cpu_other0
         if profiler:
             profiler.dump_stats(profile)
 
-        # Check the rows: all there, no errors, and the actors slept the latency we set
+        # Check the rows: all there, no errors, and the workers slept the latency we set
         # (their output names it, which proves they inherited this driver's environment).
+        # The engine span comes from the rows' own stamps: first start to last finish.
         glob = str(run.layout.rollouts / "**" / "*.parquet")
         con = duckdb.connect()
-        count, outputs, mean_latency, n_workers, mean_reward = con.execute(
+        count, outputs, mean_latency, n_workers, mean_reward, span = con.execute(
             f"SELECT count(*), list(DISTINCT output), avg(latency_s), "
-            f"count(DISTINCT worker_id), avg(reward) FROM read_parquet('{glob}', "
+            f"count(DISTINCT worker_id), avg(reward), "
+            f"epoch(max(finished_at)) - epoch(min(started_at)) FROM read_parquet('{glob}', "
             f"hive_partitioning=true) WHERE eval_id = ?", [record["eval_id"]]).fetchone()
         parts = run.layout.partition("val", "seed").glob(f"{record['eval_id']}-*.parquet")
         n_parts = len(list(parts))
@@ -218,14 +254,17 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
             "status": str(record["status"]),
         }
 
-    import ray
+    if not local:
+        import ray
 
-    ray.shutdown()  # stops the local Ray this process started
+        ray.shutdown()  # stops the local Ray this process started
     ideal = n_units * latency_s / concurrency
     return {
-        "scenario": name, "n": n_units, "latency_ms": latency_ms, "concurrency": concurrency,
+        "scenario": name, "engine": "local" if local else "ray", "n": n_units,
+        "latency_ms": latency_ms, "concurrency": concurrency,
         "workers": workers, "slots_per_worker": math.ceil(concurrency / workers),
         "wall_s": wall, "ideal_s": ideal, "wall_over_ideal": wall / ideal if ideal else None,
+        "span_s": span, "span_over_ideal": span / ideal if ideal else None,
         "rollouts_per_s": n_units / wall,
         "ref_wall_s": ref_wall, "ref_wall_over_ideal": ref_wall / ideal if ideal else None,
         "ref_rollouts_per_s": n_units / ref_wall if ref_wall else None,
@@ -236,7 +275,7 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
         "cpu_driver_s": cpu_driver, "cpu_actors_s": cpu_actors, "cpu_ray_other_s": cpu_other,
         "mean_unit_latency_s": mean_latency, "mean_reward": mean_reward,
         "n_parquet_parts": n_parts, "ray_start_s": ray_start_s, "warmup_s": warm_s,
-        "warmup_units": n_warm, "checks": checks,
+        "warmup_units": n_warm, "checks": checks, "loadavg": os.getloadavg(),
     }
 
 
@@ -272,56 +311,76 @@ def _fmt(value, spec: str) -> str:
 
 
 def print_table(results: list[dict]) -> None:
-    header = (f"{'scenario':<14} {'N':>7} {'L ms':>5} {'conc':>5} {'wall s':>8} {'ideal s':>8} "
-              f"{'wall/ideal':>10} {'rollouts/s':>10} {'ref wall s':>10} {'ref w/i':>8} "
+    header = (f"{'scenario':<18} {'N':>7} {'L ms':>5} {'conc':>5} {'wall s':>8} {'ideal s':>8} "
+              f"{'wall/ideal':>10} {'span/ideal':>10} {'rollouts/s':>10} {'ref wall s':>10} {'ref w/i':>8} "
               f"{'wall/ref':>8} {'RSS peak':>9} {'RSS grow':>9}")
     print(header)
     print("-" * len(header))
     for r in results:
-        print(f"{r['scenario']:<14} {r['n']:>7} {r['latency_ms']:>5g} {r['concurrency']:>5} "
+        print(f"{r['scenario']:<18} {r['n']:>7} {r['latency_ms']:>5g} {r['concurrency']:>5} "
               f"{r['wall_s']:>8.2f} {r['ideal_s']:>8.2f} {_fmt(r['wall_over_ideal'], '.2f'):>10} "
+              f"{_fmt(r['span_over_ideal'], '.3f'):>10} "
               f"{r['rollouts_per_s']:>10.0f} {r['ref_wall_s']:>10.3f} "
               f"{_fmt(r['ref_wall_over_ideal'], '.2f'):>8} {_fmt(r['wall_over_ref'], '.1f'):>8} "
               f"{r['rss_peak_mib']:>8.0f}M {r['rss_growth_mib']:>8.0f}M")
     print()
-    print(f"{'scenario':<14} {'workers':>7} {'drv cpu s':>9} {'actor cpu s':>11} "
+    print(f"{'scenario':<18} {'workers':>7} {'drv cpu s':>9} {'actor cpu s':>11} "
           f"{'ray cpu s':>9} {'unit lat s':>10} {'parts':>5} {'RSS before':>10} "
           f"{'RSS after':>9} {'checks'}")
     for r in results:
         c = r["checks"]
         ok = c["rows_ok"] and not c["errors"] and c["env_inherited"]
-        print(f"{r['scenario']:<14} {r['workers']:>7} {r['cpu_driver_s']:>9.2f} "
+        print(f"{r['scenario']:<18} {r['workers']:>7} {r['cpu_driver_s']:>9.2f} "
               f"{r['cpu_actors_s']:>11.2f} {r['cpu_ray_other_s']:>9.2f} "
               f"{r['mean_unit_latency_s']:>10.4f} {r['n_parquet_parts']:>5} "
               f"{r['rss_before_mib']:>9.0f}M {r['rss_after_mib']:>8.0f}M "
               f"{'ok' if ok else 'FAILED ' + json.dumps(c)}")
 
 
-def verdicts(by_name: dict[str, dict]) -> dict:
-    out = {}
+def _note(r: dict) -> str:
+    load = ", ".join(f"{x:.1f}" for x in r["loadavg"])
+    return (f"load avg {load}; N={r['n']}; L={r['latency_ms']:g} ms; {r['concurrency']} in "
+            f"flight; {r['engine']} engine, {r['workers']} workers")
+
+
+def bench_rows(by_name: dict[str, dict]) -> list[dict]:
+    """One row per figure (the bench row protocol): value, target, met, reference line."""
+    rows = []
     a = by_name.get("a_latency")
     if a:
-        out["a_wall_over_ideal"] = {"value": a["wall_over_ideal"],
-                                    "target": f"<= {TARGET_WALL_OVER_IDEAL}",
-                                    "pass": a["wall_over_ideal"] <= TARGET_WALL_OVER_IDEAL}
-    b = by_name.get("b_throughput")
-    if b:
-        out["b_rollouts_per_s"] = {"value": b["rollouts_per_s"],
-                                   "target": f">= {TARGET_ROLLOUTS_PER_S}",
-                                   "pass": b["rollouts_per_s"] >= TARGET_ROLLOUTS_PER_S}
+        ref = f"plain asyncio, same process: {a['ref_wall_over_ideal']:.3f}x ideal"
+        rows.append({"figure": "evaluate wall / ideal, latency-bound, Ray up",
+                     "value": round(a["wall_over_ideal"], 3), "unit": "x ideal",
+                     "target": f"<= {TARGET_WALL_OVER_IDEAL}",
+                     "met": a["wall_over_ideal"] <= TARGET_WALL_OVER_IDEAL,
+                     "reference": ref, "note": _note(a)})
+        rows.append({"figure": "engine span / ideal (rows' stamps), latency-bound",
+                     "value": round(a["span_over_ideal"], 3), "unit": "x ideal",
+                     "target": f"<= {TARGET_SPAN_OVER_IDEAL}",
+                     "met": a["span_over_ideal"] <= TARGET_SPAN_OVER_IDEAL,
+                     "reference": ref, "note": _note(a)})
+    for name, label in (("b_throughput", "Ray"), ("b_throughput_local", "local")):
+        b = by_name.get(name)
+        if b:
+            rows.append({"figure": f"evaluate rollouts/s at zero latency, {label} engine",
+                         "value": round(b["rollouts_per_s"]), "unit": "rollouts/s",
+                         "target": f">= {TARGET_ROLLOUTS_PER_S}",
+                         "met": b["rollouts_per_s"] >= TARGET_ROLLOUTS_PER_S,
+                         "reference": f"plain asyncio, same process: "
+                                      f"{b['ref_rollouts_per_s']:.0f}/s",
+                         "note": _note(b) + f"; driver CPU {b['cpu_driver_s']:.2f} s, "
+                                            f"workers {b['cpu_actors_s']:.2f} s"})
     small, large = by_name.get("c_rss_small"), by_name.get("c_rss_large")
     if small and large:
-        out["c_rss"] = {
-            "n_small": small["n"], "n_large": large["n"],
-            "peak_small_mib": small["rss_peak_mib"], "peak_large_mib": large["rss_peak_mib"],
-            "peak_ratio": large["rss_peak_mib"] / small["rss_peak_mib"],
-            "growth_small_mib": small["rss_growth_mib"],
-            "growth_large_mib": large["rss_growth_mib"],
-            "growth_ratio": (large["rss_growth_mib"] / small["rss_growth_mib"]
-                             if small["rss_growth_mib"] > 0 else None),
-            "n_ratio": large["n"] / small["n"],
-        }
-    return out
+        more = large["rss_growth_mib"] - small["rss_growth_mib"]
+        rows.append({"figure": f"driver peak RSS growth, {large['n']:,} vs {small['n']:,} "
+                               "units", "value": round(more, 1), "unit": "MiB",
+                     "target": f"<= {TARGET_RSS_GROWTH_MIB:g}",
+                     "met": more <= TARGET_RSS_GROWTH_MIB,
+                     "reference": f"{small['n']:,} units: +{small['rss_growth_mib']:.1f} MiB; "
+                                  f"{large['n']:,} units: +{large['rss_growth_mib']:.1f} MiB",
+                     "note": _note(large)})
+    return rows
 
 
 def main() -> None:
@@ -351,22 +410,18 @@ def main() -> None:
     by_name = {r["scenario"]: r for r in results}
     print()
     print(f"capevolve perf benchmark ({'quick' if args.quick else 'full'}), "
-          f"{os.cpu_count()} CPUs, Ray engine, workers=auto, retries=0")
+          f"{os.cpu_count()} CPUs, workers=auto (local: 2), retries=0")
     print_table(results)
-    v = verdicts(by_name)
+    rows = bench_rows(by_name)
     print()
-    for key, item in v.items():
-        if key == "c_rss":
-            print(f"c  driver RSS: N={item['n_small']}: peak {item['peak_small_mib']:.0f} MiB "
-                  f"(+{item['growth_small_mib']:.0f}); N={item['n_large']}: peak "
-                  f"{item['peak_large_mib']:.0f} MiB (+{item['growth_large_mib']:.0f}); "
-                  f"peak ratio {item['peak_ratio']:.2f}, growth ratio "
-                  f"{_fmt(item['growth_ratio'], '.2f')} for {item['n_ratio']:.0f}x the rollouts")
-        else:
-            print(f"{key}: {item['value']:.2f} (target {item['target']}): "
-                  f"{'PASS' if item['pass'] else 'MISS'}")
+    for row in rows:
+        verdict = {True: "MET", False: "MISSED", None: "-"}[row["met"]]
+        print(f"{row['figure']}: {row['value']} {row['unit']} (target {row['target']}: "
+              f"{verdict}); reference {row['reference']}")
+    for row in rows:
+        print(ROW_PREFIX + json.dumps(row), flush=True)
     print(json.dumps({"mode": "quick" if args.quick else "full", "cpus": os.cpu_count(),
-                      "results": results, "verdicts": v}))
+                      "results": results, "rows": rows}))
 
 
 if __name__ == "__main__":

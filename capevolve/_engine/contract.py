@@ -11,7 +11,7 @@ the rollout, and calls ``score`` in a process where no candidate module was ever
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,6 +21,60 @@ from capevolve.adapter import Task
 SCRATCH_PREFIX = "capevolve-worker-"
 """Workers unpack candidates under ``<tempdir>/capevolve-worker-*``; scorers refuse to
 score while a module loaded from such a directory is in their ``sys.modules``."""
+
+
+class TaskTable(Mapping[str, Task]):
+    """The tasks of one evaluation as one shared table that travels as JSON bytes.
+
+    It is pickled (into the object store, once per job) or sent to a worker process as
+    each task's JSON bytes, never as pydantic objects, so shipping a job costs a copy of
+    bytes and no per-task pickling. The driver's table (:meth:`of`) keeps the tasks it
+    was built from (the evaluation holds them anyway); a table unpickled in a worker or a
+    scorer decodes a task the first time it is asked for and keeps it.
+    """
+
+    __slots__ = ("_encoded", "_decoded")
+
+    def __init__(self, encoded: dict[str, bytes],
+                 decoded: dict[str, Task] | None = None) -> None:
+        self._encoded = encoded
+        self._decoded: dict[str, Task] = {} if decoded is None else decoded
+
+    @classmethod
+    def of(cls, tasks: Iterable[Task]) -> TaskTable:
+        """A table of ``tasks`` (by id, in order)."""
+        kept = {t.id: t for t in tasks}
+        return cls({tid: t.__pydantic_serializer__.to_json(t) for tid, t in kept.items()},
+                   kept)
+
+    def __getitem__(self, task_id: str) -> Task:
+        task = self._decoded.get(task_id)
+        if task is None:
+            task = self._decoded[task_id] = Task.model_validate_json(self._encoded[task_id])
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._encoded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+    def encoded(self) -> dict[str, bytes]:
+        """Every task's JSON bytes, by id (read-only by convention)."""
+        return self._encoded
+
+    def __reduce__(self):
+        return (TaskTable, (self._encoded,))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TaskTable):
+            return self._encoded == other._encoded
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -37,7 +91,7 @@ class ScoreJob:
     split: str
     candidate_id: str
     candidate_hash: str
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
@@ -49,7 +103,8 @@ class EvalJob:
     """Everything a worker needs to run the units of one evaluation.
 
     ``candidate_files`` carries the capability itself (``{relative path: bytes}``), so
-    workers need no shared filesystem; ``tasks`` holds only the tasks of the split.
+    workers need no shared filesystem; ``tasks`` holds only the tasks of the split (a
+    :class:`TaskTable`, or any mapping by task id).
     """
 
     run_id: str
@@ -58,7 +113,7 @@ class EvalJob:
     candidate_id: str
     candidate_hash: str
     candidate_files: dict[str, bytes]
-    tasks: dict[str, Task]
+    tasks: Mapping[str, Task]
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
@@ -80,8 +135,82 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 ``rollout`` (the Rollout as JSON text, to be scored) or ``error`` + ``error_kind``
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
-RowSink = Callable[[list[dict]], "int | None"]
-"""Receives finished rows in batches, as they arrive, and takes charge of them: they reach
+class KeyedOutcomes:
+    """A worker's finished outcomes as the driver sees them when it need not read them: the
+    unit key of each (``keys``, untrusted, checked by the dispatcher against the units the
+    worker holds) and an opaque ``payload`` (the outcomes themselves, e.g. a Ray object
+    reference) that only a scorer opens. A scorer given :class:`Picked` outcomes builds
+    each row from the pick's trusted key and seed, and an outcome whose own key differs
+    from its pick is an error row of that unit, never a row of another one."""
+
+    __slots__ = ("keys", "payload")
+
+    def __init__(self, keys: list, payload: Any) -> None:
+        self.keys, self.payload = keys, payload
+
+
+class Picked:
+    """The outcomes a dispatcher accepted from one :class:`KeyedOutcomes`: ``picks`` holds
+    ``(index in the payload, task_id, trial, trusted seed)`` per unit."""
+
+    __slots__ = ("payload", "picks")
+
+    def __init__(self, payload: Any, picks: list[tuple[int, str, int, int]]) -> None:
+        self.payload, self.picks = payload, picks
+
+    def __len__(self) -> int:
+        return len(self.picks)
+
+
+def picked_items(outcomes: Any, picks: list[tuple[int, str, int, int]]
+                 ) -> list[tuple[Outcome, int]]:
+    """``(outcome, trusted seed)`` per pick, for a scorer: the outcome at the pick's index
+    when it carries the pick's key, else an error outcome of the picked unit."""
+    items: list[tuple[Outcome, int]] = []
+    listed = outcomes if isinstance(outcomes, list) else []
+    for index, task_id, trial, seed in picks:
+        raw = listed[index] if 0 <= index < len(listed) else None
+        if not (isinstance(raw, dict) and raw.get("task_id") == task_id
+                and raw.get("trial") == trial):
+            raw = {"task_id": task_id, "trial": trial, "attempts": 0,
+                   "error": "worker's outcome does not match the unit it reported",
+                   "error_kind": "exception"}
+        items.append((raw, seed))
+    return items
+
+
+class RowBatch:
+    """Finished rows as columns (what a scorer hands back): ``columns`` maps each rollout
+    column to a list of ``n`` values, or to one value every row shares (the key columns of
+    the job); ``started_at`` / ``finished_at`` are POSIX seconds. No per-row objects cross
+    the driver's hot path: the store checks and converts the columns as a whole.
+
+    A batch is also a sequence of row dicts (``batch[i]``, iteration) for code that wants
+    rows; that builds them one by one."""
+
+    __slots__ = ("columns", "n")
+
+    def __init__(self, columns: dict[str, Any], n: int) -> None:
+        self.columns, self.n = columns, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(self.n)[index]]
+        if not -self.n <= index < self.n:
+            raise IndexError(index)
+        return {name: value[index] if isinstance(value, list) else value
+                for name, value in self.columns.items()}
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n))
+
+
+RowSink = Callable[[Any], "int | None"]
+"""Receives finished rows in batches (a list of row dicts or a :class:`RowBatch`), as they
+arrive, and takes charge of them: they reach
 the disk within the sink's small, bounded window (a journal fsynced in batches). It may
 raise (a write that failed), which stops the evaluation. It returns how many rows handed
 to it so far are not durable yet (None: every one is); the dispatcher counts them as in
@@ -116,6 +245,9 @@ class EngineReport:
 class Engine(Protocol):
     """Runs work units and streams their rows to a sink.
 
+    ``units`` may be a lazy :class:`~capevolve._engine.plan.Plan`: an engine takes units
+    from it as it dispatches them and never holds them all.
+
     Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
     unless ``limit`` allows no more (then undispatched units are left out and the report
     says so). With a ``ledger``, every unit is recorded there before it is dispatched.
@@ -124,7 +256,7 @@ class Engine(Protocol):
     only from scorers that never imported candidate code.
     """
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ...
 
@@ -147,9 +279,10 @@ class WorkerHandle(Protocol):
         ...
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[Outcome]:
+                       max_wait_s: float) -> list[Outcome] | KeyedOutcomes:
         """Queue ``units`` on the worker and return the outcomes finished since the last
-        call (waiting up to ``max_wait_s`` for the first). Raises WorkerLost if it died."""
+        call (waiting up to ``max_wait_s`` for the first), or only their keys and a payload
+        the scorer opens (:class:`KeyedOutcomes`). Raises WorkerLost if it died."""
         ...
 
 
@@ -162,7 +295,9 @@ class ScorerHandle(Protocol):
         """Make the job known to the scorer (restarting it if it died)."""
         ...
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        """Rows for a batch of ``(outcome, trusted seed)``: one row per item. Raises
-        WorkerLost if the scorer died, EngineError if it refuses to score."""
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
+                    ) -> list[dict] | RowBatch:
+        """Rows for a batch of ``(outcome, trusted seed)`` (or of :class:`Picked` outcomes):
+        one row per item. Raises WorkerLost if the scorer died, EngineError if it refuses
+        to score."""
         ...

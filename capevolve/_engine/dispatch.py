@@ -25,15 +25,19 @@ a driver killed at any moment is known to the next command: units dispatched cou
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 
 from capevolve._engine.contract import (
     DispatchLedger,
     EngineReport,
     EvalJob,
+    KeyedOutcomes,
     Limit,
     Outcome,
+    Picked,
+    RowBatch,
     RowSink,
     ScorerHandle,
     WorkerHandle,
@@ -59,13 +63,13 @@ class Dispatcher:
         self.workers, self.scorers = workers, scorers
         self.max_restarts = max_restarts
 
-    async def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    async def run(self, job: EvalJob, units: Iterable[WorkUnit], sink: RowSink,
                   limit: Limit | None = None, ledger: DispatchLedger | None = None
                   ) -> EngineReport:
         self.job, self.score_job, self.sink, self.limit = job, job.score_job(), sink, limit
         self.ledger = ledger
         self.dispatched = 0
-        self.pending: deque[WorkUnit] = deque(units)
+        self.pending = _Pending(units)
         self.outstanding: dict[tuple[str, int], WorkUnit] = {}
         self.report = EngineReport(workers=[w.name for w in self.workers])
         self.load, self.turn = [0] * len(self.scorers), 0
@@ -100,7 +104,7 @@ class Dispatcher:
         return max(0, self.capacity - len(self.outstanding) - self.scoring_units
                    - self.backlog)
 
-    def _deliver(self, rows: list[dict]) -> None:
+    def _deliver(self, rows: list[dict] | RowBatch) -> None:
         """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
         backlog = self.sink(rows)
         self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
@@ -124,7 +128,7 @@ class Dispatcher:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
             room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share,
                                   self._headroom()))
-            batch = [self.pending.popleft() for _ in range(min(room, len(self.pending)))]
+            batch = self.pending.take(room)
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
                 await self.ledger.dispatched(batch)  # durable before any worker sees them
@@ -144,18 +148,25 @@ class Dispatcher:
                 continue
             await self._collect(outcomes, in_flight)
 
-    async def _collect(self, outcomes: list[Outcome], in_flight: dict) -> None:
+    async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
+                       ) -> None:
         """Keep the fresh outcomes of this worker's units and send them to a scorer."""
-        fresh: list[tuple[Outcome, int]] = []
-        for raw in outcomes if isinstance(outcomes, list) else []:
-            key = _key(raw)
-            if key is None or key not in in_flight:
-                continue  # not a unit this worker holds: forged or stale
-            del in_flight[key]
-            unit = self.outstanding.pop(key, None)
-            if unit is not None:
-                fresh.append((raw, unit.seed))
-        if not fresh:
+        fresh: list[tuple[Outcome, int]] | Picked
+        if isinstance(outcomes, KeyedOutcomes):  # keys only: the scorer opens the payload
+            picks = []
+            for index, key in enumerate(outcomes.keys if isinstance(outcomes.keys, list)
+                                        else []):
+                unit = self._accept(_key_of(key), in_flight)
+                if unit is not None:
+                    picks.append((index, unit.task_id, unit.trial, unit.seed))
+            fresh = Picked(outcomes.payload, picks)
+        else:
+            fresh = []
+            for raw in outcomes if isinstance(outcomes, list) else []:
+                unit = self._accept(_key(raw), in_flight)
+                if unit is not None:
+                    fresh.append((raw, unit.seed))
+        if not len(fresh):
             self._deliver([])  # also on empty batches: a failed write stops the evaluation
             return  # soon, and the backlog is polled
         self.scoring_units += len(fresh)
@@ -164,7 +175,15 @@ class Dispatcher:
         self.scoring.add(task)
         task.add_done_callback(self.scoring.discard)
 
-    async def _score(self, items: list[tuple[Outcome, int]]) -> None:
+    def _accept(self, key: tuple[str, int] | None, in_flight: dict) -> WorkUnit | None:
+        """The unit of ``key`` if this worker holds it and it is still outstanding (once:
+        a late duplicate, a forged key or a unit never given is None)."""
+        if key is None or key not in in_flight:
+            return None
+        del in_flight[key]
+        return self.outstanding.pop(key, None)
+
+    async def _score(self, items: list[tuple[Outcome, int]] | Picked) -> None:
         n = len(self.scorers)
         self.turn = (self.turn + 1) % n  # least busy scorer; ties go round robin
         index = min(((self.turn + k) % n for k in range(n)), key=lambda i: self.load[i])
@@ -210,7 +229,7 @@ class Dispatcher:
     async def _recover(self, worker: WorkerHandle, in_flight: dict, exc: Exception) -> None:
         lost = [u for key, u in in_flight.items() if self.outstanding.pop(key, None) is not None]
         in_flight.clear()
-        self.pending.extendleft(reversed(lost))
+        self.pending.put_back(lost)
         await self._restart(worker, self.job, exc)
 
     async def _restart(self, handle, job, exc: Exception) -> None:
@@ -231,6 +250,50 @@ class Dispatcher:
                 if self.report.worker_restarts > self.max_restarts:
                     raise EngineError(f"eval {self.job.eval_id}: {handle.name} cannot be "
                                       f"restarted ({exc})") from None
+
+
+class _Pending:
+    """The units not dispatched yet: lost units to re-send first, then the plan's, taken
+    from its iterator only as they go out (a lazy plan is never materialised)."""
+
+    def __init__(self, units: Iterable[WorkUnit]) -> None:
+        self.retry: deque[WorkUnit] = deque()
+        self.fresh: Iterator[WorkUnit] = iter(units)
+        self.left = len(units) if isinstance(units, Sized) else None
+        if self.left is None:  # an iterable without a length: materialise it
+            listed = list(self.fresh)
+            self.fresh, self.left = iter(listed), len(listed)
+
+    def __len__(self) -> int:
+        return len(self.retry) + (self.left or 0)
+
+    def take(self, k: int) -> list[WorkUnit]:
+        """Up to ``k`` units, lost ones first."""
+        batch = [self.retry.popleft() for _ in range(min(k, len(self.retry)))]
+        if len(batch) < k and self.left:
+            fresh = list(itertools.islice(self.fresh, k - len(batch)))
+            self.left -= len(fresh)
+            if len(fresh) < k - len(batch):
+                self.left = 0  # the plan ended early (its length was an upper bound)
+            batch += fresh
+        return batch
+
+    def put_back(self, units: list[WorkUnit]) -> None:
+        """Units a lost worker held: sent again before any fresh unit."""
+        self.retry.extendleft(reversed(units))
+
+    def clear(self) -> None:
+        self.retry.clear()
+        self.fresh, self.left = iter(()), 0
+
+
+def _key_of(key: object) -> tuple[str, int] | None:
+    """A unit key reported as ``(task_id, trial)`` (untrusted input), or None."""
+    if isinstance(key, (tuple, list)) and len(key) == 2:
+        task_id, trial = key
+        if isinstance(task_id, str) and type(trial) is int:
+            return task_id, trial
+    return None
 
 
 def _key(raw: object) -> tuple[str, int] | None:

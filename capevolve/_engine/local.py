@@ -20,14 +20,18 @@ import asyncio
 import math
 import os
 import threading
+from collections.abc import Sequence
 
 from capevolve._engine.contract import (
     DispatchLedger,
     EngineReport,
     EvalJob,
     Limit,
+    Picked,
+    RowBatch,
     RowSink,
     ScoreJob,
+    picked_items,
 )
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
@@ -48,7 +52,9 @@ class InlineScorer:
     async def prepare(self, job: ScoreJob) -> None:
         self.core.prepare(job)
 
-    async def score(self, eval_id: str, items: list) -> list[dict]:
+    async def score(self, eval_id: str, items: list | Picked) -> RowBatch:
+        if isinstance(items, Picked):
+            items = picked_items(items.payload, items.picks)
         return await self.core.score(eval_id, items)
 
 
@@ -61,11 +67,11 @@ class LocalEngine:
         self.concurrency = ConcurrencyShares(config.concurrency)
         self._lock = threading.Lock()
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         return asyncio.run(self._run(job, units, sink, limit, ledger))
 
-    async def _run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    async def _run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
                    limit: Limit | None, ledger: DispatchLedger | None = None) -> EngineReport:
         c = self.config
         wanted = c.workers if isinstance(c.workers, int) else 1

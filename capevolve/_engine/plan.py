@@ -1,13 +1,19 @@
-"""Pure planning: the work units of an evaluation and their seeds (no I/O)."""
+"""Pure planning: the work units of an evaluation and their seeds (no I/O).
+
+A plan is lazy: :class:`Plan` knows how many units it holds and yields them one at a time,
+so an evaluation of 200,000 units never holds 200,000 unit objects on the driver (the
+dispatcher takes them as it has room; the seed of each is derived as it is taken).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkUnit:
     """One (task, trial) of one evaluation; the key of exactly one rollout row."""
 
@@ -30,18 +36,56 @@ def derive_seed(run_seed: int, task_id: str, trial: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def plan_units(
-    task_ids: list[str] | tuple[str, ...], n_trials: int, run_seed: int,
-    done: AbstractSet[tuple[str, int]] = frozenset(), first_trial: int = 0,
-) -> list[WorkUnit]:
-    """Every (task, trial) not in ``done``, task-major in task order.
+class Plan(Sequence[WorkUnit]):
+    """Every (task, trial) with trial in ``[first_trial, first_trial + n_trials)`` not in
+    ``done``, task-major in task order, produced lazily (see the module docstring).
 
-    The trials are ``first_trial .. first_trial + n_trials - 1``; a unit's seed comes from
-    its trial index, so trial n has the same seed whichever evaluation runs it.
+    ``len(plan)`` is the number of units; iterating yields fresh :class:`WorkUnit` objects
+    each time (a plan can be iterated again, e.g. by a test).
     """
-    return [
-        WorkUnit(task_id, trial, derive_seed(run_seed, task_id, trial))
-        for task_id in task_ids
-        for trial in range(first_trial, first_trial + n_trials)
-        if (task_id, trial) not in done
-    ]
+
+    __slots__ = ("task_ids", "trials", "run_seed", "done", "_len")
+
+    def __init__(self, task_ids: Sequence[str], n_trials: int, run_seed: int,
+                 done: AbstractSet[tuple[str, int]] = frozenset(), first_trial: int = 0
+                 ) -> None:
+        self.task_ids = tuple(task_ids)
+        self.trials = range(first_trial, first_trial + n_trials)
+        self.run_seed = run_seed
+        self.done = done
+        skipped = sum(1 for key in done if key[1] in self.trials) if done else 0
+        if skipped:  # only keys of this plan's tasks count
+            ids = set(self.task_ids)
+            skipped = sum(1 for task_id, trial in done if trial in self.trials
+                          and task_id in ids)
+        self._len = len(self.task_ids) * len(self.trials) - skipped
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[WorkUnit]:
+        done, seed = self.done, self.run_seed
+        for task_id in self.task_ids:
+            for trial in self.trials:
+                if (task_id, trial) not in done:
+                    yield WorkUnit(task_id, trial, derive_seed(seed, task_id, trial))
+
+    def __getitem__(self, index):
+        """The unit at ``index`` (walks the plan: for tests and small plans)."""
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self._len
+        for i, unit in enumerate(self):
+            if i == index:
+                return unit
+        raise IndexError(index)
+
+
+def plan_units(
+    task_ids: Sequence[str], n_trials: int, run_seed: int,
+    done: AbstractSet[tuple[str, int]] = frozenset(), *, first_trial: int = 0,
+) -> Plan:
+    """Every (task, trial) not in ``done``, task-major in task order (a lazy :class:`Plan`);
+    trials ``first_trial .. first_trial + n_trials - 1``."""
+    return Plan(task_ids, n_trials, run_seed, done, first_trial)

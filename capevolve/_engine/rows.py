@@ -9,7 +9,6 @@ error row, never a crash of the scorer.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from capevolve._engine.contract import Outcome, ScoreJob
+from capevolve._engine.contract import Outcome, RowBatch, ScoreJob
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.kinds import ErrorKind
 
@@ -146,37 +145,76 @@ def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, starte
             "error_kind": None if error_kind is None else str(error_kind)}
 
 
-def utc(timestamp: float) -> dt.datetime:
-    """A POSIX timestamp as an aware UTC datetime."""
-    return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
-
-
-def base_row(job: ScoreJob, task: Task, trial: int, seed: int,
-             inputs: str | None = None) -> dict:
-    """The key columns of a unit's row, from the trusted job and unit only (``inputs``:
-    the task input's JSON text, when the caller has it already)."""
-    return {
-        "schema_version": job.schema_version, "run_id": job.run_id, "eval_id": job.eval_id,
-        "split": job.split, "candidate_id": job.candidate_id,
-        "candidate_hash": job.candidate_hash, "task_id": task.id, "trial": trial,
-        "seed": seed, "inputs": inputs if inputs is not None else to_json_text(task.input),
-    }
-
-
 def _number(value: Any, default: float) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else default
 
 
-def measurements(raw: Outcome, now: float) -> dict:
-    """The worker-reported columns, type-checked (bad values become defaults)."""
-    attempts = raw.get("attempts")
-    started, finished = _number(raw.get("started"), now), _number(raw.get("finished"), now)
-    text = {k: raw.get(k) if isinstance(raw.get(k), str) else None
-            for k in ("worker_id", "node_id")}
-    return {"attempts": attempts if type(attempts) is int and attempts >= 0 else 0,
-            "latency_s": max(0.0, _number(raw.get("latency_s"), 0.0)),
-            "started_at": utc(started), "finished_at": utc(finished), **text}
+PER_ROW = ("task_id", "trial", "seed", "reward", "feedback", "score_parts", "output",
+           "inputs", "tool_calls", "trace", "trajectory", "error", "error_kind", "attempts",
+           "latency_s", "tokens", "cost_usd", "worker_id", "node_id", "started_at",
+           "finished_at")
+"""The columns a scorer fills row by row; the others come from its job, once per batch."""
+
+
+class RowColumns:
+    """Builds one scored batch as columns (a :class:`RowBatch`): the key columns from the
+    trusted job and unit only, the worker-reported ones type-checked (bad values become
+    defaults), reward / feedback only from ``score``; reward is null whenever there is an
+    error. Timestamps are POSIX seconds."""
+
+    def __init__(self, job: ScoreJob) -> None:
+        self.job = job
+        self.columns: dict[str, list[Any]] = {name: [] for name in PER_ROW}
+
+    def add(self, task: Task, trial: int, seed: int, inputs: str | None, raw: Outcome,
+            now: float, rollout: Rollout | None, score: Score | None, error: str | None,
+            error_kind: ErrorKind | None) -> None:
+        c = self.columns
+        c["task_id"].append(task.id)
+        c["trial"].append(trial)
+        c["seed"].append(seed)
+        c["inputs"].append(inputs)
+        attempts = raw.get("attempts")
+        c["attempts"].append(attempts if type(attempts) is int and attempts >= 0 else 0)
+        c["latency_s"].append(max(0.0, _number(raw.get("latency_s"), 0.0)))
+        c["started_at"].append(_number(raw.get("started"), now))
+        c["finished_at"].append(_number(raw.get("finished"), now))
+        for name in ("worker_id", "node_id"):
+            value = raw.get(name)
+            c[name].append(value if isinstance(value, str) else None)
+        if rollout is not None:
+            c["output"].append(output_text(rollout.output))
+            c["trace"].append(to_json_text(rollout.trace))
+            calls = rollout.tool_calls
+            c["tool_calls"].append(to_json_text([t.model_dump() for t in calls]) if calls
+                                   else "[]")
+            c["trajectory"].append(rollout.trajectory)
+            c["tokens"].append(rollout.tokens)
+            c["cost_usd"].append(rollout.cost_usd)
+        else:
+            for name in ("output", "trace", "tool_calls", "trajectory", "tokens", "cost_usd"):
+                c[name].append(None)
+        if error is not None:
+            reward, feedback, parts = None, None, None
+            error, kind = bounded(error), str(error_kind)
+        elif score is not None:
+            reward, feedback, kind = score.reward, score.feedback, None
+            parts = to_json_text(score.parts) if score.parts else None
+        else:
+            reward = feedback = parts = kind = None
+        c["reward"].append(reward)
+        c["feedback"].append(feedback)
+        c["score_parts"].append(parts)
+        c["error"].append(error)
+        c["error_kind"].append(kind)
+
+    def batch(self) -> RowBatch:
+        job = self.job
+        keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
+                ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
+        return RowBatch({"schema_version": job.schema_version, **keys, **self.columns},
+                        len(self.columns["task_id"]))
 
 
 def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:
@@ -189,18 +227,3 @@ def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:
     return error, ErrorKind(kind)
 
 
-def fill_outcome(row: dict, rollout: Rollout | None, score: Score | None,
-                 error: str | None, error_kind: ErrorKind | None) -> dict:
-    """Add the rollout, score and error columns; reward is null whenever there is an error."""
-    if rollout is not None:
-        row.update(
-            output=output_text(rollout.output), trace=to_json_text(rollout.trace),
-            tool_calls=to_json_text([c.model_dump() for c in rollout.tool_calls]),
-            trajectory=rollout.trajectory, tokens=rollout.tokens, cost_usd=rollout.cost_usd,
-        )
-    if error is not None:
-        row.update(reward=None, error=bounded(error), error_kind=str(error_kind))
-    elif score is not None:
-        row.update(reward=score.reward, feedback=score.feedback,
-                   score_parts=to_json_text(score.parts) if score.parts else None)
-    return row

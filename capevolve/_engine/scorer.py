@@ -9,7 +9,9 @@ naming the module and file), so no row it would produce counts. Rows are built b
 :func:`capevolve._engine.rows` from the scorer's own job: a worker cannot set a reward.
 
 Throughput: a batch of a synchronous ``score`` runs as one call in one thread (one hop
-per batch, not per rollout); an ``async def score`` is awaited per item, concurrently.
+per batch, not per rollout); an ``async def score`` is awaited per item, concurrently,
+with a Task only for calls that suspend (:mod:`.eager`). Rows go back as one column batch
+(:class:`~capevolve._engine.contract.RowBatch`).
 """
 
 from __future__ import annotations
@@ -26,15 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from capevolve._engine.contain import UserExit, contained
-from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, ScoreJob
-from capevolve._engine.rows import (
-    base_row,
-    fill_outcome,
-    measurements,
-    parse_rollout,
-    reported_error,
-    to_json_text,
-)
+from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, RowBatch, ScoreJob
+from capevolve._engine.eager import gather_eager
+from capevolve._engine.rows import RowColumns, parse_rollout, reported_error, to_json_text
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_adapter
 from capevolve.adapter import Rollout, Score, Task
@@ -104,57 +100,57 @@ class ScorerCore:
         self.jobs[job.eval_id] = job
         self._inputs[job.eval_id] = {}
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        """One row per ``(outcome, trusted seed)``, in order; refuses when tainted."""
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:
+        """One row per ``(outcome, trusted seed)``, in order, as columns; refuses when
+        tainted."""
         job = self.jobs.get(eval_id)
         if job is None:
             raise KeyError(f"job {eval_id} not prepared on {self.scorer_id}")
         refuse_if_tainted(job)
         plans = [self._plan(job, raw, seed) for raw, seed in items]
-        wanted = [(i, task, rollout) for i, (_, task, rollout, err) in enumerate(plans)
-                  if err is None]
+        wanted = [(i, plan[0], plan[4]) for i, plan in enumerate(plans) if plan[5] is None]
         verdicts = await self._score_all([(task, rollout) for _, task, rollout in wanted])
         results: dict[int, Score | str] = {
             i: v for (i, _, _), v in zip(wanted, verdicts, strict=True)}
         refuse_if_tainted(job)  # a score call that imported candidate code voids the batch
-        rows = []
-        for i, (row, _, rollout, err) in enumerate(plans):
+        columns, now = RowColumns(job), time.time()
+        inputs = self._inputs[job.eval_id]
+        for i, (task, trial, seed, raw, rollout, err) in enumerate(plans):
+            score = None
             if err is None:
                 verdict = results[i]
                 err = None if isinstance(verdict, Score) else (verdict, ErrorKind.SCORE)
                 score = verdict if isinstance(verdict, Score) else None
-            else:
-                score = None
-            rows.append(fill_outcome(row, rollout, score, *(err or (None, None))))
-        return rows
+            columns.add(task, trial, seed, inputs[task.id], raw, now, rollout, score,
+                        *(err or (None, None)))
+        return columns.batch()
 
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
-        """``(row, task, rollout, error)`` for one outcome; error is ``(text, kind)``."""
+        """``(task, trial, seed, raw, rollout, error)`` for one outcome; error is
+        ``(text, kind)``."""
         task: Task = job.tasks[raw["task_id"]]
         inputs = self._inputs[job.eval_id]
         if task.id not in inputs:
             inputs[task.id] = to_json_text(task.input)
-        row = base_row(job, task, raw["trial"], seed, inputs[task.id])
-        row.update(measurements(raw, time.time()))
         try:
             rollout, problem = parse_rollout(raw)
         except ValueError as exc:
-            return row, task, None, (f"worker sent a malformed rollout: {exc}",
-                                     ErrorKind.EXCEPTION)
+            return task, raw["trial"], seed, raw, None, (
+                f"worker sent a malformed rollout: {exc}", ErrorKind.EXCEPTION)
         error = reported_error(raw)
         if problem is not None:  # a field of the rollout is bad: its own kind, named
             earlier = f"; the unit's own error: {error[0]}" if error else ""
             error = (problem + earlier, ErrorKind.INVALID_VALUE)
         if error is None and rollout is None:
             error = ("worker reported neither a rollout nor an error", ErrorKind.EXCEPTION)
-        return row, task, rollout, error
+        return task, raw["trial"], seed, raw, rollout, error
 
     async def _score_all(self, pairs: list[tuple[Task, Rollout]]) -> list[Score | str]:
         if not pairs:
             return []
         if self._sync:
             return await asyncio.to_thread(lambda: [self._score_one(t, r) for t, r in pairs])
-        return list(await asyncio.gather(*(self._score_async(t, r) for t, r in pairs)))
+        return await gather_eager([self._score_async(t, r) for t, r in pairs])
 
     def _score_one(self, task: Task, rollout: Rollout) -> Score | str:
         try:

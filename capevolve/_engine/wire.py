@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from capevolve._engine.contract import EvalJob
+from capevolve._engine.contract import EvalJob, TaskTable
 from capevolve._engine.plan import WorkUnit
 from capevolve.adapter import Task
 
@@ -22,10 +23,16 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
         "candidate_files": {rel: base64.b64encode(data).decode("ascii")
                             for rel, data in job.candidate_files.items()},
-        "tasks": {tid: task.model_dump(mode="json") for tid, task in job.tasks.items()},
+        "tasks": _tasks_to_wire(job.tasks),
         "project_root": job.project_root, "adapter_spec": job.adapter_spec,
         "untrusted_roots": list(job.untrusted_roots), "schema_version": job.schema_version,
     }
+
+
+def _tasks_to_wire(tasks: Mapping[str, Task]) -> dict[str, Any]:
+    if isinstance(tasks, TaskTable):  # already JSON: no object per task is built
+        return {tid: json.loads(data) for tid, data in tasks.encoded().items()}
+    return {tid: task.model_dump(mode="json") for tid, task in tasks.items()}
 
 
 def job_from_wire(data: dict[str, Any]) -> EvalJob:

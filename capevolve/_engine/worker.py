@@ -11,9 +11,11 @@ units up to the worker's slot count and drains finished outcomes as they complet
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ class WorkerCore:
                  retries: int, worker_id: str, node_id: str, isolation: str = "none") -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
         self.run_target = contained(self.adapter.run_target, "run_target")
+        self._async_target = inspect.iscoroutinefunction(self.run_target)
         self.project_root, self.adapter_spec = project_root, adapter_spec
         self.isolation = isolation
         self.slots = slots
@@ -64,7 +67,8 @@ class WorkerCore:
         self.jobs: dict[str, tuple[EvalJob, Path]] = {}
         self.finished: list[Outcome] = []
         self.running = 0  # submitted and not yet finished (queued or executing)
-        self._slots = asyncio.Semaphore(slots)  # at most ``slots`` execute at once
+        self._executing = 0  # at most ``slots`` execute at once; the rest wait in _queued
+        self._queued: deque[tuple[str, WorkUnit]] = deque()
         # An optional cluster-wide gate (the Ray engine's limiter client): ``await
         # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
         self.limiter: Any = None
@@ -83,12 +87,21 @@ class WorkerCore:
         units submitted and not yet finished."""
         if eval_id not in self.jobs:
             raise KeyError(f"job {eval_id} not prepared on this worker")
-        for unit in units:
-            task = asyncio.get_running_loop().create_task(self._run(eval_id, unit))
+        self._queued.extend((eval_id, unit) for unit in units)
+        self.running += len(units)
+        self._start()
+        return self.running
+
+    def _start(self) -> None:
+        """Start queued units while a slot is free (a task per unit only once it runs:
+        no task waits on a semaphore, which costs a scan of its waiters per release)."""
+        loop = asyncio.get_running_loop() if self._queued else None
+        while self._queued and self._executing < self.slots:
+            eval_id, unit = self._queued.popleft()
+            self._executing += 1
+            task = loop.create_task(self._run(eval_id, unit))  # type: ignore[union-attr]
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        self.running += len(units)
-        return self.running
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> list[Outcome]:
@@ -114,18 +127,19 @@ class WorkerCore:
     async def _run(self, eval_id: str, unit: WorkUnit) -> None:
         started = time.time()
         try:
-            async with self._slots:
-                if self.limiter is None:
-                    await self._execute(eval_id, unit)
-                else:
-                    await self._execute_limited(eval_id, unit)
+            if self.limiter is None:
+                await self._execute(eval_id, unit)
+            else:
+                await self._execute_limited(eval_id, unit)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
             self._fail_unit(unit, started, f"internal error: {_describe(exc)}")
         finally:
             self.running -= 1
+            self._executing -= 1
             self._ready.set()
+            self._start()
 
     def _fail_unit(self, unit: WorkUnit, started: float, message: str) -> None:
         """Report a unit that could not run as an error outcome."""
@@ -180,13 +194,15 @@ class WorkerCore:
         if self.isolation == "process":
             return run_isolated(self.project_root, self.adapter_spec, candidate_path, task,
                                 unit.trial, unit.seed, self.timeout_s)
+        if self._async_target:  # awaited directly (call_async would check on every call)
+            return self.run_target(candidate_path, task, trial=unit.trial, seed=unit.seed)
         return call_async(self.run_target, candidate_path, task, trial=unit.trial,
                           seed=unit.seed, executor=self.executor)
 
     async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit) -> Rollout:
         try:
-            rollout = await asyncio.wait_for(self._call_target(candidate_path, task, unit),
-                                             timeout=self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):  # no extra task per call
+                rollout = await self._call_target(candidate_path, task, unit)
         except ChildCrash as exc:
             raise _Failure(ErrorKind.CRASH, str(exc), False) from None
         except TimeoutError:

@@ -23,7 +23,7 @@ from typing import Any
 from capevolve import progress
 from capevolve import telemetry as otel
 from capevolve._engine import make_engine
-from capevolve._engine.contract import Engine, EvalJob
+from capevolve._engine.contract import Engine, EvalJob, TaskTable
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
@@ -120,7 +120,7 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=by_id, project_root=str(project.root),
+        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()), project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
     )

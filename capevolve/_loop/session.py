@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from capevolve._engine.contract import RowBatch
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import DispatchJournal
@@ -42,9 +43,11 @@ class Session:
         """What the rows stored so far report (every value checked by the store first)."""
         return self.writer.tally
 
-    def sink(self, rows: list[dict]) -> int:
-        """The engine's RowSink: hands rows to the writer thread (returns at once) and
-        returns the rows not yet durable."""
+    def sink(self, rows: list[dict] | RowBatch) -> int:
+        """The engine's RowSink: hands rows (row dicts, or a scorer's column batch) to the
+        writer thread (returns at once) and returns the rows not yet durable."""
+        if isinstance(rows, RowBatch):
+            return self.writer.add_columns(rows.columns, len(rows))
         return self.writer.add(rows)
 
     def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from capevolve._engine.contract import (
@@ -51,7 +52,7 @@ class TimedEngine:
         if hasattr(self.inner, "shares"):
             self.inner.shares = k
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None,
             ledger: DispatchLedger | None = None) -> EngineReport:
         t0 = time.monotonic()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import ray
 
-from capevolve._engine.contract import EvalJob, Outcome, ScoreJob
+from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, picked_items
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.limiter import LimiterClient
 from capevolve._engine.scorer import ScorerCore
@@ -53,6 +53,14 @@ class RolloutActor:
                        max_wait_s: float) -> list[Outcome]:
         return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s)
 
+    @ray.method(num_returns=2)
+    async def exchange_keyed(self, eval_id: str, units: list[tuple[str, int, int]],
+                             max_wait_s: float) -> tuple[list[tuple[str, int]], list[Outcome]]:
+        """As :meth:`exchange`, as two objects: the outcomes' keys (which the driver reads)
+        and the outcomes (which go on to a scorer without the driver reading them)."""
+        outcomes = await self.exchange(eval_id, units, max_wait_s)
+        return [(o["task_id"], o["trial"]) for o in outcomes], outcomes
+
     async def pid(self) -> int:
         return os.getpid()
 
@@ -72,8 +80,16 @@ class ScorerActor:
         self.core.prepare(job)
         return self.core.scorer_id
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        return await self.core.score(eval_id, items)
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]
+                    ) -> tuple[dict, int]:
+        batch = await self.core.score(eval_id, items)
+        return batch.columns, len(batch)  # plain columns pickle fastest
+
+    async def score_picked(self, eval_id: str, outcomes: list[Outcome],
+                           picks: list[tuple[int, str, int, int]]) -> tuple[dict, int]:
+        """Score the outcomes the driver accepted (a worker's payload, fetched here from
+        the object store): each row from its pick's trusted key and seed."""
+        return await self.score(eval_id, picked_items(outcomes, picks))
 
     async def pid(self) -> int:
         return os.getpid()

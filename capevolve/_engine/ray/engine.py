@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import ray
@@ -64,7 +65,7 @@ class RayEngine:
         self.address = address
         self.concurrency = ConcurrencyShares(config.concurrency)
 
-    def run(self, job: EvalJob, units: list[WorkUnit], sink: RowSink,
+    def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address, reuse=self.config.reuse_local_ray)
         shares = self.shares

@@ -22,6 +22,7 @@ START_TIMEOUT_S is an EngineError naming it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import threading
 import time
@@ -30,7 +31,16 @@ import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, WorkerLost
+from capevolve._engine.contract import (
+    EvalJob,
+    KeyedOutcomes,
+    Outcome,
+    Picked,
+    RowBatch,
+    ScoreJob,
+    TaskTable,
+    WorkerLost,
+)
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.actor import RolloutActor, ScorerActor, project_location
 from capevolve._engine.ray.limiter import Limiter
@@ -120,10 +130,12 @@ class ActorWorker:
         await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[Outcome]:
+                       max_wait_s: float) -> KeyedOutcomes:
         plain = [(u.task_id, u.trial, u.seed) for u in units]  # tuples pickle cheaply
-        return await _bounded(self, self.actor.exchange.remote(eval_id, plain, max_wait_s),
-                              max_wait_s, max_wait_s + self.reply_timeout_s)
+        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, plain, max_wait_s)
+        # the driver reads the keys only; the outcomes go to a scorer by reference
+        return KeyedOutcomes(await _bounded(self, keys, max_wait_s,
+                                            max_wait_s + self.reply_timeout_s), outcomes)
 
 
 class ActorScorer:
@@ -136,9 +148,14 @@ class ActorScorer:
     async def prepare(self, job: ScoreJob) -> None:
         await _started(self, self.actor.prepare.remote(_shared_ref(job)))
 
-    async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> list[dict]:
-        return await _bounded(self, self.actor.score.remote(eval_id, items), 0.0,
-                              self.reply_timeout_s * max(1, len(items)))
+    async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
+                    ) -> RowBatch:
+        if isinstance(items, Picked):
+            ref = self.actor.score_picked.remote(eval_id, items.payload, items.picks)
+        else:
+            ref = self.actor.score.remote(eval_id, items)
+        columns, n = await _bounded(self, ref, 0.0, self.reply_timeout_s * max(1, len(items)))
+        return RowBatch(columns, n)
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
@@ -157,7 +174,10 @@ def _shared_ref(job: EvalJob | ScoreJob):
         for held, ref in _JOB_REFS:
             if held is job:
                 return ref
-        ref = ray.put(job)
+        shipped = job
+        if not isinstance(job.tasks, TaskTable):  # one compact table, not pickled models
+            shipped = dataclasses.replace(job, tasks=TaskTable.of(job.tasks.values()))
+        ref = ray.put(shipped)
         _JOB_REFS.append((job, ref))
         del _JOB_REFS[:-_JOB_REFS_KEPT]
         return ref

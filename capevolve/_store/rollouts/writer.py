@@ -29,9 +29,10 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 
 from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts.columns import columns_to_table
 from capevolve._store.rollouts.schema import rows_to_table
 from capevolve._store.rollouts.segments import Segment, segment_path
 from capevolve.errors import StoreError
@@ -110,7 +112,7 @@ class PartWriter:
         self.rows_durable = 0
         self._added = 0
         self.tally = RowTally()
-        self._queue: list[list[dict]] = []
+        self._queue: list[list[dict] | tuple[Mapping[str, Any], int]] = []
         self._cond = threading.Condition()
         self._closing = False
         self._failure: StoreError | None = None
@@ -132,12 +134,20 @@ class PartWriter:
         backlog: rows handed to the writer so far that are not durable yet (an upper bound
         until the next call), which the dispatcher keeps within its bound on rows in
         flight."""
+        return self._enqueue(rows, len(rows))
+
+    def add_columns(self, columns: Mapping[str, Any], n: int) -> int:
+        """Queue ``n`` rows given as columns (see :mod:`capevolve._store.rollouts.columns`,
+        which checks them as a whole on the writer thread); otherwise as :meth:`add`."""
+        return self._enqueue((columns, n), n)
+
+    def _enqueue(self, item: list[dict] | tuple[Mapping[str, Any], int], n: int) -> int:
         if self._failure is not None:
             raise self._failure
-        if rows:
+        if n:
             with self._cond:
-                self._added += len(rows)
-                self._queue.append(rows)
+                self._added += n
+                self._queue.append(item)
                 self._cond.notify()
         return self.backlog
 
@@ -180,7 +190,7 @@ class PartWriter:
                     batches, self._queue = self._queue, []
                     closing = self._closing and not batches
                 if batches:
-                    self._journal([row for batch in batches for row in batch])
+                    self._journal(batches)
                 now = time.monotonic()
                 if self._unsynced and (closing or self.sync_s <= 0
                                        or now - self._last_sync >= self.sync_s):
@@ -196,8 +206,11 @@ class PartWriter:
             self._failure = StoreError(f"{self.directory}: rows could not be stored "
                                        f"({type(exc).__name__}: {exc})")
 
-    def _journal(self, rows: list[dict]) -> None:
-        table = rows_to_table(rows)  # the storage boundary checks every value here, once
+    def _journal(self, batches: list) -> None:
+        # the storage boundary checks every value here, once
+        tables = [columns_to_table(*b) if isinstance(b, tuple) else rows_to_table(b)
+                  for b in batches]
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         n, tokens, cost, unrecorded = table_spend(table)
         self.tally.tokens += tokens
         self.tally.cost_usd += cost

@@ -1,0 +1,227 @@
+"""Flat driver memory: a lazy plan, units taken only as they go out, rows never held,
+tasks shipped as one table of JSON bytes; and the worker's slot bound without a
+semaphore, the scorer's eager async calls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import pickle
+
+import pytest
+from _engine.test_dispatch import FakeScorer, FakeWorker, _job
+
+from capevolve._engine.contract import RowBatch, TaskTable
+from capevolve._engine.dispatch import QUEUE_FACTOR, SCORE_BATCHES, Dispatcher
+from capevolve._engine.eager import gather_eager
+from capevolve._engine.plan import Plan, WorkUnit, derive_seed, plan_units
+from capevolve.adapter import Task
+
+
+def _live(kind: type) -> int:
+    return sum(1 for obj in gc.get_objects() if type(obj) is kind)
+
+
+def test_a_plan_is_lazy_counts_its_units_and_honours_a_trial_offset():
+    """len() without building units; iteration in task-major order skipping done units;
+    trials first_trial .. first_trial + n - 1, with the documented seeds."""
+    plan = plan_units(["a", "b", "c"], 2, 5, done={("a", 3), ("b", 2), ("z", 2)},
+                      first_trial=2)
+    assert isinstance(plan, Plan) and len(plan) == 4
+    assert [u.key for u in plan] == [("a", 2), ("b", 3), ("c", 2), ("c", 3)]
+    assert [u.seed for u in plan] == [derive_seed(5, t, k) for t, k in
+                                      [("a", 2), ("b", 3), ("c", 2), ("c", 3)]]
+    assert plan[1].key == ("b", 3) and plan[-1].key == ("c", 3)
+    assert list(plan) == list(plan)  # a plan can be walked again
+    before = _live(WorkUnit)
+    big = plan_units([f"t{i}" for i in range(50_000)], 4, 0)
+    assert len(big) == 200_000 and _live(WorkUnit) - before < 10  # nothing materialised
+
+
+class _Counting(FakeWorker):
+    """A fake worker that counts the WorkUnit objects alive at each exchange."""
+
+    peak = 0
+
+    async def exchange(self, eval_id, units, max_wait_s):
+        if self.calls % 10 == 5:
+            _Counting.peak = max(_Counting.peak, _live(WorkUnit))
+        try:
+            return await super().exchange(eval_id, units, max_wait_s)
+        finally:
+            self.received.clear()  # the fake keeps only its queue, as a real worker
+
+
+class _BatchScorer(FakeScorer):
+    """Returns its rows as one RowBatch (what real scorers hand back)."""
+
+    async def score(self, eval_id, items):
+        rows = await super().score(eval_id, items)
+        return RowBatch({k: [r[k] for r in rows] for k in rows[0]}, len(rows))
+
+
+def test_the_dispatcher_holds_only_the_units_in_flight_and_never_the_rows():
+    """600 units through two workers (3 x 2 slots each): the live WorkUnit objects stay
+    within the dispatch bound (not 600), and the sink sees every row once, in batches
+    that nothing keeps after the sink took them."""
+    _Counting.peak = 0
+    plan = plan_units([f"t{i}" for i in range(300)], 2, run_seed=1)
+    workers = [_Counting("w0", per_call=6), _Counting("w1", per_call=6)]
+    seen, live_batches = [], []
+
+    def sink(rows):
+        if rows:
+            seen.extend((r["task_id"], r["trial"]) for r in rows)
+            live_batches.append(_live(RowBatch))
+        return 0
+
+    asyncio.run(Dispatcher(workers, [_BatchScorer()], 5).run(_job(), plan, sink))
+    assert sorted(seen) == sorted(u.key for u in plan)
+    bound = sum(w.slots * QUEUE_FACTOR for w in workers)
+    assert 0 < _Counting.peak <= 2 * bound + 20  # in flight (+ the batch being formed)
+    assert max(live_batches) <= SCORE_BATCHES + 1
+
+
+def test_a_task_table_ships_json_bytes_not_task_objects():
+    """Pickled, a TaskTable holds each task's JSON bytes (no pydantic object travels); the
+    unpickled table decodes a task when asked and keeps it; both give back equal tasks."""
+    tasks = [Task(id=f"t{i}", input={"q": i}, target="x", metadata={"cluster": i % 3})
+             for i in range(100)]
+    table = TaskTable.of(tasks)
+    assert len(table) == 100 and list(table) == [t.id for t in tasks] and "t5" in table
+    assert table["t5"] is tasks[5]
+    data = pickle.dumps(table)
+    assert b"pydantic" not in data and b"capevolve.adapter" not in data
+    shipped = pickle.loads(data)
+    assert shipped._decoded == {}  # nothing decoded until asked
+    assert shipped == table and shipped["t7"] == tasks[7]
+    assert shipped["t7"] is shipped["t7"]  # a worker's copy keeps what it decoded
+    assert dict(shipped.items()) == {t.id: t for t in tasks}
+
+
+def test_gather_eager_runs_without_a_task_unless_a_call_suspends():
+    """Coroutines that return at once cost no Task; one that suspends finishes in order,
+    with context variables set inside it behaving as under a Task; an exception of one
+    propagates and the others are closed."""
+    var: contextvars.ContextVar[int] = contextvars.ContextVar("v", default=0)
+
+    async def quick(i):
+        token = var.set(i)
+        try:
+            return i * 2
+        finally:
+            var.reset(token)
+
+    async def slow(i):
+        token = var.set(i)
+        try:
+            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)
+            return var.get() * 10
+        finally:
+            var.reset(token)  # in the same context it was set in: no ValueError
+
+    async def main():
+        created = []
+        loop = asyncio.get_running_loop()
+        factory = loop.get_task_factory()
+        loop.set_task_factory(lambda lp, coro: created.append(coro) or asyncio.Task(coro,
+                                                                                  loop=lp))
+        out = await gather_eager([quick(1), slow(2), quick(3), slow(4)])
+        loop.set_task_factory(factory)
+        return out, len(created), var.get()
+
+    out, tasks, after = asyncio.run(main())
+    assert out == [2, 20, 6, 40] and after == 0
+    assert tasks <= 4  # only the two slow calls (and what they await) made tasks
+
+    async def boom():
+        raise ValueError("bad")
+
+    async def failing():
+        return await gather_eager([quick(1), boom(), quick(2)])
+
+    with pytest.raises(ValueError, match="bad"):
+        asyncio.run(failing())
+
+
+def test_a_worker_runs_at_most_its_slots_at_once(tmp_path):
+    """Units beyond the slots wait in the worker's queue (no semaphore): never more than
+    ``slots`` run_target calls at once, and every unit finishes."""
+    from fixtures.hostile_project import make_hostile_project
+
+    from capevolve._engine.worker import WorkerCore
+
+    project, _ = make_hostile_project(tmp_path / "p", {}, n_ok=12)
+    core = WorkerCore(str(project), "adapter.py:HostileAdapter", slots=3, timeout_s=30,
+                      retries=0, worker_id="w", node_id="n")
+    running = peak = 0
+    original = core._execute
+
+    async def counted(eval_id, unit):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await asyncio.sleep(0.01)
+            await original(eval_id, unit)
+        finally:
+            running -= 1
+
+    core._execute = counted  # type: ignore[method-assign]
+    tasks = {f"ok{i:03d}": Task(id=f"ok{i:03d}", input=i) for i in range(12)}
+
+    async def main():
+        from capevolve._engine.contract import EvalJob
+
+        core.prepare(EvalJob(run_id="r", eval_id="e", split="val", candidate_id="c",
+                             candidate_hash="h" * 32, candidate_files={"f": b"x"},
+                             tasks=tasks, project_root=str(project),
+                             adapter_spec="adapter.py:HostileAdapter"))
+        done = await core.exchange("e", list(plan_units(list(tasks), 1, 0)), 5.0)
+        while core.running:
+            done += await core.drain(5.0)
+        return done
+
+    done = asyncio.run(main())
+    assert len(done) == 12 and peak == 3
+
+
+class _KeyedWorker(FakeWorker):
+    """Reports keys and a payload (as the Ray rollout actors do), with forged keys and a
+    payload whose outcome at one index is another unit's."""
+
+    async def exchange(self, eval_id, units, max_wait_s):
+        from capevolve._engine.contract import KeyedOutcomes
+
+        outcomes = await super().exchange(eval_id, units, max_wait_s)
+        keys = [(o["task_id"], o["trial"]) for o in outcomes]
+        keys += [("t0", 99), "garbage", ("t1",)]  # never given, or not a key
+        payload = list(outcomes)
+        if payload and payload[0]["task_id"] == "t2":
+            payload[0] = {**payload[0], "task_id": "t5"}  # the payload lies about t2
+        return KeyedOutcomes(keys, payload)
+
+
+class _PickingScorer(FakeScorer):
+    async def score(self, eval_id, items):
+        from capevolve._engine.contract import Picked, picked_items
+
+        assert isinstance(items, Picked)
+        return await super().score(eval_id, picked_items(items.payload, items.picks))
+
+
+def test_keyed_outcomes_count_only_units_held_and_a_lying_payload_is_an_error_row():
+    """Keys the worker was never given are dropped; each accepted unit yields exactly one
+    row built from the driver's own key and seed, and an outcome in the payload that is
+    another unit's becomes an error outcome of the picked unit (never a row of t5)."""
+    plan = plan_units([f"t{i}" for i in range(6)], 1, run_seed=3)
+    rows: list = []
+    scorer = _PickingScorer()
+    asyncio.run(Dispatcher([_KeyedWorker("w0", per_call=2)], [scorer], 5).run(
+        _job(), plan, rows.extend))
+    assert sorted((r["task_id"], r["trial"]) for r in rows) == sorted(u.key for u in plan)
+    assert {(r["task_id"], r["seed"]) for r in rows} == {(u.task_id, u.seed) for u in plan}
+    lied = [raw for raw, _ in scorer.scored if raw["task_id"] == "t2"]
+    assert lied and lied[0]["error_kind"] == "exception" and "does not match" in lied[0]["error"]
