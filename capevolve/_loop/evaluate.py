@@ -48,7 +48,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
 from capevolve._store.rollouts.evalrows import eval_rows
-from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
+from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
