@@ -36,13 +36,13 @@ from bench_row import CollectedRow  # noqa: E402
 from collect import Outcome, Script, run_all  # noqa: E402
 
 SCRIPTS = [
-    Script("bench", HERE / "bench.py", timeout_s=420, quick_timeout_s=240),
+    Script("bench", HERE / "bench.py", timeout_s=600, quick_timeout_s=240),
     Script("bench_startup", HERE / "bench_startup.py", timeout_s=240, quick_timeout_s=120),
-    Script("bench_queries", HERE / "bench_queries.py", timeout_s=420, quick_timeout_s=180),
+    Script("bench_queries", HERE / "bench_queries.py", timeout_s=600, quick_timeout_s=240),
     Script("bench_diagnose", HERE / "bench_diagnose.py", timeout_s=240, quick_timeout_s=120),
-    Script("bench_optimize", HERE / "bench_optimize.py", timeout_s=420, quick_timeout_s=180),
+    Script("bench_optimize", HERE / "bench_optimize.py", timeout_s=600, quick_timeout_s=240),
     Script("bench_cluster", HERE / "bench_cluster.py", timeout_s=480, quick_timeout_s=300),
-    Script("bench_gate", HERE / "bench_gate.py", timeout_s=180, quick_timeout_s=60),
+    Script("bench_gate", HERE / "bench_gate.py", timeout_s=300, quick_timeout_s=90),
     Script("bench_verify", HERE / "bench_verify.py", timeout_s=120, quick_timeout_s=60),
     Script("bench_diagnose_quality", HERE / "bench_diagnose_quality.py", timeout_s=240,
            quick_timeout_s=180),
