@@ -181,9 +181,11 @@ def main() -> int:
     load = os.getloadavg()
     for row, target in rows:
         n = row["failing_rollouts"]
-        note = f"{row['clusters']} clusters; load {load[0]:.1f}/{load[1]:.1f}"
         for key, what in (("wall_s", "one trajectory file per rollout"),
                           ("wall_s_with_trace_store", "adapter trace store")):
+            profiled = args.profile and row is not figures and key == "wall_s"
+            note = (f"{row['clusters']} clusters; load {load[0]:.1f}/{load[1]:.1f}"
+                    + ("; under cProfile (slower)" if profiled else ""))
             print("BENCH_ROW " + json.dumps({
                 "figure": f"diagnose of {n:,} failing rollouts ({what})", "value": row[key],
                 "unit": "s", "target": f"< {target:g}", "met": row[key] < target,
