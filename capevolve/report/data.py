@@ -15,8 +15,8 @@ from typing import Any
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config
 from capevolve._loop.standing import standings
-from capevolve._policy.gateable import gate_refusal
 from capevolve._loop.status import run_status
+from capevolve._policy.gateable import gate_refusal
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir
