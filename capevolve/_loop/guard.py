@@ -40,6 +40,7 @@ from capevolve._project.loader import Project
 from capevolve._store.evals import write_eval
 from capevolve._store.integrity import relative
 from capevolve._store.journal.recover import live_sessions
+from capevolve._store.rollouts import compact as compaction
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import EvalStatus, EventKind
@@ -160,14 +161,18 @@ class EvaluationGuard:
                       and not _live_session_file(p))
 
     def _recorded_since(self) -> set[Path]:
-        """Parts this process recorded (``part_written``) since the snapshot: another
-        evaluation's, finished meanwhile."""
+        """Parts this process recorded since the snapshot (``part_written``, or the new
+        parts of a ``parts_compacted``): another evaluation's, finished or compacted
+        meanwhile."""
         found = set()
         for line in list(self.run._log.appended[self._mark:]):
-            if b'"part_written"' in line:
+            if b'"part_written"' in line or b'"parts_compacted"' in line:
                 data = json.loads(line)
                 if data.get("kind") == EventKind.PART_WRITTEN and data.get("path"):
                     found.add(self.run.root / str(data["path"]))
+                elif data.get("kind") == EventKind.PARTS_COMPACTED:
+                    found.update(self.run.root / str(part["path"])
+                                 for part in data.get("parts") or [] if part.get("path"))
         return found
 
     def check(self, record: dict[str, Any], ours: list[Path],
@@ -204,13 +209,15 @@ class EvaluationGuard:
         raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")
 
 
-_PART_NAME = re.compile(r"-(?P<session>[0-9a-f]{8})-[0-9]+\.parquet(\.tmp)?$")
+_PART_NAME = re.compile(r"-(?P<session>[0-9a-f]{8})-[0-9]+\.parquet(\.tmp|\.compacting)?$")
 
 
 def _live_session_file(path: Path) -> bool:
-    """A part (or its temporary file) of another evaluation running in this process."""
+    """A part (or its temporary file) of another evaluation, or of a compaction, running
+    in this process."""
     found = _PART_NAME.search(path.name)
-    return found is not None and found["session"] in live_sessions
+    return found is not None and (found["session"] in live_sessions
+                                  or found["session"] in compaction.running)
 
 
 def _restore(path: Path, data: bytes) -> None:

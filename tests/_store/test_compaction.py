@@ -261,3 +261,29 @@ def test_the_view_without_duplicates_is_the_ranked_view(uncompacted, monkeypatch
     monkeypatch.setattr(query_module, "_has_duplicates", lambda con, source: True)
     assert RolloutStore(run.layout).query(sql, "val__seed__k2")[1] == fast
     assert fast
+
+
+def test_a_compaction_during_another_evaluation_is_not_foreign_to_its_guard(
+        uncompacted, monkeypatch):
+    """An evaluation's guard (snapshot at its start, check at its end) sees another
+    evaluation of this process compacted meanwhile: neither the compaction's temporary
+    file (seen mid-way) nor its new part is taken for a file planted by candidate code."""
+    from capevolve._loop.evaluate import run_project
+    from capevolve._loop.guard import EvaluationGuard
+
+    run = uncompacted
+    guard = EvaluationGuard(run, run_project(run))
+    seen: list[list[Path]] = []
+
+    def look(step: str) -> None:
+        if step == "written":
+            assert any(p.name.endswith(compact.TMP_SUFFIX)
+                       for p in run.layout.rollouts.rglob("*")), "no temporary file to see"
+            seen.append(guard.foreign_parts([]))
+
+    monkeypatch.setattr(compact, "_fault", look)
+    done = compact.compact_evaluation(run, EVAL, "val", "cand_001")
+    assert done is not None and done.retired == 3
+    assert seen == [[]], f"the compaction's temporary file was foreign: {seen}"
+    assert guard.foreign_parts([]) == [], "the compacted part was taken for a foreign one"
+    assert not compact.running

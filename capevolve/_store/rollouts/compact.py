@@ -69,6 +69,9 @@ TMP_SUFFIX = ".compacting"
 verification reads, nor a writer's temporary file)."""
 
 _one_at_a_time = threading.Lock()  # one compaction per process (threads share a run lock)
+running: set[str] = set()
+"""Tokens of the compactions running in this process: an evaluation running at the same
+time tells their files (temporary or renamed) apart from foreign ones by this name."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ def compact_evaluation(run: RunDir, eval_id: str, split: str,
             return None
         token = session_token()
         files = _Files(run.layout.partition(split, candidate_id), eval_id, token)
+        running.add(token)
         try:
             return _commit(run, eval_id, candidate_id, sources, files)
         except OSError as exc:
@@ -197,6 +201,8 @@ def compact_evaluation(run: RunDir, eval_id: str, split: str,
             intent_path(run.layout, token).unlink(missing_ok=True)
             raise StoreError(f"{files.directory}: cannot compact {eval_id} "
                              f"({exc.strerror or exc})") from None
+        finally:
+            running.discard(token)
 
 
 def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
