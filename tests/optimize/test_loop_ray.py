@@ -44,13 +44,15 @@ def test_parallel_children_run_at_once_in_pools_of_their_own(tmp_path, ray_sessi
                                 proposer=f"scripted:{edits}", engine="ray")
     assert [r["outcome"] for r in result["iterations"]] == ["reject", "reject"]
     rows = [r for p in (run.root / "rollouts").rglob("*.parquet")
-            for r in pq.read_table(p, columns=["eval_id", "worker_id", "started_at",
-                                               "finished_at"]).to_pylist()]
+            for r in pq.read_table(p, columns=["eval_id", "worker_id"]).to_pylist()]
     workers = {e: {r["worker_id"] for r in rows if r["eval_id"] == e}
                for e in ("val__cand_001__k2", "val__cand_002__k2")}
     assert all(workers.values()) and not set.intersection(*workers.values())
-    spans = {e: (min(r["started_at"] for r in rows if r["eval_id"] == e),
-                 max(r["finished_at"] for r in rows if r["eval_id"] == e)) for e in workers}
-    (a0, a1), (b0, b1) = spans.values()
-    assert a0 < b1 and b0 < a1, "the two evaluations did not overlap"
+    from fixtures.loops import events
+
+    order = [(e["kind"], e["eval_id"]) for e in events(run.root)
+             if e["kind"] in ("eval_started", "eval_finished") and e["eval_id"] in workers]
+    a, b = workers
+    assert order.index(("eval_started", b)) < order.index(("eval_finished", a))
+    assert order.index(("eval_started", a)) < order.index(("eval_finished", b))
     assert not any(held["users"] for held in pool._POOLS.values())  # both pools released
