@@ -11,9 +11,11 @@ table as markdown to ``last_run.md`` and everything, with the commit, date, load
 cores, to ``last_run.json`` (both beside this file, or in ``--out-dir``); ``--readme``
 replaces the block between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` of README.md
 with the markdown (refused, exit 2, when the markers are not there exactly once each, or
-with ``--quick``). Exit status 1 when any target is missed or any script failed (crashed,
-timed out, printed no row or a malformed one), after everything is printed and written; 0
-otherwise. A listed script not in the tree is a ``missing`` row with no verdict.
+with ``--quick``); with ``--only`` it replaces only the rows of the scripts run and keeps
+the others' rows with the header line of the run that measured them. Exit status 1 when
+any target is missed or any script failed (crashed, timed out, printed no row or a
+malformed one), after everything is printed and written; 0 otherwise. A listed script not
+in the tree is a ``missing`` row with no verdict.
 """
 
 from __future__ import annotations
@@ -107,6 +109,40 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{START}\n{block.rstrip()}\n{END}{tail}"
 
 
+def block_of(text: str) -> str:
+    """What lies between the bench markers of ``text`` (ReadmeBlockError without them)."""
+    replace_block(text, "")
+    return text.split(START)[1].split(END)[0]
+
+
+def merge_block(old: str, new: str, ran: set[str]) -> str:
+    """The README block for a run of the scripts ``ran`` only: ``new``'s header and rows,
+    then the rows of ``old`` from scripts not run (in :data:`SCRIPTS` order) under the
+    header lines of the runs that measured them."""
+    def parts(block: str) -> tuple[list[str], dict[str, list[str]]]:
+        headers, rows = [], {}
+        for line in block.strip().splitlines():
+            if line.startswith("`make bench`"):
+                headers.append(line)
+            elif line.startswith("| ") and not line.startswith("| script |"):
+                rows.setdefault(line[2:].split(" | ", 1)[0].strip(), []).append(line)
+        return headers, rows
+
+    new_headers, new_rows = parts(new)
+    old_headers, old_rows = parts(old)
+    kept = {name: lines for name, lines in old_rows.items() if name not in ran}
+    order = [s.name for s in SCRIPTS]
+    order += [n for n in dict.fromkeys([*new_rows, *sorted(kept)]) if n not in order]
+    lines = [*new_headers]
+    if kept:
+        lines += [f"Rows of {', '.join(n for n in order if n in kept)} from an earlier "
+                  "run:"] + [h for h in old_headers if h not in new_headers]
+    lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for name in order:
+        lines += new_rows.get(name, []) if name in ran else kept.get(name, [])
+    return "\n".join(lines) + "\n"
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
@@ -171,7 +207,11 @@ def run(scripts: list[Script], quick: bool, out_dir: Path, readme: Path | None,
     write_atomic(out_dir / "last_run.md", md)
     write_atomic(out_dir / "last_run.json", json.dumps(doc, indent=1) + "\n")
     if readme is not None:
-        write_atomic(readme, replace_block(readme.read_text(), md))
+        text = readme.read_text()
+        ran = {o.script.name for o in outcomes}
+        block = md if ran >= {s.name for s in SCRIPTS} else merge_block(block_of(text), md,
+                                                                          ran)
+        write_atomic(readme, replace_block(text, block))
     return 1 if failed else 0
 
 

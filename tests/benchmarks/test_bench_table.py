@@ -267,3 +267,22 @@ def test_reliability_figures_and_baseline_catch_a_fault_that_gets_worse(tmp_path
     crashed = {"fault": "driver_kills: kill -9 ...", "survived": False, "error": "boom"}
     found = {r.figure for r in baseline.regressions(rows([crashed], inputs), path)}
     assert "regression: driver kill: survived" in found
+
+
+def test_a_partial_readme_run_replaces_only_its_scripts_rows(tmp_path):
+    """``--only X --readme``: X's rows are the new run's, every other script's rows stay
+    with the header line of the run that measured them; a full run replaces everything."""
+    readme = tmp_path / "README.md"
+    old = ("`make bench` of 2026-11-30 10:00 UTC, commit aaa, 2 cores.\n\n"
+           "| " + " | ".join(table.COLUMNS) + " |\n" + "|" + "---|" * 8 + "\n"
+           "| bench | wall / ideal | 1.5 | x | <= 1.15 | **no** | — | old |\n"
+           "| bench_gate | false accepts | 4.5 | % | <= 5 | yes | — | kept |\n")
+    readme.write_text(f"intro\n{table.START}\n{old}{table.END}\nrest\n")
+    bench = script(tmp_path, f"print({line()!r})\n", name="bench")
+    assert table.run([bench], False, tmp_path / "out", readme) == 0
+    block = table.block_of(readme.read_text())
+    assert "| bench | wall / ideal | 1.1 | x | <= 1.15 | yes |" in block
+    assert "old |" not in block and "| bench_gate | false accepts | 4.5 |" in block
+    assert "commit aaa" in block and "Rows of bench_gate from an earlier run:" in block
+    assert block.index("| bench |") < block.index("| bench_gate |")
+    assert readme.read_text().startswith("intro\n") and readme.read_text().endswith("rest\n")
