@@ -1,4 +1,4 @@
-"""Start-up stays cheap: `--help`, `--version`, `status` (text and --json), `check` and
+"""Start-up stays cheap: `--help`, `--version`, `status` (text, --json, --project), `check` and
 `verify` load no Ray, DuckDB, Arrow, numpy, pandas or SciPy, `down` no Ray (checked in
 ``sys.modules`` of a real process, never by timing)."""
 
@@ -84,3 +84,18 @@ def test_down_imports_no_ray(tmp_path):
     """`capevolve down` with nothing running says so without importing Ray."""
     loaded = _loaded("down", env={"CAPEVOLVE_RAY_STATE_DIR": str(tmp_path)})
     assert "ray" not in loaded
+
+
+def test_status_of_a_project_imports_nothing_heavy(tmp_path):
+    """`capevolve status --project P` (the run found under P/.capevolve/, as agent mode
+    uses it) loads none of HEAVY either, and shows that run."""
+    from cli.cli_support import copy_toy, invoke
+
+    project = copy_toy(tmp_path / "toy")
+    made = invoke("run", "--project", project, "--engine", "local", "--json")
+    assert made.exit_code == 0, made.output
+    run_dir = json.loads(made.stdout)["run_dir"]
+    shown, loaded = _shown("status", "--project", str(project), "--json")
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    status = json.loads(shown)
+    assert status["run_dir"] == run_dir and status["best_id"] == "seed"
