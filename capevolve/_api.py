@@ -15,24 +15,44 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from capevolve._loop import confirm as confirming
-from capevolve._loop import decide, engines, locate
-from capevolve._loop import evaluate as evaluating
-from capevolve._loop import finalize as finalizing
-from capevolve._loop import no_change as no_changes
-from capevolve._loop import probe as probing
-from capevolve._loop import project as projects
-from capevolve._loop import run as running
-from capevolve._loop import status as statuses
-from capevolve._loop import verify as verifying
+from capevolve._lazy import lazy_module
 from capevolve._loop.public_run import RunDir, public
-from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve.config import load_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
+
+# The verbs' modules load when a verb first uses them (``capevolve status`` never pays for
+# the Arrow, DuckDB and numpy code behind evaluate and gate); the checker sees them as
+# eager imports. tests/test_lazy_api.py keeps both lists the same.
+if TYPE_CHECKING:
+    from capevolve._loop import confirm as confirming
+    from capevolve._loop import decide, engines, locate
+    from capevolve._loop import evaluate as evaluating
+    from capevolve._loop import finalize as finalizing
+    from capevolve._loop import no_change as no_changes
+    from capevolve._loop import probe as probing
+    from capevolve._loop import project as projects
+    from capevolve._loop import run as running
+    from capevolve._loop import status as statuses
+    from capevolve._loop import verify as verifying
+    from capevolve._store.rollouts import query as rollout_query
+else:
+    confirming = lazy_module("capevolve._loop.confirm")
+    decide = lazy_module("capevolve._loop.decide")
+    engines = lazy_module("capevolve._loop.engines")
+    locate = lazy_module("capevolve._loop.locate")
+    evaluating = lazy_module("capevolve._loop.evaluate")
+    finalizing = lazy_module("capevolve._loop.finalize")
+    no_changes = lazy_module("capevolve._loop.no_change")
+    probing = lazy_module("capevolve._loop.probe")
+    projects = lazy_module("capevolve._loop.project")
+    running = lazy_module("capevolve._loop.run")
+    statuses = lazy_module("capevolve._loop.status")
+    verifying = lazy_module("capevolve._loop.verify")
+    rollout_query = lazy_module("capevolve._store.rollouts.query")
 
 RunLike = StoreRunDir | str | os.PathLike[str]
 """A run: an open :class:`RunDir`, or the path of a run directory."""
@@ -224,7 +244,7 @@ def quarantine(run: str | os.PathLike[str]) -> dict[str, Any]:
 def query(run: RunLike, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one read-only SQL query over this run's rollouts (the ``rollouts`` view);
     returns (column names, rows). Writes, other files and extensions are refused."""
-    return RolloutStore(open_run(run).layout).query(sql)
+    return rollout_query.RolloutStore(open_run(run).layout).query(sql)
 
 
 def doctor(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:

@@ -15,14 +15,15 @@ from pydantic import ValidationError
 
 from capevolve._loop.decision_records import last_gate, record_decision, settle
 from capevolve._loop.evaluate import latest_eval, run_config
+from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
+    false_accept_ledger,
+    gate_tallies,
+)
 from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
 from capevolve._policy.alpha import (
-    FalseAcceptSummary,
-    GateTally,
-    false_accept_summary,
     run_alpha_refusal,
 )
 from capevolve._policy.gate import GateDecision, decide_from_summary
@@ -114,7 +115,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         measured = {e.candidate_id for e in run.events(EventKind.EVAL_STARTED)
                     if isinstance(e, EvalStarted) and e.split == Split.VAL
                     and e.candidate_id != SEED_ID}
-        refusal = run_alpha_refusal(_tallies(run), frozen.gate, frozen.budget.max_iterations,
+        refusal = run_alpha_refusal(gate_tallies(run), frozen.gate, frozen.budget.max_iterations,
                                     (cand_eval.eval_id, best_eval.eval_id), len(measured))
         if refusal:
             raise GateError(f"gate refused: {refusal}")
@@ -152,23 +153,6 @@ def gate_summary(current: float, candidate: float, current_stderr: float,
     settings, _ = _settings(frozen or GateConfig(), {"k_se": k_se, "min_delta": min_delta})
     return decide_from_summary(current, candidate, current_stderr, candidate_stderr,
                                settings).to_dict()
-
-
-def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
-    """How many gates this run recorded and the false accepts they risked.
-
-    Pure over the run's gate events (see ``capevolve._policy.alpha``); for status and the
-    report.
-    """
-    config = run_config(run)
-    return false_accept_summary(_tallies(run), config.gate, config.budget.max_iterations)
-
-
-def _tallies(run: RunDir) -> list[GateTally]:
-    """What each recorded gate contributes to the false-accept ledger."""
-    return [GateTally(exploratory=bool(g.exploratory), decision=Decision(g.decision),
-                      alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""))
-            for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
 
 
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:

@@ -27,6 +27,7 @@ from capevolve._engine.contract import Engine, EvalJob, TaskTable
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
+from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
@@ -57,11 +58,6 @@ from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirE
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
-
-
-def run_config(run: RunDir) -> ProjectConfig:
-    """The config frozen into run.json when the run was created."""
-    return run.manifest.config
 
 
 def run_project(run: RunDir) -> Project:

@@ -28,17 +28,17 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import eval_id_for, evaluate, run_config
+from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
 from capevolve._loop.gate_evals import refusal
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.integrity import sha256_file
-from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError, TestSealError
-from capevolve.kinds import SEED_ID, EventKind, SealStatus, Split
+from capevolve.kinds import SEED_ID, EventKind, Split
 from capevolve.records import EvalSummary, FinalizeEntry, FinalRecord, SealRecord, TestReuse
 from capevolve.stats import paired_comparison, t_quantile
 
@@ -125,26 +125,6 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
                 final_sha256=sha256_file(run.layout.final))
     return final.to_json()
-
-
-def progress(run: RunDir) -> str | None:
-    """While a seal is taken and final.json is not written: how far the test scoring got,
-    counted from the stored rows ("finalize interrupted: N of M test units scored; rerun
-    finalize to complete", or "finalize running: ..." while its process holds the seal).
-    None before finalize and once it completed."""
-    taken = seal.read_seal(run.layout)
-    if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
-        return None
-    trials = run_config(run).num_trials
-    sides = {str(taken.best_id), str(taken.baseline_id or SEED_ID)}
-    total = len(run.splits.ids(Split.TEST)) * trials * len(sides)
-    store = RolloutStore(run.layout)
-    scored = sum(len(store.done_units(eval_id_for(Split.TEST, side, trials), valid_only=True))
-                 for side in sorted(sides))
-    if seal.holder_alive(run.layout):
-        return f"finalize running: {scored} of {total} test units scored"
-    return (f"finalize interrupted: {scored} of {total} test units scored; rerun finalize to "
-            "complete")
 
 
 def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, Any],

@@ -6,11 +6,18 @@ the project); a directory without a readable run.json is not a run and is skippe
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
-from capevolve._loop.run import default_run_dir
 from capevolve._store.rundir import RunDir
 from capevolve.errors import CapevolveError, RunDirError
+
+
+def default_run_dir(project_root: Path) -> Path:
+    """``<project>/.capevolve/run_<utc timestamp>`` (where ``capevolve run`` puts a run
+    without ``--run-dir``, and where ``--project`` looks for the latest one)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return project_root / ".capevolve" / f"run_{stamp}"
 
 
 def latest_run_dir(project: Path) -> Path:

@@ -10,6 +10,7 @@ from typing import Any
 
 from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.locate import default_run_dir
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import check_project, load_tasks
 from capevolve._store.candidates import content_hash
@@ -18,12 +19,6 @@ from capevolve._store.splits import make_splits
 from capevolve.errors import AdapterError, CandidateError, ConfigError, RunDirError
 from capevolve.kinds import SEED_ID, Split
 from capevolve.versions import versions
-
-
-def default_run_dir(project_root: Path) -> Path:
-    """``<project>/.capevolve/run_<utc timestamp>``."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return project_root / ".capevolve" / f"run_{stamp}"
 
 
 def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> RunDir:

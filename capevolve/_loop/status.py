@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._loop.decide import false_accept_ledger
-from capevolve._loop.evaluate import latest_complete_eval, run_config
-from capevolve._loop.finalize import progress as finalize_progress
+from capevolve._loop.false_accepts import false_accept_ledger
+from capevolve._loop.finalize_progress import progress as finalize_progress
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.loop_status import loop_status, stop_parse
 from capevolve._loop.standing import standings
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
-from capevolve._store.evals import all_evals, displayed_status
-from capevolve._store.journal.recover import unsettled
+from capevolve._store.evals import all_evals, displayed_status, latest_complete_eval
+from capevolve._store.journal.pending import unsettled
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
 from capevolve.records import EvalRecord

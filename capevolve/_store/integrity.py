@@ -35,8 +35,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
-
 from capevolve._store import heads, jsonfiles
 from capevolve._store.compact_intent import pending_files
 from capevolve._store.partcache import PartCache, other_process_holds
@@ -80,7 +78,10 @@ def part_fields(root: Path, path: Path, n_rows: int) -> dict[str, Any]:
     """The fields of a ``part_written`` event for the part at ``path``.
 
     The row count in the Parquet footer must equal ``n_rows`` (what the writer wrote).
+    Arrow is imported here, by the writer that records a part, not by a run's reader.
     """
+    import pyarrow.parquet as pq
+
     try:
         footer_rows = pq.ParquetFile(path).metadata.num_rows
         size = path.stat().st_size

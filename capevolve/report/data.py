@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from capevolve._loop.decide import false_accept_ledger
-from capevolve._loop.evaluate import run_config
+from capevolve._loop.false_accepts import false_accept_ledger
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.standing import standings
 from capevolve._loop.status import run_status
 from capevolve._policy.gateable import gate_refusal

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import relative
 from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, read_dispatch
+from capevolve._store.journal.pending import unsettled  # noqa: F401 - re-exported
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.segments import SUFFIX as ROWS_SUFFIX
 from capevolve._store.rollouts.segments import read_segment
@@ -96,20 +97,6 @@ def recover(run: RunDir) -> list[str]:
         remove_session(layout, record.session)
         settled.append(record.session)
     return settled
-
-
-def unsettled(layout: Layout) -> int:
-    """Units handed out by sessions whose spend is not recorded yet (read-only): a
-    session running now, or one that died and is settled by the next evaluate."""
-    if not layout.journal.is_dir():
-        return 0
-    total = 0
-    for path in sorted(layout.journal.glob(f"*{SUFFIX}")):
-        try:
-            total += read_dispatch(path).units
-        except (OSError, StoreError):
-            continue
-    return total
 
 
 def journalled_units(layout: Layout, session: str, eval_id: str) -> set[tuple[str, int]]:

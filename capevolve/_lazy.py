@@ -1,0 +1,49 @@
+"""A module that is imported when one of its names is first used, not when it is bound.
+
+``evaluating = lazy_module("capevolve._loop.evaluate")`` binds a stand-in at once; the first
+``evaluating.evaluate`` imports the module (the normal import, under the import lock, with
+everything it imports in turn) and every later access reads from it. A command that never
+touches the stand-in never pays for the module (``capevolve status`` loads no Arrow, DuckDB
+or numpy although the root API names the verbs that need them).
+
+For type checkers, bind the real module under ``if TYPE_CHECKING:`` and the stand-in in
+the ``else`` branch: the names and signatures are then checked as if imported eagerly.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+
+class LazyModule:
+    """The stand-in for a module named ``name``: attribute access imports it first.
+
+    Only attribute reads are forwarded (``module.name``); an import error surfaces at the
+    first read, exactly as the eager import would have raised it.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _module(self) -> ModuleType:
+        """The module itself (imported now if it is not yet)."""
+        return importlib.import_module(self._name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._module(), attr)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._module())
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+def lazy_module(name: str) -> Any:
+    """A :class:`LazyModule` for the absolute module ``name`` (typed ``Any``: bind the real
+    module under ``TYPE_CHECKING`` for the checker)."""
+    return LazyModule(name)

@@ -1,0 +1,36 @@
+"""How far an interrupted or running finalize got (what status and the report show).
+
+A light module: before finalize and once final.json is written it reads the seal only; the
+stored test rows are counted (through DuckDB, imported then) only while a seal is taken and
+final.json is missing.
+"""
+
+from __future__ import annotations
+
+from capevolve._loop.frozen_config import run_config
+from capevolve._store import seal
+from capevolve._store.evals import eval_id_for
+from capevolve._store.rundir import RunDir
+from capevolve.kinds import SEED_ID, SealStatus, Split
+
+
+def progress(run: RunDir) -> str | None:
+    """While a seal is taken and final.json is not written: how far the test scoring got,
+    counted from the stored rows ("finalize interrupted: N of M test units scored; rerun
+    finalize to complete", or "finalize running: ..." while its process holds the seal).
+    None before finalize and once it completed."""
+    taken = seal.read_seal(run.layout)
+    if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
+        return None
+    from capevolve._store.rollouts.query import RolloutStore  # DuckDB: only for this count
+
+    trials = run_config(run).num_trials
+    sides = {str(taken.best_id), str(taken.baseline_id or SEED_ID)}
+    total = len(run.splits.ids(Split.TEST)) * trials * len(sides)
+    store = RolloutStore(run.layout)
+    scored = sum(len(store.done_units(eval_id_for(Split.TEST, side, trials), valid_only=True))
+                 for side in sorted(sides))
+    if seal.holder_alive(run.layout):
+        return f"finalize running: {scored} of {total} test units scored"
+    return (f"finalize interrupted: {scored} of {total} test units scored; rerun finalize to "
+            "complete")
