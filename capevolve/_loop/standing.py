@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._loop.confirm import confirmations
 from capevolve._loop.decision_records import last_gate
 from capevolve._policy.keep_best import standing
 from capevolve._store.rundir import RunDir
@@ -26,7 +25,7 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
     a strict accept), the
     gate's ``confidence``, the ``policy`` and how many confirmations checked out."""
     confirmed: dict[tuple[str, str], list[str]] = {}
-    for cand, ref, label in confirmations(run):
+    for cand, ref, label in _confirmations(run):
         confirmed.setdefault((cand, ref), []).append(str(label))
     out: dict[str, dict[str, Any]] = {}
     for event in run.events(EventKind.ACCEPT):
@@ -43,3 +42,15 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
                     "policy": gate.policy if gate else None,
                     "confirmations": len(labels)}
     return out
+
+
+def _confirmations(run: RunDir) -> list[tuple[str, Any, Any]]:
+    """The stored confirmations that check out; the rows they are recomputed from are
+    read (Arrow, DuckDB) only when a run has a confirmation at all, so ``status`` of a run
+    without one stays light."""
+    folder = run.root / "confirmations"
+    if not folder.is_dir() or not any(folder.glob("*.json")):
+        return []
+    from capevolve._loop.confirm import confirmations
+
+    return list(confirmations(run))
