@@ -117,7 +117,8 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()), project_root=str(project.root),
+        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()),
+        project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
     )
