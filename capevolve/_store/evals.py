@@ -83,9 +83,11 @@ def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:
-    """Write an evaluation record atomically."""
+    """Write an evaluation record atomically, as canonical JSON on one line (sorted keys;
+    the fast encoder: a record holds every task's mean). Readers parse JSON, so a record
+    written indented, as older versions did, reads the same."""
     layout = _layout(where)
-    jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json())
+    jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json(), indent=None)
 
 
 def find_eval(where: Where, eval_id: str) -> EvalRecord | None:
