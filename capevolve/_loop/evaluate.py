@@ -89,16 +89,17 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     """``summarize``'s statistics and the number of units whose judge was unreachable,
     both from the same single read of the evaluation's rows."""
     rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
-    wanted = np.isin(np.array(rows.tasks, dtype=object), np.array(task_ids, dtype=object))
+    chosen = set(task_ids)
+    wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
     rewards = _rewards_by_task(rows.tasks, wanted, rows.task[use], rows.reward[use])
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
     stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
-              "clusters": {t: clusters[t] for t in sorted(clusters) if t in set(task_ids)}}
+              "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
              if clusters else {})
-    kept = tuple(rows.tasks[i] for i in np.flatnonzero(wanted))
+    kept = tuple(rows.tasks[i] for i in np.flatnonzero(wanted).tolist())
     codes = np.searchsorted(np.flatnonzero(wanted), rows.task[use])
     counts = pass_counts_of_columns(kept, codes, rows.reward[use], pass_threshold)
     return {**extra,
@@ -116,12 +117,16 @@ def _rewards_by_task(tasks: tuple[str, ...], wanted: np.ndarray, task: np.ndarra
                      reward: np.ndarray) -> dict[str, list[float]]:
     """Valid rewards of each wanted task in trial order (a task with a row but no valid
     trial maps to [], as ``TaskOutcomes.rewards`` does); ``task`` is non-decreasing."""
-    out: dict[str, list[float]] = {tasks[i]: [] for i in np.flatnonzero(wanted)}
+    out: dict[str, list[float]] = {}
     if task.size:
-        cuts = np.flatnonzero(np.diff(task)) + 1
-        firsts = np.concatenate(([0], cuts))
-        for code, group in zip(task[firsts].tolist(), np.split(reward, cuts), strict=True):
-            out[tasks[code]] = group.tolist()
+        starts = [0, *(np.flatnonzero(np.diff(task)) + 1).tolist()]
+        ends = [*starts[1:], int(task.size)]
+        values = reward.tolist()
+        for code, start, end in zip(task[starts].tolist(), starts, ends, strict=True):
+            out[tasks[code]] = values[start:end]
+    if len(out) < np.count_nonzero(wanted):  # wanted tasks whose every trial errored
+        for i in np.flatnonzero(wanted).tolist():
+            out.setdefault(tasks[i], [])
     return out
 
 
