@@ -69,9 +69,14 @@ def require_finite(value: float, what: str) -> float:
 
 def pass_counts(rewards_by_task: Mapping[str, Sequence[float]],
                 threshold: float) -> dict[str, tuple[int, int]]:
-    """(passed trials, valid trials) per task at ``threshold``: the input of pass^k."""
-    return {task: (sum(passes(r, threshold) for r in rewards), len(rewards))
-            for task, rewards in sorted(rewards_by_task.items())}
+    """(passed trials, valid trials) per task at ``threshold``: the input of pass^k (the
+    mapping form of :func:`pass_counts_of_columns`, which holds the counting)."""
+    tasks = tuple(rewards_by_task)
+    task = np.repeat(np.arange(len(tasks), dtype=np.int64),
+                     [len(rewards_by_task[t]) for t in tasks])
+    reward = np.fromiter((float(r) for t in tasks for r in rewards_by_task[t]),
+                         dtype=np.float64, count=int(task.size))
+    return pass_counts_of_columns(tasks, task, reward, threshold)
 
 
 def pass_counts_of_columns(tasks: Sequence[str], task: np.ndarray, reward: np.ndarray,

@@ -1,7 +1,7 @@
 """The one-read summary of an evaluation equals the computation it replaced, number for number.
 
-The oracle below is the former summary path, kept here verbatim in substance: four DuckDB
-queries (outcomes, per-trial means, the judge-unreachable units) and the per-reward
+The oracle below is the former summary path, kept here in substance: four DuckDB queries
+(outcomes, per-trial means, the judge-unreachable units) and the per-reward
 ``pass_counts`` loop. The run has errored units (raised, returned, scorer bugs), excluded
 tasks, three trials, clusters, fractional rewards that tie with the pass threshold, and
 units whose judge was unreachable.
@@ -23,7 +23,7 @@ from capevolve._loop.evaluate import (
     summarize,
 )
 from capevolve._loop.run import create_run
-from capevolve._policy.thresholds import pass_counts, pass_counts_of_columns
+from capevolve._policy.thresholds import pass_counts, pass_counts_of_columns, passes
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -43,6 +43,12 @@ def _tasks(n: int) -> list[dict]:
             task["cluster"] = f"c{i % 3}"
         out.append(task)
     return out
+
+
+def _old_pass_counts(rewards_by_task, threshold):
+    """The former per-reward loop of ``pass_counts`` (the oracle)."""
+    return {task: (sum(passes(r, threshold) for r in rewards), len(rewards))
+            for task, rewards in sorted(rewards_by_task.items())}
 
 
 def _oracle(run, eval_id, task_ids, clusters, pass_threshold):
@@ -73,7 +79,7 @@ def _oracle(run, eval_id, task_ids, clusters, pass_threshold):
         "scored": len(means), "stdev": stdev, "run_means": run_means,
         "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)),
+        "pass_k": pass_k_table(_old_pass_counts(rewards, pass_threshold)),
         "pass_threshold": pass_threshold, "task_means": means,
     }
     return stats, int(lost[0][0])
@@ -141,8 +147,10 @@ def test_vectorised_pass_counts_tie_like_passes():
     task = np.array([1, 1, 1, 0, 0])
     reward = np.array([*rewards["a"], *rewards["c"]])
     got = pass_counts_of_columns(tasks, task, reward, 0.7)
-    assert got == pass_counts(rewards, 0.7) == {"a": (2, 3), "b": (0, 0), "c": (1, 2)}
-    assert list(got) == ["a", "b", "c"]
+    assert got == pass_counts(rewards, 0.7) == _old_pass_counts(rewards, 0.7)
+    assert got == {"a": (2, 3), "b": (0, 0), "c": (1, 2)} and list(got) == ["a", "b", "c"]
+    assert pass_counts({}, 1.0) == {} == pass_counts_of_columns((), np.array([], int),
+                                                                np.array([]), 1.0)
 
 
 def test_the_read_is_one_confined_query_of_the_deduplicated_view(evaluated):
