@@ -162,3 +162,22 @@ def test_the_read_is_one_confined_query_of_the_deduplicated_view(evaluated):
                                                   strict=True)}
     assert pairs == done  # one row per unit, the view's rule
     assert list(rows.tasks) == sorted(rows.tasks) and np.all(np.diff(rows.task) >= 0)
+
+
+def test_duplicate_rows_in_a_copied_part_change_nothing(evaluated, tmp_path):
+    """A part copied under another name (every unit twice) goes through the view's one
+    dedup rule: the summary still equals the oracle and counts each unit once."""
+    import shutil
+
+    from capevolve._store.rundir import RunDir
+
+    run, record, task_ids, clusters = evaluated
+    copy = tmp_path / "run"
+    shutil.copytree(run.root, copy)
+    twin = RunDir(copy)
+    part = sorted(twin.layout.rollouts.rglob(f"{record['eval_id']}-*.parquet"))[0]
+    shutil.copy(part, part.with_name(f"{record['eval_id']}-zz-copy.parquet"))
+    new, lost = _summary(twin, record["eval_id"], task_ids, clusters, 0.7)
+    old, old_lost = _oracle(twin, record["eval_id"], task_ids, clusters, 0.7)
+    assert new == old and lost == old_lost
+    assert new["n_rows"] == record["n_rows"]
