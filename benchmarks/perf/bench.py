@@ -312,7 +312,8 @@ def _fmt(value, spec: str) -> str:
 
 def print_table(results: list[dict]) -> None:
     header = (f"{'scenario':<18} {'N':>7} {'L ms':>5} {'conc':>5} {'wall s':>8} {'ideal s':>8} "
-              f"{'wall/ideal':>10} {'span/ideal':>10} {'rollouts/s':>10} {'ref wall s':>10} {'ref w/i':>8} "
+              f"{'wall/ideal':>10} {'span/ideal':>10} {'rollouts/s':>10} {'ref wall s':>10} "
+              f"{'ref w/i':>8} "
               f"{'wall/ref':>8} {'RSS peak':>9} {'RSS grow':>9}")
     print(header)
     print("-" * len(header))

@@ -1,7 +1,7 @@
 """Outcomes and rows: what a worker reports for a unit, and the storage row built from it.
 
 A worker (untrusted: it imports candidate code) reports an :data:`Outcome` made with
-:func:`outcome`. A scorer (trusted) turns it into a row with :func:`build_row`: the key
+:func:`outcome`. A scorer (trusted) turns it into a row with :class:`RowColumns`: the key
 columns come from the scorer's own job and the driver's unit, never from the worker, and
 reward / feedback come only from the scorer's ``score`` call. A malformed outcome is an
 error row, never a crash of the scorer.

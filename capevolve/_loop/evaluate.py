@@ -15,10 +15,13 @@ the path and the same count.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from capevolve import progress
 from capevolve import telemetry as otel
@@ -33,7 +36,7 @@ from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
-from capevolve._policy.thresholds import pass_counts
+from capevolve._policy.thresholds import pass_counts_of_columns
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project, load_tasks
 from capevolve._project.scoreable import exclusions, reason_counts
@@ -49,8 +52,9 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
 from capevolve._store.rollouts.evalrows import eval_rows
-from capevolve._store.rollouts.query import quarantine_bad_parts
+from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
+from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
@@ -74,34 +78,66 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     record also carries the CR1 cluster-robust SE of the mean and the cluster key of
     each task (the gate reads them). pass^k counts a trial as passed when its reward is
     at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
+    Means, SEs and run means are over ``task_ids`` only; ``n_errors`` and ``n_rows``
+    count every stored row of the evaluation. One read of the rows (one DuckDB query).
     """
-    outcomes = eval_rows(run.layout, eval_id).outcomes()
-    rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
+    return _summary(run, eval_id, task_ids, clusters, pass_threshold)[0]
+
+
+def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
+             clusters: dict[str, str] | None, pass_threshold: float,
+             ) -> tuple[dict[str, Any], int]:
+    """``summarize``'s statistics and the number of units whose judge was unreachable,
+    both from the same single read of the evaluation's rows."""
+    rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
+    chosen = set(task_ids)
+    wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
+    use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
+    rewards = _rewards_by_task(rows.tasks, wanted, rows.task[use], rows.reward[use])
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
     stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
-              "clusters": {t: clusters[t] for t in sorted(clusters) if t in set(task_ids)}}
+              "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
              if clusters else {})
+    kept = tuple(rows.tasks[i] for i in np.flatnonzero(wanted).tolist())
+    codes = np.searchsorted(np.flatnonzero(wanted), rows.task[use])
+    counts = pass_counts_of_columns(kept, codes, rows.reward[use], pass_threshold)
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
-        "scored": len(means), "stdev": stdev, "run_means": _run_means(run, eval_id, task_ids),
-        "n_errors": sum(outcomes.errors.values()), "n_rows": outcomes.n_rows,
+        "scored": len(means), "stdev": stdev,
+        "run_means": _run_means(rows.trial[use], rows.reward[use]),
+        "n_errors": int(rows.n_rows - np.count_nonzero(rows.scored)), "n_rows": rows.n_rows,
         "coverage": len(means) / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table(pass_counts(rewards, pass_threshold)),
+        "pass_k": pass_k_table(counts),
         "pass_threshold": pass_threshold, "task_means": means,
-    }
+    }, int(np.count_nonzero(rows.lost))
 
 
-def _run_means(run: RunDir, eval_id: str, task_ids: tuple[str, ...]) -> dict[str, float]:
-    """Mean valid reward of each trial index over the given tasks (the evaluation's rows,
-    read once: :func:`~capevolve._store.rollouts.evalrows.eval_rows`)."""
-    wanted = set(task_ids)
-    by_trial: dict[int, list[float]] = {}
-    for row in eval_rows(run.layout, eval_id).rows:
-        if row.task_id in wanted and row.reward is not None:
-            by_trial.setdefault(row.trial, []).append(row.reward)
-    return {str(k): statistics.fmean(v) for k, v in sorted(by_trial.items())}
+def _rewards_by_task(tasks: tuple[str, ...], wanted: np.ndarray, task: np.ndarray,
+                     reward: np.ndarray) -> dict[str, list[float]]:
+    """Valid rewards of each wanted task in trial order (a task with a row but no valid
+    trial maps to [], as ``TaskOutcomes.rewards`` does); ``task`` is non-decreasing."""
+    out: dict[str, list[float]] = {}
+    if task.size:
+        starts = [0, *(np.flatnonzero(np.diff(task)) + 1).tolist()]
+        ends = [*starts[1:], int(task.size)]
+        values = reward.tolist()
+        for code, start, end in zip(task[starts].tolist(), starts, ends, strict=True):
+            out[tasks[code]] = values[start:end]
+    if len(out) < np.count_nonzero(wanted):  # wanted tasks whose every trial errored
+        for i in np.flatnonzero(wanted).tolist():
+            out.setdefault(tasks[i], [])
+    return out
+
+
+def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
+    """Mean valid reward of each trial index (exact: ``math.fsum``, as ``statistics.fmean``)."""
+    out = {}
+    for k in np.unique(trial).tolist():
+        values = reward[trial == k].tolist()
+        out[str(int(k))] = math.fsum(values) / len(values)
+    return out
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
@@ -116,7 +152,8 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()), project_root=str(project.root),
+        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()),
+        project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
     )
@@ -231,11 +268,12 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     tally = session.tally
     clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
                 if t.metadata.get("cluster") is not None}
-    stats = summarize(run, eval_id, task_ids, clusters or None, config.gate.pass_threshold)
+    stats, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
+                                 config.gate.pass_threshold)
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
-                            report.stop_reason) or _judge_unreachable(run, eval_id)
+                            report.stop_reason) or _judge_unreachable(judge_lost)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)
@@ -255,11 +293,10 @@ JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
 """How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""
 
 
-def _judge_unreachable(run: RunDir, eval_id: str) -> str | None:
-    """An evaluation with a row whose judge was unreachable is incomplete (resuming it
-    retries those units): a judge outage is not a measurement of the candidate."""
-    n = sum(1 for row in eval_rows(run.layout, eval_id).rows  # one row per unit
-            if row.reward is None and (row.error or "").startswith(JUDGE_UNREACHABLE_ROW))
+def _judge_unreachable(n: int) -> str | None:
+    """An evaluation with ``n`` > 0 units whose judge was unreachable (no reward, an error
+    beginning with ``JUDGE_UNREACHABLE_ROW``; counted by ``_summary``) is incomplete
+    (resuming it retries those units): a judge outage is not a measurement of the candidate."""
     return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
             "to retry them") if n else None
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from capevolve.errors import GateError
 
 TOLERANCE = 1e-9
@@ -67,6 +69,24 @@ def require_finite(value: float, what: str) -> float:
 
 def pass_counts(rewards_by_task: Mapping[str, Sequence[float]],
                 threshold: float) -> dict[str, tuple[int, int]]:
-    """(passed trials, valid trials) per task at ``threshold``: the input of pass^k."""
-    return {task: (sum(passes(r, threshold) for r in rewards), len(rewards))
-            for task, rewards in sorted(rewards_by_task.items())}
+    """(passed trials, valid trials) per task at ``threshold``: the input of pass^k (the
+    mapping form of :func:`pass_counts_of_columns`, which holds the counting)."""
+    tasks = tuple(rewards_by_task)
+    task = np.repeat(np.arange(len(tasks), dtype=np.int64),
+                     [len(rewards_by_task[t]) for t in tasks])
+    reward = np.fromiter((float(r) for t in tasks for r in rewards_by_task[t]),
+                         dtype=np.float64, count=int(task.size))
+    return pass_counts_of_columns(tasks, task, reward, threshold)
+
+
+def pass_counts_of_columns(tasks: Sequence[str], task: np.ndarray, reward: np.ndarray,
+                           threshold: float) -> dict[str, tuple[int, int]]:
+    """``pass_counts`` over columns, vectorised: row i is one valid trial of
+    ``tasks[task[i]]`` with reward ``reward[i]``; a task of ``tasks`` without a row is
+    (0, 0). The comparison is ``passes``' own (the same tolerance, elementwise)."""
+    # passes() itself, applied elementwise: the rule stays in one place
+    passed = np.asarray(passes(np.asarray(reward, dtype=np.float64), threshold))  # type: ignore[arg-type]
+    n_passed = np.bincount(task, weights=passed, minlength=len(tasks))
+    n_valid = np.bincount(task, minlength=len(tasks))
+    return {tasks[i]: (int(n_passed[i]), int(n_valid[i]))
+            for i in sorted(range(len(tasks)), key=tasks.__getitem__)}

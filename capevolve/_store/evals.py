@@ -134,13 +134,16 @@ def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:
-    """Write an evaluation record atomically (through a RunDir: as one of its own
-    writes, which a concurrent evaluation's guard recognises; see RunDir.write_document)."""
+    """Write an evaluation record atomically, as canonical JSON on one line (sorted keys;
+    the fast encoder: a record holds every task's mean; readers parse JSON, so a record
+    written indented, as older versions did, reads the same). Through a RunDir it is one
+    of the run's own writes, which a concurrent evaluation's guard recognises (see
+    RunDir.write_document)."""
     layout = _layout(where)
     if isinstance(where, Layout):
-        jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json())
+        jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json(), indent=None)
     else:
-        where.write_document(layout.eval_json(record.eval_id), record.to_json())
+        where.write_document(layout.eval_json(record.eval_id), record.to_json(), indent=None)
 
 
 def find_eval(where: Where, eval_id: str) -> EvalRecord | None:

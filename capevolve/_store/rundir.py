@@ -145,12 +145,12 @@ class RunDir:
         """Per-instance state the verbs share between threads (the live dispatch tally of
         :mod:`capevolve._loop.shared_budget`)."""
 
-    def write_document(self, path: Path, obj: Any) -> None:
+    def write_document(self, path: Path, obj: Any, indent: int | None = 2) -> None:
         """Write a JSON document of this run atomically (:func:`jsonfiles.write_atomic`)
         under the append lock, and remember its bytes as capevolve's own write."""
-        data = (jsonfiles.dumps(obj) + "\n").encode("utf-8")
+        data = (jsonfiles.dumps(obj, indent) + "\n").encode("utf-8")
         with self._appending:
-            jsonfiles.write_atomic(path, obj)
+            jsonfiles.write_atomic(path, obj, indent=indent)
             self._own_writes.append((Path(path), data))
 
     def own_writes_since(self, mark: int) -> dict[Path, bytes]:
