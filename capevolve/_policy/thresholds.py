@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from capevolve.errors import GateError
+
+if TYPE_CHECKING:  # numpy loads with the counting (``status`` never counts passes)
+    import numpy as np
 
 TOLERANCE = 1e-9
 """Absolute tolerance of every threshold comparison (rewards are in [0, 1])."""
@@ -71,6 +73,8 @@ def pass_counts(rewards_by_task: Mapping[str, Sequence[float]],
                 threshold: float) -> dict[str, tuple[int, int]]:
     """(passed trials, valid trials) per task at ``threshold``: the input of pass^k (the
     mapping form of :func:`pass_counts_of_columns`, which holds the counting)."""
+    import numpy as np
+
     tasks = tuple(rewards_by_task)
     task = np.repeat(np.arange(len(tasks), dtype=np.int64),
                      [len(rewards_by_task[t]) for t in tasks])
@@ -84,6 +88,8 @@ def pass_counts_of_columns(tasks: Sequence[str], task: np.ndarray, reward: np.nd
     """``pass_counts`` over columns, vectorised: row i is one valid trial of
     ``tasks[task[i]]`` with reward ``reward[i]``; a task of ``tasks`` without a row is
     (0, 0). The comparison is ``passes``' own (the same tolerance, elementwise)."""
+    import numpy as np
+
     # passes() itself, applied elementwise: the rule stays in one place
     passed = np.asarray(passes(np.asarray(reward, dtype=np.float64), threshold))  # type: ignore[arg-type]
     n_passed = np.bincount(task, weights=passed, minlength=len(tasks))
