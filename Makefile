@@ -81,12 +81,6 @@ check: $(STAMP)
 # for a subset, --readme to put the table in README.md. Exit 1 on a missed target.
 bench: $(STAMP)
 	$(PY) benchmarks/perf/table.py $(BENCH_ARGS)
-	$(PY) benchmarks/perf/bench_diagnose.py
-	$(PY) benchmarks/perf/bench_diagnose_quality.py
-	$(PY) benchmarks/perf/bench_gate.py
-	$(PY) benchmarks/perf/reliability.py
-	$(PY) benchmarks/perf/bench_cluster.py
-	$(PY) benchmarks/perf/bench_optimize.py
 
 cluster-up: $(STAMP)
 	$(PY) cluster/local_cluster.py up --root $(CLUSTER_ROOT)
