@@ -134,9 +134,11 @@ def merge_block(old: str, new: str, ran: set[str]) -> str:
     order = [s.name for s in SCRIPTS]
     order += [n for n in dict.fromkeys([*new_rows, *sorted(kept)]) if n not in order]
     lines = [*new_headers]
-    if kept:
-        lines += [f"Rows of {', '.join(n for n in order if n in kept)} from an earlier "
-                  "run:"] + [h for h in old_headers if h not in new_headers]
+    if kept:  # each header its own paragraph
+        lines += ["", f"Rows of {', '.join(n for n in order if n in kept)} from an earlier "
+                  "run:"]
+        for header in (h for h in old_headers if h not in new_headers):
+            lines += ["", header]
     lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for name in order:
         lines += new_rows.get(name, []) if name in ran else kept.get(name, [])
