@@ -24,7 +24,8 @@ evaluation records) and every snapshot run under one re-entrant lock (``_appendi
 each such document write is remembered (:meth:`own_writes_since`) so an evaluation's guard
 can tell capevolve's own writes made by another thread from candidate code's. The
 non-engine part of an evaluation holds :attr:`serial` (a baton one thread holds at a time;
-the engine's run is the only part done concurrently, see :class:`Baton`).
+the engine's run is the only part done concurrently, see
+:class:`~capevolve._store.baton.Baton`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any, ClassVar, Self, cast
 from pydantic import ValidationError
 
 from capevolve._store import jsonfiles, signing
+from capevolve._store.baton import Baton
 from capevolve._store.candidates import (
     content_hash,
     digests_hash,
@@ -75,47 +77,6 @@ CANDIDATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 def utc_now() -> str:
     """Current UTC time, ISO 8601 with microseconds."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
-
-
-class Baton:
-    """A re-entrant lock that a thread can hand back for a while and take again at the same
-    depth (:meth:`yielded`): several evaluations in threads each hold it for their
-    bookkeeping (planning, snapshots, statistics, records) and yield it while their engine
-    runs, so only the rollouts overlap."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: int | None = None
-        self._depth = 0
-
-    def __enter__(self) -> Baton:
-        me = threading.get_ident()
-        if self._owner != me:
-            self._lock.acquire()
-            self._owner = me
-        self._depth += 1
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self._owner = None
-            self._lock.release()
-
-    @contextmanager
-    def yielded(self) -> Iterator[None]:
-        """Release the baton entirely for the block (if this thread holds it), then take it
-        back at the depth it had."""
-        if self._owner != threading.get_ident():
-            yield
-            return
-        depth, self._depth, self._owner = self._depth, 0, None
-        self._lock.release()
-        try:
-            yield
-        finally:
-            self._lock.acquire()
-            self._owner, self._depth = threading.get_ident(), depth
 
 
 def _read_json(path: Path, what: str) -> Any:
