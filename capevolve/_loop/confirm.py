@@ -67,7 +67,7 @@ def _existing(run: RunDir, candidate_id: str, n_trials: int) -> EvalRecord:
 
 
 def _next_path(run: RunDir) -> Any:
-    folder = run.root / "confirmations"
+    folder = run.layout.confirmations
     numbers = [int(m.group(1)) for p in folder.glob("*.json") if (m := _NAME.match(p.name))] \
         if folder.is_dir() else []
     folder.mkdir(parents=True, exist_ok=True)
@@ -153,7 +153,7 @@ def verified_label(run: RunDir, doc: Any) -> Confidence | None:
 def confirmations(run: RunDir) -> list[tuple[str, str, Confidence]]:
     """(candidate, reference, recomputed label) of every stored confirmation that checks
     out (:func:`verified_label`), in number order."""
-    folder = run.root / "confirmations"
+    folder = run.layout.confirmations
     found = sorted((int(m.group(1)), p) for p in folder.glob("*.json")
                    if (m := _NAME.match(p.name))) if folder.is_dir() else []
     out = []

@@ -48,7 +48,7 @@ def _confirmations(run: RunDir) -> list[tuple[str, Any, Any]]:
     """The stored confirmations that check out; the rows they are recomputed from are
     read (Arrow, DuckDB) only when a run has a confirmation at all, so ``status`` of a run
     without one stays light."""
-    folder = run.root / "confirmations"
+    folder = run.layout.confirmations
     if not folder.is_dir() or not any(folder.glob("*.json")):
         return []
     from capevolve._loop.confirm import confirmations

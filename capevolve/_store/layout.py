@@ -45,6 +45,10 @@ class Layout:
         return self.root / "diagnoses"
 
     @property
+    def confirmations(self) -> Path:
+        return self.root / "confirmations"
+
+    @property
     def seal(self) -> Path:
         return self.root / "seal.json"
 
