@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
+from capevolve._store.rollouts.segments import read_segment
 from capevolve.cli.app import app
 from capevolve.kinds import EvalStatus, EventKind
 
@@ -51,6 +52,15 @@ def _raw_units(run_dir: Path) -> list[tuple[str, int]]:
     """(task_id, trial) of every stored row, read from the files (no deduplication)."""
     return [(r["task_id"], r["trial"]) for p in _parts(run_dir)
             for r in pq.read_table(p, columns=["task_id", "trial"]).to_pylist()]
+
+
+def _durable_units(run_dir: Path) -> set[tuple[str, int]]:
+    """Units stored in parts or fsynced in the journal's row segments: what a killed
+    evaluate keeps (the next command recovers the segments' rows into a part)."""
+    journalled = {(r["task_id"], r["trial"])
+                  for seg in sorted((run_dir / "journal").glob("*.rows"))
+                  for r in read_segment(seg).select(["task_id", "trial"]).to_pylist()}
+    return set(_raw_units(run_dir)) | journalled
 
 
 def _one_json(result: tuple[int, str, str]) -> dict:
@@ -90,9 +100,10 @@ def test_killed_evaluate_resumes_only_the_missing_units(tmp_path):
                 proc.wait()
     assert victim.returncode == -signal.SIGKILL
 
-    on_disk = _raw_units(killed.root)
+    in_parts = _raw_units(killed.root)
+    assert len(in_parts) == len(set(in_parts)), "a unit was stored twice"
+    on_disk = _durable_units(killed.root)  # parts plus rows fsynced in the journal
     assert 0 < len(on_disk) < N_UNITS
-    assert len(on_disk) == len(set(on_disk)), "a unit was stored twice"
     record = jsonfiles.read(killed.layout.eval_json(EVAL_ID))
     assert record["status"] == EvalStatus.RUNNING
     assert not killed.events(EventKind.EVAL_FINISHED)
@@ -104,7 +115,7 @@ def test_killed_evaluate_resumes_only_the_missing_units(tmp_path):
     assert result["status"] == EvalStatus.COMPLETE
     units = _raw_units(killed.root)
     assert len(units) == len(set(units)) == N_UNITS
-    assert set(on_disk) <= set(units)
+    assert on_disk <= set(units)
 
     baseline = _one_json((reference.returncode, ref_out, ref_err))
     assert baseline["status"] == EvalStatus.COMPLETE and baseline["units_run"] == N_UNITS
