@@ -29,6 +29,7 @@ from typing import Any
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision
 from capevolve.stats import t_quantile
+from capevolve.stats.power import t_tail
 
 
 def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
@@ -43,11 +44,7 @@ def critical_value(config: GateConfig, df: float | None,
     """``(c, a)``: accept needs t > c, and a = P(T_df > c) is the per-gate false-accept
     bound (Student t for ``df``, the normal when df is None)."""
     if config.k_se is not None:
-        from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-        from scipy.stats import t as student_t
-
-        tail = norm.sf(config.k_se) if df is None else student_t.sf(config.k_se, df)
-        return config.k_se, float(tail)
+        return config.k_se, t_tail(config.k_se, df)
     a = per_gate_alpha(config, max_iterations)
     return t_quantile(1.0 - a, df), a
 

@@ -19,14 +19,27 @@ def t_quantile(q: float, df: float | None) -> float:
     """The q-quantile of Student t with ``df`` degrees of freedom (the normal when None)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"need 0 < q < 1, got {q}")
-    from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-    from scipy.stats import t as student_t
+    from scipy import special  # lazy; scipy.special, not scipy.stats (0.4 s more to import)
 
     if df is None:
-        return float(norm.ppf(q))
+        return float(special.ndtri(q)) + 0.0  # scipy.stats.norm.ppf: ndtri(q) * 1 + 0
     if not df > 0:
         raise ValueError(f"need df > 0, got {df}")
-    return float(student_t.ppf(q, df))
+    return float(special.stdtrit(df, q)) + 0.0  # scipy.stats.t.ppf: stdtrit(df, q) * 1 + 0
+
+
+def t_tail(x: float, df: float | None) -> float:
+    """P(T > x) for Student t with ``df`` degrees of freedom (the normal when None).
+
+    The same numbers as ``scipy.stats.t.sf(x, df)`` / ``norm.sf(x)`` (which compute
+    ``stdtr(df, -x)`` / ``ndtr(-x)``), from ``scipy.special``, which imports in a fraction
+    of the time ``scipy.stats`` takes.
+    """
+    from scipy import special  # lazy: SciPy loads only when a number needs it
+
+    if df is None:
+        return float(special.ndtr(-x))
+    return float(special.stdtr(df, -x))
 
 
 def detectable_effect(se: float, df: float | None, critical: float,

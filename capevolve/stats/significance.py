@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capevolve.stats.estimators import clustered_se, n_clusters
+from capevolve.stats.power import t_tail
 
 
 def _json_number(value: float | None) -> float | None:
@@ -63,12 +64,8 @@ def _build(delta: float, se: float | None, df: float | None, n: int,
     """
     if se is None or se == 0.0 or not math.isfinite(se):
         return Comparison(delta, se, None, df, None, n, clusters)
-    from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-    from scipy.stats import t as student_t
-
     t = delta / se
-    tail = norm.sf(abs(t)) if df is None else student_t.sf(abs(t), df)
-    return Comparison(delta, se, t, df, float(2.0 * tail), n, clusters)
+    return Comparison(delta, se, t, df, 2.0 * t_tail(abs(t), df), n, clusters)
 
 
 def _mean(values: Sequence[float]) -> float:
