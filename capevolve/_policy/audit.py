@@ -72,17 +72,21 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
           parent_excluded: Collection[str] = (), outputs_changed: Mapping[str, bool] | None = None,
           target: str | None = None, target_tasks: Collection[str] = ()) -> Audit:
     """Audit ``candidate`` against ``parent`` over ``val_ids`` (see the module docstring)."""
+    import numpy as np  # every task's difference at once
+
     if sign not in (1, -1):
         raise ValueError(f"sign must be +1 or -1, not {sign!r}")
     val = set(val_ids)
     cand_scored, par_scored = candidate.scored & val, parent.scored & val
     cand_excl, par_excl = set(candidate_excluded) & val, set(parent_excluded) & val
     both = sorted(cand_scored & par_scored)
-    diffs = {t: sign * (candidate.mean(t) - parent.mean(t)) for t in both}
-    up = [t for t in both if exceeds(diffs[t], 0.0)]
-    down = [t for t in both if exceeds(0.0, diffs[t])]
-    moved = set(up) | set(down)
-    same = [t for t in both if t not in moved]
+    moves = sign * (candidate.take(candidate.stats.mean, both, 0.0)
+                    - parent.take(parent.stats.mean, both, 0.0))
+    diffs = dict(zip(both, moves.tolist(), strict=True))
+    rose, fell = exceeds(moves, 0.0), exceeds(0.0, moves)  # elementwise
+    up = [both[i] for i in np.flatnonzero(rose).tolist()]
+    down = [both[i] for i in np.flatnonzero(fell).tolist()]
+    same = [both[i] for i in np.flatnonzero(~(rose | fell)).tolist()]
     only_par, only_cand = sorted(par_scored - cand_scored), sorted(cand_scored - par_scored)
     excl_par, excl_cand = sorted(par_excl - cand_excl), sorted(cand_excl - par_excl)
     denominator_ok = not (only_par or only_cand or excl_par or excl_cand)

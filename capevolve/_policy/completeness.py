@@ -69,8 +69,10 @@ def comparable(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[st
             f"unscored ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}), more "
             f"than max_missing {config.max_missing:g}: missing data is never a win; resume "
             "its evaluation to retry them"))
-    lost = sum(max(0, len(best.rewards[t]) - len(candidate.rewards[t])) for t in both)
-    trials = sum(len(best.rewards[t]) for t in both)
+    paired = sorted(both)
+    ref_trials, cand_trials = best.counts(paired), candidate.counts(paired)
+    lost = int((ref_trials - cand_trials).clip(min=0).sum())
+    trials = int(ref_trials.sum())
     if lost and exceeds(lost / trials, config.max_missing):
         return Comparable((), missing, coverage, (
             f"the candidate errored on {lost} of the {trials} val trials the best scored, "

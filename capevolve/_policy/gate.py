@@ -100,16 +100,24 @@ def _verdict(comparison: Comparison, exact: bool, degenerate: bool, critical: fl
 def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
              imputed: Sequence[str], mode: GateMode,
              clusters: Mapping[str, str]) -> tuple[Comparison, list[float], bool, bool]:
-    """(comparison, paired differences, exact, degenerate) over ``tasks``."""
-    cand = {t: (0.0 if t in imputed else candidate.mean(t)) for t in tasks}
-    ref = {t: best.mean(t) for t in tasks}
-    diffs = [cand[t] - ref[t] for t in tasks]
+    """(comparison, paired differences, exact, degenerate) over ``tasks`` (every task mean
+    at once; the comparison itself is ``capevolve.stats``' over task means)."""
+    import numpy as np
+
+    missing = set(imputed)
+    zero = np.fromiter((t in missing for t in tasks), dtype=bool, count=len(tasks))
+    cand_means = np.where(zero, 0.0, candidate.take(candidate.stats.mean, tasks, 0.0))
+    ref_means = best.take(best.stats.mean, tasks, 0.0)
+    cand_list, ref_list = cand_means.tolist(), ref_means.tolist()
+    diffs = (cand_means - ref_means).tolist()
     noiseless = not imputed and candidate.noiseless(tasks) and best.noiseless(tasks)
     if mode == GateMode.WELCH:
-        comparison = welch_comparison(list(cand.values()), list(ref.values()))
-        spread_free = all_equal(cand.values()) and all_equal(ref.values())
+        comparison = welch_comparison(cand_list, ref_list)
+        spread_free = all_equal(cand_list) and all_equal(ref_list)
     else:
-        comparison = paired_comparison(cand, ref, clusters or None)
+        comparison = paired_comparison(dict(zip(tasks, cand_list, strict=True)),
+                                       dict(zip(tasks, ref_list, strict=True)),
+                                       clusters or None)
         spread_free = all_equal(diffs)
     exact, degenerate = noiseless and spread_free, spread_free and not noiseless
     if spread_free:  # t and p are undefined: no spread to scale the delta by

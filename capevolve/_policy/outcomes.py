@@ -1,57 +1,164 @@
-"""One side of a gate: the valid trial rewards of each val task (pure, no I/O)."""
+"""One side of a gate: the valid trial rewards of each val task, as columns (pure, no I/O).
+
+A side holds its tasks' rewards as three columns (sorted task ids, offsets, rewards) and
+computes each task's statistics once, for every task at once: the number of valid trials,
+the mean (``math.fsum`` of the trials / their count), the sample variance (ddof=1, 0 with
+fewer than two trials: ``math.fsum((x - mean) ** 2) / (k - 1)``) and whether the trials
+have no spread (``capevolve._policy.thresholds.no_spread``). The sums are
+:func:`capevolve._policy.sums.group_fsum` (``math.fsum``'s floats) and the squares
+``pow(x, 2)`` as Python computes them, so every number equals the per-task scalar
+computation it replaces. numpy loads with the first statistic, never at import.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from capevolve._policy.thresholds import all_equal
+from capevolve._policy.sums import group_fsum
+from capevolve._policy.thresholds import no_spread
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
+class TaskStats:
+    """Per-task statistics of one side, aligned with its ``tasks``."""
+
+    n: np.ndarray
+    """int64: valid trials (0: run, but every trial errored)."""
+    mean: np.ndarray
+    """float64: mean reward (NaN where n is 0)."""
+    variance: np.ndarray
+    """float64: sample variance of the trials (0.0 with fewer than two)."""
+    flat: np.ndarray
+    """bool: the trials have no spread beyond the tolerance (True where n < 2)."""
+
+
+@dataclass(frozen=True, eq=False)
 class SideOutcomes:
     """Per-task valid trial rewards of one evaluation.
 
-    A task mapped to an empty tuple was run and errored on every trial: it is unscored
-    (missing data), not a 0. A task absent from ``rewards`` was never run.
+    The valid rewards of ``tasks[i]`` (sorted) are ``values[offsets[i]:offsets[i + 1]]``
+    in trial order. A task with none was run and errored on every trial: it is unscored
+    (missing data), not a 0. A task absent from ``tasks`` was never run.
     """
 
-    rewards: Mapping[str, tuple[float, ...]]
+    tasks: tuple[str, ...]
+    offsets: np.ndarray
+    values: np.ndarray
 
     @classmethod
     def from_rewards(cls, rewards: Mapping[str, Sequence[float]]) -> SideOutcomes:
         """From ``{task: [valid rewards]}`` (empty list: every trial errored)."""
-        return cls({task: tuple(float(r) for r in values)
-                    for task, values in sorted(rewards.items())})
+        import numpy as np
 
-    @property
+        tasks = tuple(sorted(rewards))
+        counts = [len(rewards[t]) for t in tasks]
+        offsets = np.zeros(len(tasks) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        values = np.fromiter((float(r) for t in tasks for r in rewards[t]),
+                             dtype=np.float64, count=int(offsets[-1]))
+        return cls(tasks, offsets, values)
+
+    @classmethod
+    def from_columns(cls, tasks: Sequence[str], offsets: np.ndarray, values: np.ndarray,
+                     sign: float = 1.0) -> SideOutcomes:
+        """From columns (``tasks`` sorted), each reward multiplied by ``sign``."""
+        import numpy as np
+
+        ids = tuple(tasks)
+        if any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
+            raise ValueError("SideOutcomes.from_columns: task ids must be sorted and unique")
+        values = np.asarray(values, dtype=np.float64)
+        return cls(ids, np.asarray(offsets, dtype=np.int64),
+                   values if sign == 1.0 else sign * values)
+
+    @functools.cached_property
+    def stats(self) -> TaskStats:
+        """Every task's statistics, computed once (see the module docstring)."""
+        import numpy as np
+
+        n = np.diff(self.offsets)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = group_fsum(self.values, self.offsets) / n
+        dev = self.values - np.repeat(mean, n)
+        # Python's (x - mean) ** 2 is C pow(), not x * x: float_power calls the same pow
+        squares = np.float_power(dev, 2.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            variance = np.where(n >= 2, group_fsum(squares, self.offsets) / (n - 1), 0.0)
+        flat = np.ones(n.size, dtype=bool)
+        scored = np.flatnonzero(n > 0)
+        if scored.size:
+            starts = self.offsets[scored]
+            spread = (np.maximum.reduceat(self.values, starts)
+                      - np.minimum.reduceat(self.values, starts))
+            flat[scored] = no_spread(spread)  # type: ignore[arg-type]
+        return TaskStats(n=n, mean=mean, variance=variance, flat=flat)
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Task id -> its position in ``tasks``."""
+        return {t: i for i, t in enumerate(self.tasks)}
+
+    def positions(self, tasks: Sequence[str]) -> np.ndarray:
+        """Positions of ``tasks`` in this side (-1 for a task it never ran)."""
+        import numpy as np
+
+        get = self.index.get
+        return np.fromiter((get(t, -1) for t in tasks), dtype=np.int64, count=len(tasks))
+
+    def take(self, column: np.ndarray, tasks: Sequence[str], fill: float) -> np.ndarray:
+        """``column`` (one of ``stats``) at each of ``tasks``; ``fill`` for a task never run."""
+        import numpy as np
+
+        pos = self.positions(tasks)
+        if not self.tasks:
+            return np.full(pos.size, fill, dtype=column.dtype)
+        return np.where(pos >= 0, column[np.maximum(pos, 0)], fill)
+
+    def counts(self, tasks: Sequence[str]) -> np.ndarray:
+        """Valid trials of each of ``tasks`` (0 for a task never run)."""
+        return self.take(self.stats.n, tasks, 0)
+
+    @functools.cached_property
+    def rewards(self) -> dict[str, tuple[float, ...]]:
+        """Task -> its valid rewards in trial order (the mapping view)."""
+        values, bounds = self.values.tolist(), self.offsets.tolist()
+        return {t: tuple(values[bounds[i]:bounds[i + 1]]) for i, t in enumerate(self.tasks)}
+
+    @functools.cached_property
     def scored(self) -> frozenset[str]:
         """Tasks with at least one valid trial."""
-        return frozenset(t for t, r in self.rewards.items() if r)
+        n = self.stats.n.tolist()
+        return frozenset(t for t, k in zip(self.tasks, n, strict=True) if k)
 
     def mean(self, task: str) -> float:
         """The task's mean reward over its valid trials (the task must be scored)."""
-        values = self.rewards[task]
-        return math.fsum(values) / len(values)
+        i = self.index[task]
+        if not self.stats.n[i]:
+            raise KeyError(f"task {task!r} has no valid trial")
+        return float(self.stats.mean[i])
 
-    def means(self, tasks: Sequence[str] | frozenset[str] | set[str]) -> dict[str, float]:
+    def means(self, tasks: Collection[str]) -> dict[str, float]:
         """Means of the scored tasks among ``tasks``."""
-        return {t: self.mean(t) for t in sorted(tasks) if self.rewards.get(t)}
+        return {t: self.mean(t) for t in sorted(tasks) if t in self.scored}
 
     def trial_variance(self, task: str) -> float:
         """Sample variance (ddof=1) of the task's valid trials; 0 with fewer than two."""
-        values = self.rewards.get(task, ())
-        if len(values) < 2:
-            return 0.0
-        mean = math.fsum(values) / len(values)
-        return math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
+        i = self.index.get(task)
+        return 0.0 if i is None else float(self.stats.variance[i])
 
-    def noiseless(self, tasks: Sequence[str] | frozenset[str] | set[str]) -> bool:
+    def noiseless(self, tasks: Sequence[str] | Collection[str]) -> bool:
         """Whether every scored task among ``tasks`` has the same reward on every trial."""
-        return all(all_equal(self.rewards[t]) for t in tasks if self.rewards.get(t))
+        pos = self.positions(list(tasks))
+        return bool(self.stats.flat[pos[pos >= 0]].all())
 
-    def min_trials(self, tasks: Sequence[str] | frozenset[str] | set[str]) -> int:
+    def min_trials(self, tasks: Sequence[str] | Collection[str]) -> int:
         """The fewest valid trials of a scored task among ``tasks`` (0 if none is scored)."""
-        counts = [len(self.rewards[t]) for t in tasks if self.rewards.get(t)]
-        return min(counts, default=0)
+        counts = self.counts(list(tasks))
+        counts = counts[counts > 0]
+        return int(counts.min()) if counts.size else 0

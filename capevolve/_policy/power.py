@@ -29,13 +29,16 @@ POWER = 0.8
 
 
 def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
-    """Pooled within-task trial variance of one side over its scored ``tasks``."""
-    num = den = 0.0
-    for task in tasks:
-        k = len(side.rewards.get(task, ()))
-        if k >= 2:
-            num += side.trial_variance(task) * (k - 1)
-            den += k - 1
+    """Pooled within-task trial variance of one side over its scored ``tasks``: the sum of
+    variance x (k - 1) over the tasks with k >= 2 trials, added in task order, over the
+    sum of (k - 1)."""
+    import numpy as np
+
+    k = side.counts(tasks)
+    many = k >= 2
+    terms = side.take(side.stats.variance, tasks, 0.0)[many] * (k[many] - 1)
+    den = float((k[many] - 1).sum())
+    num = float(np.cumsum(terms)[-1]) if terms.size else 0.0  # added in order, as a loop
     return num / den if den else 0.0
 
 
@@ -46,7 +49,7 @@ def gate_power(candidate: SideOutcomes, best: SideOutcomes, diffs: Sequence[floa
     n = len(diffs)
     if n < 2 or se is None or df is None or df <= 0:
         return None
-    tasks = [t for t in sorted(set(candidate.scored) & set(best.scored))]
+    tasks = sorted(candidate.scored & best.scored)
     mean_d = math.fsum(diffs) / n
     sd_diff = math.sqrt(math.fsum((d - mean_d) ** 2 for d in diffs) / (n - 1))
     k = min(candidate.min_trials(tasks), best.min_trials(tasks)) or 1

@@ -9,7 +9,7 @@ decided by the rule's wording, never by float rounding:
 - ``at_least(a, b)`` "a >= b" : a tie IS at least (0.12 - 0.10 reaches min_delta 0.02);
 - ``below(a, b)``    "a < b"  : the negation of ``at_least``;
 - ``passes(r, threshold)``    : a trial passes when its reward is at least the threshold;
-- ``all_equal(values)``       : every value ties with every other (no spread).
+- ``all_equal(values)``       : every value ties with every other (no spread: ``no_spread``).
 
 Non-finite numbers have no place in a decision: ``require_finite`` refuses them with a
 one-line GateError naming the value.
@@ -50,10 +50,16 @@ def passes(reward: float, threshold: float) -> bool:
     return at_least(reward, threshold)
 
 
+def no_spread(spread: float) -> bool:
+    """Whether a spread (max - min) is within the tolerance; elementwise on numpy arrays
+    (the per-task form of :func:`all_equal`)."""
+    return spread <= TOLERANCE
+
+
 def all_equal(values: Iterable[float]) -> bool:
     """Whether the values have no spread beyond the tolerance (True for zero or one value)."""
     items = list(values)
-    return not items or max(items) - min(items) <= TOLERANCE
+    return not items or no_spread(max(items) - min(items))
 
 
 def is_zero(value: float) -> bool:
