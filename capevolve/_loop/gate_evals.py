@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from capevolve._policy.gateable import StoredUnits, gate_refusal
 from capevolve._store.evals import load_eval
-from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.task_rows import task_rows
 from capevolve._store.rundir import RunDir
 from capevolve.errors import GateError
 from capevolve.records import EvalRecord
 
 
 def stored_units(run: RunDir, eval_id: str) -> StoredUnits:
-    """The (task, trial) units the stored rows of ``eval_id`` cover (errored rows too)."""
-    return StoredUnits.of(RolloutStore(run.layout).done_units(eval_id))
+    """The tasks and trials the stored rows of ``eval_id`` cover (errored rows too), from
+    the grouped read the gate makes anyway (one query per evaluation, cached)."""
+    rows = task_rows(run.layout, eval_id)
+    return StoredUnits(frozenset(rows.tasks), rows.trials)
 
 
 def refusal(run: RunDir, record: EvalRecord, *, allow_incomplete: bool = False) -> str | None:

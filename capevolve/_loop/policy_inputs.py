@@ -22,8 +22,8 @@ from typing import Any
 
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
-from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.task_rows import TaskRows, task_rows
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
 from capevolve.errors import GateError
@@ -37,19 +37,19 @@ def _lit(text: str) -> str:
 def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutcomes:
     """One evaluation's per-task values of the goal's metric (direction applied)."""
     sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
-    if goal.metric == "reward":
-        rewards = eval_rows(store.layout, eval_id).outcomes().rewards  # read once, cached
-    else:
-        part = goal.metric.split(".", 1)[1]
-        _, rows = store.query(
-            f"SELECT task_id, trial, reward, score_parts FROM rollouts "
-            f"WHERE eval_id = {_lit(eval_id)} ORDER BY task_id, trial", eval_id)
-        rewards = defaultdict(list)
-        for task_id, _trial, reward, parts in rows:
-            rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
-            value = _part(parts, part) if reward is not None else None
-            if value is not None:
-                rewards[task_id].append(value)
+    if goal.metric == "reward":  # one grouped read, cached: the columns as they come
+        rows = task_rows(store.layout, eval_id)
+        return SideOutcomes.from_columns(rows.tasks, rows.offsets, rows.reward, sign)
+    part = goal.metric.split(".", 1)[1]
+    _, found = store.query(
+        f"SELECT task_id, trial, reward, score_parts FROM rollouts "
+        f"WHERE eval_id = {_lit(eval_id)} ORDER BY task_id, trial", eval_id)
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for task_id, _trial, reward, parts in found:
+        rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
+        value = _part(parts, part) if reward is not None else None
+        if value is not None:
+            rewards[task_id].append(value)
     return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
 
 
@@ -80,9 +80,13 @@ def _part(parts: str | None, name: str) -> float | None:
 
 def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
     """Task -> whether its stored outputs differ between the two evaluations."""
-    cand = eval_rows(store.layout, cand_eval).outputs()  # digests of the distinct outputs
-    best = eval_rows(store.layout, best_eval).outputs()
+    cand, best = (_outputs(task_rows(store.layout, e)) for e in (cand_eval, best_eval))
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
+
+
+def _outputs(rows: TaskRows) -> dict[str, str]:
+    """Task -> the digests of the distinct outputs of its scored trials (one string)."""
+    return {t: o for t, o in zip(rows.tasks, rows.outputs, strict=True) if o is not None}
 
 
 def _cluster_targets(run: RunDir, split: Split = Split.VAL) -> dict[str, list[str]]:

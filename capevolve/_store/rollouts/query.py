@@ -24,6 +24,7 @@ import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -156,13 +157,28 @@ class RolloutStore:
                                      "were read (a compaction); try again") from None
         raise AssertionError("unreachable")
 
-    def _query_once(self, sql: str, eval_id: str | None) -> tuple[list[str], list[tuple]]:
+    def table(self, sql: str, eval_id: str | None = None) -> pa.Table:
+        """:meth:`query`'s answer as an Arrow table (columns, no Python row objects), under
+        the same confinement, one-line errors and re-reads after a compaction."""
+        for attempt in range(3):
+            try:
+                return self._query_once(sql, eval_id, arrow=True)
+            except _PartsMoved:
+                if attempt == 2:
+                    raise StoreError("rollouts unreadable: parts kept changing while they "
+                                     "were read (a compaction); try again") from None
+        raise AssertionError("unreachable")
+
+    def _query_once(self, sql: str, eval_id: str | None, arrow: bool = False) -> Any:
         try:
             con = self.connect(eval_id)
         except duckdb.Error as exc:
             raise self._unreadable("rollouts unreadable", exc, eval_id) from None
         try:
             read_only_statement(con, sql)
+            if arrow:  # DuckDB 2 names it to_arrow_table, 1.x arrow (pyproject: duckdb>=1.1)
+                relation = con.sql(sql)
+                return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
             return names, cursor.fetchall()

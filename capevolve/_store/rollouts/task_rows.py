@@ -1,0 +1,108 @@
+"""One evaluation's rows grouped by task, as columns: everything the gate reads, in one query.
+
+A gate needs, of each side's evaluation: the valid trial rewards of every task in trial
+order (its statistics), which (task, trial) units the stored rows cover (the rule of
+:func:`capevolve._policy.gateable.gate_refusal`), and per task the set of distinct outputs
+of its scored trials (the audit's noise-vs-caused rule). :func:`task_rows` reads all three
+with one confined DuckDB query over the deduplicated ``rollouts`` view of
+:class:`~capevolve._store.rollouts.query.RolloutStore` (so the one-row-per-unit rule is the
+view's), one result row per task, as Arrow columns: no Python object per rollout.
+
+Contract of :class:`TaskRows`: ``tasks`` are the ids of the tasks with a stored row, sorted
+(Python string order); the valid rewards of ``tasks[i]`` are
+``reward[offsets[i]:offsets[i + 1]]`` in trial order (none: every trial errored);
+``trials`` holds every trial index with a stored row, errored ones too; ``outputs[i]`` is
+the sorted distinct sha256 digests of the outputs of the task's scored trials joined by
+``,`` (None when none is scored), so two tasks ran the same outputs iff the strings are
+equal. Answers are cached per process while the evaluation's parts are unchanged (the
+identity rule of :mod:`capevolve._store.rollouts.evalrows`): a gate and the accept that
+follows it in the same process read each evaluation once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from capevolve._store.layout import Layout
+from capevolve._store.rollouts.evalrows import _identity
+from capevolve._store.rollouts.query import RolloutStore
+
+CACHED = 16
+"""Evaluations kept per process (least recently used first out)."""
+
+_SQL = """
+    SELECT task_id,
+           list(reward ORDER BY trial) FILTER (WHERE reward IS NOT NULL) AS rewards,
+           list(DISTINCT trial) AS trials,
+           array_to_string(list_sort(list_distinct(
+               list(sha256(coalesce(output, ''))) FILTER (WHERE reward IS NOT NULL))), ','
+           ) AS outputs
+    FROM rollouts WHERE eval_id = {eval_id} GROUP BY task_id
+"""
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """An evaluation's rows grouped by task (see the module docstring)."""
+
+    tasks: tuple[str, ...]
+    offsets: np.ndarray  # int64, len(tasks) + 1
+    reward: np.ndarray  # float64, valid rewards task by task, in trial order
+    trials: frozenset[int]
+    outputs: tuple[str | None, ...]
+
+    def rewards(self) -> dict[str, list[float]]:
+        """Task -> its valid rewards in trial order ([] when every trial errored)."""
+        values, bounds = self.reward.tolist(), self.offsets.tolist()
+        return {t: values[bounds[i]:bounds[i + 1]] for i, t in enumerate(self.tasks)}
+
+
+_CACHE: OrderedDict[tuple, TaskRows] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def task_rows(layout: Layout, eval_id: str) -> TaskRows:
+    """The rows of ``eval_id`` grouped by task, in one query (cached while its parts are
+    unchanged); a failing read is one StoreError line, as for every query."""
+    key = _identity(layout, eval_id)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    if not key[2]:
+        return _columns(pa.table({"task_id": pa.array([], pa.string()),
+                                  "rewards": pa.array([], pa.list_(pa.float64())),
+                                  "trials": pa.array([], pa.list_(pa.int64())),
+                                  "outputs": pa.array([], pa.string())}))
+    literal = "'" + eval_id.replace("'", "''") + "'"
+    found = _columns(RolloutStore(layout).table(_SQL.format(eval_id=literal), eval_id))
+    with _LOCK:
+        _CACHE[key] = found
+        while len(_CACHE) > CACHED:
+            _CACHE.popitem(last=False)
+    return found
+
+
+def _columns(table: pa.Table) -> TaskRows:
+    ids = table.column("task_id").to_pylist()
+    order = sorted(range(len(ids)), key=ids.__getitem__)  # Python's order, not a collation
+    if order != list(range(len(ids))):
+        table = table.take(pa.array(order, pa.int64()))
+        ids = [ids[i] for i in order]
+    lists = table.column("rewards").combine_chunks().cast(pa.list_(pa.float64()))
+    lists = pc.if_else(pc.is_null(lists), pa.scalar([], pa.list_(pa.float64())), lists)
+    counts = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    reward = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.float64)
+    trials = pc.unique(pc.list_flatten(table.column("trials").combine_chunks())).to_pylist()
+    return TaskRows(tasks=tuple(str(t) for t in ids), offsets=offsets, reward=reward,
+                    trials=frozenset(int(k) for k in trials),
+                    outputs=tuple(table.column("outputs").to_pylist()))
