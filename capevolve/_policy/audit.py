@@ -80,8 +80,7 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
     cand_scored, par_scored = candidate.scored & val, parent.scored & val
     cand_excl, par_excl = set(candidate_excluded) & val, set(parent_excluded) & val
     both = sorted(cand_scored & par_scored)
-    moves = sign * (candidate.take(candidate.stats.mean, both, 0.0)
-                    - parent.take(parent.stats.mean, both, 0.0))
+    moves = sign * (candidate.aligned(both).mean - parent.aligned(both).mean)
     diffs = dict(zip(both, moves.tolist(), strict=True))
     rose, fell = exceeds(moves, 0.0), exceeds(0.0, moves)  # elementwise
     up = [both[i] for i in np.flatnonzero(rose).tolist()]

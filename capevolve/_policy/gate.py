@@ -106,8 +106,8 @@ def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
 
     missing = set(imputed)
     zero = np.fromiter((t in missing for t in tasks), dtype=bool, count=len(tasks))
-    cand_means = np.where(zero, 0.0, candidate.take(candidate.stats.mean, tasks, 0.0))
-    ref_means = best.take(best.stats.mean, tasks, 0.0)
+    cand_means = np.where(zero, 0.0, candidate.aligned(tasks).mean)
+    ref_means = best.aligned(tasks).mean
     cand_list, ref_list = cand_means.tolist(), ref_means.tolist()
     diffs = (cand_means - ref_means).tolist()
     noiseless = not imputed and candidate.noiseless(tasks) and best.noiseless(tasks)

@@ -111,18 +111,40 @@ class SideOutcomes:
         get = self.index.get
         return np.fromiter((get(t, -1) for t in tasks), dtype=np.int64, count=len(tasks))
 
-    def take(self, column: np.ndarray, tasks: Sequence[str], fill: float) -> np.ndarray:
-        """``column`` (one of ``stats``) at each of ``tasks``; ``fill`` for a task never run."""
+    def aligned(self, tasks: Sequence[str] | Collection[str]) -> TaskStats:
+        """``stats`` at each of ``tasks``, in their order: n 0, mean NaN, variance 0 and
+        flat for a task never run (memoised per task list: the gate asks for the same
+        lists several times)."""
         import numpy as np
 
-        pos = self.positions(tasks)
-        if not self.tasks:
-            return np.full(pos.size, fill, dtype=column.dtype)
-        return np.where(pos >= 0, column[np.maximum(pos, 0)], fill)
+        key = tuple(tasks)
+        hit = self._aligned.get(key)
+        if hit is not None:
+            return hit
+        pos = self.positions(key)
+        known = pos >= 0
+        safe = np.where(known, pos, 0)
+        stats = self.stats
+
+        def pick(column: np.ndarray, fill: float | bool) -> np.ndarray:
+            if not self.tasks:
+                return np.full(pos.size, fill, dtype=column.dtype)
+            return np.where(known, column[safe], fill)
+
+        found = TaskStats(n=pick(stats.n, 0), mean=pick(stats.mean, float("nan")),
+                          variance=pick(stats.variance, 0.0), flat=pick(stats.flat, True))
+        if len(self._aligned) >= 8:
+            self._aligned.clear()
+        self._aligned[key] = found
+        return found
+
+    @functools.cached_property
+    def _aligned(self) -> dict[tuple[str, ...], TaskStats]:
+        return {}
 
     def counts(self, tasks: Sequence[str]) -> np.ndarray:
         """Valid trials of each of ``tasks`` (0 for a task never run)."""
-        return self.take(self.stats.n, tasks, 0)
+        return self.aligned(tasks).n
 
     @functools.cached_property
     def rewards(self) -> dict[str, tuple[float, ...]]:
@@ -154,11 +176,10 @@ class SideOutcomes:
 
     def noiseless(self, tasks: Sequence[str] | Collection[str]) -> bool:
         """Whether every scored task among ``tasks`` has the same reward on every trial."""
-        pos = self.positions(list(tasks))
-        return bool(self.stats.flat[pos[pos >= 0]].all())
+        return bool(self.aligned(tasks).flat.all())
 
     def min_trials(self, tasks: Sequence[str] | Collection[str]) -> int:
         """The fewest valid trials of a scored task among ``tasks`` (0 if none is scored)."""
-        counts = self.counts(list(tasks))
+        counts = self.aligned(tasks).n
         counts = counts[counts > 0]
         return int(counts.min()) if counts.size else 0

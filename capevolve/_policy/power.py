@@ -36,7 +36,7 @@ def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
 
     k = side.counts(tasks)
     many = k >= 2
-    terms = side.take(side.stats.variance, tasks, 0.0)[many] * (k[many] - 1)
+    terms = side.aligned(tasks).variance[many] * (k[many] - 1)
     den = float((k[many] - 1).sum())
     num = float(np.cumsum(terms)[-1]) if terms.size else 0.0  # added in order, as a loop
     return num / den if den else 0.0

@@ -33,13 +33,11 @@ def regressions(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str
     import numpy as np
 
     ids = sorted(tasks)
-    ref, cand = best.stats, candidate.stats
-    k_b, k_c = best.counts(ids), candidate.counts(ids)
+    ref, cand = best.aligned(ids), candidate.aligned(ids)
+    k_b, k_c = ref.n, cand.n
     with np.errstate(invalid="ignore", divide="ignore"):
-        var = best.take(ref.variance, ids, 0.0) / k_b + np.where(
-            k_c > 0, candidate.take(cand.variance, ids, 0.0) / k_c, 0.0)
-        drop = best.take(ref.mean, ids, 0.0) - np.where(
-            k_c > 0, candidate.take(cand.mean, ids, 0.0), 0.0)
+        var = ref.variance / k_b + np.where(k_c > 0, cand.variance / k_c, 0.0)
+        drop = ref.mean - np.where(k_c > 0, cand.mean, 0.0)
         # exceeds() itself, elementwise: the rule stays in one place
         beyond_drop = exceeds(drop, regression_drop)  # type: ignore[arg-type]
         beyond_noise = exceeds(drop, NOISE_SE * np.sqrt(var))  # type: ignore[arg-type]

@@ -101,7 +101,7 @@ def paired_comparison(candidate: Mapping[str, float], reference: Mapping[str, fl
     diffs = {task: candidate[task] - reference[task] for task in common}
     n = len(diffs)
     delta = _mean(list(diffs.values()))
-    groups = n_clusters(common, clusters or {})
+    groups = n_clusters(common, clusters) if clusters else n  # no key: a cluster per task
     if clusters and groups < n:
         se = clustered_se(diffs, clusters)
         return _build(delta, se, float(groups - 1) if groups > 1 else None, n, groups)
