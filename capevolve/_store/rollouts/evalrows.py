@@ -1,8 +1,8 @@
 """One evaluation's stored rows, read once per content and shared by every verb.
 
-An evaluation's statistics (``summarize``: outcomes, per-trial means, judge outages), its
-resume plan (the units done), the gate's inputs (both sides' outcomes, whether outputs
-changed) and the loop's lookups all read the same deduplicated rows of one evaluation.
+An evaluation's resume plan (the units done) and the loop's lookups read the same
+deduplicated rows of one evaluation (the gate reads its own grouped form,
+:mod:`capevolve._store.rollouts.task_rows`).
 :func:`eval_rows` reads them with one DuckDB query over the ``rollouts`` view of
 :class:`~capevolve._store.rollouts.query.RolloutStore` (so the one duplicate rule applies)
 and caches them per process, keyed by the evaluation id and the identity of its parts
