@@ -29,6 +29,7 @@ from capevolve._policy.alpha import (
 from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
 from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.task_rows import prefetch
 from capevolve._store.rundir import RunDir
 from capevolve.config import GateConfig
 from capevolve.errors import BudgetError, GateError
@@ -36,7 +37,8 @@ from capevolve.kinds import SEED_ID, Decision, EvalStatus, EventKind, GateMode, 
 from capevolve.records import EvalRecord, EvalStarted, GateEvent
 
 
-def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int) -> EvalRecord:
+def _val_record(run: RunDir, candidate_id: str, n_trials: int,
+                project_trials: int) -> EvalRecord:
     """The candidate's full-val evaluation made with ``n_trials`` trials (complete or not)."""
     record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials,
                          statuses=(EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
@@ -46,7 +48,26 @@ def _val_eval(run: RunDir, candidate_id: str, n_trials: int, project_trials: int
                         f"val split with {n_trials} trials (the gate compares evaluations "
                         f"made with the same trial count): run `capevolve evaluate "
                         f"--candidate {candidate_id} --split val{flag}` first")
-    return require_gateable(run, record, "gate", allow_incomplete=True)
+    return record
+
+
+def _val_evals(run: RunDir, sides: tuple[str, str], n_trials: int,
+               project_trials: int) -> tuple[EvalRecord, EvalRecord]:
+    """Both sides' full-val evaluations, each refused unless it may be gated (by its rows).
+
+    Both sides' rows are read at once, in threads, while SciPy (which every gate's
+    numbers need) loads in this one; the checks then answer from those reads."""
+    cand = _val_record(run, sides[0], n_trials, project_trials)
+    try:
+        best = _val_record(run, sides[1], n_trials, project_trials)
+    except GateError:
+        require_gateable(run, cand, "gate", allow_incomplete=True)  # its refusal comes first
+        raise
+    reads = prefetch(run.layout, (cand.eval_id, best.eval_id))
+    import scipy.special  # noqa: F401 -- loaded here, while the reads run
+    reads.result()
+    return (require_gateable(run, cand, "gate", allow_incomplete=True),
+            require_gateable(run, best, "gate", allow_incomplete=True))
 
 
 def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig, dict[str, Any]]:
@@ -103,8 +124,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         raise GateError(f"gate --n-trials {trials}: the project's gate compares evaluations "
                         f"made with {frozen.num_trials} trials, or a matched pair with more")
     settings, changed = _settings(frozen.gate, overrides)
-    cand_eval = _val_eval(run, candidate_id, trials, frozen.num_trials)
-    best_eval = _val_eval(run, best_id, trials, frozen.num_trials)
+    cand_eval, best_eval = _val_evals(run, (candidate_id, best_id), trials, frozen.num_trials)
     target = target if target is not None else cand_eval.target  # evaluate --target
     if not changed:
         looks = decisions.looks_refusal(run.events(EventKind.GATE), candidate_id, best_id,

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +90,33 @@ def task_rows(layout: Layout, eval_id: str) -> TaskRows:
         while len(_CACHE) > CACHED:
             _CACHE.popitem(last=False)
     return found
+
+
+def prefetch(layout: Layout, eval_ids: Sequence[str]) -> Future[None]:
+    """Start reading ``eval_ids``' grouped rows, one thread each (DuckDB runs without the
+    GIL, and a compacted evaluation is one part, scanned by one thread), so the caller can
+    do other work meanwhile; ``.result()`` waits for every read and raises the first
+    failure (a one-line StoreError, as :func:`task_rows`). Later :func:`task_rows` calls
+    are answered from the cache."""
+    pool = ThreadPoolExecutor(max_workers=max(1, len(eval_ids)),
+                              thread_name_prefix="capevolve-read")
+    reads = [pool.submit(task_rows, layout, e) for e in eval_ids]
+    pool.shutdown(wait=False)
+    done: Future[None] = Future()
+
+    def settle(_: object) -> None:
+        if all(r.done() for r in reads) and not done.done():
+            failed = next((r.exception() for r in reads if r.exception()), None)
+            if failed is None:
+                done.set_result(None)
+            else:
+                done.set_exception(failed)
+
+    for read in reads:
+        read.add_done_callback(settle)
+    if not reads:
+        done.set_result(None)
+    return done
 
 
 def _columns(table: pa.Table) -> TaskRows:
