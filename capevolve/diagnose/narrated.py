@@ -17,12 +17,13 @@ Detected mechanically from the rollout's records, never from the feedback's word
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from capevolve.diagnose.jsontext import load_or_none
 
 READ_VERBS = frozenset("""
 get list search find read lookup look fetch view show query count describe check calculate
@@ -70,11 +71,7 @@ class Call:
     fields: tuple[str, ...] = ()  # argument names, when the arguments are an object
 
 
-def _load(text: str | None) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None
+_load = load_or_none
 
 
 def _flag(value: Any) -> bool | None:
@@ -138,20 +135,27 @@ def final_message(output: str | None, trace: str | None) -> str:
     return messages[-1]["content"] if messages else ""
 
 
-def claimed_states(message: str) -> list[str]:
-    """The state verbs the message says happened, lowercased, in text order (negated
-    phrases such as "has not been updated" excluded)."""
+@lru_cache(maxsize=16384)
+def claims_in(message: str) -> tuple[str, ...]:
+    """:func:`claimed_states` as a tuple, computed once per distinct message (final
+    messages repeat across rollouts)."""
     found = []
     for match in _CLAIM.finditer(message):
         before = message[max(0, match.start() - 12):match.end()]
         if not _NEGATION.search(before):
             found.append(match.group().lower().split()[-1])
-    return found
+    return tuple(found)
+
+
+def claimed_states(message: str) -> list[str]:
+    """The state verbs the message says happened, lowercased, in text order (negated
+    phrases such as "has not been updated" excluded)."""
+    return list(claims_in(message))
 
 
 def claims_state_change(message: str) -> bool:
     """True when the message says a state change happened (negated phrases excluded)."""
-    return bool(claimed_states(message))
+    return bool(claims_in(message))
 
 
 def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:
