@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from capevolve.diagnose.jsontext import load_or_none
 
@@ -62,8 +61,7 @@ def call_mutates(name: str, mutates: bool | None) -> bool:
     return leading_verb(name) not in READ_VERBS
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One recorded tool call: its name and its explicit ``mutates`` flag, if any."""
 
     name: str
@@ -81,7 +79,8 @@ def _flag(value: Any) -> bool | None:
 def _fields(arguments: Any) -> tuple[str, ...]:
     if isinstance(arguments, str):
         arguments = _load(arguments) if arguments.lstrip().startswith("{") else None
-    return tuple(sorted(str(k) for k in arguments)) if isinstance(arguments, dict) else ()
+    # the keys of a parsed JSON object are strings
+    return tuple(sorted(arguments)) if isinstance(arguments, dict) else ()
 
 
 def column_calls(tool_calls: str | None) -> list[Call]:
@@ -89,8 +88,15 @@ def column_calls(tool_calls: str | None) -> list[Call]:
     data = _load(tool_calls)
     if not isinstance(data, list):
         return []
-    return [Call(str(c["name"]), _flag(c.get("mutates")), _fields(c.get("arguments")))
-            for c in data if isinstance(c, dict) and c.get("name")]
+    calls = []
+    for c in data:
+        if isinstance(c, dict) and (name := c.get("name")):
+            flag = c.get("mutates")
+            args = c.get("arguments")
+            calls.append(Call(name if type(name) is str else str(name),
+                              flag if isinstance(flag, bool) else None,
+                              tuple(sorted(args)) if type(args) is dict else _fields(args)))
+    return calls
 
 
 def _walk(node: Any) -> Iterator[dict]:

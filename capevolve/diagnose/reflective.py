@@ -12,13 +12,14 @@ distinct clusters the failure sits in (one edit can take the primary and the res
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from capevolve.diagnose.claimed import unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
+from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind
 from capevolve.diagnose.narrated import Call, narrated_without_action
 from capevolve.diagnose.source import Trial
@@ -59,7 +60,8 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     leak = None if guard is None else guard.leaks(trial.task_id, feedback)
     if redact and guard is not None:
         feedback = guard.redact(trial.task_id, feedback) or ""
-    identifiers = frozenset(n.lower() for c in calls for n in (c.name, *c.fields))
+    names = {c.name for c in calls}.union(*(c.fields for c in calls))
+    identifiers = frozenset(n.lower() for n in names)
     narrated = narrated_without_action(trial.output, calls, trial.trace)
     claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace))
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
@@ -67,12 +69,14 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
                    gold_leak=leak, claimed=claimed)
 
 
+@lru_cache(maxsize=8192)
 def input_text(inputs: str | None) -> str:
-    """The task input as text: a JSON string decoded, anything else as its JSON text."""
+    """The task input as text: a JSON string decoded, anything else as its JSON text
+    (computed once per distinct input: a task's trials share theirs)."""
     if inputs is None:
         return ""
     try:
-        value = json.loads(inputs)
+        value = loads(inputs)
     except ValueError:
         return inputs
     return value if isinstance(value, str) else inputs
