@@ -132,6 +132,27 @@ def trace_calls(trace: str | None) -> list[Call]:
     return calls
 
 
+_NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+
+
+def trace_may_write(trace: str | None) -> bool:
+    """False only when no call :func:`trace_calls` could find in ``trace`` mutates, read
+    from the text without parsing it; True means "parse to know".
+
+    Exact because, in a text without ``\\u`` escapes, every ``name`` key is spelled
+    ``"name"``: when each such literal is followed by a plain string (no escapes), those
+    strings are a superset of the calls' names, and without a ``"mutates"`` literal no
+    call carries a flag -- so the calls mutate only if one of those names does."""
+    if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
+        return False
+    if '"mutates"' in trace or "\\u" in trace:
+        return True
+    names = _NAME_VALUE.findall(trace)
+    if len(names) != trace.count('"name"'):
+        return True
+    return any(leading_verb(n) not in READ_VERBS for n in names)
+
+
 def final_message(output: str | None, trace: str | None) -> str:
     """The output, or the last assistant message's text in the trace when it is empty."""
     if output and output.strip():
@@ -180,6 +201,8 @@ def narrated_without_action(output: str | None, calls: list[Call],
         return False
     if not claims_state_change(final_message(output, trace)):
         return False
+    if calls and not trace_may_write(trace):
+        return True  # a record, and no mutating call in the trace either
     more = trace_calls(trace)
     if not calls and not more:
         return False  # no tool-call record: missing data, never flagged

@@ -61,7 +61,7 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     if redact and guard is not None:
         feedback = guard.redact(trial.task_id, feedback) or ""
     names = {c.name for c in calls}.union(*(c.fields for c in calls))
-    identifiers = frozenset(n.lower() for n in names)
+    identifiers = frozenset(map(str.lower, names))
     narrated = narrated_without_action(trial.output, calls, trial.trace)
     claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace))
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
