@@ -37,7 +37,7 @@ from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Failure, analyse, entry, tool_names
+from capevolve.diagnose.reflective import Failure, TaskSummary, analyse, entry, tool_names
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
@@ -189,7 +189,8 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
             causes.setdefault(p.failure, []).append(
                 {"part": p.unit.part, "text": p.unit.text, "cluster": unit_cluster[u]})
     prefix = str(Path(trajectory_dir) / "x")[:-1]  # the folder as a path prefix, joined once
-    entries = [entry(f, outcomes[f.trial.task_id],
+    summaries = {task: TaskSummary.of(o) for task, o in outcomes.items()}  # once per task
+    entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
                      or prefix + trajectories.file_name(f.trial),
                      causes.get(i, []), sorted(in_clusters.get(i, ()), key=rank.__getitem__))

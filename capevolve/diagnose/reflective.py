@@ -20,7 +20,7 @@ from capevolve.diagnose.claimed import unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.kinds import FailureKind
+from capevolve.diagnose.kinds import FailureKind, TaskPattern
 from capevolve.diagnose.narrated import Call, narrated_without_action
 from capevolve.diagnose.source import Trial
 from capevolve.diagnose.units import Unit
@@ -82,7 +82,19 @@ def input_text(inputs: str | None) -> str:
     return value if isinstance(value, str) else inputs
 
 
-def entry(failure: Failure, outcome: TaskOutcome, trajectory: str,
+@dataclass(frozen=True)
+class TaskSummary:
+    """A task's graded mean and pattern, computed once for all its failing trials."""
+
+    mean: float | None
+    pattern: TaskPattern | None
+
+    @classmethod
+    def of(cls, outcome: TaskOutcome) -> TaskSummary:
+        return cls(outcome.mean, outcome.pattern)
+
+
+def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
           causes: list[dict[str, Any]], ranked: list[str]) -> dict[str, Any]:
     """The reflective-dataset entry of one failure (see the module docstring); ``ranked``
     holds the distinct clusters it sits in, best-ranked first."""

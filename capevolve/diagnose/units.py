@@ -85,10 +85,10 @@ def _segments(text: str) -> list[str]:
 def common_labels(feedbacks: list[str]) -> frozenset[str]:
     """Labels that open parts in at least two failures' feedback (lowercased)."""
     seen: Counter[str] = Counter()
-    for feedback in feedbacks:
-        labels = {m.group(1).strip().lower() for s in _segments(feedback)
-                  if (m := _LABEL.match(s))}
-        seen.update(labels)
+    for feedback, n in Counter(feedbacks).items():  # each distinct text read once
+        for label in {m.group(1).strip().lower() for s in _segments(feedback)
+                      if (m := _LABEL.match(s))}:
+            seen[label] += n
     return frozenset(label for label, n in seen.items() if n >= 2)
 
 
