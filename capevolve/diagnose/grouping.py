@@ -13,8 +13,7 @@ by the feedback's first words (one unit per failure, the whole feedback).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from capevolve.diagnose.classify import is_communication
 from capevolve.diagnose.cluster import (
@@ -41,8 +40,7 @@ PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carr
 _MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOTE}
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     """One member of a cluster: a failure and the unit that put it there (None when a
     mechanical signature holds a failure none of whose units is about the state)."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from capevolve.diagnose.claimed import unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
@@ -26,9 +26,8 @@ from capevolve.diagnose.source import Trial
 from capevolve.diagnose.units import Unit
 
 
-@dataclass(frozen=True)
-class Failure:
-    """What diagnosis derives from one failing trial."""
+class Failure(NamedTuple):
+    """What diagnosis derives from one failing trial (a tuple: 100,000 are made at once)."""
 
     trial: Trial
     kind: FailureKind

@@ -5,7 +5,6 @@ corpus in memory and through real Parquet, the retail benchmark's seed rows thro
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -57,7 +56,7 @@ def store_trials(run: RunDir, trials: list[Trial], split: str = "val") -> None:
     t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     rows = [{"schema_version": 1, "run_id": run.run_id, "split": split, "candidate_id": "seed",
              "candidate_hash": "h", "seed": i, "attempts": 1,
-             "finished_at": t0 + dt.timedelta(seconds=i), **dataclasses.asdict(t)}
+             "finished_at": t0 + dt.timedelta(seconds=i), **t._asdict()}
             for i, t in enumerate(trials)]
     eval_id = trials[0].eval_id
     half = len(rows) // 2

@@ -14,7 +14,6 @@ output is the reference): ``.venv/bin/python tests/diagnose/golden/make_golden.p
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import hashlib
 import json
@@ -86,7 +85,7 @@ def write_retail(tmp: Path) -> None:
     run = create_run(ROOT / "benchmarks" / "retail", tmp / "retail-run")
     for split in ("val", "train"):
         evaluate(run, "seed", split, engine="local")
-        rows = "".join(json.dumps(dataclasses.asdict(t), sort_keys=True) + "\n"
+        rows = "".join(json.dumps(t._asdict(), sort_keys=True) + "\n"
                        for t in load_trials(run, split, "seed"))
         (HERE / f"retail_{split}_trials.jsonl.gz").write_bytes(
             gzip.compress(rows.encode(), mtime=0))
