@@ -2,7 +2,8 @@
 
 Run with ``.venv/bin/python benchmarks/perf/bench_diagnose.py`` (``--failing N`` to change
 the size; ``--large N`` the large case's, 100,000 by default, target under 3 s;
-``--profile`` prints the large case's top costs; ``--quick`` a smoke run). It builds a
+``--profile`` prints the large case's top costs and the time of each pipeline stage;
+``--quick`` a smoke run). It builds a
 run dir in a temporary folder with one Parquet part per 2,000 rows:
 ``N / 4`` failing val tasks x 4 trials (every trial failing) plus 500 passing tasks x 4,
 with realistic rows -- a shared scorer preamble, 40 causes in three phrasings each, random
@@ -41,6 +42,17 @@ LARGE = 100_000
 LARGE_TARGET_S = 3.0
 TRIALS = 4
 PASSING_TASKS = 500
+STAGES = (  # (stage, function whose cumulative time it is), in pipeline order
+    ("read rows (DuckDB)", "source.py", "load_trials"),
+    ("per-failure facts (calls, narrated, claimed, gold, kind)", "reflective.py", "analyse"),
+    ("cause units (preamble, parts, sentences)", "diagnosis.py", "with_units"),
+    ("clustering (keys, grouping, signatures)", "grouping.py", "cluster_failures"),
+    ("cluster records", "grouping.py", "cluster_records"),
+    ("reflective entries", "reflective.py", "entry"),
+    ("trajectory files", "trajectories.py", "write_all"),
+    ("document (validate, JSON, write)", "diagnosis.py", "write_document"),
+    ("whole diagnose", "diagnosis.py", "diagnose"),
+)
 PREAMBLE = "Evaluation report (policy scorer v2): "
 VERBS = ("confirm verify escalate cancel compute notify approve archive audit bill book "
          "charge close credit deliver disclose enroll flag freeze grant hold invite label "
@@ -145,6 +157,17 @@ def _measure(n_failing: int, profile: Path | None) -> dict:
             "clusters": len(result["clusters"])}
 
 
+def print_stages(stats: pstats.Stats) -> None:
+    """Cumulative time of each pipeline stage in the profile (under cProfile: slower than
+    the plain run, but the shares show where the time goes)."""
+    table = stats.stats  # type: ignore[attr-defined]
+    print("-- where the time goes, per stage (cumulative seconds under cProfile)")
+    for stage, file, function in STAGES:
+        total = sum(row[3] for (path, _, name), row in table.items()
+                    if name == function and path.endswith(f"diagnose/{file}"))
+        print(f"    {stage:58s} {total:7.2f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--failing", type=int, default=10_000)
@@ -177,7 +200,9 @@ def main() -> int:
         rows.append((big, LARGE_TARGET_S))
         if profile is not None:
             print(f"-- profile of the {large:,}-rollout diagnose (top 25 by own time)")
-            pstats.Stats(str(profile)).sort_stats("tottime").print_stats(25)
+            stats = pstats.Stats(str(profile))
+            stats.sort_stats("tottime").print_stats(25)
+            print_stages(stats)
     load = os.getloadavg()
     for row, target in rows:
         n = row["failing_rollouts"]

@@ -19,8 +19,9 @@ write was ``update_note``, not a transfer. Rules:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from capevolve.diagnose.narrated import Call, call_mutates, claimed_states, final_message
+from capevolve.diagnose.narrated import Call, call_mutates, claims_in, final_message
 from capevolve.diagnose.signature import stem
 
 GENERIC_STATES = frozenset("""
@@ -55,6 +56,7 @@ def family(verb: str) -> frozenset[str]:
     return FAMILIES.get(root, frozenset({root}))
 
 
+@lru_cache(maxsize=4096)
 def name_words(name: str) -> frozenset[str]:
     """The stemmed words of a tool name."""
     return frozenset(stem(p.lower()) for p in _NAME_PARTS.findall(name))
@@ -65,8 +67,10 @@ def unmatched_claims(output: str | None, calls: list[Call], trace: str | None) -
     writes = [c for c in calls if call_mutates(c.name, c.mutates)]
     if not writes:
         return []
-    claims = [v for v in claimed_states(final_message(output, trace))
+    claims = [v for v in claims_in(final_message(output, trace))
               if v not in GENERIC_STATES]
+    if not claims:
+        return []
     words = [name_words(c.name) for c in writes]
     missing = [v for v in claims if not any(family(v) & w for w in words)]
     return sorted(set(missing))

@@ -16,10 +16,11 @@ trials is the honest signal (one trial's feedback may disagree with it):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
 from capevolve.diagnose.source import Trial
 
@@ -47,10 +48,12 @@ def is_failure(trial: Trial) -> bool:
     return trial.reward is not None and not is_pass(trial.reward)
 
 
+@lru_cache(maxsize=4096)
 def _communication_parts(score_parts: str | None) -> bool:
-    """True when only communication-like score parts fell short of 1."""
+    """True when only communication-like score parts fell short of 1 (once per distinct
+    score-parts text)."""
     try:
-        parts = json.loads(score_parts) if score_parts else None
+        parts = loads(score_parts) if score_parts else None
     except ValueError:
         return False
     if not isinstance(parts, dict) or len(parts) < 2:
@@ -65,9 +68,14 @@ def is_communication(label: str | None, text: str) -> bool:
     return bool((label and _COMM_PART.search(label.lower())) or _COMM_FEEDBACK.search(text))
 
 
+@lru_cache(maxsize=65536)
+def _reports_omission(feedback: str) -> bool:
+    return _COMM_FEEDBACK.search(feedback) is not None
+
+
 def failure_kind(trial: Trial) -> FailureKind:
     """The kind of one failing trial; communication wins where it is detectable."""
-    if _communication_parts(trial.score_parts) or _COMM_FEEDBACK.search(trial.feedback or ""):
+    if _communication_parts(trial.score_parts) or _reports_omission(trial.feedback or ""):
         return FailureKind.COMMUNICATION
     reward = trial.reward or 0.0
     if reward <= TOLERANCE:

@@ -135,8 +135,17 @@ def signature_of(keys: list[Key]) -> str:
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
+    repeats: dict[int, list] = {}  # keys are shared objects: each distinct one read once
     for key in keys:
-        counts.update(t for t in key.tokens if not t.startswith("@"))
+        seen = repeats.get(id(key))
+        if seen is None:
+            repeats[id(key)] = [key, 1]
+        else:
+            seen[1] += 1
+    for key, n in repeats.values():
+        for t in key.tokens:
+            if not t.startswith("@"):
+                counts[t] += n
         for rank, (token, word) in enumerate(key.surface):
             position[token] = min(rank, position.get(token, rank))
             best = surface.get(token)

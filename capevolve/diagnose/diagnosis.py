@@ -11,8 +11,10 @@ missing data: counted in ``errored_trials``, never failures.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Failure, analyse, entry, tool_names
+from capevolve.diagnose.reflective import Failure, TaskSummary, analyse, entry, tool_names
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
@@ -63,13 +65,31 @@ class DiagnoseOptions:
     project: Path | None = None  # the project whose adapter gives targets / trajectories
 
 
+def document_text(doc: dict[str, Any]) -> str:
+    """The canonical compact JSON (sorted keys) of ``doc`` validated as a DiagnosisRecord.
+
+    The envelope is validated with the record; the entries and cluster records (JSON
+    values built here: dicts of str keys, lists, strings, finite numbers) are written as
+    they are -- what the record's JSON form of them would be. Where a value is not finite
+    (a NaN reward in a hand-edited part), the record's own JSON form decides (it writes
+    null), exactly as validating the whole document would."""
+    bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
+    envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
+    if all(isinstance(item, dict) for values in bulky.values() for item in values):
+        try:
+            return jsonfiles.dumps({**envelope, **bulky}, indent=None)
+        except (ValueError, TypeError):
+            pass
+    return jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
+
+
 def write_document(path: Path, doc: dict[str, Any]) -> None:
     """Validate ``doc`` as a DiagnosisRecord, then write canonical compact JSON (sorted
-    keys) atomically: temp file, fsync, rename."""
-    stored = diagnosis_record(doc).to_json()
+    keys, :func:`document_text`) atomically: temp file, fsync, rename."""
+    text = document_text(doc)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(jsonfiles.dumps(stored, indent=None) + "\n")
+        fh.write(text + "\n")
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -102,7 +122,8 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
             known = (tuple(units_of(text, parts, labels, passing)),
                      short[0] if len(short) == 1 else None)
             seen[(text, f.trial.score_parts)] = known
-        out.append(dataclasses.replace(f, cut=cut, units=known[0], inferred_part=known[1]))
+        out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
+                           f.gold_leak, f.claimed, known[0], cut, known[1]))
     return out
 
 
@@ -140,13 +161,14 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     failures: list[Failure] = []
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
-    for trial in trials:
-        calls = rollout_calls(trial.tool_calls, trial.trace)
+    for trial in trials:  # calls are read only where they are used
         if is_failure(trial):
+            calls = rollout_calls(trial.tool_calls, trial.trace)
             failures.append(analyse(trial, calls, guard, options.redact_gold))
         elif is_pass(trial.reward):
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:
+                calls = rollout_calls(trial.tool_calls, trial.trace)
                 known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
                 passing_tools[trial.task_id] = known | tool_names(calls)
     failures = with_units(failures, passing_feedback)
@@ -166,10 +188,11 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
         if p.unit is not None:
             causes.setdefault(p.failure, []).append(
                 {"part": p.unit.part, "text": p.unit.text, "cluster": unit_cluster[u]})
-    folder = Path(trajectory_dir)
-    entries = [entry(f, outcomes[f.trial.task_id],
+    prefix = str(Path(trajectory_dir) / "x")[:-1]  # the folder as a path prefix, joined once
+    summaries = {task: TaskSummary.of(o) for task, o in outcomes.items()}  # once per task
+    entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
-                     or str(folder / trajectories.file_name(f.trial)),
+                     or prefix + trajectories.file_name(f.trial),
                      causes.get(i, []), sorted(in_clusters.get(i, ()), key=rank.__getitem__))
                for i, f in enumerate(failures)]
     return {
@@ -201,22 +224,40 @@ def _previous(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Hold the cyclic garbage collector off while a diagnosis is built: it allocates
+    millions of acyclic objects (rows, units, entries), each allocation burst would
+    trigger a full collection that frees nothing. Reference counting frees them as
+    always; the collector's previous state is restored."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def diagnose(run: RunDir, options: DiagnoseOptions,
              context: AdapterContext | None = None) -> dict[str, Any]:
     """Diagnose ``options.tag`` on ``options.split`` (test refused) and write the file
     (and, for rollouts without a trajectory of their own, their trajectory files)."""
     split = refuse_test(options.split)
-    trials = load_trials(run, split, options.tag)
-    if context is None:
-        context = adapter_context(run, split, options.project)
-    history = tried_fixes(run)
-    folder = trajectories.folder(run.layout.diagnoses, str(split), options.tag)
-    path = diagnosis_path(run, split, options.tag, options.mode)
-    with run.locked():  # every write into the run dir holds the run lock
-        result = build_diagnosis(trials, context, options, folder, history, _previous(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if context.trajectory is None:
-            trajectories.write_all(folder, [t for t in trials if is_failure(t)
-                                            and not t.trajectory])
-        write_document(path, result)
+    with _no_cycle_collection():
+        trials = load_trials(run, split, options.tag)
+        if context is None:
+            context = adapter_context(run, split, options.project)
+        history = tried_fixes(run)
+        folder = trajectories.folder(run.layout.diagnoses, str(split), options.tag)
+        path = diagnosis_path(run, split, options.tag, options.mode)
+        with run.locked():  # every write into the run dir holds the run lock
+            trajectories.confined(path.parent, run.root)
+            result = build_diagnosis(trials, context, options, folder, history,
+                                     _previous(path))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if context.trajectory is None:
+                trajectories.write_all(folder, [t for t in trials if is_failure(t)
+                                                and not t.trajectory], run.root)
+            write_document(path, result)
     return result

@@ -13,8 +13,7 @@ by the feedback's first words (one unit per failure, the whole feedback).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from capevolve.diagnose.classify import is_communication
 from capevolve.diagnose.cluster import (
@@ -33,7 +32,7 @@ from capevolve.diagnose.kinds import (
     ClusterMode,
 )
 from capevolve.diagnose.reflective import Failure
-from capevolve.diagnose.signature import Key, first_words, key_of, raw_tokens
+from capevolve.diagnose.signature import Key, KeyCache, first_words
 from capevolve.diagnose.units import Unit
 
 PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carries
@@ -41,8 +40,7 @@ PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carr
 _MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOTE}
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     """One member of a cluster: a failure and the unit that put it there (None when a
     mechanical signature holds a failure none of whose units is about the state)."""
 
@@ -66,25 +64,25 @@ def _lexical_keys(failures: list[Failure], placed: list[Placed],
     instead (the shared run was its cause)."""
     keys: dict[int, Key] = {}
     by_failure: dict[int, list[int]] = {}
-    seen: dict[tuple[str, frozenset[str]], Key] = {}  # feedback repeats: key each text once
+    cache = KeyCache()  # feedback repeats: tokenise each text once
+    with_part: dict[tuple[int, str], Key] = {}
     for u in lexical:
         failure, unit = failures[placed[u].failure], placed[u].unit
-        text = unit.text if unit else ""
-        key = seen.get((text, failure.identifiers))
-        if key is None:
-            key = key_of(raw_tokens(text, failure.identifiers), failure.identifiers)
-            seen[(text, failure.identifiers)] = key
+        key = cache.key(unit.text if unit else "", failure.identifiers)
         part = failure.inferred_part if unit is not None and unit.part is None else None
         if part and key.tokens:
-            key = Key(key.tokens | {PART_TOKEN + part}, key.surface)
+            tagged = with_part.get((id(key), part))
+            if tagged is None:
+                tagged = with_part[(id(key), part)] = Key(key.tokens | {PART_TOKEN + part},
+                                                          key.surface)
+            key = tagged
         keys[u] = key
         by_failure.setdefault(placed[u].failure, []).append(u)
     out = list(lexical)
     for i, units in by_failure.items():
         failure = failures[i]
         if failure.cut and not any(keys[u].tokens for u in units):
-            whole = key_of(raw_tokens(failure.feedback, failure.identifiers),
-                           failure.identifiers)
+            whole = cache.key(failure.feedback, failure.identifiers)
             for u in units:
                 keys[u] = whole
                 placed[u] = Placed(i, Unit(None, failure.feedback))
@@ -167,13 +165,21 @@ def cluster_records(clusters: list[Cluster], placed: list[Placed], failures: lis
                     unit_keys: dict[int, Key]) -> list[dict[str, Any]]:
     """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement)."""
     records = []
+    known: dict[tuple[int, frozenset[str]], list[str]] = {}  # keys are shared: sites once
+
+    def sites_of(u: int) -> list[str]:
+        key, ids = unit_keys.get(u), failures[placed[u].failure].identifiers
+        found = known.get((id(key), ids))
+        if found is None:
+            found = known[(id(key), ids)] = unit_sites(key, ids)
+        return found
+
     for cluster in clusters:
         tools = cluster_tools(cluster, failures)
         kinds = Counter(str(failures[i].kind) for i in cluster.trials)
         members = [placed[u] for u in cluster.units]
         parts = Counter(p.unit.part or "" for p in members if p.unit is not None)
-        sites = Counter(s for u in cluster.units for s in unit_sites(
-            unit_keys.get(u), failures[placed[u].failure].identifiers))
+        sites = Counter(s for u in cluster.units for s in sites_of(u))
         record = {
             "signature": cluster.signature, "tasks": cluster.tasks,
             "score_lost": cluster.score_lost, "size": cluster.size,

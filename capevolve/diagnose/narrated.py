@@ -17,12 +17,12 @@ Detected mechanically from the rollout's records, never from the feedback's word
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
+
+from capevolve.diagnose.jsontext import load_or_none
 
 READ_VERBS = frozenset("""
 get list search find read lookup look fetch view show query count describe check calculate
@@ -61,8 +61,7 @@ def call_mutates(name: str, mutates: bool | None) -> bool:
     return leading_verb(name) not in READ_VERBS
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One recorded tool call: its name and its explicit ``mutates`` flag, if any."""
 
     name: str
@@ -70,11 +69,7 @@ class Call:
     fields: tuple[str, ...] = ()  # argument names, when the arguments are an object
 
 
-def _load(text: str | None) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None
+_load = load_or_none
 
 
 def _flag(value: Any) -> bool | None:
@@ -84,7 +79,8 @@ def _flag(value: Any) -> bool | None:
 def _fields(arguments: Any) -> tuple[str, ...]:
     if isinstance(arguments, str):
         arguments = _load(arguments) if arguments.lstrip().startswith("{") else None
-    return tuple(sorted(str(k) for k in arguments)) if isinstance(arguments, dict) else ()
+    # the keys of a parsed JSON object are strings
+    return tuple(sorted(arguments)) if isinstance(arguments, dict) else ()
 
 
 def column_calls(tool_calls: str | None) -> list[Call]:
@@ -92,8 +88,15 @@ def column_calls(tool_calls: str | None) -> list[Call]:
     data = _load(tool_calls)
     if not isinstance(data, list):
         return []
-    return [Call(str(c["name"]), _flag(c.get("mutates")), _fields(c.get("arguments")))
-            for c in data if isinstance(c, dict) and c.get("name")]
+    calls = []
+    for c in data:
+        if isinstance(c, dict) and (name := c.get("name")):
+            flag = c.get("mutates")
+            args = c.get("arguments")
+            calls.append(Call(name if type(name) is str else str(name),
+                              flag if isinstance(flag, bool) else None,
+                              tuple(sorted(args)) if type(args) is dict else _fields(args)))
+    return calls
 
 
 def _walk(node: Any) -> Iterator[dict]:
@@ -129,6 +132,27 @@ def trace_calls(trace: str | None) -> list[Call]:
     return calls
 
 
+_NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+
+
+def trace_may_write(trace: str | None) -> bool:
+    """False only when no call :func:`trace_calls` could find in ``trace`` mutates, read
+    from the text without parsing it; True means "parse to know".
+
+    Exact because, in a text without ``\\u`` escapes, every ``name`` key is spelled
+    ``"name"``: when each such literal is followed by a plain string (no escapes), those
+    strings are a superset of the calls' names, and without a ``"mutates"`` literal no
+    call carries a flag -- so the calls mutate only if one of those names does."""
+    if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
+        return False
+    if '"mutates"' in trace or "\\u" in trace:
+        return True
+    names = _NAME_VALUE.findall(trace)
+    if len(names) != trace.count('"name"'):
+        return True
+    return any(leading_verb(n) not in READ_VERBS for n in names)
+
+
 def final_message(output: str | None, trace: str | None) -> str:
     """The output, or the last assistant message's text in the trace when it is empty."""
     if output and output.strip():
@@ -138,20 +162,27 @@ def final_message(output: str | None, trace: str | None) -> str:
     return messages[-1]["content"] if messages else ""
 
 
-def claimed_states(message: str) -> list[str]:
-    """The state verbs the message says happened, lowercased, in text order (negated
-    phrases such as "has not been updated" excluded)."""
+@lru_cache(maxsize=16384)
+def claims_in(message: str) -> tuple[str, ...]:
+    """:func:`claimed_states` as a tuple, computed once per distinct message (final
+    messages repeat across rollouts)."""
     found = []
     for match in _CLAIM.finditer(message):
         before = message[max(0, match.start() - 12):match.end()]
         if not _NEGATION.search(before):
             found.append(match.group().lower().split()[-1])
-    return found
+    return tuple(found)
+
+
+def claimed_states(message: str) -> list[str]:
+    """The state verbs the message says happened, lowercased, in text order (negated
+    phrases such as "has not been updated" excluded)."""
+    return list(claims_in(message))
 
 
 def claims_state_change(message: str) -> bool:
     """True when the message says a state change happened (negated phrases excluded)."""
-    return bool(claimed_states(message))
+    return bool(claims_in(message))
 
 
 def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:
@@ -170,6 +201,8 @@ def narrated_without_action(output: str | None, calls: list[Call],
         return False
     if not claims_state_change(final_message(output, trace)):
         return False
+    if calls and not trace_may_write(trace):
+        return True  # a record, and no mutating call in the trace either
     more = trace_calls(trace)
     if not calls and not more:
         return False  # no tool-call record: missing data, never flagged

@@ -12,22 +12,22 @@ distinct clusters the failure sits in (one edit can take the primary and the res
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from capevolve.diagnose.claimed import unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
-from capevolve.diagnose.kinds import FailureKind
+from capevolve.diagnose.jsontext import loads
+from capevolve.diagnose.kinds import FailureKind, TaskPattern
 from capevolve.diagnose.narrated import Call, narrated_without_action
 from capevolve.diagnose.source import Trial
 from capevolve.diagnose.units import Unit
 
 
-@dataclass(frozen=True)
-class Failure:
-    """What diagnosis derives from one failing trial."""
+class Failure(NamedTuple):
+    """What diagnosis derives from one failing trial (a tuple: 100,000 are made at once)."""
 
     trial: Trial
     kind: FailureKind
@@ -59,7 +59,8 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     leak = None if guard is None else guard.leaks(trial.task_id, feedback)
     if redact and guard is not None:
         feedback = guard.redact(trial.task_id, feedback) or ""
-    identifiers = frozenset(n.lower() for c in calls for n in (c.name, *c.fields))
+    names = {c.name for c in calls}.union(*(c.fields for c in calls))
+    identifiers = frozenset(map(str.lower, names))
     narrated = narrated_without_action(trial.output, calls, trial.trace)
     claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace))
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
@@ -67,18 +68,32 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
                    gold_leak=leak, claimed=claimed)
 
 
+@lru_cache(maxsize=8192)
 def input_text(inputs: str | None) -> str:
-    """The task input as text: a JSON string decoded, anything else as its JSON text."""
+    """The task input as text: a JSON string decoded, anything else as its JSON text
+    (computed once per distinct input: a task's trials share theirs)."""
     if inputs is None:
         return ""
     try:
-        value = json.loads(inputs)
+        value = loads(inputs)
     except ValueError:
         return inputs
     return value if isinstance(value, str) else inputs
 
 
-def entry(failure: Failure, outcome: TaskOutcome, trajectory: str,
+@dataclass(frozen=True)
+class TaskSummary:
+    """A task's graded mean and pattern, computed once for all its failing trials."""
+
+    mean: float | None
+    pattern: TaskPattern | None
+
+    @classmethod
+    def of(cls, outcome: TaskOutcome) -> TaskSummary:
+        return cls(outcome.mean, outcome.pattern)
+
+
+def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
           causes: list[dict[str, Any]], ranked: list[str]) -> dict[str, Any]:
     """The reflective-dataset entry of one failure (see the module docstring); ``ranked``
     holds the distinct clusters it sits in, best-ranked first."""

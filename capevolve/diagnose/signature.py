@@ -102,10 +102,20 @@ def preamble_cuts(feedbacks: list[str]) -> list[int]:
     the leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from
     those that carry it (0 for the others). A run that is the whole feedback of a failure
     carrying it is that failure's cause, not a preamble: nothing is stripped. When the run
-    reaches past a line break, only its whole lines are stripped. Each feedback is
-    tokenised only as far as the run reaches."""
+    reaches past a line break, only its whole lines are stripped. Each distinct feedback
+    is tokenised once, only as far as the run reaches, and counted as often as it occurs."""
     if len(feedbacks) < 2:
         return [0] * len(feedbacks)
+    counts = Counter(feedbacks)  # distinct texts in first-occurrence order
+    texts = list(counts)
+    cuts = _distinct_cuts(texts, [counts[t] for t in texts], len(feedbacks))
+    by_text = dict(zip(texts, cuts, strict=True))
+    return [by_text[f] for f in feedbacks]
+
+
+def _distinct_cuts(feedbacks: list[str], weights: list[int], total: int) -> list[int]:
+    """:func:`preamble_cuts` over distinct texts, each standing for ``weights[i]`` feedbacks
+    (``total`` in all): the counts, and so the run and the ties, are those of the full list."""
     streams = [_WORD.finditer(f.lower()) for f in feedbacks]
     seen: list[list[tuple[str, int]]] = [[] for _ in feedbacks]
 
@@ -117,8 +127,9 @@ def preamble_cuts(feedbacks: list[str]) -> list[int]:
             seen[i].append((match.group(), match.end()))
         return seen[i][depth][0]
 
-    need = PREAMBLE_SHARE * len(feedbacks)
+    need = PREAMBLE_SHARE * total
     alive = list(range(len(feedbacks)))
+    alive_total = total
     depth = 0
     common = os.path.commonprefix([f.lower() for f in feedbacks])
     if common:  # tokens ending inside the prefix every feedback shares: no counting needed
@@ -127,14 +138,18 @@ def preamble_cuts(feedbacks: list[str]) -> list[int]:
             seen[i] = [(m.group(), m.end()) for m in inside]
             streams[i] = _WORD.finditer(feedbacks[i].lower(), inside[-1].end() if inside else 0)
         depth = len(inside)
-    while len(alive) >= need:
-        words = Counter(w for i in alive if (w := token(i, depth)) is not None)
+    while alive_total >= need:
+        words: Counter[str] = Counter()
+        for i in alive:
+            if (w := token(i, depth)) is not None:
+                words[w] += weights[i]
         if not words:
             break
         word, count = words.most_common(1)[0]
         if count < need:
             break
         alive = [i for i in alive if token(i, depth) == word]
+        alive_total = count
         depth += 1
     cuts = [0] * len(feedbacks)
     if depth == 0 or any(token(i, depth) is None for i in alive):
@@ -171,6 +186,43 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
         if token not in kept or len(word) < len(kept[token]):
             kept[token] = word
     return Key(frozenset(kept), tuple(kept.items()))
+
+
+def _loose_tokens(text: str) -> tuple[list[str], frozenset[str]]:
+    """``raw_tokens(text)`` with no identifiers, and the words whose treatment an
+    identifier set could change: every token without an underscore (kept verbatim when it
+    names an identifier) and every quoted word without one (kept when it names one)."""
+    quoted: list[str] = []
+
+    def drop(match: re.Match) -> str:
+        inner = next(g for g in match.groups() if g is not None).strip().lower()
+        if _IDENT.match(inner):
+            if "_" in inner:
+                return f" {inner} "
+            quoted.append(inner)
+        return " "
+
+    tokens = _WORD.findall(_QUOTED.sub(drop, text.replace(_REDACTED, " ")).lower())
+    words = {w.split("'", 1)[0] if w.endswith("'s") else w for w in tokens}
+    return tokens, frozenset(w for w in words if "_" not in w).union(quoted)
+
+
+class KeyCache:
+    """Root-cause keys of texts, each text tokenised once: a failure whose identifiers
+    touch none of a text's sensitive words (``_loose_tokens``) gets the shared key,
+    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Key, frozenset[str]]] = {}
+
+    def key(self, text: str, identifiers: frozenset[str]) -> Key:
+        known = self._known.get(text)
+        if known is None:
+            tokens, sensitive = _loose_tokens(text)
+            known = self._known[text] = (key_of(tokens, frozenset()), sensitive)
+        if identifiers and not known[1].isdisjoint(identifiers):
+            return key_of(raw_tokens(text, identifiers), identifiers)
+        return known[0]
 
 
 def root_cause_keys(feedbacks: list[str], identifiers: list[frozenset[str]]) -> list[Key]:

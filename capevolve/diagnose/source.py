@@ -7,8 +7,7 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from capevolve._policy import splits as policy_splits
 from capevolve._store.rollouts.query import RolloutStore
@@ -20,9 +19,9 @@ _COLUMNS = ("eval_id", "task_id", "trial", "reward", "feedback", "score_parts", 
             "inputs", "tool_calls", "trace", "trajectory", "error", "error_kind")
 
 
-@dataclass(frozen=True, slots=True)
-class Trial:
-    """One stored rollout row, as diagnosis needs it (JSON columns kept as text)."""
+class Trial(NamedTuple):
+    """One stored rollout row, as diagnosis needs it (JSON columns kept as text; a tuple:
+    a diagnosis reads every row of an evaluation at once)."""
 
     eval_id: str
     task_id: str

@@ -12,20 +12,38 @@ folder that the current diagnosis does not write are removed (stale rollouts). T
 are derived data: a file whose content is already right is left alone, any other is
 rewritten in place without an fsync (a file torn by a crash is rewritten by the next
 diagnose).
+
+Confinement: the folder must resolve to itself inside the run directory -- a symlinked
+folder (or a symlinked ``diagnoses`` / ``trajectories`` on the way) that leads elsewhere
+is refused before anything is written or removed, and a file of the folder that is a
+symlink is never followed (it is replaced by a regular file, or removed when stale).
+The files are written by a small thread pool: creating 100,000 files is the kernel's work,
+which runs while the next documents are built.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import math
 import os
 import re
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from json.encoder import encode_basestring
 from pathlib import Path
 
+from capevolve.diagnose.jsontext import is_json
 from capevolve.diagnose.source import Trial
+from capevolve.errors import RunDirError
 
 FOLDER = "trajectories"
+WRITERS = 4  # threads creating files (the kernel's part runs outside the GIL)
+CHUNK = 512  # files handed to a writer at a time
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def folder(diagnoses: Path, split: str, tag: str) -> Path:
@@ -46,50 +64,136 @@ def _json_text(text: str | None) -> str:
     (no re-encoding), else the text as a JSON string."""
     if text is None:
         return "null"
-    try:
-        json.loads(text)
-    except ValueError:
-        return json.dumps(text, ensure_ascii=False)
-    return text
+    return text if is_json(text) else encode_basestring(text)
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else encode_basestring(value)
+
+
+def _plain(trial: Trial) -> str:
+    """``json.dumps`` of the plain fields (sorted keys, ``ensure_ascii=False``,
+    ``allow_nan=False``), spelled out for the common types; any other value (a reward
+    that is not a finite float, ...) goes through ``json.dumps`` itself."""
+    reward, ids = trial.reward, (trial.eval_id, trial.task_id)
+    if (type(trial.trial) is int and all(type(v) is str for v in ids)
+            and all(v is None or type(v) is str for v in (trial.feedback, trial.output))
+            and (reward is None or (type(reward) is float and math.isfinite(reward)))):
+        return (f'{{"eval_id": {encode_basestring(trial.eval_id)}, '
+                f'"feedback": {_text(trial.feedback)}, "output": {_text(trial.output)}, '
+                f'"reward": {"null" if reward is None else float.__repr__(reward)}, '
+                f'"task_id": {encode_basestring(trial.task_id)}, "trial": {trial.trial}}}')
+    return json.dumps({"eval_id": trial.eval_id, "feedback": trial.feedback,
+                       "output": trial.output, "reward": trial.reward,
+                       "task_id": trial.task_id, "trial": trial.trial},
+                      ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
 def document(trial: Trial) -> str:
     """The JSON text of one trajectory file (module docstring): the plain fields in sorted
     order, then ``inputs``, ``tool_calls`` and ``trace``."""
-    plain = json.dumps({"eval_id": trial.eval_id, "feedback": trial.feedback,
-                        "output": trial.output, "reward": trial.reward,
-                        "task_id": trial.task_id, "trial": trial.trial},
-                       ensure_ascii=False, allow_nan=False, sort_keys=True)
+    plain = _plain(trial)
     return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs)}, '
             f'"tool_calls": {_json_text(trial.tool_calls)}, '
             f'"trace": {_json_text(trial.trace)}}}\n')
 
 
-def _holds(path: Path, data: bytes) -> bool:
-    """Whether the file at ``path`` already holds exactly ``data``."""
+def _holds(path: str, data: bytes) -> bool:
+    """Whether the regular file at ``path`` (never a symlink's target) holds ``data``."""
     try:
-        return os.path.getsize(path) == len(data) and path.read_bytes() == data
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except OSError:
         return False
+    try:
+        if os.fstat(fd).st_size != len(data):
+            return False
+        held = b""
+        while len(held) < len(data) and (more := os.read(fd, len(data) - len(held))):
+            held += more
+        return held == data
+    finally:
+        os.close(fd)
 
 
-def write_all(directory: Path, trials: list[Trial]) -> None:
-    """Write one file per trial under ``directory`` and remove the folder's stale files."""
-    directory.mkdir(parents=True, exist_ok=True)
-    names = set()
+def _write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` unless it holds it already; a symlink there is replaced
+    by a regular file (its target is never opened)."""
+    if _holds(path, data):
+        return  # a stored rollout never changes: most re-runs write nothing
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        os.unlink(path)  # a symlink planted in the folder: drop the link, not its target
+        fd = os.open(path, flags | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def confined(directory: Path, root: Path) -> Path:
+    """``directory`` when every existing step from ``root`` to it is a real directory
+    (no symlink, no ``..``) inside ``root``; RunDirError naming it otherwise."""
+    try:
+        relative = Path(os.path.abspath(directory)).relative_to(Path(os.path.abspath(root)))
+    except ValueError:
+        raise RunDirError(f"{directory}: not inside the run directory {root}") from None
+    current = Path(os.path.abspath(root))
+    for part in relative.parts:
+        current = current / part
+        if part == ".." or os.path.islink(current):
+            raise RunDirError(f"{current}: a symlink (or ..) in the way out of the run "
+                              f"directory {root}; diagnose writes only inside it (remove it "
+                              "and rerun)")
+        if not os.path.exists(current):
+            break
+    return directory
+
+
+def _jobs(directory: Path, trials: list[Trial], names: set[str]
+          ) -> Iterator[list[tuple[str, bytes]]]:
+    chunk: list[tuple[str, bytes]] = []
+    prefix = f"{directory}{os.sep}"
     for trial in trials:
         name = file_name(trial)
         names.add(name)
-        path, data = directory / name, document(trial).encode("utf-8")
-        if _holds(path, data):
-            continue  # a stored rollout never changes: most re-runs write nothing
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-    for stale in directory.glob("*.json"):
-        if stale.name not in names:
-            stale.unlink()
+        chunk.append((prefix + name, document(trial).encode("utf-8")))
+        if len(chunk) >= CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _write_chunk(chunk: list[tuple[str, bytes]]) -> None:
+    for path, data in chunk:
+        _write(path, data)
+
+
+def write_all(directory: Path, trials: list[Trial], root: Path | None = None) -> None:
+    """Write one file per trial under ``directory`` and remove the folder's stale files;
+    with ``root`` (the run directory) the folder is first checked to be confined in it
+    (:func:`confined`). Documents are built here while the pool writes earlier chunks
+    (at most ``2 * WRITERS`` chunks held); the first write error is raised."""
+    if root is not None:
+        confined(directory, root)
+    directory.mkdir(parents=True, exist_ok=True)
+    names: set[str] = set()
+    with ThreadPoolExecutor(WRITERS, thread_name_prefix="trajectories") as pool:
+        pending: deque[Future[None]] = deque()
+        for chunk in _jobs(directory, trials, names):
+            pending.append(pool.submit(_write_chunk, chunk))
+            while len(pending) > 2 * WRITERS:
+                pending.popleft().result()
+        while pending:
+            pending.popleft().result()
+    with os.scandir(directory) as entries:  # as glob("*.json"): dot files are not listed
+        stale = [e.path for e in entries if e.name.endswith(".json")
+                 and e.name not in names and not e.name.startswith(".")]
+    for path in stale:
+        os.unlink(path)

@@ -22,11 +22,11 @@ or score parts ``{"db": 0, "messages": 1}``); each is a separate cause. The rule
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 
+from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.signature import preamble_cuts, raw_tokens
 
 __all__ = ["Unit", "preamble_cuts", "units_of"]
@@ -54,7 +54,7 @@ def normalise(text: str) -> str:
 def score_parts(text: str | None) -> dict[str, float]:
     """The numeric score parts of a trial (empty when absent or malformed)."""
     try:
-        parts = json.loads(text) if text else None
+        parts = loads(text) if text else None
     except ValueError:
         return {}
     if not isinstance(parts, dict):
@@ -85,10 +85,10 @@ def _segments(text: str) -> list[str]:
 def common_labels(feedbacks: list[str]) -> frozenset[str]:
     """Labels that open parts in at least two failures' feedback (lowercased)."""
     seen: Counter[str] = Counter()
-    for feedback in feedbacks:
-        labels = {m.group(1).strip().lower() for s in _segments(feedback)
-                  if (m := _LABEL.match(s))}
-        seen.update(labels)
+    for feedback, n in Counter(feedbacks).items():  # each distinct text read once
+        for label in {m.group(1).strip().lower() for s in _segments(feedback)
+                      if (m := _LABEL.match(s))}:
+            seen[label] += n
     return frozenset(label for label, n in seen.items() if n >= 2)
 
 

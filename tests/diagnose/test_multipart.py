@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from diagnose.diag_support import build, trial
 
 PRE = "[scorer] reward 1 = state AND messages; 0.5 = one of the two."
@@ -94,7 +92,7 @@ def test_malformed_score_parts_and_labels_are_missing_data_not_errors():
               trial("t2", 0.0, "db: state wrong\nmsg: amount untold"),
               trial("t3", 0.0, "no labels here at all")]
     bad = [trial("t4", 0.0, "db: state wrong"), trial("t5", 0.0, "db: state wrong")]
-    bad = [dataclasses.replace(t, score_parts=raw)
+    bad = [t._replace(score_parts=raw)
            for t, raw in zip(bad, ["{not json", '["db", 0]'], strict=True)]
     assert bad[0].score_parts == "{not json"
     result = build(trials + bad)

@@ -1,0 +1,139 @@
+"""The fast paths give exactly what the plain code gives: the JSON parser, the trace
+pre-check, the shared cause-text keys, the document writer and the trajectory text."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from diagnose import golden_corpus
+
+from capevolve._store import jsonfiles
+from capevolve._store.documents import diagnosis_record
+from capevolve.diagnose import trajectories
+from capevolve.diagnose.diagnosis import document_text
+from capevolve.diagnose.jsontext import is_json, loads
+from capevolve.diagnose.narrated import call_mutates, trace_calls, trace_may_write
+from capevolve.diagnose.signature import KeyCache, key_of, raw_tokens
+from capevolve.diagnose.source import Trial
+
+ODD_JSON = ["NaN", "[NaN, Infinity, -Infinity]", '"\\ud800"', '"\\ud83d\\ude00"',
+            '{"a": 1, "b": 2, "a": 3}', "123456789012345678901234567890", "1e400", "-0",
+            '"a\x01b"', "\ufeff1", " [1] ", "[1] x", "", "  ", '"\\x"', "[1,]", "01", "1.",
+            '{"\\u0061": 1}', "[" * 3000 + "]" * 3000, "9" * 5000, "-NaN", "Infinity",
+            '"\\u0000"', "{1: 2}", "{'a': 1}", "[]]", "nul", "1_000", '"\\/"', "-0.0"]
+
+
+def _outcome(parse, text):
+    try:
+        return "ok", repr(parse(text))
+    except ValueError:
+        return "error", None
+    except RecursionError:
+        return "recursion", None
+
+
+@pytest.mark.parametrize("text", ODD_JSON)
+def test_loads_gives_json_loads_value_or_error(text):
+    """Value (repr, so NaN and key order count) or error: the same as json.loads."""
+    assert _outcome(loads, text) == _outcome(json.loads, text)
+    if _outcome(json.loads, text)[0] != "recursion":
+        assert is_json(text) == (_outcome(json.loads, text)[0] == "ok")
+
+
+FOOLING_TRACES = [
+    '[{"tool_calls": [{"function": {"n\\u0061me": "cancel_order"}}]}]',
+    '[{"tool_calls": [{"function": {"name": "cancel\\u005forder"}}]}]',
+    '[{"tool_calls": [{"function": {"name": "get_order"}, "mutates": true}]}]',
+    '[{"tool_calls": [{"function": {"name": "get_\\"x"}}]}]',
+    '[{"tool_calls": [{"function": {"name": 7}}]}]',
+    '[{"tool_calls": [{"name": "get_order"}]}, {"content": "{\\"name\\": \\"cancel_order\\"}"}]',
+    '[{"tool_calls": [{"name": "get_order"}, {"name" : "refund_order"}]}]',
+    '[{"function_call": {"name": "delete_user"}}]',
+    '{"tool_calls": [{"function": {"name": "search"}, "name": "list_x"}]}',
+]
+
+
+def _traces() -> list[str]:
+    rng = random.Random(5)
+    out = [t.trace for t in golden_corpus.corpus() if t.trace] + FOOLING_TRACES
+    for _ in range(300):
+        names = [rng.choice(golden_corpus.NAMES) for _ in range(rng.randint(0, 3))]
+        items = [{"function": {"name": n}} if rng.random() < 0.5 else {"name": n}
+                 for n in names]
+        if rng.random() < 0.2 and items:
+            items[0]["mutates"] = rng.choice([True, False, None])
+        out.append(json.dumps([{"role": "assistant", "tool_calls": items},
+                               {"role": "tool", "content": json.dumps({"name": rng.choice(
+                                   golden_corpus.NAMES)})}], ensure_ascii=rng.random() < 0.5))
+    return out
+
+
+def test_the_trace_precheck_never_misses_a_mutating_call():
+    """Wherever the text says "no write", parsing the trace finds no mutating call; and
+    it does say so for plain read-only traces (the fast path is taken)."""
+    said_no = 0
+    for trace in _traces():
+        if not trace_may_write(trace):
+            said_no += 1
+            assert not any(call_mutates(c.name, c.mutates) for c in trace_calls(trace)), trace
+    assert said_no > 50
+    for trace in FOOLING_TRACES:
+        if any(call_mutates(c.name, c.mutates) for c in trace_calls(trace)):
+            assert trace_may_write(trace), trace
+
+
+def test_shared_keys_equal_the_keys_of_each_failure():
+    """KeyCache gives key_of(raw_tokens(text, ids), ids), also where an identifier names
+    a word or a quoted word of the text (then the text is keyed on its own)."""
+    cache = KeyCache()
+    texts = [t.feedback for t in golden_corpus.corpus() if t.feedback] + [
+        "the 'refund' was wrong; called 'Refund' and `cancel`", "update fee's total 'fee'"]
+    id_sets = [frozenset(), frozenset({"get_order", "order_id"}), frozenset({"refund"}),
+               frozenset({"fee", "cancel"}), frozenset({"customer", "the"})]
+    for text in texts:
+        for ids in id_sets:
+            assert cache.key(text, ids) == key_of(raw_tokens(text, ids), ids)
+
+
+def _doc(reward: float) -> dict:
+    return {"format_version": 1, "split": "val", "tag": "seed", "eval_id": "e", "mode": "x",
+            "reflective_dataset": [{"reward": reward, "Feedback": "ü \u2028 \x01",
+                                    "claimed_verbs": ["a"], "task_mean": reward}],
+            "clusters": [{"signature": "s", "tasks": ["t"], "score_lost": 0.5}],
+            "kept_good": [], "flaky": [], "always_failing": [], "consistently_partial": [],
+            "unscored": [], "failing_total": 1, "failing_tasks": 1, "errored_trials": 0,
+            "sanity": [], "history": {"tried": []}, "gold_check": {"available": False}}
+
+
+@pytest.mark.parametrize("reward", [0.5, 1e-300, math.nan, math.inf])
+def test_document_text_is_the_validated_records_json(reward):
+    """The written text equals the whole record's JSON form, a NaN reward included (the
+    record writes null where the plain encoder would refuse)."""
+    doc = _doc(reward)
+    assert document_text(doc) == jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
+
+
+def test_document_text_refuses_what_the_record_refuses():
+    """An envelope the record rejects (a negative count) is still refused."""
+    with pytest.raises(ValueError):
+        document_text({**_doc(0.5), "failing_total": -1})
+
+
+@pytest.mark.parametrize("reward", [None, 0.0, 0.1, 1e-17, 1, math.nan])
+def test_trajectory_text_equals_json_dumps_of_the_plain_fields(reward):
+    """The spelled-out plain fields are json.dumps' (sorted keys, no ASCII escaping);
+    a value it refuses (NaN) is refused the same way."""
+    trial = Trial("e\u2028", 'a"b\\', 3, reward, "f\x00ü\n", None, None, None, None, None,
+                  None, None, None)
+    plain = {"eval_id": trial.eval_id, "feedback": trial.feedback, "output": trial.output,
+             "reward": reward, "task_id": trial.task_id, "trial": trial.trial}
+    try:
+        expected = json.dumps(plain, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except ValueError:
+        with pytest.raises(ValueError):
+            trajectories.document(trial)
+        return
+    assert trajectories.document(trial).startswith(expected[:-1] + ', "inputs": null')
