@@ -26,7 +26,7 @@ import numpy as np
 from capevolve import progress
 from capevolve import telemetry as otel
 from capevolve._engine import make_engine
-from capevolve._engine.contract import Engine, EvalJob, TaskTable
+from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
@@ -38,8 +38,9 @@ from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts_of_columns
 from capevolve._project import fingerprint as project_fingerprint
-from capevolve._project.loader import Project, load_project, load_tasks
-from capevolve._project.scoreable import exclusions, reason_counts
+from capevolve._project.loader import Project, load_project
+from capevolve._project.scoreable import reason_counts
+from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
     eval_id_for,
@@ -56,7 +57,6 @@ from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve._store.rundir import RunDir, utc_now
-from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
@@ -141,18 +141,15 @@ def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
-         tasks: list[Task]) -> EvalJob:
-    ids = set(run.splits.ids(split))
-    by_id = {t.id: t for t in tasks if t.id in ids}
-    missing = sorted(ids - set(by_id))
-    if missing:
-        raise RunDirError(f"split {split}: tasks {missing[:5]} are no longer returned by "
-                          "the adapter (the task set changed after the splits were frozen)")
+         loaded: SplitTasks) -> EvalJob:
+    if loaded.missing:
+        raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
+                          "by the adapter (the task set changed after the splits were frozen)")
     files_dir = run.candidate_dir(candidate_id)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()),
+        candidate_files=pack(files_dir), tasks=loaded.table,
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
@@ -221,10 +218,12 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
-    adapter = project.adapter()
-    job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
     selected = scope.select(run.splits.ids(split))
-    excluded = exclusions(adapter, [job.tasks[t] for t in selected])
+    # one pass over the adapter's tasks (a list or a stream): the split's as a compact
+    # table, never as Task objects, with their exclusions and cluster keys
+    loaded = load_split_tasks(project.adapter(), run.splits.ids(split), selected)
+    job = _job(run, project, eval_id, split, candidate_id, loaded)
+    excluded = loaded.excluded
     task_ids = tuple(t for t in selected if t not in excluded)
     done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
@@ -266,8 +265,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None
     tally = session.tally
-    clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
-                if t.metadata.get("cluster") is not None}
+    clusters = loaded.clusters
     stats, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
                                  config.gate.pass_threshold)
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
