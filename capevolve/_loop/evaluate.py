@@ -61,7 +61,7 @@ from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
-from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
+from capevolve.stats import clustered_se, mean_and_se, pass_k_table
 
 
 def run_project(run: RunDir) -> Project:
@@ -93,8 +93,7 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     chosen = set(task_ids)
     wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
-    rewards = _rewards_by_task(rows.tasks, wanted, rows.task[use], rows.reward[use])
-    means = task_means(rewards)
+    means = _task_means(rows.tasks, rows.task[use], rows.reward[use])
     mean, stderr = mean_and_se(list(means.values()))
     stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
@@ -114,21 +113,25 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     }, int(np.count_nonzero(rows.lost))
 
 
-def _rewards_by_task(tasks: tuple[str, ...], wanted: np.ndarray, task: np.ndarray,
-                     reward: np.ndarray) -> dict[str, list[float]]:
-    """Valid rewards of each wanted task in trial order (a task with a row but no valid
-    trial maps to [], as ``TaskOutcomes.rewards`` does); ``task`` is non-decreasing."""
-    out: dict[str, list[float]] = {}
-    if task.size:
-        starts = [0, *(np.flatnonzero(np.diff(task)) + 1).tolist()]
-        ends = [*starts[1:], int(task.size)]
-        values = reward.tolist()
-        for code, start, end in zip(task[starts].tolist(), starts, ends, strict=True):
-            out[tasks[code]] = values[start:end]
-    if len(out) < np.count_nonzero(wanted):  # wanted tasks whose every trial errored
-        for i in np.flatnonzero(wanted).tolist():
-            out.setdefault(tasks[i], [])
-    return out
+def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray
+                ) -> dict[str, float]:
+    """:func:`capevolve.stats.task_means` over columns, without a list per task: row i is a
+    valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks`` sorted); tasks
+    without a row are left out. A mean of one or two trials is computed vectorised (``a +
+    b`` rounds once, as ``math.fsum`` does), of more trials with ``math.fsum``: every value
+    equals ``task_means``'."""
+    if not task.size:
+        return {}
+    starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
+    counts = np.diff(np.r_[starts, task.size])
+    values = (np.add.reduceat(reward, starts) / counts).tolist()
+    many = np.flatnonzero(counts > 2).tolist()
+    if many:
+        listed = reward.tolist()
+        for g in many:
+            first, n = int(starts[g]), int(counts[g])
+            values[g] = math.fsum(listed[first:first + n]) / n
+    return dict(zip([tasks[c] for c in task[starts].tolist()], values, strict=True))
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
