@@ -82,8 +82,10 @@ class UniqueIds:
         tasks. A repeated hash is confirmed by reading the adapter's ids again."""
         if not self.hashes:
             raise AdapterError("adapter: tasks() returned no tasks")
-        ordered = sorted(self.hashes)
-        repeated = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
+        import numpy as np  # loaded when a check runs (the hashes sort in place, 8 B each)
+
+        ordered = np.sort(np.frombuffer(self.hashes, dtype=np.int64))
+        repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
         if not repeated:
             return
         counts = Counter(t.id for t in iter_tasks(adapter) if hash(t.id) in repeated)
@@ -134,7 +136,9 @@ def load_split_tasks(adapter: Any, split_ids: Collection[str],
     the exclusions of those in ``scored`` (the adapter's ``scoreable`` hook) and the
     cluster keys; the same validation as :func:`load_tasks` over every task."""
     wanted = split_ids if isinstance(split_ids, (set, frozenset)) else set(split_ids)
-    to_score = scored if isinstance(scored, (set, frozenset)) else set(scored)
+    hooked = callable(getattr(adapter, "scoreable", None))
+    to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \
+        else scored if isinstance(scored, (set, frozenset)) else set(scored)
     unique, builder = UniqueIds(), TaskTableBuilder()
     excluded: dict[str, str] = {}
     clusters: dict[str, str] = {}

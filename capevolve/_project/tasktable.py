@@ -54,7 +54,11 @@ class TaskTableBuilder:
 
     def build(self) -> TaskTable:
         """The table of every task added, in the order added."""
-        return TaskTable(bytes(self._ids), self._id_ends, bytes(self._data), self._data_ends)
+        # the buffers themselves (no copy): the builder is done with them
+        table = TaskTable(self._ids, self._id_ends, self._data, self._data_ends)
+        self._ids, self._data = bytearray(), bytearray()
+        self._id_ends, self._data_ends = array("q"), array("q")
+        return table
 
 
 class TaskTable(Mapping[str, Task]):
@@ -63,7 +67,8 @@ class TaskTable(Mapping[str, Task]):
 
     __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock")
 
-    def __init__(self, ids: bytes, id_ends: array, data: bytes, data_ends: array) -> None:
+    def __init__(self, ids: bytes | bytearray, id_ends: array, data: bytes | bytearray,
+                 data_ends: array) -> None:
         if len(id_ends) != len(data_ends):
             raise ValueError("task table: ids and data differ in length")
         self._ids, self._id_ends, self._data, self._data_ends = ids, id_ends, data, data_ends
@@ -95,7 +100,7 @@ class TaskTable(Mapping[str, Task]):
         ends = self._id_ends
         return self._ids[ends[i - 1] if i else 0:ends[i]].decode()
 
-    def _json_at(self, i: int) -> bytes:
+    def _json_at(self, i: int) -> bytes | bytearray:
         ends = self._data_ends
         return self._data[ends[i - 1] if i else 0:ends[i]]
 
