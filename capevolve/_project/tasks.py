@@ -82,10 +82,9 @@ class UniqueIds:
         tasks. A repeated hash is confirmed by reading the adapter's ids again."""
         if not self.hashes:
             raise AdapterError("adapter: tasks() returned no tasks")
-        import numpy as np  # loaded when a check runs (the hashes sort in place, 8 B each)
-
-        ordered = np.sort(np.frombuffer(self.hashes, dtype=np.int64))
-        repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+        ordered = sorted(self.hashes)  # stdlib only: `capevolve check` loads no numpy
+        repeated = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
+        del ordered
         if not repeated:
             return
         counts = Counter(t.id for t in iter_tasks(adapter) if hash(t.id) in repeated)
