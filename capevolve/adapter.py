@@ -3,7 +3,11 @@
 A project's adapter is any class with these methods (each may be ``def`` or ``async def``):
 
 - ``tasks() -> list[Task]``: every task, with stable unique ids, in a deterministic order.
-  capevolve, not the adapter, decides the splits.
+  capevolve, not the adapter, decides the splits. It may instead return any iterable of
+  tasks (a generator, an iterator reading a JSONL file in chunks): capevolve takes them
+  one at a time and keeps only a compact table of the split it evaluates, so a large task
+  set is never held as a list (:mod:`capevolve._project.tasks`). Items may be Task objects
+  or mappings that validate as one; the ids and order must be the same on every call.
 - ``run_target(candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout``: run the
   agent with the capability stored in directory ``candidate`` on one task. Infrastructure
   failures go in ``Rollout.error`` (missing data, never a score of 0); raising is allowed
@@ -22,6 +26,7 @@ Optional: ``trajectories(split) -> Path | None`` and ``scoreable(task) -> bool``
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -103,8 +108,9 @@ class TransientError(Exception):
 class Adapter(Protocol):
     """The contract a project's adapter class fulfils (see the module docstring)."""
 
-    def tasks(self) -> list[Task]:
-        """Every task, stable ids, deterministic order."""
+    def tasks(self) -> list[Task] | Iterable[Task]:
+        """Every task, stable ids, deterministic order: a list, or any iterable (a
+        generator) that yields them."""
         ...
 
     def run_target(self, candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout:

@@ -11,70 +11,17 @@ the rollout, and calls ``score`` in a process where no candidate module was ever
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from capevolve._engine.plan import WorkUnit
+from capevolve._project.tasktable import TaskTable  # noqa: F401 - the job's task table
 from capevolve.adapter import Task
 
 SCRATCH_PREFIX = "capevolve-worker-"
 """Workers unpack candidates under ``<tempdir>/capevolve-worker-*``; scorers refuse to
 score while a module loaded from such a directory is in their ``sys.modules``."""
-
-
-class TaskTable(Mapping[str, Task]):
-    """The tasks of one evaluation as one shared table that travels as JSON bytes.
-
-    It is pickled (into the object store, once per job) or sent to a worker process as
-    each task's JSON bytes, never as pydantic objects, so shipping a job costs a copy of
-    bytes and no per-task pickling. The driver's table (:meth:`of`) keeps the tasks it
-    was built from (the evaluation holds them anyway); a table unpickled in a worker or a
-    scorer decodes a task the first time it is asked for and keeps it.
-    """
-
-    __slots__ = ("_encoded", "_decoded")
-
-    def __init__(self, encoded: dict[str, bytes],
-                 decoded: dict[str, Task] | None = None) -> None:
-        self._encoded = encoded
-        self._decoded: dict[str, Task] = {} if decoded is None else decoded
-
-    @classmethod
-    def of(cls, tasks: Iterable[Task]) -> TaskTable:
-        """A table of ``tasks`` (by id, in order)."""
-        kept = {t.id: t for t in tasks}
-        return cls({tid: t.__pydantic_serializer__.to_json(t) for tid, t in kept.items()},
-                   kept)
-
-    def __getitem__(self, task_id: str) -> Task:
-        task = self._decoded.get(task_id)
-        if task is None:
-            task = self._decoded[task_id] = Task.model_validate_json(self._encoded[task_id])
-        return task
-
-    def __contains__(self, task_id: object) -> bool:
-        return task_id in self._encoded
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._encoded)
-
-    def __len__(self) -> int:
-        return len(self._encoded)
-
-    def encoded(self) -> dict[str, bytes]:
-        """Every task's JSON bytes, by id (read-only by convention)."""
-        return self._encoded
-
-    def __reduce__(self):
-        return (TaskTable, (self._encoded,))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, TaskTable):
-            return self._encoded == other._encoded
-        return Mapping.__eq__(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from capevolve._engine.contract import EvalJob, TaskTable
 from capevolve._engine.plan import WorkUnit
-from capevolve.adapter import Task
+from capevolve._project.tasktable import TaskTableBuilder, as_table
 
 MAX_LINE = 1 << 30
 """Largest message line (a job carries the candidate's files)."""
@@ -23,16 +22,10 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
         "candidate_files": {rel: base64.b64encode(data).decode("ascii")
                             for rel, data in job.candidate_files.items()},
-        "tasks": _tasks_to_wire(job.tasks),
+        "tasks": _tasks_to_wire(as_table(job.tasks)),
         "project_root": job.project_root, "adapter_spec": job.adapter_spec,
         "untrusted_roots": list(job.untrusted_roots), "schema_version": job.schema_version,
     }
-
-
-def _tasks_to_wire(tasks: Mapping[str, Task]) -> dict[str, Any]:
-    if isinstance(tasks, TaskTable):  # already JSON: no object per task is built
-        return {tid: json.loads(data) for tid, data in tasks.encoded().items()}
-    return {tid: task.model_dump(mode="json") for tid, task in tasks.items()}
 
 
 def job_from_wire(data: dict[str, Any]) -> EvalJob:
@@ -42,10 +35,28 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
         candidate_id=data["candidate_id"], candidate_hash=data["candidate_hash"],
         candidate_files={rel: base64.b64decode(text)
                          for rel, text in data["candidate_files"].items()},
-        tasks={tid: Task.model_validate(task) for tid, task in data["tasks"].items()},
+        tasks=_tasks_from_wire(data["tasks"]),
         project_root=data["project_root"], adapter_spec=data["adapter_spec"],
         untrusted_roots=tuple(data["untrusted_roots"]), schema_version=data["schema_version"],
     )
+
+
+def _tasks_to_wire(table: TaskTable) -> dict[str, Any]:
+    """The ids as a list and the tasks' JSON as one newline-joined string: no object per
+    task is built on either side."""
+    return {"ids": list(table), "json_lines": table.json_lines()}
+
+
+def _tasks_from_wire(tasks: dict[str, Any]) -> TaskTable:
+    """The table of :func:`_tasks_to_wire`."""
+    ids, text = tasks["ids"], tasks["json_lines"]
+    lines = text.split("\n") if ids else []
+    if len(lines) != len(ids):
+        raise ValueError(f"job: {len(ids)} task ids but {len(lines)} task lines")
+    builder = TaskTableBuilder()
+    for task_id, line in zip(ids, lines, strict=True):
+        builder.add_json(str(task_id), line.encode())
+    return builder.build()
 
 
 def units_to_wire(units: list[WorkUnit]) -> list[list]:

@@ -26,7 +26,7 @@ import numpy as np
 from capevolve import progress
 from capevolve import telemetry as otel
 from capevolve._engine import make_engine
-from capevolve._engine.contract import Engine, EvalJob, TaskTable
+from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
@@ -38,8 +38,9 @@ from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
 from capevolve._policy.thresholds import pass_counts_of_columns
 from capevolve._project import fingerprint as project_fingerprint
-from capevolve._project.loader import Project, load_project, load_tasks
-from capevolve._project.scoreable import exclusions, reason_counts
+from capevolve._project.loader import Project, load_project
+from capevolve._project.scoreable import reason_counts
+from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
     eval_id_for,
@@ -56,12 +57,11 @@ from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve._store.rundir import RunDir, utc_now
-from capevolve.adapter import Task
 from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
-from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
+from capevolve.stats import clustered_se, mean_and_se, pass_k_table
 
 
 def run_project(run: RunDir) -> Project:
@@ -93,8 +93,7 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     chosen = set(task_ids)
     wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
-    rewards = _rewards_by_task(rows.tasks, wanted, rows.task[use], rows.reward[use])
-    means = task_means(rewards)
+    means = _task_means(rows.tasks, rows.task[use], rows.reward[use])
     mean, stderr = mean_and_se(list(means.values()))
     stdev = statistics.stdev(means.values()) if len(means) > 1 else None
     extra = ({"stderr_clustered": clustered_se(means, clusters),
@@ -114,21 +113,25 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     }, int(np.count_nonzero(rows.lost))
 
 
-def _rewards_by_task(tasks: tuple[str, ...], wanted: np.ndarray, task: np.ndarray,
-                     reward: np.ndarray) -> dict[str, list[float]]:
-    """Valid rewards of each wanted task in trial order (a task with a row but no valid
-    trial maps to [], as ``TaskOutcomes.rewards`` does); ``task`` is non-decreasing."""
-    out: dict[str, list[float]] = {}
-    if task.size:
-        starts = [0, *(np.flatnonzero(np.diff(task)) + 1).tolist()]
-        ends = [*starts[1:], int(task.size)]
-        values = reward.tolist()
-        for code, start, end in zip(task[starts].tolist(), starts, ends, strict=True):
-            out[tasks[code]] = values[start:end]
-    if len(out) < np.count_nonzero(wanted):  # wanted tasks whose every trial errored
-        for i in np.flatnonzero(wanted).tolist():
-            out.setdefault(tasks[i], [])
-    return out
+def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray
+                ) -> dict[str, float]:
+    """:func:`capevolve.stats.task_means` over columns, without a list per task: row i is a
+    valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks`` sorted); tasks
+    without a row are left out. A mean of one or two trials is computed vectorised (``a +
+    b`` rounds once, as ``math.fsum`` does), of more trials with ``math.fsum``: every value
+    equals ``task_means``'."""
+    if not task.size:
+        return {}
+    starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
+    counts = np.diff(np.r_[starts, task.size])
+    values = (np.add.reduceat(reward, starts) / counts).tolist()
+    many = np.flatnonzero(counts > 2).tolist()
+    if many:
+        listed = reward.tolist()
+        for g in many:
+            first, n = int(starts[g]), int(counts[g])
+            values[g] = math.fsum(listed[first:first + n]) / n
+    return dict(zip([tasks[c] for c in task[starts].tolist()], values, strict=True))
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
@@ -141,18 +144,15 @@ def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
-         tasks: list[Task]) -> EvalJob:
-    ids = set(run.splits.ids(split))
-    by_id = {t.id: t for t in tasks if t.id in ids}
-    missing = sorted(ids - set(by_id))
-    if missing:
-        raise RunDirError(f"split {split}: tasks {missing[:5]} are no longer returned by "
-                          "the adapter (the task set changed after the splits were frozen)")
+         loaded: SplitTasks) -> EvalJob:
+    if loaded.missing:
+        raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
+                          "by the adapter (the task set changed after the splits were frozen)")
     files_dir = run.candidate_dir(candidate_id)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=TaskTable.of(by_id.values()),
+        candidate_files=pack(files_dir), tasks=loaded.table,
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
@@ -221,10 +221,12 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
-    adapter = project.adapter()
-    job = _job(run, project, eval_id, split, candidate_id, load_tasks(adapter))
     selected = scope.select(run.splits.ids(split))
-    excluded = exclusions(adapter, [job.tasks[t] for t in selected])
+    # one pass over the adapter's tasks (a list or a stream): the split's as a compact
+    # table, never as Task objects, with their exclusions and cluster keys
+    loaded = load_split_tasks(project.adapter(), run.splits.ids(split), selected)
+    job = _job(run, project, eval_id, split, candidate_id, loaded)
+    excluded = loaded.excluded
     task_ids = tuple(t for t in selected if t not in excluded)
     done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
@@ -266,8 +268,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None
     tally = session.tally
-    clusters = {t.id: str(t.metadata["cluster"]) for t in job.tasks.values()
-                if t.metadata.get("cluster") is not None}
+    clusters = loaded.clusters
     stats, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
                                  config.gate.pass_threshold)
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),

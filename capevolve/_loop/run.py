@@ -12,7 +12,8 @@ from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.locate import default_run_dir
 from capevolve._project import fingerprint as project_fingerprint
-from capevolve._project.loader import check_project, load_tasks
+from capevolve._project.loader import check_project
+from capevolve._project.tasks import task_ids
 from capevolve._store.candidates import content_hash
 from capevolve._store.rundir import RunDir
 from capevolve._store.splits import make_splits
@@ -26,8 +27,8 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
     project, problems = check_project(project_dir)
     if project is None or problems:
         raise AdapterError("project check failed: " + "; ".join(problems))
-    tasks = load_tasks(project.adapter())
-    splits = make_splits([t.id for t in tasks], project.config.splits, project.root)
+    ids = task_ids(project.adapter())  # streamed: only the ids are kept
+    splits = make_splits(ids, project.config.splits, project.root)
     root = Path(run_dir) if run_dir else default_run_dir(project.root)
     if (root / "run.json").exists():
         raise RunDirError(f"{root}: already holds a run; pass another --run-dir")
@@ -40,7 +41,7 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
         "run_id": root.name, "created_at": dt.datetime.now(dt.UTC).isoformat(),
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
-        "n_tasks": len(tasks), "fingerprint": project_fingerprint.fingerprint(project),
+        "n_tasks": len(ids), "fingerprint": project_fingerprint.fingerprint(project),
     }
     return RunDir.create(root, manifest, splits, seed=project.capability_dir)
 

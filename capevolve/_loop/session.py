@@ -16,6 +16,7 @@ from capevolve._engine.contract import RowBatch
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import DispatchJournal
+from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.writer import PartWriter, RowTally, session_token
 from capevolve._store.rundir import RunDir
@@ -27,6 +28,7 @@ class Session:
 
     def __init__(self, run: RunDir, eval_id: str, split: str, candidate_id: str) -> None:
         self.run, self.eval_id, self.token = run, eval_id, session_token()
+        arrowpool.use_system_pool()  # each phase's rows go back to the OS as they are freed
         journal.live_sessions.add(self.token)
         self.ledger = DispatchJournal(
             run.layout.journal / f"{self.token}.dispatch",

@@ -6,16 +6,14 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
 from capevolve._project.scoreable import exclusions
+from capevolve._project.tasks import load_tasks  # noqa: F401 - re-exported
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.config import ProjectConfig, check_capability_dir, load_config
 from capevolve.errors import (
@@ -128,28 +126,6 @@ def load_adapter(root: Path, spec: str) -> Any:
         raise
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
-
-
-def load_tasks(adapter: Any) -> list[Task]:
-    """Call ``adapter.tasks()`` and validate the records; ids must be unique and non-empty."""
-    try:
-        raw = call_sync(adapter.tasks)
-    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
-        raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
-    if not isinstance(raw, (list, tuple)):
-        raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list")
-    try:
-        tasks = [t if isinstance(t, Task) else Task.model_validate(t) for t in raw]
-    except ValidationError as exc:
-        raise AdapterError(f"adapter: tasks() returned an invalid Task: "
-                           f"{exc.errors()[0]}") from None
-    if not tasks:
-        raise AdapterError("adapter: tasks() returned no tasks")
-    counts = Counter(t.id for t in tasks)
-    duplicates = sorted(tid for tid, n in counts.items() if n > 1)
-    if duplicates:
-        raise AdapterError(f"adapter: duplicate task ids: {', '.join(duplicates[:10])}")
-    return tasks
 
 
 def _probe_score(adapter: Any, project: Project, task: Task) -> tuple[list[str], list[str]]:

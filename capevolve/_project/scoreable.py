@@ -13,6 +13,7 @@ the reason is :data:`DEFAULT_REASON`. A hook that raises or returns a non-bool i
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from capevolve._project.calls import call_sync
@@ -34,23 +35,32 @@ def _reason(adapter: Any, task: Task) -> str:
     return str(reason).strip() or DEFAULT_REASON
 
 
-def exclusions(adapter: Any, tasks: list[Task]) -> dict[str, str]:
-    """``{task_id: reason}`` of every task the adapter says cannot be scored (sorted)."""
+def exclusion(adapter: Any, task: Task) -> str | None:
+    """Why the adapter says ``task`` cannot be scored, or None when it can (or the adapter
+    has no ``scoreable`` hook)."""
     hook = getattr(adapter, "scoreable", None)
     if not callable(hook):
+        return None
+    try:
+        verdict = call_sync(hook, task)
+    except Exception as exc:
+        raise AdapterError(f"adapter: scoreable() raised on task {task.id!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(verdict, bool):
+        raise AdapterError(f"adapter: scoreable() returned {type(verdict).__name__} "
+                           f"on task {task.id!r}, expected bool")
+    return None if verdict else _reason(adapter, task)
+
+
+def exclusions(adapter: Any, tasks: Iterable[Task]) -> dict[str, str]:
+    """``{task_id: reason}`` of every task the adapter says cannot be scored (sorted)."""
+    if not callable(getattr(adapter, "scoreable", None)):
         return {}
     out: dict[str, str] = {}
     for task in tasks:
-        try:
-            verdict = call_sync(hook, task)
-        except Exception as exc:
-            raise AdapterError(f"adapter: scoreable() raised on task {task.id!r}: "
-                               f"{type(exc).__name__}: {exc}") from None
-        if not isinstance(verdict, bool):
-            raise AdapterError(f"adapter: scoreable() returned {type(verdict).__name__} "
-                               f"on task {task.id!r}, expected bool")
-        if not verdict:
-            out[task.id] = _reason(adapter, task)
+        reason = exclusion(adapter, task)
+        if reason is not None:
+            out[task.id] = reason
     return dict(sorted(out.items()))
 
 

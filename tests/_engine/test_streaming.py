@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import gc
+import json
 import pickle
 
 import pytest
@@ -84,20 +85,41 @@ def test_the_dispatcher_holds_only_the_units_in_flight_and_never_the_rows():
 
 
 def test_a_task_table_ships_json_bytes_not_task_objects():
-    """Pickled, a TaskTable holds each task's JSON bytes (no pydantic object travels); the
-    unpickled table decodes a task when asked and keeps it; both give back equal tasks."""
-    tasks = [Task(id=f"t{i}", input={"q": i}, target="x", metadata={"cluster": i % 3})
-             for i in range(100)]
+    """A TaskTable holds each task's JSON bytes (no pydantic object, pickled or not): a
+    lookup decodes the task and keeps it in a bounded cache; pickled and unpickled, and
+    over the worker wire, it gives back equal tasks in the same order."""
+    from capevolve._engine.wire import _tasks_from_wire, _tasks_to_wire
+    from capevolve._project import tasktable
+
+    tasks = [Task(id=f"t{i}", input={"q": i, "text": "line\nbreak"}, target="x",
+                  metadata={"cluster": i % 3}) for i in range(100)]
     table = TaskTable.of(tasks)
     assert len(table) == 100 and list(table) == [t.id for t in tasks] and "t5" in table
-    assert table["t5"] is tasks[5]
+    assert "t100" not in table and 5 not in table and table._cache == {}
+    assert table["t5"] == tasks[5] and table["t5"] is table["t5"]  # decoded once, kept
+    with pytest.raises(KeyError):
+        table["nope"]
     data = pickle.dumps(table)
     assert b"pydantic" not in data and b"capevolve.adapter" not in data
     shipped = pickle.loads(data)
-    assert shipped._decoded == {}  # nothing decoded until asked
+    assert shipped._cache == {}  # nothing decoded until asked
     assert shipped == table and shipped["t7"] == tasks[7]
-    assert shipped["t7"] is shipped["t7"]  # a worker's copy keeps what it decoded
     assert dict(shipped.items()) == {t.id: t for t in tasks}
+    assert _tasks_from_wire(json.loads(json.dumps(_tasks_to_wire(table)))) == table
+    assert len(shipped._cache) <= tasktable.CACHE_SIZE
+
+
+def test_a_task_tables_cache_is_bounded_and_its_index_finds_every_id(monkeypatch):
+    """A table of 20,000 tasks finds each by id (and no other), and keeps at most
+    CACHE_SIZE decoded tasks however many were looked up."""
+    from capevolve._project import tasktable
+
+    monkeypatch.setattr(tasktable, "CACHE_SIZE", 64)
+    table = TaskTable.of(Task(id=f"id-{i}", input=i) for i in range(20_000))
+    assert [table[f"id-{i}"].input for i in range(0, 20_000, 7)] == list(range(0, 20_000, 7))
+    assert len(table._cache) == 64
+    assert all(table.position(f"id-{i}") == i for i in range(0, 20_000, 13))
+    assert table.position("id-20000") == -1 and table.position("") == -1
 
 
 def test_gather_eager_runs_without_a_task_unless_a_call_suspends():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from capevolve.adapter import Rollout, Score, Task
@@ -27,8 +28,9 @@ OUTPUT = f"slept {LATENCY_MS:g}ms"
 class SleepAdapter:
     """N tasks; run_target sleeps L seconds; score is 1.0 for odd seeds, 0.0 for even."""
 
-    def tasks(self) -> list[Task]:
-        return [Task(id=f"t{i:06d}", input=i) for i in range(N_TASKS)]
+    def tasks(self) -> Iterator[Task]:
+        """A stream (a generator): the driver never holds the tasks as a list."""
+        return (Task(id=f"t{i:06d}", input=i) for i in range(N_TASKS))
 
     async def run_target(self, candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout:
         await asyncio.sleep(LATENCY_S)

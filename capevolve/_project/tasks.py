@@ -1,0 +1,159 @@
+"""Loading an adapter's tasks: validated one at a time, as the adapter produces them.
+
+``tasks()`` may return a list (or tuple) of tasks, or any iterable of them: a generator, an
+iterator reading a JSONL file in chunks. Each item is a :class:`~capevolve.adapter.Task` or
+a mapping that validates as one. The rules are the same either way and live here: at least
+one task, every item a valid Task, ids unique. Breaking one is one AdapterError naming the
+position or the ids.
+
+:func:`iter_tasks` is the stream; :func:`load_tasks` the list (for code that wants every
+task); :func:`task_ids` only the ids (what the splits need); :func:`load_split_tasks` the
+one pass an evaluation makes: the tasks of its split as a compact
+:class:`~capevolve._project.tasktable.TaskTable`, their exclusions and cluster keys, never
+holding the adapter's tasks as objects. The unique-id check keeps one 8-byte hash per id
+(a repeated hash is confirmed on the ids themselves, by asking the adapter again: its
+``tasks()`` is deterministic).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from capevolve._project.calls import call_sync
+from capevolve._project.scoreable import exclusion
+from capevolve._project.tasktable import TaskTable, TaskTableBuilder
+from capevolve.adapter import Task
+from capevolve.errors import AdapterError
+
+SHOWN_DUPLICATES = 10
+
+
+def iter_tasks(adapter: Any) -> Iterator[Task]:
+    """Every task ``adapter.tasks()`` gives, validated, in its order, as it is produced
+    (no uniqueness check: see :class:`UniqueIds`)."""
+    try:
+        raw = call_sync(adapter.tasks)
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
+        raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
+    if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
+        raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list "
+                           "or an iterable of Task")
+    items = iter(raw)
+    position = 0
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except (Exception, SystemExit) as exc:
+            raise AdapterError(f"adapter: tasks() raised {type(exc).__name__} after "
+                               f"{position} tasks: {exc}") from None
+        try:
+            task = item if isinstance(item, Task) else Task.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "task"
+            raise AdapterError(f"adapter: tasks() returned an invalid Task at position "
+                               f"{position}: {where}: {first['msg']}") from None
+        yield task
+        position += 1
+
+
+class UniqueIds:
+    """Checks that the ids seen are unique, keeping one 8-byte hash per id."""
+
+    def __init__(self) -> None:
+        self.hashes = array("q")
+
+    def see(self, task_id: str) -> None:
+        self.hashes.append(hash(task_id))
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def check(self, adapter: Any) -> None:
+        """Raise AdapterError naming the duplicate ids, or (none seen) that there are no
+        tasks. A repeated hash is confirmed by reading the adapter's ids again."""
+        if not self.hashes:
+            raise AdapterError("adapter: tasks() returned no tasks")
+        ordered = sorted(self.hashes)  # stdlib only: `capevolve check` loads no numpy
+        repeated = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
+        del ordered
+        if not repeated:
+            return
+        counts = Counter(t.id for t in iter_tasks(adapter) if hash(t.id) in repeated)
+        duplicates = sorted(tid for tid, n in counts.items() if n > 1)
+        if duplicates:
+            raise AdapterError("adapter: duplicate task ids: "
+                               f"{', '.join(duplicates[:SHOWN_DUPLICATES])}")
+
+
+def load_tasks(adapter: Any) -> list[Task]:
+    """Every task as a list, validated; ids must be unique and there must be at least one."""
+    unique, tasks = UniqueIds(), []
+    for task in iter_tasks(adapter):
+        unique.see(task.id)
+        tasks.append(task)
+    unique.check(adapter)
+    return tasks
+
+
+def task_ids(adapter: Any) -> list[str]:
+    """Every task id in the adapter's order (validated as :func:`load_tasks` does), without
+    keeping the tasks."""
+    unique, ids = UniqueIds(), []
+    for task in iter_tasks(adapter):
+        unique.see(task.id)
+        ids.append(task.id)
+    unique.check(adapter)
+    return ids
+
+
+@dataclass
+class SplitTasks:
+    """What one pass over the adapter's tasks gives an evaluation."""
+
+    table: TaskTable
+    """The tasks of the split, in the adapter's order."""
+    excluded: dict[str, str] = field(default_factory=dict)
+    """``{task id: reason}`` of the scored tasks the adapter says cannot be scored (sorted)."""
+    clusters: dict[str, str] = field(default_factory=dict)
+    """``{task id: cluster key}`` of the split's tasks with ``metadata['cluster']``."""
+    missing: list[str] = field(default_factory=list)
+    """Ids of the split the adapter no longer returns (sorted)."""
+
+
+def load_split_tasks(adapter: Any, split_ids: Collection[str],
+                     scored: Collection[str] = ()) -> SplitTasks:
+    """One pass over ``adapter.tasks()``: the tasks whose id is in ``split_ids`` as a table,
+    the exclusions of those in ``scored`` (the adapter's ``scoreable`` hook) and the
+    cluster keys; the same validation as :func:`load_tasks` over every task."""
+    wanted = split_ids if isinstance(split_ids, (set, frozenset)) else set(split_ids)
+    hooked = callable(getattr(adapter, "scoreable", None))
+    to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \
+        else scored if isinstance(scored, (set, frozenset)) else set(scored)
+    unique, builder = UniqueIds(), TaskTableBuilder()
+    excluded: dict[str, str] = {}
+    clusters: dict[str, str] = {}
+    for task in iter_tasks(adapter):
+        unique.see(task.id)
+        if task.id not in wanted:
+            continue
+        builder.add(task)
+        cluster = task.metadata.get("cluster")
+        if cluster is not None:
+            clusters[task.id] = str(cluster)
+        if task.id in to_score:
+            reason = exclusion(adapter, task)
+            if reason is not None:
+                excluded[task.id] = reason
+    unique.check(adapter)
+    table = builder.build()
+    missing = [] if len(table) == len(wanted) else sorted(wanted - set(table))
+    return SplitTasks(table, dict(sorted(excluded.items())), clusters, missing)

@@ -1,0 +1,161 @@
+"""The tasks of one evaluation as one compact table: two byte blobs, never one object per task.
+
+A :class:`TaskTable` holds every task's id and its JSON form (pydantic's, exactly what
+``Task.model_validate_json`` reads back) in two ``bytes`` blobs with ``array('q')`` end
+offsets: about the size of the JSON plus 16 bytes per task, whatever the number of tasks.
+It is built by streaming (:class:`TaskTableBuilder`, one task at a time, so the adapter's
+tasks need never be held as a list), pickles as those four buffers (into the Ray object
+store, once per job) and travels to a worker process as newline-joined JSON
+(:meth:`TaskTable.json_lines`). A lookup by id decodes the task and keeps it in a small
+bounded cache (:data:`CACHE_SIZE` tasks: units of a task arrive together, trial after
+trial), so a table of 200,000 tasks never holds 200,000 Task objects in any process.
+
+The id index (``{id: position}``, about 120 bytes per task) is built at the first lookup,
+so only a process that looks tasks up pays for it: the workers and scorers, and the driver
+of the local engine (whose scorer runs there); the Ray engine's driver never does. Stdlib
+only: the driver's import path stays free of numpy and Arrow.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+
+from capevolve.adapter import Task
+
+CACHE_SIZE = 4096
+"""Decoded tasks a table keeps (least recently used first out)."""
+
+
+class TaskTableBuilder:
+    """Appends tasks one at a time (their id and JSON bytes); :meth:`build` makes the table."""
+
+    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends")
+
+    def __init__(self) -> None:
+        self._ids, self._data = bytearray(), bytearray()
+        self._id_ends, self._data_ends = array("q"), array("q")
+
+    def add(self, task: Task) -> None:
+        """Append one task (its JSON form as pydantic writes it)."""
+        self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
+
+    def add_json(self, task_id: str, data: bytes) -> None:
+        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        self._ids += task_id.encode()
+        self._id_ends.append(len(self._ids))
+        self._data += data
+        self._data_ends.append(len(self._data))
+
+    def __len__(self) -> int:
+        return len(self._id_ends)
+
+    def build(self) -> TaskTable:
+        """The table of every task added, in the order added."""
+        # the buffers themselves (no copy): the builder is done with them
+        table = TaskTable(self._ids, self._id_ends, self._data, self._data_ends)
+        self._ids, self._data = bytearray(), bytearray()
+        self._id_ends, self._data_ends = array("q"), array("q")
+        return table
+
+
+class TaskTable(Mapping[str, Task]):
+    """The tasks of one evaluation by id, in the order they were added (see the module
+    docstring). Read-only; equal tables hold the same tasks in the same order."""
+
+    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock")
+
+    def __init__(self, ids: bytes | bytearray, id_ends: array, data: bytes | bytearray,
+                 data_ends: array) -> None:
+        if len(id_ends) != len(data_ends):
+            raise ValueError("task table: ids and data differ in length")
+        self._ids, self._id_ends, self._data, self._data_ends = ids, id_ends, data, data_ends
+        self._index: dict[str, int] | None = None
+        self._cache: OrderedDict[str, Task] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, tasks: Iterable[Task]) -> TaskTable:
+        """A table of ``tasks`` (by id, in order; a later task of the same id is dropped)."""
+        builder, seen = TaskTableBuilder(), set()
+        for task in tasks:
+            if task.id not in seen:
+                seen.add(task.id)
+                builder.add(task)
+        return builder.build()
+
+    def json_lines(self) -> str:
+        """Every task's JSON, one per line, in order (JSON text never holds a raw newline)."""
+        data, ends, start, out = self._data, self._data_ends, 0, []
+        for end in ends:
+            out.append(data[start:end])
+            start = end
+        return b"\n".join(out).decode()
+
+    # -- positions ---------------------------------------------------------------------
+
+    def _id_at(self, i: int) -> str:
+        ends = self._id_ends
+        return self._ids[ends[i - 1] if i else 0:ends[i]].decode()
+
+    def _json_at(self, i: int) -> bytes | bytearray:
+        ends = self._data_ends
+        return self._data[ends[i - 1] if i else 0:ends[i]]
+
+    def position(self, task_id: object) -> int:
+        """Where ``task_id`` sits in the table, or -1."""
+        index = self._index
+        if index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = {self._id_at(i): i for i in range(len(self))}
+                index = self._index
+        return index.get(task_id, -1) if isinstance(task_id, str) else -1
+
+    # -- the mapping -------------------------------------------------------------------
+
+    def __getitem__(self, task_id: str) -> Task:
+        task = self._cache.get(task_id)
+        if task is not None:
+            return task
+        i = self.position(task_id)
+        if i < 0:
+            raise KeyError(task_id)
+        task = Task.model_validate_json(self._json_at(i))
+        with self._lock:  # first in, first out: a task's units arrive together
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.popitem(last=False)
+            self._cache[task_id] = task
+        return task
+
+    def __contains__(self, task_id: object) -> bool:
+        return self.position(task_id) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._id_at(i) for i in range(len(self)))
+
+    def __len__(self) -> int:
+        return len(self._id_ends)
+
+    def nbytes(self) -> int:
+        """The bytes the table's buffers hold (not counting the index and the cache)."""
+        return (len(self._ids) + len(self._data)
+                + self._id_ends.itemsize * (len(self._id_ends) + len(self._data_ends)))
+
+    def __reduce__(self):
+        return (TaskTable, (self._ids, self._id_ends, self._data, self._data_ends))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TaskTable):
+            return (self._ids, self._id_ends, self._data, self._data_ends) == (
+                other._ids, other._id_ends, other._data, other._data_ends)
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def as_table(tasks: Mapping[str, Task]) -> TaskTable:
+    """``tasks`` as a table (a table is returned as it is)."""
+    return tasks if isinstance(tasks, TaskTable) else TaskTable.of(tasks.values())
