@@ -1,40 +1,156 @@
-"""How several runs of one engine at once share its ``engine.concurrency``.
+"""One in-flight budget shared by every evaluation an engine runs at once.
 
-An engine used by K evaluations at once (``optimize --parallel K``, each in its own
-thread) is told ``shares = K``. Each run starting takes its part of the concurrency the
-runs under way leave, divided among the runs still to come, so K runs started together
-hold exactly ``engine.concurrency`` rollouts in flight in all (8 over 3: 3, 3, 2), and a
-run alone (``shares`` 1) holds all of it. A part is fixed for the run's life (a worker's
-slots are set when it starts): slots a finished run frees are not moved to runs under way.
+An engine used by several evaluations at once (``optimize --parallel K``, each in its own
+thread with its own dispatcher and workers) holds one :class:`SlotBudget` of
+``engine.concurrency`` slots. Every dispatcher joins it as a :class:`Tenant` and, before
+each exchange with one of its workers, asks how many slots that worker may run
+(:meth:`Tenant.claim`); the exchange carries that number to the worker, which starts a
+queued unit only while fewer are executing. So a slot freed by any evaluation (its units
+ran out, or it ended) is taken, at the next exchange, by whichever evaluation still has
+units left, and the workers of every evaluation are sized for the whole budget: one
+evaluation alone gets all of it.
+
+The rule, kept under one lock:
+
+- each worker ``w`` has a cap ``c_w`` (the slots its last exchange carried) and a bound
+  ``b_w = min(held_w, c_w)`` on the rollouts it may be executing (``held_w``: the units
+  the dispatcher gave it whose outcome is not back). The bounds of all workers of all
+  tenants sum to at most ``total`` (:attr:`SlotBudget.peak` records the highest sum);
+- fair targets: ``total`` is water-filled over the tenants by their units left (pending
+  plus held): a tenant never gets more than it can use, and slots that do not divide
+  evenly go to the tenants with the most units left, so the evaluations of a batch end
+  close together. A tenant's target is split evenly over its workers;
+- a worker's new cap is its target, or less when other workers' bounds leave less room;
+  a cap never drops below the worker's current bound (rollouts that may be executing are
+  never disowned), so a worker over its target (its tenant's target fell when another
+  evaluation joined) is sent no unit until its held units fall to the target, and the
+  slots it frees meanwhile go to the others.
+
+The dispatcher's durable-row bound (units dispatched and not yet durable) is
+``QUEUE_FACTOR`` x the tenant's target (:attr:`Grant.capacity`): the targets sum to at most
+``total``, so all evaluations together keep the bound one evaluation alone has.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 
 
-class ConcurrencyShares:
-    """The concurrency of one engine, handed out to the runs under way."""
+@dataclass(frozen=True)
+class Grant:
+    """What one worker of a tenant may do at this exchange."""
+
+    slots: int
+    """The cap the exchange carries: at most this many of its units execute at once."""
+    send: int
+    """At most this many new units may go to it now (its queue, up to queue x slots)."""
+    capacity: int
+    """The tenant's durable-row bound now: queue x its target."""
+
+
+@dataclass
+class _Worker:
+    cap: int = 0
+    bound: int = 0
+
+
+@dataclass
+class _TenantState:
+    order: int
+    left: int = 0
+    workers: list[_Worker] = field(default_factory=list)
+
+
+class SlotBudget:
+    """``total`` rollout slots shared by the tenants (dispatchers) of one engine."""
 
     def __init__(self, total: int) -> None:
         self.total = max(1, int(total))
-        self.shares = 1
-        self._taken = 0
-        self._active = 0
+        self.peak = 0
+        """The highest sum of the workers' bounds seen (never above ``total``)."""
         self._lock = threading.Lock()
+        self._tenants: dict[int, _TenantState] = {}
+        self._joined = 0
 
-    def take(self) -> int:
-        """The concurrency of a run starting now (at least 1); give it back with
-        :meth:`give` when the run ends."""
+    def join(self, n_workers: int, queue: int) -> Tenant:
+        """A dispatcher with ``n_workers`` workers (each queueing up to ``queue`` x its
+        cap) joins; it must :meth:`Tenant.leave` when its evaluation ends."""
         with self._lock:
-            to_come = max(1, self.shares - self._active)
-            free = max(1, self.total - self._taken)
-            part = max(1, -(-free // to_come))
-            self._taken += part
-            self._active += 1
-            return part
+            self._joined += 1
+            key = self._joined
+            self._tenants[key] = _TenantState(key, 0, [_Worker() for _ in range(n_workers)])
+        return Tenant(self, key, queue)
 
-    def give(self, part: int) -> None:
+    def in_flight(self) -> int:
+        """The sum of every worker's bound now: rollouts that may be executing."""
         with self._lock:
-            self._taken -= part
-            self._active -= 1
+            return self._sum()
+
+    def _sum(self) -> int:
+        return sum(w.bound for t in self._tenants.values() for w in t.workers)
+
+    def _targets(self) -> dict[int, int]:
+        """``total`` water-filled over the tenants by their units left (see module)."""
+        wanting = sorted(self._tenants.items(), key=lambda kv: (kv[1].left, kv[1].order))
+        out = {key: 0 for key in self._tenants}
+        room = self.total
+        for i, (key, state) in enumerate(wanting):
+            give = min(state.left, room // (len(wanting) - i))
+            out[key] = give
+            room -= give
+        return out
+
+    def _claim(self, key: int, index: int, held: int, left: int, queue: int) -> Grant:
+        with self._lock:
+            state = self._tenants[key]
+            state.left = max(0, left)
+            target = self._targets()[key]
+            n = len(state.workers)
+            mine = target // n + (1 if index < target % n else 0)
+            me = state.workers[index]
+            others = self._sum() - me.bound
+            allow = max(0, min(mine, self.total - others))
+            floor = min(held, me.cap)
+            if floor > allow:  # over its target: nothing new until its units come back
+                me.cap, send = floor, 0
+            else:
+                me.cap, send = allow, max(0, queue * allow - held)
+            me.bound = min(held + send, me.cap)
+            self.peak = max(self.peak, others + me.bound)
+            return Grant(me.cap, send, queue * target)
+
+    def _settle(self, key: int, index: int, held: int, left: int) -> None:
+        with self._lock:
+            state = self._tenants.get(key)
+            if state is not None:
+                state.left = max(0, left)
+                me = state.workers[index]
+                me.bound = min(me.bound, max(0, held), me.cap)
+
+    def _leave(self, key: int) -> None:
+        with self._lock:
+            self._tenants.pop(key, None)
+
+
+class Tenant:
+    """One dispatcher's view of the budget (thread-safe; see the module docstring)."""
+
+    def __init__(self, budget: SlotBudget, key: int, queue: int) -> None:
+        self.budget, self.key, self.queue = budget, key, queue
+
+    def claim(self, index: int, held: int, left: int) -> Grant:
+        """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
+        ``left`` units not yet finished. Its bound is recorded as if all of ``send`` went
+        out: :meth:`settle` it with what really did."""
+        return self.budget._claim(self.key, index, held, left, self.queue)
+
+    def settle(self, index: int, held: int, left: int) -> None:
+        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its
+        outcomes came back, or it was lost: 0) and the tenant has ``left`` units not yet
+        finished; the worker's bound can only fall."""
+        self.budget._settle(self.key, index, held, left)
+
+    def leave(self) -> None:
+        """The evaluation ended: its workers' slots go back to the budget."""
+        self.budget._leave(self.key)
