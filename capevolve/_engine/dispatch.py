@@ -44,6 +44,7 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
+from capevolve._engine.shares import SlotBudget
 from capevolve.errors import EngineError
 
 DRAIN_WAIT_S = 0.5
@@ -57,11 +58,15 @@ class Dispatcher:
     """Runs one evaluation's units over a fixed set of workers and scorers."""
 
     def __init__(self, workers: Sequence[WorkerHandle], scorers: Sequence[ScorerHandle],
-                 max_restarts: int) -> None:
+                 max_restarts: int, budget: SlotBudget | None = None) -> None:
         if not workers or not scorers:
             raise EngineError("engine: needs at least one worker and one scorer")
         self.workers, self.scorers = workers, scorers
         self.max_restarts = max_restarts
+        # The engine's in-flight budget, shared with the evaluations running beside this
+        # one (capevolve._engine.shares): it sets each worker's slots before each exchange
+        # and the durable-row bound. None: the workers' own slots, fixed.
+        self.budget = budget
 
     async def run(self, job: EvalJob, units: Iterable[WorkUnit], sink: RowSink,
                   limit: Limit | None = None, ledger: DispatchLedger | None = None
@@ -79,6 +84,15 @@ class Dispatcher:
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
+        self.tenant = None if self.budget is None else self.budget.join(len(self.workers),
+                                                                        QUEUE_FACTOR)
+        try:
+            return await self._run(job)
+        finally:
+            if self.tenant is not None:
+                self.tenant.leave()
+
+    async def _run(self, job: EvalJob) -> EngineReport:
         starting = [asyncio.ensure_future(self._prepare(w, job)) for w in self.workers] + [
             asyncio.ensure_future(self._prepare(s, self.score_job)) for s in self.scorers]
         try:
@@ -126,8 +140,12 @@ class Dispatcher:
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while self.failure is None:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
-            room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share,
-                                  self._headroom()))
+            queue = worker.slots * QUEUE_FACTOR - len(in_flight)
+            if self.tenant is not None:  # the shared budget sets slots, queue and capacity
+                grant = self.tenant.claim(index, len(in_flight),
+                                          len(self.pending) + len(self.outstanding))
+                worker.slots, queue, self.capacity = grant.slots, grant.send, grant.capacity
+            room = self._room(min(queue, share, self._headroom()))
             batch = self.pending.take(room)
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
@@ -135,6 +153,7 @@ class Dispatcher:
             for unit in batch:
                 in_flight[unit.key] = unit
                 self.outstanding[unit.key] = unit
+            self._settle(index, in_flight)
             if not in_flight:
                 if not self.pending:
                     return
@@ -145,8 +164,15 @@ class Dispatcher:
                 outcomes = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
             except WorkerLost as exc:
                 await self._recover(worker, in_flight, exc)
+                self._settle(index, in_flight)
                 continue
             await self._collect(outcomes, in_flight)
+            self._settle(index, in_flight)
+
+    def _settle(self, index: int, in_flight: dict) -> None:
+        """Tell the shared budget what worker ``index`` holds now (its bound only falls)."""
+        if self.tenant is not None:
+            self.tenant.settle(index, len(in_flight), len(self.pending) + len(self.outstanding))
 
     async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
                        ) -> None:
