@@ -52,6 +52,7 @@ RECOVER_DELAY_S = 0.5
 QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
 SCORE_BATCHES = 4  # batches in flight per scorer
 POLL_S = 0.005  # how often a worker with nothing in flight asks for room again
+SHORT_WAIT_S = 0.02  # a worker below its share of a shared budget asks again this often
 
 
 class Dispatcher:
@@ -115,13 +116,17 @@ class Dispatcher:
         """Units that may go out now without more than ``capacity`` units dispatched and not
         yet durable: held by workers, being scored, or in the sink's backlog. So a kill loses
         at most ``capacity`` finished rows however far the disk falls behind."""
-        return max(0, self.capacity - len(self.outstanding) - self.scoring_units
-                   - self.backlog)
+        return max(0, self.capacity - self._undurable())
+
+    def _undurable(self) -> int:
+        return len(self.outstanding) + self.scoring_units + self.backlog
 
     def _deliver(self, rows: list[dict] | RowBatch) -> None:
         """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
         backlog = self.sink(rows)
         self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
+        if self.tenant is not None:  # rows became durable: the others may use the room
+            self.tenant.durable(self._undurable())
 
     def _room(self, wanted: int) -> int:
         """How many of ``wanted`` units may be dispatched now (the budget limit)."""
@@ -140,11 +145,13 @@ class Dispatcher:
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while self.failure is None:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
-            queue = worker.slots * QUEUE_FACTOR - len(in_flight)
+            queue, wait = worker.slots * QUEUE_FACTOR - len(in_flight), DRAIN_WAIT_S
             if self.tenant is not None:  # the shared budget sets slots, queue and capacity
                 grant = self.tenant.claim(index, len(in_flight),
-                                          len(self.pending) + len(self.outstanding))
+                                          len(self.pending) + len(self.outstanding),
+                                          self._undurable())
                 worker.slots, queue, self.capacity = grant.slots, grant.send, grant.capacity
+                wait = SHORT_WAIT_S if grant.short else DRAIN_WAIT_S
             room = self._room(min(queue, share, self._headroom()))
             batch = self.pending.take(room)
             self.dispatched += len(batch)
@@ -161,7 +168,7 @@ class Dispatcher:
                 self._deliver([])
                 continue
             try:
-                outcomes = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
+                outcomes = await worker.exchange(self.job.eval_id, batch, wait)
             except WorkerLost as exc:
                 await self._recover(worker, in_flight, exc)
                 self._settle(index, in_flight)
@@ -172,7 +179,8 @@ class Dispatcher:
     def _settle(self, index: int, in_flight: dict) -> None:
         """Tell the shared budget what worker ``index`` holds now (its bound only falls)."""
         if self.tenant is not None:
-            self.tenant.settle(index, len(in_flight), len(self.pending) + len(self.outstanding))
+            self.tenant.settle(index, len(in_flight), len(self.pending) + len(self.outstanding),
+                               self._undurable())
 
     async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
                        ) -> None:

@@ -18,17 +18,20 @@ The rule, kept under one lock:
   tenants sum to at most ``total`` (:attr:`SlotBudget.peak` records the highest sum);
 - fair targets: ``total`` is water-filled over the tenants by their units left (pending
   plus held): a tenant never gets more than it can use, and slots that do not divide
-  evenly go to the tenants with the most units left, so the evaluations of a batch end
-  close together. A tenant's target is split evenly over its workers;
+  evenly go to the tenants that joined first (a fixed order, so targets do not flip
+  between tenants as they progress). A tenant's target is split evenly over its workers;
 - a worker's new cap is its target, or less when other workers' bounds leave less room;
   a cap never drops below the worker's current bound (rollouts that may be executing are
   never disowned), so a worker over its target (its tenant's target fell when another
   evaluation joined) is sent no unit until its held units fall to the target, and the
   slots it frees meanwhile go to the others.
 
-The dispatcher's durable-row bound (units dispatched and not yet durable) is
-``QUEUE_FACTOR`` x the tenant's target (:attr:`Grant.capacity`): the targets sum to at most
-``total``, so all evaluations together keep the bound one evaluation alone has.
+The durable-row bound is shared the same way: the units dispatched and not yet durable
+(held by workers, being scored, or in the sink's backlog) of all tenants together stay
+within ``queue`` x ``total``, the bound one evaluation alone has (so a kill loses no more
+finished rows with K evaluations than with one). Each tenant reports its count at every
+claim and settle, a claim reserves what it may send, and a tenant with a small target can
+still use the room the others leave (its rows waiting on the disk do not hold its slots).
 """
 
 from __future__ import annotations
@@ -46,7 +49,12 @@ class Grant:
     send: int
     """At most this many new units may go to it now (its queue, up to queue x slots)."""
     capacity: int
-    """The tenant's durable-row bound now: queue x its target."""
+    """The tenant's durable-row bound now: its units not yet durable plus the room the
+    shared bound (queue x total) leaves."""
+    short: bool = False
+    """Other tenants have work too, or its cap is below its target (others still hold
+    those slots): its exchange should come back soon, so that slots move as they are
+    freed instead of after its next rollout ends."""
 
 
 @dataclass
@@ -59,6 +67,7 @@ class _Worker:
 class _TenantState:
     order: int
     left: int = 0
+    undurable: int = 0
     workers: list[_Worker] = field(default_factory=list)
 
 
@@ -79,7 +88,7 @@ class SlotBudget:
         with self._lock:
             self._joined += 1
             key = self._joined
-            self._tenants[key] = _TenantState(key, 0, [_Worker() for _ in range(n_workers)])
+            self._tenants[key] = _TenantState(key, workers=[_Worker() for _ in range(n_workers)])
         return Tenant(self, key, queue)
 
     def in_flight(self) -> int:
@@ -96,12 +105,18 @@ class SlotBudget:
         out = {key: 0 for key in self._tenants}
         room = self.total
         for i, (key, state) in enumerate(wanting):
-            give = min(state.left, room // (len(wanting) - i))
-            out[key] = give
-            room -= give
+            if state.left > room // (len(wanting) - i):  # these and the rest want more
+                rest = sorted(wanting[i:], key=lambda kv: kv[1].order)
+                base, extra = divmod(room, len(rest))
+                for j, (other, _) in enumerate(rest):
+                    out[other] = base + (1 if j < extra else 0)
+                break
+            out[key] = state.left
+            room -= state.left
         return out
 
-    def _claim(self, key: int, index: int, held: int, left: int, queue: int) -> Grant:
+    def _claim(self, key: int, index: int, held: int, left: int, undurable: int,
+               queue: int) -> Grant:
         with self._lock:
             state = self._tenants[key]
             state.left = max(0, left)
@@ -118,15 +133,25 @@ class SlotBudget:
                 me.cap, send = allow, max(0, queue * allow - held)
             me.bound = min(held + send, me.cap)
             self.peak = max(self.peak, others + me.bound)
-            return Grant(me.cap, send, queue * target)
+            room = max(0, queue * self.total - undurable - sum(
+                t.undurable for k, t in self._tenants.items() if k != key))
+            state.undurable = undurable + min(send, room)  # reserved until its settle
+            rivals = sum(1 for t in self._tenants.values() if t.left > 0) > 1
+            return Grant(me.cap, send, undurable + room, short=rivals or me.cap < mine)
 
-    def _settle(self, key: int, index: int, held: int, left: int) -> None:
+    def _settle(self, key: int, index: int, held: int, left: int, undurable: int) -> None:
         with self._lock:
             state = self._tenants.get(key)
             if state is not None:
-                state.left = max(0, left)
+                state.left, state.undurable = max(0, left), max(0, undurable)
                 me = state.workers[index]
                 me.bound = min(me.bound, max(0, held), me.cap)
+
+    def _durable(self, key: int, undurable: int) -> None:
+        with self._lock:
+            state = self._tenants.get(key)
+            if state is not None:
+                state.undurable = min(state.undurable, max(0, undurable))
 
     def _leave(self, key: int) -> None:
         with self._lock:
@@ -139,17 +164,23 @@ class Tenant:
     def __init__(self, budget: SlotBudget, key: int, queue: int) -> None:
         self.budget, self.key, self.queue = budget, key, queue
 
-    def claim(self, index: int, held: int, left: int) -> Grant:
+    def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
         """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
-        ``left`` units not yet finished. Its bound is recorded as if all of ``send`` went
-        out: :meth:`settle` it with what really did."""
-        return self.budget._claim(self.key, index, held, left, self.queue)
+        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable.
+        Its bound and its undurable units are recorded as if all of ``send`` went out:
+        :meth:`settle` them with what really did."""
+        return self.budget._claim(self.key, index, held, left, undurable, self.queue)
 
-    def settle(self, index: int, held: int, left: int) -> None:
+    def settle(self, index: int, held: int, left: int, undurable: int) -> None:
         """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its
-        outcomes came back, or it was lost: 0) and the tenant has ``left`` units not yet
-        finished; the worker's bound can only fall."""
-        self.budget._settle(self.key, index, held, left)
+        outcomes came back, or it was lost: 0); the tenant has ``left`` units not yet
+        finished and ``undurable`` not yet durable. The worker's bound can only fall."""
+        self.budget._settle(self.key, index, held, left, undurable)
+
+    def durable(self, undurable: int) -> None:
+        """The tenant's rows reached the disk: it has ``undurable`` units not yet durable
+        (the count can only fall here; a dispatch raises it through :meth:`claim`)."""
+        self.budget._durable(self.key, undurable)
 
     def leave(self) -> None:
         """The evaluation ended: its workers' slots go back to the budget."""

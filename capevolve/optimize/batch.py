@@ -1,10 +1,12 @@
 """A batch of iterations after their proposals: settle, evaluate concurrently, decide in order.
 
 With ``--parallel K`` the K children of a batch are evaluated at once, each in its own
-thread calling the real ``evaluate`` verb through the loop's one shared engine (its workers
-and ``engine.concurrency`` split K ways, so together they hold what one evaluation would),
-so the engine stays busy with a population instead of one child. What must stay sequential
-does:
+thread calling the real ``evaluate`` verb through the loop's one shared engine, so the
+engine stays busy with a population instead of one child: their dispatchers share the
+engine's one in-flight budget of ``engine.concurrency`` slots (a slot one child's
+evaluation frees goes to another with units left, :mod:`capevolve._engine.shares`), and
+``engine.shares = K`` only splits the worker processes (or Ray actors) they start. What
+must stay sequential does:
 
 1. the proposals are recorded and the children snapshotted in iteration order, so the
    candidate ids are the ones a sequential loop gives;

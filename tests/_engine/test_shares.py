@@ -40,7 +40,8 @@ class _SimWorker:
 def test_tenants_in_threads_never_pass_the_total_and_freed_slots_go_to_work_left():
     """Eight tenants in threads (two workers each, random sizes, random finishes): the
     rollouts that may execute, counted from each worker's own held units and cap under a
-    checking lock, never pass the total; every tenant ends; the budget is empty after."""
+    checking lock, never pass the total, nor the units held the shared durable bound (3 x
+    total); every tenant ends; the budget is empty after."""
     total = 6
     budget = SlotBudget(total)
     check = threading.Lock()
@@ -57,21 +58,26 @@ def test_tenants_in_threads_never_pass_the_total_and_freed_slots_go_to_work_left
         with check:
             workers.update({(n, i): w for i, w in enumerate(mine)})
         pending = size
-        while pending or any(w.held for w in mine):
+
+        def held() -> int:
+            return sum(x.held for x in mine)
+
+        while pending or held():
             for i, w in enumerate(mine):
-                left = pending + sum(x.held for x in mine)
-                grant = me.claim(i, w.held, left)
-                sent = min(grant.send, pending, rng.randint(0, grant.send))
+                grant = me.claim(i, w.held, pending + held(), held())
+                room = min(grant.send, pending, grant.capacity - held())
+                sent = rng.randint(0, max(0, room))
                 with check:  # the exchange carries the cap; the worker may now run
                     w.cap, w.held = grant.slots, w.held + sent
                     seen[0] = max(seen[0], executing())
                     assert executing() <= total
+                    assert sum(x.held for x in workers.values()) <= 3 * total
                 pending -= sent
-                me.settle(i, w.held, pending + sum(x.held for x in mine))
+                me.settle(i, w.held, pending + held(), held())
                 done = rng.randint(0, min(w.held, w.cap))  # outcomes come back
                 with check:
                     w.held -= done
-                me.settle(i, w.held, pending + sum(x.held for x in mine))
+                me.settle(i, w.held, pending + held(), held())
         me.leave()
 
     threads = [threading.Thread(target=tenant, args=(n, random.Random(n).randint(1, 60)))
@@ -90,14 +96,14 @@ def test_a_slot_freed_by_a_finished_tenant_goes_to_the_one_with_work_left():
     one's next claim takes all 8."""
     budget = SlotBudget(8)
     small, large = budget.join(1, queue=3), budget.join(1, queue=3)
-    assert small.claim(0, 0, 4).slots == 4
-    assert large.claim(0, 0, 100).slots == 4  # 8 water-filled: min(4, 4), then 4
-    small.settle(0, 4, 4)
-    assert large.claim(0, 12, 100).slots == 4  # the small one still holds its 4
-    small.settle(0, 0, 0)  # its outcomes are back and it has no unit left
-    assert large.claim(0, 12, 100).slots == 8
+    assert small.claim(0, 0, 4, 0).slots == 4
+    assert large.claim(0, 0, 100, 0).slots == 4  # 8 water-filled: min(4, 4), then 4
+    small.settle(0, 4, 4, 4)
+    assert large.claim(0, 12, 100, 12).slots == 4  # the small one still holds its 4
+    small.settle(0, 0, 0, 0)  # its outcomes are back and it has no unit left
+    assert large.claim(0, 12, 100, 12).slots == 8
     small.leave()
-    grant = large.claim(0, 12, 100)
+    grant = large.claim(0, 12, 100, 12)
     assert grant.slots == 8 and grant.capacity == 24 and budget.peak <= 8
 
 
@@ -107,18 +113,18 @@ def test_a_tenant_over_its_target_keeps_what_may_be_executing_and_gets_no_new_un
     the second takes each slot the first frees."""
     budget = SlotBudget(8)
     first = budget.join(1, queue=3)
-    assert first.claim(0, 0, 100).slots == 8
-    first.settle(0, 24, 100)
+    assert first.claim(0, 0, 100, 0).slots == 8
+    first.settle(0, 24, 100, 24)
     second = budget.join(1, queue=3)
-    assert second.claim(0, 0, 100).slots == 0  # nothing free yet
-    grant = first.claim(0, 24, 100)
+    assert second.claim(0, 0, 100, 0).slots == 0  # nothing free yet
+    grant = first.claim(0, 24, 100, 24)
     assert (grant.slots, grant.send) == (8, 0)
-    first.settle(0, 6, 94)  # its queue drained to 6: only 6 may execute
-    assert second.claim(0, 0, 100).slots == 2
-    grant = first.claim(0, 6, 94)
+    first.settle(0, 6, 94, 6)  # its queue drained to 6: only 6 may execute
+    assert second.claim(0, 0, 100, 0).slots == 2
+    grant = first.claim(0, 6, 94, 6)
     assert (grant.slots, grant.send) == (6, 0)  # still above its target of 4
-    first.settle(0, 4, 92)
-    assert first.claim(0, 4, 92).slots == 4 and budget.peak <= 8
+    first.settle(0, 4, 92, 4)
+    assert first.claim(0, 4, 92, 4).slots == 4 and budget.peak <= 8
 
 
 def _spans(run_root: Path, eval_id: str) -> list[tuple[float, float]]:
