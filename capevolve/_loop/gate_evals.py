@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from capevolve._policy.gateable import StoredUnits, gate_refusal
 from capevolve._store.evals import load_eval
-from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rundir import RunDir
 from capevolve.errors import GateError
 from capevolve.records import EvalRecord
 
 
 def stored_units(run: RunDir, eval_id: str) -> StoredUnits:
-    """The (task, trial) units the stored rows of ``eval_id`` cover (errored rows too)."""
-    return StoredUnits.of(RolloutStore(run.layout).done_units(eval_id))
+    """The (task, trial) units the stored rows of ``eval_id`` cover (errored rows too):
+    the evaluation's rows read once per content (:mod:`capevolve._store.rollouts.evalrows`,
+    the same deduplicated ``rollouts`` view), not a query per gate."""
+    return StoredUnits.of(eval_rows(run.layout, eval_id).done_units())
 
 
 def refusal(run: RunDir, record: EvalRecord, *, allow_incomplete: bool = False) -> str | None:

@@ -43,11 +43,9 @@ def critical_value(config: GateConfig, df: float | None,
     """``(c, a)``: accept needs t > c, and a = P(T_df > c) is the per-gate false-accept
     bound (Student t for ``df``, the normal when df is None)."""
     if config.k_se is not None:
-        from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-        from scipy.stats import t as student_t
+        from capevolve.stats.student import t_sf
 
-        tail = norm.sf(config.k_se) if df is None else student_t.sf(config.k_se, df)
-        return config.k_se, float(tail)
+        return config.k_se, t_sf(config.k_se, df)
     a = per_gate_alpha(config, max_iterations)
     return t_quantile(1.0 - a, df), a
 

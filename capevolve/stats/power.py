@@ -19,14 +19,13 @@ def t_quantile(q: float, df: float | None) -> float:
     """The q-quantile of Student t with ``df`` degrees of freedom (the normal when None)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"need 0 < q < 1, got {q}")
-    from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-    from scipy.stats import t as student_t
+    from capevolve.stats.student import t_ppf
 
     if df is None:
-        return float(norm.ppf(q))
+        return t_ppf(q, None)
     if not df > 0:
         raise ValueError(f"need df > 0, got {df}")
-    return float(student_t.ppf(q, df))
+    return t_ppf(q, df)
 
 
 def detectable_effect(se: float, df: float | None, critical: float,

@@ -63,12 +63,10 @@ def _build(delta: float, se: float | None, df: float | None, n: int,
     """
     if se is None or se == 0.0 or not math.isfinite(se):
         return Comparison(delta, se, None, df, None, n, clusters)
-    from scipy.stats import norm  # lazy: SciPy loads only when a number needs it
-    from scipy.stats import t as student_t
+    from capevolve.stats.student import t_sf
 
     t = delta / se
-    tail = norm.sf(abs(t)) if df is None else student_t.sf(abs(t), df)
-    return Comparison(delta, se, t, df, float(2.0 * tail), n, clusters)
+    return Comparison(delta, se, t, df, float(2.0 * t_sf(abs(t), df)), n, clusters)
 
 
 def _mean(values: Sequence[float]) -> float:
