@@ -16,15 +16,22 @@ The rule, kept under one lock:
   ``b_w = min(held_w, c_w)`` on the rollouts it may be executing (``held_w``: the units
   the dispatcher gave it whose outcome is not back). The bounds of all workers of all
   tenants sum to at most ``total`` (:attr:`SlotBudget.peak` records the highest sum);
-- fair targets: ``total`` is water-filled over the tenants by their units left (pending
-  plus held): a tenant never gets more than it can use, and slots that do not divide
-  evenly go to the tenants that joined first (a fixed order, so targets do not flip
-  between tenants as they progress). A tenant's target is split evenly over its workers;
-- a worker's new cap is its target, or less when other workers' bounds leave less room;
-  a cap never drops below the worker's current bound (rollouts that may be executing are
-  never disowned), so a worker over its target (its tenant's target fell when another
-  evaluation joined) is sent no unit until its held units fall to the target, and the
-  slots it frees meanwhile go to the others.
+- targets in priority order: each tenant's target is its units left (pending plus held)
+  up to what the tenants before it leave, so no tenant gets more than it can use and
+  every slot goes to some tenant with work. The order is :data:`PRIORITY` of the thread
+  that started the evaluation (lowest first; then join order): a ``--parallel`` batch
+  sets it to each child's iteration, the order it decides them in, so each child's
+  evaluation ends as early as it can and its gate and decision overlap the later
+  children's evaluations instead of all K coming at the end, and a later child takes
+  every slot an earlier one cannot use (its tail, its start-up); an equal split makes
+  them all end together and leaves the K decisions serial after the engine is idle. No
+  evaluation waits for ever: the ones before it are finite. A tenant's target is split
+  evenly over its workers;
+- a worker's new cap is its share of the target, or less when other workers' bounds
+  leave less room; a cap never drops below the worker's current bound (rollouts that may
+  be executing are never disowned), so a worker over its target (its tenant's target fell when an earlier
+  evaluation reached its first exchange) is sent no unit until its held units fall to
+  the target, and the slots it frees meanwhile go to the others.
 
 The durable-row bound is shared the same way: the units dispatched and not yet durable
 (held by workers, being scored, or in the sink's backlog) of all tenants together stay
@@ -37,7 +44,12 @@ still use the room the others leave (its rows waiting on the disk do not hold it
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+
+PRIORITY: ContextVar[int | None] = ContextVar("capevolve_slot_priority", default=None)
+"""The priority of the evaluations the current thread starts (lower first; None: after
+every prioritised one, in join order)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,7 @@ class _Worker:
 
 @dataclass
 class _TenantState:
-    order: int
+    order: tuple[float, int]
     left: int = 0
     undurable: int = 0
     workers: list[_Worker] = field(default_factory=list)
@@ -85,10 +97,12 @@ class SlotBudget:
     def join(self, n_workers: int, queue: int) -> Tenant:
         """A dispatcher with ``n_workers`` workers (each queueing up to ``queue`` x its
         cap) joins; it must :meth:`Tenant.leave` when its evaluation ends."""
+        first = PRIORITY.get()
         with self._lock:
             self._joined += 1
             key = self._joined
-            self._tenants[key] = _TenantState(key, workers=[_Worker() for _ in range(n_workers)])
+            order = (float("inf") if first is None else float(first), key)
+            self._tenants[key] = _TenantState(order, workers=[_Worker() for _ in range(n_workers)])
         return Tenant(self, key, queue)
 
     def in_flight(self) -> int:
@@ -100,19 +114,11 @@ class SlotBudget:
         return sum(w.bound for t in self._tenants.values() for w in t.workers)
 
     def _targets(self) -> dict[int, int]:
-        """``total`` water-filled over the tenants by their units left (see module)."""
-        wanting = sorted(self._tenants.items(), key=lambda kv: (kv[1].left, kv[1].order))
-        out = {key: 0 for key in self._tenants}
-        room = self.total
-        for i, (key, state) in enumerate(wanting):
-            if state.left > room // (len(wanting) - i):  # these and the rest want more
-                rest = sorted(wanting[i:], key=lambda kv: kv[1].order)
-                base, extra = divmod(room, len(rest))
-                for j, (other, _) in enumerate(rest):
-                    out[other] = base + (1 if j < extra else 0)
-                break
-            out[key] = state.left
-            room -= state.left
+        """``total`` handed out in join order, each tenant up to its units left."""
+        out, room = {}, self.total
+        for key, state in sorted(self._tenants.items(), key=lambda kv: kv[1].order):
+            out[key] = min(state.left, room)
+            room -= out[key]
         return out
 
     def _claim(self, key: int, index: int, held: int, left: int, undurable: int,

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from fixtures.projects import make_candidate, make_project
 
 from capevolve._engine.local import LocalEngine
-from capevolve._engine.shares import SlotBudget
+from capevolve._engine.shares import PRIORITY, SlotBudget
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.intake import resolve_candidate
 from capevolve._loop.run import create_run
@@ -92,12 +92,12 @@ def test_tenants_in_threads_never_pass_the_total_and_freed_slots_go_to_work_left
 
 
 def test_a_slot_freed_by_a_finished_tenant_goes_to_the_one_with_work_left():
-    """Two tenants share 8 slots 4 and 4; once the small one has nothing left, the large
-    one's next claim takes all 8."""
+    """The first tenant takes what it can use (4 units left), the second the rest; once
+    the first has nothing left, the second's next claim takes all 8."""
     budget = SlotBudget(8)
     small, large = budget.join(1, queue=3), budget.join(1, queue=3)
     assert small.claim(0, 0, 4, 0).slots == 4
-    assert large.claim(0, 0, 100, 0).slots == 4  # 8 water-filled: min(4, 4), then 4
+    assert large.claim(0, 0, 100, 0).slots == 4  # what the first leaves
     small.settle(0, 4, 4, 4)
     assert large.claim(0, 12, 100, 12).slots == 4  # the small one still holds its 4
     small.settle(0, 0, 0, 0)  # its outcomes are back and it has no unit left
@@ -107,24 +107,32 @@ def test_a_slot_freed_by_a_finished_tenant_goes_to_the_one_with_work_left():
     assert grant.slots == 8 and grant.capacity == 24 and budget.peak <= 8
 
 
-def test_a_tenant_over_its_target_keeps_what_may_be_executing_and_gets_no_new_units():
-    """A tenant alone holds all 8; a second joins: the first keeps a cap of what it may be
-    executing (never disowned) and is sent nothing until it is back at its target, while
-    the second takes each slot the first frees."""
+def test_slots_go_to_the_earliest_priority_and_a_cap_never_disowns_a_rollout():
+    """A later iteration's evaluation holds all 8 while the earlier one starts up; once
+    the earlier one claims, the later keeps a cap of what it may be executing (never
+    disowned) and is sent nothing until it is back at its target, while the earlier one
+    takes each slot the later frees."""
     budget = SlotBudget(8)
-    first = budget.join(1, queue=3)
-    assert first.claim(0, 0, 100, 0).slots == 8
-    first.settle(0, 24, 100, 24)
-    second = budget.join(1, queue=3)
-    assert second.claim(0, 0, 100, 0).slots == 0  # nothing free yet
-    grant = first.claim(0, 24, 100, 24)
-    assert (grant.slots, grant.send) == (8, 0)
-    first.settle(0, 6, 94, 6)  # its queue drained to 6: only 6 may execute
-    assert second.claim(0, 0, 100, 0).slots == 2
-    grant = first.claim(0, 6, 94, 6)
-    assert (grant.slots, grant.send) == (6, 0)  # still above its target of 4
-    first.settle(0, 4, 92, 4)
-    assert first.claim(0, 4, 92, 4).slots == 4 and budget.peak <= 8
+    token = PRIORITY.set(2)
+    later = budget.join(1, queue=3)
+    PRIORITY.set(1)
+    earlier = budget.join(1, queue=3)
+    PRIORITY.reset(token)
+    unordered = budget.join(1, queue=3)  # no priority: after both
+    assert later.claim(0, 0, 100, 0).slots == 8  # the earlier one is not claiming yet
+    later.settle(0, 24, 100, 24)
+    assert unordered.claim(0, 0, 100, 0).slots == 0
+    assert earlier.claim(0, 0, 6, 0).slots == 0  # nothing free yet
+    grant = later.claim(0, 24, 100, 24)
+    assert (grant.slots, grant.send) == (8, 0)  # over its target of 2: no new unit
+    later.settle(0, 5, 95, 5)  # its queue drained to 5: only 5 may execute
+    assert earlier.claim(0, 0, 6, 0).slots == 3
+    grant = later.claim(0, 5, 95, 5)
+    assert (grant.slots, grant.send) == (5, 0)  # still above its target of 2
+    later.settle(0, 2, 92, 2)
+    assert later.claim(0, 2, 92, 2).slots == 2
+    earlier.settle(0, 0, 0, 0)  # the earlier one is done: the later takes all again
+    assert later.claim(0, 2, 92, 2).slots == 8 and budget.peak <= 8
 
 
 def _spans(run_root: Path, eval_id: str) -> list[tuple[float, float]]:
