@@ -29,9 +29,9 @@ The rule, kept under one lock:
   evenly over its workers;
 - a worker's new cap is its share of the target, or less when other workers' bounds
   leave less room; a cap never drops below the worker's current bound (rollouts that may
-  be executing are never disowned), so a worker over its target (its tenant's target fell when an earlier
-  evaluation reached its first exchange) is sent no unit until its held units fall to
-  the target, and the slots it frees meanwhile go to the others.
+  be executing are never disowned), so a worker over its target (its tenant's target
+  fell when an earlier evaluation reached its first exchange) is sent no unit until its
+  held units fall to the target, and the slots it frees meanwhile go to the others.
 
 The durable-row bound is shared the same way: the units dispatched and not yet durable
 (held by workers, being scored, or in the sink's backlog) of all tenants together stay
