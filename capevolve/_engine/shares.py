@@ -73,6 +73,7 @@ class Grant:
 class _Worker:
     cap: int = 0
     bound: int = 0
+    reserved: int = 0  # undurable units its claim may still send (0 once settled)
 
 
 @dataclass
@@ -139,9 +140,11 @@ class SlotBudget:
                 me.cap, send = allow, max(0, queue * allow - held)
             me.bound = min(held + send, me.cap)
             self.peak = max(self.peak, others + me.bound)
-            room = max(0, queue * self.total - undurable - sum(
-                t.undurable for k, t in self._tenants.items() if k != key))
-            state.undurable = undurable + min(send, room)  # reserved until its settle
+            state.undurable, me.reserved = undurable, 0
+            room = max(0, queue * self.total - sum(
+                t.undurable + sum(w.reserved for w in t.workers)
+                for t in self._tenants.values()))
+            me.reserved = min(send, room)  # until its settle
             rivals = sum(1 for t in self._tenants.values() if t.left > 0) > 1
             return Grant(me.cap, send, undurable + room, short=rivals or me.cap < mine)
 
@@ -152,6 +155,7 @@ class SlotBudget:
                 state.left, state.undurable = max(0, left), max(0, undurable)
                 me = state.workers[index]
                 me.bound = min(me.bound, max(0, held), me.cap)
+                me.reserved = 0
 
     def _durable(self, key: int, undurable: int) -> None:
         with self._lock:
