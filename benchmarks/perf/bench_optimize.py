@@ -110,7 +110,8 @@ def saturation(root: Path, k: int, engine: str, latency: float) -> dict:
     return {"k": k, "engine": engine, "latency_s": latency, "one_eval_rows": one["n_rows"],
             "one_eval_rollouts_per_s": one_rate,
             "loop_rows": rows, "loop_rollouts_per_s": loop_rate, "ratio": ratio,
-            "target_ratio": 0.9, "met": ratio >= 0.9}
+            "target_ratio": 0.9, "met": ratio >= 0.9,
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}  # when it was measured
 
 
 def noise(root: Path, loops: int, edits_per_loop: int) -> dict:
@@ -186,7 +187,8 @@ def main() -> int:
                       f"one evaluation of {sat['one_eval_rows']} rows: "
                       f"{sat['one_eval_rollouts_per_s']:.1f} rollouts/s",
                       f"loop {sat['loop_rollouts_per_s']:.1f} rollouts/s over "
-                      f"{sat['loop_rows']} rows, {sat['engine']} engine")
+                      f"{sat['loop_rows']} rows, {sat['engine']} engine, measured at load "
+                      f"avg {sat['load']}")
         loops = 1 if args.quick else 5
         noisy = noise(root, loops, 20)
         low, high = noisy["ci95"]
