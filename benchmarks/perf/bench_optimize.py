@@ -10,10 +10,12 @@ the candidate's content, so an edit that changes no behaviour is pure noise.
    (wall time minus the proposer's and the engine's own time). Target: every iteration
    (the maximum) under 1 s, the median far under (both move with the machine's load).
 2. saturation: rollouts of 0.05 s (and 0.5 s) each; K children of ``--parallel K`` (their K val
-   evaluations run at once through one shared engine, each with its share of the workers;
-   wall time of the whole loop after its baseline, gates and decisions included) against
-   one evaluation of the same total size (the seed on val at K x 3 trials), measured in
-   the same process. Target: the loop's rollouts/s within 10% of the single evaluation's.
+   evaluations run at once through one shared engine and its one in-flight budget of
+   ``engine.concurrency`` = 8 slots; wall time of the whole loop after its baseline, gates
+   and decisions included) against one evaluation of the same total size (the seed on val
+   at K x 3 trials), measured in the same process. Target: the loop's rollouts/s within
+   10% of the single evaluation's. ``--parallel`` takes a list (``--parallel 2,3,4,5``):
+   a row per K and latency; K=3 by default.
 3. noise: loops of 20 no-op edits; every accept promotes noise. The per-gate accept rate
    against the gate's stated rate (alpha 0.05 per gate, what ``status`` reports as expected
    false accepts), with a 95% Wilson interval. Target: the interval's lower end is at or
@@ -108,7 +110,8 @@ def saturation(root: Path, k: int, engine: str, latency: float) -> dict:
     return {"k": k, "engine": engine, "latency_s": latency, "one_eval_rows": one["n_rows"],
             "one_eval_rollouts_per_s": one_rate,
             "loop_rows": rows, "loop_rollouts_per_s": loop_rate, "ratio": ratio,
-            "target_ratio": 0.9, "met": ratio >= 0.9}
+            "target_ratio": 0.9, "met": ratio >= 0.9,
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}  # when it was measured
 
 
 def noise(root: Path, loops: int, edits_per_loop: int) -> dict:
@@ -138,10 +141,22 @@ def bench_row(figure: str, value: float, unit: str, target: str, met: bool | Non
         "met": met, "reference": reference, "note": f"{note}; load avg {load}"}), flush=True)
 
 
+def _ks(text: str) -> list[int]:
+    """``--parallel``: one K or a comma-separated list, each at least 2."""
+    try:
+        ks = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a list of integers") from None
+    if not ks or min(ks) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: each K must be at least 2")
+    return ks
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations and loops")
-    parser.add_argument("--parallel", type=int, default=3)
+    parser.add_argument("--parallel", type=_ks, default=[3],
+                        help="the K of the saturation figure, or several: 2,3,4,5")
     parser.add_argument("--engine", default="local", choices=("local", "ray"),
                         help="the engine of the saturation figure")
     args = parser.parse_args()
@@ -158,8 +173,8 @@ def main() -> int:
         bench_row("optimize overhead per iteration (max)", over["max_s"], "s", "< 1",
                   over["met"], "ledger overhead_s: wall - engine - proposer",
                   f"N={over['iterations']} iterations, local engine")
-        sats = [saturation(root, args.parallel, args.engine, latency)
-                for latency in ((0.05,) if args.quick else (0.05, 0.5))]
+        sats = [saturation(root / f"k{k}", k, args.engine, latency)
+                for latency in ((0.05,) if args.quick else (0.05, 0.5)) for k in args.parallel]
         for sat in sats:
             print(f"saturation --parallel {sat['k']} ({sat['engine']} engine, "
                   f"{sat['latency_s']:g} s rollouts): {sat['loop_rollouts_per_s']:.1f} "
@@ -172,7 +187,8 @@ def main() -> int:
                       f"one evaluation of {sat['one_eval_rows']} rows: "
                       f"{sat['one_eval_rollouts_per_s']:.1f} rollouts/s",
                       f"loop {sat['loop_rollouts_per_s']:.1f} rollouts/s over "
-                      f"{sat['loop_rows']} rows, {sat['engine']} engine")
+                      f"{sat['loop_rows']} rows, {sat['engine']} engine, measured at load "
+                      f"avg {sat['load']}")
         loops = 1 if args.quick else 5
         noisy = noise(root, loops, 20)
         low, high = noisy["ci95"]

@@ -60,7 +60,7 @@ async def _serve(replies: _Replies) -> None:
             elif op == "exchange" and core is not None:
                 outcomes = await core.exchange(request["eval_id"],
                                                units_from_wire(request["units"]),
-                                               request["max_wait_s"])
+                                               request["max_wait_s"], request.get("slots"))
                 replies.send({"ok": True, "outcomes": outcomes})
             else:
                 replies.send({"error": f"unexpected request {op!r}"})

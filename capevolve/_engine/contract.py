@@ -220,6 +220,8 @@ class WorkerHandle(Protocol):
 
     name: str
     slots: int
+    """How many of its units may execute at once; the dispatcher may change it between
+    exchanges (an engine's shared in-flight budget) and each exchange carries it."""
 
     async def prepare(self, job: EvalJob) -> None:
         """Make the job known to the worker (restarting it if it died)."""

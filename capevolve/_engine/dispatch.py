@@ -44,6 +44,7 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
+from capevolve._engine.shares import SlotBudget
 from capevolve.errors import EngineError
 
 DRAIN_WAIT_S = 0.5
@@ -51,17 +52,22 @@ RECOVER_DELAY_S = 0.5
 QUEUE_FACTOR = 3  # units queued per worker, in multiples of its slots
 SCORE_BATCHES = 4  # batches in flight per scorer
 POLL_S = 0.005  # how often a worker with nothing in flight asks for room again
+SHORT_WAIT_S = 0.02  # a worker below its share of a shared budget asks again this often
 
 
 class Dispatcher:
     """Runs one evaluation's units over a fixed set of workers and scorers."""
 
     def __init__(self, workers: Sequence[WorkerHandle], scorers: Sequence[ScorerHandle],
-                 max_restarts: int) -> None:
+                 max_restarts: int, budget: SlotBudget | None = None) -> None:
         if not workers or not scorers:
             raise EngineError("engine: needs at least one worker and one scorer")
         self.workers, self.scorers = workers, scorers
         self.max_restarts = max_restarts
+        # The engine's in-flight budget, shared with the evaluations running beside this
+        # one (capevolve._engine.shares): it sets each worker's slots before each exchange
+        # and the durable-row bound. None: the workers' own slots, fixed.
+        self.budget = budget
 
     async def run(self, job: EvalJob, units: Iterable[WorkUnit], sink: RowSink,
                   limit: Limit | None = None, ledger: DispatchLedger | None = None
@@ -79,6 +85,15 @@ class Dispatcher:
         self.room = asyncio.Semaphore(SCORE_BATCHES * len(self.scorers))
         self.scoring: set[asyncio.Task] = set()
         self.failure: BaseException | None = None
+        self.tenant = None if self.budget is None else self.budget.join(len(self.workers),
+                                                                        QUEUE_FACTOR)
+        try:
+            return await self._run(job)
+        finally:
+            if self.tenant is not None:
+                self.tenant.leave()
+
+    async def _run(self, job: EvalJob) -> EngineReport:
         starting = [asyncio.ensure_future(self._prepare(w, job)) for w in self.workers] + [
             asyncio.ensure_future(self._prepare(s, self.score_job)) for s in self.scorers]
         try:
@@ -101,13 +116,17 @@ class Dispatcher:
         """Units that may go out now without more than ``capacity`` units dispatched and not
         yet durable: held by workers, being scored, or in the sink's backlog. So a kill loses
         at most ``capacity`` finished rows however far the disk falls behind."""
-        return max(0, self.capacity - len(self.outstanding) - self.scoring_units
-                   - self.backlog)
+        return max(0, self.capacity - self._undurable())
+
+    def _undurable(self) -> int:
+        return len(self.outstanding) + self.scoring_units + self.backlog
 
     def _deliver(self, rows: list[dict] | RowBatch) -> None:
         """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
         backlog = self.sink(rows)
         self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
+        if self.tenant is not None:  # rows became durable: the others may use the room
+            self.tenant.durable(self._undurable())
 
     def _room(self, wanted: int) -> int:
         """How many of ``wanted`` units may be dispatched now (the budget limit)."""
@@ -126,8 +145,14 @@ class Dispatcher:
         in_flight: dict[tuple[str, int], WorkUnit] = {}
         while self.failure is None:
             share = -(-len(self.pending) // len(self.workers))  # spread small evaluations
-            room = self._room(min(worker.slots * QUEUE_FACTOR - len(in_flight), share,
-                                  self._headroom()))
+            queue, wait = worker.slots * QUEUE_FACTOR - len(in_flight), DRAIN_WAIT_S
+            if self.tenant is not None:  # the shared budget sets slots, queue and capacity
+                grant = self.tenant.claim(index, len(in_flight),
+                                          len(self.pending) + len(self.outstanding),
+                                          self._undurable())
+                worker.slots, queue, self.capacity = grant.slots, grant.send, grant.capacity
+                wait = SHORT_WAIT_S if grant.short else DRAIN_WAIT_S
+            room = self._room(min(queue, share, self._headroom()))
             batch = self.pending.take(room)
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
@@ -135,6 +160,7 @@ class Dispatcher:
             for unit in batch:
                 in_flight[unit.key] = unit
                 self.outstanding[unit.key] = unit
+            self._settle(index, in_flight)
             if not in_flight:
                 if not self.pending:
                     return
@@ -142,11 +168,19 @@ class Dispatcher:
                 self._deliver([])
                 continue
             try:
-                outcomes = await worker.exchange(self.job.eval_id, batch, DRAIN_WAIT_S)
+                outcomes = await worker.exchange(self.job.eval_id, batch, wait)
             except WorkerLost as exc:
                 await self._recover(worker, in_flight, exc)
+                self._settle(index, in_flight)
                 continue
             await self._collect(outcomes, in_flight)
+            self._settle(index, in_flight)
+
+    def _settle(self, index: int, in_flight: dict) -> None:
+        """Tell the shared budget what worker ``index`` holds now (its bound only falls)."""
+        if self.tenant is not None:
+            self.tenant.settle(index, len(in_flight), len(self.pending) + len(self.outstanding),
+                               self._undurable())
 
     async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
                        ) -> None:

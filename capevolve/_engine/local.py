@@ -9,9 +9,11 @@ module is loaded here. ``engine.workers`` sets the number of worker processes (a
 Ray engine's for a deterministic adapter.
 
 Several threads may call :meth:`LocalEngine.run` at once (``optimize --parallel``): each
-call has its own worker processes and scorer; with :attr:`LocalEngine.shares` set to the
-number of evaluations meant to run together, each gets that share of the workers and of
-``engine.concurrency``, so together they hold what one evaluation would.
+call has its own worker processes and scorer, and all of them share one in-flight budget of
+``engine.concurrency`` slots (:mod:`capevolve._engine.shares`): a slot one evaluation frees
+goes to whichever still has units left. With :attr:`LocalEngine.shares` set to the number
+of evaluations meant to run together, each starts that share of ``engine.workers``
+processes (each able to run the whole budget), so together they start what one would.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.process import ProcessWorker
 from capevolve._engine.scorer import ScorerCore
-from capevolve._engine.shares import ConcurrencyShares
+from capevolve._engine.shares import SlotBudget
 from capevolve.config import EngineConfig
 
 REPLY_MARGIN_S = 60.0
@@ -64,7 +66,8 @@ class LocalEngine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.workers: list[ProcessWorker] = []
-        self.concurrency = ConcurrencyShares(config.concurrency)
+        self.budget = SlotBudget(config.concurrency)
+        self.shares_hint = 1
         self._lock = threading.Lock()
 
     def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
@@ -81,31 +84,28 @@ class LocalEngine:
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
                                          scorer_id=f"driver-{os.getpid()}"))
-        part = self.concurrency.take()  # this run's share of engine.concurrency
-        count = min(count, part)
-        slots = max(1, part // count)
-        workers = [ProcessWorker(f"local{i}", slots + (1 if i < part % count else 0), init,
-                                 reply_timeout) for i in range(count)]
+        # each process can run the whole budget; the shared budget sets its slots
+        workers = [ProcessWorker(f"local{i}", c.concurrency, init, reply_timeout)
+                   for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]
         try:
-            return await Dispatcher(workers, [scorer], max_restarts=3 * count + 3).run(
-                job, units, sink, limit, ledger)
+            return await Dispatcher(workers, [scorer], max_restarts=3 * count + 3,
+                                    budget=self.budget).run(job, units, sink, limit, ledger)
         finally:
             await asyncio.gather(*(w.close() for w in workers))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
-            self.concurrency.give(part)
 
     @property
     def shares(self) -> int:
-        """How many evaluations run at once through this engine (see
-        :mod:`capevolve._engine.shares`)."""
-        return self.concurrency.shares
+        """How many evaluations are meant to run at once through this engine: each starts
+        that share of ``engine.workers`` processes (the slots are shared whatever it is)."""
+        return self.shares_hint
 
     @shares.setter
     def shares(self, k: int) -> None:
-        self.concurrency.shares = max(1, int(k))
+        self.shares_hint = max(1, int(k))
 
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""

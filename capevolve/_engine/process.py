@@ -92,7 +92,8 @@ class ProcessWorker:
         if self.pid is None:
             raise WorkerLost(f"{self.name} is not running")
         reply = await self._call({"op": "exchange", "eval_id": eval_id,
-                                  "units": units_to_wire(units), "max_wait_s": max_wait_s},
+                                  "units": units_to_wire(units), "max_wait_s": max_wait_s,
+                                  "slots": self.slots},  # the dispatcher may change it
                                  max_wait_s + self.reply_timeout_s)
         return reply.get("outcomes", [])
 

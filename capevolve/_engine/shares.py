@@ -1,40 +1,197 @@
-"""How several runs of one engine at once share its ``engine.concurrency``.
+"""One in-flight budget shared by every evaluation an engine runs at once.
 
-An engine used by K evaluations at once (``optimize --parallel K``, each in its own
-thread) is told ``shares = K``. Each run starting takes its part of the concurrency the
-runs under way leave, divided among the runs still to come, so K runs started together
-hold exactly ``engine.concurrency`` rollouts in flight in all (8 over 3: 3, 3, 2), and a
-run alone (``shares`` 1) holds all of it. A part is fixed for the run's life (a worker's
-slots are set when it starts): slots a finished run frees are not moved to runs under way.
+An engine used by several evaluations at once (``optimize --parallel K``, each in its own
+thread with its own dispatcher and workers) holds one :class:`SlotBudget` of
+``engine.concurrency`` slots. Every dispatcher joins it as a :class:`Tenant` and, before
+each exchange with one of its workers, asks how many slots that worker may run
+(:meth:`Tenant.claim`); the exchange carries that number to the worker, which starts a
+queued unit only while fewer are executing. So a slot freed by any evaluation (its units
+ran out, or it ended) is taken, at the next exchange, by whichever evaluation still has
+units left, and the workers of every evaluation are sized for the whole budget: one
+evaluation alone gets all of it.
+
+The rule, kept under one lock:
+
+- each worker ``w`` has a cap ``c_w`` (the slots its last exchange carried) and a bound
+  ``b_w = min(held_w, c_w)`` on the rollouts it may be executing (``held_w``: the units
+  the dispatcher gave it whose outcome is not back). The bounds of all workers of all
+  tenants sum to at most ``total`` (:attr:`SlotBudget.peak` records the highest sum);
+- targets in priority order: each tenant's target is its units left (pending plus held)
+  up to what the tenants before it leave, so no tenant gets more than it can use and
+  every slot goes to some tenant with work. The order is :data:`PRIORITY` of the thread
+  that started the evaluation (lowest first; then join order): a ``--parallel`` batch
+  sets it to each child's iteration, the order it decides them in, so each child's
+  evaluation ends as early as it can and its gate and decision overlap the later
+  children's evaluations instead of all K coming at the end, and a later child takes
+  every slot an earlier one cannot use (its tail, its start-up); an equal split makes
+  them all end together and leaves the K decisions serial after the engine is idle. No
+  evaluation waits for ever: the ones before it are finite. A tenant's target is split
+  evenly over its workers;
+- a worker's new cap is its share of the target, or less when other workers' bounds
+  leave less room; a cap never drops below the worker's current bound (rollouts that may
+  be executing are never disowned), so a worker over its target (its tenant's target
+  fell when an earlier evaluation reached its first exchange) is sent no unit until its
+  held units fall to the target, and the slots it frees meanwhile go to the others.
+
+The durable-row bound is shared the same way: the units dispatched and not yet durable
+(held by workers, being scored, or in the sink's backlog) of all tenants together stay
+within ``queue`` x ``total``, the bound one evaluation alone has (so a kill loses no more
+finished rows with K evaluations than with one). Each tenant reports its count at every
+claim and settle, a claim reserves what it may send, and a tenant with a small target can
+still use the room the others leave (its rows waiting on the disk do not hold its slots).
 """
 
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+PRIORITY: ContextVar[int | None] = ContextVar("capevolve_slot_priority", default=None)
+"""The priority of the evaluations the current thread starts (lower first; None: after
+every prioritised one, in join order)."""
 
 
-class ConcurrencyShares:
-    """The concurrency of one engine, handed out to the runs under way."""
+@dataclass(frozen=True)
+class Grant:
+    """What one worker of a tenant may do at this exchange."""
+
+    slots: int
+    """The cap the exchange carries: at most this many of its units execute at once."""
+    send: int
+    """At most this many new units may go to it now (its queue, up to queue x slots)."""
+    capacity: int
+    """The tenant's durable-row bound now: its units not yet durable plus the room the
+    shared bound (queue x total) leaves."""
+    short: bool = False
+    """Other tenants have work too, or its cap is below its target (others still hold
+    those slots): its exchange should come back soon, so that slots move as they are
+    freed instead of after its next rollout ends."""
+
+
+@dataclass
+class _Worker:
+    cap: int = 0
+    bound: int = 0
+    reserved: int = 0  # undurable units its claim may still send (0 once settled)
+
+
+@dataclass
+class _TenantState:
+    order: tuple[float, int]
+    left: int = 0
+    undurable: int = 0
+    workers: list[_Worker] = field(default_factory=list)
+
+
+class SlotBudget:
+    """``total`` rollout slots shared by the tenants (dispatchers) of one engine."""
 
     def __init__(self, total: int) -> None:
         self.total = max(1, int(total))
-        self.shares = 1
-        self._taken = 0
-        self._active = 0
+        self.peak = 0
+        """The highest sum of the workers' bounds seen (never above ``total``)."""
         self._lock = threading.Lock()
+        self._tenants: dict[int, _TenantState] = {}
+        self._joined = 0
 
-    def take(self) -> int:
-        """The concurrency of a run starting now (at least 1); give it back with
-        :meth:`give` when the run ends."""
+    def join(self, n_workers: int, queue: int) -> Tenant:
+        """A dispatcher with ``n_workers`` workers (each queueing up to ``queue`` x its
+        cap) joins; it must :meth:`Tenant.leave` when its evaluation ends."""
+        first = PRIORITY.get()
         with self._lock:
-            to_come = max(1, self.shares - self._active)
-            free = max(1, self.total - self._taken)
-            part = max(1, -(-free // to_come))
-            self._taken += part
-            self._active += 1
-            return part
+            self._joined += 1
+            key = self._joined
+            order = (float("inf") if first is None else float(first), key)
+            self._tenants[key] = _TenantState(order, workers=[_Worker() for _ in range(n_workers)])
+        return Tenant(self, key, queue)
 
-    def give(self, part: int) -> None:
+    def in_flight(self) -> int:
+        """The sum of every worker's bound now: rollouts that may be executing."""
         with self._lock:
-            self._taken -= part
-            self._active -= 1
+            return self._sum()
+
+    def _sum(self) -> int:
+        return sum(w.bound for t in self._tenants.values() for w in t.workers)
+
+    def _targets(self) -> dict[int, int]:
+        """``total`` handed out in join order, each tenant up to its units left."""
+        out, room = {}, self.total
+        for key, state in sorted(self._tenants.items(), key=lambda kv: kv[1].order):
+            out[key] = min(state.left, room)
+            room -= out[key]
+        return out
+
+    def _claim(self, key: int, index: int, held: int, left: int, undurable: int,
+               queue: int) -> Grant:
+        with self._lock:
+            state = self._tenants[key]
+            state.left = max(0, left)
+            target = self._targets()[key]
+            n = len(state.workers)
+            mine = target // n + (1 if index < target % n else 0)
+            me = state.workers[index]
+            others = self._sum() - me.bound
+            allow = max(0, min(mine, self.total - others))
+            floor = min(held, me.cap)
+            if floor > allow:  # over its target: nothing new until its units come back
+                me.cap, send = floor, 0
+            else:
+                me.cap, send = allow, max(0, queue * allow - held)
+            me.bound = min(held + send, me.cap)
+            self.peak = max(self.peak, others + me.bound)
+            state.undurable, me.reserved = undurable, 0
+            room = max(0, queue * self.total - sum(
+                t.undurable + sum(w.reserved for w in t.workers)
+                for t in self._tenants.values()))
+            me.reserved = min(send, room)  # until its settle
+            rivals = sum(1 for t in self._tenants.values() if t.left > 0) > 1
+            return Grant(me.cap, send, undurable + room, short=rivals or me.cap < mine)
+
+    def _settle(self, key: int, index: int, held: int, left: int, undurable: int) -> None:
+        with self._lock:
+            state = self._tenants.get(key)
+            if state is not None:
+                state.left, state.undurable = max(0, left), max(0, undurable)
+                me = state.workers[index]
+                me.bound = min(me.bound, max(0, held), me.cap)
+                me.reserved = 0
+
+    def _durable(self, key: int, undurable: int) -> None:
+        with self._lock:
+            state = self._tenants.get(key)
+            if state is not None:
+                state.undurable = min(state.undurable, max(0, undurable))
+
+    def _leave(self, key: int) -> None:
+        with self._lock:
+            self._tenants.pop(key, None)
+
+
+class Tenant:
+    """One dispatcher's view of the budget (thread-safe; see the module docstring)."""
+
+    def __init__(self, budget: SlotBudget, key: int, queue: int) -> None:
+        self.budget, self.key, self.queue = budget, key, queue
+
+    def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
+        """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
+        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable.
+        Its bound and its undurable units are recorded as if all of ``send`` went out:
+        :meth:`settle` them with what really did."""
+        return self.budget._claim(self.key, index, held, left, undurable, self.queue)
+
+    def settle(self, index: int, held: int, left: int, undurable: int) -> None:
+        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its
+        outcomes came back, or it was lost: 0); the tenant has ``left`` units not yet
+        finished and ``undurable`` not yet durable. The worker's bound can only fall."""
+        self.budget._settle(self.key, index, held, left, undurable)
+
+    def durable(self, undurable: int) -> None:
+        """The tenant's rows reached the disk: it has ``undurable`` units not yet durable
+        (the count can only fall here; a dispatch raises it through :meth:`claim`)."""
+        self.budget._durable(self.key, undurable)
+
+    def leave(self) -> None:
+        """The evaluation ended: its workers' slots go back to the budget."""
+        self.budget._leave(self.key)

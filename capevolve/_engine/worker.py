@@ -103,9 +103,14 @@ class WorkerCore:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def exchange(self, eval_id: str, units: list[WorkUnit],
-                       max_wait_s: float) -> list[Outcome]:
-        """Submit ``units`` (may be empty) and drain finished outcomes, in one call."""
+    async def exchange(self, eval_id: str, units: list[WorkUnit], max_wait_s: float,
+                       slots: int | None = None) -> list[Outcome]:
+        """Submit ``units`` (may be empty) and drain finished outcomes, in one call. With
+        ``slots``, at most that many units execute from now on (the driver's share of an
+        in-flight budget; it never asks for fewer than may be executing)."""
+        if slots is not None and slots >= 0:
+            self.slots = slots
+            self._start()
         if units:
             self.submit(eval_id, units)
         return await self.drain(max_wait_s)

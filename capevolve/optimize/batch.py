@@ -1,10 +1,13 @@
 """A batch of iterations after their proposals: settle, evaluate concurrently, decide in order.
 
 With ``--parallel K`` the K children of a batch are evaluated at once, each in its own
-thread calling the real ``evaluate`` verb through the loop's one shared engine (its workers
-and ``engine.concurrency`` split K ways, so together they hold what one evaluation would),
-so the engine stays busy with a population instead of one child. What must stay sequential
-does:
+thread calling the real ``evaluate`` verb through the loop's one shared engine, so the
+engine stays busy with a population instead of one child: their dispatchers share the
+engine's one in-flight budget of ``engine.concurrency`` slots (the earliest child with
+units left first, and a slot one child's evaluation cannot use goes to a later one:
+:mod:`capevolve._engine.shares`), and
+``engine.shares = K`` only splits the worker processes (or Ray actors) they start. What
+must stay sequential does:
 
 1. the proposals are recorded and the children snapshotted in iteration order, so the
    candidate ids are the ones a sequential loop gives;
@@ -30,6 +33,7 @@ import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from capevolve._engine import shares
 from capevolve._loop.intake import resolve_candidate
 from capevolve.optimize import screening, step
 from capevolve.optimize.session import Session
@@ -66,6 +70,13 @@ def _parents_first(s: Session, measured: list[step.Planned]) -> None:
             pass
 
 
+def _measure_in_turn(s: Session, p: step.Planned) -> None:
+    """:func:`step.measure` with the engine's slots going to the earliest iteration first
+    (:data:`capevolve._engine.shares.PRIORITY`): the order the decisions are made in."""
+    shares.PRIORITY.set(p.iteration)  # this thread's own context (a copy)
+    step.measure(s, p)
+
+
 def run_batch(s: Session, batch: list[step.Planned],
               on_iteration: Callable[[IterationRecord], None]) -> str | None:
     """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget
@@ -78,7 +89,7 @@ def run_batch(s: Session, batch: list[step.Planned],
     s.engine.shares = max(1, len(measured))
     pool = ThreadPoolExecutor(max(1, len(measured)), thread_name_prefix="evaluate")
     try:
-        futures = {id(p): pool.submit(contextvars.copy_context().run, step.measure, s, p)
+        futures = {id(p): pool.submit(contextvars.copy_context().run, _measure_in_turn, s, p)
                    for p in measured} if concurrent else {}
         for p in batch:
             if id(p) in futures:

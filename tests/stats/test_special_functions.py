@@ -37,3 +37,20 @@ def test_tails_equal_scipy_stats_bit_for_bit() -> None:
         for x in xs:
             want = float(norm.sf(x)) if df is None else float(student_t.sf(x, df))
             assert t_tail(x, df) == want, (x, df)
+
+
+def test_a_gate_s_numbers_do_not_load_scipy_stats() -> None:
+    """The comparison, its p-value and the critical value a gate needs leave scipy.stats
+    unimported (its import costs several times scipy.special's)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from capevolve.stats import paired_comparison, t_quantile\n"
+        "c = paired_comparison({'a': 1.0, 'b': 0.5, 'c': 0.9}, {'a': 0.5, 'b': 0.5, 'c': 0.1})\n"
+        "assert c.p_value is not None and t_quantile(0.95, 2) > 2.9\n"
+        "print('scipy.stats' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -50,15 +50,17 @@ class RolloutActor:
         return self.core.worker_id
 
     async def exchange(self, eval_id: str, units: list[tuple[str, int, int]],
-                       max_wait_s: float) -> list[Outcome]:
-        return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s)
+                       max_wait_s: float, slots: int | None = None) -> list[Outcome]:
+        return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s,
+                                        slots)
 
     @ray.method(num_returns=2)
     async def exchange_keyed(self, eval_id: str, units: list[tuple[str, int, int]],
-                             max_wait_s: float) -> tuple[list[tuple[str, int]], list[Outcome]]:
+                             max_wait_s: float, slots: int | None = None
+                             ) -> tuple[list[tuple[str, int]], list[Outcome]]:
         """As :meth:`exchange`, as two objects: the outcomes' keys (which the driver reads)
         and the outcomes (which go on to a scorer without the driver reading them)."""
-        outcomes = await self.exchange(eval_id, units, max_wait_s)
+        outcomes = await self.exchange(eval_id, units, max_wait_s, slots)
         return [(o["task_id"], o["trial"]) for o in outcomes], outcomes
 
     async def pid(self) -> int:

@@ -26,7 +26,7 @@ from capevolve._engine.contract import DispatchLedger, EngineReport, EvalJob, Li
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray import owned, pool
-from capevolve._engine.shares import ConcurrencyShares
+from capevolve._engine.shares import SlotBudget
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
@@ -63,38 +63,35 @@ class RayEngine:
     def __init__(self, config: EngineConfig, address: str | None = None) -> None:
         self.config = config
         self.address = address
-        self.concurrency = ConcurrencyShares(config.concurrency)
+        self.budget = SlotBudget(config.concurrency)
+        self.shares_hint = 1
 
     def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address, reuse=self.config.reuse_local_ray)
         shares = self.shares
-        part = self.concurrency.take()  # this run's share of engine.concurrency
-        try:
-            actors = pool.rollout_pool(self.config.model_copy(update={"concurrency": part}),
-                                       job, shares)
-        except BaseException:
-            self.concurrency.give(part)
-            raise
+        # the pool can hold the whole budget; the shared budget sets its actors' slots
+        actors = pool.rollout_pool(self.config, job, shares)
         try:  # scorers are shared by every candidate: sized for the whole pool
             scorers = pool.scorer_pool(job, len(actors) * shares, self.config)
             dispatcher = Dispatcher(actors, scorers,
-                                    max_restarts=3 * (len(actors) + len(scorers)) + 3)
+                                    max_restarts=3 * (len(actors) + len(scorers)) + 3,
+                                    budget=self.budget)
             return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
         finally:
             pool.release(actors)
-            self.concurrency.give(part)
 
     @property
     def shares(self) -> int:
-        """How many evaluations run at once through this engine (threads of this driver):
-        each gets its own candidate's pool with 1/shares of the actors and CPUs and its part
-        of engine.concurrency (:mod:`capevolve._engine.shares`)."""
-        return self.concurrency.shares
+        """How many evaluations are meant to run at once through this engine (threads of
+        this driver): each gets its own candidate's pool with 1/shares of the actors and
+        CPUs; every pool's actors can hold all of engine.concurrency, which the evaluations
+        share as one in-flight budget (:mod:`capevolve._engine.shares`)."""
+        return self.shares_hint
 
     @shares.setter
     def shares(self, k: int) -> None:
-        self.concurrency.shares = max(1, int(k))
+        self.shares_hint = max(1, int(k))
 
     def close(self) -> None:
         """Actors are kept for the next evaluation of this process; see

@@ -9,7 +9,9 @@ Ray failures into WorkerLost, which the dispatcher recovers from.
 Several evaluations may run at once in threads of one driver (``optimize --parallel``):
 each candidate has its own pool, alive while an evaluation uses it (``users``); with
 ``shares`` evaluations meant to run together each pool gets that share of the actors
-(and of the CPUs they request), so together they hold what one pool would. A pool is torn
+(and of the CPUs they request), so together they hold what one pool would. Each pool's
+actors can run all of ``engine.concurrency``; the engine's shared in-flight budget sets
+their slots at each exchange (:mod:`capevolve._engine.shares`). A pool is torn
 down only when no evaluation uses it (never under another thread's evaluation); the limiter
 is one for all pools of the same settings, so its cluster-wide caps hold across them.
 
@@ -132,7 +134,8 @@ class ActorWorker:
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
         plain = [(u.task_id, u.trial, u.seed) for u in units]  # tuples pickle cheaply
-        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, plain, max_wait_s)
+        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, plain, max_wait_s,
+                                                          self.slots)  # the current cap
         # the driver reads the keys only; the outcomes go to a scorer by reference
         return KeyedOutcomes(await _bounded(self, keys, max_wait_s,
                                             max_wait_s + self.reply_timeout_s), outcomes)
@@ -206,13 +209,14 @@ def _limiter(c: EngineConfig):
 def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[ActorWorker]:
     """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken
     for one evaluation: give them back with :func:`release`. With ``shares`` pools meant to
-    run at once, this one gets 1/shares of the actors and CPUs (``config.concurrency`` is
-    then this run's part of the engine's, see :mod:`capevolve._engine.shares`)."""
+    run at once, this one gets 1/shares of the actors and CPUs; its actors' slots add up
+    to ``config.concurrency`` (the dispatcher lowers them to its share of the engine's
+    in-flight budget, :mod:`capevolve._engine.shares`)."""
     c = config
     totals = ray.cluster_resources()
     shares = max(1, shares)
     workers = max(1, pool_size(c, totals) // shares)
-    slots = math.ceil(c.concurrency / workers)  # c.concurrency: this run's part of it
+    slots = math.ceil(c.concurrency / workers)  # the pool can hold the whole budget
     root, rel = project_location(job.project_root)
     key = (root, rel, job.adapter_spec, job.candidate_hash, workers, slots, c.timeout_s,
            c.retries, c.isolation, c.num_cpus, tuple(sorted(c.resources.items())),
