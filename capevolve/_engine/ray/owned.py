@@ -125,6 +125,18 @@ def _usable(directory: Path) -> OwnedRay:
     return _start(directory, path)
 
 
+_JOINED: dict[str, Any] = {}
+"""The owned Ray this process joined (``state``) and its environment ``changes``."""
+
+
+def joined() -> tuple[OwnedRay, dict[str, str]] | None:
+    """``(state, env changes)`` of the owned Ray this process joined as a driver (checked
+    to be the one capevolve started), None when it joined none (an address, a private Ray)."""
+    if not _JOINED:
+        return None
+    return _JOINED["state"], _JOINED["changes"]
+
+
 def join(state: OwnedRay, **init_kwargs: Any) -> None:
     """Connect this process to ``state``'s cluster as a driver and check it is that one."""
     import ray
@@ -139,6 +151,7 @@ def join(state: OwnedRay, **init_kwargs: Any) -> None:
         ray.shutdown()
         raise EngineError(f"the Ray at {state.address} is not the one capevolve started "
                           "(session mismatch); refusing it")
+    _JOINED.update(state=state, changes=changes)
 
 
 def auth_env(token: Path) -> dict[str, str]:

@@ -29,6 +29,7 @@ from pathlib import Path
 import ray
 from ray._private import state as ray_state  # the job table (private; tested)
 
+from capevolve._engine.ray import owned_warm
 from capevolve._engine.ray.owned_state import (
     KV_KEY,
     KV_NAMESPACE,
@@ -131,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             temp_dir=args.temp_dir, num_cpus=args.num_cpus, idle_timeout_s=args.idle,
             started_at=time.time(), state_file=str(args.state), env=env_digest(start_env)))
         print(f"owned Ray {args.session[:8]} up", flush=True)
+        keeper = owned_warm.start_keeper(args.session, args.num_cpus)  # noqa: F841 - held
+        print(f"warm pool: {owned_warm.warm_size(args.num_cpus) if keeper else 0} actor(s) "
+              "of each kind", flush=True)
         try:
             reason = watch(args.idle, args.state, hold)
         except _Stop as stop:

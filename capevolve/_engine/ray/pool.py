@@ -26,6 +26,7 @@ import dataclasses
 import math
 import threading
 import time
+from typing import Any
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
@@ -42,7 +43,8 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.ray.actor import RolloutActor, ScorerActor, project_location
+from capevolve._engine.ray import owned, owned_warm
+from capevolve._engine.ray.actor import Binding, RolloutActor, ScorerActor, project_location
 from capevolve._engine.ray.limiter import Limiter
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
@@ -120,14 +122,17 @@ async def _started(handle, ref):
 
 
 class ActorWorker:
-    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`)."""
+    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`).
+    A claimed warm actor carries its ``binding`` (every prepare binds it if Ray restarted
+    it unbound)."""
 
-    def __init__(self, actor, name: str, slots: int, reply_timeout_s: float) -> None:
+    def __init__(self, actor, name: str, slots: int, reply_timeout_s: float,
+                 binding: Binding | None = None) -> None:
         self.actor, self.name, self.slots = actor, name, slots
-        self.reply_timeout_s = reply_timeout_s
+        self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: EvalJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
@@ -141,12 +146,13 @@ class ActorWorker:
 class ActorScorer:
     """A ScorerHandle over a ScorerActor; every call is bounded (see :func:`_bounded`)."""
 
-    def __init__(self, actor, name: str, reply_timeout_s: float) -> None:
+    def __init__(self, actor, name: str, reply_timeout_s: float,
+                 binding: Binding | None = None) -> None:
         self.actor, self.name = actor, name
-        self.reply_timeout_s = reply_timeout_s
+        self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: ScoreJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
                     ) -> RowBatch:
@@ -226,12 +232,7 @@ def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[Ac
                 1.0, max(1.0, float(totals.get("CPU", 1))) / (workers * shares))
             options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
                            resources=dict(c.resources) or None)
-            actors = [
-                ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
-                    root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-                    project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots,
-                    reply_timeout_s=reply_timeout_s(c))
-                for i in range(workers)]
+            actors = _new_workers(c, job, workers, slots, options, limiter)
             held = _POOLS[key] = {"actors": actors, "users": 0}
         held["users"] += 1
         _POOL.update(key=key, actors=held["actors"])
@@ -277,14 +278,60 @@ def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list
     if _POOL["scorer_key"] != key:
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
-        _POOL["scorers"] = [
-            ActorScorer(ScorerActor.options(  # type: ignore[attr-defined]
-                num_cpus=0, scheduling_strategy="SPREAD").remote(
-                root, job.adapter_spec, project_rel=rel), name=f"scorer-{i}",
-                reply_timeout_s=reply_timeout_s(config))
-            for i in range(count)]
+        _POOL["scorers"] = _new_scorers(job, root, rel, count, config)
         _POOL["scorer_key"] = key
     return _POOL["scorers"]
+
+
+# -- actor creation: claimed warm actors of the owned Ray first, then fresh ones ----------
+
+def _warm_binding(config: EngineConfig, job: EvalJob, **worker: Any) -> Binding | None:
+    """The binding for warm actors of the owned Ray (:mod:`.owned_warm`), None when this
+    command may not use them: no owned Ray joined (an address, a private Ray), CPUs or
+    custom resources requested (a warm actor holds none), or a changed variable a process
+    reads only when it starts."""
+    mine = owned.joined()
+    if mine is None or config.num_cpus is not None or config.resources:
+        return None
+    _, changes = mine
+    if not owned_warm.starts_clean(changes):
+        return None
+    root, rel = project_location(job.project_root)
+    return Binding(root, job.adapter_spec, rel, env=dict(changes), **worker)
+
+
+def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
+                 options: dict[str, Any], limiter) -> list[ActorWorker]:
+    """``workers`` rollout actors for one candidate: claimed warm ones (bound now, while
+    the driver goes on), the rest started fresh with ``options``."""
+    binding = _warm_binding(c, job, slots=slots, timeout_s=c.timeout_s, retries=c.retries,
+                            isolation=c.isolation, limiter=limiter)
+    warm = owned_warm.claim(owned_warm.ROLLOUT, workers, binding is not None)
+    for actor in warm:
+        actor.bind.remote(binding)  # loads the project now; prepare re-binds if it failed
+    root, rel = project_location(job.project_root)
+    fresh = [RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
+        root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
+        project_rel=rel, limiter=limiter) for _ in range(workers - len(warm))]
+    return [ActorWorker(actor, name=f"actor-{i}", slots=slots,
+                        reply_timeout_s=reply_timeout_s(c),
+                        binding=binding if i < len(warm) else None)
+            for i, actor in enumerate([*warm, *fresh])]
+
+
+def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
+                 config: EngineConfig) -> list[ActorScorer]:
+    """``count`` scorer actors: claimed warm ones first (bound now), the rest fresh."""
+    binding = _warm_binding(config, job)
+    warm = owned_warm.claim(owned_warm.SCORER, count, binding is not None)
+    for actor in warm:
+        actor.bind.remote(binding)
+    fresh = [ScorerActor.options(  # type: ignore[attr-defined]
+        num_cpus=0, scheduling_strategy="SPREAD").remote(root, job.adapter_spec, project_rel=rel)
+        for _ in range(count - len(warm))]
+    return [ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
+                        binding=binding if i < len(warm) else None)
+            for i, actor in enumerate([*warm, *fresh])]
 
 
 def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
