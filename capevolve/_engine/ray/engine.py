@@ -16,7 +16,11 @@ cached per driver (:mod:`.pool`); the doctor's probe lives in :mod:`.probe`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,13 +34,47 @@ from capevolve._engine.shares import ConcurrencyShares
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
+_JOINING = threading.Lock()
+"""Held while this process starts or joins Ray (:func:`ensure_ray` from any thread)."""
+
 
 def ensure_ray(address: str | None, reuse: bool = True) -> None:
     """Join the given cluster (or RAY_ADDRESS) exactly; else join capevolve's own local Ray,
     started first when none is running (:mod:`.owned`: shared by later commands, stopped by
     ``capevolve down`` or when idle); with ``reuse`` False (``engine.reuse_local_ray``) or
     CAPEVOLVE_RAY_REUSE=0, start a local Ray for this process alone. Never silently joins a
-    ``ray start`` cluster found here."""
+    ``ray start`` cluster found here. Safe from any thread: a call while another thread
+    joins (:func:`join_early`) waits for it; called from the main thread, it makes SIGTERM
+    end the process through ``sys.exit`` (as ``ray.init`` does from the main thread)."""
+    with _JOINING:
+        _ensure_ray(address, reuse)
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+
+def join_early(address: str | None, reuse: bool = True) -> threading.Thread:
+    """Start :func:`ensure_ray` in a daemon thread, so importing Ray and joining overlap
+    what the command does meanwhile; a failure is left for the command's own
+    :func:`ensure_ray` to raise."""
+    def join() -> None:
+        quiet = logging.getLogger("ray._private.worker")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # "SIGTERM handler is not set" (set by ensure_ray)
+        try:
+            with _JOINING:
+                _ensure_ray(address, reuse)
+        except Exception:  # noqa: BLE001,S110 - raised again by the command's own call
+            pass
+        finally:
+            quiet.setLevel(level)
+
+    thread = threading.Thread(target=join, name="ray-join", daemon=True)
+    thread.start()
+    return thread
+
+
+def _ensure_ray(address: str | None, reuse: bool) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
