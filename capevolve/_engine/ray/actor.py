@@ -19,6 +19,7 @@ again by the dispatcher's ``prepare`` after a loss.
 
 from __future__ import annotations
 
+import hmac
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class Binding:
     isolation: str = "none"
     limiter: Any = None
     env: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    """The claim token the keeper gave the claimant: a warm actor binds only with it."""
 
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
@@ -59,13 +62,15 @@ class RolloutActor:
 
     def __init__(self, project_root: str | None = None, adapter_spec: str = "", slots: int = 1,
                  timeout_s: float = 60.0, retries: int = 0, isolation: str = "none",
-                 project_rel: str | None = None, limiter=None) -> None:
+                 project_rel: str | None = None, limiter=None, token: str = "") -> None:
         self.core: WorkerCore | None = None
+        self.token = token  # a warm actor's: only its claimant can bind it
         if project_root is not None:
             self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
                                retries, isolation, limiter))
 
     def _bind(self, b: Binding) -> None:
+        _check_token(self.token, b)
         os.environ.update(b.env)
         context = ray.get_runtime_context()
         actor_id = context.get_actor_id() or f"pid{os.getpid()}"
@@ -120,12 +125,14 @@ class ScorerActor:
     """One scorer process: a ScorerCore behind async actor methods."""
 
     def __init__(self, project_root: str | None = None, adapter_spec: str = "",
-                 project_rel: str | None = None) -> None:
+                 project_rel: str | None = None, token: str = "") -> None:
         self.core: ScorerCore | None = None
+        self.token = token  # a warm actor's: only its claimant can bind it
         if project_root is not None:
             self._bind(Binding(project_root, adapter_spec, project_rel))
 
     def _bind(self, b: Binding) -> None:
+        _check_token(self.token, b)
         os.environ.update(b.env)
         actor_id = ray.get_runtime_context().get_actor_id() or "none"
         scorer_id = f"scorer-{actor_id[:12]}-{os.getpid()}"
@@ -163,6 +170,14 @@ class ScorerActor:
 
     async def pid(self) -> int:
         return os.getpid()
+
+
+def _check_token(expected: str, binding: Binding) -> None:
+    """A warm actor binds only with the token its keeper gave the claimant: code of another
+    command (a candidate finding the pool's named actors) cannot load a project into a free
+    warm actor before the command that will claim it."""
+    if expected and not hmac.compare_digest(expected, binding.token):
+        raise EngineError("this warm actor was not claimed with that token; refusing to bind")
 
 
 def project_location(project_root: str) -> tuple[str, str | None]:

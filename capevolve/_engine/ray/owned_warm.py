@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ class WarmKeeper:
 
     def __init__(self, prefix: str, size: int) -> None:
         self.prefix, self.size, self.seq = prefix, size, 0
-        self.free: dict[str, list[tuple[str, Any]]] = {ROLLOUT: [], SCORER: []}
+        self.free: dict[str, list[tuple[str, Any, str]]] = {ROLLOUT: [], SCORER: []}
         self.starting = {ROLLOUT: 0, SCORER: 0}
         self.claims: dict[str, tuple[Any, int, str | None]] = {}
         self.counts = {"started": 0, "handed_out": 0, "reaped": 0, "failed": 0}
@@ -107,9 +108,10 @@ class WarmKeeper:
         self.seq += 1
         name = f"{kind}-{self.prefix}-{self.seq}"
         cls: Any = RolloutActor if kind == ROLLOUT else ScorerActor
+        token = secrets.token_hex(16)
         try:
             handle = cls.options(name=name, namespace=NAMESPACE, lifetime="detached",
-                                 num_cpus=0).remote()
+                                 num_cpus=0).remote(token=token)
             await handle.pid.remote()  # its process is up, capevolve's worker code loaded
         except Exception:  # noqa: BLE001 - a warm actor that cannot start: retry later
             self.counts["failed"] += 1
@@ -119,23 +121,23 @@ class WarmKeeper:
             return
         self.starting[kind] -= 1
         self.counts["started"] += 1
-        self.free[kind].append((name, handle))
+        self.free[kind].append((name, handle, token))
 
-    async def claim(self, kind: str, n: int, pid: int) -> list[str]:
-        """Up to ``n`` free warm actors of ``kind`` for the process ``pid``: their names,
-        each handed out once; replacements start at once."""
+    async def claim(self, kind: str, n: int, pid: int) -> list[tuple[str, str]]:
+        """Up to ``n`` free warm actors of ``kind`` for the process ``pid``: ``(name, claim
+        token)`` of each, each handed out once; replacements start at once."""
         taken = self.free.get(kind, [])[:max(0, n)]
         del self.free[kind][:len(taken)]
         born = _started_at(pid)
-        for name, handle in taken:
+        for name, handle, _ in taken:
             self.claims[name] = (handle, pid, born)
         self.counts["handed_out"] += len(taken)
         self._fill()
-        return [name for name, _ in taken]
+        return [(name, token) for name, _, token in taken]
 
     async def stats(self) -> dict[str, Any]:
         """What the pool holds now (free names per kind, claimed names) and its counts."""
-        return {"free": {k: [n for n, _ in v] for k, v in self.free.items()},
+        return {"free": {k: [n for n, _, _ in v] for k, v in self.free.items()},
                 "starting": dict(self.starting), "claimed": sorted(self.claims),
                 "size": self.size, **self.counts}
 
@@ -174,25 +176,26 @@ def starts_clean(changes: dict[str, str]) -> bool:
     return not any(k.startswith(PROCESS_START_VARS) for k in changes)
 
 
-def claim(kind: str, n: int, eligible: bool) -> list[Any]:
-    """Up to ``n`` warm actors of ``kind`` for this process (see the module docstring);
-    ``eligible`` is the caller's part of the rules (owned Ray joined, no resources asked,
-    environment clean). Each claimed actor is killed when this process exits."""
+def claim(kind: str, n: int, eligible: bool) -> list[tuple[Any, str]]:
+    """Up to ``n`` warm actors of ``kind`` for this process, as ``(handle, claim token)``
+    (see the module docstring); ``eligible`` is the caller's part of the rules (owned Ray
+    joined, no resources asked, environment clean). Each is killed when this process exits."""
     if n <= 0 or not eligible:
         return []
     try:
         keeper = ray.get_actor(KEEPER, namespace=NAMESPACE)
-        names: list[str] = ray.get(keeper.claim.remote(kind, n, os.getpid()),
-                                   timeout=CLAIM_TIMEOUT_S)
-        handles = [ray.get_actor(name, namespace=NAMESPACE) for name in names]
+        names: list[tuple[str, str]] = ray.get(keeper.claim.remote(kind, n, os.getpid()),
+                                               timeout=CLAIM_TIMEOUT_S)
+        claimed = [(ray.get_actor(name, namespace=NAMESPACE), token) for name, token in names]
     except Exception:  # noqa: BLE001 - no keeper, or it does not answer: fresh actors
         return []
+    handles = [handle for handle, _ in claimed]
     with _CLAIMED_LOCK:
         _CLAIMED.extend(handles)
         if not _AT_EXIT:
             atexit.register(kill_claimed)  # after ray.init: runs before Ray's own shutdown
             _AT_EXIT.append(True)
-    return handles
+    return claimed
 
 
 def kill_claimed() -> None:

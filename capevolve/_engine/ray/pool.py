@@ -2,7 +2,9 @@
 
 Rollout actors run candidate code, so a pool of them serves one candidate: a different
 candidate (or engine setting) gets fresh actors, and one candidate's code never shares a
-process with another's. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
+process with another's. The actors come from :mod:`.spawn`: warm actors claimed from the
+owned local Ray's pool first (each serves this one pool and is killed with it), then ones
+started here. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
 actors) load only the project's adapter and are kept across candidates. The handles turn
 Ray failures into WorkerLost, which the dispatcher recovers from.
 
@@ -43,8 +45,8 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.ray import owned, owned_warm
-from capevolve._engine.ray.actor import Binding, RolloutActor, ScorerActor, project_location
+from capevolve._engine.ray import spawn
+from capevolve._engine.ray.actor import Binding, project_location
 from capevolve._engine.ray.limiter import Limiter
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
@@ -283,55 +285,23 @@ def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list
     return _POOL["scorers"]
 
 
-# -- actor creation: claimed warm actors of the owned Ray first, then fresh ones ----------
-
-def _warm_binding(config: EngineConfig, job: EvalJob, **worker: Any) -> Binding | None:
-    """The binding for warm actors of the owned Ray (:mod:`.owned_warm`), None when this
-    command may not use them: no owned Ray joined (an address, a private Ray), CPUs or
-    custom resources requested (a warm actor holds none), or a changed variable a process
-    reads only when it starts."""
-    mine = owned.joined()
-    if mine is None or config.num_cpus is not None or config.resources:
-        return None
-    _, changes = mine
-    if not owned_warm.starts_clean(changes):
-        return None
-    root, rel = project_location(job.project_root)
-    return Binding(root, job.adapter_spec, rel, env=dict(changes), **worker)
-
-
 def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
                  options: dict[str, Any], limiter) -> list[ActorWorker]:
-    """``workers`` rollout actors for one candidate: claimed warm ones (bound now, while
-    the driver goes on), the rest started fresh with ``options``."""
-    binding = _warm_binding(c, job, slots=slots, timeout_s=c.timeout_s, retries=c.retries,
-                            isolation=c.isolation, limiter=limiter)
-    warm = owned_warm.claim(owned_warm.ROLLOUT, workers, binding is not None)
-    for actor in warm:
-        actor.bind.remote(binding)  # loads the project now; prepare re-binds if it failed
-    root, rel = project_location(job.project_root)
-    fresh = [RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
-        root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-        project_rel=rel, limiter=limiter) for _ in range(workers - len(warm))]
+    """``workers`` rollout actors for one candidate (claimed warm ones first, see
+    :mod:`.spawn`)."""
     return [ActorWorker(actor, name=f"actor-{i}", slots=slots,
-                        reply_timeout_s=reply_timeout_s(c),
-                        binding=binding if i < len(warm) else None)
-            for i, actor in enumerate([*warm, *fresh])]
+                        reply_timeout_s=reply_timeout_s(c), binding=bound)
+            for i, (actor, bound) in enumerate(
+                spawn.rollout_actors(c, job, workers, slots, options, limiter))]
 
 
 def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
                  config: EngineConfig) -> list[ActorScorer]:
-    """``count`` scorer actors: claimed warm ones first (bound now), the rest fresh."""
-    binding = _warm_binding(config, job)
-    warm = owned_warm.claim(owned_warm.SCORER, count, binding is not None)
-    for actor in warm:
-        actor.bind.remote(binding)
-    fresh = [ScorerActor.options(  # type: ignore[attr-defined]
-        num_cpus=0, scheduling_strategy="SPREAD").remote(root, job.adapter_spec, project_rel=rel)
-        for _ in range(count - len(warm))]
+    """``count`` scorer actors (claimed warm ones first, see :mod:`.spawn`)."""
     return [ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
-                        binding=binding if i < len(warm) else None)
-            for i, actor in enumerate([*warm, *fresh])]
+                        binding=bound)
+            for i, (actor, bound) in enumerate(spawn.scorer_actors(config, job, root, rel,
+                                                                   count))]
 
 
 def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
