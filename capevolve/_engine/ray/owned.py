@@ -15,7 +15,9 @@ never found here at all: only an address given explicitly joins another cluster.
 
 Each command is its own Ray job: its actors (and so every candidate's code) die with it.
 The job's workers see the environment the daemon started with, updated with every
-variable this command has with another value (``runtime_env.env_vars``).
+variable this command has with another value (``runtime_env.env_vars``). The warm actors
+a command claims from the daemon's pool (:mod:`.owned_warm`) get the same variables when
+they are bound, and are killed when the command is done with them.
 ``CAPEVOLVE_RAY_REUSE=0`` (or ``engine.reuse_local_ray: false``) turns all of this off;
 ``CAPEVOLVE_RAY_IDLE_S`` sets the idle timeout of a Ray started from then on.
 """

@@ -4,8 +4,10 @@ Run as ``python -m capevolve._engine.ray.owned_daemon --state FILE --session ID`
 :func:`capevolve._engine.ray.owned.connect`, detached (its own session, stdio to a log).
 It starts a local Ray (``ray.init(address="local")`` with capevolve's temp dir, token
 auth with the token beside FILE, ``num_cpus`` of this machine), stores its session id in
-the cluster's KV store, then writes FILE (signed; see :mod:`.owned_state`). Ray's head
-processes share the daemon's fate: when it exits, or is killed with SIGKILL, they go too.
+the cluster's KV store, then writes FILE (signed; see :mod:`.owned_state`) and starts the
+warm pool's keeper (:mod:`.owned_warm`; ``CAPEVOLVE_RAY_WARM`` actors of each kind, 0 for
+none). Ray's head processes, and with them the keeper and every warm actor, share the
+daemon's fate: when it exits, or is killed with SIGKILL, they go too.
 
 It stops -- ``ray.shutdown()``, FILE removed if it is still its own, the temp dir
 removed -- on SIGTERM / SIGINT (``capevolve down``), when no driver but itself has been
