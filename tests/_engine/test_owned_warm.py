@@ -207,7 +207,8 @@ def test_concurrent_commands_never_share_a_warm_actor_and_each_dies_with_its_com
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-1500:] for o in outs]
     ids = [json.loads(out)["candidate_id"] for out, _ in outs]
-    pids = [{r["pid"] for r in _rows(run, cid)} for run, cid in zip(owned_pool["runs"], ids)]
+    pids = [{r["pid"] for r in _rows(run, cid)}
+            for run, cid in zip(owned_pool["runs"], ids, strict=True)]
     assert pids[0] and pids[1] and pids[0].isdisjoint(pids[1])
     assert sum(warm_pid in p for p in pids) == 1, (warm_pid, pids)
     assert all(_gone(pid, 30) for pid in pids[0] | pids[1]), "a claimed actor outlived it"
