@@ -269,3 +269,28 @@ def test_a_free_warm_actor_refuses_a_bind_without_its_claim_token(owned_pool):
     forged = _pool(env, "forge")
     assert "not claimed with that token" in forged["forge"]
     assert forged["forged"] in _pool(env)["stats"]["free"]["rollout"]
+
+
+def test_an_evaluate_refused_before_its_rollouts_starts_no_ray(tmp_path):
+    """The early join (Ray imported and joined while evaluate checks its inputs) only joins
+    an owned Ray that runs: an evaluate refused before any rollout (a candidate that does
+    not exist) starts none, and says why in one line."""
+    state = RAY_STATE_ROOT / "refused"
+    state.mkdir(parents=True, exist_ok=True)
+    env = _env(state)
+    project = tmp_path / "p"
+    (project / "cap").mkdir(parents=True)
+    (project / "cap" / "prompt.md").write_text("- be right\n", encoding="utf-8")
+    (project / "adapter.py").write_text(textwrap.dedent(ADAPTER), encoding="utf-8")
+    (project / "capevolve.yaml").write_text(
+        "name: refused\nadapter: adapter.py:A\ncapability_path: cap\nnum_trials: 1\n"
+        "splits: {train: 0.4, val: 0.4, test: 0.2, seed: 0}\n"
+        "engine: {kind: ray, workers: 1}\n", encoding="utf-8")
+    made = _cli(env, "run", "--project", project, "--run-dir", tmp_path / "run", "--engine",
+                "local", "--json")
+    assert made.returncode == 0, made.stderr
+    refused = _cli(env, "evaluate", "--run-dir", tmp_path / "run", "--candidate",
+                   tmp_path / "missing", "--split", "val")
+    assert refused.returncode == 2, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "missing" in refused.stderr
+    assert not list(state.glob("ray-*.json")) and not (state / "daemon.log").exists()

@@ -54,16 +54,17 @@ def ensure_ray(address: str | None, reuse: bool = True) -> None:
 
 
 def join_early(address: str | None, reuse: bool = True) -> threading.Thread:
-    """Start :func:`ensure_ray` in a daemon thread, so importing Ray and joining overlap
-    what the command does meanwhile; a failure is left for the command's own
-    :func:`ensure_ray` to raise."""
+    """Import Ray and join it in a daemon thread, so that overlaps what the command does
+    meanwhile: the given cluster, or an owned Ray that is running (one is never started
+    here: a command refused before its rollouts must not leave a Ray behind), or nothing
+    but the import. A failure is left for the command's own :func:`ensure_ray` to raise."""
     def join() -> None:
         quiet = logging.getLogger("ray._private.worker")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # "SIGTERM handler is not set" (set by ensure_ray)
         try:
             with _JOINING:
-                _ensure_ray(address, reuse)
+                _ensure_ray(address, reuse, start=False)
         except Exception:  # noqa: BLE001,S110 - raised again by the command's own call
             pass
         finally:
@@ -74,7 +75,7 @@ def join_early(address: str | None, reuse: bool = True) -> threading.Thread:
     return thread
 
 
-def _ensure_ray(address: str | None, reuse: bool) -> None:
+def _ensure_ray(address: str | None, reuse: bool, start: bool = True) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
@@ -83,8 +84,8 @@ def _ensure_ray(address: str | None, reuse: bool) -> None:
         if address:
             ray.init(address=address, include_dashboard=False, **kwargs)
         elif owned.reuse_enabled(reuse):
-            owned.join_owned(**kwargs)
-        else:
+            owned.join_owned(start=start, **kwargs)
+        elif start:
             ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
                      **kwargs)
     except EngineError:

@@ -105,13 +105,16 @@ def connect(directory: Path | None = None) -> OwnedRay:
         return _usable(directory)
 
 
-def join_owned(**init_kwargs: Any) -> OwnedRay:
-    """Connect this process to the owned Ray (started first when none is usable). The
-    state dir's lock is held until this driver is registered, so an idle owned Ray never
-    stops between the check and the join (its daemon takes the same lock to stop)."""
+def join_owned(start: bool = True, **init_kwargs: Any) -> OwnedRay | None:
+    """Connect this process to the owned Ray (started first when none is usable; with
+    ``start`` False, None instead, and nothing is started or removed). The state dir's lock
+    is held until this driver is registered, so an idle owned Ray never stops between the
+    check and the join (its daemon takes the same lock to stop)."""
     directory = ensure_dir(state_dir())
     with locked(directory):
-        state = _usable(directory)
+        state = _usable(directory) if start else read_state(state_path(directory))
+        if state is None or not (start or (alive(state) and _reachable(state.address))):
+            return None
         join(state, **init_kwargs)
     return state
 
