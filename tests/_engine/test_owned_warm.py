@@ -292,5 +292,6 @@ def test_an_evaluate_refused_before_its_rollouts_starts_no_ray(tmp_path):
     refused = _cli(env, "evaluate", "--run-dir", tmp_path / "run", "--candidate",
                    tmp_path / "missing", "--split", "val")
     assert refused.returncode == 2, refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1 and "missing" in refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "missing" in last and "Traceback" not in refused.stderr
     assert not list(state.glob("ray-*.json")) and not (state / "daemon.log").exists()
