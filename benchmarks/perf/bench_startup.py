@@ -44,6 +44,7 @@ CLI = [sys.executable, "-c", "from capevolve.cli.app import main; main()"]
 TARGET_HELP_S = 0.5
 TARGET_STATUS_S = 1.0
 TARGET_FIRST_ROLLOUT_S = 1.0
+LAST_CPU: list[float] = [0.0]
 
 
 def load() -> str:
@@ -93,13 +94,17 @@ def top_imports(cmd_args: list[str], env: dict[str, str], n: int = 6) -> list[tu
 
 def first_rollout_s(cmd: list[str], env: dict[str, str], run_dir: Path,
                     candidate: str) -> tuple[float, float]:
-    """``(seconds from process start to the first row's started_at, command wall s)``."""
+    """``(seconds from process start to the first row's started_at, command wall s)``; the
+    command's own CPU time (user + system) goes to ``LAST_CPU``."""
     import duckdb
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
                           check=False)
     wall = time.time() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[3:5])} failed: {proc.stderr.strip()[-500:]}")
     parts = str(run_dir / "rollouts" / "**" / "*.parquet")
@@ -206,7 +211,7 @@ def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
     project = work / "toy"
     shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
     run_dir = work / "ray-run"
-    seconds, walls, full = [], [], []
+    seconds, walls, full, cpus = [], [], [], []
     try:
         first, first_wall = first_rollout_s(
             [*CLI, "run", "--project", str(project), "--run-dir", str(run_dir), "--engine",
@@ -222,6 +227,7 @@ def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
                 f"cand_{i + 1:03d}")
             seconds.append(took)
             walls.append(wall)
+            cpus.append(LAST_CPU[0])
             print(f"later command {i + 1}: {took:.2f} s to first rollout, {wall:.1f} s wall, "
                   f"warm pool full before it: {full[-1]} ({load()})")
         wait_pool_full(ray_env)
@@ -235,7 +241,8 @@ def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
         TARGET_FIRST_ROLLOUT_S, ref,
         f"reused owned Ray, warm pool (full before {sum(full)} of {later}); median of "
         f"{later} (min {min(seconds):.2f}, max {max(seconds):.2f}); command wall median "
-        f"{statistics.median(walls):.1f} s; toy val; bytecode cached; {load()}")
+        f"{statistics.median(walls):.1f} s, its CPU {statistics.median(cpus):.2f} s; toy val; "
+        f"bytecode cached; {load()}")
 
 
 def main() -> None:
