@@ -9,6 +9,7 @@ Ray, so a command's own imports and checks overlap it; this module imports no ra
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from capevolve._store.rundir import RunDir
@@ -25,13 +26,18 @@ def down(force: bool = False) -> dict[str, Any]:
 
 def join_early(run: RunDir, kind: EngineKind | str | None = None,
                address: str | None = None) -> None:
-    """Start joining Ray in the background when ``run`` evaluates on Ray (its frozen engine
-    kind, or ``kind``): the engine's own start waits for it (see
-    :func:`capevolve._engine.ray.engine.join_early`). An unknown kind is left for the engine's
+    """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and
+    join it in a daemon thread, the import included, so it overlaps the command's own
+    imports and checks (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started
+    there; the engine's own start waits for it). An unknown kind is left for the engine's
     own check."""
     engine = run.manifest.config.engine
     if str(kind or engine.kind) != EngineKind.RAY.value:
         return
-    from capevolve._engine.ray.engine import join_early as start
 
-    start(address or engine.address, reuse=engine.reuse_local_ray)
+    def join() -> None:
+        from capevolve._engine.ray.owned import join_quietly
+
+        join_quietly(address or engine.address, reuse=engine.reuse_local_ray)
+
+    threading.Thread(target=join, name="ray-join", daemon=True).start()

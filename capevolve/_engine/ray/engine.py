@@ -16,7 +16,6 @@ cached per driver (:mod:`.pool`); the doctor's probe lives in :mod:`.probe`.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import sys
@@ -34,9 +33,6 @@ from capevolve._engine.shares import ConcurrencyShares
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
-_JOINING = threading.Lock()
-"""Held while this process starts or joins Ray (:func:`ensure_ray` from any thread)."""
-
 
 def ensure_ray(address: str | None, reuse: bool = True) -> None:
     """Join the given cluster (or RAY_ADDRESS) exactly; else join capevolve's own local Ray,
@@ -44,48 +40,26 @@ def ensure_ray(address: str | None, reuse: bool = True) -> None:
     ``capevolve down`` or when idle); with ``reuse`` False (``engine.reuse_local_ray``) or
     CAPEVOLVE_RAY_REUSE=0, start a local Ray for this process alone. Never silently joins a
     ``ray start`` cluster found here. Safe from any thread: a call while another thread
-    joins (:func:`join_early`) waits for it; called from the main thread, it makes SIGTERM
-    end the process through ``sys.exit`` (as ``ray.init`` does from the main thread)."""
-    with _JOINING:
+    joins (:func:`.owned.join_quietly`) waits for it; called from the main thread, it
+    makes SIGTERM end the process through ``sys.exit`` (as ``ray.init`` does there)."""
+    with owned.JOINING:
         _ensure_ray(address, reuse)
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
 
 
-def join_early(address: str | None, reuse: bool = True) -> threading.Thread:
-    """Import Ray and join it in a daemon thread, so that overlaps what the command does
-    meanwhile: the given cluster, or an owned Ray that is running (one is never started
-    here: a command refused before its rollouts must not leave a Ray behind), or nothing
-    but the import. A failure is left for the command's own :func:`ensure_ray` to raise."""
-    def join() -> None:
-        quiet = logging.getLogger("ray._private.worker")
-        level = quiet.level
-        quiet.setLevel(logging.ERROR)  # "SIGTERM handler is not set" (set by ensure_ray)
-        try:
-            with _JOINING:
-                _ensure_ray(address, reuse, start=False)
-        except Exception:  # noqa: BLE001,S110 - raised again by the command's own call
-            pass
-        finally:
-            quiet.setLevel(level)
-
-    thread = threading.Thread(target=join, name="ray-join", daemon=True)
-    thread.start()
-    return thread
-
-
-def _ensure_ray(address: str | None, reuse: bool, start: bool = True) -> None:
+def _ensure_ray(address: str | None, reuse: bool) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = dict(log_to_driver=True, configure_logging=False)
+    kwargs: dict[str, Any] = dict(owned.INIT_KWARGS)
     try:
         if address:
             ray.init(address=address, include_dashboard=False, **kwargs)
         elif owned.reuse_enabled(reuse):
-            owned.join_owned(start=start, **kwargs)
-        elif start:
+            owned.join_owned(**kwargs)
+        else:
             ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
                      **kwargs)
     except EngineError:

@@ -130,6 +130,41 @@ def _usable(directory: Path) -> OwnedRay:
     return _start(directory, path)
 
 
+JOINING = threading.Lock()
+"""Held while this process starts or joins Ray (the engine's start, :func:`join_quietly`)."""
+INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False}
+"""The ``ray.init`` options of a command's driver."""
+
+
+def join_quietly(address: str | None, reuse: bool = True) -> None:
+    """Import Ray and join it without starting one, for a thread beside the command's own
+    work (:func:`capevolve._loop.local_ray.join_early`): the given cluster (or RAY_ADDRESS),
+    or an owned Ray that is running (a command refused before its rollouts must leave no
+    Ray behind), or nothing. Only ray and this module are imported here, so the thread's
+    imports never interleave with the command's own. A failure is left for the engine's
+    own start to raise."""
+    import logging
+
+    import ray
+
+    quiet = logging.getLogger("ray._private.worker")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # "SIGTERM handler is not set" (the engine's start sets it)
+    try:
+        with JOINING:
+            if ray.is_initialized():
+                return
+            address = address or os.environ.get("RAY_ADDRESS") or None
+            if address:
+                ray.init(address=address, include_dashboard=False, **INIT_KWARGS)
+            elif reuse_enabled(reuse):
+                join_owned(start=False, **INIT_KWARGS)
+    except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again
+        pass
+    finally:
+        quiet.setLevel(level)
+
+
 _JOINED: dict[str, Any] = {}
 """The owned Ray this process joined (``state``) and its environment ``changes``."""
 
