@@ -159,6 +159,8 @@ def join_quietly(address: str | None, reuse: bool = True) -> None:
                 ray.init(address=address, include_dashboard=False, **INIT_KWARGS)
             elif reuse_enabled(reuse):
                 join_owned(start=False, **INIT_KWARGS)
+            if ray.is_initialized():  # the first serialisation sets up Ray's serialisers
+                ray.put(None)  # (its addons import pydantic.v1 and starlette): do it here
     except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again
         pass
     finally:
