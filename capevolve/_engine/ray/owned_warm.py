@@ -21,7 +21,8 @@ Contract:
   this process joined the owned Ray (never for ``--address`` / RAY_ADDRESS or a private
   Ray), the engine requests no CPUs or custom resources of its own (a warm actor holds
   none), no variable this command changed is one a process reads only when it starts
-  (``PROCESS_START_VARS``), and the keeper answers within CLAIM_TIMEOUT_S.
+  (``PROCESS_START_VARS``), and the keeper answers within CLAIM_TIMEOUT_S. A keeper that
+  died is not restarted: commands start fresh actors until the owned Ray is replaced.
 """
 
 from __future__ import annotations
