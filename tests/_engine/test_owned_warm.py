@@ -239,7 +239,8 @@ def test_a_candidates_module_state_never_reaches_a_later_command(owned_pool):
 
 def test_a_command_killed_with_sigkill_loses_its_warm_actor(owned_pool):
     """A command killed with SIGKILL while its rollouts run (no exit handler runs): the
-    keeper kills the warm actor it claimed, and the pool is refilled."""
+    warm actor it claimed does not outlive it, and the pool is refilled. (With calls in
+    flight Ray may end the actor itself; the next test kills a claimant between calls.)"""
     env, root, run = owned_pool["env"], owned_pool["root"], owned_pool["runs"][1]
     before = _full(env)
     warm_name = before["stats"]["free"]["rollout"][0]
@@ -258,7 +259,7 @@ def test_a_command_killed_with_sigkill_loses_its_warm_actor(owned_pool):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert _gone(warm_pid, 60), "the warm actor of a killed command kept running"
-    assert _full(env)["stats"]["reaped"] >= 1
+    assert warm_name not in _full(env)["stats"]["free"]["rollout"]
 
 
 def test_a_free_warm_actor_refuses_a_bind_without_its_claim_token(owned_pool):
@@ -295,3 +296,28 @@ def test_an_evaluate_refused_before_its_rollouts_starts_no_ray(tmp_path):
     last = refused.stderr.strip().splitlines()[-1]
     assert last.startswith("error:") and "missing" in last and "Traceback" not in refused.stderr
     assert not list(state.glob("ray-*.json")) and not (state / "daemon.log").exists()
+
+
+CLAIM_AND_DIE = """
+import json, os, signal
+import ray
+from capevolve._engine.ray import owned, owned_warm
+
+owned.join_owned(log_to_driver=False)
+claimed = owned_warm.claim(owned_warm.ROLLOUT, 1, True)
+actor, token = claimed[0]
+print(json.dumps({"pid": ray.get(actor.pid.remote())}), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no exit handler runs, no call is in flight
+"""
+
+
+def test_the_keeper_kills_the_warm_actor_of_a_claimant_killed_between_calls(owned_pool):
+    """A driver that claimed a warm actor and is killed with SIGKILL while no call of it is
+    in flight (so nothing in Ray ends the detached actor for it): the keeper kills it."""
+    env = owned_pool["env"]
+    _full(env)
+    done = subprocess.run([sys.executable, "-c", CLAIM_AND_DIE], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-1500:]
+    pid = json.loads(done.stdout.strip().splitlines()[-1])["pid"]
+    assert _gone(pid, 60), "the warm actor of a killed claimant kept running"
