@@ -41,6 +41,8 @@ from capevolve._engine.ray.owned_state import (
     DAEMON_MODULE,
     KV_KEY,
     KV_NAMESPACE,
+    WARM_KEEPER,
+    WARM_NAMESPACE,
     OwnedRay,
     alive,
     connected_drivers,
@@ -161,6 +163,9 @@ def join_quietly(address: str | None, reuse: bool = True) -> None:
                 join_owned(start=False, **INIT_KWARGS)
             if ray.is_initialized():  # the first serialisation sets up Ray's serialisers
                 ray.put(None)  # (its addons import pydantic.v1 and starlette): do it here
+            if _JOINED:  # and the first call to the warm pool's keeper (finding it)
+                keeper = ray.get_actor(WARM_KEEPER, namespace=WARM_NAMESPACE)
+                ray.get(keeper.stats.remote(), timeout=5.0)
     except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again
         pass
     finally:

@@ -10,8 +10,8 @@ Contract:
 
 - :meth:`WarmKeeper.claim` hands each warm actor to exactly one caller: it takes the names
   off the free list without awaiting anything in between (one event loop), records the
-  claimant's pid and process start time, and starts replacements at once (only actors
-  whose process answered are ever free).
+  claimant's pid and process start time, and starts replacements REFILL_DELAY_S later
+  (only actors whose process answered are ever free).
 - A claimed actor serves one command and is never returned: the command binds it to its
   project (:class:`~capevolve._engine.ray.actor.Binding`), uses it for one candidate and
   kills it when the candidate's pool goes or the command exits (:func:`claim` registers
@@ -38,16 +38,21 @@ from typing import Any
 import ray
 
 from capevolve._engine.ray.actor import RolloutActor, ScorerActor
+from capevolve._engine.ray.owned_state import WARM_KEEPER, WARM_NAMESPACE
 
 WARM_ENV = "CAPEVOLVE_RAY_WARM"
-NAMESPACE = "capevolve-warm"
-KEEPER = "keeper"
+NAMESPACE = WARM_NAMESPACE
+KEEPER = WARM_KEEPER
 ROLLOUT, SCORER = "rollout", "scorer"
 REAP_S = 1.0
 """How often the keeper looks for claimed actors whose command is gone."""
 CLAIM_TIMEOUT_S = 5.0
 RETRY_S = 5.0
 """How long the keeper waits after a warm actor failed to start before trying again."""
+REFILL_DELAY_S = 1.0
+"""How long a replacement waits before it starts: creating an actor holds the keeper's
+event loop, and a command's next claim (its scorers, right after its rollout actors)
+should not wait behind it."""
 PROCESS_START_VARS = ("PYTHON", "LD_", "LC_", "LANG", "TZ", "MALLOC_", "OMP_", "MKL_",
                       "OPENBLAS_", "CUDA_")
 """Prefixes of variables a process reads when it starts (interpreter, loader, locale,
@@ -99,13 +104,14 @@ class WarmKeeper:
         self._spawn(self._reap_forever())
         return self.size
 
-    def _fill(self) -> None:
+    def _fill(self, delay_s: float = 0.0) -> None:
         for kind in (ROLLOUT, SCORER):
             while len(self.free[kind]) + self.starting[kind] < self.size:
                 self.starting[kind] += 1
-                self._spawn(self._start_one(kind))
+                self._spawn(self._start_one(kind, delay_s))
 
-    async def _start_one(self, kind: str) -> None:
+    async def _start_one(self, kind: str, delay_s: float = 0.0) -> None:
+        await asyncio.sleep(delay_s)
         self.seq += 1
         name = f"{kind}-{self.prefix}-{self.seq}"
         cls: Any = RolloutActor if kind == ROLLOUT else ScorerActor
@@ -133,7 +139,7 @@ class WarmKeeper:
         for name, handle, _ in taken:
             self.claims[name] = (handle, pid, born)
         self.counts["handed_out"] += len(taken)
-        self._fill()
+        self._fill(REFILL_DELAY_S)
         return [(name, token) for name, _, token in taken]
 
     async def stats(self) -> dict[str, Any]:
