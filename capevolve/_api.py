@@ -122,6 +122,9 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     census bucket or val diagnose cluster) is stored with the evaluation: a gate that names
     no target audits against it."""
     opened = open_run(run)
+    from capevolve._loop.local_ray import join_early
+
+    join_early(opened, engine, address)  # Ray's import and join overlap the checks below
     config = evaluating.run_config(opened).engine
     return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
                                tasks=tasks, first_trial=first_trial, purpose=purpose,

@@ -10,10 +10,15 @@ benchmarks/perf/README.md) computed here from what was measured in this run:
   each from ``python -X importtime``.
 - time to the first rollout: from just before a command's process starts to the earliest
   ``started_at`` stamp of the rows it stored. The reference line is the first command
-  (``capevolve run``: it starts capevolve's own local Ray); the figure is a second command
-  (``capevolve evaluate`` of another candidate), which joins that Ray. A profile line then
-  says what a joining driver pays (import Ray, join, start one actor process of its own).
-  The Ray lives under a temporary state dir and is stopped with ``capevolve down``.
+  (``capevolve run``: it starts capevolve's own local Ray); the figure is the median over
+  later commands (``capevolve evaluate`` of a new candidate each), which join that Ray and
+  claim warm actors from its pool (each waits until the pool is full again, as commands a
+  few seconds apart find it). A profile line then says what a joining driver pays (import
+  Ray, join, claim a warm actor and call it; start a fresh actor, for comparison). The Ray
+  lives under a temporary state dir and is stopped with ``capevolve down``.
+
+Every process runs with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an
+installed package does: with it set, each process compiles capevolve's modules anew.
 
 The machine may be shared: figures are wall times, printed with ``os.getloadavg()``.
 """
@@ -39,6 +44,7 @@ CLI = [sys.executable, "-c", "from capevolve.cli.app import main; main()"]
 TARGET_HELP_S = 0.5
 TARGET_STATUS_S = 1.0
 TARGET_FIRST_ROLLOUT_S = 1.0
+LAST_CPU: list[float] = [0.0]
 
 
 def load() -> str:
@@ -88,13 +94,17 @@ def top_imports(cmd_args: list[str], env: dict[str, str], n: int = 6) -> list[tu
 
 def first_rollout_s(cmd: list[str], env: dict[str, str], run_dir: Path,
                     candidate: str) -> tuple[float, float]:
-    """``(seconds from process start to the first row's started_at, command wall s)``."""
+    """``(seconds from process start to the first row's started_at, command wall s)``; the
+    command's own CPU time (user + system) goes to ``LAST_CPU``."""
     import duckdb
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
                           check=False)
     wall = time.time() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[:] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[3:5])} failed: {proc.stderr.strip()[-500:]}")
     parts = str(run_dir / "rollouts" / "**" / "*.parquet")
@@ -116,13 +126,13 @@ def bench_cli(runs: int, work: Path, env: dict[str, str]) -> None:
     print(f"reference: {refs} ({load()})")
     help_s, help_cpu = median_wall([*CLI, "--help"], runs, env)
     row("capevolve --help (median wall)", help_s, "s", TARGET_HELP_S, refs,
-        f"median of {runs}; CPU {help_cpu:.3f} s; {load()}")
+        f"median of {runs}; CPU {help_cpu:.3f} s; bytecode cached; {load()}")
     run_dir = work / "toy-run"
     subprocess.run([*CLI, "run", "--project", str(TOY), "--run-dir", str(run_dir), "--engine",
                     "local", "--json"], env=env, check=True, capture_output=True, timeout=600)
     status_s, status_cpu = median_wall([*CLI, "status", "--run-dir", str(run_dir)], runs, env)
     row("capevolve status (median wall)", status_s, "s", TARGET_STATUS_S, refs,
-        f"median of {runs}; CPU {status_cpu:.3f} s; toy run; {load()}")
+        f"median of {runs}; CPU {status_cpu:.3f} s; toy run; bytecode cached; {load()}")
     for name, args in (("--help", ["--help"]), ("status", ["status", "--run-dir",
                                                              str(run_dir)])):
         costs = ", ".join(f"{m} {ms:.0f} ms" for m, ms in top_imports(args, env))
@@ -133,18 +143,50 @@ JOIN_PROFILE = """
 import json, os, time
 t0 = time.perf_counter()
 import ray
-from capevolve._engine.ray import owned
+from capevolve._engine.ray import owned, owned_warm
 t1 = time.perf_counter()
 owned.join_owned(configure_logging=False, log_to_driver=False)
 t2 = time.perf_counter()
+claimed = owned_warm.claim(owned_warm.ROLLOUT, 1, True)
+if claimed:
+    ray.get(claimed[0][0].pid.remote())
+t3 = time.perf_counter()
 @ray.remote
 class Probe:
     def pid(self):
         return os.getpid()
 ray.get(Probe.remote().pid.remote())
-t3 = time.perf_counter()
-print(json.dumps({"import_ray_s": t1 - t0, "join_s": t2 - t1, "first_actor_s": t3 - t2}))
+t4 = time.perf_counter()
+print(json.dumps({"import_ray_s": t1 - t0, "join_s": t2 - t1,
+                  ("claim_warm_actor_s" if claimed else "no_warm_actor_s"): t3 - t2,
+                  "fresh_actor_s": t4 - t3}))
 """
+
+POOL_STATE = """
+import json
+from capevolve._engine.ray import owned, owned_warm
+owned.join_owned(configure_logging=False, log_to_driver=False)
+print(json.dumps(owned_warm.keeper_stats()))
+"""
+
+
+def wait_pool_full(env: dict[str, str], timeout_s: float = 120.0) -> bool:
+    """Wait until the owned Ray's warm pool holds all its actors, started; False when it
+    did not within ``timeout_s`` (or there is no pool)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        proc = subprocess.run([sys.executable, "-c", POOL_STATE], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        try:
+            stats = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            stats = None
+        if not stats:
+            return False
+        if all(len(names) >= stats["size"] for names in stats["free"].values()):
+            return True
+        time.sleep(1.0)
+    return False
 
 
 def _join_profile(env: dict[str, str]) -> str:
@@ -159,8 +201,9 @@ def _join_profile(env: dict[str, str]) -> str:
                      for k, v in phases.items()) + f" ({load()})"
 
 
-def bench_reuse(work: Path, env: dict[str, str]) -> None:
-    """Time to the first rollout: the first command (starts the owned Ray) vs a second."""
+def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
+    """Time to the first rollout: the first command (starts the owned Ray) vs the median
+    of ``later`` commands joining it."""
     state = work / "ray-state"
     ray_env = {**env, "CAPEVOLVE_RAY_STATE_DIR": str(state)}
     ray_env.pop("RAY_ADDRESS", None)
@@ -168,24 +211,38 @@ def bench_reuse(work: Path, env: dict[str, str]) -> None:
     project = work / "toy"
     shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
     run_dir = work / "ray-run"
-    cand = work / "cand"
-    shutil.copytree(TOY / "seed_capability", cand)
-    (cand / "NOTE.md").write_text("another candidate\n", encoding="utf-8")
+    seconds, walls, full, cpus = [], [], [], []
     try:
         first, first_wall = first_rollout_s(
             [*CLI, "run", "--project", str(project), "--run-dir", str(run_dir), "--engine",
              "ray", "--json"], ray_env, run_dir, "seed")
-        second, second_wall = first_rollout_s(
-            [*CLI, "evaluate", "--run-dir", str(run_dir), "--candidate", str(cand), "--split",
-             "val", "--engine", "ray", "--json"], ray_env, run_dir, "cand_001")
+        for i in range(later):
+            cand = work / f"cand{i}"
+            shutil.copytree(TOY / "seed_capability", cand)
+            (cand / "NOTE.md").write_text(f"candidate {i}\n", encoding="utf-8")
+            full.append(wait_pool_full(ray_env))
+            took, wall = first_rollout_s(
+                [*CLI, "evaluate", "--run-dir", str(run_dir), "--candidate", str(cand),
+                 "--split", "val", "--engine", "ray", "--json"], ray_env, run_dir,
+                f"cand_{i + 1:03d}")
+            seconds.append(took)
+            walls.append(wall)
+            cpus.append(LAST_CPU[0])
+            print(f"later command {i + 1}: {took:.2f} s to first rollout, {wall:.1f} s wall, "
+                  f"warm pool full before it: {full[-1]} ({load()})")
+        wait_pool_full(ray_env)
         print(f"profile of a joining driver: {_join_profile(ray_env)}")
     finally:
         subprocess.run([*CLI, "down"], env=ray_env, capture_output=True, timeout=300,
                        check=False)
     ref = f"first command (starts Ray): {first:.2f} s to first rollout, {first_wall:.1f} s wall"
     print(f"reference: {ref} ({load()})")
-    row("second evaluate: start to first rollout", second, "s", TARGET_FIRST_ROLLOUT_S, ref,
-        f"reused owned Ray; command wall {second_wall:.1f} s; toy val; {load()}")
+    row("second evaluate: start to first rollout", statistics.median(seconds), "s",
+        TARGET_FIRST_ROLLOUT_S, ref,
+        f"reused owned Ray, warm pool (full before {sum(full)} of {later}); median of "
+        f"{later} (min {min(seconds):.2f}, max {max(seconds):.2f}); command wall median "
+        f"{statistics.median(walls):.1f} s, its CPU {statistics.median(cpus):.2f} s; toy val; "
+        f"bytecode cached; {load()}")
 
 
 def main() -> None:
@@ -194,12 +251,13 @@ def main() -> None:
     args = parser.parse_args()
     runs = 3 if args.quick else 9
     env = {**os.environ, "CAPEVOLVE_PROGRESS": "off", "RAY_USAGE_STATS_ENABLED": "0"}
-    for key in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE"):
+    for key in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE",
+                "CAPEVOLVE_RAY_WARM", "PYTHONDONTWRITEBYTECODE"):
         env.pop(key, None)
     with tempfile.TemporaryDirectory(prefix="capevolve-bench-startup-") as tmp:
         work = Path(tmp)
         bench_cli(runs, work, env)
-        bench_reuse(work, env)
+        bench_reuse(work, env, later=1 if args.quick else 5)
 
 
 if __name__ == "__main__":

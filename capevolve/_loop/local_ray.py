@@ -1,13 +1,19 @@
-"""``capevolve down``: stop the local Ray capevolve started and shares between commands.
+"""The local Ray capevolve shares between commands: join it early, stop it (``capevolve down``).
 
 Contract: :func:`down` stops this installation's owned local Ray (see
 :mod:`capevolve._engine.ray.owned`) and removes its state; a Ray joined by address is
 never touched. It imports no ray: stopping is a signal to the owned Ray's daemon.
+:func:`join_early` starts importing Ray and joining it in a thread when the run's engine is
+Ray, so a command's own imports and checks overlap it; this module imports no ray itself.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+from capevolve._store.rundir import RunDir
+from capevolve.kinds import EngineKind
 
 
 def down(force: bool = False) -> dict[str, Any]:
@@ -16,3 +22,22 @@ def down(force: bool = False) -> dict[str, Any]:
     from capevolve._engine.ray.owned import down as stop_owned
 
     return stop_owned(force=force)
+
+
+def join_early(run: RunDir, kind: EngineKind | str | None = None,
+               address: str | None = None) -> None:
+    """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and
+    join it in a daemon thread, the import included, so it overlaps the command's own
+    imports and checks (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started
+    there; the engine's own start waits for it). An unknown kind is left for the engine's
+    own check."""
+    engine = run.manifest.config.engine
+    if str(kind or engine.kind) != EngineKind.RAY.value:
+        return
+
+    def join() -> None:
+        from capevolve._engine.ray.owned import join_quietly
+
+        join_quietly(address or engine.address, reuse=engine.reuse_local_ray)
+
+    threading.Thread(target=join, name="ray-join", daemon=True).start()

@@ -8,12 +8,22 @@ module is loaded in its process. Both restart when their process dies
 dispatcher re-sends lost work itself, so an adapter with side effects is never run twice
 behind capevolve's back. Actors find the project through the job's ``working_dir`` when
 there is one (see :func:`project_location`).
+
+Both can also start *unbound* (no arguments): a warm actor of the owned local Ray's pool
+(:mod:`.owned_warm`) that has imported capevolve's worker code and nothing of a project or
+candidate. A command that claims one binds it (:class:`Binding`: the project, the engine
+settings, this command's environment changes) with :meth:`RolloutActor.bind`; ``prepare``
+binds an unbound actor first, so an actor Ray restarted (which comes back unbound) is bound
+again by the dispatcher's ``prepare`` after a loss.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import ray
 
@@ -25,24 +35,67 @@ from capevolve._engine.worker import WorkerCore
 from capevolve.errors import EngineError
 
 
+@dataclass(frozen=True)
+class Binding:
+    """What a warm (unbound) actor needs to become a command's worker or scorer: the
+    project (``project_root``, ``adapter_spec``, ``project_rel``), the worker settings (a
+    scorer reads only the project fields) and ``env``, the variables of the command that
+    the actor's process does not have with that value (applied before the adapter loads)."""
+
+    project_root: str
+    adapter_spec: str
+    project_rel: str | None = None
+    slots: int = 1
+    timeout_s: float = 60.0
+    retries: int = 0
+    isolation: str = "none"
+    limiter: Any = None
+    env: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    """The claim token the keeper gave the claimant: a warm actor binds only with it."""
+
+
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class RolloutActor:
-    """One worker process: a WorkerCore behind async actor methods."""
+    """One worker process: a WorkerCore behind async actor methods (unbound until
+    :meth:`bind` when started without arguments)."""
 
-    def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
-                 retries: int, isolation: str, project_rel: str | None = None,
-                 limiter=None) -> None:
+    def __init__(self, project_root: str | None = None, adapter_spec: str = "", slots: int = 1,
+                 timeout_s: float = 60.0, retries: int = 0, isolation: str = "none",
+                 project_rel: str | None = None, limiter=None, token: str = "") -> None:
+        self.core: WorkerCore | None = None
+        self.token = token  # a warm actor's: only its claimant can bind it
+        if project_root is not None:
+            self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
+                               retries, isolation, limiter))
+
+    def _bind(self, b: Binding) -> None:
+        _check_token(self.token, b)
+        os.environ.update(b.env)
         context = ray.get_runtime_context()
         actor_id = context.get_actor_id() or f"pid{os.getpid()}"
         worker_id = f"{actor_id[:12]}-{os.getpid()}"
-        self.core = WorkerCore(resolve_project_root(project_root, project_rel), adapter_spec,
-                               slots, timeout_s, retries, worker_id=worker_id,
-                               node_id=context.get_node_id(), isolation=isolation)
-        if limiter is not None:  # a restarted actor first returns what its old self held
-            limiter.forget.remote(actor_id)
-            self.core.limiter = LimiterClient(limiter, actor_id)
+        self.core = WorkerCore(resolve_project_root(b.project_root, b.project_rel),
+                               b.adapter_spec, b.slots, b.timeout_s, b.retries,
+                               worker_id=worker_id, node_id=context.get_node_id(),
+                               isolation=b.isolation)
+        if b.limiter is not None:  # a restarted actor first returns what its old self held
+            b.limiter.forget.remote(actor_id)
+            self.core.limiter = LimiterClient(b.limiter, actor_id)
 
-    async def prepare(self, job: EvalJob) -> str:
+    async def bind(self, binding: Binding) -> str:
+        """Load the project into this (warm) actor; idempotent. Returns its worker id."""
+        if self.core is None:
+            self._bind(binding)
+        assert self.core is not None
+        return self.core.worker_id
+
+    async def prepare(self, job: EvalJob, binding: Binding | None = None) -> str:
+        if self.core is None:
+            if binding is None:
+                raise EngineError("a warm rollout actor was given a job before its project")
+            self._bind(binding)
+        assert self.core is not None
         held = self.core.jobs.get(job.eval_id)
         if held is not None and held[0] != job:  # same eval id, another run: replace it
             del self.core.jobs[job.eval_id]
@@ -51,6 +104,8 @@ class RolloutActor:
 
     async def exchange(self, eval_id: str, units: list[tuple[str, int, int]],
                        max_wait_s: float, slots: int | None = None) -> list[Outcome]:
+        if self.core is None:  # restarted unbound: the driver's prepare binds it again
+            raise KeyError(f"job {eval_id} not prepared on this worker")
         return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s,
                                         slots)
 
@@ -71,19 +126,41 @@ class RolloutActor:
 class ScorerActor:
     """One scorer process: a ScorerCore behind async actor methods."""
 
-    def __init__(self, project_root: str, adapter_spec: str,
-                 project_rel: str | None = None) -> None:
+    def __init__(self, project_root: str | None = None, adapter_spec: str = "",
+                 project_rel: str | None = None, token: str = "") -> None:
+        self.core: ScorerCore | None = None
+        self.token = token  # a warm actor's: only its claimant can bind it
+        if project_root is not None:
+            self._bind(Binding(project_root, adapter_spec, project_rel))
+
+    def _bind(self, b: Binding) -> None:
+        _check_token(self.token, b)
+        os.environ.update(b.env)
         actor_id = ray.get_runtime_context().get_actor_id() or "none"
         scorer_id = f"scorer-{actor_id[:12]}-{os.getpid()}"
-        self.core = ScorerCore(resolve_project_root(project_root, project_rel), adapter_spec,
-                               scorer_id=scorer_id)
+        self.core = ScorerCore(resolve_project_root(b.project_root, b.project_rel),
+                               b.adapter_spec, scorer_id=scorer_id)
 
-    async def prepare(self, job: ScoreJob) -> str:
+    async def bind(self, binding: Binding) -> str:
+        """Load the project's adapter into this (warm) scorer; idempotent."""
+        if self.core is None:
+            self._bind(binding)
+        assert self.core is not None
+        return self.core.scorer_id
+
+    async def prepare(self, job: ScoreJob, binding: Binding | None = None) -> str:
+        if self.core is None:
+            if binding is None:
+                raise EngineError("a warm scorer actor was given a job before its project")
+            self._bind(binding)
+        assert self.core is not None
         self.core.prepare(job)
         return self.core.scorer_id
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]
                     ) -> tuple[dict, int]:
+        if self.core is None:  # restarted unbound: the driver's prepare binds it again
+            raise KeyError(f"job {eval_id} not prepared on this scorer")
         batch = await self.core.score(eval_id, items)
         return batch.columns, len(batch)  # plain columns pickle fastest
 
@@ -95,6 +172,14 @@ class ScorerActor:
 
     async def pid(self) -> int:
         return os.getpid()
+
+
+def _check_token(expected: str, binding: Binding) -> None:
+    """A warm actor binds only with the token its keeper gave the claimant: code of another
+    command (a candidate finding the pool's named actors) cannot load a project into a free
+    warm actor before the command that will claim it."""
+    if expected and not hmac.compare_digest(expected, binding.token):
+        raise EngineError("this warm actor was not claimed with that token; refusing to bind")
 
 
 def project_location(project_root: str) -> tuple[str, str | None]:

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,11 +39,21 @@ def ensure_ray(address: str | None, reuse: bool = True) -> None:
     started first when none is running (:mod:`.owned`: shared by later commands, stopped by
     ``capevolve down`` or when idle); with ``reuse`` False (``engine.reuse_local_ray``) or
     CAPEVOLVE_RAY_REUSE=0, start a local Ray for this process alone. Never silently joins a
-    ``ray start`` cluster found here."""
+    ``ray start`` cluster found here. Safe from any thread: a call while another thread
+    joins (:func:`.owned.join_quietly`) waits for it; called from the main thread, it
+    makes SIGTERM end the process through ``sys.exit`` (as ``ray.init`` does there)."""
+    with owned.JOINING:
+        _ensure_ray(address, reuse)
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+
+def _ensure_ray(address: str | None, reuse: bool) -> None:
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = dict(log_to_driver=True, configure_logging=False)
+    kwargs: dict[str, Any] = dict(owned.INIT_KWARGS)
     try:
         if address:
             ray.init(address=address, include_dashboard=False, **kwargs)

@@ -15,7 +15,9 @@ never found here at all: only an address given explicitly joins another cluster.
 
 Each command is its own Ray job: its actors (and so every candidate's code) die with it.
 The job's workers see the environment the daemon started with, updated with every
-variable this command has with another value (``runtime_env.env_vars``).
+variable this command has with another value (``runtime_env.env_vars``). The warm actors
+a command claims from the daemon's pool (:mod:`.owned_warm`) get the same variables when
+they are bound, and are killed when the command is done with them.
 ``CAPEVOLVE_RAY_REUSE=0`` (or ``engine.reuse_local_ray: false``) turns all of this off;
 ``CAPEVOLVE_RAY_IDLE_S`` sets the idle timeout of a Ray started from then on.
 """
@@ -39,6 +41,8 @@ from capevolve._engine.ray.owned_state import (
     DAEMON_MODULE,
     KV_KEY,
     KV_NAMESPACE,
+    WARM_KEEPER,
+    WARM_NAMESPACE,
     OwnedRay,
     alive,
     connected_drivers,
@@ -103,13 +107,16 @@ def connect(directory: Path | None = None) -> OwnedRay:
         return _usable(directory)
 
 
-def join_owned(**init_kwargs: Any) -> OwnedRay:
-    """Connect this process to the owned Ray (started first when none is usable). The
-    state dir's lock is held until this driver is registered, so an idle owned Ray never
-    stops between the check and the join (its daemon takes the same lock to stop)."""
+def join_owned(start: bool = True, **init_kwargs: Any) -> OwnedRay | None:
+    """Connect this process to the owned Ray (started first when none is usable; with
+    ``start`` False, None instead, and nothing is started or removed). The state dir's lock
+    is held until this driver is registered, so an idle owned Ray never stops between the
+    check and the join (its daemon takes the same lock to stop)."""
     directory = ensure_dir(state_dir())
     with locked(directory):
-        state = _usable(directory)
+        state = _usable(directory) if start else read_state(state_path(directory))
+        if state is None or not (start or (alive(state) and _reachable(state.address))):
+            return None
         join(state, **init_kwargs)
     return state
 
@@ -123,6 +130,58 @@ def _usable(directory: Path) -> OwnedRay:
     if state is not None:
         _stop(state, path)
     return _start(directory, path)
+
+
+JOINING = threading.Lock()
+"""Held while this process starts or joins Ray (the engine's start, :func:`join_quietly`)."""
+INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False}
+"""The ``ray.init`` options of a command's driver."""
+
+
+def join_quietly(address: str | None, reuse: bool = True) -> None:
+    """Import Ray and join it without starting one, for a thread beside the command's own
+    work (:func:`capevolve._loop.local_ray.join_early`): the given cluster (or RAY_ADDRESS),
+    or an owned Ray that is running (a command refused before its rollouts must leave no
+    Ray behind), or nothing. Only ray and this module are imported here, so the thread's
+    imports never interleave with the command's own. A failure is left for the engine's
+    own start to raise."""
+    import logging
+
+    import ray
+
+    quiet = logging.getLogger("ray._private.worker")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # "SIGTERM handler is not set" (the engine's start sets it)
+    try:
+        with JOINING:
+            if ray.is_initialized():
+                return
+            address = address or os.environ.get("RAY_ADDRESS") or None
+            if address:
+                ray.init(address=address, include_dashboard=False, **INIT_KWARGS)
+            elif reuse_enabled(reuse):
+                join_owned(start=False, **INIT_KWARGS)
+            if ray.is_initialized():  # the first serialisation sets up Ray's serialisers
+                ray.put(None)  # (its addons import pydantic.v1 and starlette): do it here
+            if _JOINED:  # and the first call to the warm pool's keeper (finding it)
+                keeper = ray.get_actor(WARM_KEEPER, namespace=WARM_NAMESPACE)
+                ray.get(keeper.stats.remote(), timeout=5.0)
+    except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again
+        pass
+    finally:
+        quiet.setLevel(level)
+
+
+_JOINED: dict[str, Any] = {}
+"""The owned Ray this process joined (``state``) and its environment ``changes``."""
+
+
+def joined() -> tuple[OwnedRay, dict[str, str]] | None:
+    """``(state, env changes)`` of the owned Ray this process joined as a driver (checked
+    to be the one capevolve started), None when it joined none (an address, a private Ray)."""
+    if not _JOINED:
+        return None
+    return _JOINED["state"], _JOINED["changes"]
 
 
 def join(state: OwnedRay, **init_kwargs: Any) -> None:
@@ -139,6 +198,7 @@ def join(state: OwnedRay, **init_kwargs: Any) -> None:
         ray.shutdown()
         raise EngineError(f"the Ray at {state.address} is not the one capevolve started "
                           "(session mismatch); refusing it")
+    _JOINED.update(state=state, changes=changes)
 
 
 def auth_env(token: Path) -> dict[str, str]:

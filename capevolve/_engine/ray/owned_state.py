@@ -41,6 +41,9 @@ DAEMON_MODULE = "capevolve._engine.ray.owned_daemon"
 KV_NAMESPACE = "capevolve"
 KV_KEY = b"owned_session"
 """Where the daemon keeps its session id in the cluster's KV store (checked on joining)."""
+WARM_NAMESPACE = "capevolve-warm"
+WARM_KEEPER = "keeper"
+"""The Ray namespace of the warm pool's actors, and its keeper's name (:mod:`.owned_warm`)."""
 _UNTRACKED = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 """Shell bookkeeping that differs per command and never matters to an adapter."""
 

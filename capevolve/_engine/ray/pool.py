@@ -2,7 +2,9 @@
 
 Rollout actors run candidate code, so a pool of them serves one candidate: a different
 candidate (or engine setting) gets fresh actors, and one candidate's code never shares a
-process with another's. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
+process with another's. The actors come from :mod:`.spawn`: warm actors claimed from the
+owned local Ray's pool first (each serves this one pool and is killed with it), then ones
+started here. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
 actors) load only the project's adapter and are kept across candidates. The handles turn
 Ray failures into WorkerLost, which the dispatcher recovers from.
 
@@ -28,6 +30,7 @@ import dataclasses
 import math
 import threading
 import time
+from typing import Any
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
@@ -44,7 +47,8 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.ray.actor import RolloutActor, ScorerActor, project_location
+from capevolve._engine.ray import spawn
+from capevolve._engine.ray.actor import Binding, project_location
 from capevolve._engine.ray.limiter import Limiter
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
@@ -122,14 +126,17 @@ async def _started(handle, ref):
 
 
 class ActorWorker:
-    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`)."""
+    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`).
+    A claimed warm actor carries its ``binding`` (every prepare binds it if Ray restarted
+    it unbound)."""
 
-    def __init__(self, actor, name: str, slots: int, reply_timeout_s: float) -> None:
+    def __init__(self, actor, name: str, slots: int, reply_timeout_s: float,
+                 binding: Binding | None = None) -> None:
         self.actor, self.name, self.slots = actor, name, slots
-        self.reply_timeout_s = reply_timeout_s
+        self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: EvalJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
@@ -144,12 +151,13 @@ class ActorWorker:
 class ActorScorer:
     """A ScorerHandle over a ScorerActor; every call is bounded (see :func:`_bounded`)."""
 
-    def __init__(self, actor, name: str, reply_timeout_s: float) -> None:
+    def __init__(self, actor, name: str, reply_timeout_s: float,
+                 binding: Binding | None = None) -> None:
         self.actor, self.name = actor, name
-        self.reply_timeout_s = reply_timeout_s
+        self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: ScoreJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job)))
+        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
                     ) -> RowBatch:
@@ -230,12 +238,7 @@ def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[Ac
                 1.0, max(1.0, float(totals.get("CPU", 1))) / (workers * shares))
             options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
                            resources=dict(c.resources) or None)
-            actors = [
-                ActorWorker(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
-                    root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-                    project_rel=rel, limiter=limiter), name=f"actor-{i}", slots=slots,
-                    reply_timeout_s=reply_timeout_s(c))
-                for i in range(workers)]
+            actors = _new_workers(c, job, workers, slots, options, limiter)
             held = _POOLS[key] = {"actors": actors, "users": 0}
         held["users"] += 1
         _POOL.update(key=key, actors=held["actors"])
@@ -281,14 +284,28 @@ def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list
     if _POOL["scorer_key"] != key:
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
-        _POOL["scorers"] = [
-            ActorScorer(ScorerActor.options(  # type: ignore[attr-defined]
-                num_cpus=0, scheduling_strategy="SPREAD").remote(
-                root, job.adapter_spec, project_rel=rel), name=f"scorer-{i}",
-                reply_timeout_s=reply_timeout_s(config))
-            for i in range(count)]
+        _POOL["scorers"] = _new_scorers(job, root, rel, count, config)
         _POOL["scorer_key"] = key
     return _POOL["scorers"]
+
+
+def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
+                 options: dict[str, Any], limiter) -> list[ActorWorker]:
+    """``workers`` rollout actors for one candidate (claimed warm ones first, see
+    :mod:`.spawn`)."""
+    return [ActorWorker(actor, name=f"actor-{i}", slots=slots,
+                        reply_timeout_s=reply_timeout_s(c), binding=bound)
+            for i, (actor, bound) in enumerate(
+                spawn.rollout_actors(c, job, workers, slots, options, limiter))]
+
+
+def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
+                 config: EngineConfig) -> list[ActorScorer]:
+    """``count`` scorer actors (claimed warm ones first, see :mod:`.spawn`)."""
+    return [ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
+                        binding=bound)
+            for i, (actor, bound) in enumerate(spawn.scorer_actors(config, job, root, rel,
+                                                                   count))]
 
 
 def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:

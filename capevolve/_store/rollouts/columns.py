@@ -18,6 +18,7 @@ them is checked row by row by ``storable_row`` itself, so a bad value is still a
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -40,7 +41,14 @@ _TEXT = {"feedback", "output", "inputs", "tool_calls", "trace", "trajectory", "w
          "node_id"}
 _KEY_TEXT = ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")
 _TIMES = ("started_at", "finished_at")
-_KIND_SET = pa.array(sorted(_KINDS), pa.string())
+
+
+@functools.cache
+def _kind_set() -> pa.Array:
+    """The valid error kinds as an Arrow array, built on first use: ``pa.array`` of a list
+    imports pandas when it is installed (pyarrow checks for pandas types), which a command
+    should not pay for at import, before its first rollout."""
+    return pa.array(sorted(_KINDS), pa.string())
 
 
 class _Suspect(Exception):
@@ -166,7 +174,7 @@ def _fast(columns: Mapping[str, Any], n: int) -> pa.Table:
         has_error = pc.is_valid(error)
         if not pc.all(pc.equal(has_error, pc.is_valid(kind))).as_py():
             raise _Suspect  # an error without a kind, or a kind without an error
-        if not pc.all(pc.is_in(kind.drop_null(), value_set=_KIND_SET)).as_py():
+        if not pc.all(pc.is_in(kind.drop_null(), value_set=_kind_set())).as_py():
             raise _Suspect
         if pc.any(pc.and_(has_error, pc.or_(pc.is_valid(arrays["reward"]),
                                             pc.is_valid(arrays["score_parts"])))).as_py():
