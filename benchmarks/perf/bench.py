@@ -146,7 +146,9 @@ def run_child(name: str, n_val: int, latency_ms: float, concurrency: int, profil
     # be set before Ray starts so the raylet and its workers inherit them.
     os.environ["CAPEVOLVE_BENCH_TASKS"] = str(n_tasks_for(n_val))
     os.environ["CAPEVOLVE_BENCH_LATENCY_MS"] = repr(latency_ms)
-    os.environ.pop("RAY_ADDRESS", None)  # always a fresh local Ray on this machine
+    os.environ.pop("RAY_ADDRESS", None)  # always a fresh local Ray on this machine,
+    os.environ["CAPEVOLVE_RAY_REUSE"] = "0"  # private to this process: an owned Ray left
+    # running (its warm pool idling) would load the machine for every later benchmark
     latency_s = latency_ms / 1000.0
     local = name in LOCAL
 
