@@ -14,13 +14,12 @@ Outputs are kept as digests (sha256 of the text), which is all a comparison need
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from capevolve._store.layout import Layout
-from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes, part_files
+from capevolve._store.rollouts.parts_cache import PartsCache
+from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes
 
 CACHED_EVALS = 64
 """Evaluations kept per process (least recently used first out)."""
@@ -75,44 +74,22 @@ class EvalRows:
         return {t: sorted(v) for t, v in found.items()}
 
 
-_CACHE: OrderedDict[tuple, EvalRows] = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def _identity(layout: Layout, eval_id: str) -> tuple:
-    found = []
-    for path in part_files(layout, eval_id):
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        found.append((str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return (str(layout.root), eval_id, tuple(found))
+_CACHE: PartsCache[EvalRows] = PartsCache(CACHED_EVALS)
 
 
 def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
     """The deduplicated rows of ``eval_id`` (cached while its parts are unchanged)."""
-    key = _identity(layout, eval_id)
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    if not key[2]:
-        return EvalRows(())  # no part yet: nothing to read
-    literal = "'" + eval_id.replace("'", "''") + "'"
-    _, rows = RolloutStore(layout).query(
-        "SELECT task_id, trial, reward, error, coalesce(tokens, 0), cost_usd, "
-        "sha256(coalesce(output, '')) FROM rollouts WHERE eval_id = " + literal
-        + " ORDER BY task_id, trial", eval_id)
-    found = EvalRows(tuple(Row(str(t), int(k), None if r is None else float(r), e,
-                               int(n), None if c is None else float(c), str(d))
-                           for t, k, r, e, n, c, d in rows))
-    with _LOCK:
-        _CACHE[key] = found
-        while len(_CACHE) > CACHED_EVALS:
-            _CACHE.popitem(last=False)
-    return found
+    def read() -> EvalRows:
+        literal = "'" + eval_id.replace("'", "''") + "'"
+        _, rows = RolloutStore(layout).query(
+            "SELECT task_id, trial, reward, error, coalesce(tokens, 0), cost_usd, "
+            "sha256(coalesce(output, '')) FROM rollouts WHERE eval_id = " + literal
+            + " ORDER BY task_id, trial", eval_id)
+        return EvalRows(tuple(Row(str(t), int(k), None if r is None else float(r), e,
+                                  int(n), None if c is None else float(c), str(d))
+                              for t, k, r, e, n, c, d in rows))
+
+    return _CACHE.get(layout, eval_id, lambda: EvalRows(()), read)
 
 
 def output_digest(text: str | None) -> str:
@@ -122,6 +99,4 @@ def output_digest(text: str | None) -> str:
 
 def forget(root: Path | str | None = None) -> None:
     """Drop cached evaluations (of one run dir, or all)."""
-    with _LOCK:
-        for key in [k for k in _CACHE if root is None or k[0] == str(root)]:
-            del _CACHE[key]
+    _CACHE.forget(root)

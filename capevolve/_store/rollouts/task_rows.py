@@ -21,8 +21,6 @@ follows it in the same process read each evaluation once.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from capevolve._store.layout import Layout
-from capevolve._store.rollouts.evalrows import _identity
+from capevolve._store.rollouts.parts_cache import PartsCache
 from capevolve._store.rollouts.query import RolloutStore
 
 CACHED = 16
@@ -65,31 +63,23 @@ class TaskRows:
         return {t: values[bounds[i]:bounds[i + 1]] for i, t in enumerate(self.tasks)}
 
 
-_CACHE: OrderedDict[tuple, TaskRows] = OrderedDict()
-_LOCK = threading.Lock()
+_CACHE: PartsCache[TaskRows] = PartsCache(CACHED)
 
 
 def task_rows(layout: Layout, eval_id: str) -> TaskRows:
     """The rows of ``eval_id`` grouped by task, in one query (cached while its parts are
     unchanged); a failing read is one StoreError line, as for every query."""
-    key = _identity(layout, eval_id)
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    if not key[2]:
+    def empty() -> TaskRows:
         return _columns(pa.table({"task_id": pa.array([], pa.string()),
                                   "rewards": pa.array([], pa.list_(pa.float64())),
                                   "trials": pa.array([], pa.list_(pa.int64())),
                                   "outputs": pa.array([], pa.string())}))
-    literal = "'" + eval_id.replace("'", "''") + "'"
-    found = _columns(RolloutStore(layout).table(_SQL.format(eval_id=literal), eval_id))
-    with _LOCK:
-        _CACHE[key] = found
-        while len(_CACHE) > CACHED:
-            _CACHE.popitem(last=False)
-    return found
+
+    def read() -> TaskRows:
+        literal = "'" + eval_id.replace("'", "''") + "'"
+        return _columns(RolloutStore(layout).table(_SQL.format(eval_id=literal), eval_id))
+
+    return _CACHE.get(layout, eval_id, empty, read)
 
 
 def prefetch(layout: Layout, eval_ids: Sequence[str]) -> Future[None]:

@@ -1,0 +1,66 @@
+"""Values read from one evaluation's parts, kept in memory while those parts are unchanged.
+
+A value is keyed by the run dir, the evaluation and, for every part of it, the part's path,
+size, mtime, ctime and inode: a part written, compacted, replaced or removed changes the
+key, so the next read goes to the files again. Least recently used values go first once
+``size`` are kept. Thread-safe (concurrent evaluations of one process share a cache).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from capevolve._store.layout import Layout
+from capevolve._store.rollouts.query import part_files
+
+T = TypeVar("T")
+
+
+def parts_identity(layout: Layout, eval_id: str) -> tuple:
+    """(run dir, eval id, (path, size, mtime, ctime, inode) of each part of ``eval_id``)."""
+    found = []
+    for path in part_files(layout, eval_id):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return (str(layout.root), eval_id, tuple(found))
+
+
+class PartsCache(Generic[T]):
+    """At most ``size`` values, each valid while its evaluation's parts are unchanged."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._values: OrderedDict[tuple, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, layout: Layout, eval_id: str, empty: Callable[[], T],
+            read: Callable[[], T]) -> T:
+        """The cached value of ``eval_id``, else ``read()`` (kept), or ``empty()`` (not
+        kept) when the evaluation has no part yet."""
+        key = parts_identity(layout, eval_id)
+        with self._lock:
+            hit = self._values.get(key)
+            if hit is not None:
+                self._values.move_to_end(key)
+                return hit
+        if not key[2]:
+            return empty()
+        found = read()
+        with self._lock:
+            self._values[key] = found
+            while len(self._values) > self.size:
+                self._values.popitem(last=False)
+        return found
+
+    def forget(self, root: Path | str | None = None) -> None:
+        """Drop the cached values (of one run dir, or all)."""
+        with self._lock:
+            for key in [k for k in self._values if root is None or k[0] == str(root)]:
+                del self._values[key]
