@@ -34,6 +34,7 @@ from capevolve.diagnose.context import AdapterContext, adapter_context
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
+from capevolve.diagnose.jsontext import SURROGATES
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.rank import rank_clusters
@@ -85,10 +86,12 @@ def document_text(doc: dict[str, Any]) -> str:
 
 def write_document(path: Path, doc: dict[str, Any]) -> None:
     """Validate ``doc`` as a DiagnosisRecord, then write canonical compact JSON (sorted
-    keys, :func:`document_text`) atomically: temp file, fsync, rename."""
+    keys, :func:`document_text`) atomically: temp file, fsync, rename. A lone surrogate
+    (text that is not Unicode, e.g. ``"\\ud800"`` decoded from a task's JSON) is written as
+    its JSON escape, which reads back as the same string."""
     text = document_text(doc)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with open(tmp, "w", encoding="utf-8", errors=SURROGATES) as fh:
         fh.write(text + "\n")
         fh.flush()
         os.fsync(fh.fileno())

@@ -15,6 +15,12 @@ from typing import Any
 
 from pydantic_core import from_json
 
+SURROGATES = "backslashreplace"
+"""How diagnose encodes its JSON text: a lone surrogate (a string that is not Unicode, such
+as ``"\\ud800"`` decoded from a task's JSON) can stand only inside a JSON string, where
+``backslashreplace`` spells it ``\\udXXXX``, its JSON escape, so the file reads back as the
+same string; any other text is plain UTF-8."""
+
 
 def loads(text: str) -> Any:
     """``json.loads(text)``: the same value, or the same ``ValueError``."""

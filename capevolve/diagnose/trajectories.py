@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from json.encoder import encode_basestring
 from pathlib import Path
 
-from capevolve.diagnose.jsontext import is_json
+from capevolve.diagnose.jsontext import SURROGATES, is_json
 from capevolve.diagnose.source import Trial
 from capevolve.errors import RunDirError
 
@@ -162,7 +162,7 @@ def _jobs(directory: Path, trials: list[Trial], names: set[str]
     for trial in trials:
         name = file_name(trial)
         names.add(name)
-        chunk.append((prefix + name, document(trial).encode("utf-8")))
+        chunk.append((prefix + name, document(trial).encode("utf-8", SURROGATES)))
         if len(chunk) >= CHUNK:
             yield chunk
             chunk = []

@@ -137,3 +137,25 @@ def test_trajectory_text_equals_json_dumps_of_the_plain_fields(reward):
             trajectories.document(trial)
         return
     assert trajectories.document(trial).startswith(expected[:-1] + ', "inputs": null')
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape(tmp_path):
+    """Text that is not Unicode (a lone surrogate, as json.loads gives for "\\ud800") is
+    written as its JSON escape: the document and the trajectory file read back as the same
+    strings, instead of the write failing with UnicodeEncodeError."""
+    from capevolve.diagnose.diagnosis import write_document
+
+    doc = _doc(0.5)
+    doc["reflective_dataset"][0]["Feedback"] = "bad \ud800 text ü"
+    path = tmp_path / "diagnosis.json"
+    write_document(path, doc)
+    assert "\\ud800" in path.read_text(encoding="utf-8")
+    assert json.loads(path.read_bytes())["reflective_dataset"][0]["Feedback"] == \
+        "bad \ud800 text ü"
+    trial = Trial("e", "t", 0, 0.0, "f\udfff", None, "out", None, None, None, None,
+                  None, None)
+    folder = tmp_path / "trajectories"
+    trajectories.write_all(folder, [trial])
+    (written,) = folder.iterdir()
+    back = json.loads(written.read_bytes())
+    assert (back["feedback"], back["output"]) == ("f\udfff", "out")
