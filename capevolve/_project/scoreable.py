@@ -23,16 +23,20 @@ from capevolve.errors import AdapterError
 DEFAULT_REASON = "adapter scoreable(task) returned False"
 
 
+def _call(hook: Any, name: str, task: Task) -> Any:
+    """``hook(task)``; an exception is one AdapterError line naming the hook and task."""
+    try:
+        return call_sync(hook, task)
+    except Exception as exc:
+        raise AdapterError(f"adapter: {name}() raised on task {task.id!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+
+
 def _reason(adapter: Any, task: Task) -> str:
     explain = getattr(adapter, "exclusion_reason", None)
     if not callable(explain):
         return DEFAULT_REASON
-    try:
-        reason = call_sync(explain, task)
-    except Exception as exc:
-        raise AdapterError(f"adapter: exclusion_reason() raised on task {task.id!r}: "
-                           f"{type(exc).__name__}: {exc}") from None
-    return str(reason).strip() or DEFAULT_REASON
+    return str(_call(explain, "exclusion_reason", task)).strip() or DEFAULT_REASON
 
 
 def exclusion(adapter: Any, task: Task) -> str | None:
@@ -41,11 +45,7 @@ def exclusion(adapter: Any, task: Task) -> str | None:
     hook = getattr(adapter, "scoreable", None)
     if not callable(hook):
         return None
-    try:
-        verdict = call_sync(hook, task)
-    except Exception as exc:
-        raise AdapterError(f"adapter: scoreable() raised on task {task.id!r}: "
-                           f"{type(exc).__name__}: {exc}") from None
+    verdict = _call(hook, "scoreable", task)
     if not isinstance(verdict, bool):
         raise AdapterError(f"adapter: scoreable() returned {type(verdict).__name__} "
                            f"on task {task.id!r}, expected bool")
