@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.parts_cache import PartsCache
@@ -95,8 +94,3 @@ def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
 def output_digest(text: str | None) -> str:
     """The digest :class:`Row` keeps of an output (DuckDB's sha256, hex)."""
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
-
-
-def forget(root: Path | str | None = None) -> None:
-    """Drop cached evaluations (of one run dir, or all)."""
-    _CACHE.forget(root)

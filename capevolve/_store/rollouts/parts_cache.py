@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from capevolve._store.layout import Layout
@@ -58,9 +57,3 @@ class PartsCache(Generic[T]):
             while len(self._values) > self.size:
                 self._values.popitem(last=False)
         return found
-
-    def forget(self, root: Path | str | None = None) -> None:
-        """Drop the cached values (of one run dir, or all)."""
-        with self._lock:
-            for key in [k for k in self._values if root is None or k[0] == str(root)]:
-                del self._values[key]
