@@ -287,3 +287,63 @@ def test_a_compaction_during_another_evaluation_is_not_foreign_to_its_guard(
     assert seen == [[]], f"the compaction's temporary file was foreign: {seen}"
     assert guard.foreign_parts([]) == [], "the compacted part was taken for a foreign one"
     assert not compact.running
+
+
+SMALL_GROUPS = """
+import sys
+from capevolve._loop.evaluate import evaluate
+from capevolve._store.rollouts import compact
+from capevolve._store.rundir import RunDir
+compact.ROW_GROUP_ROWS, compact.READ_ROWS = 5, 3
+evaluate(RunDir.open(sys.argv[1]), "cand_001", "val")
+"""
+
+
+def test_streaming_writes_the_old_rows_in_order_a_row_group_at_a_time(uncompacted,
+                                                                     monkeypatch):
+    """With row groups of 5 rows read 3 at a time, the new part holds exactly the old
+    parts' rows in their order (path, then row), every row group but the last holds 5
+    rows, and every query answers as before."""
+    run = uncompacted
+    monkeypatch.setattr(compact, "ROW_GROUP_ROWS", 5)
+    monkeypatch.setattr(compact, "READ_ROWS", 3)
+    old = part_files(run.layout, EVAL)
+    expected = [row for p in sorted(old) for row in pq.read_table(p).to_pylist()
+                if row["eval_id"] == EVAL and row["candidate_id"] == "cand_001"]
+    before = _view(run)
+    assert compact.compact_evaluation(run, EVAL, "val", "cand_001") is not None
+    (new,) = part_files(run.layout, EVAL)
+    assert pq.read_table(new).to_pylist() == expected
+    meta = pq.ParquetFile(new).metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert len(sizes) > 2 and set(sizes[:-1]) == {5} and 1 <= sizes[-1] <= 5, sizes
+    assert _view(run) == before
+    assert integrity.verify(RunDir.open(run.root)).ok
+
+
+@pytest.mark.slow
+def test_kill_9_in_the_middle_of_the_stream_leaves_the_old_parts_whole(
+        incomplete, tmp_path, monkeypatch):
+    """kill -9 right after the first row group of the new part is on disk (the stream
+    half done): the run opens with every unit counted once as in the uncompacted run, and
+    the next evaluate removes the half-written file and compacts without running a unit."""
+    reference = _reference(incomplete, tmp_path, monkeypatch)
+    root = tmp_path / "run-streaming"
+    shutil.copytree(incomplete.root, root)
+    env = {**clean_env(), compact.FAULT_ENV: compact.STREAM_FAULT}
+    proc = subprocess.run([sys.executable, "-c", SMALL_GROUPS, str(root)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    opened = RunDir.open(root)
+    half = [p for p in opened.layout.rollouts.rglob(f"*{compact.TMP_SUFFIX}")]
+    assert half, "the kill came before anything of the new part was written"
+    assert len(part_files(opened.layout, EVAL)) == 3
+    assert _view(opened) == reference and integrity.verify(opened).ok
+    started = len(opened.events(EventKind.EVAL_STARTED))
+    assert evaluate(opened, "cand_001", "val")["status"] == "complete"
+    assert len(opened.events(EventKind.EVAL_STARTED)) == started, "a unit ran again"
+    settled = RunDir.open(root)
+    assert len(part_files(settled.layout, EVAL)) == 1 and _view(settled) == reference
+    assert not [p for p in settled.layout.rollouts.rglob("*") if p.name.startswith(".")]
+    result = integrity.verify(settled)
+    assert result.ok and not result.notes, result.to_json()

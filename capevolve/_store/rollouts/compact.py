@@ -6,7 +6,9 @@ file, so a complete evaluation's parts are rewritten as one file of at most
 counts for the evaluation (its eval id, under its candidate's partition) in the old order
 (part path, then row), duplicates included. The ``rollouts`` view's one rule for duplicate
 units (capevolve._store.rollouts.query) therefore picks a row of the same content from
-the new part as from the old ones, and from any mix of the two.
+the new part as from the old ones, and from any mix of the two. The rows are streamed:
+read a batch at a time and encoded a row group at a time (:data:`ROW_GROUP_ROWS`), so a
+compaction's memory does not grow with the evaluation.
 
 The steps, each durable before the next (a kill -9 at any moment leaves the old parts or
 the new ones complete on disk, never neither, and the view counts each unit once):
@@ -25,8 +27,8 @@ changed part is never laundered into a fresh record): otherwise nothing is done 
 verification reports the part. :func:`settle` (the next evaluate, under the run lock)
 finishes a compaction killed after step 4, undoes one killed before it, and compacts
 complete evaluations that still have several parts. ``CAPEVOLVE_FAULT_COMPACT=<step>``
-(one of :data:`FAULT_STEPS`) kills the process with SIGKILL right after that step: the
-fault tests' hook.
+(one of :data:`FAULT_STEPS`, or :data:`STREAM_FAULT`) kills the process with SIGKILL
+right after that step: the fault tests' hook.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -60,10 +63,17 @@ from capevolve.records import CompactedPart, EvalFinished, EvalRecord, PartsComp
 
 MAX_ROWS = 4_000_000
 """Rows per compacted file at most (a bigger evaluation gets several)."""
-ROW_GROUP_ROWS = 131_072
-"""Rows per Parquet row group of a compacted file."""
+ROW_GROUP_ROWS = 8_192
+"""Rows per Parquet row group of a compacted file (every group but a file's last holds
+exactly this many). It bounds the compaction's memory: one group's rows are decoded and
+encoded at a time, whatever the evaluation's size."""
+READ_ROWS = 8_192
+"""Rows read from an old part at a time."""
 FAULT_ENV = "CAPEVOLVE_FAULT_COMPACT"
 FAULT_STEPS = ("written", "journalled", "renamed", "recorded", "retiring", "retired")
+STREAM_FAULT = "streaming"
+"""The fault step inside step 1: right after a full row group of a new part is written
+(more rows still to come)."""
 TMP_SUFFIX = ".compacting"
 """A new part's temporary name is ``.<name>`` + this (never a ``*.parquet`` the view or
 verification reads, nor a writer's temporary file)."""
@@ -114,15 +124,22 @@ def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[P
     return parts
 
 
-def _rows(part: Path, eval_id: str, candidate_id: str) -> pa.Table | None:
-    """The rows of ``part`` that count for the evaluation (None: a schema this version
-    does not write, left as it is)."""
-    table = pq.ParquetFile(part).read()
-    if not table.schema.equals(ROLLOUT_SCHEMA, check_metadata=False):
-        return None
-    keep = pc.and_(pc.equal(table["eval_id"], eval_id),
-                   pc.equal(table["candidate_id"], candidate_id))
-    return table.filter(keep).cast(ROLLOUT_SCHEMA)
+def _readable(part: Path) -> bool:
+    """Whether ``part`` has the schema this version writes (otherwise it is left as it
+    is). Only the footer is read."""
+    return pq.read_schema(part).equals(ROLLOUT_SCHEMA, check_metadata=False)
+
+
+def _batches(part: Path, eval_id: str, candidate_id: str) -> Iterator[pa.Table]:
+    """The rows of ``part`` that count for the evaluation, :data:`READ_ROWS` at a time,
+    in file order (one part open at a time)."""
+    with pq.ParquetFile(part) as file:
+        for batch in file.iter_batches(batch_size=READ_ROWS, use_threads=False):
+            keep = pc.and_(pc.equal(batch["eval_id"], eval_id),
+                           pc.equal(batch["candidate_id"], candidate_id))
+            rows = pa.Table.from_batches([batch.filter(keep)]).cast(ROLLOUT_SCHEMA)
+            if rows.num_rows:
+                yield rows
 
 
 class _Files:
@@ -139,6 +156,8 @@ class _Files:
         return _tmp(final)
 
     def write(self, table: pa.Table) -> None:
+        """Append ``table`` (at most ROW_GROUP_ROWS rows) as one row group, in a new file
+        when the current one would pass MAX_ROWS."""
         if self._writer is None or self.rows[-1] + table.num_rows > MAX_ROWS:
             self.close()
             final = self.directory / f"{self.eval_id}-{self.token}-{len(self.finals):05d}.parquet"
@@ -164,17 +183,24 @@ class _Files:
 
 
 def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
+    """Stream the rows of ``sources`` into ``files``: read READ_ROWS at a time, encoded
+    ROW_GROUP_ROWS at a time, so at most about one row group of rows is decoded at once
+    whatever the evaluation's size. False (nothing written) when a part has a schema this
+    version does not write."""
+    if not all(_readable(part) for part in sources):
+        return False
     buffered: list[pa.Table] = []
     pending = 0
     for part in sources:
-        table = _rows(part, eval_id, candidate_id)
-        if table is None:
-            return False
-        buffered.append(table)
-        pending += table.num_rows
-        if pending >= ROW_GROUP_ROWS:
-            files.write(pa.concat_tables(buffered))
-            buffered, pending = [], 0
+        for rows in _batches(part, eval_id, candidate_id):
+            buffered.append(rows)
+            pending += rows.num_rows
+            while pending >= ROW_GROUP_ROWS:
+                table = pa.concat_tables(buffered)
+                files.write(table.slice(0, ROW_GROUP_ROWS))
+                _fault(STREAM_FAULT)
+                rest = table.slice(ROW_GROUP_ROWS)
+                buffered, pending = ([rest] if rest.num_rows else []), rest.num_rows
     if buffered or not files.finals:
         files.write(pa.concat_tables(buffered) if buffered
                     else ROLLOUT_SCHEMA.empty_table())
