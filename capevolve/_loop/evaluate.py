@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
     load_eval,
     write_eval,
 )
+from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
 from capevolve._store.rollouts.evalrows import eval_rows
@@ -79,59 +81,78 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     each task (the gate reads them). pass^k counts a trial as passed when its reward is
     at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
     Means, SEs and run means are over ``task_ids`` only; ``n_errors`` and ``n_rows``
-    count every stored row of the evaluation. One read of the rows (one DuckDB query).
+    count every stored row of the evaluation; ``task_means`` maps each scored task to
+    its mean. One read of the rows (one DuckDB query).
     """
-    return _summary(run, eval_id, task_ids, clusters, pass_threshold)[0]
+    stats, means, _ = _summary(run, eval_id, task_ids, clusters, pass_threshold)
+    return {**stats, "task_means": means.as_dict()}
+
+
+@dataclass(frozen=True)
+class TaskMeans:
+    """The per-task means of a summary as columns: ``tasks`` sorted, ``means`` and
+    ``counts`` (valid trials) aligned with them."""
+
+    tasks: list[str]
+    means: np.ndarray
+    counts: np.ndarray
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(self.tasks, self.means.tolist(), strict=True))
 
 
 def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
              clusters: dict[str, str] | None, pass_threshold: float,
-             ) -> tuple[dict[str, Any], int]:
-    """``summarize``'s statistics and the number of units whose judge was unreachable,
-    both from the same single read of the evaluation's rows."""
+             ) -> tuple[dict[str, Any], TaskMeans, int]:
+    """``summarize``'s statistics (without the per-task means), the per-task means as
+    columns and the number of units whose judge was unreachable, all from the same
+    single read of the evaluation's rows."""
     rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
     chosen = set(task_ids)
     wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
     means = _task_means(rows.tasks, rows.task[use], rows.reward[use])
-    mean, stderr = mean_and_se(list(means.values()))
-    stdev = statistics.stdev(means.values()) if len(means) > 1 else None
-    extra = ({"stderr_clustered": clustered_se(means, clusters),
+    values = means.means.tolist()
+    mean, stderr = mean_and_se(values)
+    stdev = statistics.stdev(values) if len(values) > 1 else None
+    extra = ({"stderr_clustered": clustered_se(means.as_dict(), clusters),
               "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
              if clusters else {})
+    del values
     kept = tuple(rows.tasks[i] for i in np.flatnonzero(wanted).tolist())
     codes = np.searchsorted(np.flatnonzero(wanted), rows.task[use])
     counts = pass_counts_of_columns(kept, codes, rows.reward[use], pass_threshold)
+    n_scored = len(means.tasks)
     return {**extra,
-        "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": len(means),
-        "scored": len(means), "stdev": stdev,
+        "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": n_scored,
+        "scored": n_scored, "stdev": stdev,
         "run_means": _run_means(rows.trial[use], rows.reward[use]),
         "n_errors": int(rows.n_rows - np.count_nonzero(rows.scored)), "n_rows": rows.n_rows,
-        "coverage": len(means) / len(task_ids) if task_ids else 0.0,
+        "coverage": n_scored / len(task_ids) if task_ids else 0.0,
         "pass_k": pass_k_table(counts),
-        "pass_threshold": pass_threshold, "task_means": means,
-    }, int(np.count_nonzero(rows.lost))
+        "pass_threshold": pass_threshold,
+    }, means, int(np.count_nonzero(rows.lost))
 
 
-def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray
-                ) -> dict[str, float]:
-    """:func:`capevolve.stats.task_means` over columns, without a list per task: row i is a
-    valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks`` sorted); tasks
-    without a row are left out. A mean of one or two trials is computed vectorised (``a +
-    b`` rounds once, as ``math.fsum`` does), of more trials with ``math.fsum``: every value
-    equals ``task_means``'."""
+def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray) -> TaskMeans:
+    """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task:
+    row i is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks``
+    sorted); tasks without a row are left out. A mean of one or two trials is computed
+    vectorised (``a + b`` rounds once, as ``math.fsum`` does), of more trials with
+    ``math.fsum``: every value equals ``task_means``'."""
     if not task.size:
-        return {}
+        return TaskMeans([], np.zeros(0), np.zeros(0, dtype=np.int64))
     starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
     counts = np.diff(np.r_[starts, task.size])
-    values = (np.add.reduceat(reward, starts) / counts).tolist()
+    values = np.add.reduceat(reward, starts) / counts
     many = np.flatnonzero(counts > 2).tolist()
     if many:
         listed = reward.tolist()
         for g in many:
             first, n = int(starts[g]), int(counts[g])
             values[g] = math.fsum(listed[first:first + n]) / n
-    return dict(zip([tasks[c] for c in task[starts].tolist()], values, strict=True))
+    return TaskMeans([tasks[c] for c in task[starts].tolist()], values,
+                     counts.astype(np.int64))
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
@@ -269,8 +290,11 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                          "rerun to resume once the cause is fixed") from None
     tally = session.tally
     clusters = loaded.clusters
-    stats, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
-                                 config.gate.pass_threshold)
+    stats, means, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
+                                        config.gate.pass_threshold)
+    stats["task_means_file"] = write_task_means(run, eval_id, means.tasks, means.means,
+                                                means.counts)
+    del means
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
     why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,

@@ -35,6 +35,7 @@ from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
 from capevolve._store.evals import latest_complete_eval
+from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError, TestSealError
@@ -77,7 +78,7 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
                        for c in (best_id, SEED_ID))
     if best is None or seed_eval is None or refusal(run, best) or refusal(run, seed_eval):
         return None
-    return paired_delta(best.to_json(), seed_eval.to_json())["delta"]
+    return paired_delta(with_task_means(run, best), with_task_means(run, seed_eval))["delta"]
 
 
 def finalize(run: RunDir, engine: Engine | None = None,
@@ -118,6 +119,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
     baseline = best if best_id == baseline_id else evaluate(
         run, baseline_id, Split.TEST, engine=engine, address=address, allow_test=True)
+    best, baseline = with_task_means(run, best), with_task_means(run, baseline)
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
                          entry.test_ids_sha256)
     write_final(run.layout, final)

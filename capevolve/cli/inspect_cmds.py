@@ -92,6 +92,7 @@ def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     from capevolve.report.markdown import write_report
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
+    data = report_data(run) if json else None  # read and checked before anything is written
     text = write_report(run)
     payload: dict[str, Any] = {"report": str(run.layout.report_md), "markdown": text}
     if html:
@@ -99,7 +100,7 @@ def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
         payload["html"] = str(write_html(run))
     if json:
-        payload["data"] = report_data(run)
+        payload["data"] = data
     emit(payload, json, text + (f"\nreport.html: {payload['html']}" if html else ""))
 
 

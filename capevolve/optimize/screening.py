@@ -24,6 +24,7 @@ from typing import Any
 
 from capevolve._loop import evaluate as evaluating
 from capevolve._policy.thresholds import TOLERANCE
+from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve.kinds import EvalPurpose, EvalStatus, Split
 from capevolve.optimize.session import TRAIN_TRIALS, Session
 
@@ -33,11 +34,12 @@ def parent_on(s: Session, parent_id: str, tasks: tuple[str, ...]) -> dict[str, A
     ``eval_id`` (the evaluation its rows come from)."""
     full = evaluating.latest_complete_eval(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS)
     if full is not None:
-        means = {t: full.task_means[t] for t in tasks if t in full.task_means}
+        every = task_means_of(s.run, full)
+        means = {t: every[t] for t in tasks if t in every}
         return {"status": EvalStatus.COMPLETE, "task_means": means, "eval_id": full.eval_id}
-    return evaluating.evaluate(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS,
-                               tasks=list(tasks), purpose=EvalPurpose.SCREEN,
-                               engine=s.engine)
+    return with_task_means(s.run, evaluating.evaluate(
+        s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS, tasks=list(tasks),
+        purpose=EvalPurpose.SCREEN, engine=s.engine))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from capevolve._loop import no_change as no_changes
 from capevolve._policy.gateable import gate_refusal
 from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
+from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
 from capevolve.kinds import Decision, EvalPurpose, EvalStatus, EventKind, Split
@@ -70,7 +71,7 @@ class Planned:
 
 def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
     """The current best and every complete full-val evaluation's task means."""
-    means = {e.candidate_id: dict(e.task_means) for e in all_evals(s.run)
+    means = {e.candidate_id: task_means_of(s.run, e) for e in all_evals(s.run)
              if e.split == Split.VAL and e.status == EvalStatus.COMPLETE and not e.refused
              and e.n_trials == s.config.num_trials and gate_refusal(e) is None}
     return SearchView(s.run.best_id, means, tuple(s.ledger), clusters)
@@ -306,7 +307,7 @@ def _measure(s: Session, p: Planned) -> Measured:
         child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN, n_trials=TRAIN_TRIALS,
                                     tasks=batch, purpose=EvalPurpose.SCREEN, engine=s.engine)
         p.pending["child_id"] = child["candidate_id"]
-        verdict = screening.compare(child, parent)
+        verdict = screening.compare(with_task_means(run, child), parent)
         screen = _numbers(Split.TRAIN, p.parent_id, "pass" if verdict.passed else "killed",
                           verdict.child, verdict.parent)
         if not verdict.passed:

@@ -12,6 +12,7 @@ Documents::
     run.json            RunManifest
     candidates/<id>/candidate.json   CandidateRecord
     evals/<eval_id>.json             EvalRecord
+    evals/<eval_id>.means.parquet    its per-task means (TaskMeansFile in the record)
     events.jsonl        one Event per line (a model per EventKind; UserEvent for user kinds)
     state.json          StateRecord (a derived cache, never read back as truth)
     seal.json           SealRecord
@@ -43,6 +44,7 @@ from capevolve.records._documents import (
     RunManifest,
     SealRecord,
     StateRecord,
+    TaskMeansFile,
     TaskSubset,
     TestReuse,
 )
@@ -110,6 +112,7 @@ __all__ = [
     "SpendEvent",
     "StateRecord",
     "TamperEvent",
+    "TaskMeansFile",
     "TaskSubset",
     "TestReuse",
     "USER_KINDS_BUILTIN",

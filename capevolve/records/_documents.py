@@ -79,6 +79,23 @@ class TaskSubset(Record):
     """The ids, sorted."""
 
 
+class TaskMeansFile(Record):
+    """The per-task columns of an evaluation, stored beside its record (a Parquet file in
+    evals/ with columns ``task_id``, ``mean``, ``n``: sorted task ids, the mean reward over
+    their valid trials, how many valid trials) so that the record stays the same size
+    whatever the number of tasks."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.=+-]+\.means\.parquet$")
+    """The file's name in evals/ (``<eval_id>.means.parquet``)."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of the file's bytes: a file that differs (edited, swapped, truncated) is
+    refused."""
+    size: int = Field(ge=0)
+    """The file's size in bytes."""
+    n_tasks: int = Field(ge=0)
+    """Rows of the file (tasks with at least one valid trial)."""
+
+
 class EvalRecord(Record):
     """evals/<eval_id>.json: one evaluation (running, complete or incomplete)."""
 
@@ -121,7 +138,12 @@ class EvalRecord(Record):
     pass_threshold: float | None = Field(None, gt=0, le=1)
     """The reward at which pass^k counts a trial as passed (``gate.pass_threshold``)."""
     task_means: dict[str, float] = Field(default_factory=dict)
-    """Per-task mean reward over valid trials."""
+    """Per-task mean reward over valid trials, inline: only in records written before
+    ``task_means_file`` existed (still read as they are). Read the means of any record
+    with :func:`capevolve._store.evals_means.task_means_of`."""
+    task_means_file: TaskMeansFile | None = None
+    """Where the per-task means of a finished evaluation are (a file beside the record,
+    checked against this digest on every read); None for a running one or an old record."""
     stdev: float | None = Field(None, ge=0)
     """Sample standard deviation of the per-task means (None below two scored tasks)."""
     run_means: dict[str, float] = Field(default_factory=dict)

@@ -19,6 +19,7 @@ from capevolve._loop.status import run_status
 from capevolve._policy.gateable import gate_refusal
 from capevolve._store.documents import read_final
 from capevolve._store.evals import all_evals
+from capevolve._store.evals_means import task_means_of
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import SEED_ID, EvalStatus, EventKind, Split
@@ -177,7 +178,7 @@ def report_data(run: RunDir) -> dict[str, Any]:
         "heatmap": {"tasks": heat_tasks,
                     "candidates": [c["id"] for c in candidates if c["id"] in val
                                    and val[c["id"]]["status"] == EvalStatus.COMPLETE],
-                    "means": {c: val[c].get("task_means", {}) for c in val},
+                    "means": {c: task_means_of(run, val[c]) for c in val},
                     "regressions": {g["candidate_id"]: g.get("regressions", [])
                                     for g in gates if not g.get("exploratory")}},
         "gates": gates,

@@ -5,6 +5,7 @@ from fixtures.projects import make_candidate, make_project
 
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
+from capevolve._store.evals_means import task_means_of
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import CandidateError, TestSealError
@@ -46,7 +47,7 @@ def test_clustered_se_is_reported_when_tasks_carry_a_cluster(tmp_path):
     record = evaluate(run, "seed", "train")
     clusters = {t["id"]: t["cluster"] for t in tasks}
     assert record["stderr_clustered"] == pytest.approx(
-        clustered_se(record["task_means"], clusters))
+        clustered_se(task_means_of(run, record), clusters))
 
 
 def test_test_split_and_unknown_candidates_are_refused(tmp_path):

@@ -15,6 +15,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize import finalize
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles, ledger
+from capevolve._store.evals_means import task_means_of
 from capevolve.kinds import TestVerdict
 from capevolve.report.markdown import render
 from capevolve.stats import t_quantile
@@ -103,8 +104,8 @@ def test_clustered_tasks_use_the_cr1_se_with_g_minus_1_df(tmp_path):
     run = _with_best(_project(tmp_path / "p", test_meta=clusters), tmp_path / "run",
                      tmp_path / "c", None)
     final = finalize(run)
-    best = jsonfiles.read(run.layout.eval_json(final["test"]["eval_id"]))["task_means"]
-    base = jsonfiles.read(run.layout.eval_json(final["test_baseline"]["eval_id"]))["task_means"]
+    best, base = (task_means_of(run, jsonfiles.read(run.layout.eval_json(final[k]["eval_id"])))
+                  for k in ("test", "test_baseline"))
     diffs = {t: best[t] - base[t] for t in TEST}
     n, groups = len(diffs), 4
     mean = sum(diffs.values()) / n

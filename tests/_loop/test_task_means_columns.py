@@ -25,8 +25,10 @@ def test_column_task_means_equal_task_means_bit_for_bit():
         rewards += values
         if n:
             by_task[name] = values
-    got = _task_means(tasks, np.array(codes, dtype=np.int64), np.array(rewards))
+    columns = _task_means(tasks, np.array(codes, dtype=np.int64), np.array(rewards))
+    got = columns.as_dict()
     want = task_means(by_task)
     assert list(got) == list(want)
     assert all(got[t] == want[t] and type(got[t]) is float for t in want)
-    assert _task_means(tasks, np.array([], dtype=np.int64), np.array([])) == {}
+    assert columns.counts.tolist() == [len(by_task[t]) for t in want]
+    assert _task_means(tasks, np.array([], dtype=np.int64), np.array([])).as_dict() == {}

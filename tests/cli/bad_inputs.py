@@ -554,6 +554,7 @@ def _record_cases() -> list[Case]:
     """Hand-edited, truncated or removed files of the run dir, then a reading command."""
     spend = "spend"
     eval_file = "evals/val__seed__k1.json"
+    means_file = "evals/val__seed__k1.means.parquet"
     cases = [
         ("event without kind", _edit_last_event({}, drop=["kind"]), "events.jsonl:"),
         ("event spend metric_calls 'abc'", _edit_last_event({"metric_calls": "abc"},
@@ -647,6 +648,14 @@ def _record_cases() -> list[Case]:
              _mutate(eval_file, lambda b: b[: len(b) // 2]), eval_file),
         Case("record: eval truncated (report)", "record", ("report", "--run-dir", "{run}"),
              _mutate(eval_file, lambda b: b[: len(b) // 2]), eval_file),
+        Case("record: eval means truncated (report --json)", "record",
+             ("report", "--run-dir", "{run}", "--json"),
+             _mutate(means_file, lambda b: b[: len(b) // 2]), means_file),
+        Case("record: eval means byte flipped (report --json)", "record",
+             ("report", "--run-dir", "{run}", "--json"),
+             _mutate(means_file, lambda b: b[:8] + bytes([b[8] ^ 1]) + b[9:]), means_file),
+        Case("record: eval means removed (report --json)", "record",
+             ("report", "--run-dir", "{run}", "--json"), _remove(means_file), means_file),
         Case("record: run.json truncated (query)", "record",
              ("query", "--run-dir", "{run}", "SELECT 1"), _mutate("run.json",
                                                                    lambda b: b[:40]),

@@ -1,0 +1,133 @@
+"""Per-task means of an evaluation: a Parquet file beside its record, checked on every read.
+
+A record holds one number per statistic, never one per task: the per-task columns of a
+finished evaluation (``task_id`` sorted, ``mean`` over its valid trials, ``n`` valid
+trials) are written by :func:`write_task_means` to ``evals/<eval_id>.means.parquet`` from
+the summary's arrays (no Python object per task), and the record names the file with its
+sha256, size and row count (:class:`~capevolve.records.TaskMeansFile`).
+
+:func:`task_means_of` is the one way to read the means of a record: it reads the file only
+when asked (listing, status and the gate never do), and a file that is missing or differs
+from the record (hand-edited, swapped for another evaluation's, truncated) is one
+RunDirError line naming it. A record written before the file existed carries its means
+inline (``task_means``) and reads as it is.
+
+The file is replaced atomically under the name of its evaluation, before the record that
+names it: a process killed between the two leaves the previous record (running, naming no
+file) and an unnamed file the next write replaces. Through a RunDir the bytes are one of
+the run's own writes, which a concurrent evaluation's guard recognises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capevolve._store.durable import fsync_dir
+from capevolve._store.evals import Where, _layout
+from capevolve._store.rundir import RunDir
+from capevolve.errors import RunDirError
+from capevolve.records import EvalRecord, TaskMeansFile
+
+SCHEMA = pa.schema([pa.field("task_id", pa.string(), nullable=False),
+                    pa.field("mean", pa.float64(), nullable=False),
+                    pa.field("n", pa.int64(), nullable=False)])
+"""The columns of a means file."""
+
+
+def means_name(eval_id: str) -> str:
+    """The file name of an evaluation's means in evals/."""
+    return f"{eval_id}.means.parquet"
+
+
+def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarray) -> bytes:
+    """The Parquet bytes of the columns (``tasks`` sorted, one mean and count each)."""
+    table = pa.table({"task_id": pa.array(tasks, pa.string()),
+                      "mean": pa.array(means, pa.float64()),
+                      "n": pa.array(counts, pa.int64())}, schema=SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", write_statistics=False)
+    return sink.getvalue().to_pybytes()
+
+
+def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array,
+                     means: np.ndarray, counts: np.ndarray) -> TaskMeansFile:
+    """Write the means file of ``eval_id`` atomically (fsynced) and return its reference
+    for the record. Write the record that names it afterwards."""
+    data = encode(tasks, means, counts)
+    layout = _layout(where)
+    path = layout.evals / means_name(eval_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write() -> None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+
+    if isinstance(where, RunDir):
+        with where._appending:  # one of the run's own writes (a guard's expected bytes)
+            write()
+            where._own_writes.append((path, data))
+    else:
+        write()
+    return TaskMeansFile(name=path.name, sha256=hashlib.sha256(data).hexdigest(),
+                         size=len(data), n_tasks=len(means))
+
+
+def task_means_of(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[str, float]:
+    """The per-task means of an evaluation record (an EvalRecord or its JSON form): from
+    its means file, checked against the record, or inline for an old record; RunDirError
+    naming the file when it is missing or is not the one the record names."""
+    if isinstance(record, EvalRecord):
+        ref, inline, eval_id = record.task_means_file, record.task_means, record.eval_id
+    else:
+        raw = record.get("task_means_file")
+        ref = TaskMeansFile.model_validate(raw) if raw is not None else None
+        inline, eval_id = record.get("task_means") or {}, str(record.get("eval_id"))
+    if ref is None:
+        return dict(inline)
+    return read_task_means(where, eval_id, ref)
+
+
+def read_task_means(where: Where, eval_id: str, ref: TaskMeansFile) -> dict[str, float]:
+    """The means file ``ref`` of ``eval_id``, verified (see :func:`task_means_of`)."""
+    path = _layout(where).evals / ref.name
+    if ref.name != means_name(eval_id):
+        raise RunDirError(f"{_layout(where).eval_json(eval_id)}: names means file "
+                          f"{ref.name!r}, not {means_name(eval_id)!r}")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: missing (the per-task means of evaluation "
+                          f"{eval_id})") from None
+    except OSError as exc:
+        raise RunDirError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise RunDirError(f"{path}: does not match the sha256 its evaluation record "
+                          f"{eval_id} holds (edited, swapped or truncated)")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as exc:
+        raise RunDirError(f"{path}: unreadable means file ({exc})") from None
+    if not table.schema.equals(SCHEMA, check_metadata=False) or table.num_rows != ref.n_tasks:
+        raise RunDirError(f"{path}: not the means file its evaluation record describes "
+                          f"(columns or {ref.n_tasks} rows)")
+    return dict(zip(table.column("task_id").to_pylist(), table.column("mean").to_pylist(),
+                    strict=True))
+
+
+def with_task_means(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form of ``record`` with its per-task means read in as ``task_means``
+    (:func:`task_means_of`): for the consumers that compare two evaluations' means."""
+    data = record.to_json() if isinstance(record, EvalRecord) else dict(record)
+    return {**data, "task_means": task_means_of(where, record)}
