@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from capevolve import progress
 from capevolve import telemetry as otel
@@ -37,7 +39,7 @@ from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
-from capevolve._policy.thresholds import pass_counts_of_columns
+from capevolve._policy.thresholds import pass_count_columns
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
 from capevolve._project.scoreable import reason_counts
@@ -63,7 +65,8 @@ from capevolve.config import BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
-from capevolve.stats import clustered_se, mean_and_se, pass_k_table
+from capevolve.stats import clustered_se, mean_and_se
+from capevolve.stats.estimators import pass_k_table_of_histogram
 
 
 def run_project(run: RunDir) -> Project:
@@ -93,12 +96,12 @@ class TaskMeans:
     """The per-task means of a summary as columns: ``tasks`` sorted, ``means`` and
     ``counts`` (valid trials) aligned with them."""
 
-    tasks: list[str]
+    tasks: pa.Array
     means: np.ndarray
     counts: np.ndarray
 
     def as_dict(self) -> dict[str, float]:
-        return dict(zip(self.tasks, self.means.tolist(), strict=True))
+        return dict(zip(self.tasks.to_pylist(), self.means.tolist(), strict=True))
 
 
 def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
@@ -108,40 +111,47 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     columns and the number of units whose judge was unreachable, all from the same
     single read of the evaluation's rows."""
     rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
-    chosen = set(task_ids)
-    wanted = np.fromiter((t in chosen for t in rows.tasks), dtype=bool, count=len(rows.tasks))
+    wanted = pc.is_in(rows.names, value_set=pa.array(task_ids, pa.string())).to_numpy(
+        zero_copy_only=False).astype(bool, copy=False)
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
-    means = _task_means(rows.tasks, rows.task[use], rows.reward[use])
+    means = _task_means(rows.names, rows.task[use], rows.reward[use])
     values = means.means.tolist()
     mean, stderr = mean_and_se(values)
     stdev = statistics.stdev(values) if len(values) > 1 else None
+    chosen = set(task_ids) if clusters else set()
     extra = ({"stderr_clustered": clustered_se(means.as_dict(), clusters),
               "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
              if clusters else {})
-    del values
-    kept = tuple(rows.tasks[i] for i in np.flatnonzero(wanted).tolist())
-    codes = np.searchsorted(np.flatnonzero(wanted), rows.task[use])
-    counts = pass_counts_of_columns(kept, codes, rows.reward[use], pass_threshold)
-    n_scored = len(means.tasks)
+    del values, chosen
+    n_passed, n_valid = pass_count_columns(rows.task[use], rows.reward[use], pass_threshold,
+                                           len(rows.names))
+    pairs, many = np.unique(np.stack([n_passed, n_valid])[:, n_valid > 0], axis=1,
+                            return_counts=True)
+    histogram = {(int(c), int(n)): int(m) for (c, n), m in zip(pairs.T.tolist(),
+                                                               many.tolist(), strict=True)}
+    n_scored = len(means.means)
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": n_scored,
         "scored": n_scored, "stdev": stdev,
         "run_means": _run_means(rows.trial[use], rows.reward[use]),
         "n_errors": int(rows.n_rows - np.count_nonzero(rows.scored)), "n_rows": rows.n_rows,
         "coverage": n_scored / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table(counts),
+        "pass_k": pass_k_table_of_histogram(histogram),
         "pass_threshold": pass_threshold,
     }, means, int(np.count_nonzero(rows.lost))
 
 
-def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray) -> TaskMeans:
+def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.ndarray
+                ) -> TaskMeans:
     """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task:
     row i is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks``
-    sorted); tasks without a row are left out. A mean of one or two trials is computed
-    vectorised (``a + b`` rounds once, as ``math.fsum`` does), of more trials with
-    ``math.fsum``: every value equals ``task_means``'."""
+    sorted, Python strings or an Arrow string array); tasks without a row are left out.
+    A mean of one or two trials is computed vectorised (``a + b`` rounds once, as
+    ``math.fsum`` does), of more trials with ``math.fsum``: every value equals
+    ``task_means``'."""
+    names = tasks if isinstance(tasks, pa.Array) else pa.array(list(tasks), pa.string())
     if not task.size:
-        return TaskMeans([], np.zeros(0), np.zeros(0, dtype=np.int64))
+        return TaskMeans(names.slice(0, 0), np.zeros(0), np.zeros(0, dtype=np.int64))
     starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
     counts = np.diff(np.r_[starts, task.size])
     values = np.add.reduceat(reward, starts) / counts
@@ -151,8 +161,7 @@ def _task_means(tasks: tuple[str, ...], task: np.ndarray, reward: np.ndarray) ->
         for g in many:
             first, n = int(starts[g]), int(counts[g])
             values[g] = math.fsum(listed[first:first + n]) / n
-    return TaskMeans([tasks[c] for c in task[starts].tolist()], values,
-                     counts.astype(np.int64))
+    return TaskMeans(names.take(pa.array(task[starts])), values, counts.astype(np.int64))
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:

@@ -94,11 +94,19 @@ def pass_counts_of_columns(tasks: Sequence[str], task: np.ndarray, reward: np.nd
     """``pass_counts`` over columns, vectorised: row i is one valid trial of
     ``tasks[task[i]]`` with reward ``reward[i]``; a task of ``tasks`` without a row is
     (0, 0). The comparison is ``passes``' own (the same tolerance, elementwise)."""
+    n_passed, n_valid = pass_count_columns(task, reward, threshold, len(tasks))
+    return {tasks[i]: (int(n_passed[i]), int(n_valid[i]))
+            for i in sorted(range(len(tasks)), key=tasks.__getitem__)}
+
+
+def pass_count_columns(task: np.ndarray, reward: np.ndarray, threshold: float,
+                       n_tasks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The counting of :func:`pass_counts_of_columns` as two int64 arrays of ``n_tasks``
+    (passed trials, valid trials), indexed by task code: no object per task."""
     import numpy as np
 
     # passes() itself, applied elementwise: the rule stays in one place
     passed = np.asarray(passes(np.asarray(reward, dtype=np.float64), threshold))  # type: ignore[arg-type]
-    n_passed = np.bincount(task, weights=passed, minlength=len(tasks))
-    n_valid = np.bincount(task, minlength=len(tasks))
-    return {tasks[i]: (int(n_passed[i]), int(n_valid[i]))
-            for i in sorted(range(len(tasks)), key=tasks.__getitem__)}
+    n_passed = np.bincount(task, weights=passed, minlength=n_tasks).astype(np.int64)
+    n_valid = np.bincount(task, minlength=n_tasks).astype(np.int64)
+    return n_passed, n_valid

@@ -48,7 +48,9 @@ def means_name(eval_id: str) -> str:
 
 def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarray) -> bytes:
     """The Parquet bytes of the columns (``tasks`` sorted, one mean and count each)."""
-    table = pa.table({"task_id": pa.array(tasks, pa.string()),
+    names = tasks.cast(pa.string()) if isinstance(tasks, pa.Array) \
+        else pa.array(list(tasks), pa.string())
+    table = pa.table({"task_id": names,
                       "mean": pa.array(means, pa.float64()),
                       "n": pa.array(counts, pa.int64())}, schema=SCHEMA)
     sink = pa.BufferOutputStream()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from fractions import Fraction
 
 
 def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, float]:
@@ -103,8 +104,13 @@ def pass_hat_k(counts: Mapping[str, tuple[int, int]], k: int) -> float | None:
             raise ValueError(f"task {task!r}: need 0 <= successes <= trials, got ({c}, {n})")
     if k < 1 or not counts or k > min(n for _, n in counts.values()):
         return None
-    ratios = [math.comb(c, k) / math.comb(n, k) for c, n in counts.values()]
+    ratios = [_pass_ratio(c, n, k) for c, n in counts.values()]
     return math.fsum(ratios) / len(ratios)
+
+
+def _pass_ratio(c: int, n: int, k: int) -> float:
+    """One task's pass^k: C(c, k) / C(n, k)."""
+    return math.comb(c, k) / math.comb(n, k)
 
 
 def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
@@ -123,4 +129,23 @@ def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
         value = pass_hat_k(scored, k)
         if value is not None:
             table[str(k)] = value
+    return table
+
+
+def pass_k_table_of_histogram(histogram: Mapping[tuple[int, int], int]) -> dict[str, float]:
+    """:func:`pass_k_table` from how many tasks have each (successes, valid trials): the
+    same floats, without an entry per task. ``math.fsum`` is the exactly rounded sum, so
+    summing each distinct ratio times its count exactly (as fractions) and rounding once
+    gives what ``pass_hat_k`` gives over the tasks one by one."""
+    scored = {(c, n): m for (c, n), m in histogram.items() if n > 0 and m > 0}
+    for (c, n), m in scored.items():
+        if not 0 <= c <= n or m < 0:
+            raise ValueError(f"need 0 <= successes <= trials, got ({c}, {n})")
+    if not scored:
+        return {}
+    total = sum(scored.values())
+    table: dict[str, float] = {}
+    for k in range(1, min(n for _, n in scored) + 1):
+        exact = sum(Fraction(_pass_ratio(c, n, k)) * m for (c, n), m in scored.items())
+        table[str(k)] = float(exact) / total
     return table

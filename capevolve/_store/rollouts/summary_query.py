@@ -37,15 +37,21 @@ _SQL = """
 class EvalRows:
     """An evaluation's rows as columns, ordered by (task_id, trial).
 
-    ``tasks`` are the distinct task ids in sorted order; ``task`` indexes into it per row.
+    ``names`` are the distinct task ids in sorted order (an Arrow string array: no Python
+    object per task); ``task`` indexes into it per row.
     """
 
-    tasks: tuple[str, ...]
-    task: np.ndarray  # int64, index into ``tasks``
+    names: pa.Array
+    task: np.ndarray  # int64, index into ``names``
     trial: np.ndarray  # int64
     reward: np.ndarray  # float64, meaningful only where ``scored``
     scored: np.ndarray  # bool: the row has a reward (not an errored unit)
     lost: np.ndarray  # bool: no reward and the judge was unreachable
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """``names`` as Python strings (built on each call)."""
+        return tuple(self.names.to_pylist())
 
     @property
     def n_rows(self) -> int:
@@ -75,14 +81,14 @@ def _columns(table: pa.Table) -> EvalRows:
     encoded = pc.dictionary_encode(table.column("task_id").combine_chunks())
     # rows are sorted by task_id and the dictionary is in order of first appearance, so
     # the dictionary is sorted too and the indices are non-decreasing
-    tasks = tuple(str(t) for t in encoded.dictionary.to_pylist())
+    names = encoded.dictionary.cast(pa.string())
     task = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     trial = table.column("trial").to_numpy().astype(np.int64, copy=False)
     column = table.column("reward").combine_chunks().cast(pa.float64())
     scored = pc.is_valid(column).to_numpy(zero_copy_only=False).astype(bool, copy=False)
     reward = pc.fill_null(column, float("nan")).to_numpy(zero_copy_only=False)
     lost = table.column("lost").to_numpy().astype(bool, copy=False)
-    return EvalRows(tasks=tasks, task=task, trial=trial, reward=reward, scored=scored,
+    return EvalRows(names=names, task=task, trial=trial, reward=reward, scored=scored,
                     lost=lost)
 
 
