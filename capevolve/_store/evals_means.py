@@ -23,11 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from capevolve._store.durable import fsync_dir
 from capevolve._store.evals import Where, _layout
@@ -35,10 +31,18 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.records import EvalRecord, TaskMeansFile
 
-SCHEMA = pa.schema([pa.field("task_id", pa.string(), nullable=False),
-                    pa.field("mean", pa.float64(), nullable=False),
-                    pa.field("n", pa.int64(), nullable=False)])
-"""The columns of a means file."""
+if TYPE_CHECKING:  # Arrow is imported only when a means file is written or read: the
+    import numpy as np  # commands that never read means (status) stay light
+    import pyarrow as pa
+
+
+def schema() -> pa.Schema:
+    """The columns of a means file."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field("task_id", pa.string(), nullable=False),
+                      pa.field("mean", pa.float64(), nullable=False),
+                      pa.field("n", pa.int64(), nullable=False)])
 
 
 def means_name(eval_id: str) -> str:
@@ -48,11 +52,14 @@ def means_name(eval_id: str) -> str:
 
 def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarray) -> bytes:
     """The Parquet bytes of the columns (``tasks`` sorted, one mean and count each)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     names = tasks.cast(pa.string()) if isinstance(tasks, pa.Array) \
         else pa.array(list(tasks), pa.string())
     table = pa.table({"task_id": names,
                       "mean": pa.array(means, pa.float64()),
-                      "n": pa.array(counts, pa.int64())}, schema=SCHEMA)
+                      "n": pa.array(counts, pa.int64())}, schema=schema())
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_statistics=False)
     return sink.getvalue().to_pybytes()
@@ -103,6 +110,9 @@ def task_means_of(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[
 
 def read_task_means(where: Where, eval_id: str, ref: TaskMeansFile) -> dict[str, float]:
     """The means file ``ref`` of ``eval_id``, verified (see :func:`task_means_of`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = _layout(where).evals / ref.name
     if ref.name != means_name(eval_id):
         raise RunDirError(f"{_layout(where).eval_json(eval_id)}: names means file "
@@ -121,7 +131,7 @@ def read_task_means(where: Where, eval_id: str, ref: TaskMeansFile) -> dict[str,
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError) as exc:
         raise RunDirError(f"{path}: unreadable means file ({exc})") from None
-    if not table.schema.equals(SCHEMA, check_metadata=False) or table.num_rows != ref.n_tasks:
+    if not table.schema.equals(schema(), check_metadata=False) or table.num_rows != ref.n_tasks:
         raise RunDirError(f"{path}: not the means file its evaluation record describes "
                           f"(columns or {ref.n_tasks} rows)")
     return dict(zip(table.column("task_id").to_pylist(), table.column("mean").to_pylist(),
