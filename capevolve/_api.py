@@ -124,7 +124,8 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     opened = open_run(run)
     from capevolve._loop.local_ray import join_early
 
-    join_early(opened, engine, address)  # Ray's import and join overlap the checks below
+    # Ray's import and join, and claiming the warm actors, overlap the checks below
+    join_early(opened, engine, address, prefetch=True)
     config = evaluating.run_config(opened).engine
     return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
                                tasks=tasks, first_trial=first_trial, purpose=purpose,

@@ -24,14 +24,19 @@ class LazyModule:
     first read, exactly as the eager import would have raised it.
     """
 
-    __slots__ = ("_name",)
+    __slots__ = ("_name", "_loaded")
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._loaded: ModuleType | None = None
 
     def _module(self) -> ModuleType:
-        """The module itself (imported now if it is not yet)."""
-        return importlib.import_module(self._name)
+        """The module itself (imported now if it is not yet; kept once imported, so a read
+        in a hot loop costs one attribute lookup more than the eager import's)."""
+        loaded = self._loaded
+        if loaded is None:
+            loaded = self._loaded = importlib.import_module(self._name)
+        return loaded
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._module(), attr)

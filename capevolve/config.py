@@ -51,8 +51,7 @@ them (``capevolve._policy.protect``) and the project's copies are fingerprinted
 class _Section(BaseModel):
     """A config section: unknown keys and non-finite numbers (.nan, .inf) are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
-                              allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as Record's
 
 
 class SplitsConfig(_Section):

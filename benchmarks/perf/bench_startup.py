@@ -13,9 +13,12 @@ benchmarks/perf/README.md) computed here from what was measured in this run:
   (``capevolve run``: it starts capevolve's own local Ray); the figure is the median over
   later commands (``capevolve evaluate`` of a new candidate each), which join that Ray and
   claim warm actors from its pool (each waits until the pool is full again, as commands a
-  few seconds apart find it). A profile line then says what a joining driver pays (import
-  Ray, join, claim a warm actor and call it; start a fresh actor, for comparison). The Ray
-  lives under a temporary state dir and is stopped with ``capevolve down``.
+  few seconds apart find it). A probe line then gives, for one more later evaluate, the
+  wall time and the CPU its driver process had used when it made its first rollout call
+  (the CPU is the sum the 2 cores cannot overlap under the GIL), and a profile line says
+  what a joining driver pays (import Ray, join, claim a warm actor and call it; start a
+  fresh actor, for comparison). The Ray lives under a temporary state dir and is stopped
+  with ``capevolve down``.
 
 Every process runs with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an
 installed package does: with it set, each process compiles capevolve's modules anew.
@@ -162,6 +165,28 @@ print(json.dumps({"import_ray_s": t1 - t0, "join_s": t2 - t1,
                   "fresh_actor_s": t4 - t3}))
 """
 
+DRIVER_PROBE = """
+import os, resource, sys
+sys.argv = ["capevolve", *sys.argv[1:]]
+from capevolve._engine.ray import pool
+exchange, seen = pool.ActorWorker.exchange, []
+async def first_call(self, *args, **kwargs):
+    if not seen:
+        seen.append(1)
+        with open("/proc/self/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            wall = float(f.read().split()[0]) - start
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        sys.stderr.write(f"DRIVER_PROBE {wall:.3f} {use.ru_utime + use.ru_stime:.3f}\\n")
+    return await exchange(self, *args, **kwargs)
+pool.ActorWorker.exchange = first_call
+from capevolve.cli.app import main
+main()
+"""
+"""A later evaluate through the CLI, reporting when its driver makes its first rollout call
+(wall since its process started, and the CPU its process used by then, all threads)."""
+
 POOL_STATE = """
 import json
 from capevolve._engine.ray import owned, owned_warm
@@ -201,6 +226,23 @@ def _join_profile(env: dict[str, str]) -> str:
                      for k, v in phases.items()) + f" ({load()})"
 
 
+def _driver_probe(work: Path, env: dict[str, str], run_dir: Path) -> str:
+    """One more later evaluate (a new candidate) with :data:`DRIVER_PROBE`: its driver's
+    wall time and process CPU at its first rollout call (the CPU is what the main thread
+    and the early-join thread spent together, less sensitive to a busy machine)."""
+    cand = work / "cand-probe"
+    shutil.copytree(TOY / "seed_capability", cand)
+    (cand / "NOTE.md").write_text("probe\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", DRIVER_PROBE, "evaluate", "--run-dir",
+                           str(run_dir), "--candidate", str(cand), "--split", "val",
+                           "--engine", "ray", "--json"], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    found = [ln.split() for ln in proc.stderr.splitlines() if ln.startswith("DRIVER_PROBE ")]
+    if proc.returncode != 0 or not found:
+        return f"failed: {proc.stderr.strip()[-300:]}"
+    return f"{float(found[0][1]):.2f} s after its start, {float(found[0][2]):.2f} s CPU ({load()})"
+
+
 def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
     """Time to the first rollout: the first command (starts the owned Ray) vs the median
     of ``later`` commands joining it."""
@@ -230,6 +272,9 @@ def bench_reuse(work: Path, env: dict[str, str], later: int) -> None:
             cpus.append(LAST_CPU[0])
             print(f"later command {i + 1}: {took:.2f} s to first rollout, {wall:.1f} s wall, "
                   f"warm pool full before it: {full[-1]} ({load()})")
+        wait_pool_full(ray_env)
+        print(f"driver of a later evaluate at its first rollout call: "
+              f"{_driver_probe(work, ray_env, run_dir)}")
         wait_pool_full(ray_env)
         print(f"profile of a joining driver: {_join_profile(ray_env)}")
     finally:

@@ -31,10 +31,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow.parquet as pq
-
+from capevolve._lazy import lazy_module
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project
 from capevolve._store.evals import write_eval
@@ -45,6 +44,11 @@ from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import EvalStatus, EventKind
 from capevolve.records import EvalRecord, PartWritten, parse_event
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+else:  # imported at first use: an evaluation reaches its first rollout without it
+    pq = lazy_module("pyarrow.parquet")
 
 
 def _stat_tree(root: Path) -> dict[Path, tuple[int, int, int]]:

@@ -8,8 +8,10 @@ parent, proposer, the candidate's val mean +- SE, the decision and the spend so 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ def iteration_line(row: IterationRow) -> str:
 
 def iteration_table(rows: list[IterationRow]) -> Table:
     """The rich table of all rows so far."""
+    from rich.table import Table
+
     table = Table(title="iterations", title_justify="left", box=None, header_style="bold")
     for name in ("iter", "candidate", "parent", "proposer", "val mean ± SE", "decision",
                  "spend"):

@@ -18,16 +18,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
-
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.progress_bar import ProgressBar
-from rich.table import Table
+from typing import IO, TYPE_CHECKING, Any
 
 from capevolve.progress import observing
 from capevolve.progress.iterations import IterationRow, iteration_line, iteration_table
 from capevolve.progress.tally import EvalTally, fmt_duration, summary_line
+
+if TYPE_CHECKING:  # rich is imported by the terminal display only (a pipe never needs it)
+    from rich.console import RenderableType
+    from rich.live import Live
 
 KEEP_FINISHED = 3  # finished evaluations kept in the live table (each left a plain line)
 
@@ -119,6 +118,10 @@ class LiveDisplay:
 
     def render(self) -> RenderableType:
         """The rich renderable of the whole display."""
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
         table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
         for name in ("evaluation", "", "units", "rate", "ETA", "in flight", "errors",
                      "retries", "mean ± SE", "busy"):
@@ -158,6 +161,9 @@ class LiveDisplay:
                                             name="capevolve-progress")
             self._ticker.start()
         else:
+            from rich.console import Console
+            from rich.live import Live
+
             console = Console(file=self.stream, force_terminal=True)
             self._live = Live(get_renderable=self.render, console=console,
                               refresh_per_second=4, transient=False,

@@ -21,8 +21,10 @@ JsonScalar = str | int | float | bool | None
 class Record(BaseModel):
     """Base of every stored document: frozen, no unknown keys, finite numbers only."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
-                              allow_inf_nan=False)
+    # the field docstrings document the source; they are not copied into the fields'
+    # descriptions (use_attribute_docstrings parses every model's source at import, 50 ms
+    # of every command, and nothing reads the descriptions)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     format_version: int = FORMAT_VERSION
     """The document format; readers refuse a version they do not know."""

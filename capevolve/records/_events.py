@@ -251,7 +251,7 @@ class QuarantinedEvent(EventBase):
 class CompactedPart(BaseModel):
     """One Parquet part written by a compaction (as a ``part_written`` event records it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
     """The part, relative to the run dir (POSIX separators)."""

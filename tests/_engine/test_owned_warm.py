@@ -321,3 +321,48 @@ def test_the_keeper_kills_the_warm_actor_of_a_claimant_killed_between_calls(owne
     assert done.returncode == -signal.SIGKILL, done.stderr[-1500:]
     pid = json.loads(done.stdout.strip().splitlines()[-1])["pid"]
     assert _gone(pid, 60), "the warm actor of a killed claimant kept running"
+
+
+CLAIM_AHEAD = """
+import dataclasses, json, sys, time
+import ray
+from capevolve._engine.ray import owned, owned_warm, spawn
+from capevolve.config import EngineConfig
+
+owned.join_owned(log_to_driver=False)
+ahead = spawn.binding_for(EngineConfig(workers=1), sys.argv[1], "adapter.py:A")
+out = {}
+for case, engine_binding in (("same", ahead), ("other", dataclasses.replace(
+        ahead, adapter_spec="adapter.py:Other"))):
+    deadline = time.monotonic() + 120
+    while not (claimed := owned_warm.claim(owned_warm.SCORER, 1, True)):
+        assert time.monotonic() < deadline, "the keeper never refilled its warm scorer"
+        time.sleep(0.5)
+    spawn.hold(owned_warm.SCORER, ahead, claimed)  # as the early-join thread does
+    pid = ray.get(claimed[0][0].pid.remote())
+    taken = spawn._take(owned_warm.SCORER, engine_binding, 1)
+    bound = ray.get(taken[0][0].bind.remote(taken[0][1])) if taken else None
+    out[case] = {"pid": pid, "taken": len(taken), "bound": bound}
+    if case == "same":
+        owned_warm.kill_claimed()
+print("AHEAD " + json.dumps(out), flush=True)
+"""
+
+
+def test_warm_actors_claimed_ahead_serve_only_the_binding_they_were_sent(owned_pool):
+    """A warm scorer claimed ahead and sent its binding (the early-join thread's prefetch)
+    is taken by the engine when the engine's own binding is the same (it is bound to that
+    project already), and killed at once, never used, when it is another (a binding is
+    never changed: the actor would keep the project it loaded)."""
+    env = owned_pool["env"]
+    project = owned_pool["root"] / "p"
+    _full(env)
+    done = subprocess.run([sys.executable, "-c", CLAIM_AHEAD, str(project)], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("AHEAD ")), None)
+    assert done.returncode == 0 and line is not None, done.stderr[-2000:]
+    out = json.loads(line.removeprefix("AHEAD "))
+    assert out["same"]["taken"] == 1 and out["same"]["bound"].startswith("scorer-")
+    assert out["other"]["taken"] == 0 and out["other"]["bound"] is None
+    assert _gone(out["other"]["pid"], 60), "a warm actor held for another binding survived"
+    assert _gone(out["same"]["pid"], 60), "a claimed warm actor outlived its claimant"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -99,3 +100,58 @@ def test_status_of_a_project_imports_nothing_heavy(tmp_path):
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     status = json.loads(shown)
     assert status["run_dir"] == run_dir and status["best_id"] == "seed"
+
+
+BEFORE_FIRST_ROLLOUT = ("duckdb", "pyarrow.compute", "pyarrow.parquet", "pandas", "rich")
+"""What a new evaluation never loads before its engine starts the rollouts: the resume check
+of an evaluation with no part answers without a query, the journals and the row writer
+load Arrow's compute and Parquet modules when they first write, and the progress display
+imports rich only on a terminal (Arrow itself and numpy are not here: Ray's serialisation
+imports them in every driver)."""
+
+ENGINE_PROBE = """
+import json, sys
+WATCHED = set(json.loads(sys.argv[2]))
+sys.argv = ["capevolve", *json.loads(sys.argv[1])]
+from capevolve._engine import local
+seen = {}
+run = local.LocalEngine.run
+def probed(self, *args, **kwargs):
+    seen.setdefault("at_run", sorted(m for m in sys.modules if m in WATCHED))
+    return run(self, *args, **kwargs)
+local.LocalEngine.run = probed
+from capevolve.cli.app import main
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+seen["at_exit"] = sorted(m for m in sys.modules if m in WATCHED)
+sys.stderr.write(f"EXIT {code}\\n")
+sys.stderr.write("SEEN " + json.dumps(seen) + "\\n")
+"""
+
+
+def test_a_new_evaluate_starts_its_engine_without_duckdb_arrow_compute_or_rich(fresh_run,
+                                                                             seed_twin,
+                                                                             tmp_path):
+    """`capevolve evaluate` of a new candidate (output piped, as an agent runs it) reaches
+    its engine's run with none of BEFORE_FIRST_ROLLOUT loaded; the same process has loaded
+    DuckDB and the Parquet writer by its exit (the summary and the parts), so the probe
+    sees the modules when they are loaded. The evaluation is complete and resumes nothing."""
+    candidate = tmp_path / "cand"
+    shutil.copytree(seed_twin, candidate)
+    (candidate / "NOTE.md").write_text("a new candidate\n", encoding="utf-8")
+    args = ["evaluate", "--run-dir", str(fresh_run), "--candidate", str(candidate),
+            "--split", "val", "--n-trials", "1", "--engine", "local", "--json"]
+    proc = subprocess.run([sys.executable, "-c", ENGINE_PROBE, json.dumps(args),
+                           json.dumps(BEFORE_FIRST_ROLLOUT)], capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={**os.environ, "CAPEVOLVE_PROGRESS": "plain"})
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("SEEN ")]
+    assert line and "EXIT 0" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    seen = json.loads(line[-1].removeprefix("SEEN "))
+    assert seen["at_run"] == [], seen
+    assert {"duckdb", "pyarrow.parquet"} <= set(seen["at_exit"]), seen
+    record = json.loads(proc.stdout)
+    assert record["status"] == "complete" and record["units_run"] == record["n_tasks"]

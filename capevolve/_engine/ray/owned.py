@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +139,16 @@ INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False
 """The ``ray.init`` options of a command's driver."""
 
 
-def join_quietly(address: str | None, reuse: bool = True) -> None:
+def join_quietly(address: str | None, reuse: bool = True,
+                 then: Callable[[], object] | None = None) -> None:
     """Import Ray and join it without starting one, for a thread beside the command's own
     work (:func:`capevolve._loop.local_ray.join_early`): the given cluster (or RAY_ADDRESS),
     or an owned Ray that is running (a command refused before its rollouts must leave no
-    Ray behind), or nothing. Only ray and this module are imported here, so the thread's
-    imports never interleave with the command's own. A failure is left for the engine's
-    own start to raise."""
+    Ray behind), or nothing. Once an owned Ray is joined, ``then`` runs under the same lock
+    (the engine's start waits for it): the early claim of warm actors
+    (:mod:`.owned_prefetch`), whose modules import only downwards (never one that imports
+    them back), so this thread's imports and the command's cannot wait on each other in a
+    cycle. A failure is left for the engine's own start to raise."""
     import logging
 
     import ray
@@ -163,7 +167,9 @@ def join_quietly(address: str | None, reuse: bool = True) -> None:
                 join_owned(start=False, **INIT_KWARGS)
             if ray.is_initialized():  # the first serialisation sets up Ray's serialisers
                 ray.put(None)  # (its addons import pydantic.v1 and starlette): do it here
-            if _JOINED:  # and the first call to the warm pool's keeper (finding it)
+            if _JOINED and then is not None:
+                then()
+            elif _JOINED:  # the first call to the warm pool's keeper (finding it)
                 keeper = ray.get_actor(WARM_KEEPER, namespace=WARM_NAMESPACE)
                 ray.get(keeper.stats.remote(), timeout=5.0)
     except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from capevolve._lazy import lazy_module
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import relative
 from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, read_dispatch
@@ -27,6 +27,13 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EventKind, SpendRole
 from capevolve.records import PartWritten, SpendEvent
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:  # imported at first use: an evaluation reaches its first rollout without them
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 live_sessions: set[str] = set()
 """Sessions running in this process (never recovered from under their writer)."""

@@ -21,11 +21,11 @@ import datetime as dt
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from capevolve._lazy import lazy_module
 from capevolve._store.rollouts.schema import (
     _INT32,
     _INT64,
@@ -35,6 +35,11 @@ from capevolve._store.rollouts.schema import (
     _parts,
     rows_to_table,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:  # imported at first use: an evaluation reaches its first rollout without it
+    pc = lazy_module("pyarrow.compute")
 
 _NONE = type(None)
 _TEXT = {"feedback", "output", "inputs", "tool_calls", "trace", "trajectory", "worker_id",

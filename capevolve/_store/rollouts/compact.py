@@ -39,12 +39,11 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from capevolve._lazy import lazy_module
 from capevolve._store.compact_intent import (
     Intent,
     Target,
@@ -60,6 +59,13 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EvalStatus, EventKind
 from capevolve.records import CompactedPart, EvalFinished, EvalRecord, PartsCompacted
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:  # imported at first use: an evaluation reaches its first rollout without them
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 MAX_ROWS = 4_000_000
 """Rows per compacted file at most (a bigger evaluation gets several)."""

@@ -20,12 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-
+from capevolve._lazy import lazy_module
 from capevolve.errors import StoreError
 
-ALLOWED_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
+if TYPE_CHECKING:
+    import duckdb
+else:  # imported at first use: an evaluation reaches its first rollout without it
+    duckdb = lazy_module("duckdb")
+
+ALLOWED_STATEMENTS = frozenset({"SELECT"})
+"""The statement types (``duckdb.StatementType`` names) a query may run."""
 
 _SETTINGS = (
     "SET temp_directory = ''",  # never spill to disk: a query writes nothing anywhere
@@ -58,7 +64,7 @@ def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         raise StoreError(f"query refused: {len(statements)} statements ({kinds}); "
                          "query runs exactly one read-only SELECT")
     kind = statements[0].type
-    if kind not in ALLOWED_STATEMENTS:
+    if kind.name not in ALLOWED_STATEMENTS:
         raise StoreError(f"query refused: {kind.name} statements are not allowed; "
                          "query is read-only (one SELECT over the `rollouts` view)")
 

@@ -24,15 +24,20 @@ import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 
+from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+else:  # imported at first use: an evaluation reaches its first rollout without it
+    duckdb = lazy_module("duckdb")
 
 PARQUET_MAGIC = b"PAR1"
 PART_GLOB = "split=*/candidate=*/*.parquet"

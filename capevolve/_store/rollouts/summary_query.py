@@ -16,15 +16,22 @@ reached). A failing read is one StoreError line, as for every query.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from capevolve._lazy import lazy_module
 from capevolve._store.rollouts.confine import read_only_statement
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve.errors import StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow.compute as pc
+else:  # imported at first use: an evaluation reaches its first rollout without them
+    duckdb = lazy_module("duckdb")
+    pc = lazy_module("pyarrow.compute")
 
 _SQL = """
     SELECT task_id, trial, reward,

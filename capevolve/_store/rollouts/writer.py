@@ -32,18 +32,24 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from capevolve._lazy import lazy_module
 from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.columns import columns_to_table
 from capevolve._store.rollouts.schema import rows_to_table
 from capevolve._store.rollouts.segments import Segment, segment_path
 from capevolve.errors import StoreError
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:  # imported at first use: an evaluation reaches its first rollout without them
+    pc = lazy_module("pyarrow.compute")
+    pq = lazy_module("pyarrow.parquet")
 
 PartCallback = Callable[[Path, int], object]
 """Called with each part once it is durably in place, and its row count."""
