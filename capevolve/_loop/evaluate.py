@@ -20,17 +20,17 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from capevolve import progress
 from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
+from capevolve._lazy import lazy_module
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
@@ -67,6 +67,11 @@ from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se
 from capevolve.stats.estimators import pass_k_table_of_histogram
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:  # the summary's filters only: not loaded before the first rollout
+    pc = lazy_module("pyarrow.compute")
 
 
 def run_project(run: RunDir) -> Project:
