@@ -37,6 +37,7 @@ from pathlib import Path
 
 from capevolve.diagnose.jsontext import SURROGATES, is_json
 from capevolve.diagnose.source import Trial
+from capevolve.diagnose.validjson import accepted
 from capevolve.errors import RunDirError
 
 FOLDER = "trajectories"
@@ -59,12 +60,13 @@ def file_name(trial: Trial) -> str:
     return f"{safe}__{trial.trial}.json"
 
 
-def _json_text(text: str | None) -> str:
+def _json_text(text: str | None, valid: bool | None = None) -> str:
     """A JSON column as it goes into the file: the stored JSON text itself when it parses
-    (no re-encoding), else the text as a JSON string."""
+    (no re-encoding), else the text as a JSON string; ``valid`` is ``is_json(text)`` when
+    the caller knows it already."""
     if text is None:
         return "null"
-    return text if is_json(text) else encode_basestring(text)
+    return text if (is_json(text) if valid is None else valid) else encode_basestring(text)
 
 
 def _text(value: str | None) -> str:
@@ -89,13 +91,16 @@ def _plain(trial: Trial) -> str:
                       ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
-def document(trial: Trial) -> str:
+def document(trial: Trial, valid: tuple[bool, bool, bool] | None = None) -> str:
     """The JSON text of one trajectory file (module docstring): the plain fields in sorted
-    order, then ``inputs``, ``tool_calls`` and ``trace``."""
+    order, then ``inputs``, ``tool_calls`` and ``trace``; ``valid`` holds ``is_json`` of
+    those three columns when the caller decided them already (for a whole column at once,
+    :func:`capevolve.diagnose.validjson.accepted`)."""
     plain = _plain(trial)
-    return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs)}, '
-            f'"tool_calls": {_json_text(trial.tool_calls)}, '
-            f'"trace": {_json_text(trial.trace)}}}\n')
+    inputs, calls, trace = valid or (None, None, None)
+    return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs, inputs)}, '
+            f'"tool_calls": {_json_text(trial.tool_calls, calls)}, '
+            f'"trace": {_json_text(trial.trace, trace)}}}\n')
 
 
 def _holds(path: str, data: bytes) -> bool:
@@ -159,10 +164,13 @@ def _jobs(directory: Path, trials: list[Trial], names: set[str]
           ) -> Iterator[list[tuple[str, bytes]]]:
     chunk: list[tuple[str, bytes]] = []
     prefix = f"{directory}{os.sep}"
-    for trial in trials:
+    inputs = {text: is_json(text) for text in {t.inputs for t in trials} if text is not None}
+    calls, traces = accepted([t.tool_calls for t in trials], [t.trace for t in trials])
+    for i, trial in enumerate(trials):
         name = file_name(trial)
         names.add(name)
-        chunk.append((prefix + name, document(trial).encode("utf-8", SURROGATES)))
+        valid = (trial.inputs is not None and inputs[trial.inputs], calls[i], traces[i])
+        chunk.append((prefix + name, document(trial, valid).encode("utf-8", SURROGATES)))
         if len(chunk) >= CHUNK:
             yield chunk
             chunk = []

@@ -176,3 +176,41 @@ def test_the_omission_precheck_never_hides_a_regex_match():
         text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
         expected = classify._COMM_FEEDBACK.search(text) is not None
         assert classify._reports_omission.__wrapped__(text) is expected, text
+
+
+def _verdict(text):
+    try:
+        return text is not None and is_json(text)
+    except RecursionError:
+        return "recursion"
+
+
+def test_column_verdicts_equal_is_json_on_odd_and_mutated_texts():
+    """``validjson.accepted`` (DuckDB's json_valid first) gives ``is_json``'s verdict for
+    every text: the odd cases (trailing commas, nan / inf in any case, 5,000-digit ints,
+    lone surrogates, which the two parsers judge differently) and 5,000 random mutations
+    of JSON texts; deep nesting still goes to Python (and raises as it did)."""
+    from capevolve.diagnose.validjson import accepted
+
+    extra = ["[1,]", '{"a": 1,}', "[1,\n]", "nan", "-NaN", "[inf]", "[+Inf]", "[-Infinity]",
+             '"\\ud800x"', "[" * 450 + "]" * 450, None]
+    texts = [t for t in ODD_JSON + extra if _verdict(t) != "recursion"]
+    rng = random.Random(11)
+    pieces = ["[", "]", "{", "}", ",", ":", '"a"', "1", "-", "e5", ".5", "nan", "NaN",
+              "Infinity", "inf", "true", "null", " ", "\\", '"', "'", "\\u", "d800", "9" * 1200]
+    base = [json.dumps({"a": [1, 2.5, None, True, "s"], "b": {"c": "x: y"}}),
+            json.dumps([{"role": "tool", "content": json.dumps({"rows": [1, 2]})}])]
+    for _ in range(5_000):
+        chars = list(rng.choice(base))
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(chars))
+            if rng.random() < 0.4:
+                chars.pop(at)
+            else:
+                chars.insert(at, rng.choice(pieces))
+        texts.append("".join(chars))
+    got, none = accepted(texts, [])
+    assert got == [_verdict(t) for t in texts] and none == []
+    assert sum(got) > 250  # the mutations keep many texts valid: both paths are exercised
+    with pytest.raises(RecursionError):
+        accepted(["[" * 3000 + "]" * 3000])
