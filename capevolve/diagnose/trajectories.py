@@ -37,7 +37,6 @@ from pathlib import Path
 
 from capevolve.diagnose.jsontext import SURROGATES, is_json
 from capevolve.diagnose.source import Trial
-from capevolve.diagnose.validjson import accepted
 from capevolve.errors import RunDirError
 
 FOLDER = "trajectories"
@@ -91,11 +90,11 @@ def _plain(trial: Trial) -> str:
                       ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
-def document(trial: Trial, valid: tuple[bool, bool, bool] | None = None) -> str:
+def document(trial: Trial, valid: tuple[bool | None, bool | None, bool | None] | None = None
+             ) -> str:
     """The JSON text of one trajectory file (module docstring): the plain fields in sorted
     order, then ``inputs``, ``tool_calls`` and ``trace``; ``valid`` holds ``is_json`` of
-    those three columns when the caller decided them already (for a whole column at once,
-    :func:`capevolve.diagnose.validjson.accepted`)."""
+    those three columns where the caller decided it already (None: decided here)."""
     plain = _plain(trial)
     inputs, calls, trace = valid or (None, None, None)
     return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs, inputs)}, '
@@ -165,11 +164,10 @@ def _jobs(directory: Path, trials: list[Trial], names: set[str]
     chunk: list[tuple[str, bytes]] = []
     prefix = f"{directory}{os.sep}"
     inputs = {text: is_json(text) for text in {t.inputs for t in trials} if text is not None}
-    calls, traces = accepted([t.tool_calls for t in trials], [t.trace for t in trials])
-    for i, trial in enumerate(trials):
+    for trial in trials:  # a task's trials share their input: it is checked once
         name = file_name(trial)
         names.add(name)
-        valid = (trial.inputs is not None and inputs[trial.inputs], calls[i], traces[i])
+        valid = (trial.inputs is not None and inputs[trial.inputs], None, None)
         chunk.append((prefix + name, document(trial, valid).encode("utf-8", SURROGATES)))
         if len(chunk) >= CHUNK:
             yield chunk
