@@ -1,5 +1,5 @@
-"""diagnose() over a real run dir: one DuckDB read, the file, eval choice, test refusal,
-determinism, gold leakage, trajectories and the suggested blast radius."""
+"""diagnose() over a real run dir: the read of the chosen evaluation, the file, eval choice,
+test refusal, determinism, gold leakage, trajectories and the suggested blast radius."""
 
 from __future__ import annotations
 
