@@ -15,7 +15,9 @@ no trace store -- one trajectory file per failing rollout), with the task target
 directly (loading a project's adapter is the project's cost, not diagnosis'). It then
 times a second diagnose whose adapter has a trace store (no trajectory files; the verdict
 is the first figure's). Prints a line per figure, one ``BENCH_ROW`` line per figure and,
-last, one JSON line; exits 1 when the 10,000 case misses its target.
+last, one JSON line; exits 1 when the 10,000 case misses its target. Each figure's note
+gives the process' CPU seconds beside the wall time: on a loaded machine the wall time is
+mostly waiting for a core (and, with the trajectory files, for the disk).
 """
 
 from __future__ import annotations
@@ -140,20 +142,22 @@ def _measure(n_failing: int, profile: Path | None) -> dict:
         run, targets = build_run(Path(tmp), n_failing)
         context = AdapterContext(targets=targets)
         profiler = cProfile.Profile() if profile is not None else None
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if profiler is not None:
             result = profiler.runcall(diagnose, run, DiagnoseOptions("val", "seed"), context)
         else:
             result = diagnose(run, DiagnoseOptions("val", "seed"), context)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         if profiler is not None and profile is not None:
             profiler.dump_stats(str(profile))
         store = AdapterContext(targets=targets, trajectory=str(Path(tmp) / "traces"))
-        start = time.perf_counter()
+        start, cpu_store = time.perf_counter(), time.process_time()
         diagnose(run, DiagnoseOptions("val", "seed"), store)
         wall_store = time.perf_counter() - start
+        cpu_store = time.process_time() - cpu_store
     return {"failing_rollouts": result["failing_total"], "wall_s": round(wall, 3),
-            "wall_s_with_trace_store": round(wall_store, 3),
+            "wall_s_with_trace_store": round(wall_store, 3), "cpu_s": round(cpu, 3),
+            "cpu_s_with_trace_store": round(cpu_store, 3),
             "clusters": len(result["clusters"])}
 
 
@@ -209,7 +213,9 @@ def main() -> int:
         for key, what in (("wall_s", "one trajectory file per rollout"),
                           ("wall_s_with_trace_store", "adapter trace store")):
             profiled = args.profile and row is not figures and key == "wall_s"
-            note = (f"{row['clusters']} clusters; load {load[0]:.1f}/{load[1]:.1f}"
+            cpu = row["cpu_s" if key == "wall_s" else "cpu_s_with_trace_store"]
+            note = (f"{row['clusters']} clusters; CPU {cpu:.2f} s (the process, DuckDB's "
+                    f"threads included); load {load[0]:.1f}/{load[1]:.1f}"
                     + ("; under cProfile (slower)" if profiled else ""))
             print("BENCH_ROW " + json.dumps({
                 "figure": f"diagnose of {n:,} failing rollouts ({what})", "value": row[key],

@@ -28,12 +28,16 @@ TOLERANCE = 1e-9
 NEAR_MISS_FLOOR = 0.7
 
 _COMM_PART = re.compile(r"communicat|inform|messag|mention|explain|omi[st]|tell|notif|disclos")
+_NEGATIONS = ("did not", "didn't", "does not", "doesn't", "failed to", "never", "forgot to",
+              "neglected to")
+_TELLING = ("tell", "inform", "mention", "communicat", "notify", "report", "explain",
+            "disclos", "relay")
+_REPLIES = ("reply", "response", "message", "answer", "summary")
 _COMM_FEEDBACK = re.compile(
-    r"\b(?:did not|didn't|does not|doesn't|failed to|never|forgot to|neglected to)\s+"
-    r"(?:\w+\s+)?(?:tell|inform|mention|communicat|notify|report|explain|disclos|relay)\w*"
+    rf"\b(?:{'|'.join(_NEGATIONS)})\s+(?:\w+\s+)?(?:{'|'.join(_TELLING)})\w*"
     r"|\b(?:omitted|omits|missing|left out|absent|not included)\b[^.]{0,40}?"
-    r"\b(?:reply|response|message|answer|summary)\b"
-    r"|\b(?:reply|response|message|answer|summary)\b[^.]{0,40}?"
+    rf"\b(?:{'|'.join(_REPLIES)})\b"
+    rf"|\b(?:{'|'.join(_REPLIES)})\b[^.]{{0,40}}?"
     r"\b(?:omitted|omits|omit|left out|lacks|lacked|did not include|does not include)\b",
     re.IGNORECASE)
 
@@ -68,9 +72,20 @@ def is_communication(label: str | None, text: str) -> bool:
     return bool((label and _COMM_PART.search(label.lower())) or _COMM_FEEDBACK.search(text))
 
 
+def _may_report_omission(feedback: str) -> bool:
+    """False only when ``_COMM_FEEDBACK`` cannot match: an ASCII text (where the regex's
+    case-insensitive match is exactly ``lower()``'s) holding neither a reply word nor both a
+    negation and a telling verb, each of which some branch of the regex spells literally."""
+    if not feedback.isascii():
+        return True
+    text = feedback.lower()
+    return (any(w in text for w in _REPLIES)
+            or (any(w in text for w in _TELLING) and any(w in text for w in _NEGATIONS)))
+
+
 @lru_cache(maxsize=65536)
 def _reports_omission(feedback: str) -> bool:
-    return _COMM_FEEDBACK.search(feedback) is not None
+    return _may_report_omission(feedback) and _COMM_FEEDBACK.search(feedback) is not None
 
 
 def failure_kind(trial: Trial) -> FailureKind:

@@ -11,6 +11,7 @@ missing data: counted in ``errored_trials``, never failures.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import os
@@ -18,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic_core import from_json
 
 from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
@@ -218,10 +221,19 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
 
 
 def _previous(path: Path) -> dict[str, Any] | None:
+    """The earlier file of the same mode (for its judgements), as ``jsonfiles.read`` reads
+    it: parsed from its bytes by pydantic-core's parser (no decoding pass over a document
+    of 100,000 entries), ``jsonfiles.read`` deciding any file that parser refuses."""
     if not path.is_file():
         return None
     try:
-        doc = jsonfiles.read(path)
+        data = path.read_bytes()
+        try:
+            doc = from_json(data) if not data.startswith(codecs.BOM_UTF8) else None
+        except ValueError:
+            doc = None
+        if doc is None:
+            doc = jsonfiles.read(path)
     except (OSError, ValueError):
         return None  # an unreadable earlier file is simply replaced
     return doc if isinstance(doc, dict) else None

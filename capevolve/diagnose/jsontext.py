@@ -25,7 +25,7 @@ same string; any other text is plain UTF-8."""
 def loads(text: str) -> Any:
     """``json.loads(text)``: the same value, or the same ``ValueError``."""
     try:
-        return from_json(text)
+        return from_json(text, cache_strings="keys")  # object keys repeat; values rarely
     except ValueError:
         return json.loads(text)
 

@@ -1,4 +1,5 @@
-"""Read one candidate's trials on one split from the store, in one DuckDB query.
+"""Read one candidate's trials on one split from the store: the evaluation is picked from
+the key columns, then only its parts are read, as Arrow columns.
 
 Which evaluation is read: a candidate may have several evaluations on a split (different
 trial counts). The one with the most stored rows is used; ties go to the one whose last
@@ -7,7 +8,10 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from capevolve._policy import splits as policy_splits
 from capevolve._store.rollouts.query import RolloutStore
@@ -57,31 +61,53 @@ def _quote(text: str) -> str:
     return str(text).replace("'", "''")
 
 
+def pick_evaluation(store: RolloutStore, split: str, candidate_id: str) -> str | None:
+    """The evaluation of ``candidate_id`` on ``split`` that diagnosis reads (module
+    docstring), from the key columns alone; None when it has no stored rows."""
+    where = f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
+    _, rows = store.query(f"""
+        SELECT eval_id FROM rollouts WHERE {where}
+        GROUP BY eval_id
+        ORDER BY count(*) DESC, max(finished_at) DESC NULLS LAST, eval_id DESC
+        LIMIT 1""")
+    return str(rows[0][0]) if rows else None
+
+
 def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     """Every stored trial of ``candidate_id`` on ``split`` (see the module docstring for
-    which evaluation); CandidateError for an unknown candidate or one with no rollouts."""
+    which evaluation); CandidateError for an unknown candidate or one with no rollouts.
+
+    The chosen evaluation's rows are read from its own parts only, as Arrow columns (no
+    row tuples built by DuckDB), and turned into Trials column by column (:func:`trials_of`)."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
-    where = f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
-    sql = f"""
-        WITH pick AS (
-            SELECT eval_id FROM rollouts WHERE {where}
-            GROUP BY eval_id
-            ORDER BY count(*) DESC, max(finished_at) DESC NULLS LAST, eval_id DESC
-            LIMIT 1)
+    store = RolloutStore(run.layout)
+    eval_id = pick_evaluation(store, split, candidate_id)
+    table = None if eval_id is None else store.table(f"""
         SELECT {", ".join(_COLUMNS)} FROM rollouts
-        WHERE {where} AND eval_id = (SELECT eval_id FROM pick)
-        ORDER BY task_id, trial
-    """
-    _, rows = RolloutStore(run.layout).query(sql)
-    if not rows:
+        WHERE split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'
+          AND eval_id = '{_quote(eval_id)}'""", eval_id)
+    if table is None or table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
                              "evaluate it first")
-    return [_trial(row) for row in rows]
+    return trials_of(table)
 
 
-def _trial(row: tuple[Any, ...]) -> Trial:
-    """A row of ``_COLUMNS`` as a Trial (trial as int, reward as float or None)."""
-    eval_id, task_id, trial, reward, *text = row
-    return Trial(eval_id, task_id, int(trial), None if reward is None else float(reward),
-                 *text)
+def trials_of(table: pa.Table) -> list[Trial]:
+    """The rows of an Arrow table of ``_COLUMNS`` as Trials (trial as int, reward as float
+    or None) ordered by (task, trial), built from whole columns: the order is computed on
+    the two key columns (byte order of the task id, as DuckDB's ORDER BY; a unit is one
+    row, so the order is total) and applied to the Python lists, so the bulky text columns
+    (traces) are never moved by a sort."""
+    keys = [("task_id", "ascending"), ("trial", "ascending")]
+    order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
+    columns = []
+    for name in _COLUMNS:
+        values = table.column(name).to_pylist()
+        columns.append([values[i] for i in order])
+    trial, reward = columns[2], columns[3]
+    if not pa.types.is_integer(table.schema.field("trial").type):
+        columns[2] = [int(t) for t in trial]
+    if not pa.types.is_float64(table.schema.field("reward").type):
+        columns[3] = [None if r is None else float(r) for r in reward]
+    return list(map(Trial._make, zip(*columns, strict=True)))

@@ -59,12 +59,13 @@ def file_name(trial: Trial) -> str:
     return f"{safe}__{trial.trial}.json"
 
 
-def _json_text(text: str | None) -> str:
+def _json_text(text: str | None, valid: bool | None = None) -> str:
     """A JSON column as it goes into the file: the stored JSON text itself when it parses
-    (no re-encoding), else the text as a JSON string."""
+    (no re-encoding), else the text as a JSON string; ``valid`` is ``is_json(text)`` when
+    the caller knows it already."""
     if text is None:
         return "null"
-    return text if is_json(text) else encode_basestring(text)
+    return text if (is_json(text) if valid is None else valid) else encode_basestring(text)
 
 
 def _text(value: str | None) -> str:
@@ -89,13 +90,16 @@ def _plain(trial: Trial) -> str:
                       ensure_ascii=False, allow_nan=False, sort_keys=True)
 
 
-def document(trial: Trial) -> str:
+def document(trial: Trial, valid: tuple[bool | None, bool | None, bool | None] | None = None
+             ) -> str:
     """The JSON text of one trajectory file (module docstring): the plain fields in sorted
-    order, then ``inputs``, ``tool_calls`` and ``trace``."""
+    order, then ``inputs``, ``tool_calls`` and ``trace``; ``valid`` holds ``is_json`` of
+    those three columns where the caller decided it already (None: decided here)."""
     plain = _plain(trial)
-    return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs)}, '
-            f'"tool_calls": {_json_text(trial.tool_calls)}, '
-            f'"trace": {_json_text(trial.trace)}}}\n')
+    inputs, calls, trace = valid or (None, None, None)
+    return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs, inputs)}, '
+            f'"tool_calls": {_json_text(trial.tool_calls, calls)}, '
+            f'"trace": {_json_text(trial.trace, trace)}}}\n')
 
 
 def _holds(path: str, data: bytes) -> bool:
@@ -159,10 +163,12 @@ def _jobs(directory: Path, trials: list[Trial], names: set[str]
           ) -> Iterator[list[tuple[str, bytes]]]:
     chunk: list[tuple[str, bytes]] = []
     prefix = f"{directory}{os.sep}"
-    for trial in trials:
+    inputs = {text: is_json(text) for text in {t.inputs for t in trials} if text is not None}
+    for trial in trials:  # a task's trials share their input: it is checked once
         name = file_name(trial)
         names.add(name)
-        chunk.append((prefix + name, document(trial).encode("utf-8", SURROGATES)))
+        valid = (trial.inputs is not None and inputs[trial.inputs], None, None)
+        chunk.append((prefix + name, document(trial, valid).encode("utf-8", SURROGATES)))
         if len(chunk) >= CHUNK:
             yield chunk
             chunk = []

@@ -1,5 +1,5 @@
-"""diagnose() over a real run dir: one DuckDB read, the file, eval choice, test refusal,
-determinism, gold leakage, trajectories and the suggested blast radius."""
+"""diagnose() over a real run dir: the read of the chosen evaluation, the file, eval choice,
+test refusal, determinism, gold leakage, trajectories and the suggested blast radius."""
 
 from __future__ import annotations
 
@@ -89,6 +89,32 @@ def test_the_evaluation_with_the_most_rows_is_read(tmp_path):
                      for i in range(2)], eval_id="val__seed__k2")
     trials = load_trials(run, "val", "seed")
     assert {t.eval_id for t in trials} == {"val__seed__k2"} and len(trials) == 2
+
+
+def test_only_the_chosen_evaluations_parts_are_read_for_its_rows(tmp_path, monkeypatch):
+    """The rows (text columns) come from a read of the chosen evaluation's own parts: the
+    other evaluation's part is listed only by the pick, which reads key columns."""
+    from capevolve._store.rollouts import query
+
+    run = make_run(tmp_path)
+    task = run.splits.val[0]
+    write_rows(run, [{"task_id": task, "reward": 0.0, "feedback": "x"}],
+               eval_id="val__seed__k1")
+    write_rows(run, [{"task_id": task, "trial": i, "reward": 0.0, "feedback": "y"}
+                     for i in range(2)], eval_id="val__seed__k2")
+    listed: list[tuple[str | None, list[str]]] = []
+    real = query.part_files
+
+    def spy(layout, eval_id=None):
+        parts = real(layout, eval_id)
+        listed.append((eval_id, [p.name for p in parts]))
+        return parts
+
+    monkeypatch.setattr(query, "part_files", spy)
+    trials = load_trials(run, "val", "seed")
+    assert [t.feedback for t in trials] == ["y", "y"]
+    assert listed[0][0] is None and len(listed[0][1]) == 2  # the pick: every part
+    assert listed[1:] == [("val__seed__k2", ["val__seed__k2-x-00000.parquet"])]
 
 
 def test_real_evaluation_is_diagnosed_end_to_end(tmp_path):

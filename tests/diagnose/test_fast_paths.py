@@ -159,3 +159,21 @@ def test_a_lone_surrogate_is_written_as_its_json_escape(tmp_path):
     (written,) = folder.iterdir()
     back = json.loads(written.read_bytes())
     assert (back["feedback"], back["output"]) == ("f\udfff", "out")
+
+
+def test_the_omission_precheck_never_hides_a_regex_match():
+    """``_reports_omission`` (a substring pre-check, then the regex) equals the regex alone
+    over texts built from the regex's own words, in odd cases and with Unicode case pairs
+    (Kelvin sign, long s, dotted I) that ``lower()`` does not fold as the regex does."""
+    from capevolve.diagnose import classify
+
+    words = ["did not", "DIDN'T", "never", "forgot to", "tell", "Inform", "report",
+             "notifying", "reply", "SUMMARY", "message", "omitted", "left out", "lacks",
+             "the", "customer", "refund", ".", "x" * 45, "\u212aell", "me\u017f\u017fage",
+             "\u0130nform", "n\u0130ver", "did", "not", "\t", "\n"]
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+        expected = classify._COMM_FEEDBACK.search(text) is not None
+        assert classify._reports_omission.__wrapped__(text) is expected, text
+
