@@ -4,7 +4,9 @@ The columns (tool calls, traces, score parts, inputs) are parsed with pydantic-c
 Rust parser (jiter, already installed with pydantic). Where it refuses a text --
 a lone surrogate escape, nesting deeper than its limit, or a text that is not JSON at
 all -- :func:`json.loads` decides, so the result (a value, or ``ValueError``) is always
-exactly what ``json.loads`` gives. Both parsers keep the last of duplicate keys at the
+exactly what ``json.loads`` gives, with one exception: a text nested deeper than
+``json.loads`` can recurse is a ``ValueError`` here (json.loads raises ``RecursionError``),
+so a stored column is never the end of a diagnose, only a text it cannot read as JSON. Both parsers keep the last of duplicate keys at the
 first key's position, read ``NaN`` / ``Infinity`` and big integers alike.
 """
 
@@ -27,7 +29,11 @@ def loads(text: str) -> Any:
     try:
         return from_json(text, cache_strings="keys")  # object keys repeat; values rarely
     except ValueError:
+        pass
+    try:
         return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested deeper than the parser can read") from None
 
 
 def load_or_none(text: str | None) -> Any:

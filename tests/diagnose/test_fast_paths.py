@@ -37,10 +37,26 @@ def _outcome(parse, text):
 
 @pytest.mark.parametrize("text", ODD_JSON)
 def test_loads_gives_json_loads_value_or_error(text):
-    """Value (repr, so NaN and key order count) or error: the same as json.loads."""
-    assert _outcome(loads, text) == _outcome(json.loads, text)
-    if _outcome(json.loads, text)[0] != "recursion":
-        assert is_json(text) == (_outcome(json.loads, text)[0] == "ok")
+    """Value (repr, so NaN and key order count) or error: the same as json.loads, except
+    that nesting json.loads cannot recurse through is a ValueError (not JSON to diagnose)."""
+    expected = _outcome(json.loads, text)
+    if expected[0] == "recursion":
+        expected = ("error", None)
+    assert _outcome(loads, text) == expected
+    assert is_json(text) == (expected[0] == "ok")
+
+
+def test_a_trace_nested_too_deep_is_written_as_text_not_a_traceback(tmp_path):
+    """A candidate's trace nested 3,000 deep (json.loads raises RecursionError on it) is
+    kept in its trajectory file as a JSON string, byte for byte, instead of ending the
+    diagnose with a traceback."""
+    deep = "[" * 3000 + "]" * 3000
+    trial = Trial("e", "t", 0, 0.0, "f", None, "out", None, deep, deep, None, None, None)
+    folder = tmp_path / "trajectories"
+    trajectories.write_all(folder, [trial])
+    (written,) = folder.iterdir()
+    back = json.loads(written.read_bytes())
+    assert back["trace"] == deep
 
 
 FOOLING_TRACES = [
