@@ -6,8 +6,9 @@ a lone surrogate escape, nesting deeper than its limit, or a text that is not JS
 all -- :func:`json.loads` decides, so the result (a value, or ``ValueError``) is always
 exactly what ``json.loads`` gives, with one exception: a text nested deeper than
 ``json.loads`` can recurse is a ``ValueError`` here (json.loads raises ``RecursionError``),
-so a stored column is never the end of a diagnose, only a text it cannot read as JSON. Both parsers keep the last of duplicate keys at the
-first key's position, read ``NaN`` / ``Infinity`` and big integers alike.
+so a stored column is never the end of a diagnose, only a text it cannot read as JSON.
+Both parsers keep the last of duplicate keys at the first key's position, read ``NaN`` /
+``Infinity`` and big integers alike.
 """
 
 from __future__ import annotations
