@@ -21,12 +21,12 @@ the run's own writes, which a concurrent evaluation's guard recognises.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from capevolve._store.durable import fsync_dir
 from capevolve._store.evals import Where, _layout
+from capevolve._store.jsonfiles import write_bytes_atomic
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.records import EvalRecord, TaskMeansFile
@@ -74,21 +74,11 @@ def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array
     path = layout.evals / means_name(eval_id)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write() -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
-
-    if isinstance(where, RunDir):
-        with where._appending:  # one of the run's own writes (a guard's expected bytes)
-            write()
-            where._own_writes.append((path, data))
+    if isinstance(where, RunDir):  # one of the run's own writes (a guard's expected bytes)
+        where.write_own_bytes(path, data)
     else:
-        write()
+        write_bytes_atomic(path, data)
+    fsync_dir(path.parent)
     return TaskMeansFile(name=path.name, sha256=hashlib.sha256(data).hexdigest(),
                          size=len(data), n_tasks=len(means))
 

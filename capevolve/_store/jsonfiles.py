@@ -24,12 +24,17 @@ def write_atomic(path: Path, obj: Any, *, indent: int | None = 2,
     and the old document, if any, is left as it was. ``sync=False`` skips the fsync: for a
     cache that is rebuilt from the source of truth and never read back to decide
     anything (state.json), where a power cut may lose only the latest refresh."""
-    path = Path(path)
+    write_bytes_atomic(Path(path), (dumps(obj, indent) + "\n").encode("utf-8"), sync=sync)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to a temporary name beside ``path``, fsync (unless ``sync=False``)
+    and rename it into place; on any failure the temporary file is removed and the old
+    file, if any, is left as it was."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        text = dumps(obj, indent) + "\n"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             if sync:
                 os.fsync(fh.fileno())

@@ -109,10 +109,14 @@ class RunDir:
     def write_document(self, path: Path, obj: Any, indent: int | None = 2) -> None:
         """Write a JSON document of this run atomically (:func:`jsonfiles.write_atomic`)
         under the append lock, and remember its bytes as capevolve's own write."""
-        data = (jsonfiles.dumps(obj, indent) + "\n").encode("utf-8")
+        self.write_own_bytes(Path(path), (jsonfiles.dumps(obj, indent) + "\n").encode("utf-8"))
+
+    def write_own_bytes(self, path: Path, data: bytes) -> None:
+        """Write a file of this run atomically (:func:`jsonfiles.write_bytes_atomic`, fsynced)
+        under the append lock, and remember its bytes as capevolve's own write."""
         with self._appending:
-            jsonfiles.write_atomic(path, obj, indent=indent)
-            self._own_writes.append((Path(path), data))
+            jsonfiles.write_bytes_atomic(path, data)
+            self._own_writes.append((path, data))
 
     def own_writes_since(self, mark: int) -> dict[Path, bytes]:
         """Documents this process wrote through :meth:`write_document` since ``mark`` (a
