@@ -11,13 +11,17 @@ Only :mod:`capevolve._engine.ray` imports ray; :func:`make_engine` imports it la
 
 from __future__ import annotations
 
-from capevolve._engine.contract import Engine
-from capevolve.config import EngineConfig
-from capevolve.kinds import EngineKind
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the worker and scorer processes import this package: keep it light
+    from capevolve._engine.contract import Engine
+    from capevolve.config import EngineConfig
 
 
 def make_engine(config: EngineConfig, address: str | None = None) -> Engine:
     """Build the configured engine; Ray is imported only when the Ray engine is chosen."""
+    from capevolve.kinds import EngineKind
+
     if config.kind == EngineKind.LOCAL:
         from capevolve._engine.local import LocalEngine
 

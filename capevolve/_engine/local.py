@@ -3,7 +3,7 @@
 Candidate code runs only in the worker processes (:mod:`capevolve._engine.child`), fresh
 for every :meth:`LocalEngine.run`, so one candidate's code never shares a process with
 another's. Outcomes come back as JSON; the driver reads only their keys and hands them,
-unparsed, to a scorer process (:mod:`capevolve._engine.score_child`, one per worker),
+unparsed, to a scorer process (:mod:`capevolve._engine.score_child`, one per two workers),
 which loads only the project's adapter, refuses to score if a candidate module is loaded
 in it (as a Ray scorer actor does) and returns the rows as a column batch. So the driver
 neither decodes outcomes nor calls ``score``. ``engine.workers`` sets the number of worker
@@ -60,7 +60,7 @@ class LocalEngine:
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorers = [ProcessScorer(f"scorer{i}", {"project_root": job.project_root,
                                                 "adapter_spec": job.adapter_spec},
-                                 reply_timeout) for i in range(count)]
+                                 reply_timeout) for i in range(math.ceil(count / 2))]
         # each process can run the whole budget; the shared budget sets its slots
         workers = [ProcessWorker(f"local{i}", c.concurrency, init, reply_timeout)
                    for i in range(count)]

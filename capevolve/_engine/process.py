@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,29 +101,34 @@ class _Child:
         self.prepared = {}
         await self._call(self.init, START_TIMEOUT_S)
 
-    async def _prepare(self, job: Any, wire: dict[str, Any]) -> None:
+    async def _prepare(self, job: Any, to_wire: Callable[[Any], dict[str, Any]]) -> None:
         if self.pid is None:
             await self._start()
         if self.prepared.get(job.eval_id) is not job:
-            await self._call({"op": "prepare", "job": wire}, START_TIMEOUT_S)
+            await self._call(_prepare_request(job, to_wire), START_TIMEOUT_S)
             self.prepared[job.eval_id] = job
 
-    async def _call(self, message: dict[str, Any], timeout_s: float,
+    async def _call(self, message: dict[str, Any] | bytes, timeout_s: float,
                     payload: bytes | None = None) -> dict[str, Any]:
         """Send one request (and its payload line) and return the reply; a reply with a
         payload line has it under ``"payload"`` (bytes, unparsed)."""
         async with self._lock:
             return await self._exchange_lines(message, timeout_s, payload)
 
-    async def _exchange_lines(self, message: dict[str, Any], timeout_s: float,
+    async def _exchange_lines(self, message: dict[str, Any] | bytes, timeout_s: float,
                               payload: bytes | None) -> dict[str, Any]:
         proc = self.proc
         if proc is None or proc.stdin is None or proc.stdout is None:
             raise WorkerLost(f"{self.name} is not running")
         extra = b""
         try:
-            proc.stdin.write(encode({**message, "more": True}) + payload + b"\n"
-                             if payload is not None else encode(message))
+            if isinstance(message, bytes):  # an encoded request
+                data = message
+            elif payload is not None:
+                data = encode({**message, "more": True}) + payload + b"\n"
+            else:
+                data = encode(message)
+            proc.stdin.write(data)
             await proc.stdin.drain()
             async with asyncio.timeout(timeout_s):
                 line = await proc.stdout.readline()
@@ -180,7 +186,7 @@ class ProcessWorker(_Child):
         self.slots = slots
 
     async def prepare(self, job: EvalJob) -> None:
-        await self._prepare(job, job_to_wire(job))
+        await self._prepare(job, job_to_wire)
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
@@ -203,7 +209,7 @@ class ProcessScorer(_Child):
     module = "capevolve._engine.score_child"
 
     async def prepare(self, job: ScoreJob) -> None:
-        await self._prepare(job, score_job_to_wire(job))
+        await self._prepare(job, score_job_to_wire)
 
     async def score(self, eval_id: str, items: list | Picked) -> RowBatch:
         if self.pid is None:
@@ -222,6 +228,23 @@ class ProcessScorer(_Child):
         if not isinstance(columns, dict) or type(n) is not int:
             raise EngineError(f"{self.name}: a score reply without its columns")
         return RowBatch(columns, n)
+
+
+_PREPARED: dict[int, tuple[Any, bytes]] = {}
+"""The encoded ``prepare`` request of the last few jobs (by id; the job is held beside it)."""
+
+
+def _prepare_request(job: Any, to_wire: Callable[[Any], dict[str, Any]]) -> bytes:
+    """The ``prepare`` request of ``job``, encoded once for every child it goes to (a job
+    carries every task of the split: tens of MB for a large one)."""
+    key = id(job) ^ id(to_wire)
+    held = _PREPARED.get(key)
+    if held is None or held[0] is not job:
+        held = (job, encode({"op": "prepare", "job": to_wire(job)}))
+        if len(_PREPARED) >= 4:  # the jobs of the evaluations running now
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = held
+    return held[1]
 
 
 def _kill_group(pgid: int) -> None:
