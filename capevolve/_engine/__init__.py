@@ -1,7 +1,7 @@
 """Execution: plan units, run them on workers, score them on scorers, hand back rows.
 
 Workers (:mod:`.worker`; local subprocesses or Ray rollout actors) run ``run_target`` and
-so run candidate code; scorers (:mod:`.scorer`; the local driver or Ray scorer actors)
+so run candidate code; scorers (:mod:`.scorer`; local scorer subprocesses or Ray scorer actors)
 call ``score`` in processes where no candidate module was ever imported, and build every
 row. :mod:`.dispatch` drives both; :mod:`.contract` is the seam (it imports no engine).
 :mod:`.contain` keeps user code's exits (``sys.exit``, ``os._exit``, ``KeyboardInterrupt``,

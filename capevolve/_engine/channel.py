@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from capevolve._engine.contain import end_forks_of
@@ -51,7 +51,7 @@ async def requests() -> Any:
         yield request, payload
 
 
-def run_child(serve: Callable[[Replies], Awaitable[None]], what: str,
+def run_child(serve: Callable[[Replies], Coroutine[Any, Any, None]], what: str,
               at_exit: Callable[[], None] | None = None) -> None:
     """Keep the reply channel private, then ``serve`` until stdin closes; the process
     always ends with ``os._exit(0)`` (after ``at_exit``)."""
