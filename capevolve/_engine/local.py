@@ -42,6 +42,7 @@ class LocalEngine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.workers: list[ProcessWorker] = []
+        self.scorers: list[ProcessScorer] = []
         self.budget = SlotBudget(config.concurrency)
         self.shares_hint = 1
         self._lock = threading.Lock()
@@ -66,13 +67,16 @@ class LocalEngine:
                    for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]
+            self.scorers = [*self.scorers, *scorers]
         try:
-            return await Dispatcher(workers, scorers, max_restarts=6 * count + 3,
+            return await Dispatcher(workers, scorers,
+                                    max_restarts=3 * (count + len(scorers)) + 3,
                                     budget=self.budget).run(job, units, sink, limit, ledger)
         finally:
             await asyncio.gather(*(w.close() for w in [*workers, *scorers]))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
+                self.scorers = [s for s in self.scorers if s not in scorers]
 
     @property
     def shares(self) -> int:
@@ -87,6 +91,10 @@ class LocalEngine:
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""
         return [w.pid for w in self.workers if w.pid is not None]
+
+    def scorer_pids(self) -> list[int]:
+        """Process ids of the running scorer processes (for fault-injection tests)."""
+        return [s.pid for s in self.scorers if s.pid is not None]
 
     def close(self) -> None:
         """Nothing to release: worker processes live only during :meth:`run`."""

@@ -106,3 +106,41 @@ def test_the_scorer_process_turns_malformed_payloads_into_error_rows(tmp_path):
         assert all(r["reward"] is None and r["error_kind"] == "exception" for r in rows)
     (row,) = list(good)
     assert (row["task_id"], row["seed"], row["reward"], row["error"]) == ("a", 101, 1.0, None)
+
+
+def test_a_killed_scorer_process_loses_nothing_and_duplicates_nothing(tmp_path):
+    """SIGKILL of the local engine's scorer process mid-evaluation: it is started again, the
+    batches it held are scored again, and the evaluation completes with one row per unit."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from fixtures.projects import make_project
+
+    from capevolve._engine.local import LocalEngine
+    from capevolve.config import EngineConfig
+
+    project = make_project(tmp_path / "p", 60, trials=2, sleep=0.25)
+    run = create_run(project, tmp_path / "run")
+    engine = LocalEngine(EngineConfig(kind="local", concurrency=8, timeout_s=10))
+    killed: list[int] = []
+
+    def kill_one():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not killed:
+            pids = engine.scorer_pids()
+            if pids:
+                time.sleep(1.2)  # start-up takes ~0.5 s; the units ~1.9 s more
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    record = evaluate(run, "seed", "train", engine=engine)
+    killer.join()
+    assert killed and record["status"] == "complete" and record["worker_restarts"] >= 1
+    _, rows = RolloutStore(run.layout).query(
+        f"SELECT task_id, trial FROM rollouts WHERE eval_id = '{record['eval_id']}'")
+    assert len(rows) == len(set(rows)) == 2 * len(run.splits.ids("train"))
