@@ -216,9 +216,10 @@ class ProcessScorer(_Child):
             raise WorkerLost(f"{self.name} is not running")
         if isinstance(items, Picked):
             payload, picks = items.payload, items.picks
-        else:  # (outcome, seed) pairs: the same request, with picks made here
+        else:  # (outcome, seed) pairs the dispatcher accepted (their keys are checked)
             payload = [raw for raw, _ in items]
-            picks = [(i, *_key_or_none(raw), seed) for i, (raw, seed) in enumerate(items)]
+            picks = [(i, raw["task_id"], raw["trial"], seed)
+                     for i, (raw, seed) in enumerate(items)]
         if not isinstance(payload, bytes):
             payload = json.dumps(payload, separators=(",", ":"), default=repr).encode()
         reply = await self._call({"op": "score", "eval_id": eval_id, "picks": picks},
@@ -244,10 +245,6 @@ def _prepare_request(job: Any, to_wire: Callable[[Any], dict[str, Any]]) -> byte
             _PREPARED.pop(next(iter(_PREPARED)))
         _PREPARED[key] = held
     return held[1]
-
-
-def _key_or_none(raw: object) -> tuple[object, object]:
-    return (raw.get("task_id"), raw.get("trial")) if isinstance(raw, dict) else (None, None)
 
 
 def _kill_group(pgid: int) -> None:

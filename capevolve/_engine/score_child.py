@@ -44,8 +44,8 @@ async def _serve(replies: Replies) -> None:
                 replies.send({"error": f"unexpected request {op!r}"})
         except CapevolveError as exc:
             replies.send({"error": str(exc)})
-        except KeyError as exc:
-            replies.send({"error": f"KeyError: {exc}"})
+        except (KeyError, TypeError, ValueError) as exc:  # a malformed request
+            replies.send({"error": f"{type(exc).__name__}: {exc}"})
 
 
 def _outcomes(payload: bytes | None) -> list:
