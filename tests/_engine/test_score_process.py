@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from capevolve._engine.contract import Picked, ScoreJob
 from capevolve._engine.plan import derive_seed
 from capevolve._engine.process import ProcessScorer
@@ -108,6 +110,7 @@ def test_the_scorer_process_turns_malformed_payloads_into_error_rows(tmp_path):
     assert (row["task_id"], row["seed"], row["reward"], row["error"]) == ("a", 101, 1.0, None)
 
 
+@pytest.mark.slow
 def test_a_killed_scorer_process_loses_nothing_and_duplicates_nothing(tmp_path):
     """SIGKILL of the local engine's scorer process mid-evaluation: it is started again, the
     batches it held are scored again, and the evaluation completes with one row per unit."""
