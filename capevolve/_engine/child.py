@@ -11,13 +11,12 @@ process candidate code forked or started in the worker's process group.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 
 from capevolve._engine.channel import Replies, requests, run_child
-from capevolve._engine.wire import job_from_wire, units_from_wire
+from capevolve._engine.wire import dumps, job_from_wire, units_from_wire
 from capevolve.errors import CapevolveError
 
 
@@ -45,8 +44,7 @@ async def _serve(replies: Replies) -> None:
                                                request["max_wait_s"], request.get("slots"))
                 # the keys for the driver, the outcomes as a payload line only a scorer reads
                 keys = [[o["task_id"], o["trial"]] for o in outcomes]
-                replies.send({"ok": True, "keys": keys},
-                             json.dumps(outcomes, separators=(",", ":"), default=repr).encode())
+                replies.send({"ok": True, "keys": keys}, dumps(outcomes))
             else:
                 replies.send({"error": f"unexpected request {op!r}"})
         except CapevolveError as exc:

@@ -36,6 +36,7 @@ from capevolve._engine.contract import (
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.wire import (
     MAX_LINE,
+    dumps,
     encode,
     job_to_wire,
     score_job_to_wire,
@@ -221,7 +222,7 @@ class ProcessScorer(_Child):
             picks = [(i, raw["task_id"], raw["trial"], seed)
                      for i, (raw, seed) in enumerate(items)]
         if not isinstance(payload, bytes):
-            payload = json.dumps(payload, separators=(",", ":"), default=repr).encode()
+            payload = dumps(payload)
         reply = await self._call({"op": "score", "eval_id": eval_id, "picks": picks},
                                  self.reply_timeout_s, payload)
         columns, n = reply.get("columns"), reply.get("n")

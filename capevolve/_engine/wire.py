@@ -7,6 +7,8 @@ import base64
 import json
 from typing import Any
 
+import pydantic_core
+
 from capevolve._engine.contract import EvalJob, ScoreJob, TaskTable
 from capevolve._engine.plan import WorkUnit
 from capevolve._project.tasktable import TaskTableBuilder, as_table
@@ -93,4 +95,16 @@ def units_from_wire(data: list[list]) -> list[WorkUnit]:
 
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a JSON line."""
-    return json.dumps(message, separators=(",", ":"), default=repr).encode() + b"\n"
+    return dumps(message) + b"\n"
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact JSON (UTF-8, no newline inside): what ``json.dumps`` with
+    ``default=repr`` writes, parsed back to the same values (NaN and infinities as
+    ``NaN`` / ``Infinity``), written by pydantic-core (about 5x faster for a batch of
+    outcomes); text holding a lone surrogate, which UTF-8 cannot carry, goes through
+    ``json.dumps`` and its ``\\ud800`` escapes."""
+    try:
+        return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError:
+        return json.dumps(value, separators=(",", ":"), default=repr).encode()
