@@ -26,6 +26,7 @@ _KINDS = {str(kind) for kind in ErrorKind}
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr,
                               allow_nan=False)
+_TEXT_OF_STR = json.encoder.encode_basestring  # what _CANONICAL writes for a str
 
 
 def _finite(value: Any) -> Any:
@@ -44,6 +45,13 @@ def to_json_text(value: Any) -> str | None:
     their repr, non-finite numbers as ``"nan"`` / ``"inf"``)."""
     if value is None:
         return None
+    kind = type(value)  # scalars as _CANONICAL writes them, without building an encoder
+    if kind is str:
+        return _TEXT_OF_STR(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
     try:
         return _CANONICAL.encode(value)
     except ValueError:  # a NaN or an infinity somewhere inside

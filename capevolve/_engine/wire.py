@@ -7,7 +7,9 @@ import base64
 import json
 from typing import Any
 
-from capevolve._engine.contract import EvalJob, TaskTable
+import pydantic_core
+
+from capevolve._engine.contract import EvalJob, ScoreJob, TaskTable
 from capevolve._engine.plan import WorkUnit
 from capevolve._project.tasktable import TaskTableBuilder, as_table
 
@@ -41,6 +43,28 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
     )
 
 
+def score_job_to_wire(job: ScoreJob) -> dict[str, Any]:
+    """A ScoreJob as JSON data (no candidate files: it has none)."""
+    return {
+        "run_id": job.run_id, "eval_id": job.eval_id, "split": job.split,
+        "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
+        "tasks": _tasks_to_wire(as_table(job.tasks)), "project_root": job.project_root,
+        "adapter_spec": job.adapter_spec, "untrusted_roots": list(job.untrusted_roots),
+        "schema_version": job.schema_version,
+    }
+
+
+def score_job_from_wire(data: dict[str, Any]) -> ScoreJob:
+    """The ScoreJob of :func:`score_job_to_wire`."""
+    return ScoreJob(
+        run_id=data["run_id"], eval_id=data["eval_id"], split=data["split"],
+        candidate_id=data["candidate_id"], candidate_hash=data["candidate_hash"],
+        tasks=_tasks_from_wire(data["tasks"]), project_root=data["project_root"],
+        adapter_spec=data["adapter_spec"], untrusted_roots=tuple(data["untrusted_roots"]),
+        schema_version=data["schema_version"],
+    )
+
+
 def _tasks_to_wire(table: TaskTable) -> dict[str, Any]:
     """The ids as a list and the tasks' JSON as one newline-joined string: no object per
     task is built on either side."""
@@ -71,4 +95,16 @@ def units_from_wire(data: list[list]) -> list[WorkUnit]:
 
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a JSON line."""
-    return json.dumps(message, separators=(",", ":"), default=repr).encode() + b"\n"
+    return dumps(message) + b"\n"
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as compact JSON (UTF-8, no newline inside): what ``json.dumps`` with
+    ``default=repr`` writes, parsed back to the same values (NaN and infinities as
+    ``NaN`` / ``Infinity``), written by pydantic-core (about 5x faster for a batch of
+    outcomes); text holding a lone surrogate, which UTF-8 cannot carry, goes through
+    ``json.dumps`` and its ``\\ud800`` escapes."""
+    try:
+        return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError:
+        return json.dumps(value, separators=(",", ":"), default=repr).encode()

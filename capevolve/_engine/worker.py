@@ -21,6 +21,7 @@ from typing import Any
 
 from capevolve._engine.contain import UserExit, contained
 from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome
+from capevolve._engine.deadlines import Deadlines
 from capevolve._engine.isolation import ChildCrash, run_isolated
 from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
@@ -59,6 +60,7 @@ class WorkerCore:
         self.isolation = isolation
         self.slots = slots
         self.timeout_s = timeout_s
+        self.deadlines = Deadlines(timeout_s)  # one timer for every attempt's deadline
         self.retries = retries
         self.worker_id = worker_id
         self.node_id = node_id
@@ -205,9 +207,19 @@ class WorkerCore:
                           seed=unit.seed, executor=self.executor)
 
     async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit) -> Rollout:
+        token = self.deadlines.enter()
         try:
-            async with asyncio.timeout(self.timeout_s):  # no extra task per call
+            try:
                 rollout = await self._call_target(candidate_path, task, unit)
+            finally:
+                expired = self.deadlines.leave(token)
+            if expired:  # the attempt swallowed the cancellation its deadline sent
+                raise TimeoutError
+        except asyncio.CancelledError:
+            if not expired:
+                raise  # not its deadline: the unit itself is being cancelled
+            raise _Failure(ErrorKind.TIMEOUT, f"run_target exceeded {self.timeout_s:g}s",
+                           True) from None
         except ChildCrash as exc:
             raise _Failure(ErrorKind.CRASH, str(exc), False) from None
         except TimeoutError:

@@ -1,0 +1,68 @@
+"""Per-rollout deadlines for one worker with one loop timer, not one per rollout.
+
+Every attempt of a worker runs under the same ``timeout_s``, so deadlines fall in the order
+attempts start: the live attempts sit in an insertion-ordered dict, the earliest first, and
+one ``call_at`` handle waits for the earliest. When it fires, every attempt past its
+deadline has its task cancelled and is marked expired; :meth:`Deadlines.leave` then tells
+the attempt that the cancellation was its timeout (and withdraws it, as ``asyncio.timeout``
+does), so the caller reports a timeout and any other cancellation still propagates. The
+cost per attempt is a dict insert and delete, where ``asyncio.timeout`` makes a context
+manager, a timer handle and its cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+
+class Deadlines:
+    """The deadlines of the attempts running in one event loop (see the module docstring)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._live: dict[int, tuple[float, asyncio.Task]] = {}
+        self._expired: set[int] = set()
+        self._ids = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def enter(self) -> int:
+        """Start the deadline of the current task's attempt; returns its token."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "an attempt runs in a task"
+        token = next(self._ids)
+        deadline = loop.time() + self.timeout_s
+        self._live[token] = (deadline, task)
+        if self._timer is None or self._loop is not loop:  # (a core may outlive a loop)
+            self._loop, self._timer = loop, loop.call_at(deadline, self._fire)
+        return token
+
+    def leave(self, token: int) -> bool:
+        """End the attempt's deadline; True when it expired (its task was cancelled for it:
+        that cancellation is withdrawn here, so only the caller's TimeoutError remains)."""
+        if self._live.pop(token, None) is not None:
+            return False
+        self._expired.discard(token)
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return True
+
+    def _fire(self) -> None:
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now, due, later = loop.time(), [], None
+        for token, (deadline, _) in self._live.items():
+            if deadline > now:
+                later = deadline
+                break
+            due.append(token)
+        for token in due:
+            _, task = self._live.pop(token)
+            if not task.done():
+                self._expired.add(token)
+                task.cancel()
+        if later is not None:
+            self._timer = loop.call_at(later, self._fire)
