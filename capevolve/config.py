@@ -146,7 +146,7 @@ class EngineConfig(_Section):
 
     kind: EngineKind = EngineKind.RAY
     """ray (default; local Ray started on demand) or local (worker subprocesses on this
-    machine, scored in a scorer subprocess; no Ray needed)."""
+    machine, scored in the driver; no Ray needed)."""
     address: str | None = None
     """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
     reuse_local_ray: bool = True

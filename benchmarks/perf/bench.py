@@ -346,12 +346,6 @@ def _note(r: dict) -> str:
             f"flight; {r['engine']} engine, {r['workers']} workers")
 
 
-def _children(r: dict) -> str:
-    """What the non-driver CPU figure counts: the local engine's worker and scorer
-    processes (waited-for children), or the Ray rollout actors (scorers are in Ray's)."""
-    return "worker and scorer processes" if r["engine"] == "local" else "rollout actors"
-
-
 def bench_rows(by_name: dict[str, dict]) -> list[dict]:
     """One row per figure (the bench row protocol): value, target, met, reference line."""
     rows = []
@@ -380,7 +374,7 @@ def bench_rows(by_name: dict[str, dict]) -> list[dict]:
                          "reference": f"plain asyncio, same process: "
                                       f"{b['ref_rollouts_per_s']:.0f}/s",
                          "note": _note(b) + f"; driver CPU {b['cpu_driver_s']:.2f} s, "
-                                            f"{_children(b)} {b['cpu_actors_s']:.2f} s"})
+                                            f"workers {b['cpu_actors_s']:.2f} s"})
     small, large = by_name.get("c_rss_small"), by_name.get("c_rss_large")
     if small and large:
         more = large["rss_growth_mib"] - small["rss_growth_mib"]

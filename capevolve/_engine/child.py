@@ -1,30 +1,49 @@
 """The local engine's worker process: ``python -m capevolve._engine.child``.
 
 Candidate code runs here, never in the driver. The driver writes one JSON request per line
-on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line on a
-private channel (:mod:`capevolve._engine.channel`: whatever the agent prints cannot corrupt
-the protocol). An exchange's reply carries the finished outcomes' keys, for the driver,
-and the outcomes themselves as a payload line that the driver hands to a scorer process
-unread. End of stdin (the driver closed it, or died) ends the process at once, and with it every
+on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line from the
+process's original stdout, which is kept private: file descriptor 1 is pointed at stderr
+before any adapter code runs, so whatever the agent prints cannot corrupt the protocol.
+End of stdin (the driver closed it, or died) ends the process at once, and with it every
 process candidate code forked or started in the worker's process group.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import socket
+import sys
+from typing import Any
 
-from capevolve._engine.channel import Replies, requests, run_child
-from capevolve._engine.wire import dumps, job_from_wire, units_from_wire
+from capevolve._engine.contain import end_forks_of
+from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_wire
 from capevolve.errors import CapevolveError
 
 
-async def _serve(replies: Replies) -> None:
+class _Replies:
+    """Writes reply lines to the private channel."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = memoryview(encode(message))
+        while data:
+            data = data[os.write(self.fd, data):]
+
+
+async def _serve(replies: _Replies) -> None:
     from capevolve._engine.worker import WorkerCore
 
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_LINE)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     core: WorkerCore | None = None
-    async for request, _ in requests():
+    while line := await reader.readline():
+        request = json.loads(line)
         op = request.get("op")
         try:
             if op == "init":
@@ -42,9 +61,7 @@ async def _serve(replies: Replies) -> None:
                 outcomes = await core.exchange(request["eval_id"],
                                                units_from_wire(request["units"]),
                                                request["max_wait_s"], request.get("slots"))
-                # the keys for the driver, the outcomes as a payload line only a scorer reads
-                keys = [[o["task_id"], o["trial"]] for o in outcomes]
-                replies.send({"ok": True, "keys": keys}, dumps(outcomes))
+                replies.send({"ok": True, "outcomes": outcomes})
             else:
                 replies.send({"error": f"unexpected request {op!r}"})
         except CapevolveError as exc:
@@ -55,7 +72,16 @@ async def _serve(replies: Replies) -> None:
 
 def main() -> None:
     """Keep the reply channel private, then serve requests until stdin closes."""
-    run_child(_serve, "worker", at_exit=_end_group)
+    replies = _Replies(os.dup(1))
+    os.dup2(2, 1)
+    end_forks_of((replies.fd,))  # a fork made by candidate code never speaks for us
+    try:
+        asyncio.run(_serve(replies))
+    except BaseException as exc:  # noqa: BLE001 - the driver sees the end of the channel
+        print(f"capevolve worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        _end_group()
+        os._exit(0)  # running rollouts (daemon threads, children) end with the process
 
 
 def _end_group() -> None:

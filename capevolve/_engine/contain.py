@@ -79,18 +79,8 @@ def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            # _user_call spelled out: a generator-based context manager costs more than
-            # the call of a fast adapter, once per rollout
-            pid = os.getpid()
-            token = _IN_CALL.set((where, pid))
-            try:
+            with _user_call(where):
                 return await fn(*args, **kwargs)
-            except (SystemExit, KeyboardInterrupt) as exc:
-                raise UserExit(exit_message(where, exc)) from None
-            finally:
-                _IN_CALL.reset(token)
-                if os.getpid() != pid:
-                    _REAL_EXIT(0)
         return run_async
 
     @functools.wraps(fn)

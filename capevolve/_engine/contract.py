@@ -236,7 +236,7 @@ class WorkerHandle(Protocol):
 
 
 class ScorerHandle(Protocol):
-    """What the dispatcher needs from one scorer (a process or an actor)."""
+    """What the dispatcher needs from one scorer (in the driver, a process or an actor)."""
 
     name: str
 

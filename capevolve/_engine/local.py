@@ -1,14 +1,12 @@
-"""The local engine: worker subprocesses run ``run_target``; scorer subprocesses score.
+"""The local engine: worker subprocesses run ``run_target``; the driver scores.
 
 Candidate code runs only in the worker processes (:mod:`capevolve._engine.child`), fresh
 for every :meth:`LocalEngine.run`, so one candidate's code never shares a process with
-another's. Outcomes come back as JSON; the driver reads only their keys and hands them,
-unparsed, to a scorer process (:mod:`capevolve._engine.score_child`, one per two workers),
-which loads only the project's adapter, refuses to score if a candidate module is loaded
-in it (as a Ray scorer actor does) and returns the rows as a column batch. So the driver
-neither decodes outcomes nor calls ``score``. ``engine.workers`` sets the number of worker
-processes (auto: 1); ``engine.concurrency`` rollouts are in flight across them. Rows are
-identical to the Ray engine's for a deterministic adapter.
+another's. Outcomes come back as JSON and are scored in this process by a
+:class:`~capevolve._engine.scorer.ScorerCore`, which refuses to score if a candidate
+module is loaded here. ``engine.workers`` sets the number of worker processes (auto: 1);
+``engine.concurrency`` rollouts are in flight across them. Rows are identical to the
+Ray engine's for a deterministic adapter.
 
 Several threads may call :meth:`LocalEngine.run` at once (``optimize --parallel``): each
 call has its own worker processes and scorer, and all of them share one in-flight budget of
@@ -22,27 +20,52 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 from collections.abc import Sequence
 
-from capevolve._engine.contract import DispatchLedger, EngineReport, EvalJob, Limit, RowSink
+from capevolve._engine.contract import (
+    DispatchLedger,
+    EngineReport,
+    EvalJob,
+    Limit,
+    Picked,
+    RowBatch,
+    RowSink,
+    ScoreJob,
+    picked_items,
+)
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
-from capevolve._engine.process import ProcessScorer, ProcessWorker
+from capevolve._engine.process import ProcessWorker
+from capevolve._engine.scorer import ScorerCore
 from capevolve._engine.shares import SlotBudget
 from capevolve.config import EngineConfig
 
 REPLY_MARGIN_S = 60.0
 
 
+class InlineScorer:
+    """A ScorerHandle over a ScorerCore in this process."""
+
+    def __init__(self, core: ScorerCore) -> None:
+        self.core, self.name = core, core.scorer_id
+
+    async def prepare(self, job: ScoreJob) -> None:
+        self.core.prepare(job)
+
+    async def score(self, eval_id: str, items: list | Picked) -> RowBatch:
+        if isinstance(items, Picked):
+            items = picked_items(items.payload, items.picks)
+        return await self.core.score(eval_id, items)
+
+
 class LocalEngine:
-    """Runs units in worker subprocesses on this machine and scores them in scorer
-    subprocesses."""
+    """Runs units in worker subprocesses on this machine and scores them here."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.workers: list[ProcessWorker] = []
-        self.scorers: list[ProcessScorer] = []
         self.budget = SlotBudget(config.concurrency)
         self.shares_hint = 1
         self._lock = threading.Lock()
@@ -59,24 +82,20 @@ class LocalEngine:
         init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
                 "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
-        scorers = [ProcessScorer(f"scorer{i}", {"project_root": job.project_root,
-                                                "adapter_spec": job.adapter_spec},
-                                 reply_timeout) for i in range(math.ceil(count / 2))]
+        scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
+                                         scorer_id=f"driver-{os.getpid()}"))
         # each process can run the whole budget; the shared budget sets its slots
         workers = [ProcessWorker(f"local{i}", c.concurrency, init, reply_timeout)
                    for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]
-            self.scorers = [*self.scorers, *scorers]
         try:
-            return await Dispatcher(workers, scorers,
-                                    max_restarts=3 * (count + len(scorers)) + 3,
+            return await Dispatcher(workers, [scorer], max_restarts=3 * count + 3,
                                     budget=self.budget).run(job, units, sink, limit, ledger)
         finally:
-            await asyncio.gather(*(w.close() for w in [*workers, *scorers]))
+            await asyncio.gather(*(w.close() for w in workers))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
-                self.scorers = [s for s in self.scorers if s not in scorers]
 
     @property
     def shares(self) -> int:
@@ -91,10 +110,6 @@ class LocalEngine:
     def worker_pids(self) -> list[int]:
         """Process ids of the running worker processes (for fault-injection tests)."""
         return [w.pid for w in self.workers if w.pid is not None]
-
-    def scorer_pids(self) -> list[int]:
-        """Process ids of the running scorer processes (for fault-injection tests)."""
-        return [s.pid for s in self.scorers if s.pid is not None]
 
     def close(self) -> None:
         """Nothing to release: worker processes live only during :meth:`run`."""

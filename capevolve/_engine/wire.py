@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic_core
 
-from capevolve._engine.contract import EvalJob, ScoreJob, TaskTable
+from capevolve._engine.contract import EvalJob, TaskTable
 from capevolve._engine.plan import WorkUnit
 from capevolve._project.tasktable import TaskTableBuilder, as_table
 
@@ -40,28 +40,6 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
         tasks=_tasks_from_wire(data["tasks"]),
         project_root=data["project_root"], adapter_spec=data["adapter_spec"],
         untrusted_roots=tuple(data["untrusted_roots"]), schema_version=data["schema_version"],
-    )
-
-
-def score_job_to_wire(job: ScoreJob) -> dict[str, Any]:
-    """A ScoreJob as JSON data (no candidate files: it has none)."""
-    return {
-        "run_id": job.run_id, "eval_id": job.eval_id, "split": job.split,
-        "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
-        "tasks": _tasks_to_wire(as_table(job.tasks)), "project_root": job.project_root,
-        "adapter_spec": job.adapter_spec, "untrusted_roots": list(job.untrusted_roots),
-        "schema_version": job.schema_version,
-    }
-
-
-def score_job_from_wire(data: dict[str, Any]) -> ScoreJob:
-    """The ScoreJob of :func:`score_job_to_wire`."""
-    return ScoreJob(
-        run_id=data["run_id"], eval_id=data["eval_id"], split=data["split"],
-        candidate_id=data["candidate_id"], candidate_hash=data["candidate_hash"],
-        tasks=_tasks_from_wire(data["tasks"]), project_root=data["project_root"],
-        adapter_spec=data["adapter_spec"], untrusted_roots=tuple(data["untrusted_roots"]),
-        schema_version=data["schema_version"],
     )
 
 

@@ -11,8 +11,8 @@ bounded cache (:data:`CACHE_SIZE` tasks: units of a task arrive together, trial 
 trial), so a table of 200,000 tasks never holds 200,000 Task objects in any process.
 
 The id index (``{id: position}``, about 120 bytes per task) is built at the first lookup,
-so only a process that looks tasks up pays for it: the workers and scorers; the driver
-never does. Stdlib
+so only a process that looks tasks up pays for it: the workers and scorers, and the driver
+of the local engine (whose scorer runs there); the Ray engine's driver never does. Stdlib
 only: the driver's import path stays free of numpy and Arrow.
 """
 
