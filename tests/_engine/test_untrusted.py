@@ -11,6 +11,7 @@ import pytest
 from capevolve._engine.local import LocalEngine
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
+from capevolve._store.evals_means import task_means_of
 from capevolve.config import EngineConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +33,8 @@ def _seed_and_patched(tmp_path, engine):
     seed = evaluate(run, "seed", "val", engine=engine, n_trials=1)
     patched = evaluate(run, patching_candidate(tmp_path / "cand"), "val", engine=engine,
                        n_trials=1)
-    return seed, patched
+    return {**seed, "task_means": task_means_of(run, seed)}, \
+        {**patched, "task_means": task_means_of(run, patched)}
 
 
 def _assert_real_scores(seed, patched):
