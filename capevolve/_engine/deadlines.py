@@ -3,11 +3,11 @@
 Every attempt of a worker runs under the same ``timeout_s``, so deadlines fall in the order
 attempts start: the live attempts sit in an insertion-ordered dict, the earliest first, and
 one ``call_at`` handle waits for the earliest. When it fires, every attempt past its
-deadline has its task cancelled and is marked expired; :meth:`Deadlines.leave` then tells
-the attempt that the cancellation was its timeout (and withdraws it, as ``asyncio.timeout``
-does), so the caller reports a timeout and any other cancellation still propagates. The
-cost per attempt is a dict insert and delete, where ``asyncio.timeout`` makes a context
-manager, a timer handle and its cancellation.
+deadline has its task cancelled and leaves the live set; :meth:`Deadlines.leave`, finding
+its token gone, then tells the attempt that the cancellation was its timeout (and withdraws
+it, as ``asyncio.timeout`` does), so the caller reports a timeout and any other
+cancellation still propagates. The cost per attempt is a dict insert and delete, where
+``asyncio.timeout`` makes a context manager, a timer handle and its cancellation.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ class Deadlines:
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._live: dict[int, tuple[float, asyncio.Task]] = {}
-        self._expired: set[int] = set()
         self._ids = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -44,7 +43,6 @@ class Deadlines:
         that cancellation is withdrawn here, so only the caller's TimeoutError remains)."""
         if self._live.pop(token, None) is not None:
             return False
-        self._expired.discard(token)
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
@@ -62,7 +60,6 @@ class Deadlines:
         for token in due:
             _, task = self._live.pop(token)
             if not task.done():
-                self._expired.add(token)
                 task.cancel()
         if later is not None:
             self._timer = loop.call_at(later, self._fire)
