@@ -92,13 +92,13 @@ def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     from capevolve.report.markdown import write_report
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    data = report_data(run) if json else None  # read and checked before anything is written
+    data = report_data(run) if json or html else None  # read and checked before any write
     text = write_report(run)
     payload: dict[str, Any] = {"report": str(run.layout.report_md), "markdown": text}
     if html:
         from capevolve.report.html import write_html
 
-        payload["html"] = str(write_html(run))
+        payload["html"] = str(write_html(run, data))
     if json:
         payload["data"] = data
     emit(payload, json, text + (f"\nreport.html: {payload['html']}" if html else ""))

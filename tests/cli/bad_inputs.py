@@ -656,6 +656,8 @@ def _record_cases() -> list[Case]:
              _mutate(means_file, lambda b: b[:8] + bytes([b[8] ^ 1]) + b[9:]), means_file),
         Case("record: eval means removed (report --json)", "record",
              ("report", "--run-dir", "{run}", "--json"), _remove(means_file), means_file),
+        Case("record: eval means removed (report --html)", "record",
+             ("report", "--run-dir", "{run}", "--html"), _remove(means_file), means_file),
         Case("record: run.json truncated (query)", "record",
              ("query", "--run-dir", "{run}", "SELECT 1"), _mutate("run.json",
                                                                    lambda b: b[:40]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from capevolve._store.rundir import RunDir
 from capevolve.report.data import report_data
@@ -21,10 +22,12 @@ def html_path(run: RunDir) -> Path:
     return run.layout.report_md.with_name(REPORT_HTML)
 
 
-def write_html(run: RunDir) -> Path:
-    """Write report.html atomically (holding the run lock) and return its path."""
+def write_html(run: RunDir, data: dict[str, Any] | None = None) -> Path:
+    """Write report.html atomically (holding the run lock) and return its path; from
+    ``data`` when the caller already read and checked the report's data (so a bad stored
+    file stops it before anything is written), else from a fresh read."""
     with run.locked():
-        page = render_html(report_data(run))
+        page = render_html(report_data(run) if data is None else data)
         target = html_path(run)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         tmp.write_text(page, encoding="utf-8")
