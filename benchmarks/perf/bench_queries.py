@@ -10,8 +10,9 @@ signing keys beside it): a real run (``create_run`` on the sleep project with 5 
 ``--evals`` candidates snapshotted, and for each one a val evaluation laid out as the
 durable writer leaves it: ``--parts`` Parquet parts written by the store's ``write_part``
 into the layout's partition and recorded with ``RunDir.record_part``, the session's spend
-settled, the statistics computed by the real ``summarize`` and the record and events
-written as evaluate writes them; then the completion path's compaction
+settled, the statistics computed by evaluate's own summary (``_summary``), the per-task
+means written to their means file and the record and events written as evaluate writes
+them; then the completion path's compaction
 (``compact_completed``), timed. Rewards are Bernoulli draws from per-task probabilities
 (a seeded numpy Generator), 1% of rows errored.
 
@@ -39,8 +40,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SLEEP = Path(__file__).resolve().parent / "sleep"
-VERSION = "v1"
-"""Bump when the builder or the store's layout changes: a cached run is then rebuilt."""
+VERSION = "v2"
+"""Bump when the builder or the store's layout changes: a cached run is then rebuilt (v2:
+the per-task means in a means file beside the record, as evaluate writes them)."""
 TRIALS = 5
 TARGET_S = 1.0
 FIGURES = ("gate", "summarize", "status")
@@ -118,8 +120,9 @@ def _table(run, eval_id: str, candidate_id: str, digest: str, task_ids: list[str
 def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
                 rng) -> float:
     """One val evaluation as evaluate leaves it; returns the compaction's seconds."""
-    from capevolve._loop.evaluate import summarize
+    from capevolve._loop.evaluate import _summary
     from capevolve._store.evals import eval_id_for, write_eval
+    from capevolve._store.evals_means import write_task_means
     from capevolve._store.journal.recover import RowSpend, settle
     from capevolve._store.rollouts import compact
     from capevolve._store.rollouts.writer import session_token, table_spend, write_part
@@ -145,7 +148,9 @@ def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
     rows, tokens, cost, unrecorded = table_spend(table)
     settle(run, session, rows, RowSpend(rows, tokens, cost, unrecorded), 1.0,
            reconciled=False)
-    stats = summarize(run, eval_id, tuple(task_ids))
+    stats, means, _ = _summary(run, eval_id, tuple(task_ids), None, 1.0)
+    stats["task_means_file"] = write_task_means(run, eval_id, means.tasks, means.means,
+                                                means.counts)
     record.update(stats, status=EvalStatus.COMPLETE, finished_at=utc_now(), units_run=rows,
                   resumed=False, worker_restarts=0)
     stored = EvalRecord.model_validate(record)

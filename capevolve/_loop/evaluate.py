@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,6 @@ from capevolve import telemetry as otel
 from capevolve._engine import make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve._lazy import lazy_module
 from capevolve._loop import shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
@@ -56,6 +55,7 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
+from capevolve._store.rollouts.arrow_numpy import int64_array
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
@@ -67,11 +67,6 @@ from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se
 from capevolve.stats.estimators import pass_k_table_of_histogram
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:  # the summary's filters only: not loaded before the first rollout
-    pc = lazy_module("pyarrow.compute")
 
 
 def run_project(run: RunDir) -> Project:
@@ -116,8 +111,9 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     columns and the number of units whose judge was unreachable, all from the same
     single read of the evaluation's rows."""
     rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
-    wanted = pc.is_in(rows.names, value_set=pa.array(task_ids, pa.string())).to_numpy(
-        zero_copy_only=False).astype(bool, copy=False)
+    chosen_ids = frozenset(task_ids)  # one bool per distinct task (no pa.array: it loads pandas)
+    wanted = np.fromiter((t in chosen_ids for t in rows.names.to_pylist()), dtype=bool,
+                         count=len(rows.names))
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
     means = _task_means(rows.names, rows.task[use], rows.reward[use])
     values = means.means.tolist()
@@ -166,7 +162,7 @@ def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.nd
         for g in many:
             first, n = int(starts[g]), int(counts[g])
             values[g] = math.fsum(listed[first:first + n]) / n
-    return TaskMeans(names.take(pa.array(task[starts])), values, counts.astype(np.int64))
+    return TaskMeans(names.take(int64_array(task[starts])), values, counts.astype(np.int64))
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:

@@ -23,8 +23,11 @@ class Record(BaseModel):
 
     # the field docstrings document the source; they are not copied into the fields'
     # descriptions (use_attribute_docstrings parses every model's source at import, 50 ms
-    # of every command, and nothing reads the descriptions)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # of every command, and nothing reads the descriptions); defer_build: a model's
+    # validator is built when it is first used, so a command pays only for the records it
+    # reads (status: 0.45 -> 0.38 s CPU)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              defer_build=True)
 
     format_version: int = FORMAT_VERSION
     """The document format; readers refuse a version they do not know."""

@@ -1,6 +1,6 @@
 """Start-up stays cheap: `--help`, `--version`, `status` (text, --json, --project), `check` and
-`verify` load no Ray, DuckDB, Arrow, numpy, pandas or SciPy, `down` no Ray (checked in
-``sys.modules`` of a real process, never by timing)."""
+`verify` load no Ray, DuckDB, Arrow, numpy, pandas or SciPy, `down` no Ray, `gate` no pandas
+(checked in ``sys.modules`` of a real process, never by timing)."""
 
 from __future__ import annotations
 
@@ -155,3 +155,21 @@ def test_a_new_evaluate_starts_its_engine_without_duckdb_arrow_compute_or_rich(f
     assert {"duckdb", "pyarrow.parquet"} <= set(seen["at_exit"]), seen
     record = json.loads(proc.stdout)
     assert record["status"] == "complete" and record["units_run"] == record["n_tasks"]
+
+
+def test_a_gate_reads_both_sides_without_pandas(fresh_run, worse_dir):
+    """`capevolve gate` reads both sides' rows through DuckDB as Arrow columns and turns them
+    into numpy from their buffers: it loads no pandas (pyarrow's ``to_numpy`` and
+    ``pa.array`` import it, 0.3 s, wherever it is installed), while the same process did load
+    DuckDB and SciPy, so the probe sees what the gate loaded; the gate is recorded."""
+    pytest.importorskip("pandas")
+    from cli.cli_support import invoke
+
+    made = invoke("evaluate", "--run-dir", fresh_run, "--candidate", worse_dir,
+                  "--engine", "local", "--json")
+    assert made.exit_code == 0, made.output
+    shown, loaded = _shown("gate", "--run-dir", str(fresh_run), "--candidate", "cand_001",
+                           "--json")
+    assert "pandas" not in loaded
+    assert {"duckdb", "scipy"} <= loaded
+    assert json.loads(shown)["decision"] == "reject"

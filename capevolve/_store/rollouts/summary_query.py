@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from capevolve._lazy import lazy_module
+from capevolve._store.rollouts.arrow_numpy import valid, values
 from capevolve._store.rollouts.confine import read_only_statement
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve.errors import StoreError
@@ -89,12 +90,12 @@ def _columns(table: pa.Table) -> EvalRows:
     # rows are sorted by task_id and the dictionary is in order of first appearance, so
     # the dictionary is sorted too and the indices are non-decreasing
     names = encoded.dictionary.cast(pa.string())
-    task = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    trial = table.column("trial").to_numpy().astype(np.int64, copy=False)
+    task = values(encoded.indices).astype(np.int64, copy=False)
+    trial = values(table.column("trial")).astype(np.int64, copy=False)
     column = table.column("reward").combine_chunks().cast(pa.float64())
-    scored = pc.is_valid(column).to_numpy(zero_copy_only=False).astype(bool, copy=False)
-    reward = pc.fill_null(column, float("nan")).to_numpy(zero_copy_only=False)
-    lost = table.column("lost").to_numpy().astype(bool, copy=False)
+    scored = valid(column)
+    reward = values(column, fill=float("nan"))
+    lost = values(table.column("lost"), fill=False).astype(bool, copy=False)
     return EvalRows(names=names, task=task, trial=trial, reward=reward, scored=scored,
                     lost=lost)
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts.arrow_numpy import values
 from capevolve._store.rollouts.parts_cache import PartsCache
 from capevolve._store.rollouts.query import RolloutStore
 
@@ -44,13 +45,16 @@ CACHED = 16
 
 _SQL = """
     SELECT task_id,
-           list(reward ORDER BY trial) FILTER (WHERE reward IS NOT NULL) AS rewards,
+           coalesce(list(reward ORDER BY trial) FILTER (WHERE reward IS NOT NULL),
+                    []::DOUBLE[]) AS rewards,
            list(DISTINCT trial) AS trials,
            array_to_string(list_sort(list_distinct(
                list(sha256(coalesce(output, ''))) FILTER (WHERE reward IS NOT NULL))), ','
            ) AS outputs
-    FROM rollouts WHERE eval_id = {eval_id} GROUP BY task_id
+    FROM rollouts WHERE eval_id = {eval_id} GROUP BY task_id ORDER BY task_id
 """
+# ORDER BY: DuckDB compares strings by their UTF-8 bytes, which is Python's code point
+# order, so the Python check in ``_columns`` finds them sorted and takes nothing
 
 
 @dataclass(frozen=True)
@@ -122,11 +126,10 @@ def _columns(table: pa.Table) -> TaskRows:
         table = table.take(pa.array(order, pa.int64()))
         ids = [ids[i] for i in order]
     lists = table.column("rewards").combine_chunks().cast(pa.list_(pa.float64()))
-    lists = pc.if_else(pc.is_null(lists), pa.scalar([], pa.list_(pa.float64())), lists)
-    counts = pc.list_value_length(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = values(pc.list_value_length(lists), fill=0).astype(np.int64)  # null: none
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    reward = pc.list_flatten(lists).to_numpy(zero_copy_only=False).astype(np.float64)
+    reward = values(pc.list_flatten(lists)).astype(np.float64)
     trials = pc.unique(pc.list_flatten(table.column("trials").combine_chunks())).to_pylist()
     return TaskRows(tasks=tuple(str(t) for t in ids), offsets=offsets, reward=reward,
                     trials=frozenset(int(k) for k in trials),

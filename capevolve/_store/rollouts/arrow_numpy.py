@@ -1,0 +1,75 @@
+"""Arrow columns of fixed-width values as numpy arrays, read from their buffers.
+
+pyarrow's own ``to_numpy`` goes through its pandas conversion layer, which imports pandas
+(0.3 s) the first time it runs whenever pandas is installed; a gate or a summary needs
+none of it. The read paths of the store (:mod:`.task_rows`, :mod:`.summary_query`) convert
+their DuckDB results with these functions instead.
+
+Contract: :func:`values` returns the values of an integer, floating-point or boolean
+array (or chunked array) as a numpy array of the matching dtype, in order, the array's
+slice offset honoured; null slots hold ``fill`` (a ValueError when the array has nulls and
+no ``fill`` is given). :func:`valid` is the boolean mask of its non-null slots. Both give
+exactly what ``pyarrow``'s ``to_numpy(zero_copy_only=False)`` and ``is_valid`` give (pinned
+by ``tests/_store/test_arrow_numpy.py``); a view of the Arrow buffer may be read-only, as
+pyarrow's zero-copy arrays are. :func:`int64_array` is the way back for take indices: the
+Arrow int64 array of a numpy integer array, as ``pa.array`` makes it, without its pandas
+check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+_NUMERIC = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32,
+            pa.int64(): np.int64, pa.uint8(): np.uint8, pa.uint16(): np.uint16,
+            pa.uint32(): np.uint32, pa.uint64(): np.uint64, pa.float32(): np.float32,
+            pa.float64(): np.float64}
+
+
+def _one(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _bits(buffer: pa.Buffer | None, offset: int, n: int) -> np.ndarray | None:
+    """The ``n`` bits from ``offset`` of an Arrow bitmap (LSB first) as bools."""
+    if buffer is None:
+        return None
+    packed = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(packed, bitorder="little")[offset:offset + n].view(bool)
+
+
+def valid(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """True where ``array`` holds a value (not null)."""
+    one = _one(array)
+    mask = _bits(one.buffers()[0], one.offset, len(one)) if one.null_count else None
+    return np.ones(len(one), dtype=bool) if mask is None else mask.copy()
+
+
+def values(array: pa.Array | pa.ChunkedArray, fill: float | bool | None = None) -> np.ndarray:
+    """The values of a fixed-width ``array`` (see the module docstring)."""
+    one = _one(array)
+    n, kind = len(one), one.type
+    if pa.types.is_boolean(kind):
+        data = _bits(one.buffers()[1], one.offset, n)
+        out = np.zeros(0, dtype=bool) if data is None else data
+    elif kind in _NUMERIC:
+        dtype = np.dtype(_NUMERIC[kind])
+        buffer = one.buffers()[1]
+        out = (np.zeros(0, dtype=dtype) if buffer is None or n == 0 else
+               np.frombuffer(buffer, dtype=dtype, count=n, offset=one.offset * dtype.itemsize))
+    else:
+        raise TypeError(f"not a fixed-width numeric or boolean column: {kind}")
+    if not one.null_count:
+        return out
+    if fill is None:
+        raise ValueError(f"the column has {one.null_count} null(s) and no fill value")
+    out = out.copy()
+    out[~valid(one)] = fill
+    return out
+
+
+def int64_array(data: np.ndarray) -> pa.Array:
+    """The Arrow int64 array (no nulls) holding ``data``'s integers, in order."""
+    flat = np.ascontiguousarray(data, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
