@@ -41,7 +41,7 @@ from capevolve.diagnose.jsontext import SURROGATES
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Failure, TaskSummary, analyse, entry, tool_names
+from capevolve.diagnose.reflective import Analyser, Failure, TaskSummary, entry, tool_names
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
@@ -167,10 +167,11 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     failures: list[Failure] = []
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
+    analyser = Analyser(guard, options.redact_gold)
     for trial in trials:  # calls are read only where they are used
         if is_failure(trial):
             calls = rollout_calls(trial.tool_calls, trial.trace)
-            failures.append(analyse(trial, calls, guard, options.redact_gold))
+            failures.append(analyser.failure(trial, calls))
         elif is_pass(trial.reward):
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:

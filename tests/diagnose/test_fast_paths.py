@@ -193,3 +193,24 @@ def test_the_omission_precheck_never_hides_a_regex_match():
         expected = classify._COMM_FEEDBACK.search(text) is not None
         assert classify._reports_omission.__wrapped__(text) is expected, text
 
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_the_analyser_gives_what_analyse_gives(redact):
+    """The per-distinct-value analyser (facts of a calls list once, claims once per calls
+    and message) gives the plain ``analyse``'s Failure on every awkward corpus row, each row
+    analysed twice (the second time from the caches), also with the gold guard redacting."""
+    from capevolve.diagnose.classify import is_failure
+    from capevolve.diagnose.gold import GoldGuard
+    from capevolve.diagnose.narrated import rollout_calls
+    from capevolve.diagnose.reflective import Analyser, analyse
+
+    guard = GoldGuard(golden_corpus.targets())
+    analyser = Analyser(guard, redact)
+    rows = [t for t in golden_corpus.corpus(seed=11, n=900) if is_failure(t)]
+    assert len(rows) > 300
+    for trial in rows + rows:
+        calls = rollout_calls(trial.tool_calls, trial.trace)
+        assert analyser.failure(trial, calls) == analyse(trial, calls, guard, redact), trial
+    flagged = [analyse(t, rollout_calls(t.tool_calls, t.trace), guard, redact) for t in rows]
+    assert any(f.narrated for f in flagged) and any(f.claimed for f in flagged)
