@@ -34,6 +34,7 @@ from capevolve.diagnose.classify import (
     task_outcomes,
 )
 from capevolve.diagnose.context import AdapterContext, adapter_context
+from capevolve.diagnose.doctext import document_json
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
@@ -41,7 +42,7 @@ from capevolve.diagnose.jsontext import SURROGATES
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.diagnose.narrated import rollout_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Failure, TaskSummary, analyse, entry, tool_names
+from capevolve.diagnose.reflective import Analyser, Failure, TaskSummary, entry, tool_names
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
@@ -74,14 +75,15 @@ def document_text(doc: dict[str, Any]) -> str:
 
     The envelope is validated with the record; the entries and cluster records (JSON
     values built here: dicts of str keys, lists, strings, finite numbers) are written as
-    they are -- what the record's JSON form of them would be. Where a value is not finite
+    they are -- what the record's JSON form of them would be (the entries encoded from
+    their fields, :func:`doctext.document_json`: the same text). Where a value is not finite
     (a NaN reward in a hand-edited part), the record's own JSON form decides (it writes
     null), exactly as validating the whole document would."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(isinstance(item, dict) for values in bulky.values() for item in values):
         try:
-            return jsonfiles.dumps({**envelope, **bulky}, indent=None)
+            return document_json({**envelope, **bulky})
         except (ValueError, TypeError):
             pass
     return jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
@@ -167,10 +169,11 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     failures: list[Failure] = []
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
+    analyser = Analyser(guard, options.redact_gold)
     for trial in trials:  # calls are read only where they are used
         if is_failure(trial):
             calls = rollout_calls(trial.tool_calls, trial.trace)
-            failures.append(analyse(trial, calls, guard, options.redact_gold))
+            failures.append(analyser.failure(trial, calls))
         elif is_pass(trial.reward):
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:

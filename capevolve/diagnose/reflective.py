@@ -16,12 +16,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from capevolve.diagnose.claimed import unmatched_claims
+from capevolve.diagnose.claimed import GENERIC_STATES, family, name_words, unmatched_claims
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
-from capevolve.diagnose.narrated import Call, narrated_without_action
+from capevolve.diagnose.narrated import (
+    Call,
+    call_mutates,
+    claims_in,
+    final_message,
+    narrated_without_action,
+    trace_calls,
+    trace_may_write,
+)
 from capevolve.diagnose.source import Trial
 from capevolve.diagnose.units import Unit
 
@@ -66,6 +74,74 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
                    tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
                    gold_leak=leak, claimed=claimed)
+
+
+class CallFacts(NamedTuple):
+    """What a rollout's recorded calls say, the same for every rollout with equal calls."""
+
+    tools: frozenset[str]
+    identifiers: frozenset[str]
+    mutating: bool  # some call mutates (narrated's first test)
+    write_words: tuple[frozenset[str], ...]  # the name words of each mutating call
+
+
+class Analyser:
+    """:func:`analyse` with the work done once per distinct value: the facts of a calls
+    list once per distinct list (rollouts repeat the same tools and argument names), a
+    final message's claims once per (calls, message). :meth:`failure` returns exactly
+    ``analyse(trial, calls, guard, redact)``."""
+
+    def __init__(self, guard: GoldGuard | None, redact: bool) -> None:
+        self.guard, self.redact = guard, redact
+        self._calls: dict[tuple[Call, ...], CallFacts] = {}
+        self._claimed: dict[tuple[int, str], tuple[str, ...]] = {}
+
+    def facts(self, calls: list[Call]) -> CallFacts:
+        """The :class:`CallFacts` of ``calls`` (computed once per distinct list)."""
+        key = tuple(calls)
+        known = self._calls.get(key)
+        if known is None:
+            names = {c.name for c in calls}.union(*(c.fields for c in calls))
+            writes = tuple(name_words(c.name) for c in calls if call_mutates(c.name, c.mutates))
+            known = self._calls[key] = CallFacts(
+                tool_names(calls), frozenset(map(str.lower, names)), bool(writes), writes)
+        return known
+
+    def _narrated(self, facts: CallFacts, calls: list[Call], message: str,
+                  trace: str | None) -> bool:
+        """``narrated_without_action`` from the calls' facts and the final message."""
+        if facts.mutating or not claims_in(message):
+            return False
+        if calls and not trace_may_write(trace):
+            return True
+        more = trace_calls(trace)
+        if not calls and not more:
+            return False
+        return not any(call_mutates(c.name, c.mutates) for c in more)
+
+    def _unmatched(self, facts: CallFacts, message: str) -> tuple[str, ...]:
+        """``unmatched_claims`` from the calls' facts (once per facts and message)."""
+        key = (id(facts), message)  # facts live in self._calls: their ids stay unique
+        known = self._claimed.get(key)
+        if known is None:
+            claims = [v for v in claims_in(message) if v not in GENERIC_STATES]
+            missing = {v for v in claims if not any(family(v) & w for w in facts.write_words)}
+            known = self._claimed[key] = tuple(sorted(missing))
+        return known
+
+    def failure(self, trial: Trial, calls: list[Call]) -> Failure:
+        """The facts of one failing trial, as :func:`analyse` gives them."""
+        feedback = trial.feedback or ""
+        guard = self.guard
+        leak = None if guard is None else guard.leaks(trial.task_id, feedback)
+        if self.redact and guard is not None:
+            feedback = guard.redact(trial.task_id, feedback) or ""
+        facts = self.facts(calls)
+        message = final_message(trial.output, trial.trace)
+        narrated = self._narrated(facts, calls, message, trial.trace)
+        claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
+        return Failure(trial, failure_kind(trial), narrated, facts.tools, facts.identifiers,
+                       feedback, leak, claimed)
 
 
 @lru_cache(maxsize=8192)

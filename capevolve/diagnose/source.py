@@ -61,33 +61,32 @@ def _quote(text: str) -> str:
     return str(text).replace("'", "''")
 
 
-def pick_evaluation(store: RolloutStore, split: str, candidate_id: str) -> str | None:
-    """The evaluation of ``candidate_id`` on ``split`` that diagnosis reads (module
-    docstring), from the key columns alone; None when it has no stored rows."""
-    where = f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
-    _, rows = store.query(f"""
-        SELECT eval_id FROM rollouts WHERE {where}
+_PICK = """SELECT eval_id FROM rollouts WHERE {where}
         GROUP BY eval_id
         ORDER BY count(*) DESC, max(finished_at) DESC NULLS LAST, eval_id DESC
-        LIMIT 1""")
-    return str(rows[0][0]) if rows else None
+        LIMIT 1"""
+
+
+def _where(split: str, candidate_id: str) -> str:
+    return f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
 
 
 def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     """Every stored trial of ``candidate_id`` on ``split`` (see the module docstring for
     which evaluation); CandidateError for an unknown candidate or one with no rollouts.
 
-    The chosen evaluation's rows are read from its own parts only, as Arrow columns (no
-    row tuples built by DuckDB), and turned into Trials column by column (:func:`trials_of`)."""
+    One read-only statement on one connection over the candidate's own parts: the pick
+    (``_PICK``, key columns only) as a subquery, then the chosen
+    evaluation's rows as Arrow columns (no row tuples built by DuckDB; the parts of the
+    candidate's other evaluations are pruned by their eval_id statistics), turned into
+    Trials column by column (:func:`trials_of`)."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
-    store = RolloutStore(run.layout)
-    eval_id = pick_evaluation(store, split, candidate_id)
-    table = None if eval_id is None else store.table(f"""
-        SELECT {", ".join(_COLUMNS)} FROM rollouts
-        WHERE split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'
-          AND eval_id = '{_quote(eval_id)}'""", eval_id)
-    if table is None or table.num_rows == 0:
+    where = _where(split, candidate_id)
+    table = RolloutStore(run.layout).table(
+        f"SELECT {', '.join(_COLUMNS)} FROM rollouts WHERE {where} "
+        f"AND eval_id = ({_PICK.format(where=where)})", candidate_id=candidate_id)
+    if table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
                              "evaluate it first")
     return trials_of(table)

@@ -91,9 +91,12 @@ def test_the_evaluation_with_the_most_rows_is_read(tmp_path):
     assert {t.eval_id for t in trials} == {"val__seed__k2"} and len(trials) == 2
 
 
-def test_only_the_chosen_evaluations_parts_are_read_for_its_rows(tmp_path, monkeypatch):
-    """The rows (text columns) come from a read of the chosen evaluation's own parts: the
-    other evaluation's part is listed only by the pick, which reads key columns."""
+def test_the_pick_and_the_read_are_one_connection_over_the_candidates_parts(
+        tmp_path, monkeypatch):
+    """The evaluation is picked and its rows read by one statement on one connection that
+    lists the candidate's own parts only: another candidate's part (with more rows, which
+    would win a pick over the whole run) is never listed, and the chosen evaluation's rows
+    are the ones read."""
     from capevolve._store.rollouts import query
 
     run = make_run(tmp_path)
@@ -102,19 +105,27 @@ def test_only_the_chosen_evaluations_parts_are_read_for_its_rows(tmp_path, monke
                eval_id="val__seed__k1")
     write_rows(run, [{"task_id": task, "trial": i, "reward": 0.0, "feedback": "y"}
                      for i in range(2)], eval_id="val__seed__k2")
-    listed: list[tuple[str | None, list[str]]] = []
-    real = query.part_files
+    write_rows(run, [{"task_id": task, "trial": i, "reward": 0.0, "feedback": "z"}
+                     for i in range(5)], candidate="other")
+    listed: list[list[str]] = []
+    connections: list[object] = []
+    real_parts, real_connect = query.candidate_part_files, query.RolloutStore.connect
 
-    def spy(layout, eval_id=None):
-        parts = real(layout, eval_id)
-        listed.append((eval_id, [p.name for p in parts]))
+    def spy_parts(layout, candidate_id):
+        parts = real_parts(layout, candidate_id)
+        listed.append([p.name for p in parts])
         return parts
 
-    monkeypatch.setattr(query, "part_files", spy)
+    def spy_connect(self, *args, **kwargs):
+        connections.append(kwargs)
+        return real_connect(self, *args, **kwargs)
+
+    monkeypatch.setattr(query, "candidate_part_files", spy_parts)
+    monkeypatch.setattr(query.RolloutStore, "connect", spy_connect)
     trials = load_trials(run, "val", "seed")
     assert [t.feedback for t in trials] == ["y", "y"]
-    assert listed[0][0] is None and len(listed[0][1]) == 2  # the pick: every part
-    assert listed[1:] == [("val__seed__k2", ["val__seed__k2-x-00000.parquet"])]
+    assert connections == [{"candidate_id": "seed"}]
+    assert listed == [["val__seed__k1-x-00000.parquet", "val__seed__k2-x-00000.parquet"]]
 
 
 def test_real_evaluation_is_diagnosed_end_to_end(tmp_path):

@@ -193,3 +193,74 @@ def test_the_omission_precheck_never_hides_a_regex_match():
         expected = classify._COMM_FEEDBACK.search(text) is not None
         assert classify._reports_omission.__wrapped__(text) is expected, text
 
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_the_analyser_gives_what_analyse_gives(redact):
+    """The per-distinct-value analyser (facts of a calls list once, claims once per calls
+    and message) gives the plain ``analyse``'s Failure on every awkward corpus row, each row
+    analysed twice (the second time from the caches), also with the gold guard redacting."""
+    from capevolve.diagnose.classify import is_failure
+    from capevolve.diagnose.gold import GoldGuard
+    from capevolve.diagnose.narrated import rollout_calls
+    from capevolve.diagnose.reflective import Analyser, analyse
+
+    guard = GoldGuard(golden_corpus.targets())
+    analyser = Analyser(guard, redact)
+    rows = [t for t in golden_corpus.corpus(seed=11, n=900) if is_failure(t)]
+    assert len(rows) > 300
+    for trial in rows + rows:
+        calls = rollout_calls(trial.tool_calls, trial.trace)
+        assert analyser.failure(trial, calls) == analyse(trial, calls, guard, redact), trial
+    flagged = [analyse(t, rollout_calls(t.tool_calls, t.trace), guard, redact) for t in rows]
+    assert any(f.narrated for f in flagged) and any(f.claimed for f in flagged)
+
+
+def _entry(**changes):
+    base = {"Feedback": "f \u2028 \x01 \"q\" ü", "Generated Outputs": "", "Inputs": "in",
+            "Trajectory": "/t/a b.json", "causes": [{"cluster": "c", "part": None,
+                                                     "text": "\ud800 x"}],
+            "claimed_verbs": ["refunded"], "claimed_without_matching_action": True,
+            "cluster": "c", "gold_in_feedback": None, "kind": "zero",
+            "narrated_without_action": False, "pattern": None, "reward": 0.1 + 0.2,
+            "secondary_cluster": None, "task_id": "t/1", "task_mean": 1e-300, "trial": 3}
+    return {**base, **changes}
+
+
+class _Kind(str):
+    pass
+
+
+ODD_ENTRIES = [
+    _entry(), _entry(reward=0.0, task_mean=-0.0, trial=2**70),
+    _entry(kind=_Kind("zero"), gold_in_feedback=True), _entry(trial=True),
+    _entry(causes=[{"cluster": "c", "part": "db", "text": "t", "extra": 1}, "odd", 5]),
+    _entry(causes="not a list", claimed_verbs=("a", "b")), _entry(claimed_verbs=["a", None, 1]),
+    _entry(Feedback={"b": [1, {"z": None, "a": 2.5}], "a": "x"}), _entry(reward=1e16),
+    {"task_id": "t", "trial": 0}, {**_entry(), "more": 1}, "not an entry", [1, 2],
+]
+
+
+@pytest.mark.parametrize("entries", [ODD_ENTRIES, [], [_entry()] * 3])
+def test_document_json_is_json_dumps_of_the_document(entries):
+    """The field-by-field entries encoder writes json.dumps' text byte for byte, whatever
+    the entries hold (odd types go through json.dumps itself)."""
+    from capevolve.diagnose.doctext import document_json
+
+    doc = {"zz": 1, "reflective_dataset": entries, "a": [1.5, None], "clusters": [{"b": 1}]}
+    assert document_json(doc) == jsonfiles.dumps(doc, indent=None)
+    only = {"reflective_dataset": entries}
+    assert document_json(only) == jsonfiles.dumps(only, indent=None)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_document_json_refuses_a_value_json_refuses(bad):
+    """A non-finite number anywhere in an entry is the same ValueError json.dumps raises
+    (document_text then lets the record decide)."""
+    from capevolve.diagnose.doctext import document_json
+
+    for entry in (_entry(reward=bad), _entry(causes=[{"cluster": bad, "part": 1, "text": 2}])):
+        with pytest.raises(ValueError):
+            jsonfiles.dumps({"reflective_dataset": [entry]}, indent=None)
+        with pytest.raises(ValueError):
+            document_json({"reflective_dataset": [entry]})

@@ -74,6 +74,15 @@ def quarantine_bad_parts(layout: Layout) -> list[Path]:
     return moved
 
 
+def candidate_part_files(layout: Layout, candidate_id: str) -> list[Path]:
+    """The rollout parts of one candidate's partitions (every split), sorted."""
+    if not layout.rollouts.is_dir():
+        return []
+    pattern = f"split=*/candidate={glob.escape(candidate_id)}/*.parquet"
+    return sorted(p for p in layout.rollouts.glob(pattern)
+                  if p.is_file() and p.parent.name == f"candidate={candidate_id}")
+
+
 def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
     """The run's rollout parts (of one evaluation when ``eval_id`` is given), sorted."""
     if not layout.rollouts.is_dir():
@@ -108,15 +117,19 @@ class RolloutStore:
         self.layout = layout
         self._last_parts: dict[str | None, list[Path]] = {}  # what connect() listed last
 
-    def connect(self, eval_id: str | None = None) -> duckdb.DuckDBPyConnection:
+    def connect(self, eval_id: str | None = None, *,
+                candidate_id: str | None = None) -> duckdb.DuckDBPyConnection:
         """A confined in-memory connection with the deduplicated ``rollouts`` view.
 
         With ``eval_id`` the view reads only that evaluation's parts (their file names
         start with the eval id), which keeps per-evaluation statistics fast in big runs.
-        The set of parts is fixed when the connection is made.
+        The set of parts is fixed when the connection is made. With ``candidate_id`` (and
+        no ``eval_id``) it reads only that candidate's partitions: the view of its rows is
+        the whole-run view's, since a row counts only under its own candidate's partition.
         """
         con = duckdb.connect(":memory:")
-        parts = part_files(self.layout, eval_id)
+        parts = (part_files(self.layout, eval_id) if candidate_id is None or eval_id
+                 else candidate_part_files(self.layout, candidate_id))
         self._last_parts[eval_id] = parts
         if parts:
             files = ", ".join(_sql_literal(str(p)) for p in parts)
@@ -162,21 +175,24 @@ class RolloutStore:
                                      "were read (a compaction); try again") from None
         raise AssertionError("unreachable")
 
-    def table(self, sql: str, eval_id: str | None = None) -> pa.Table:
+    def table(self, sql: str, eval_id: str | None = None, *,
+              candidate_id: str | None = None) -> pa.Table:
         """:meth:`query`'s answer as an Arrow table (columns, no Python row objects), under
-        the same confinement, one-line errors and re-reads after a compaction."""
+        the same confinement, one-line errors and re-reads after a compaction; with
+        ``candidate_id``, over that candidate's parts only (:meth:`connect`)."""
         for attempt in range(3):
             try:
-                return self._query_once(sql, eval_id, arrow=True)
+                return self._query_once(sql, eval_id, arrow=True, candidate_id=candidate_id)
             except _PartsMoved:
                 if attempt == 2:
                     raise StoreError("rollouts unreadable: parts kept changing while they "
                                      "were read (a compaction); try again") from None
         raise AssertionError("unreachable")
 
-    def _query_once(self, sql: str, eval_id: str | None, arrow: bool = False) -> Any:
+    def _query_once(self, sql: str, eval_id: str | None, arrow: bool = False,
+                    candidate_id: str | None = None) -> Any:
         try:
-            con = self.connect(eval_id)
+            con = self.connect(eval_id, candidate_id=candidate_id)
         except duckdb.Error as exc:
             raise self._unreadable("rollouts unreadable", exc, eval_id) from None
         try:
