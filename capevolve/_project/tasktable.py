@@ -52,6 +52,13 @@ class TaskTableBuilder:
     def __len__(self) -> int:
         return len(self._id_ends)
 
+    def ids(self) -> Iterator[str]:
+        """The ids added so far, in order."""
+        ends, start = self._id_ends, 0
+        for end in ends:
+            yield self._ids[start:end].decode()
+            start = end
+
     def build(self) -> TaskTable:
         """The table of every task added, in the order added."""
         # the buffers themselves (no copy): the builder is done with them
