@@ -45,6 +45,7 @@ class Phases:
         self.peak: dict[str, dict] = {}
         self.after: dict[str, dict] = {}
         self.order: list[str] = []
+        self.grown: dict[str, list] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -66,21 +67,33 @@ class Phases:
             if name not in self.order:
                 self.order.append(name)
             t0 = time.perf_counter()
+            first = _snapshot()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self._sample()
                 self.after[name] = {**status(), "seconds": time.perf_counter() - t0}
                 self.current = outer
+                if first is not None:
+                    self.grown[name] = _snapshot().compare_to(first, "traceback")
         return wrapped
+
+
+def _snapshot():
+    """A tracemalloc snapshot when tracing is on, else None."""
+    import tracemalloc
+
+    return tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000, help="val units")
     parser.add_argument("--quick", action="store_true", help="4,000 units")
+    parser.add_argument("--feedback-bytes", type=int, default=0,
+                        help="each row's feedback length (heavier rows handed back)")
     parser.add_argument("--tracemalloc", action="store_true",
-                        help="also print the top allocation sites kept after the run")
+                        help="also print, per phase, the Python allocation sites it kept (slow)")
     args = parser.parse_args()
     n = 4_000 if args.quick else args.n
 
@@ -88,6 +101,7 @@ def main() -> None:
 
     os.environ["CAPEVOLVE_BENCH_TASKS"] = str(bench.n_tasks_for(n))
     os.environ["CAPEVOLVE_BENCH_LATENCY_MS"] = "0.0"
+    os.environ["CAPEVOLVE_BENCH_FEEDBACK_BYTES"] = str(args.feedback_bytes)
     os.environ.pop("RAY_ADDRESS", None)
     os.environ["CAPEVOLVE_RAY_REUSE"] = "0"
 
@@ -126,23 +140,22 @@ def main() -> None:
               f"{before['Rss']:.1f} MiB (anon {before['RssAnon']:.1f}, shared "
               f"{before['RssShmem']:.1f})")
         print(f"{'phase':<12} {'s':>6} {'kept':>7} {'peak':>7} {'anon kept':>9} "
-              f"{'shm kept':>8}   (MiB over RSS before)")
+              f"{'file kept':>9} {'shm kept':>8}   (MiB over RSS before)")
         for name in phases.order:
             a, p = phases.after[name], phases.peak.get(name, phases.after[name])
             print(f"{name:<12} {a['seconds']:>6.2f} {a['Rss'] - before['Rss']:>+7.1f} "
                   f"{p['Rss'] - before['Rss']:>+7.1f} {a['RssAnon'] - before['RssAnon']:>+9.1f} "
+                  f"{a['RssFile'] - before['RssFile']:>+9.1f} "
                   f"{a['RssShmem'] - before['RssShmem']:>+8.1f}")
         top = max([phases.after[k]["Rss"] for k in phases.order]
                   + [v["Rss"] for v in phases.peak.values()])
         print(f"end: {end['Rss'] - before['Rss']:+.1f} MiB kept; peak {top - before['Rss']:+.1f}")
         print("PROFILE_MEMORY " + json.dumps({"n": n, "before": before, "end": end,
                                                "after": phases.after, "peak": phases.peak}))
-        if args.tracemalloc:
-            import tracemalloc
-
-            snapshot = tracemalloc.take_snapshot()
-            for stat in snapshot.statistics("traceback")[:15]:
-                print(f"{stat.size / MIB:7.2f} MiB {stat.count:>8} blocks")
+        for name, stats in phases.grown.items():  # with --tracemalloc
+            print(f"-- Python allocations kept by the phase {name!r}:")
+            for stat in stats[:8]:
+                print(f"{stat.size_diff / MIB:+7.2f} MiB {stat.count_diff:>+8} blocks")
                 for line in stat.traceback.format()[-6:]:
                     print("    " + line)
     import ray
