@@ -46,6 +46,7 @@ class Phases:
         self.after: dict[str, dict] = {}
         self.order: list[str] = []
         self.grown: dict[str, list] = {}
+        self.trim = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -71,12 +72,20 @@ class Phases:
             try:
                 return fn(*args, **kwargs)
             finally:
+                if self.trim:
+                    _TRIM()
                 self._sample()
                 self.after[name] = {**status(), "seconds": time.perf_counter() - t0}
                 self.current = outer
                 if first is not None:
                     self.grown[name] = _snapshot().compare_to(first, "traceback")
         return wrapped
+
+
+def _TRIM() -> None:
+    import ctypes
+
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _snapshot():
@@ -92,6 +101,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4,000 units")
     parser.add_argument("--feedback-bytes", type=int, default=0,
                         help="each row's feedback length (heavier rows handed back)")
+    parser.add_argument("--trim", action="store_true",
+                        help="malloc_trim(0) after each phase (what glibc keeps, measured)")
     parser.add_argument("--tracemalloc", action="store_true",
                         help="also print, per phase, the Python allocation sites it kept (slow)")
     args = parser.parse_args()
@@ -118,6 +129,7 @@ def main() -> None:
         run = create_run(bench.PROJECT, Path(tmp) / "run")
         evaluate(run, "seed", "train", engine=RayEngine(config))  # warm-up, as bench.py
         phases = Phases()
+        phases.trim = args.trim
         ev.load_split_tasks = phases.wrap("load tasks", ev.load_split_tasks)
         ev._job = phases.wrap("job", ev._job)
         RayEngine.run = phases.wrap("engine run", RayEngine.run)
