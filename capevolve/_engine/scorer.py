@@ -89,9 +89,11 @@ def refuse_if_tainted(job: ScoreJob) -> None:
 class ScorerCore:
     """Scores outcomes of evaluations with the project's adapter; one per scorer process."""
 
-    def __init__(self, project_root: str, adapter_spec: str, scorer_id: str = "scorer") -> None:
+    def __init__(self, project_root: str, adapter_spec: str, scorer_id: str = "scorer",
+                 keep_tasks: bool = True) -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
         self.scorer_id = scorer_id
+        self.keep_tasks = keep_tasks  # keep recent task tables once their jobs are gone
         self.jobs: dict[str, ScoreJob] = {}
         self._inputs: dict[str, dict[str, str | None]] = {}  # per eval: task id -> JSON
         self._sync = not inspect.iscoroutinefunction(self.adapter.score)
@@ -101,7 +103,8 @@ class ScorerCore:
         """Remember a job (replacing another job of the same eval id), its tasks loaded (a
         task file is read and checked against the job's digest: EngineError naming it
         when it differs)."""
-        self.jobs[job.eval_id] = dataclasses.replace(job, tasks=taskfile.resolve(job.tasks))
+        self.jobs[job.eval_id] = dataclasses.replace(
+            job, tasks=taskfile.resolve(job.tasks, self.keep_tasks))
         self._inputs[job.eval_id] = {}
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:

@@ -29,6 +29,7 @@ import os
 import struct
 import sys
 import threading
+import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -44,7 +45,8 @@ _FOOTER = struct.Struct("<8sQQQQ")  # magic, n, id bytes, data bytes, reserved
 CHUNK = 1 << 20
 """Bytes of task JSON buffered before they are written and hashed."""
 CACHED = 2
-"""Verified tables a process keeps (a scorer serves many evaluations of one split)."""
+"""Verified tables a process keeps beyond the jobs that hold them (a scorer serves many
+evaluations of one split)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,24 +143,28 @@ def _little(values: array) -> array:
 
 
 _CACHE: OrderedDict[tuple[str, str], TaskTable] = OrderedDict()
+_HELD: weakref.WeakValueDictionary[tuple[str, str], TaskTable] = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
 
 
-def load(ref: TaskFile) -> TaskTable:
-    """The table of ``ref``'s file, read once per process (the last :data:`CACHED` are
-    kept). Raises EngineError naming the file when it is missing, unreadable, not a task
-    file, or not the file the driver wrote (its sha256 differs)."""
+def load(ref: TaskFile, keep: bool = True) -> TaskTable:
+    """The table of ``ref``'s file, read once per process while anything holds it (with
+    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer
+    actor serving one split; without, e.g. the local engine's driver, a table lives only
+    as long as its job). Raises EngineError naming the file when it is missing,
+    unreadable, not a task file, or not the file the driver wrote (its sha256 differs)."""
     key = (ref.path, ref.sha256)
     with _LOCK:
-        table = _CACHE.get(key)
-        if table is not None:
-            _CACHE.move_to_end(key)
-            return table
-    table = read(ref)
+        table = _HELD.get(key)
+    if table is None:
+        table = read(ref)
     with _LOCK:
-        _CACHE[key] = table
-        while len(_CACHE) > CACHED:
-            _CACHE.popitem(last=False)
+        _HELD[key] = table
+        if keep:
+            _CACHE[key] = table
+            _CACHE.move_to_end(key)
+            while len(_CACHE) > CACHED:
+                _CACHE.popitem(last=False)
     return table
 
 
@@ -195,7 +201,7 @@ def read(ref: TaskFile) -> TaskTable:
         raise EngineError(f"{where}: not a capevolve task file ({exc})") from None
 
 
-def resolve(tasks: Mapping[str, Task] | TaskFile) -> Mapping[str, Task]:
-    """A job's tasks as a mapping by id: a :class:`TaskFile` is loaded (and checked), any
-    other mapping is returned as it is."""
-    return load(tasks) if isinstance(tasks, TaskFile) else tasks
+def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[str, Task]:
+    """A job's tasks as a mapping by id: a :class:`TaskFile` is loaded (and checked, see
+    :func:`load`), any other mapping is returned as it is."""
+    return load(tasks, keep) if isinstance(tasks, TaskFile) else tasks

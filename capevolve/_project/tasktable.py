@@ -72,7 +72,8 @@ class TaskTable(Mapping[str, Task]):
     """The tasks of one evaluation by id, in the order they were added (see the module
     docstring). Read-only; equal tables hold the same tasks in the same order."""
 
-    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock")
+    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock",
+                 "__weakref__")
 
     def __init__(self, ids: bytes | bytearray, id_ends: array, data: bytes | bytearray,
                  data_ends: array) -> None:

@@ -135,3 +135,16 @@ def test_load_keeps_a_verified_table_per_process(tmp_path):
     assert taskfile.resolve(refs[0]) == first
     table = TaskTable.of(_tasks(2))
     assert taskfile.resolve(table) is table
+
+
+def test_without_keep_a_table_lives_only_as_long_as_its_holder(tmp_path):
+    """The local engine's driver keeps no table once its evaluation is done."""
+    import gc
+
+    ref = _write(tmp_path, "val", _tasks(5, start=500))
+    held = taskfile.load(ref, keep=False)
+    assert taskfile.load(ref, keep=False) is held  # read once while held
+    assert (ref.path, ref.sha256) not in taskfile._CACHE
+    del held
+    gc.collect()
+    assert (ref.path, ref.sha256) not in taskfile._HELD
