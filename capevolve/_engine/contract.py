@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from capevolve._engine.plan import WorkUnit
+from capevolve._project.taskfile import TaskFile
 from capevolve._project.tasktable import TaskTable  # noqa: F401 - the job's task table
 from capevolve.adapter import Task
 
@@ -38,7 +39,7 @@ class ScoreJob:
     split: str
     candidate_id: str
     candidate_hash: str
-    tasks: Mapping[str, Task]
+    tasks: Mapping[str, Task] | TaskFile
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
@@ -51,7 +52,9 @@ class EvalJob:
 
     ``candidate_files`` carries the capability itself (``{relative path: bytes}``), so
     workers need no shared filesystem; ``tasks`` holds only the tasks of the split (a
-    :class:`TaskTable`, or any mapping by task id).
+    :class:`TaskTable`, or any mapping by task id), or says where they are: a
+    :class:`TaskFile` (path, sha256, count), which each worker and scorer reads and checks
+    when the job is prepared, so the driver need not hold or ship the table.
     """
 
     run_id: str
@@ -60,7 +63,7 @@ class EvalJob:
     candidate_id: str
     candidate_hash: str
     candidate_files: dict[str, bytes]
-    tasks: Mapping[str, Task]
+    tasks: Mapping[str, Task] | TaskFile
     project_root: str
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()

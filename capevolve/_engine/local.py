@@ -82,8 +82,9 @@ class LocalEngine:
         init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
                 "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
         reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
-        scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,
-                                         scorer_id=f"driver-{os.getpid()}"))
+        scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,  # the table
+                                         scorer_id=f"driver-{os.getpid()}",  # lives with
+                                         keep_tasks=False))  # this evaluation only
         # each process can run the whole budget; the shared budget sets its slots
         workers = [ProcessWorker(f"local{i}", c.concurrency, init, reply_timeout)
                    for i in range(count)]

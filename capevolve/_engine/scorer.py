@@ -17,6 +17,7 @@ with a Task only for calls that suspend (:mod:`.eager`). Rows go back as one col
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import os
 import sys
@@ -31,6 +32,7 @@ from capevolve._engine.contain import UserExit, contained
 from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, RowBatch, ScoreJob
 from capevolve._engine.eager import gather_eager
 from capevolve._engine.rows import RowColumns, parse_rollout, reported_error, to_json_text
+from capevolve._project import taskfile
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_adapter
 from capevolve.adapter import Rollout, Score, Task
@@ -87,17 +89,22 @@ def refuse_if_tainted(job: ScoreJob) -> None:
 class ScorerCore:
     """Scores outcomes of evaluations with the project's adapter; one per scorer process."""
 
-    def __init__(self, project_root: str, adapter_spec: str, scorer_id: str = "scorer") -> None:
+    def __init__(self, project_root: str, adapter_spec: str, scorer_id: str = "scorer",
+                 keep_tasks: bool = True) -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
         self.scorer_id = scorer_id
+        self.keep_tasks = keep_tasks  # keep recent task tables once their jobs are gone
         self.jobs: dict[str, ScoreJob] = {}
         self._inputs: dict[str, dict[str, str | None]] = {}  # per eval: task id -> JSON
         self._sync = not inspect.iscoroutinefunction(self.adapter.score)
         self._score_fn = contained(self.adapter.score, "score")
 
     def prepare(self, job: ScoreJob) -> None:
-        """Remember a job (replacing another job of the same eval id)."""
-        self.jobs[job.eval_id] = job
+        """Remember a job (replacing another job of the same eval id), its tasks loaded (a
+        task file is read and checked against the job's digest: EngineError naming it
+        when it differs)."""
+        self.jobs[job.eval_id] = dataclasses.replace(
+            job, tasks=taskfile.resolve(job.tasks, self.keep_tasks))
         self._inputs[job.eval_id] = {}
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:
@@ -128,7 +135,7 @@ class ScorerCore:
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
         """``(task, trial, seed, raw, rollout, error)`` for one outcome; error is
         ``(text, kind)``."""
-        task: Task = job.tasks[raw["task_id"]]
+        task: Task = job.tasks[raw["task_id"]]  # type: ignore[index]  # loaded by prepare
         inputs = self._inputs[job.eval_id]
         if task.id not in inputs:
             inputs[task.id] = to_json_text(task.input)

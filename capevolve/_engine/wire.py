@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic_core
 
 from capevolve._engine.contract import EvalJob, TaskTable
 from capevolve._engine.plan import WorkUnit
+from capevolve._project.taskfile import TaskFile
 from capevolve._project.tasktable import TaskTableBuilder, as_table
+from capevolve.adapter import Task
 
 MAX_LINE = 1 << 30
 """Largest message line (a job carries the candidate's files)."""
@@ -24,7 +27,7 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
         "candidate_files": {rel: base64.b64encode(data).decode("ascii")
                             for rel, data in job.candidate_files.items()},
-        "tasks": _tasks_to_wire(as_table(job.tasks)),
+        "tasks": _tasks_to_wire(job.tasks),
         "project_root": job.project_root, "adapter_spec": job.adapter_spec,
         "untrusted_roots": list(job.untrusted_roots), "schema_version": job.schema_version,
     }
@@ -43,14 +46,20 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
     )
 
 
-def _tasks_to_wire(table: TaskTable) -> dict[str, Any]:
-    """The ids as a list and the tasks' JSON as one newline-joined string: no object per
-    task is built on either side."""
+def _tasks_to_wire(tasks: Mapping[str, Task] | TaskFile) -> dict[str, Any]:
+    """A task file as where it is (the worker reads and checks it); a table as the ids as
+    a list and the tasks' JSON as one newline-joined string: no object per task is built
+    on either side."""
+    if isinstance(tasks, TaskFile):
+        return {"file": tasks.path, "sha256": tasks.sha256, "count": tasks.count}
+    table = as_table(tasks)
     return {"ids": list(table), "json_lines": table.json_lines()}
 
 
-def _tasks_from_wire(tasks: dict[str, Any]) -> TaskTable:
-    """The table of :func:`_tasks_to_wire`."""
+def _tasks_from_wire(tasks: dict[str, Any]) -> TaskTable | TaskFile:
+    """The tasks of :func:`_tasks_to_wire`."""
+    if "file" in tasks:
+        return TaskFile(str(tasks["file"]), str(tasks["sha256"]), int(tasks["count"]))
     ids, text = tasks["ids"], tasks["json_lines"]
     lines = text.split("\n") if ids else []
     if len(lines) != len(ids):

@@ -11,6 +11,7 @@ units up to the worker's slot count and drains finished outcomes as they complet
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import random
 import tempfile
@@ -26,6 +27,7 @@ from capevolve._engine.isolation import ChildCrash, run_isolated
 from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.rows import outcome, rollout_json
+from capevolve._project import taskfile
 from capevolve._project.calls import DaemonThreadPool, call_async
 from capevolve._project.loader import load_adapter
 from capevolve.adapter import Rollout, TransientError
@@ -78,8 +80,11 @@ class WorkerCore:
         self._tasks: set[asyncio.Task] = set()
 
     def prepare(self, job: EvalJob) -> None:
-        """Materialise the job's candidate locally (once per job); idempotent, no awaits."""
+        """Materialise the job's candidate locally and load its tasks (a task file is read
+        and checked against the job's digest: EngineError naming it when it differs), once
+        per job; idempotent, no awaits."""
         if job.eval_id not in self.jobs:
+            job = dataclasses.replace(job, tasks=taskfile.resolve(job.tasks))
             path = unpack(job.candidate_files, self.scratch / job.candidate_hash[:32])
             self.jobs[job.eval_id] = (job, path)
 
@@ -168,7 +173,7 @@ class WorkerCore:
 
     async def _execute(self, eval_id: str, unit: WorkUnit) -> None:
         job, candidate_path = self.jobs[eval_id]
-        task = job.tasks[unit.task_id]
+        task = job.tasks[unit.task_id]  # type: ignore[index]  # loaded by prepare
         started, t0 = time.time(), time.perf_counter()
         rollout, failure, attempts = None, None, 0
         while True:

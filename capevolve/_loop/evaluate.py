@@ -42,6 +42,7 @@ from capevolve._policy.thresholds import pass_count_columns
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
 from capevolve._project.scoreable import reason_counts
+from capevolve._project.taskfile import TaskFileWriter
 from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
@@ -253,9 +254,11 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
     selected = scope.select(run.splits.ids(split))
-    # one pass over the adapter's tasks (a list or a stream): the split's as a compact
-    # table, never as Task objects, with their exclusions and cluster keys
-    loaded = load_split_tasks(project.adapter(), run.splits.ids(split), selected)
+    # one pass over the adapter's tasks (a list or a stream): the split's streamed into a
+    # task file the workers read and check (the driver holds no table), never as Task
+    # objects, with their exclusions and cluster keys
+    loaded = load_split_tasks(project.adapter(), run.splits.ids(split), selected,
+                              into=TaskFileWriter(run.layout.root / "tasks", str(split)))
     job = _job(run, project, eval_id, split, candidate_id, loaded)
     excluded = loaded.excluded
     task_ids = tuple(t for t in selected if t not in excluded)

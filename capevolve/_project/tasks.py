@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from capevolve._project.calls import call_sync
 from capevolve._project.scoreable import exclusion
+from capevolve._project.taskfile import TaskFile, TaskFileWriter
 from capevolve._project.tasktable import TaskTable, TaskTableBuilder
 from capevolve.adapter import Task
 from capevolve.errors import AdapterError
@@ -119,8 +120,8 @@ def task_ids(adapter: Any) -> list[str]:
 class SplitTasks:
     """What one pass over the adapter's tasks gives an evaluation."""
 
-    table: TaskTable
-    """The tasks of the split, in the adapter's order."""
+    table: TaskTable | TaskFile
+    """The tasks of the split, in the adapter's order (a file when loaded ``into`` one)."""
     excluded: dict[str, str] = field(default_factory=dict)
     """``{task id: reason}`` of the scored tasks the adapter says cannot be scored (sorted)."""
     clusters: dict[str, str] = field(default_factory=dict)
@@ -130,15 +131,29 @@ class SplitTasks:
 
 
 def load_split_tasks(adapter: Any, split_ids: Collection[str],
-                     scored: Collection[str] = ()) -> SplitTasks:
-    """One pass over ``adapter.tasks()``: the tasks whose id is in ``split_ids`` as a table,
-    the exclusions of those in ``scored`` (the adapter's ``scoreable`` hook) and the
-    cluster keys; the same validation as :func:`load_tasks` over every task."""
+                     scored: Collection[str] = (),
+                     into: TaskTableBuilder | TaskFileWriter | None = None) -> SplitTasks:
+    """One pass over ``adapter.tasks()``: the tasks whose id is in ``split_ids`` as a table
+    (or, ``into`` a :class:`~capevolve._project.taskfile.TaskFileWriter`, streamed into a
+    task file and never held), the exclusions of those in ``scored`` (the adapter's
+    ``scoreable`` hook) and the cluster keys; the same validation as :func:`load_tasks`
+    over every task."""
     wanted = split_ids if isinstance(split_ids, (set, frozenset)) else set(split_ids)
     hooked = callable(getattr(adapter, "scoreable", None))
     to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \
         else scored if isinstance(scored, (set, frozenset)) else set(scored)
-    unique, builder = UniqueIds(), TaskTableBuilder()
+    unique = UniqueIds()
+    builder = TaskTableBuilder() if into is None else into
+    try:
+        return _load_split(adapter, wanted, to_score, unique, builder)
+    except BaseException:
+        if isinstance(builder, TaskFileWriter):
+            builder.abort()
+        raise
+
+
+def _load_split(adapter: Any, wanted: Collection[str], to_score: Collection[str],
+                unique: UniqueIds, builder: TaskTableBuilder | TaskFileWriter) -> SplitTasks:
     excluded: dict[str, str] = {}
     clusters: dict[str, str] = {}
     for task in iter_tasks(adapter):
@@ -154,6 +169,6 @@ def load_split_tasks(adapter: Any, split_ids: Collection[str],
             if reason is not None:
                 excluded[task.id] = reason
     unique.check(adapter)
+    missing = [] if len(builder) == len(wanted) else sorted(set(wanted) - set(builder.ids()))
     table = builder.build()
-    missing = [] if len(table) == len(wanted) else sorted(wanted - set(table))
     return SplitTasks(table, dict(sorted(excluded.items())), clusters, missing)

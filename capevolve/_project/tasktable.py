@@ -52,6 +52,13 @@ class TaskTableBuilder:
     def __len__(self) -> int:
         return len(self._id_ends)
 
+    def ids(self) -> Iterator[str]:
+        """The ids added so far, in order."""
+        ends, start = self._id_ends, 0
+        for end in ends:
+            yield self._ids[start:end].decode()
+            start = end
+
     def build(self) -> TaskTable:
         """The table of every task added, in the order added."""
         # the buffers themselves (no copy): the builder is done with them
@@ -65,7 +72,8 @@ class TaskTable(Mapping[str, Task]):
     """The tasks of one evaluation by id, in the order they were added (see the module
     docstring). Read-only; equal tables hold the same tasks in the same order."""
 
-    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock")
+    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock",
+                 "__weakref__")
 
     def __init__(self, ids: bytes | bytearray, id_ends: array, data: bytes | bytearray,
                  data_ends: array) -> None:

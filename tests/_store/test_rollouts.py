@@ -103,6 +103,33 @@ def test_part_writer_writes_via_temp_name_and_rename(tmp_path, monkeypatch):
     assert writer.rows_written == 7
 
 
+def test_heavy_rows_go_to_a_part_once_they_reach_max_bytes(tmp_path):
+    """The rows held for the next part are bounded in bytes too: rows of 40 KB each
+    reach a part after about max_bytes, long before max_rows or max_age_s."""
+    from capevolve._store.layout import Layout
+
+    layout = Layout(tmp_path / "run")
+    writer = PartWriter(layout, "val", SEED_ID, "val__seed__k2", max_rows=10_000,
+                        max_age_s=60, max_bytes=200_000)
+    try:
+        deadline = time.monotonic() + 10
+        for i in range(6):  # 6 x 40 KB, one at a time: past 200 KB after the fifth row
+            writer.add([{**_row(f"t{i}", 0), "feedback": "x" * 40_000}])
+            while writer.backlog:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            if i == 4:
+                while not list(layout.rollouts.rglob("*.parquet")):
+                    assert time.monotonic() < deadline, "no part after max_bytes of rows"
+                    time.sleep(0.01)
+        assert writer._pending_bytes < 200_000
+    finally:
+        writer.close()
+    parts = sorted(layout.partition("val", SEED_ID).iterdir())
+    read = [r["task_id"] for p in parts for r in pq.read_table(p).to_pylist()]
+    assert read == [f"t{i}" for i in range(6)] and len(parts) >= 2
+
+
 def test_write_part_leaves_no_temp_file(tmp_path):
     """write_part leaves exactly the final .parquet, readable, and no .tmp beside it."""
     final = tmp_path / "split=val" / "candidate=seed" / "e-x-00000.parquet"

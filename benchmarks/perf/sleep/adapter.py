@@ -23,6 +23,9 @@ N_TASKS = int(os.environ.get("CAPEVOLVE_BENCH_TASKS", "1000"))
 LATENCY_MS = float(os.environ.get("CAPEVOLVE_BENCH_LATENCY_MS", "100"))
 LATENCY_S = LATENCY_MS / 1000.0
 OUTPUT = f"slept {LATENCY_MS:g}ms"
+FEEDBACK = "x" * int(os.environ.get("CAPEVOLVE_BENCH_FEEDBACK_BYTES", "0"))
+"""``CAPEVOLVE_BENCH_FEEDBACK_BYTES`` (default 0): the length of each score's feedback, to
+weigh the rows scorers hand back (``profile_memory.py --feedback-bytes``)."""
 
 
 class SleepAdapter:
@@ -37,4 +40,4 @@ class SleepAdapter:
         return Rollout(output=OUTPUT)
 
     async def score(self, task: Task, rollout: Rollout) -> Score:
-        return Score(reward=1.0 if task.input % 2 else 0.0)
+        return Score(reward=1.0 if task.input % 2 else 0.0, feedback=FEEDBACK)

@@ -32,6 +32,7 @@ from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.limiter import LimiterClient
 from capevolve._engine.scorer import ScorerCore
 from capevolve._engine.worker import WorkerCore
+from capevolve._project.taskfile import TaskFile
 from capevolve.errors import EngineError
 
 
@@ -64,6 +65,7 @@ class RolloutActor:
                  timeout_s: float = 60.0, retries: int = 0, isolation: str = "none",
                  project_rel: str | None = None, limiter=None, token: str = "") -> None:
         self.core: WorkerCore | None = None
+        self.received: dict[str, EvalJob] = {}  # each eval id's job as the driver sent it
         self.token = token  # a warm actor's: only its claimant can bind it
         if project_root is not None:
             self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
@@ -91,14 +93,19 @@ class RolloutActor:
         return self.core.worker_id
 
     async def prepare(self, job: EvalJob, binding: Binding | None = None) -> str:
+        """Take ``job`` (its task file read and checked here); returns the worker id, or
+        :data:`NEED_TASKS` when the job's task file is not on this node (the driver then
+        sends the table itself)."""
         if self.core is None:
             if binding is None:
                 raise EngineError("a warm rollout actor was given a job before its project")
             self._bind(binding)
         assert self.core is not None
-        held = self.core.jobs.get(job.eval_id)
-        if held is not None and held[0] != job:  # same eval id, another run: replace it
-            del self.core.jobs[job.eval_id]
+        if not _tasks_here(job):
+            return NEED_TASKS
+        if self.received.get(job.eval_id, job) != job:  # same eval id, another run
+            self.core.jobs.pop(job.eval_id, None)
+        self.received[job.eval_id] = job
         self.core.prepare(job)
         return self.core.worker_id
 
@@ -149,11 +156,14 @@ class ScorerActor:
         return self.core.scorer_id
 
     async def prepare(self, job: ScoreJob, binding: Binding | None = None) -> str:
+        """As :meth:`RolloutActor.prepare`: the scorer id, or :data:`NEED_TASKS`."""
         if self.core is None:
             if binding is None:
                 raise EngineError("a warm scorer actor was given a job before its project")
             self._bind(binding)
         assert self.core is not None
+        if not _tasks_here(job):
+            return NEED_TASKS
         self.core.prepare(job)
         return self.core.scorer_id
 
@@ -172,6 +182,18 @@ class ScorerActor:
 
     async def pid(self) -> int:
         return os.getpid()
+
+
+NEED_TASKS = "capevolve:need-tasks"
+"""What ``prepare`` answers when the job's task file is not on the actor's node (another
+machine of a cluster without a shared filesystem): the driver sends the job again with
+its tasks as a table in the object store."""
+
+
+def _tasks_here(job: EvalJob | ScoreJob) -> bool:
+    """False when the job names a task file that does not exist on this node. A file that
+    exists is read and checked against the job's digest by the core's ``prepare``."""
+    return not isinstance(job.tasks, TaskFile) or os.path.exists(job.tasks.path)
 
 
 def _check_token(expected: str, binding: Binding) -> None:

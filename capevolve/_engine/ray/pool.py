@@ -48,8 +48,10 @@ from capevolve._engine.contract import (
 )
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray import spawn
-from capevolve._engine.ray.actor import Binding, project_location
+from capevolve._engine.ray.actor import NEED_TASKS, Binding, project_location
 from capevolve._engine.ray.limiter import Limiter
+from capevolve._project import taskfile
+from capevolve._project.taskfile import TaskFile
 from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
@@ -115,6 +117,16 @@ async def _bounded(handle, ref, expected_s: float, limit_s: float):
         call.cancel()
 
 
+async def _prepare(handle, job: EvalJob | ScoreJob) -> None:
+    """Prepare ``job`` on the handle's actor: it reads the job's task file itself, or, on
+    a node without that file, is sent the job again with the table (read and checked
+    here, put in the object store once per job)."""
+    reply = await _started(handle, handle.actor.prepare.remote(_shared_ref(job), handle.binding))
+    if reply == NEED_TASKS:
+        await _started(handle, handle.actor.prepare.remote(_shared_ref(job, ship=True),
+                                                           handle.binding))
+
+
 async def _started(handle, ref):
     """Await ``prepare`` (which waits for the actor to start) for at most START_TIMEOUT_S."""
     try:
@@ -136,7 +148,7 @@ class ActorWorker:
         self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: EvalJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
+        await _prepare(self, job)
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
@@ -157,7 +169,7 @@ class ActorScorer:
         self.reply_timeout_s, self.binding = reply_timeout_s, binding
 
     async def prepare(self, job: ScoreJob) -> None:
-        await _started(self, self.actor.prepare.remote(_shared_ref(job), self.binding))
+        await _prepare(self, job)
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
                     ) -> RowBatch:
@@ -178,18 +190,24 @@ _JOB_REFS: list[tuple] = []
 _JOB_REFS_KEPT = 16
 
 
-def _shared_ref(job: EvalJob | ScoreJob):
+def _shared_ref(job: EvalJob | ScoreJob, ship: bool = False):
     """Put the job in the object store once per evaluation (the same job object, not an
-    equal key: two runs may share a run name and an eval id); every actor reads it."""
+    equal key: two runs may share a run name and an eval id); every actor reads it. A
+    job whose tasks are a task file travels as the file's place and digest (a few bytes:
+    each actor reads the file), unless ``ship`` (an actor on a node without the file):
+    then with the table, read and checked here."""
     with _LOCK:
-        for held, ref in _JOB_REFS:
-            if held is job:
+        for held, shipped_tasks, ref in _JOB_REFS:
+            if held is job and shipped_tasks == ship:
                 return ref
         shipped = job
-        if not isinstance(job.tasks, TaskTable):  # one compact table, not pickled models
+        if isinstance(job.tasks, TaskFile):
+            if ship:
+                shipped = dataclasses.replace(job, tasks=taskfile.read(job.tasks))
+        elif not isinstance(job.tasks, TaskTable):  # one compact table, not pickled models
             shipped = dataclasses.replace(job, tasks=TaskTable.of(job.tasks.values()))
         ref = ray.put(shipped)
-        _JOB_REFS.append((job, ref))
+        _JOB_REFS.append((job, ship, ref))
         del _JOB_REFS[:-_JOB_REFS_KEPT]
         return ref
 

@@ -11,7 +11,10 @@ driver's dispatch loop never waits on conversion, compression or fsync. The thre
    hot path costs one fsync per window, never one per row); with ``sync_s=0`` (what an
    evaluate session uses) every batch it takes is fsynced at once, a group commit: rows
    queued during one fsync share the next;
-2. every ``max_rows`` rows or ``max_age_s`` seconds, and at :meth:`PartWriter.close`,
+2. every ``max_rows`` rows, ``max_bytes`` bytes of Arrow buffers (heavy rows: the rows since
+   the last part are held in memory until their part is written, so this bounds the
+   driver's memory whatever a row weighs) or ``max_age_s`` seconds, and at
+   :meth:`PartWriter.close`,
    syncs the segment (so every row of the part is durable in the journal first) and
    writes the rows since the last part as one Parquet part (a temporary name, fsync,
    rename, directory fsync: :func:`write_part`), hands it to ``on_part`` (the run records
@@ -50,6 +53,9 @@ if TYPE_CHECKING:
 else:  # imported at first use: an evaluation reaches its first rollout without them
     pc = lazy_module("pyarrow.compute")
     pq = lazy_module("pyarrow.parquet")
+
+MAX_PART_BYTES = 8 << 20
+"""A part is written once the rows held for it reach this many bytes (Arrow buffers)."""
 
 PartCallback = Callable[[Path, int], object]
 """Called with each part once it is durably in place, and its row count."""
@@ -107,12 +113,14 @@ class PartWriter:
 
     def __init__(self, layout: Layout, split: str, candidate_id: str, eval_id: str, *,
                  session: str | None = None, on_part: PartCallback | None = None,
-                 max_rows: int = 5000, max_age_s: float = 2.0, sync_s: float = 0.05) -> None:
+                 max_rows: int = 5000, max_age_s: float = 2.0, sync_s: float = 0.05,
+                 max_bytes: int = MAX_PART_BYTES) -> None:
         self.directory = layout.partition(split, candidate_id)
         self.journal_dir = layout.journal
         self.eval_id, self.session = eval_id, session or session_token()
         self.on_part = on_part
         self.max_rows, self.max_age_s, self.sync_s = max_rows, max_age_s, sync_s
+        self.max_bytes = max_bytes
         self.parts: list[Path] = []
         self.rows_written = 0
         self.rows_durable = 0
@@ -124,6 +132,7 @@ class PartWriter:
         self._failure: StoreError | None = None
         self._tables: list[pa.Table] = []  # rows since the last part (also in the segment)
         self._pending = 0
+        self._pending_bytes = 0
         self._unsynced = 0
         self._first_at: float | None = None
         self._last_sync = 0.0
@@ -202,6 +211,7 @@ class PartWriter:
                                        or now - self._last_sync >= self.sync_s):
                     self._sync(now)
                 if self._pending and (closing or self._pending >= self.max_rows
+                                      or self._pending_bytes >= self.max_bytes
                                       or now - (self._first_at or now) >= self.max_age_s):
                     self._compact()
                 if closing:
@@ -229,6 +239,7 @@ class PartWriter:
         self._segment.append(table)
         self._tables.append(table)
         self._pending += table.num_rows
+        self._pending_bytes += table.nbytes
         self._unsynced += table.num_rows
         if self._first_at is None:
             self._first_at = time.monotonic()
@@ -254,6 +265,7 @@ class PartWriter:
             self._segment = None
         self.rows_written += table.num_rows
         self._tables, self._pending, self._unsynced, self._first_at = [], 0, 0, None
+        self._pending_bytes = 0
 
 
 def table_spend(table: pa.Table) -> tuple[int, int, float, int]:

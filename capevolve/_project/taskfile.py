@@ -1,0 +1,207 @@
+"""The tasks of one split as a file in the run dir, written once per evaluate by the driver
+and read by each worker and scorer process, checked against the driver's digest.
+
+The driver streams the split's tasks into the file as the adapter produces them
+(:class:`TaskFileWriter`, the same ``add`` as
+:class:`~capevolve._project.tasktable.TaskTableBuilder`) and keeps only a
+:class:`TaskFile`: the path, the file's sha256 and the number of tasks. That small value is
+what an :class:`~capevolve._engine.contract.EvalJob` carries; the driver never holds the
+table (nor writes it into Ray's object store), and every process that needs the tasks
+reads them with :func:`load` into one :class:`TaskTable`.
+
+Integrity: :func:`load` refuses a file whose sha256 is not the one the driver computed
+while writing it (hand-edited, truncated, swapped for another split's or run's file) with
+one :class:`~capevolve.errors.EngineError` naming the file, so no process ever runs or
+scores tasks other than the ones the adapter gave this evaluation. The name is the split
+and the digest (``<split>-<sha256[:16]>.tasks``), put in place with ``os.replace`` from a
+temporary name: a reader never sees a half-written file, and evaluations of one split
+with the same tasks share one file.
+
+Format (stdlib only): the tasks' JSON bytes, then their ids' UTF-8 bytes, then the two
+``int64`` little-endian end-offset arrays, then a 40-byte footer (``MAGIC``, the number of
+tasks, the ids' and the data's byte lengths).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import sys
+import threading
+import weakref
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from capevolve._project.tasktable import TaskTable
+from capevolve.adapter import Task
+from capevolve.errors import EngineError
+
+MAGIC = b"CEVTASK1"
+_FOOTER = struct.Struct("<8sQQQQ")  # magic, n, id bytes, data bytes, reserved
+CHUNK = 1 << 20
+"""Bytes of task JSON buffered before they are written and hashed."""
+CACHED = 2
+"""Verified tables a process keeps beyond the jobs that hold them (a scorer serves many
+evaluations of one split)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFile:
+    """Where the tasks of a job are (``path``), the sha256 of that file as the driver wrote
+    it and how many tasks it holds. Small: this is what travels to the workers."""
+
+    path: str
+    sha256: str
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class TaskFileWriter:
+    """Streams tasks into ``<folder>/<split>-<digest>.tasks`` (see the module docstring);
+    :meth:`build` puts the file in place and returns its :class:`TaskFile`."""
+
+    def __init__(self, folder: Path, split: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.split = folder, split
+        self._tmp = folder / f".{split}.{os.getpid()}.{threading.get_ident()}.tmp"
+        self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by build/abort
+        self._hash = hashlib.sha256()
+        self._chunk = bytearray()
+        self._ids = bytearray()
+        self._id_ends, self._data_ends = array("q"), array("q")
+        self._size = 0
+
+    def add(self, task: Task) -> None:
+        """Append one task (its JSON form as pydantic writes it)."""
+        self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
+
+    def add_json(self, task_id: str, data: bytes) -> None:
+        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        self._ids += task_id.encode()
+        self._id_ends.append(len(self._ids))
+        self._chunk += data
+        self._size += len(data)
+        self._data_ends.append(self._size)
+        if len(self._chunk) >= CHUNK:
+            self._flush()
+
+    def __len__(self) -> int:
+        return len(self._id_ends)
+
+    def ids(self) -> Iterator[str]:
+        """The ids added so far, in order."""
+        ends, start = self._id_ends, 0
+        for end in ends:
+            yield self._ids[start:end].decode()
+            start = end
+
+    def _flush(self) -> None:
+        self._write(bytes(self._chunk))
+        self._chunk = bytearray()
+
+    def _write(self, data: bytes) -> None:
+        self._hash.update(data)
+        self._file.write(data)
+
+    def build(self) -> TaskFile:
+        """Close the file, name it by its digest and return where it is."""
+        try:
+            self._flush()
+            self._write(bytes(self._ids))
+            for ends in (self._id_ends, self._data_ends):
+                self._write(_little(ends).tobytes())
+            self._write(_FOOTER.pack(MAGIC, len(self), len(self._ids), self._size, 0))
+            self._file.close()
+            digest = self._hash.hexdigest()
+            final = self.folder / f"{self.split}-{digest[:16]}.tasks"
+            os.replace(self._tmp, final)
+        except BaseException:
+            self.abort()
+            raise
+        count = len(self)
+        self._ids, self._id_ends, self._data_ends = bytearray(), array("q"), array("q")
+        return TaskFile(str(final), digest, count)
+
+    def abort(self) -> None:
+        """Drop the temporary file (a failed load)."""
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def _little(values: array) -> array:
+    if sys.byteorder == "little":
+        return values
+    swapped = array("q", values)
+    swapped.byteswap()
+    return swapped
+
+
+_CACHE: OrderedDict[tuple[str, str], TaskTable] = OrderedDict()
+_HELD: weakref.WeakValueDictionary[tuple[str, str], TaskTable] = weakref.WeakValueDictionary()
+_LOCK = threading.Lock()
+
+
+def load(ref: TaskFile, keep: bool = True) -> TaskTable:
+    """The table of ``ref``'s file, read once per process while anything holds it (with
+    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer
+    actor serving one split; without, e.g. the local engine's driver, a table lives only
+    as long as its job). Raises EngineError naming the file when it is missing,
+    unreadable, not a task file, or not the file the driver wrote (its sha256 differs)."""
+    key = (ref.path, ref.sha256)
+    with _LOCK:
+        table = _HELD.get(key)
+    if table is None:
+        table = read(ref)
+    with _LOCK:
+        _HELD[key] = table
+        if keep:
+            _CACHE[key] = table
+            _CACHE.move_to_end(key)
+            while len(_CACHE) > CACHED:
+                _CACHE.popitem(last=False)
+    return table
+
+
+def read(ref: TaskFile) -> TaskTable:
+    """The table of ``ref``'s file, read and checked now (not kept: see :func:`load`)."""
+    where = f"task file {ref.path}"
+    try:
+        with open(ref.path, "rb") as f:
+            blob = f.read()
+    except OSError as exc:
+        raise EngineError(f"{where}: cannot be read ({exc.strerror or exc}); the evaluation "
+                          "cannot run the tasks it was started with") from None
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != ref.sha256:
+        raise EngineError(f"{where}: sha256 {digest[:16]} is not the {ref.sha256[:16]} the "
+                          "evaluation wrote (the file was edited, truncated or swapped); "
+                          "refusing to run its tasks")
+    try:  # the digest matched: the structure is the driver's own
+        magic, n, n_ids, n_data, _ = _FOOTER.unpack_from(blob, len(blob) - _FOOTER.size)
+        if magic != MAGIC or n != ref.count:
+            raise ValueError("not a task file of this job")
+        ids = blob[n_data:n_data + n_ids]
+        offsets = n_data + n_ids
+        id_ends, data_ends = array("q"), array("q")
+        id_ends.frombytes(blob[offsets:offsets + 8 * n])
+        data_ends.frombytes(blob[offsets + 8 * n:offsets + 16 * n])
+        if sys.byteorder != "little":
+            id_ends.byteswap()
+            data_ends.byteswap()
+        data = blob[:n_data]
+        del blob
+        return TaskTable(ids, id_ends, data, data_ends)
+    except (struct.error, ValueError) as exc:
+        raise EngineError(f"{where}: not a capevolve task file ({exc})") from None
+
+
+def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[str, Task]:
+    """A job's tasks as a mapping by id: a :class:`TaskFile` is loaded (and checked, see
+    :func:`load`), any other mapping is returned as it is."""
+    return load(tasks, keep) if isinstance(tasks, TaskFile) else tasks
