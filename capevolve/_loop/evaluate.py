@@ -16,7 +16,6 @@ the path and the same count.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +66,7 @@ from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirE
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 from capevolve.stats import clustered_se, mean_and_se
-from capevolve.stats.estimators import pass_k_table_of_histogram
+from capevolve.stats.estimators import pass_k_table_of_histogram, sample_stdev
 
 
 def run_project(run: RunDir) -> Project:
@@ -119,7 +118,7 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     means = _task_means(rows.names, rows.task[use], rows.reward[use])
     values = means.means.tolist()
     mean, stderr = mean_and_se(values)
-    stdev = statistics.stdev(values) if len(values) > 1 else None
+    stdev = sample_stdev(means.means)  # statistics.stdev's float, over distinct values
     chosen = set(task_ids) if clusters else set()
     extra = ({"stderr_clustered": clustered_se(means.as_dict(), clusters),
               "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
@@ -127,10 +126,7 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     del values, chosen
     n_passed, n_valid = pass_count_columns(rows.task[use], rows.reward[use], pass_threshold,
                                            len(rows.names))
-    pairs, many = np.unique(np.stack([n_passed, n_valid])[:, n_valid > 0], axis=1,
-                            return_counts=True)
-    histogram = {(int(c), int(n)): int(m) for (c, n), m in zip(pairs.T.tolist(),
-                                                               many.tolist(), strict=True)}
+    histogram = _histogram(n_passed, n_valid)
     n_scored = len(means.means)
     return {**extra,
         "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": n_scored,
@@ -141,6 +137,18 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
         "pass_k": pass_k_table_of_histogram(histogram),
         "pass_threshold": pass_threshold,
     }, means, int(np.count_nonzero(rows.lost))
+
+
+def _histogram(n_passed: np.ndarray, n_valid: np.ndarray) -> dict[tuple[int, int], int]:
+    """How many tasks have each (passed, valid) pair, over tasks with a valid trial (one
+    integer key per task, ``passed * (max valid + 1) + valid``, counted at once)."""
+    scored = n_valid > 0
+    if not scored.any():
+        return {}
+    width = int(n_valid.max()) + 1
+    keys, many = np.unique(n_passed[scored] * width + n_valid[scored], return_counts=True)
+    return {(int(k) // width, int(k) % width): int(m)
+            for k, m in zip(keys.tolist(), many.tolist(), strict=True)}
 
 
 def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.ndarray

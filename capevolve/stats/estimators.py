@@ -14,8 +14,14 @@ here works on the resulting (successes, trials) counts.
 from __future__ import annotations
 
 import math
+import struct
+import sys
 from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, float]:
@@ -45,6 +51,68 @@ def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
         return mean, None
     variance = math.fsum((x - mean) ** 2 for x in values) / (n - 1)
     return mean, math.sqrt(variance / n)
+
+
+DISTINCT_MAX = 4096
+""":func:`sample_stdev` sums over distinct values up to this many (else it is
+``statistics.stdev`` itself)."""
+
+
+def sample_stdev(values: Sequence[float] | np.ndarray) -> float | None:
+    """``statistics.stdev(values)`` (sample SD, ddof=1), the same float, computed from
+    the distinct values and their counts: exact sums as fractions, then the correctly
+    rounded square root, as ``statistics`` does. Task means take few distinct values (k /
+    trials), so this is a handful of fraction operations instead of one per task. None
+    with fewer than two values; non-finite values or more than :data:`DISTINCT_MAX`
+    distinct ones go to ``statistics.stdev`` unchanged."""
+    import statistics
+
+    import numpy as np
+
+    data = np.asarray(values, dtype=np.float64)
+    if data.size < 2:
+        return None
+    if not np.isfinite(data).all():
+        return statistics.stdev(data.tolist())
+    distinct, counts = np.unique(data, return_counts=True)
+    if distinct.size > DISTINCT_MAX:
+        return statistics.stdev(data.tolist())
+    n = int(data.size)
+    sx = sum(Fraction(v) * c for v, c in zip(distinct.tolist(), counts.tolist(), strict=True))
+    sxx = sum(Fraction(v) ** 2 * c for v, c in zip(distinct.tolist(), counts.tolist(),
+                                                     strict=True))
+    try:
+        return _rounded_sqrt((n * sxx - sx * sx) / n / (n - 1))
+    except OverflowError:  # a variance outside the normal float range: statistics' path
+        return statistics.stdev(data.tolist())
+
+
+def _rounded_sqrt(q: Fraction) -> float:
+    """The float nearest to sqrt(q) for an exact q >= 0 (ties to even), as
+    ``statistics``' ``_float_sqrt_of_frac``: a float estimate, then moved to the neighbour
+    whose rounding interval holds sqrt(q), by exact comparisons of squares."""
+    if q <= 0:
+        return 0.0
+    if float(q) < sys.float_info.min:  # OverflowError above the float range
+        raise OverflowError("variance below the normal float range")
+    g = math.sqrt(float(q))  # within an ulp: a step or two at most
+    while True:
+        if not math.isfinite(g):
+            raise OverflowError("square root beyond the float range")
+        down, up = math.nextafter(g, 0.0), math.nextafter(g, math.inf)
+        low = ((Fraction(down) + Fraction(g)) / 2) ** 2  # sqrt(q) at the midpoint below
+        high = ((Fraction(g) + Fraction(up)) / 2) ** 2
+        if q < low or (q == low and _odd(g)):
+            g = down
+        elif q > high or (q == high and _odd(g)):
+            g = up
+        else:
+            return g
+
+
+def _odd(x: float) -> bool:
+    """Whether the last bit of ``x``'s significand is 1 (ties go to the even neighbour)."""
+    return bool(struct.unpack("<Q", struct.pack("<d", x))[0] & 1)
 
 
 def _groups(ids: Sequence[str],
