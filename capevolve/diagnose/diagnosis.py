@@ -226,8 +226,10 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
 def _previous(path: Path) -> dict[str, Any] | None:
     """The earlier file of the same mode (for its judgements), as ``jsonfiles.read`` reads
     it: parsed from its bytes by pydantic-core's parser (no decoding pass over a document
-    of 100,000 entries), ``jsonfiles.read`` deciding any file that parser refuses."""
-    if not path.is_file():
+    of 100,000 entries), ``jsonfiles.read`` deciding any file that parser refuses. A
+    symlink in its place is not the run's own file: its judgements are not carried (the
+    new file replaces the link, never what it points to)."""
+    if path.is_symlink() or not path.is_file():
         return None
     try:
         data = path.read_bytes()

@@ -67,6 +67,24 @@ def test_judgements_survive_a_rediagnosis(diagnosed):
     assert again["clusters"][0]["blast_radius"] == [good]
 
 
+def test_judgements_behind_a_symlinked_earlier_file_are_not_carried(diagnosed, tmp_path):
+    """An earlier diagnosis swapped for a symlink to an annotated copy elsewhere (another
+    run's judgements) is not read: the re-diagnosis carries no tag, replaces the link with
+    its own file and leaves the link's target as it was."""
+    run, sig, good, _ = diagnosed
+    path = diagnosis_path(run, "val", "seed")
+    annotate(run, path, sig, "DECISION/PERMISSION", [good])
+    foreign = tmp_path / "foreign.json"
+    foreign.write_bytes(path.read_bytes())
+    before = foreign.read_bytes()
+    path.unlink()
+    path.symlink_to(foreign)
+    again = diagnose(run, DiagnoseOptions("val", "seed"))
+    assert again["clusters"][0]["tag"] is None
+    assert again["clusters"][0]["blast_radius"] in (None, [])
+    assert not path.is_symlink() and foreign.read_bytes() == before
+
+
 def test_first_words_writes_its_own_file_and_root_cause_judgements_survive(diagnosed):
     """--cluster first-words never replaces the root-cause file; re-diagnosing the same
     rollouts keeps the judgement recorded on a cluster."""
