@@ -34,7 +34,6 @@ from capevolve.diagnose.classify import (
     task_outcomes,
 )
 from capevolve.diagnose.context import AdapterContext, adapter_context
-from capevolve.diagnose.doctext import document_json
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
@@ -75,15 +74,14 @@ def document_text(doc: dict[str, Any]) -> str:
 
     The envelope is validated with the record; the entries and cluster records (JSON
     values built here: dicts of str keys, lists, strings, finite numbers) are written as
-    they are -- what the record's JSON form of them would be (the entries encoded from
-    their fields, :func:`doctext.document_json`: the same text). Where a value is not finite
+    they are -- what the record's JSON form of them would be. Where a value is not finite
     (a NaN reward in a hand-edited part), the record's own JSON form decides (it writes
     null), exactly as validating the whole document would."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(isinstance(item, dict) for values in bulky.values() for item in values):
         try:
-            return document_json({**envelope, **bulky})
+            return jsonfiles.dumps({**envelope, **bulky}, indent=None)
         except (ValueError, TypeError):
             pass
     return jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
