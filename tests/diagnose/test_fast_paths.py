@@ -214,3 +214,24 @@ def test_the_analyser_gives_what_analyse_gives(redact):
         assert analyser.failure(trial, calls) == analyse(trial, calls, guard, redact), trial
     flagged = [analyse(t, rollout_calls(t.tool_calls, t.trace), guard, redact) for t in rows]
     assert any(f.narrated for f in flagged) and any(f.claimed for f in flagged)
+
+
+def test_texts_that_differ_in_digits_share_a_key_only_where_it_is_exact():
+    """Digits are evened out for the shared key, yet every text gets exactly its own
+    key_of: also where a digit sits in an underscore identifier (kept verbatim), in a
+    quoted identifier, in an identifier of the rollout, or is not an ASCII digit."""
+    rng = random.Random(3)
+    shapes = ["expected {n} got {m}", "order_{n} not refunded, expected {m}",
+              'called "get_order{n}" for order {m}', "wrong zip {n}{m}0 for 'addr{n}'",
+              "fee {n}.{m} not told; `cancel_{n}`", "refund ٣{n} issued", "seat {n}A-{m}b",
+              "zone {n} and o{m}_x", "{n} {m} 0 00", "field v{n} wrong"]
+    texts = [shape.format(n=rng.randint(0, 99), m=rng.randint(0, 9999))
+             for shape in shapes for _ in range(20)]
+    texts += ["field v1 wrong", "field v2 wrong", "wrong zip 5 for 'addr7'", "seat 1A-2b"]
+    id_sets = [frozenset(), frozenset({"get_order", "order_id"}), frozenset({"addr7"}),
+               frozenset({"v1", "zone"}), frozenset({"seat"}), frozenset({"o1_x"})]
+    cache = KeyCache()
+    for text in texts + texts:
+        for ids in id_sets:
+            assert cache.key(text, ids) == key_of(raw_tokens(text, ids), ids), (text, ids)
+    assert len(cache._templates) < len(set(texts)) / 2  # the digits were evened out
