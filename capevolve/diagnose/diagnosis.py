@@ -46,11 +46,11 @@ from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
     Unit,
+    UnitCache,
     common_labels,
     passing_statements,
     preamble_cuts,
     score_parts,
-    units_of,
 )
 from capevolve.errors import ConfigError
 from capevolve.records import FORMAT_VERSION
@@ -119,14 +119,18 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
     labels = common_labels(stripped)
     passing = passing_statements(passing_feedback, labels)
     seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
+    splitters: dict[str | None, tuple[UnitCache, str | None]] = {}
     out = []
     for f, text, cut in zip(failures, stripped, cuts, strict=True):
         known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
         if known is None:
-            parts = score_parts(f.trial.score_parts)
-            short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
-            known = (tuple(units_of(text, parts, labels, passing)),
-                     short[0] if len(short) == 1 else None)
+            splitter = splitters.get(f.trial.score_parts)
+            if splitter is None:
+                parts = score_parts(f.trial.score_parts)
+                short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
+                splitter = splitters[f.trial.score_parts] = (
+                    UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
+            known = (tuple(splitter[0].units(text)), splitter[1])
             seen[(text, f.trial.score_parts)] = known
         out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
                            f.gold_leak, f.claimed, known[0], cut, known[1]))

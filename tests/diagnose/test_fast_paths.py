@@ -235,3 +235,66 @@ def test_texts_that_differ_in_digits_share_a_key_only_where_it_is_exact():
         for ids in id_sets:
             assert cache.key(text, ids) == key_of(raw_tokens(text, ids), ids), (text, ids)
     assert len(cache._templates) < len(set(texts)) / 2  # the digits were evened out
+
+
+def _plain_units(feedback, parts, labels, passing):
+    """The cause units as the string-based code before the span rewrite cut them."""
+    from capevolve.diagnose.signature import raw_tokens as tokens
+    from capevolve.diagnose.units import (
+        _LABEL,
+        _SEGMENTS,
+        _SENTENCE,
+        TOLERANCE,
+        Unit,
+        normalise,
+        score_part_of,
+    )
+
+    out = []
+    for segment in [s for s in _SEGMENTS.split(feedback) if s.strip()]:
+        match = _LABEL.match(segment)
+        label = match.group(1).strip().lower() if match else None
+        known = label is not None and (score_part_of(label, parts) is not None if parts
+                                       else label in labels)
+        if known and match:
+            out.append((label, segment[match.end():].strip()))
+        elif out:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {segment.strip()}")
+        else:
+            out.append((None, segment.strip()))
+    units = []
+    for label, text in out:
+        part = score_part_of(label, parts)
+        if part is not None and parts[part] >= 1 - TOLERANCE:
+            continue
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if sentence and tokens(sentence) and normalise(sentence) not in passing:
+                units.append(Unit(label, sentence))
+    if not units and feedback.strip():
+        units.append(Unit(None, feedback.strip()))
+    return units
+
+
+def test_units_cut_through_the_digit_cache_are_the_plain_units():
+    """Feedbacks that differ in their digits share one split (UnitCache), yet every one
+    gets exactly the plain string-based units: also with digits in part labels (db2:
+    names score part db2, db3: does not), sentence ends after numbers, blank parts,
+    separators and odd whitespace."""
+    from capevolve.diagnose.units import UnitCache, normalise, units_of
+
+    rng = random.Random(9)
+    pieces = ["db{n}: wrong total {m}.", "messages: never told {n} fee. ", "; db: x{n}_y set",
+              "\n\nmessages:  ", "refund {n}.{m} failed! Then {m}? ok", "  \u2003step {n}:  ",
+              "the end state matches the reference {n}.", "v{n}: {m}", "\n", "x: y{n}; z: w"]
+    feedbacks = ["".join(rng.choice(pieces).format(n=rng.randint(0, 12), m=rng.randint(0, 999))
+                         for _ in range(rng.randint(1, 4))) for _ in range(600)]
+    labels = frozenset({"db", "messages", "db2", "v1", "x"})
+    passing = frozenset({normalise("the end state matches the reference 1.")})
+    for parts in ({}, {"db2": 0.0, "messages": 1.0}, {"db": 1.0, "v3": 0.0}):
+        cache = UnitCache(parts, labels, passing)
+        for feedback in feedbacks + feedbacks:
+            expected = _plain_units(feedback, parts, labels, passing)
+            assert cache.units(feedback) == expected, feedback
+            assert units_of(feedback, parts, labels, passing) == expected
+        assert len(cache._known) < len(set(feedbacks))
