@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
+from capevolve.diagnose.signature import even_digits
 from capevolve.diagnose.source import Trial
 
 TOLERANCE = 1e-9
@@ -90,7 +91,8 @@ def _reports_omission(feedback: str) -> bool:
 
 def failure_kind(trial: Trial) -> FailureKind:
     """The kind of one failing trial; communication wins where it is detectable."""
-    if _communication_parts(trial.score_parts) or _reports_omission(trial.feedback or ""):
+    if _communication_parts(trial.score_parts) or \
+            _reports_omission(even_digits(trial.feedback or "")):  # the regex is digit-blind
         return FailureKind.COMMUNICATION
     reward = trial.reward or 0.0
     if reward <= TOLERANCE:

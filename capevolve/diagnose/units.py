@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.signature import preamble_cuts, raw_tokens
+from capevolve.diagnose.signature import even_digits, preamble_cuts, raw_tokens
 
 __all__ = ["Unit", "preamble_cuts", "units_of"]
 
@@ -185,9 +185,6 @@ def units_of(feedback: str, parts: dict[str, float], labels: frozenset[str],
     return _materialise(feedback, spans, units)
 
 
-_ZEROS = str.maketrans("123456789", "000000000")
-
-
 class UnitCache:
     """:func:`units_of` of many feedbacks, computed once per feedback with its ASCII digits
     evened out (``0``): the rules treat every digit alike except in a label's name, so
@@ -200,7 +197,7 @@ class UnitCache:
         self._known: dict[str, tuple[list[PartSpans], UnitSpans | None, bool]] = {}
 
     def units(self, feedback: str) -> list[Unit]:
-        template = feedback.translate(_ZEROS)
+        template = even_digits(feedback)
         found = self._known.get(template)
         if found is None:
             found = self._known[template] = _unit_spans(template, self.parts, self.labels,

@@ -298,3 +298,21 @@ def test_units_cut_through_the_digit_cache_are_the_plain_units():
             assert cache.units(feedback) == expected, feedback
             assert units_of(feedback, parts, labels, passing) == expected
         assert len(cache._known) < len(set(feedbacks))
+
+
+def test_the_omission_regex_is_blind_to_which_digit_it_reads():
+    """failure_kind reads the omission regex on the feedback with its digits evened out:
+    for texts thick with digits next to, inside and between its words, the match (and
+    its span) is the same on both texts."""
+    from capevolve.diagnose import classify
+    from capevolve.diagnose.signature import even_digits
+
+    words = ["did not", "never", "tell", "told", "reply", "omitted", "lacks", "message",
+             "7", "2reply", "tell9", "a1b", "x" * 33, "12.5", "٣", "\n", "the", "4 5 6"]
+    rng = random.Random(2)
+    for _ in range(4000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))
+        text = "".join(str(rng.randint(1, 9)) if ch == "7" else ch for ch in text)
+        a, b = classify._COMM_FEEDBACK.search(text), classify._COMM_FEEDBACK.search(
+            even_digits(text))
+        assert (a and a.span()) == (b and b.span()), text
