@@ -100,10 +100,11 @@ def trials_of(table: pa.Table) -> list[Trial]:
     (traces) are never moved by a sort."""
     keys = [("task_id", "ascending"), ("trial", "ascending")]
     order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
+    stored_in_order = order == list(range(len(order)))  # parts written in unit order
     columns = []
     for name in _COLUMNS:
         values = table.column(name).to_pylist()
-        columns.append([values[i] for i in order])
+        columns.append(values if stored_in_order else [values[i] for i in order])
     trial, reward = columns[2], columns[3]
     if not pa.types.is_integer(table.schema.field("trial").type):
         columns[2] = [int(t) for t in trial]
