@@ -190,10 +190,10 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     records = rank_clusters(records)
     rank = {r["signature"]: r["rank"] for r in records}
     unit_cluster = {u: c.signature for c in clusters for u in c.units}
-    in_clusters: dict[int, set[str]] = {}
-    for c in clusters:
+    in_clusters: dict[int, list[str]] = {}  # each failure's distinct clusters, best first
+    for c in sorted(clusters, key=lambda c: rank[c.signature]):  # signatures are unique
         for i in c.trials:
-            in_clusters.setdefault(i, set()).add(c.signature)
+            in_clusters.setdefault(i, []).append(c.signature)
     causes: dict[int, list[dict[str, Any]]] = {}
     for u, p in enumerate(placed):
         if p.unit is not None:
@@ -204,7 +204,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
                      or prefix + trajectories.file_name(f.trial),
-                     causes.get(i, []), sorted(in_clusters.get(i, ()), key=rank.__getitem__))
+                     causes.get(i, []), in_clusters.get(i, []))
                for i, f in enumerate(failures)]
     return {
         "format_version": FORMAT, "split": str(options.split), "tag": options.tag,
