@@ -1,5 +1,6 @@
-"""Read one candidate's trials on one split from the store: the evaluation is picked from
-the key columns, then only its parts are read, as Arrow columns.
+"""Read one candidate's trials on one split from the store, in one statement over the
+candidate's own parts: the evaluation is picked from the key columns, then only its rows
+are read, as Arrow columns.
 
 Which evaluation is read: a candidate may have several evaluations on a split (different
 trial counts). The one with the most stored rows is used; ties go to the one whose last
