@@ -3,7 +3,8 @@
 Run with ``.venv/bin/python benchmarks/perf/bench_diagnose.py`` (``--failing N`` to change
 the size; ``--large N`` the large case's, 100,000 by default, target under 3 s;
 ``--profile`` prints the large case's top costs and the time of each pipeline stage;
-``--quick`` a smoke run). It builds a
+``--stages`` the CPU seconds of each stage of the large case's trace-store diagnose,
+measured without a profiler; ``--quick`` a smoke run). It builds a
 run dir in a temporary folder with one Parquet part per 2,000 rows:
 ``N / 4`` failing val tasks x 4 trials (every trial failing) plus 500 passing tasks x 4,
 with realistic rows -- a shared scorer preamble, 40 causes in three phrasings each, random
@@ -46,7 +47,7 @@ TRIALS = 4
 PASSING_TASKS = 500
 STAGES = (  # (stage, function whose cumulative time it is), in pipeline order
     ("read rows (DuckDB)", "source.py", "load_trials"),
-    ("per-failure facts (calls, narrated, claimed, gold, kind)", "reflective.py", "analyse"),
+    ("per-failure facts (narrated, claimed, gold, kind)", "reflective.py", "failure"),
     ("cause units (preamble, parts, sentences)", "diagnosis.py", "with_units"),
     ("clustering (keys, grouping, signatures)", "grouping.py", "cluster_failures"),
     ("cluster records", "grouping.py", "cluster_records"),
@@ -136,7 +137,7 @@ def build_run(root: Path, n_failing: int, seed: int = 0) -> tuple[RunDir, dict]:
     return run, targets
 
 
-def _measure(n_failing: int, profile: Path | None) -> dict:
+def _measure(n_failing: int, profile: Path | None, stages: bool = False) -> dict:
     """Build a run with ``n_failing`` failing rollouts and time both diagnoses."""
     with tempfile.TemporaryDirectory() as tmp:
         run, targets = build_run(Path(tmp), n_failing)
@@ -155,10 +156,66 @@ def _measure(n_failing: int, profile: Path | None) -> dict:
         diagnose(run, DiagnoseOptions("val", "seed"), store)
         wall_store = time.perf_counter() - start
         cpu_store = time.process_time() - cpu_store
+        if stages:
+            print_plain_stages(stage_seconds(run, store), result["failing_total"])
     return {"failing_rollouts": result["failing_total"], "wall_s": round(wall, 3),
             "wall_s_with_trace_store": round(wall_store, 3), "cpu_s": round(cpu, 3),
             "cpu_s_with_trace_store": round(cpu_store, 3),
             "clusters": len(result["clusters"])}
+
+
+PLAIN_STAGES = (  # (stage, name in diagnosis.py), timed by process_time without a profiler
+    ("read rows (DuckDB, Arrow columns to Trials)", "load_trials"),
+    ("history (events, ledger)", "tried_fixes"),
+    ("the earlier file (parsed for its judgements)", "_previous"),
+    ("cause units (preamble, parts, sentences)", "with_units"),
+    ("clustering (keys, grouping, signatures)", "cluster_failures"),
+    ("cluster records", "cluster_records"),
+    ("document (validate, JSON, write, fsync)", "write_document"),
+    ("whole build_diagnosis (facts, units, clusters, entries)", "build_diagnosis"),
+)
+
+
+def stage_seconds(run: RunDir, context: AdapterContext) -> dict[str, float]:
+    """CPU seconds (process_time: DuckDB's threads included) of each ``PLAIN_STAGES``
+    function over one diagnose, and the whole; the facts and assembly are what
+    build_diagnosis spends outside the stages it calls."""
+    from capevolve.diagnose import diagnosis as module
+
+    spent: dict[str, float] = {}
+    real = {name: getattr(module, name) for _, name in PLAIN_STAGES}
+
+    def timed(name):
+        def call(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return real[name](*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - start
+        return call
+
+    for _, name in PLAIN_STAGES:
+        setattr(module, name, timed(name))
+    try:
+        start = time.process_time()
+        diagnose(run, DiagnoseOptions("val", "seed"), context)
+        spent["diagnose"] = time.process_time() - start
+    finally:
+        for name, function in real.items():
+            setattr(module, name, function)
+    inner = ("with_units", "cluster_failures", "cluster_records")
+    spent["facts and assembly"] = spent["build_diagnosis"] - sum(spent[n] for n in inner)
+    return spent
+
+
+def print_plain_stages(spent: dict[str, float], n: int) -> None:
+    print(f"-- CPU seconds per stage, {n:,} failing rollouts, adapter trace store "
+          f"(no profiler; load {os.getloadavg()[0]:.1f})")
+    for stage, name in PLAIN_STAGES[:-1]:
+        print(f"    {stage:58s} {spent[name]:7.2f} s")
+    print(f"    {'per-failure facts (calls, narrated, claimed, gold, kind), entries':58s} "
+          f"{spent['facts and assembly']:7.2f} s")
+    print(f"    {'whole diagnose':58s} {spent['diagnose']:7.2f} s")
 
 
 def print_stages(stats: pstats.Stats) -> None:
@@ -180,6 +237,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2,000 and 4,000 failing")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the large case's first diagnose; print the top costs")
+    parser.add_argument("--stages", action="store_true",
+                        help="print the CPU seconds of each stage of the large case's "
+                             "trace-store diagnose (a third diagnose, no profiler)")
     args = parser.parse_args()
     small, large = (2_000, 4_000) if args.quick else (args.failing, args.large)
     figures = _measure(small, None)
@@ -195,7 +255,7 @@ def main() -> int:
     if large:
         profile = Path(tempfile.gettempdir()) / "bench_diagnose_large.prof" \
             if args.profile else None
-        big = _measure(large, profile)
+        big = _measure(large, profile, args.stages)
         figures["large"] = big
         print(f"diagnose: {big['failing_rollouts']} failing rollouts in {big['wall_s']:.2f} s "
               f"({big['clusters']} clusters; target < {LARGE_TARGET_S:.0f} s: "

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
+from capevolve.diagnose.signature import even_digits
 from capevolve.diagnose.source import Trial
 
 TOLERANCE = 1e-9
@@ -88,9 +89,17 @@ def _reports_omission(feedback: str) -> bool:
     return _may_report_omission(feedback) and _COMM_FEEDBACK.search(feedback) is not None
 
 
+@lru_cache(maxsize=65536)
+def _communication(score_parts: str | None, feedback: str) -> bool:
+    """Whether the score parts or the feedback show an omission in what was told (once
+    per distinct pair; the omission regex reads every digit alike, so it runs once per
+    feedback with its digits evened out)."""
+    return _communication_parts(score_parts) or _reports_omission(even_digits(feedback))
+
+
 def failure_kind(trial: Trial) -> FailureKind:
     """The kind of one failing trial; communication wins where it is detectable."""
-    if _communication_parts(trial.score_parts) or _reports_omission(trial.feedback or ""):
+    if _communication(trial.score_parts, trial.feedback or ""):
         return FailureKind.COMMUNICATION
     reward = trial.reward or 0.0
     if reward <= TOLERANCE:

@@ -34,7 +34,6 @@ from capevolve.diagnose.classify import (
     task_outcomes,
 )
 from capevolve.diagnose.context import AdapterContext, adapter_context
-from capevolve.diagnose.doctext import document_json
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
@@ -47,11 +46,11 @@ from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import Trial, load_trials, refuse_test
 from capevolve.diagnose.units import (
     Unit,
+    UnitCache,
     common_labels,
     passing_statements,
     preamble_cuts,
     score_parts,
-    units_of,
 )
 from capevolve.errors import ConfigError
 from capevolve.records import FORMAT_VERSION
@@ -75,15 +74,14 @@ def document_text(doc: dict[str, Any]) -> str:
 
     The envelope is validated with the record; the entries and cluster records (JSON
     values built here: dicts of str keys, lists, strings, finite numbers) are written as
-    they are -- what the record's JSON form of them would be (the entries encoded from
-    their fields, :func:`doctext.document_json`: the same text). Where a value is not finite
+    they are -- what the record's JSON form of them would be. Where a value is not finite
     (a NaN reward in a hand-edited part), the record's own JSON form decides (it writes
     null), exactly as validating the whole document would."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(isinstance(item, dict) for values in bulky.values() for item in values):
         try:
-            return document_json({**envelope, **bulky})
+            return jsonfiles.dumps({**envelope, **bulky}, indent=None)
         except (ValueError, TypeError):
             pass
     return jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
@@ -121,14 +119,18 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
     labels = common_labels(stripped)
     passing = passing_statements(passing_feedback, labels)
     seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
+    splitters: dict[str | None, tuple[UnitCache, str | None]] = {}
     out = []
     for f, text, cut in zip(failures, stripped, cuts, strict=True):
         known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
         if known is None:
-            parts = score_parts(f.trial.score_parts)
-            short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
-            known = (tuple(units_of(text, parts, labels, passing)),
-                     short[0] if len(short) == 1 else None)
+            splitter = splitters.get(f.trial.score_parts)
+            if splitter is None:
+                parts = score_parts(f.trial.score_parts)
+                short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
+                splitter = splitters[f.trial.score_parts] = (
+                    UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
+            known = (tuple(splitter[0].units(text)), splitter[1])
             seen[(text, f.trial.score_parts)] = known
         out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
                            f.gold_leak, f.claimed, known[0], cut, known[1]))
@@ -188,10 +190,10 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     records = rank_clusters(records)
     rank = {r["signature"]: r["rank"] for r in records}
     unit_cluster = {u: c.signature for c in clusters for u in c.units}
-    in_clusters: dict[int, set[str]] = {}
-    for c in clusters:
+    in_clusters: dict[int, list[str]] = {}  # each failure's distinct clusters, best first
+    for c in sorted(clusters, key=lambda c: rank[c.signature]):  # signatures are unique
         for i in c.trials:
-            in_clusters.setdefault(i, set()).add(c.signature)
+            in_clusters.setdefault(i, []).append(c.signature)
     causes: dict[int, list[dict[str, Any]]] = {}
     for u, p in enumerate(placed):
         if p.unit is not None:
@@ -202,7 +204,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
                      or prefix + trajectories.file_name(f.trial),
-                     causes.get(i, []), sorted(in_clusters.get(i, ()), key=rank.__getitem__))
+                     causes.get(i, []), in_clusters.get(i, []))
                for i, f in enumerate(failures)]
     return {
         "format_version": FORMAT, "split": str(options.split), "tag": options.tag,

@@ -83,6 +83,13 @@ def _fields(arguments: Any) -> tuple[str, ...]:
     return tuple(sorted(arguments)) if isinstance(arguments, dict) else ()
 
 
+@lru_cache(maxsize=65536)
+def _plain_call(name: str, flag: bool | None, keys: tuple[str, ...]) -> Call:
+    """The Call of a str name, a bool-or-None flag and an arguments object's keys (in
+    their order): one shared object per distinct call shape, its fields sorted once."""
+    return Call(name, flag, tuple(sorted(keys)))
+
+
 def column_calls(tool_calls: str | None) -> list[Call]:
     """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...})."""
     data = _load(tool_calls)
@@ -93,6 +100,10 @@ def column_calls(tool_calls: str | None) -> list[Call]:
         if isinstance(c, dict) and (name := c.get("name")):
             flag = c.get("mutates")
             args = c.get("arguments")
+            if type(name) is str and (flag is None or flag is True or flag is False) \
+                    and type(args) is dict:  # the usual shape (True is never taken for 1)
+                calls.append(_plain_call(name, flag, tuple(args)))
+                continue
             calls.append(Call(name if type(name) is str else str(name),
                               flag if isinstance(flag, bool) else None,
                               tuple(sorted(args)) if type(args) is dict else _fields(args)))

@@ -82,27 +82,29 @@ class CallFacts(NamedTuple):
     tools: frozenset[str]
     identifiers: frozenset[str]
     mutating: bool  # some call mutates (narrated's first test)
-    write_words: tuple[frozenset[str], ...]  # the name words of each mutating call
+    write_words: frozenset[frozenset[str]]  # the distinct name words of the mutating calls
 
 
 class Analyser:
-    """:func:`analyse` with the work done once per distinct value: the facts of a calls
-    list once per distinct list (rollouts repeat the same tools and argument names), a
-    final message's claims once per (calls, message). :meth:`failure` returns exactly
-    ``analyse(trial, calls, guard, redact)``."""
+    """:func:`analyse` with the work done once per distinct value: the facts of the calls
+    once per distinct set of calls (rollouts repeat the same tools and argument names),
+    a final message's unmatched claims once per (words of the writes, message).
+    :meth:`failure` returns exactly ``analyse(trial, calls, guard, redact)``."""
 
     def __init__(self, guard: GoldGuard | None, redact: bool) -> None:
         self.guard, self.redact = guard, redact
-        self._calls: dict[tuple[Call, ...], CallFacts] = {}
-        self._claimed: dict[tuple[int, str], tuple[str, ...]] = {}
+        self._calls: dict[frozenset[Call], CallFacts] = {}
+        self._claimed: dict[tuple[frozenset[frozenset[str]], str], tuple[str, ...]] = {}
 
     def facts(self, calls: list[Call]) -> CallFacts:
-        """The :class:`CallFacts` of ``calls`` (computed once per distinct list)."""
-        key = tuple(calls)
+        """The :class:`CallFacts` of ``calls``, computed once per distinct *set* of calls:
+        every fact is a function of the set (order and repeats change none of them)."""
+        key = frozenset(calls)
         known = self._calls.get(key)
         if known is None:
             names = {c.name for c in calls}.union(*(c.fields for c in calls))
-            writes = tuple(name_words(c.name) for c in calls if call_mutates(c.name, c.mutates))
+            writes = frozenset(name_words(c.name) for c in calls
+                               if call_mutates(c.name, c.mutates))
             known = self._calls[key] = CallFacts(
                 tool_names(calls), frozenset(map(str.lower, names)), bool(writes), writes)
         return known
@@ -120,8 +122,9 @@ class Analyser:
         return not any(call_mutates(c.name, c.mutates) for c in more)
 
     def _unmatched(self, facts: CallFacts, message: str) -> tuple[str, ...]:
-        """``unmatched_claims`` from the calls' facts (once per facts and message)."""
-        key = (id(facts), message)  # facts live in self._calls: their ids stay unique
+        """``unmatched_claims`` from the calls' facts, once per (distinct name words of
+        the mutating calls, message): the result depends on nothing else."""
+        key = (facts.write_words, message)
         known = self._claimed.get(key)
         if known is None:
             claims = [v for v in claims_in(message) if v not in GENERIC_STATES]

@@ -207,20 +207,61 @@ def _loose_tokens(text: str) -> tuple[list[str], frozenset[str]]:
     return tokens, frozenset(w for w in words if "_" not in w).union(quoted)
 
 
+_ZEROS = str.maketrans("123456789", "000000000")
+
+
+def even_digits(text: str) -> str:
+    """``text`` with every ASCII digit written ``0``: the same length, every other
+    character where it was. A rule that treats all digits alike gives both texts the
+    same answer, so its work can be shared by texts that differ only in their digits."""
+    return text.translate(_ZEROS)
+
+
 class KeyCache:
     """Root-cause keys of texts, each text tokenised once: a failure whose identifiers
     touch none of a text's sensitive words (``_loose_tokens``) gets the shared key,
-    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own."""
+    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own.
+
+    Texts that differ only in their ASCII digits share one key computation: every digit
+    becomes ``0`` (a digit to every rule: a word with a digit and no underscore is
+    dropped, whatever the digit), unless some word of the text holds a digit *and* an
+    underscore (an identifier, kept verbatim). The evened-out text's sensitive words then
+    differ from the text's only in words with a digit, so a failure whose identifiers
+    hold a digit is keyed on its own text."""
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[Key, frozenset[str]]] = {}
+        self._known: dict[str, tuple[Key, frozenset[str], bool]] = {}
+        self._templates: dict[str, tuple[Key, frozenset[str], bool]] = {}
+        self._digit_ids: dict[frozenset[str], bool] = {}
+
+    def _shared(self, text: str) -> tuple[Key, frozenset[str], bool]:
+        """(shared key, sensitive words, whether digits were evened out) of ``text``."""
+        template = even_digits(text)
+        if template == text and "0" not in text:
+            tokens, sensitive = _loose_tokens(text)
+            return key_of(tokens, frozenset()), sensitive, False
+        found = self._templates.get(template)
+        if found is None:
+            tokens, sensitive = _loose_tokens(template)
+            exact = not any("0" in t and "_" in t for t in tokens)
+            found = self._templates[template] = (key_of(tokens, frozenset()), sensitive, exact)
+        if found[2]:
+            return found[0], found[1], True
+        tokens, sensitive = _loose_tokens(text)
+        return key_of(tokens, frozenset()), sensitive, False
+
+    def _has_digit(self, identifiers: frozenset[str]) -> bool:
+        known = self._digit_ids.get(identifiers)
+        if known is None:
+            known = self._digit_ids[identifiers] = any(map(_DIGIT.search, identifiers))
+        return known
 
     def key(self, text: str, identifiers: frozenset[str]) -> Key:
         known = self._known.get(text)
         if known is None:
-            tokens, sensitive = _loose_tokens(text)
-            known = self._known[text] = (key_of(tokens, frozenset()), sensitive)
-        if identifiers and not known[1].isdisjoint(identifiers):
+            known = self._known[text] = self._shared(text)
+        if identifiers and (not known[1].isdisjoint(identifiers)
+                            or (known[2] and self._has_digit(identifiers))):
             return key_of(raw_tokens(text, identifiers), identifiers)
         return known[0]
 

@@ -1,5 +1,6 @@
-"""Read one candidate's trials on one split from the store: the evaluation is picked from
-the key columns, then only its parts are read, as Arrow columns.
+"""Read one candidate's trials on one split from the store, in one statement over the
+candidate's own parts: the evaluation is picked from the key columns, then only its rows
+are read, as Arrow columns.
 
 Which evaluation is read: a candidate may have several evaluations on a split (different
 trial counts). The one with the most stored rows is used; ties go to the one whose last
@@ -100,10 +101,11 @@ def trials_of(table: pa.Table) -> list[Trial]:
     (traces) are never moved by a sort."""
     keys = [("task_id", "ascending"), ("trial", "ascending")]
     order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
+    stored_in_order = order == list(range(len(order)))  # parts written in unit order
     columns = []
     for name in _COLUMNS:
         values = table.column(name).to_pylist()
-        columns.append([values[i] for i in order])
+        columns.append(values if stored_in_order else [values[i] for i in order])
     trial, reward = columns[2], columns[3]
     if not pa.types.is_integer(table.schema.field("trial").type):
         columns[2] = [int(t) for t in trial]

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.signature import preamble_cuts, raw_tokens
+from capevolve.diagnose.signature import even_digits, preamble_cuts, raw_tokens
 
 __all__ = ["Unit", "preamble_cuts", "units_of"]
 
@@ -36,6 +36,7 @@ _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*:\s+")
 _SEGMENTS = re.compile(r"\n+|;\s+(?=[A-Za-z][A-Za-z0-9_ \-]{0,30}?:\s)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _NORMAL = re.compile(r'"[^"\n]*"|`[^`\n]*`|\d+(?:[.,]\d+)*|[^a-z_]+')
+_DIGITS = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -78,53 +79,132 @@ def score_part_of(label: str | None, parts: dict[str, float]) -> str | None:
     return next((p for p in sorted(parts) if _names(label, p)), None)
 
 
-def _segments(text: str) -> list[str]:
-    return [s for s in _SEGMENTS.split(text) if s.strip()]
+Span = tuple[int, int]
+PartSpans = tuple[str | None, tuple[Span, ...]]  # a part's label and the pieces it joins
+
+
+def _stripped(text: str, start: int, end: int) -> Span:
+    """The span of ``text[start:end].strip()``."""
+    piece = text[start:end]
+    left = len(piece) - len(piece.lstrip())
+    return start + left, start + len(piece.rstrip()) if piece.strip() else start + left
+
+
+def _segments(text: str) -> list[Span]:
+    """Spans of the non-blank pieces between ``_SEGMENTS`` separators."""
+    spans, start = [], 0
+    for match in _SEGMENTS.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
 def common_labels(feedbacks: list[str]) -> frozenset[str]:
     """Labels that open parts in at least two failures' feedback (lowercased)."""
     seen: Counter[str] = Counter()
     for feedback, n in Counter(feedbacks).items():  # each distinct text read once
-        for label in {m.group(1).strip().lower() for s in _segments(feedback)
-                      if (m := _LABEL.match(s))}:
+        for label in {m.group(1).strip().lower() for a, b in _segments(feedback)
+                      if (m := _LABEL.match(feedback[a:b]))}:
             seen[label] += n
     return frozenset(label for label, n in seen.items() if n >= 2)
+
+
+def _part_spans(text: str, parts: dict[str, float], labels: frozenset[str]
+                ) -> tuple[list[PartSpans], bool]:
+    """Rule 2 of the module docstring as spans: each part's label and the stripped
+    pieces of ``text`` it joins (with one space); and whether every label read (known or
+    not) is free of digits (then the parts of a text with other digits are the same)."""
+    out: list[tuple[str | None, list[Span]]] = []
+    digit_free = True
+    for a, b in _segments(text):
+        match = _LABEL.match(text[a:b])  # sliced: ``^`` anchors at the segment's start
+        label = match.group(1).strip().lower() if match else None
+        if label is not None and _DIGITS.search(label):
+            digit_free = False
+        known = label is not None and (score_part_of(label, parts) is not None if parts
+                                       else label in labels)
+        if known and match:
+            out.append((label, [_stripped(text, a + match.end(), b)]))
+        elif out:
+            out[-1][1].append(_stripped(text, a, b))
+        else:
+            out.append((None, [_stripped(text, a, b)]))
+    return [(label, tuple(pieces)) for label, pieces in out], digit_free
+
+
+def _joined(text: str, pieces: tuple[Span, ...]) -> str:
+    return " ".join(text[a:b] for a, b in pieces)
 
 
 def split_parts(text: str, parts: dict[str, float],
                 labels: frozenset[str]) -> list[tuple[str | None, str]]:
     """``(label, text)`` of each part of a feedback (rule 2 of the module docstring)."""
-    out: list[tuple[str | None, str]] = []
-    for segment in _segments(text):
-        match = _LABEL.match(segment)
-        label = match.group(1).strip().lower() if match else None
-        known = label is not None and (score_part_of(label, parts) is not None if parts
-                                       else label in labels)
-        if known and match:
-            out.append((label, segment[match.end():].strip()))
-        elif out:
-            out[-1] = (out[-1][0], f"{out[-1][1]} {segment.strip()}")
-        else:
-            out.append((None, segment.strip()))
-    return out
+    return [(label, _joined(text, pieces)) for label, pieces in _part_spans(text, parts, labels)[0]]
+
+
+UnitSpans = tuple[tuple[str | None, int, int, int], ...]  # (label, part, start, end) in a part
+
+
+def _unit_spans(feedback: str, parts: dict[str, float], labels: frozenset[str],
+                passing: frozenset[str]) -> tuple[list[PartSpans], UnitSpans | None, bool]:
+    """Rules 2-4 as spans: the parts, each unit as (label, part index, start, end) in its
+    part's joined text (None: no unit is left, the stripped feedback is the one unit),
+    and :func:`_part_spans`' digit-free flag. Every test made here (sentence ends, the
+    tokens, the normalised text) treats all digits alike."""
+    spans, digit_free = _part_spans(feedback, parts, labels)
+    units = []
+    for index, (label, pieces) in enumerate(spans):
+        part = score_part_of(label, parts)
+        if part is not None and parts[part] >= 1 - TOLERANCE:
+            continue
+        text = _joined(feedback, pieces)
+        start = 0
+        for match in [*_SENTENCE.finditer(text), None]:
+            end = len(text) if match is None else match.start()
+            a, b = _stripped(text, start, end)
+            sentence = text[a:b]
+            if sentence and raw_tokens(sentence) and normalise(sentence) not in passing:
+                units.append((label, index, a, b))
+            if match is not None:
+                start = match.end()
+    return spans, tuple(units) if units else None, digit_free
+
+
+def _materialise(feedback: str, spans: list[PartSpans], units: UnitSpans | None) -> list[Unit]:
+    if units is None:
+        return [Unit(None, feedback.strip())] if feedback.strip() else []
+    texts = [_joined(feedback, pieces) for _, pieces in spans]
+    return [Unit(label, texts[index][a:b]) for label, index, a, b in units]
 
 
 def units_of(feedback: str, parts: dict[str, float], labels: frozenset[str],
              passing: frozenset[str]) -> list[Unit]:
     """The cause units of one (preamble-stripped) feedback (rules 2-4)."""
-    units = []
-    for label, text in split_parts(feedback, parts, labels):
-        part = score_part_of(label, parts)
-        if part is not None and parts[part] >= 1 - TOLERANCE:
-            continue
-        for sentence in _SENTENCE.split(text):
-            sentence = sentence.strip()
-            if sentence and raw_tokens(sentence) and normalise(sentence) not in passing:
-                units.append(Unit(label, sentence))
-    if not units and feedback.strip():
-        units.append(Unit(None, feedback.strip()))
-    return units
+    spans, units, _ = _unit_spans(feedback, parts, labels, passing)
+    return _materialise(feedback, spans, units)
+
+
+class UnitCache:
+    """:func:`units_of` of many feedbacks, computed once per feedback with its ASCII digits
+    evened out (``0``): the rules treat every digit alike except in a label's name, so
+    where no label read holds a digit, a feedback's units are the evened-out text's unit
+    spans cut from the feedback itself; otherwise it is split on its own."""
+
+    def __init__(self, parts: dict[str, float], labels: frozenset[str],
+                 passing: frozenset[str]) -> None:
+        self.parts, self.labels, self.passing = parts, labels, passing
+        self._known: dict[str, tuple[list[PartSpans], UnitSpans | None, bool]] = {}
+
+    def units(self, feedback: str) -> list[Unit]:
+        template = even_digits(feedback)
+        found = self._known.get(template)
+        if found is None:
+            found = self._known[template] = _unit_spans(template, self.parts, self.labels,
+                                                        self.passing)
+        if not found[2]:
+            return units_of(feedback, self.parts, self.labels, self.passing)
+        return _materialise(feedback, found[0], found[1])
 
 
 def passing_statements(feedbacks: list[str], labels: frozenset[str]) -> frozenset[str]:

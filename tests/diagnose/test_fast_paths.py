@@ -216,51 +216,103 @@ def test_the_analyser_gives_what_analyse_gives(redact):
     assert any(f.narrated for f in flagged) and any(f.claimed for f in flagged)
 
 
-def _entry(**changes):
-    base = {"Feedback": "f \u2028 \x01 \"q\" ü", "Generated Outputs": "", "Inputs": "in",
-            "Trajectory": "/t/a b.json", "causes": [{"cluster": "c", "part": None,
-                                                     "text": "\ud800 x"}],
-            "claimed_verbs": ["refunded"], "claimed_without_matching_action": True,
-            "cluster": "c", "gold_in_feedback": None, "kind": "zero",
-            "narrated_without_action": False, "pattern": None, "reward": 0.1 + 0.2,
-            "secondary_cluster": None, "task_id": "t/1", "task_mean": 1e-300, "trial": 3}
-    return {**base, **changes}
+def test_texts_that_differ_in_digits_share_a_key_only_where_it_is_exact():
+    """Digits are evened out for the shared key, yet every text gets exactly its own
+    key_of: also where a digit sits in an underscore identifier (kept verbatim), in a
+    quoted identifier, in an identifier of the rollout, or is not an ASCII digit."""
+    rng = random.Random(3)
+    shapes = ["expected {n} got {m}", "order_{n} not refunded, expected {m}",
+              'called "get_order{n}" for order {m}', "wrong zip {n}{m}0 for 'addr{n}'",
+              "fee {n}.{m} not told; `cancel_{n}`", "refund ٣{n} issued", "seat {n}A-{m}b",
+              "zone {n} and o{m}_x", "{n} {m} 0 00", "field v{n} wrong"]
+    texts = [shape.format(n=rng.randint(0, 99), m=rng.randint(0, 9999))
+             for shape in shapes for _ in range(20)]
+    texts += ["field v1 wrong", "field v2 wrong", "wrong zip 5 for 'addr7'", "seat 1A-2b"]
+    id_sets = [frozenset(), frozenset({"get_order", "order_id"}), frozenset({"addr7"}),
+               frozenset({"v1", "zone"}), frozenset({"seat"}), frozenset({"o1_x"})]
+    cache = KeyCache()
+    for text in texts + texts:
+        for ids in id_sets:
+            assert cache.key(text, ids) == key_of(raw_tokens(text, ids), ids), (text, ids)
+    assert len(cache._templates) < len(set(texts)) / 2  # the digits were evened out
 
 
-class _Kind(str):
-    pass
+def _plain_units(feedback, parts, labels, passing):
+    """The cause units as the string-based code before the span rewrite cut them."""
+    from capevolve.diagnose.signature import raw_tokens as tokens
+    from capevolve.diagnose.units import (
+        _LABEL,
+        _SEGMENTS,
+        _SENTENCE,
+        TOLERANCE,
+        Unit,
+        normalise,
+        score_part_of,
+    )
+
+    out = []
+    for segment in [s for s in _SEGMENTS.split(feedback) if s.strip()]:
+        match = _LABEL.match(segment)
+        label = match.group(1).strip().lower() if match else None
+        known = label is not None and (score_part_of(label, parts) is not None if parts
+                                       else label in labels)
+        if known and match:
+            out.append((label, segment[match.end():].strip()))
+        elif out:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {segment.strip()}")
+        else:
+            out.append((None, segment.strip()))
+    units = []
+    for label, text in out:
+        part = score_part_of(label, parts)
+        if part is not None and parts[part] >= 1 - TOLERANCE:
+            continue
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if sentence and tokens(sentence) and normalise(sentence) not in passing:
+                units.append(Unit(label, sentence))
+    if not units and feedback.strip():
+        units.append(Unit(None, feedback.strip()))
+    return units
 
 
-ODD_ENTRIES = [
-    _entry(), _entry(reward=0.0, task_mean=-0.0, trial=2**70),
-    _entry(kind=_Kind("zero"), gold_in_feedback=True), _entry(trial=True),
-    _entry(causes=[{"cluster": "c", "part": "db", "text": "t", "extra": 1}, "odd", 5]),
-    _entry(causes="not a list", claimed_verbs=("a", "b")), _entry(claimed_verbs=["a", None, 1]),
-    _entry(Feedback={"b": [1, {"z": None, "a": 2.5}], "a": "x"}), _entry(reward=1e16),
-    {"task_id": "t", "trial": 0}, {**_entry(), "more": 1}, "not an entry", [1, 2],
-]
+def test_units_cut_through_the_digit_cache_are_the_plain_units():
+    """Feedbacks that differ in their digits share one split (UnitCache), yet every one
+    gets exactly the plain string-based units: also with digits in part labels (db2:
+    names score part db2, db3: does not), sentence ends after numbers, blank parts,
+    separators and odd whitespace."""
+    from capevolve.diagnose.units import UnitCache, normalise, units_of
+
+    rng = random.Random(9)
+    pieces = ["db{n}: wrong total {m}.", "messages: never told {n} fee. ", "; db: x{n}_y set",
+              "\n\nmessages:  ", "refund {n}.{m} failed! Then {m}? ok", "  \u2003step {n}:  ",
+              "the end state matches the reference {n}.", "v{n}: {m}", "\n", "x: y{n}; z: w"]
+    feedbacks = ["".join(rng.choice(pieces).format(n=rng.randint(0, 12), m=rng.randint(0, 999))
+                         for _ in range(rng.randint(1, 4))) for _ in range(600)]
+    labels = frozenset({"db", "messages", "db2", "v1", "x"})
+    passing = frozenset({normalise("the end state matches the reference 1.")})
+    for parts in ({}, {"db2": 0.0, "messages": 1.0}, {"db": 1.0, "v3": 0.0}):
+        cache = UnitCache(parts, labels, passing)
+        for feedback in feedbacks + feedbacks:
+            expected = _plain_units(feedback, parts, labels, passing)
+            assert cache.units(feedback) == expected, feedback
+            assert units_of(feedback, parts, labels, passing) == expected
+        assert len(cache._known) < len(set(feedbacks))
 
 
-@pytest.mark.parametrize("entries", [ODD_ENTRIES, [], [_entry()] * 3])
-def test_document_json_is_json_dumps_of_the_document(entries):
-    """The field-by-field entries encoder writes json.dumps' text byte for byte, whatever
-    the entries hold (odd types go through json.dumps itself)."""
-    from capevolve.diagnose.doctext import document_json
+def test_the_omission_regex_is_blind_to_which_digit_it_reads():
+    """failure_kind reads the omission regex on the feedback with its digits evened out:
+    for texts thick with digits next to, inside and between its words, the match (and
+    its span) is the same on both texts."""
+    from capevolve.diagnose import classify
+    from capevolve.diagnose.signature import even_digits
 
-    doc = {"zz": 1, "reflective_dataset": entries, "a": [1.5, None], "clusters": [{"b": 1}]}
-    assert document_json(doc) == jsonfiles.dumps(doc, indent=None)
-    only = {"reflective_dataset": entries}
-    assert document_json(only) == jsonfiles.dumps(only, indent=None)
-
-
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
-def test_document_json_refuses_a_value_json_refuses(bad):
-    """A non-finite number anywhere in an entry is the same ValueError json.dumps raises
-    (document_text then lets the record decide)."""
-    from capevolve.diagnose.doctext import document_json
-
-    for entry in (_entry(reward=bad), _entry(causes=[{"cluster": bad, "part": 1, "text": 2}])):
-        with pytest.raises(ValueError):
-            jsonfiles.dumps({"reflective_dataset": [entry]}, indent=None)
-        with pytest.raises(ValueError):
-            document_json({"reflective_dataset": [entry]})
+    words = ["did not", "never", "tell", "told", "reply", "omitted", "lacks", "message",
+             "7", "2reply", "tell9", "a1b", "x" * 33, "12.5", "٣", "\n", "the", "4 5 6"]
+    rng = random.Random(2)
+    for _ in range(4000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))
+        text = "".join(str(rng.randint(1, 9)) if ch == "7" else ch for ch in text)
+        a, b = classify._COMM_FEEDBACK.search(text), classify._COMM_FEEDBACK.search(
+            even_digits(text))
+        assert (a and a.span()) == (b and b.span()), text
