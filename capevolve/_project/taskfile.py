@@ -32,11 +32,11 @@ import threading
 import weakref
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from capevolve._project.tasktable import TaskTable
+from capevolve._project.tasktable import TaskIdLog, TaskTable
 from capevolve.adapter import Task
 from capevolve.errors import EngineError
 
@@ -62,44 +62,29 @@ class TaskFile:
         return self.count
 
 
-class TaskFileWriter:
+class TaskFileWriter(TaskIdLog):
     """Streams tasks into ``<folder>/<split>-<digest>.tasks`` (see the module docstring);
     :meth:`build` puts the file in place and returns its :class:`TaskFile`."""
 
     def __init__(self, folder: Path, split: str) -> None:
+        super().__init__()
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.split = folder, split
         self._tmp = folder / f".{split}.{os.getpid()}.{threading.get_ident()}.tmp"
         self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by build/abort
         self._hash = hashlib.sha256()
         self._chunk = bytearray()
-        self._ids = bytearray()
-        self._id_ends, self._data_ends = array("q"), array("q")
+        self._data_ends = array("q")
         self._size = 0
-
-    def add(self, task: Task) -> None:
-        """Append one task (its JSON form as pydantic writes it)."""
-        self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
 
     def add_json(self, task_id: str, data: bytes) -> None:
         """Append one task given as its id and its JSON bytes (trusted to match)."""
-        self._ids += task_id.encode()
-        self._id_ends.append(len(self._ids))
+        self._add_id(task_id)
         self._chunk += data
         self._size += len(data)
         self._data_ends.append(self._size)
         if len(self._chunk) >= CHUNK:
             self._flush()
-
-    def __len__(self) -> int:
-        return len(self._id_ends)
-
-    def ids(self) -> Iterator[str]:
-        """The ids added so far, in order."""
-        ends, start = self._id_ends, 0
-        for end in ends:
-            yield self._ids[start:end].decode()
-            start = end
 
     def _flush(self) -> None:
         self._write(bytes(self._chunk))

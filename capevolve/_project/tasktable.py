@@ -29,25 +29,26 @@ CACHE_SIZE = 4096
 """Decoded tasks a table keeps (least recently used first out)."""
 
 
-class TaskTableBuilder:
-    """Appends tasks one at a time (their id and JSON bytes); :meth:`build` makes the table."""
+class TaskIdLog:
+    """What every streaming sink of tasks shares: the ids appended so far as one UTF-8
+    blob with ``array('q')`` end offsets, and :meth:`add` in terms of the sink's
+    ``add_json``. Subclasses keep the tasks' JSON bytes their own way."""
 
-    __slots__ = ("_ids", "_id_ends", "_data", "_data_ends")
+    __slots__ = ("_ids", "_id_ends")
 
     def __init__(self) -> None:
-        self._ids, self._data = bytearray(), bytearray()
-        self._id_ends, self._data_ends = array("q"), array("q")
+        self._ids, self._id_ends = bytearray(), array("q")
 
     def add(self, task: Task) -> None:
         """Append one task (its JSON form as pydantic writes it)."""
         self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
 
     def add_json(self, task_id: str, data: bytes) -> None:
-        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        raise NotImplementedError
+
+    def _add_id(self, task_id: str) -> None:
         self._ids += task_id.encode()
         self._id_ends.append(len(self._ids))
-        self._data += data
-        self._data_ends.append(len(self._data))
 
     def __len__(self) -> int:
         return len(self._id_ends)
@@ -58,6 +59,22 @@ class TaskTableBuilder:
         for end in ends:
             yield self._ids[start:end].decode()
             start = end
+
+
+class TaskTableBuilder(TaskIdLog):
+    """Appends tasks one at a time (their id and JSON bytes); :meth:`build` makes the table."""
+
+    __slots__ = ("_data", "_data_ends")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._data, self._data_ends = bytearray(), array("q")
+
+    def add_json(self, task_id: str, data: bytes) -> None:
+        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        self._add_id(task_id)
+        self._data += data
+        self._data_ends.append(len(self._data))
 
     def build(self) -> TaskTable:
         """The table of every task added, in the order added."""
