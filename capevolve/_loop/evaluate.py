@@ -119,11 +119,10 @@ def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
     values = means.means.tolist()
     mean, stderr = mean_and_se(values)
     stdev = sample_stdev(means.means)  # statistics.stdev's float, over distinct values
-    chosen = set(task_ids) if clusters else set()
     extra = ({"stderr_clustered": clustered_se(means.as_dict(), clusters),
-              "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen}}
+              "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen_ids}}
              if clusters else {})
-    del values, chosen
+    del values
     n_passed, n_valid = pass_count_columns(rows.task[use], rows.reward[use], pass_threshold,
                                            len(rows.names))
     histogram = _histogram(n_passed, n_valid)
