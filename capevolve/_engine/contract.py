@@ -101,19 +101,19 @@ class KeyedOutcomes:
 
 class Picked:
     """The outcomes a dispatcher accepted from one :class:`KeyedOutcomes`: ``picks`` holds
-    ``(index in the payload, task_id, trial, trusted seed)`` per unit."""
+    ``[index in the payload, task_id, trial, trusted seed]`` per unit (lists: they cross
+    to a scorer as msgpack, where a tuple would be pickled)."""
 
     __slots__ = ("payload", "picks")
 
-    def __init__(self, payload: Any, picks: list[tuple[int, str, int, int]]) -> None:
+    def __init__(self, payload: Any, picks: list[list[Any]]) -> None:
         self.payload, self.picks = payload, picks
 
     def __len__(self) -> int:
         return len(self.picks)
 
 
-def picked_items(outcomes: Any, picks: list[tuple[int, str, int, int]]
-                 ) -> list[tuple[Outcome, int]]:
+def picked_items(outcomes: Any, picks: list[list[Any]]) -> list[tuple[Outcome, int]]:
     """``(outcome, trusted seed)`` per pick, for a scorer: the outcome at the pick's index
     when it carries the pick's key, else an error outcome of the picked unit."""
     items: list[tuple[Outcome, int]] = []

@@ -192,7 +192,7 @@ class Dispatcher:
                                         else []):
                 unit = self._accept(_key_of(key), in_flight)
                 if unit is not None:
-                    picks.append((index, unit.task_id, unit.trial, unit.seed))
+                    picks.append([index, unit.task_id, unit.trial, unit.seed])
             fresh = Picked(outcomes.payload, picks)
         else:
             fresh = []

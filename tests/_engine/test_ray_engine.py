@@ -77,3 +77,49 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, ray_sessio
     keys = list(zip(table["task_id"].to_pylist(), table["trial"].to_pylist(), strict=True))
     assert len(keys) == len(set(keys)) == 60
     assert raw.is_initialized()
+
+
+def test_what_crosses_to_and_from_actors_packs_without_pickle(ray_session):
+    """The units a driver sends, the keys a rollout actor returns and the picks a scorer
+    is sent are plain msgpack (Ray's cross-language form): a tuple among them would be
+    pickled on its own, about 1 us a unit on each side."""
+    import asyncio
+
+    import ray
+    from _engine.test_dispatch import FakeScorer, _job
+    from _engine.test_streaming import _KeyedWorker
+
+    from capevolve._engine.contract import Picked
+    from capevolve._engine.dispatch import Dispatcher
+    from capevolve._engine.plan import plan_units
+    from capevolve._engine.ray.actor import outcome_keys
+    from capevolve._engine.ray.pool import wire_units
+    from capevolve._engine.rows import outcome
+
+    context = ray._private.worker.global_worker.get_serialization_context()
+
+    def packed(value) -> bytes:
+        return context.serialize(value).metadata
+
+    plain = ray._private.ray_constants.OBJECT_METADATA_TYPE_CROSS_LANGUAGE
+    assert packed([("t0", 0)]) != plain  # the check can fail: a tuple is pickled
+    units = list(plan_units([f"t{i}" for i in range(5)], 2, run_seed=1))
+    assert packed(wire_units(units)) == plain
+    outcomes = [outcome(u.task_id, u.trial, attempts=1, latency_s=0.0, started=1.0,
+                        finished=2.0, worker_id="w", node_id="n", rollout="{}")
+                for u in units]
+    assert packed(outcome_keys(outcomes)) == plain
+    assert packed(outcomes) == plain
+    seen: list[bytes] = []
+
+    class Recording(FakeScorer):
+        async def score(self, eval_id, items):
+            from capevolve._engine.contract import picked_items
+
+            assert isinstance(items, Picked)
+            seen.append(packed(items.picks))
+            return await super().score(eval_id, picked_items(items.payload, items.picks))
+
+    asyncio.run(Dispatcher([_KeyedWorker("w0", per_call=3)], [Recording()], 5).run(
+        _job(), units[:6], lambda rows: None))
+    assert seen and set(seen) == {plain}

@@ -109,7 +109,7 @@ class RolloutActor:
         self.core.prepare(job)
         return self.core.worker_id
 
-    async def exchange(self, eval_id: str, units: list[tuple[str, int, int]],
+    async def exchange(self, eval_id: str, units: list[list[Any]],
                        max_wait_s: float, slots: int | None = None) -> list[Outcome]:
         if self.core is None:  # restarted unbound: the driver's prepare binds it again
             raise KeyError(f"job {eval_id} not prepared on this worker")
@@ -117,13 +117,13 @@ class RolloutActor:
                                         slots)
 
     @ray.method(num_returns=2)
-    async def exchange_keyed(self, eval_id: str, units: list[tuple[str, int, int]],
+    async def exchange_keyed(self, eval_id: str, units: list[list[Any]],
                              max_wait_s: float, slots: int | None = None
-                             ) -> tuple[list[tuple[str, int]], list[Outcome]]:
+                             ) -> tuple[list[list[Any]], list[Outcome]]:
         """As :meth:`exchange`, as two objects: the outcomes' keys (which the driver reads)
         and the outcomes (which go on to a scorer without the driver reading them)."""
         outcomes = await self.exchange(eval_id, units, max_wait_s, slots)
-        return [(o["task_id"], o["trial"]) for o in outcomes], outcomes
+        return outcome_keys(outcomes), outcomes
 
     async def pid(self) -> int:
         return os.getpid()
@@ -175,13 +175,19 @@ class ScorerActor:
         return batch.columns, len(batch)  # plain columns pickle fastest
 
     async def score_picked(self, eval_id: str, outcomes: list[Outcome],
-                           picks: list[tuple[int, str, int, int]]) -> tuple[dict, int]:
+                           picks: list[list[Any]]) -> tuple[dict, int]:
         """Score the outcomes the driver accepted (a worker's payload, fetched here from
         the object store): each row from its pick's trusted key and seed."""
         return await self.score(eval_id, picked_items(outcomes, picks))
 
     async def pid(self) -> int:
         return os.getpid()
+
+
+def outcome_keys(outcomes: list[Outcome]) -> list[list[Any]]:
+    """Each outcome's ``[task_id, trial]`` (lists, which Ray packs as msgpack; a tuple
+    would be pickled on its own)."""
+    return [[o["task_id"], o["trial"]] for o in outcomes]
 
 
 NEED_TASKS = "capevolve:need-tasks"
