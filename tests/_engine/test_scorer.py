@@ -141,3 +141,39 @@ def test_a_score_call_that_imports_candidate_code_voids_its_batch(tmp_path):
     finally:
         sys.modules.pop("sneaky_mod_x", None)
         sys.path.remove(str(candidates / "c1"))
+
+
+ASYNC_JUDGE = '''
+import asyncio
+from capevolve import Rollout, Score, Task
+
+class A:
+    def tasks(self):
+        return [Task(id="t0"), Task(id="t1"), Task(id="t2")]
+
+    def run_target(self, candidate, task, *, trial, seed):
+        return Rollout(output="ok")
+
+    async def score(self, task, rollout):
+        # an LLM judge's call with a deadline, entered before its first await
+        async with asyncio.timeout(0.2):
+            await asyncio.sleep(30 if task.id == "t1" else 0)
+        return Score(reward=1.0, feedback="judged")
+'''
+
+
+def test_an_async_score_whose_own_timeout_expires_is_an_error_row_of_its_unit(tmp_path):
+    """A ``score`` that enters ``asyncio.timeout`` before its first await and overruns it
+    gets its own TimeoutError (an error row of that unit); the other rows of the batch
+    are scored and the scorer's own call is never cancelled."""
+    (tmp_path / "adapter.py").write_text(ASYNC_JUDGE)
+    core = ScorerCore(str(tmp_path), "adapter.py:A")
+    core.prepare(ScoreJob(run_id="run", eval_id="e1", split="val", candidate_id="c1",
+                          candidate_hash="hash",
+                          tasks={t: Task(id=t) for t in ("t0", "t1", "t2")},
+                          project_root=str(tmp_path), adapter_spec="adapter.py:A"))
+    batch = _score(core, [(_raw("t0"), 1), (_raw("t1"), 2), (_raw("t2"), 3)])
+    rows = {row["task_id"]: row for row in batch}
+    assert rows["t0"]["reward"] == rows["t2"]["reward"] == 1.0
+    assert rows["t1"]["reward"] is None and rows["t1"]["error_kind"] == ErrorKind.SCORE
+    assert "TimeoutError" in rows["t1"]["error"]

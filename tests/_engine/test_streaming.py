@@ -168,6 +168,85 @@ def test_gather_eager_runs_without_a_task_unless_a_call_suspends():
         asyncio.run(failing())
 
 
+def _task_semantics_cases():
+    """Coroutines that use their own task in their first step (before any await)."""
+
+    async def own_timeout():
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.sleep(30)
+        except TimeoutError:
+            return "timed out"
+        return "no timeout"
+
+    async def cancels_itself():
+        asyncio.current_task().cancel()
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            asyncio.current_task().uncancel()
+            return ("cancelled at its await", asyncio.current_task().cancelling())
+        return "not cancelled"
+
+    async def group_with_a_failing_child():
+        async def child():
+            await asyncio.sleep(0)
+            raise KeyError("child")
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(child())
+                await asyncio.sleep(30)
+        except ExceptionGroup as group_error:
+            return f"child failure reached its group: {group_error.exceptions!r}"
+        return "group ended"
+
+    async def quick():
+        return ("quick", asyncio.current_task().cancelling(), asyncio.current_task().done())
+
+    return [own_timeout, cancels_itself, group_with_a_failing_child, quick]
+
+
+def test_gather_eager_gives_each_coroutine_its_own_task_as_a_task_would():
+    """What a coroutine does with ``asyncio.current_task()`` before its first await (a
+    timeout, cancelling itself, a TaskGroup) has the effect it has under a Task of its own
+    (compared with ``asyncio.gather`` over Tasks), and never cancels the caller."""
+
+    async def main(gather):
+        results = await gather([case() for case in _task_semantics_cases()])
+        await asyncio.sleep(0.1)  # a stray cancel of this task would land here
+        return results
+
+    eager = asyncio.run(main(gather_eager))
+    plain = asyncio.run(main(lambda coros: asyncio.gather(*coros)))
+    assert eager == plain
+    assert eager[:3] == ["timed out", ("cancelled at its await", 0),
+                         "child failure reached its group: (KeyError('child'),)"]
+
+
+def test_cancelling_gather_eager_is_thrown_into_each_suspended_coroutine():
+    """A cancelled caller cancels the coroutines still running: each sees CancelledError
+    at its await (its cleanup runs), as under a Task, not a bare close."""
+    seen: list[str] = []
+
+    async def waits(i):
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append(f"cancelled {i}")
+            raise
+
+    async def main():
+        task = asyncio.ensure_future(gather_eager([waits(0), waits(1)]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert sorted(seen) == ["cancelled 0", "cancelled 1"]
+
+
 def test_a_worker_runs_at_most_its_slots_at_once(tmp_path):
     """Units beyond the slots wait in the worker's queue (no semaphore): never more than
     ``slots`` run_target calls at once, and every unit finishes."""
