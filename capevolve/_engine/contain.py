@@ -22,12 +22,11 @@ row of kind ``crash``); without it they end the worker, whose units the dispatch
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
 _REAL_EXIT = os._exit
@@ -56,37 +55,41 @@ def exit_message(where: str, exc: BaseException) -> str:
             "error of the unit, not an outcome")
 
 
-@contextlib.contextmanager
-def _user_call(where: str) -> Iterator[None]:
-    """Run the block as a call of user code in ``where``: exits become UserExit, and a
-    forked copy ends when the block is left (only the original process reports)."""
-    pid = os.getpid()
-    token = _IN_CALL.set((where, pid))
-    try:
-        yield
-    except (SystemExit, KeyboardInterrupt) as exc:
-        raise UserExit(exit_message(where, exc)) from None
-    finally:
-        _IN_CALL.reset(token)
-        if os.getpid() != pid:
-            _REAL_EXIT(0)
+def _leave(token: Token, pid: int) -> None:
+    """End a wrapped call: its context variable back, and a forked copy ends here."""
+    _IN_CALL.reset(token)
+    if os.getpid() != pid:
+        _REAL_EXIT(0)
 
 
 def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     """``fn`` (sync or async, and staying so) with exits turned into :class:`UserExit` and
-    forked copies ended when they return."""
+    forked copies ended when they return (written out in each wrapper, not as a context
+    manager: this runs once per rollout)."""
     os._exit = _exit_of_user_code  # idempotent; exits for real outside wrapped calls
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with _user_call(where):
+            pid = os.getpid()
+            token = _IN_CALL.set((where, pid))
+            try:
                 return await fn(*args, **kwargs)
+            except (SystemExit, KeyboardInterrupt) as exc:
+                raise UserExit(exit_message(where, exc)) from None
+            finally:
+                _leave(token, pid)
         return run_async
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with _user_call(where):
+        pid = os.getpid()
+        token = _IN_CALL.set((where, pid))
+        try:
             return fn(*args, **kwargs)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise UserExit(exit_message(where, exc)) from None
+        finally:
+            _leave(token, pid)
     return run
 
 

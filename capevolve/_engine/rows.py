@@ -17,7 +17,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from capevolve._engine.contract import Outcome, RowBatch, ScoreJob
-from capevolve.adapter import Rollout, Score, Task
+from capevolve.adapter import Rollout, Score, Task, ToolCall
 from capevolve.kinds import ErrorKind
 
 MAX_ERROR_CHARS = 2000
@@ -76,7 +76,16 @@ def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
     cost), and so do wrongly typed fields of a Rollout built with ``model_construct`` (the
     scorer's parse names them). A field that cannot be written at all (a lone surrogate)
     is sent as its default and named in the problem (``invalid value in Rollout.output:
-    ...``), so the rest of the rollout (tokens, cost) still reaches the row."""
+    ...``), so the rest of the rollout (tokens, cost) still reaches the row.
+
+    A Rollout whose typed fields hold values of exactly their types (what validation
+    makes) and a finite cost is written in one pass by :data:`_WIRE` (the same text);
+    anything else takes the field-by-field path."""
+    if _plain(rollout):
+        try:
+            return _WIRE.to_json(rollout, warnings=False, fallback=repr).decode(), None
+        except Exception:  # noqa: BLE001 - a value that cannot be written: named below
+            pass
     data = rollout.model_dump(warnings=False)
     problems: list[str] = []
     for _ in range(len(data) + 1):
@@ -91,6 +100,30 @@ def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
             data[name] = Rollout.model_fields[name].get_default(call_default_factory=True) \
                 if name in Rollout.model_fields else None
     raise ValueError("run_target returned a Rollout that cannot be written as JSON")
+
+
+_WIRE = pydantic_core.SchemaSerializer(Rollout.__pydantic_core_schema__,
+                                       {"ser_json_inf_nan": "constants"})
+"""Rollout's own serializer writing NaN and infinities inside ``Any`` fields as such."""
+_OPTIONAL_INT, _OPTIONAL_STR, _OPTIONAL_BOOL = (int, type(None)), (str, type(None)), \
+    (bool, type(None))
+
+
+def _plain(rollout: Rollout) -> bool:
+    """True when :data:`_WIRE` writes exactly what the field-by-field path would: a Rollout
+    (not a subclass: its own fields), a finite cost, and every typed field holding a value
+    of exactly its type (a ``model_construct`` may put anything there, which the typed
+    serializer would coerce)."""
+    cost = rollout.cost_usd
+    if type(rollout) is not Rollout or not (
+            cost is None or (type(cost) is float and math.isfinite(cost))) \
+            or type(rollout.tokens) not in _OPTIONAL_INT \
+            or type(rollout.error) not in _OPTIONAL_STR \
+            or type(rollout.trajectory) not in _OPTIONAL_STR \
+            or type(rollout.transient) is not bool or type(rollout.tool_calls) is not list:
+        return False
+    return all(type(call) is ToolCall and type(call.name) is str
+               and type(call.mutates) in _OPTIONAL_BOOL for call in rollout.tool_calls)
 
 
 def _dump(data: Any) -> str:

@@ -77,7 +77,7 @@ class WorkerCore:
         # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
         self.limiter: Any = None
         self._ready = asyncio.Event()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task] = set()  # the loop keeps only weak references
 
     def prepare(self, job: EvalJob) -> None:
         """Materialise the job's candidate locally and load its tasks (a task file is read
@@ -106,9 +106,7 @@ class WorkerCore:
         while self._queued and self._executing < self.slots:
             eval_id, unit = self._queued.popleft()
             self._executing += 1
-            task = loop.create_task(self._run(eval_id, unit))  # type: ignore[union-attr]
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.add(loop.create_task(self._run(eval_id, unit)))  # type: ignore[union-attr]
 
     async def exchange(self, eval_id: str, units: list[WorkUnit], max_wait_s: float,
                        slots: int | None = None) -> list[Outcome]:
@@ -147,7 +145,8 @@ class WorkerCore:
             raise
         except BaseException as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
             self._fail_unit(unit, started, f"internal error: {_describe(exc)}")
-        finally:
+        finally:  # (a done callback would cost a loop turn per unit)
+            self._tasks.discard(asyncio.current_task())
             self.running -= 1
             self._executing -= 1
             self._ready.set()
