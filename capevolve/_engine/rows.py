@@ -202,60 +202,65 @@ class RowColumns:
     """Builds one scored batch as columns (a :class:`RowBatch`): the key columns from the
     trusted job and unit only, the worker-reported ones type-checked (bad values become
     defaults), reward / feedback only from ``score``; reward is null whenever there is an
-    error. Timestamps are POSIX seconds."""
+    error. Timestamps are POSIX seconds. Rows are kept as given and turned into columns
+    once, one pass over the batch per column (:meth:`batch`)."""
 
     def __init__(self, job: ScoreJob) -> None:
         self.job = job
-        self.columns: dict[str, list[Any]] = {name: [] for name in PER_ROW}
+        self.rows: list[tuple] = []
 
     def add(self, task: Task, trial: int, seed: int, inputs: str | None, raw: Outcome,
             now: float, rollout: Rollout | None, score: Score | None, error: str | None,
             error_kind: ErrorKind | None) -> None:
-        c = self.columns
-        c["task_id"].append(task.id)
-        c["trial"].append(trial)
-        c["seed"].append(seed)
-        c["inputs"].append(inputs)
-        attempts = raw.get("attempts")
-        c["attempts"].append(attempts if type(attempts) is int and attempts >= 0 else 0)
-        c["latency_s"].append(max(0.0, _number(raw.get("latency_s"), 0.0)))
-        c["started_at"].append(_number(raw.get("started"), now))
-        c["finished_at"].append(_number(raw.get("finished"), now))
-        for name in ("worker_id", "node_id"):
-            value = raw.get(name)
-            c[name].append(value if isinstance(value, str) else None)
-        if rollout is not None:
-            c["output"].append(output_text(rollout.output))
-            c["trace"].append(to_json_text(rollout.trace))
-            calls = rollout.tool_calls
-            c["tool_calls"].append(to_json_text([t.model_dump() for t in calls]) if calls
-                                   else "[]")
-            c["trajectory"].append(rollout.trajectory)
-            c["tokens"].append(rollout.tokens)
-            c["cost_usd"].append(rollout.cost_usd)
-        else:
-            for name in ("output", "trace", "tool_calls", "trajectory", "tokens", "cost_usd"):
-                c[name].append(None)
         if error is not None:
-            reward, feedback, parts = None, None, None
-            error, kind = bounded(error), str(error_kind)
-        elif score is not None:
-            reward, feedback, kind = score.reward, score.feedback, None
-            parts = to_json_text(score.parts) if score.parts else None
-        else:
-            reward = feedback = parts = kind = None
-        c["reward"].append(reward)
-        c["feedback"].append(feedback)
-        c["score_parts"].append(parts)
-        c["error"].append(error)
-        c["error_kind"].append(kind)
+            score = None
+        self.rows.append((task.id, trial, seed, inputs, raw, now, rollout, score, error,
+                          error_kind))
 
     def batch(self) -> RowBatch:
-        job = self.job
+        job, rows = self.job, self.rows
         keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
                 ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
-        return RowBatch({"schema_version": job.schema_version, **keys, **self.columns},
-                        len(self.columns["task_id"]))
+        raws = [r[4] for r in rows]
+        nows = [r[5] for r in rows]
+        rollouts = [r[6] for r in rows]
+        scores = [r[7] for r in rows]
+        attempts = [raw.get("attempts") for raw in raws]
+        columns: dict[str, Any] = {
+            "task_id": [r[0] for r in rows], "trial": [r[1] for r in rows],
+            "seed": [r[2] for r in rows], "inputs": [r[3] for r in rows],
+            "reward": [None if s is None else s.reward for s in scores],
+            "feedback": [None if s is None else s.feedback for s in scores],
+            "score_parts": [to_json_text(s.parts) if s is not None and s.parts else None
+                            for s in scores],
+            "output": [None if r is None else output_text(r.output) for r in rollouts],
+            "trace": [None if r is None else to_json_text(r.trace) for r in rollouts],
+            "tool_calls": [None if r is None else _calls_text(r) for r in rollouts],
+            "trajectory": [None if r is None else r.trajectory for r in rollouts],
+            "tokens": [None if r is None else r.tokens for r in rollouts],
+            "cost_usd": [None if r is None else r.cost_usd for r in rollouts],
+            "error": [None if r[8] is None else bounded(r[8]) for r in rows],
+            "error_kind": [None if r[8] is None else str(r[9]) for r in rows],
+            "attempts": [a if type(a) is int and a >= 0 else 0 for a in attempts],
+            "latency_s": [max(0.0, _number(raw.get("latency_s"), 0.0)) for raw in raws],
+            "started_at": [_number(raw.get("started"), now)
+                           for raw, now in zip(raws, nows, strict=True)],
+            "finished_at": [_number(raw.get("finished"), now)
+                            for raw, now in zip(raws, nows, strict=True)],
+            "worker_id": [_text(raw.get("worker_id")) for raw in raws],
+            "node_id": [_text(raw.get("node_id")) for raw in raws],
+        }
+        return RowBatch({"schema_version": job.schema_version, **keys,
+                         **{name: columns[name] for name in PER_ROW}}, len(rows))
+
+
+def _calls_text(rollout: Rollout) -> str:
+    calls = rollout.tool_calls
+    return to_json_text([t.model_dump() for t in calls]) if calls else "[]"
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:
