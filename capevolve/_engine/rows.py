@@ -254,7 +254,7 @@ class RowColumns:
                          **{name: columns[name] for name in PER_ROW}}, len(rows))
 
 
-def _calls_text(rollout: Rollout) -> str:
+def _calls_text(rollout: Rollout) -> str | None:
     calls = rollout.tool_calls
     return to_json_text([t.model_dump() for t in calls]) if calls else "[]"
 
