@@ -18,6 +18,7 @@ import socket
 import sys
 from typing import Any
 
+from capevolve._engine.collector import settle_worker_heap
 from capevolve._engine.contain import end_forks_of
 from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_wire
 from capevolve.errors import CapevolveError
@@ -51,6 +52,7 @@ async def _serve(replies: _Replies) -> None:
                                   request["slots"], request["timeout_s"], request["retries"],
                                   worker_id=f"{request['name']}-{os.getpid()}",
                                   node_id=socket.gethostname(), isolation=request["isolation"])
+                settle_worker_heap()  # the project is loaded: never rescanned by the collector
                 replies.send({"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})
             elif op == "prepare" and core is not None:
                 job = job_from_wire(request["job"])

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from capevolve import progress
 from capevolve import telemetry as otel
-from capevolve._engine import make_engine
+from capevolve._engine import collector, make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import shared_budget
@@ -291,7 +291,8 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
             return session.end(guard, record)
 
     try:
-        with watch, run.serial.yielded():  # only the rollouts overlap other evaluations
+        # only the rollouts overlap other evaluations; the collector runs less often meanwhile
+        with watch, run.serial.yielded(), collector.fewer_collections():
             report = engine.run(job, units, watch.sink(session.sink), allowance,
                                 ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:

@@ -27,6 +27,7 @@ from typing import Any
 
 import ray
 
+from capevolve._engine.collector import settle_worker_heap
 from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, picked_items
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray.limiter import LimiterClient
@@ -84,6 +85,7 @@ class RolloutActor:
         if b.limiter is not None:  # a restarted actor first returns what its old self held
             b.limiter.forget.remote(actor_id)
             self.core.limiter = LimiterClient(b.limiter, actor_id)
+        settle_worker_heap()  # the project is loaded: never rescanned by the collector
 
     async def bind(self, binding: Binding) -> str:
         """Load the project into this (warm) actor; idempotent. Returns its worker id."""
@@ -147,6 +149,7 @@ class ScorerActor:
         scorer_id = f"scorer-{actor_id[:12]}-{os.getpid()}"
         self.core = ScorerCore(resolve_project_root(b.project_root, b.project_rel),
                                b.adapter_spec, scorer_id=scorer_id)
+        settle_worker_heap()
 
     async def bind(self, binding: Binding) -> str:
         """Load the project's adapter into this (warm) scorer; idempotent."""
