@@ -193,6 +193,14 @@ def outcome_keys(outcomes: list[Outcome]) -> list[list[Any]]:
     return [[o["task_id"], o["trial"]] for o in outcomes]
 
 
+SCORERS_PER = 2
+"""Rollout actors per scorer actor. A scorer's work per rollout is a fraction of a
+rollout's (a ``score`` call is CPU work or one awaited judge call, run concurrently), so
+one scorer serves two rollout actors: on the perf benchmark's 2-core machine a scorer per
+rollout actor cost about 20% more CPU per rollout across the cluster (two more processes
+taking turns on the cores, each call paid twice), with no scoring backlog either way."""
+
+
 NEED_TASKS = "capevolve:need-tasks"
 """What ``prepare`` answers when the job's task file is not on the actor's node (another
 machine of a cluster without a shared filesystem): the driver sends the job again with

@@ -2,9 +2,9 @@
 
 The daemon of the owned Ray (:mod:`.owned_daemon`) starts a :class:`WarmKeeper` (a named
 actor in the ``capevolve-warm`` namespace), which keeps ``CAPEVOLVE_RAY_WARM`` (default: the
-Ray's CPUs) *warm* rollout actors and as many warm scorer actors started: detached named
-actors that have imported capevolve's worker code and no project or candidate code, and
-that reserve no CPU (``num_cpus=0``) while they wait.
+Ray's CPUs) *warm* rollout actors and a warm scorer actor per ``SCORERS_PER`` of them
+started: detached named actors that have imported capevolve's worker code and no project or
+candidate code, and that reserve no CPU (``num_cpus=0``) while they wait.
 
 Contract:
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import math
 import os
 import secrets
 import threading
@@ -37,7 +38,7 @@ from typing import Any
 
 import ray
 
-from capevolve._engine.ray.actor import RolloutActor, ScorerActor
+from capevolve._engine.ray.actor import SCORERS_PER, RolloutActor, ScorerActor
 from capevolve._engine.ray.owned_state import WARM_KEEPER, WARM_NAMESPACE
 
 WARM_ENV = "CAPEVOLVE_RAY_WARM"
@@ -105,8 +106,9 @@ class WarmKeeper:
         return self.size
 
     def _fill(self, delay_s: float = 0.0) -> None:
-        for kind in (ROLLOUT, SCORER):
-            while len(self.free[kind]) + self.starting[kind] < self.size:
+        for kind in (ROLLOUT, SCORER):  # as many scorers as the rollout actors would use
+            want = self.size if kind == ROLLOUT else math.ceil(self.size / SCORERS_PER)
+            while len(self.free[kind]) + self.starting[kind] < want:
                 self.starting[kind] += 1
                 self._spawn(self._start_one(kind, delay_s))
 

@@ -48,7 +48,7 @@ from capevolve._engine.contract import (
 )
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray import spawn
-from capevolve._engine.ray.actor import NEED_TASKS, Binding, project_location
+from capevolve._engine.ray.actor import NEED_TASKS, SCORERS_PER, Binding, project_location
 from capevolve._engine.ray.limiter import Limiter
 from capevolve._project import taskfile
 from capevolve._project.taskfile import TaskFile
@@ -56,7 +56,6 @@ from capevolve.config import EngineConfig
 from capevolve.errors import EngineError
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
-SCORERS_PER = 1  # rollout actors per scorer actor
 START_TIMEOUT_S = 180.0
 """How long an actor may take to start (scheduling, process start, imports, adapter)."""
 GRACE_S = 15.0
