@@ -20,7 +20,9 @@ of the cluster before and after (``cluster_cpu.py``). The nodes are stopped by p
 id at the end, whatever happens. Prints a table (with the engine span: first rollout
 started to last finished, from the rows), per CPU-bound configuration the CPU each kind of
 process spent (driver, rollout and scorer actors, raylets, agents; ``runq``: seconds
-runnable but waiting for a core) and the CPU per rollout beyond its spin, the ratios, one
+runnable but waiting for a core), the CPU per rollout beyond its spin and the seconds a
+worker sat idle within the span for want of units (none of its rollouts running, from the
+rows' started / finished times), the ratios, one
 JSON line and the ``BENCH_ROW`` lines (``bench_row.py``): the two-node / one-node
 throughput ratio (target >= 0.90), the CPU-bound speed-up of 2 workers over 1 (target
 >= 1.6 on 2 cores; its reference line is the bare-Ray speed-up measured alongside), and the
@@ -111,15 +113,31 @@ def child(project: str, address: str, workers: str, concurrency: int) -> dict:
         import duckdb
 
         glob = str(run.layout.rollouts / "**" / "*.parquet")
-        nodes = duckdb.connect().execute(
-            f"SELECT count(DISTINCT node_id), count(DISTINCT worker_id), epoch(max("
-            f"finished_at)) - epoch(min(started_at)) FROM read_parquet("
-            f"'{glob}', hive_partitioning=true) WHERE eval_id = ?", [record["eval_id"]]
-        ).fetchone()
+        rows = duckdb.connect().execute(
+            f"SELECT node_id, worker_id, epoch(started_at), epoch(finished_at) FROM "
+            f"read_parquet('{glob}', hive_partitioning=true) WHERE eval_id = ?",
+            [record["eval_id"]]).fetchall()
     assert record["n_rows"] == record["n_tasks"] and not record["n_errors"], record
+    per_worker: dict[str, list[tuple[float, float]]] = {}
+    for _, worker, started, finished in rows:
+        per_worker.setdefault(worker, []).append((started, finished))
     return {"n": record["n_rows"], "wall_s": wall, "rollouts_per_s": record["n_rows"] / wall,
-            "workers": len(ray_pool._POOL["actors"]), "nodes_used": nodes[0],
-            "workers_used": nodes[1], "span_s": nodes[2], "cpu": cpu}
+            "workers": len(ray_pool._POOL["actors"]),
+            "nodes_used": len({r[0] for r in rows}), "workers_used": len(per_worker),
+            "span_s": max(r[3] for r in rows) - min(r[2] for r in rows),
+            "idle_s": [idle_within(spans) for spans in per_worker.values()], "cpu": cpu}
+
+
+def idle_within(spans: list[tuple[float, float]]) -> float:
+    """Seconds between a worker's first rollout start and its last finish when none of its
+    rollouts was running (from the rows' started / finished times): the worker waiting
+    for units."""
+    idle, end = 0.0, None
+    for started, finished in sorted(spans):
+        if end is not None and started > end:
+            idle += started - end
+        end = finished if end is None else max(end, finished)
+    return idle
 
 
 def bare_child(address: str, workers: int, n: int, spin_s: float) -> dict:
@@ -231,6 +249,7 @@ def mean_run(runs: list[dict]) -> dict:
            "nodes_used": max(r["nodes_used"] for r in runs)}
     if "span_s" in first:
         out["span_s"] = sum(r["span_s"] for r in runs) / len(runs)
+        out["idle_s"] = [sum(r["idle_s"]) / len(r["idle_s"]) for r in runs]  # per run
         out["workers_used"] = max(r["workers_used"] for r in runs)
         out["rollouts_per_s"] = out["n"] / out["wall_s"]
     if all(r.get("cpu") for r in runs):
@@ -272,6 +291,10 @@ def report(args: argparse.Namespace, results: dict) -> None:
                                       f"{os.cpu_count()} cores")
 
 
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 def overhead_ms(result: dict, spin_s: float) -> float:
     """CPU milliseconds per rollout that the cluster's processes (the driver included)
     spent beyond the spins themselves during the timed run."""
@@ -290,7 +313,8 @@ def print_profile(results: dict, spin_s: float) -> None:
         print(f"{name}: spins {r['n'] * spin_s:.2f} CPU s in {r['wall_s']:.2f} s "
               f"({r['n'] * spin_s / r['wall_s']:.2f} cores); all processes {total:.2f} CPU s "
               f"({total / r['wall_s']:.2f} cores), {overhead_ms(r, spin_s):.1f} ms a rollout "
-              f"beyond the spin: " + ", ".join(
+              f"beyond the spin" + (f", a worker idle {_mean(r['idle_s']):.2f} s for want of "
+                                    "units" if "idle_s" in r else "") + ": " + ", ".join(
                   f"{k} {v:.2f} (runq {waits.get(k, 0.0):.2f})" for k, v in kinds.items()
                   if v >= 0.02))
 
@@ -322,7 +346,9 @@ def bench_rows(args: argparse.Namespace, results: dict, ratios: dict, load: str)
               f"2 workers {w2['wall_s']:.2f} s, mean of 2 runs each (A B B A); engine span "
               f"{ratios['cpu_span_speedup_2_workers_over_1']:.2f}x; N {w2['n']}, concurrency "
               f"{CPU_CONCURRENCY}; cores obtained {cpu / w1['wall_s']:.2f} (1 worker), "
-              f"{cpu / w2['wall_s']:.2f} (2 workers); CPU a rollout beyond its spin "
+              f"{cpu / w2['wall_s']:.2f} (2 workers); a worker idle for want of units "
+              f"{_mean(w1['idle_s']):.2f} / {_mean(w2['idle_s']):.2f} s; CPU a rollout "
+              f"beyond its spin "
               f"{overhead_ms(w1, spin_s):.1f} / {overhead_ms(w2, spin_s):.1f} ms (bare "
               f"{overhead_ms(b1, spin_s):.1f} / {overhead_ms(b2, spin_s):.1f}); {load}")
     emit("scale-out: workers used by the 2-worker CPU run", w2["workers_used"], "workers",

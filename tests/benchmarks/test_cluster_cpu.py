@@ -103,16 +103,26 @@ def test_two_runs_of_a_configuration_average_and_keep_each_wall():
     late = {"kinds": {"driver": 3.0, "ray::IDLE": 1.0},
             "runq_wait": {"driver": 0.4, "ray::IDLE": 0.2}}
     runs = [{"n": 10, "wall_s": 2.0, "span_s": 1.5, "nodes_used": 1, "workers_used": 1,
-             "workers": 1, "cpu": cpu},
+             "workers": 1, "cpu": cpu, "idle_s": [0.5]},
             {"n": 10, "wall_s": 4.0, "span_s": 3.5, "nodes_used": 2, "workers_used": 2,
-             "workers": 1, "cpu": late}]
+             "workers": 1, "cpu": late, "idle_s": [0.25, 0.75]}]
     out = bench_cluster.mean_run(runs)
     assert (out["wall_s"], out["walls"], out["span_s"]) == (3.0, [2.0, 4.0], 2.5)
+    assert out["idle_s"] == [0.5, 0.5]  # each run's mean over its workers
     assert (out["nodes_used"], out["workers_used"], out["rollouts_per_s"]) == (2, 2, 10 / 3)
     assert out["cpu"]["kinds"] == {"driver": 2.0, "raylet": 0.25, "ray::IDLE": 0.5}
     assert out["cpu"]["runq_wait"] == {"driver": pytest.approx(0.3), "raylet": 0.0,
                                        "ray::IDLE": 0.1}
     assert bench_cluster.overhead_ms(out, 0.2) == pytest.approx((2.75 - 2.0) / 10 * 1000)
+
+
+def test_a_worker_is_idle_only_where_none_of_its_rollouts_runs():
+    """Overlapping and nested rollouts leave no gap; only time with nothing running counts,
+    in whatever order the rows come."""
+    spans = [(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (1.5, 1.75), (3.5, 4.0), (4.0, 4.5)]
+    assert bench_cluster.idle_within(spans) == pytest.approx(0.5 + 0.5)
+    assert bench_cluster.idle_within([(0.0, 10.0), (1.0, 2.0), (3.0, 4.0)]) == 0.0
+    assert bench_cluster.idle_within([(1.0, 2.0)]) == 0.0
 
 
 def test_the_bare_spin_burns_its_own_cpu_time():
