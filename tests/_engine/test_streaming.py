@@ -122,13 +122,16 @@ def test_a_task_tables_cache_is_bounded_and_its_index_finds_every_id(monkeypatch
     assert table.position("id-20000") == -1 and table.position("") == -1
 
 
-def test_gather_eager_runs_without_a_task_unless_a_call_suspends():
-    """Coroutines that return at once cost no Task; one that suspends finishes in order,
-    with context variables set inside it behaving as under a Task; an exception of one
-    propagates and the others are closed."""
+def test_gather_eager_schedules_nothing_for_calls_that_return_at_once():
+    """Coroutines that return at once are done before anything is queued on the loop;
+    one that suspends finishes in order, with context variables set inside it behaving
+    as under a Task; each runs as its own Task from its first step; an exception of one
+    propagates."""
     var: contextvars.ContextVar[int] = contextvars.ContextVar("v", default=0)
+    tasks_seen: list[asyncio.Task] = []
 
     async def quick(i):
+        tasks_seen.append(asyncio.current_task())
         token = var.set(i)
         try:
             return i * 2
@@ -136,6 +139,7 @@ def test_gather_eager_runs_without_a_task_unless_a_call_suspends():
             var.reset(token)
 
     async def slow(i):
+        tasks_seen.append(asyncio.current_task())
         token = var.set(i)
         try:
             await asyncio.sleep(0.01)
@@ -145,18 +149,22 @@ def test_gather_eager_runs_without_a_task_unless_a_call_suspends():
             var.reset(token)  # in the same context it was set in: no ValueError
 
     async def main():
-        created = []
         loop = asyncio.get_running_loop()
-        factory = loop.get_task_factory()
-        loop.set_task_factory(lambda lp, coro: created.append(coro) or asyncio.Task(coro,
-                                                                                  loop=lp))
+        queued = []
+        call_soon = loop.call_soon
+        loop.call_soon = lambda *a, **k: queued.append(a[0]) or call_soon(*a, **k)
+        quick_only = await gather_eager([quick(1), quick(3)])
+        queued_by_quick = len(queued)
         out = await gather_eager([quick(1), slow(2), quick(3), slow(4)])
-        loop.set_task_factory(factory)
-        return out, len(created), var.get()
+        loop.call_soon = call_soon
+        return quick_only, queued_by_quick, out, var.get()
 
-    out, tasks, after = asyncio.run(main())
+    quick_only, queued_by_quick, out, after = asyncio.run(main())
+    assert quick_only == [2, 6] and queued_by_quick == 0
     assert out == [2, 20, 6, 40] and after == 0
-    assert tasks <= 4  # only the two slow calls (and what they await) made tasks
+    task_types = (asyncio.Task, asyncio.tasks._PyTask)  # C, or asyncio's pure-Python Task
+    assert all(isinstance(t, task_types) for t in tasks_seen)
+    assert len({id(t) for t in tasks_seen}) == len(tasks_seen) == 6
 
     async def boom():
         raise ValueError("bad")
@@ -222,6 +230,26 @@ def test_gather_eager_gives_each_coroutine_its_own_task_as_a_task_would():
     assert eager == plain
     assert eager[:3] == ["timed out", ("cancelled at its await", 0),
                          "child failure reached its group: (KeyError('child'),)"]
+
+
+def test_gather_eager_runs_anyio_cancel_scopes_entered_before_the_first_await():
+    """An anyio cancel scope or task group entered before the first await (as httpx, and
+    so the OpenAI client, do) is left in the same task it was entered in."""
+    anyio = pytest.importorskip("anyio")
+
+    async def judge(i):
+        with anyio.fail_after(5):
+            await asyncio.sleep(0.01)
+        async with anyio.create_task_group() as group:
+            group.start_soon(asyncio.sleep, 0)
+        with anyio.move_on_after(0.05) as scope:
+            await asyncio.sleep(30 if i == 1 else 0)
+        return (i, scope.cancelled_caught)
+
+    async def main():
+        return await gather_eager([judge(i) for i in range(3)])
+
+    assert asyncio.run(main()) == [(0, False), (1, True), (2, False)]
 
 
 def test_cancelling_gather_eager_is_thrown_into_each_suspended_coroutine():
