@@ -15,7 +15,7 @@ import codecs
 import contextlib
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,11 +39,18 @@ from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
 from capevolve.diagnose.jsontext import SURROGATES
 from capevolve.diagnose.kinds import ClusterMode
-from capevolve.diagnose.narrated import rollout_calls
+from capevolve.diagnose.narrated import column_calls, trace_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Analyser, Failure, TaskSummary, entry, tool_names
+from capevolve.diagnose.reflective import (
+    TRACE_MAY_BE_NEEDED,
+    Analyser,
+    Failure,
+    TaskSummary,
+    entry,
+    tool_names,
+)
 from capevolve.diagnose.sanity import sanity_checks
-from capevolve.diagnose.source import Trial, load_trials, refuse_test
+from capevolve.diagnose.source import TraceUnread, Trial, TrialRows, read_trials, refuse_test
 from capevolve.diagnose.units import (
     Unit,
     UnitCache,
@@ -157,10 +164,13 @@ def carry_judgements(previous: dict[str, Any] | None, records: list[dict[str, An
 
 def build_diagnosis(trials: list[Trial], context: AdapterContext, options: DiagnoseOptions,
                     trajectory_dir: Path | str, history: list[TriedFix] | None = None,
-                    previous: dict[str, Any] | None = None) -> dict[str, Any]:
+                    previous: dict[str, Any] | None = None,
+                    unread: Collection[int] = ()) -> dict[str, Any]:
     """The diagnosis document of ``trials`` (one evaluation of one candidate on a split);
     ``trajectory_dir`` is where the trajectory files of rollouts without one are written,
-    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept)."""
+    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept).
+    ``unread`` holds the indices of trials whose trace was not read: TraceUnread when one
+    of them needs it (``Analyser.needs_trace``)."""
     if options.redact_gold and context.targets is None:
         raise ConfigError("--redact-gold needs the tasks' targets, but the adapter could not "
                           f"be loaded ({context.unavailable}); pass --project")
@@ -172,16 +182,21 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
     analyser = Analyser(guard, options.redact_gold)
-    for trial in trials:  # calls are read only where they are used
+    for index, trial in enumerate(trials):  # calls are read only where they are used
         if is_failure(trial):
-            calls = rollout_calls(trial.tool_calls, trial.trace)
-            failures.append(analyser.failure(trial, calls))
+            calls = column_calls(trial.tool_calls)
+            if index in unread and analyser.needs_trace(trial, calls):
+                raise TraceUnread(trial.unit_id)
+            failures.append(analyser.failure(trial, calls or trace_calls(trial.trace)))
         elif is_pass(trial.reward):
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:
-                calls = rollout_calls(trial.tool_calls, trial.trace)
+                calls = column_calls(trial.tool_calls)
+                if not calls and index in unread:
+                    raise TraceUnread(trial.unit_id)
                 known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
-                passing_tools[trial.task_id] = known | tool_names(calls)
+                passing_tools[trial.task_id] = known | tool_names(
+                    calls or trace_calls(trial.trace))
     failures = with_units(failures, passing_feedback)
     clusters, placed, unit_keys = cluster_failures(failures, ClusterMode(options.mode))
     records = cluster_records(clusters, placed, failures, passing_tools, unit_keys)
@@ -251,14 +266,31 @@ def _no_cycle_collection() -> Iterator[None]:
     """Hold the cyclic garbage collector off while a diagnosis is built: it allocates
     millions of acyclic objects (rows, units, entries), each allocation burst would
     trigger a full collection that frees nothing. Reference counting frees them as
-    always; the collector's previous state is restored."""
+    always; the collector's previous state is restored.
+
+    Those objects are still the collector's youngest generation when it is turned back
+    on, so its next collection would walk every one of them (about 0.8 s of CPU at
+    100,000 failures) to free nothing: they are handed to the oldest generation first,
+    as surviving that walk would have done (``gc.freeze`` then ``gc.unfreeze``: two list
+    splices). Not done when the process holds frozen objects of its own, which
+    ``unfreeze`` would thaw."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+def load_trials(run: RunDir, split: str, tag: str, every_trace: bool) -> TrialRows:
+    """The evaluation's trials (``source.read_trials``): every trace when ``every_trace``
+    (trajectory files are written from them), else only those ``TRACE_MAY_BE_NEEDED``
+    guesses are needed."""
+    return read_trials(run, split, tag, None if every_trace else TRACE_MAY_BE_NEEDED)
 
 
 def diagnose(run: RunDir, options: DiagnoseOptions,
@@ -267,19 +299,26 @@ def diagnose(run: RunDir, options: DiagnoseOptions,
     (and, for rollouts without a trajectory of their own, their trajectory files)."""
     split = refuse_test(options.split)
     with _no_cycle_collection():
-        trials = load_trials(run, split, options.tag)
-        if context is None:
+        run.candidate_meta(options.tag)  # an unknown candidate is refused before the adapter
+        if context is None:  # is loaded (whose trace store decides which traces are read)
             context = adapter_context(run, split, options.project)
+        rows = load_trials(run, split, options.tag, context.trajectory is None)
         history = tried_fixes(run)
         folder = trajectories.folder(run.layout.diagnoses, str(split), options.tag)
         path = diagnosis_path(run, split, options.tag, options.mode)
         with run.locked():  # every write into the run dir holds the run lock
             trajectories.confined(path.parent, run.root)
-            result = build_diagnosis(trials, context, options, folder, history,
-                                     _previous(path))
+            previous = _previous(path)
+            try:
+                result = build_diagnosis(rows.trials, context, options, folder, history,
+                                         previous, rows.unread)
+            except TraceUnread:  # the SQL guess left a needed trace unread: read them all
+                rows = load_trials(run, split, options.tag, True)
+                result = build_diagnosis(rows.trials, context, options, folder, history,
+                                         previous)
             path.parent.mkdir(parents=True, exist_ok=True)
             if context.trajectory is None:
-                trajectories.write_all(folder, [t for t in trials if is_failure(t)
+                trajectories.write_all(folder, [t for t in rows.trials if is_failure(t)
                                                 and not t.trajectory], run.root)
             write_document(path, result)
     return result

@@ -37,6 +37,7 @@ _STATE = (r"(?:updated|cancell?ed|refunded|changed|modified|booked|rebooked|crea
           r"enabled|disabled|approved|granted|revoked|renewed|paid|recorded|stored|posted|"
           r"uploaded|moved|replaced|fixed|resolved|edited|renamed|archived|escalated|"
           r"requested|initiated|notified|emailed|shipped|voided|reimbursed|refilled)")
+STATE_PATTERN = _STATE  # the state verbs a claim names, as a regex group
 _ADVERBS = r"(?:(?:now|already|just|also|successfully|been)\s+)*"
 _CLAIM = re.compile(
     rf"\b(?:(?:has|have|had|was|were|is|are|been|got)\s+{_ADVERBS}{_STATE}"

@@ -22,6 +22,7 @@ from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
 from capevolve.diagnose.narrated import (
+    STATE_PATTERN,
     Call,
     call_mutates,
     claims_in,
@@ -74,6 +75,17 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
                    tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
                    gold_leak=leak, claimed=claimed)
+
+
+TRACE_MAY_BE_NEEDED = (
+    "reward IS NOT NULL AND (tool_calls IS NULL OR NOT contains(tool_calls, '\"name\"') "
+    "OR output IS NULL OR NOT regexp_matches(output, '[0-9A-Za-z]') "
+    f"OR regexp_matches(output, '(?i){STATE_PATTERN}|ship'))")
+"""A guess, in DuckDB SQL, of the rows whose trace a diagnosis reads (those that satisfy
+it are read with the other columns, the rest left unread): a scored row whose
+``tool_calls`` may hold no call, whose output may be blank, or whose output may claim a
+state change. :meth:`Analyser.needs_trace` is the exact rule; a row that needs its trace
+and was left unread makes diagnose read every trace and start again."""
 
 
 class CallFacts(NamedTuple):
@@ -131,6 +143,20 @@ class Analyser:
             missing = {v for v in claims if not any(family(v) & w for w in facts.write_words)}
             known = self._claimed[key] = tuple(sorted(missing))
         return known
+
+    def needs_trace(self, trial: Trial, calls: list[Call]) -> bool:
+        """Whether the facts of the failing ``trial`` read its trace, ``calls`` being
+        its ``tool_calls`` column's (``column_calls``): when the column holds no call
+        (the rollout's calls are then the trace's), when the output is blank (the final
+        message is then the trace's), or when no call mutates and the output claims a
+        state change (narrated_without_action then looks for a mutating call in the
+        trace). Otherwise :meth:`failure` gives the same whatever the trace holds."""
+        if not calls:
+            return True
+        output = trial.output
+        if not (output and output.strip()):
+            return True
+        return not self.facts(calls).mutating and bool(claims_in(output))
 
     def failure(self, trial: Trial, calls: list[Call]) -> Failure:
         """The facts of one failing trial, as :func:`analyse` gives them."""

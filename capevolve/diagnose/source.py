@@ -9,6 +9,7 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -72,20 +73,45 @@ def _where(split: str, candidate_id: str) -> str:
     return f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
 
 
+class TraceUnread(Exception):
+    """A row whose trace was left unread (:func:`read_trials`' ``trace_where``) needs it."""
+
+
+class TrialRows(NamedTuple):
+    """The trials of one evaluation, and the indices of those whose trace was left unread
+    (their ``trace`` is None whatever is stored)."""
+
+    trials: list[Trial]
+    unread: Collection[int]
+
+
 def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     """Every stored trial of ``candidate_id`` on ``split`` (see the module docstring for
-    which evaluation); CandidateError for an unknown candidate or one with no rollouts.
+    which evaluation), traces included; CandidateError for an unknown candidate or one
+    with no rollouts (:func:`read_trials`)."""
+    return read_trials(run, split, candidate_id).trials
+
+
+def read_trials(run: RunDir, split: str, candidate_id: str,
+                trace_where: str | None = None) -> TrialRows:
+    """Every stored trial of ``candidate_id`` on ``split``, with the trace of each row
+    that satisfies the SQL condition ``trace_where`` (every trace without one).
 
     One read-only statement on one connection over the candidate's own parts: the pick
     (``_PICK``, key columns only) as a subquery, then the chosen
     evaluation's rows as Arrow columns (no row tuples built by DuckDB; the parts of the
     candidate's other evaluations are pruned by their eval_id statistics), turned into
-    Trials column by column (:func:`trials_of`)."""
+    Trials column by column (:func:`trials_of`). A trace left unread is never decoded
+    into a Python string."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
     where = _where(split, candidate_id)
+    columns = list(_COLUMNS)
+    if trace_where is not None:
+        columns[_COLUMNS.index("trace")] = f"CASE WHEN {trace_where} THEN trace END AS trace"
+        columns.append(f"coalesce({trace_where}, false) AS _trace_read")
     table = RolloutStore(run.layout).table(
-        f"SELECT {', '.join(_COLUMNS)} FROM rollouts WHERE {where} "
+        f"SELECT {', '.join(columns)} FROM rollouts WHERE {where} "
         f"AND eval_id = ({_PICK.format(where=where)})", candidate_id=candidate_id)
     if table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
@@ -93,7 +119,7 @@ def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     return trials_of(table)
 
 
-def trials_of(table: pa.Table) -> list[Trial]:
+def trials_of(table: pa.Table) -> TrialRows:
     """The rows of an Arrow table of ``_COLUMNS`` as Trials (trial as int, reward as float
     or None) ordered by (task, trial), built from whole columns: the order is computed on
     the two key columns (byte order of the task id, as DuckDB's ORDER BY; a unit is one
@@ -111,4 +137,9 @@ def trials_of(table: pa.Table) -> list[Trial]:
         columns[2] = [int(t) for t in trial]
     if not pa.types.is_float64(table.schema.field("reward").type):
         columns[3] = [None if r is None else float(r) for r in reward]
-    return list(map(Trial._make, zip(*columns, strict=True)))
+    unread: list[int] = []
+    if "_trace_read" in table.column_names:
+        read = table.column("_trace_read").to_pylist()
+        held = read if stored_in_order else [read[i] for i in order]
+        unread = [i for i, was_read in enumerate(held) if not was_read]
+    return TrialRows(list(map(Trial._make, zip(*columns, strict=True))), frozenset(unread))

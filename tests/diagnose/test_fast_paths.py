@@ -316,3 +316,30 @@ def test_the_omission_regex_is_blind_to_which_digit_it_reads():
         a, b = classify._COMM_FEEDBACK.search(text), classify._COMM_FEEDBACK.search(
             even_digits(text))
         assert (a and a.span()) == (b and b.span()), text
+
+
+def test_a_trace_the_facts_do_not_need_changes_none_of_them():
+    """``Analyser.needs_trace`` is the exact rule for leaving a trace unread: wherever it
+    says a failing row's facts do not read the trace, the Failure is the same with the
+    stored trace, with none, and with a trace that holds a mutating call and a final
+    message of its own; and it does say so for plain rows (the fast path is taken)."""
+    from capevolve.diagnose.classify import is_failure
+    from capevolve.diagnose.gold import GoldGuard
+    from capevolve.diagnose.narrated import column_calls, rollout_calls
+    from capevolve.diagnose.reflective import Analyser
+
+    other = json.dumps([{"role": "assistant", "content": "Your order has been cancelled.",
+                         "tool_calls": [{"function": {"name": "cancel_order"}}]}])
+    rows = [t for t in golden_corpus.corpus(seed=11, n=900) if is_failure(t)]
+    analyser = Analyser(GoldGuard(golden_corpus.targets()), False)
+    unneeded = 0
+    for trial in rows + rows:
+        expected = analyser.failure(trial, rollout_calls(trial.tool_calls, trial.trace))
+        calls = column_calls(trial.tool_calls)
+        if analyser.needs_trace(trial, calls):
+            continue
+        unneeded += 1
+        for trace in (None, other, "not json"):
+            got = analyser.failure(trial._replace(trace=trace), calls)
+            assert got[1:] == expected[1:], trial  # every fact (the row itself aside)
+    assert 100 < unneeded < 2 * len(rows)

@@ -140,3 +140,36 @@ def test_bench_run_of_2000_failing_rollouts_gives_the_golden_digests(tmp_path):
 
     expected = json.loads((GOLDEN / "bench_2000.sha256").read_text())
     assert bench_digests(tmp_path) == expected
+
+
+@pytest.mark.parametrize("guess", ["as built", "false", "true"])
+def test_traces_left_unread_change_no_byte(tmp_path, monkeypatch, guess):
+    """With an adapter trace store, only the traces SQL guesses are needed are read: the
+    file is the one a read of every trace gives, whatever the guess -- as built (plain
+    rows left unread), none (every needed trace missing: all are read again and the
+    diagnosis starts over) or all."""
+    from capevolve.diagnose import diagnosis
+    from capevolve.diagnose.diagnosis import build_diagnosis, document_text
+    from capevolve.diagnose.source import load_trials
+
+    run = corpus_run(tmp_path)
+    store_trials(run, golden_corpus.corpus())
+    context = AdapterContext(targets=golden_corpus.targets(), trajectory="/store/traces")
+    options = DiagnoseOptions("val", "seed")
+    expected = document_text(build_diagnosis(load_trials(run, "val", "seed"), context,
+                                             options, "unused")) + "\n"
+    reads = []
+    real = diagnosis.read_trials
+
+    def spy(*args):
+        rows = real(*args)
+        reads.append(len(rows.unread))
+        return rows
+
+    monkeypatch.setattr(diagnosis, "read_trials", spy)
+    if guess != "as built":
+        monkeypatch.setattr(diagnosis, "TRACE_MAY_BE_NEEDED", guess)
+    diagnose(run, options, context)
+    assert diagnosis_path(run, "val", "seed").read_text(encoding="utf-8") == expected
+    assert {"as built": reads[:1] != [0] and len(reads) == 1, "false": reads[-1:] == [0]
+            and len(reads) == 2, "true": reads == [0]}[guess], reads
