@@ -10,10 +10,9 @@ import random
 import pytest
 from diagnose import golden_corpus
 
-from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
 from capevolve.diagnose import trajectories
-from capevolve.diagnose.diagnosis import document_text
+from capevolve.diagnose.diagnosis import canonical_json, document_bytes
 from capevolve.diagnose.jsontext import is_json, loads
 from capevolve.diagnose.narrated import call_mutates, trace_calls, trace_may_write
 from capevolve.diagnose.signature import KeyCache, key_of, raw_tokens
@@ -124,18 +123,69 @@ def _doc(reward: float) -> dict:
             "sanity": [], "history": {"tried": []}, "gold_check": {"available": False}}
 
 
-@pytest.mark.parametrize("reward", [0.5, 1e-300, math.nan, math.inf])
-def test_document_text_is_the_validated_records_json(reward):
-    """The written text equals the whole record's JSON form, a NaN reward included (the
-    record writes null where the plain encoder would refuse)."""
+@pytest.mark.parametrize("reward", [0.5, 1e-300, 2.5e-5, 1e17, math.nan, math.inf])
+def test_document_bytes_are_the_validated_records_json(reward):
+    """The written bytes equal the whole record's canonical JSON form, a NaN reward
+    included (both write null where the plain encoder would refuse)."""
     doc = _doc(reward)
-    assert document_text(doc) == jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
+    assert document_bytes(doc) == canonical_json(diagnosis_record(doc).to_json())
 
 
-def test_document_text_refuses_what_the_record_refuses():
+def test_document_bytes_refuse_what_the_record_refuses():
     """An envelope the record rejects (a negative count) is still refused."""
     with pytest.raises(ValueError):
-        document_text({**_doc(0.5), "failing_total": -1})
+        document_bytes({**_doc(0.5), "failing_total": -1})
+
+
+def _plain_canonical(value) -> bytes:
+    """The canonical form as json.dumps spells it (the definition orjson must meet)."""
+    return (json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                       separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
+
+
+def _text(rng: random.Random) -> str:
+    pool = [chr(c) for c in range(0, 0x250)] + ["\u2028", "\u2029", "\ufeff", "\U0001f600",
+                                                 '"', "\\", "/", "\x7f", "\u00e9", "\uffff"]
+    return "".join(rng.choice(pool) for _ in range(rng.randint(0, 12)))
+
+
+def _value(rng: random.Random, depth: int = 0):
+    kind = rng.randrange(8 if depth < 4 else 5)
+    if kind == 0:
+        return _text(rng)
+    if kind == 1:
+        return rng.choice([0, -1, 7, 2**53 + 1, 2**63 - 1, -(2**63), True, False, None])
+    if kind == 2:  # floats where the two writers agree: 0 and 1e-4 <= |x| < 1e16
+        x = 10 ** rng.uniform(-4, 15.99) * rng.choice([1, -1])
+        return rng.choice([x, round(x, 6), round(x, rng.randint(0, 16)), 0.0, -0.0, 0.1])
+    if kind in (3, 4):
+        return rng.choice(["", "a", "Z", "é", "zz"])
+    if kind in (5, 6):
+        return {_text(rng): _value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+    return [_value(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+
+
+def test_canonical_json_is_json_dumps_compact_sorted_form():
+    """orjson's bytes are json.dumps' (sorted keys, no ASCII escaping, compact separators)
+    for every string (control characters, quotes, backslashes, U+2028, astral), integer
+    (to 64 bits) and float in the range where both spell it alike (0, 1e-4 to 1e16)."""
+    rng = random.Random(4)
+    for _ in range(3000):
+        value = _value(rng)
+        assert canonical_json(value) == _plain_canonical(value), value
+    for code in range(0x800):
+        assert canonical_json(chr(code)) == _plain_canonical(chr(code))
+
+
+@pytest.mark.parametrize("value", [{"a": "\ud800 x", "b": 2.5e-5}, [2**64, 1e-7],
+                                   {"deep": json.loads("[" * 300 + "]" * 300)}])
+def test_what_orjson_refuses_is_written_by_json_in_the_same_form(value):
+    """A lone surrogate, an integer beyond 64 bits, nesting past orjson's limit: written
+    by json.dumps in the canonical form (a surrogate as its JSON escape), reading back
+    as the same value."""
+    data = canonical_json(value)
+    assert data == _plain_canonical(value)
+    assert json.loads(data) == value
 
 
 @pytest.mark.parametrize("reward", [None, 0.0, 0.1, 1e-17, 1, math.nan])
