@@ -69,8 +69,11 @@ def _communication_parts(score_parts: str | None) -> bool:
 
 def is_communication(label: str | None, text: str) -> bool:
     """Whether one cause unit is about what was told: its part's label names
-    communication (messages, inform, ...) or its text reports an omission in the reply."""
-    return bool((label and _COMM_PART.search(label.lower())) or _COMM_FEEDBACK.search(text))
+    communication (messages, inform, ...) or its text reports an omission in the reply
+    (the omission regex, which reads every digit alike, runs once per text with its
+    digits evened out)."""
+    return bool(label and _COMM_PART.search(label.lower())) or _reports_omission(
+        even_digits(text))
 
 
 def _may_report_omission(feedback: str) -> bool:

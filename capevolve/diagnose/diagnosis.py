@@ -15,6 +15,7 @@ import codecs
 import contextlib
 import gc
 import json
+from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +56,9 @@ from capevolve.diagnose.source import TraceUnread, Trial, TrialRows, read_trials
 from capevolve.diagnose.units import (
     Unit,
     UnitCache,
-    common_labels,
+    common_labels_of,
     passing_statements,
-    preamble_cuts,
+    preamble_cuts_of,
     score_parts,
 )
 from capevolve.errors import ConfigError
@@ -135,28 +136,32 @@ def diagnosis_path(run: RunDir, split: str, tag: str,
 
 def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
     """The failures with their cause units (``units`` module: preamble, parts, sentences,
-    pass statements dropped) and, when exactly one score part fell short, that part."""
-    feedbacks = [f.feedback for f in failures]
-    cuts = preamble_cuts(feedbacks)
-    stripped = [text[cut:] for text, cut in zip(feedbacks, cuts, strict=True)]
-    labels = common_labels(stripped)
+    pass statements dropped) and, when exactly one score part fell short, that part.
+    Each distinct feedback is cut once, each distinct (feedback, score parts) split once."""
+    counts = Counter(f.feedback for f in failures)
+    cuts = preamble_cuts_of(counts)
+    stripped: Counter[str] = Counter()
+    for text, n in counts.items():
+        stripped[text[cuts[text]:]] += n
+    labels = common_labels_of(stripped)
     passing = passing_statements(passing_feedback, labels)
-    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
+    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], int, str | None]] = {}
     splitters: dict[str | None, tuple[UnitCache, str | None]] = {}
     out = []
-    for f, text, cut in zip(failures, stripped, cuts, strict=True):
-        known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
+    for f in failures:
+        key = (f.feedback, f.trial.score_parts)
+        known = seen.get(key)  # feedback repeats: split it once
         if known is None:
-            splitter = splitters.get(f.trial.score_parts)
+            splitter = splitters.get(key[1])
             if splitter is None:
-                parts = score_parts(f.trial.score_parts)
+                parts = score_parts(key[1])
                 short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
-                splitter = splitters[f.trial.score_parts] = (
+                splitter = splitters[key[1]] = (
                     UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
-            known = (tuple(splitter[0].units(text)), splitter[1])
-            seen[(text, f.trial.score_parts)] = known
+            cut = cuts[key[0]]
+            known = seen[key] = (tuple(splitter[0].units(key[0][cut:])), cut, splitter[1])
         out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
-                           f.gold_leak, f.claimed, known[0], cut, known[1]))
+                           f.gold_leak, f.claimed, *known))
     return out
 
 
@@ -220,22 +225,34 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     mark_tried(records, history or [])
     records = rank_clusters(records)
     rank = {r["signature"]: r["rank"] for r in records}
-    unit_cluster = {u: c.signature for c in clusters for u in c.units}
-    in_clusters: dict[int, list[str]] = {}  # each failure's distinct clusters, best first
+    n = len(failures)
+    primary: list[str | None] = [None] * n  # each failure's best-ranked cluster, and next
+    secondary: list[str | None] = [None] * n
     for c in sorted(clusters, key=lambda c: rank[c.signature]):  # signatures are unique
+        sig = c.signature
         for i in c.trials:
-            in_clusters.setdefault(i, []).append(c.signature)
+            if primary[i] is None:
+                primary[i] = sig
+            elif secondary[i] is None:
+                secondary[i] = sig
+    unit_cluster: list[str] = [""] * len(placed)
+    for c in clusters:
+        for u in c.units:
+            unit_cluster[u] = c.signature
     causes: dict[int, list[dict[str, Any]]] = {}
-    for u, p in enumerate(placed):
-        if p.unit is not None:
-            causes.setdefault(p.failure, []).append(
-                {"part": p.unit.part, "text": p.unit.text, "cluster": unit_cluster[u]})
+    for u, (i, unit) in enumerate(placed):
+        if unit is not None:
+            cause = {"cluster": unit_cluster[u], "part": unit.part, "text": unit.text}
+            if i in causes:
+                causes[i].append(cause)
+            else:
+                causes[i] = [cause]
     prefix = str(Path(trajectory_dir) / "x")[:-1]  # the folder as a path prefix, joined once
     summaries = {task: TaskSummary.of(o) for task, o in outcomes.items()}  # once per task
     entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
                      or prefix + trajectories.file_name(f.trial),
-                     causes.get(i, []), in_clusters.get(i, []))
+                     causes.get(i, []), primary[i], secondary[i])
                for i, f in enumerate(failures)]
     return {
         "format_version": FORMAT, "split": str(options.split), "tag": options.tag,

@@ -188,31 +188,41 @@ def input_text(inputs: str | None) -> str:
 
 @dataclass(frozen=True)
 class TaskSummary:
-    """A task's graded mean and pattern, computed once for all its failing trials."""
+    """A task's graded mean and pattern, computed once for all its failing trials, with
+    their JSON values (the mean rounded to 6 places, the pattern as text)."""
 
     mean: float | None
     pattern: TaskPattern | None
+    mean_json: float | None = None
+    pattern_json: str | None = None
 
     @classmethod
     def of(cls, outcome: TaskOutcome) -> TaskSummary:
-        return cls(outcome.mean, outcome.pattern)
+        mean, pattern = outcome.mean, outcome.pattern
+        return cls(mean, pattern, None if mean is None else round(mean, 6),
+                   None if pattern is None else str(pattern))
+
+
+_KIND_TEXT = {kind: str(kind) for kind in FailureKind}
 
 
 def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
-          causes: list[dict[str, Any]], ranked: list[str]) -> dict[str, Any]:
-    """The reflective-dataset entry of one failure (see the module docstring); ``ranked``
-    holds the distinct clusters it sits in, best-ranked first."""
+          causes: list[dict[str, Any]], cluster: str | None,
+          secondary: str | None) -> dict[str, Any]:
+    """The reflective-dataset entry of one failure (see the module docstring);
+    ``cluster`` and ``secondary`` are the best- and second-ranked distinct clusters it
+    sits in (None when there is none)."""
     trial = failure.trial
-    mean = outcome.mean
+    summary = outcome if isinstance(outcome, TaskSummary) else TaskSummary.of(outcome)
+    kind = failure.kind
     return {
-        "causes": causes, "secondary_cluster": ranked[1] if len(ranked) > 1 else None,
-        "claimed_without_matching_action": failure.claimed_mismatch,
+        "Feedback": failure.feedback, "Generated Outputs": trial.output or "",
+        "Inputs": input_text(trial.inputs), "Trajectory": trajectory, "causes": causes,
         "claimed_verbs": list(failure.claimed),
-        "task_id": trial.task_id, "trial": trial.trial, "Inputs": input_text(trial.inputs),
-        "Generated Outputs": trial.output or "", "Feedback": failure.feedback,
-        "Trajectory": trajectory, "kind": str(failure.kind),
-        "narrated_without_action": failure.narrated, "reward": trial.reward,
-        "task_mean": None if mean is None else round(mean, 6),
-        "pattern": None if outcome.pattern is None else str(outcome.pattern),
-        "gold_in_feedback": failure.gold_leak, "cluster": ranked[0] if ranked else None,
+        "claimed_without_matching_action": failure.claimed_mismatch,
+        "cluster": cluster, "gold_in_feedback": failure.gold_leak,
+        "kind": _KIND_TEXT[kind] if kind in _KIND_TEXT else str(kind),
+        "narrated_without_action": failure.narrated, "pattern": summary.pattern_json,
+        "reward": trial.reward, "secondary_cluster": secondary, "task_id": trial.task_id,
+        "task_mean": summary.mean_json, "trial": trial.trial,
     }

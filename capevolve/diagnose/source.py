@@ -10,6 +10,7 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 from __future__ import annotations
 
 from collections.abc import Collection
+from itertools import repeat
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -71,6 +72,9 @@ _PICK = """SELECT eval_id FROM rollouts WHERE {where}
 
 def _where(split: str, candidate_id: str) -> str:
     return f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
+
+
+assert _COLUMNS == Trial._fields
 
 
 class TraceUnread(Exception):
@@ -142,4 +146,5 @@ def trials_of(table: pa.Table) -> TrialRows:
         read = table.column("_trace_read").to_pylist()
         held = read if stored_in_order else [read[i] for i in order]
         unread = [i for i, was_read in enumerate(held) if not was_read]
-    return TrialRows(list(map(Trial._make, zip(*columns, strict=True))), frozenset(unread))
+    rows = map(tuple.__new__, repeat(Trial), zip(*columns, strict=True))  # no per-row check:
+    return TrialRows(list(rows), frozenset(unread))  # the columns are exactly Trial's fields

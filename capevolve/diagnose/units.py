@@ -27,9 +27,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.signature import even_digits, preamble_cuts, raw_tokens
+from capevolve.diagnose.signature import (
+    even_digits,
+    preamble_cuts,
+    preamble_cuts_of,
+    raw_tokens,
+)
 
-__all__ = ["Unit", "preamble_cuts", "units_of"]
+__all__ = ["Unit", "preamble_cuts", "preamble_cuts_of", "units_of"]
 
 TOLERANCE = 1e-9
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*:\s+")
@@ -102,8 +107,13 @@ def _segments(text: str) -> list[Span]:
 
 def common_labels(feedbacks: list[str]) -> frozenset[str]:
     """Labels that open parts in at least two failures' feedback (lowercased)."""
+    return common_labels_of(Counter(feedbacks))
+
+
+def common_labels_of(counts: Counter[str]) -> frozenset[str]:
+    """:func:`common_labels` of a list of feedbacks given as its counts."""
     seen: Counter[str] = Counter()
-    for feedback, n in Counter(feedbacks).items():  # each distinct text read once
+    for feedback, n in counts.items():  # each distinct text read once
         for label in {m.group(1).strip().lower() for a, b in _segments(feedback)
                       if (m := _LABEL.match(feedback[a:b]))}:
             seen[label] += n

@@ -393,3 +393,25 @@ def test_a_trace_the_facts_do_not_need_changes_none_of_them():
             got = analyser.failure(trial._replace(trace=trace), calls)
             assert got[1:] == expected[1:], trial  # every fact (the row itself aside)
     assert 100 < unneeded < 2 * len(rows)
+
+
+def test_even_digits_and_the_cached_omission_test_equal_the_plain_rules():
+    """``even_digits`` (bytes for an ASCII text) is ``str.translate`` of the ASCII digits
+    for any text (non-ASCII digits, lone surrogates, astral characters kept); and
+    ``is_communication`` (the omission regex once per digit-evened text) is the label
+    test or the regex itself."""
+    from capevolve.diagnose import classify
+    from capevolve.diagnose.signature import even_digits
+
+    table = str.maketrans("123456789", "000000000")
+    rng = random.Random(8)
+    pool = list("0123456789 abc.:\n") + ["٣", "\ud800", "\U0001f600", "é", "never told ",
+                                        "the reply omitted ", "did not tell "]
+    labels = [None, "", "messages", "db", "Inform2"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 14)))
+        assert even_digits(text) == text.translate(table), text
+        label = rng.choice(labels)
+        plain = bool((label and classify._COMM_PART.search(label.lower()))
+                     or classify._COMM_FEEDBACK.search(text))
+        assert classify.is_communication(label, text) is plain, (label, text)
