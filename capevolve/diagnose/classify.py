@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
@@ -138,10 +139,13 @@ class TaskOutcome:
         return TaskPattern.CONSISTENTLY_PARTIAL
 
 
+_UNIT = itemgetter(1, 2)  # a Trial's (task_id, trial)
+
+
 def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
     """Per-task outcomes, keyed and ordered by task id."""
     out: dict[str, TaskOutcome] = {}
-    for trial in sorted(trials, key=lambda t: (t.task_id, t.trial)):
+    for trial in sorted(trials, key=_UNIT):  # (task_id, trial), picked in C
         outcome = out.setdefault(trial.task_id, TaskOutcome(trial.task_id))
         if trial.reward is None:
             outcome.errored += 1

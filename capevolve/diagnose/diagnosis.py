@@ -32,7 +32,6 @@ from capevolve.diagnose.classify import (
     TOLERANCE,
     group_tasks,
     is_failure,
-    is_pass,
     task_outcomes,
 )
 from capevolve.diagnose.context import AdapterContext, adapter_context
@@ -203,13 +202,17 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
     analyser = Analyser(guard, options.redact_gold)
+    passes = 1.0 - TOLERANCE  # is_pass: a reward at least this; is_failure: any other
     for index, trial in enumerate(trials):  # calls are read only where they are used
-        if is_failure(trial):
+        reward = trial.reward
+        if reward is None:  # errored: missing data
+            continue
+        if not reward >= passes:  # a failure (a NaN reward too)
             calls = column_calls(trial.tool_calls)
             if index in unread and analyser.needs_trace(trial, calls):
                 raise TraceUnread(trial.unit_id)
             failures.append(analyser.failure(trial, calls or trace_calls(trial.trace)))
-        elif is_pass(trial.reward):
+        else:
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:
                 calls = column_calls(trial.tool_calls)

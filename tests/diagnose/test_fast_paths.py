@@ -415,3 +415,28 @@ def test_even_digits_and_the_cached_omission_test_equal_the_plain_rules():
         plain = bool((label and classify._COMM_PART.search(label.lower()))
                      or classify._COMM_FEEDBACK.search(text))
         assert classify.is_communication(label, text) is plain, (label, text)
+
+
+def test_labels_read_through_the_digit_cache_are_each_feedbacks_own():
+    """common_labels reads labels once per digit-evened text, yet counts exactly each
+    feedback's own labels: also labels holding digits (db2 / db3 stay apart, v0 and v7
+    too) and digits next to the separators."""
+    from collections import Counter
+
+    from capevolve.diagnose.units import _LABEL, _segments, common_labels
+
+    def plain(feedbacks):
+        seen: Counter[str] = Counter()
+        for feedback, n in Counter(feedbacks).items():
+            for label in {m.group(1).strip().lower() for a, b in _segments(feedback)
+                          if (m := _LABEL.match(feedback[a:b]))}:
+                seen[label] += n
+        return frozenset(label for label, n in seen.items() if n >= 2)
+
+    rng = random.Random(12)
+    pieces = ["db{n}: wrong total {m}.", "messages: never told {n} fee. ", "; db: x{n}_y set",
+              "\n\nmessages:  ", "v{n}: {m}", "\n", "x: y{n}; z{m}: w", "{n}a: b", "step {n}: ok"]
+    for _ in range(200):
+        feedbacks = ["".join(rng.choice(pieces).format(n=rng.randint(0, 3), m=rng.randint(0, 9))
+                             for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(2, 30))]
+        assert common_labels(feedbacks) == plain(feedbacks), feedbacks
