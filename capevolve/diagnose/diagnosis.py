@@ -147,6 +147,7 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
     seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], int, str | None]] = {}
     splitters: dict[str | None, tuple[UnitCache, str | None]] = {}
     out = []
+    new = tuple.__new__  # a Failure from all its fields, without its Python-level __new__
     for f in failures:
         key = (f.feedback, f.trial.score_parts)
         known = seen.get(key)  # feedback repeats: split it once
@@ -159,8 +160,7 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
                     UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
             cut = cuts[key[0]]
             known = seen[key] = (tuple(splitter[0].units(key[0][cut:])), cut, splitter[1])
-        out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
-                           f.gold_leak, f.claimed, *known))
+        out.append(new(Failure, (*f[:8], *known)))  # f's facts, its units, cut and part
     return out
 
 

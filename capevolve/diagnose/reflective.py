@@ -88,6 +88,9 @@ state change. :meth:`Analyser.needs_trace` is the exact rule; a row that needs i
 and was left unread makes diagnose read every trace and start again."""
 
 
+_new = tuple.__new__  # a NamedTuple from all its fields, without its Python-level __new__
+
+
 class CallFacts(NamedTuple):
     """What a rollout's recorded calls say, the same for every rollout with equal calls."""
 
@@ -165,12 +168,12 @@ class Analyser:
         leak = None if guard is None else guard.leaks(trial.task_id, feedback)
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
-        facts = self.facts(calls)
+        facts = self._calls.get(frozenset(calls)) or self.facts(calls)
         message = final_message(trial.output, trial.trace)
         narrated = self._narrated(facts, calls, message, trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
-        return Failure(trial, failure_kind(trial), narrated, facts.tools, facts.identifiers,
-                       feedback, leak, claimed)
+        return _new(Failure, (trial, failure_kind(trial), narrated, facts.tools,
+                              facts.identifiers, feedback, leak, claimed, (), 0, None))
 
 
 @lru_cache(maxsize=8192)

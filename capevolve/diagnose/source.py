@@ -127,24 +127,23 @@ def trials_of(table: pa.Table) -> TrialRows:
     """The rows of an Arrow table of ``_COLUMNS`` as Trials (trial as int, reward as float
     or None) ordered by (task, trial), built from whole columns: the order is computed on
     the two key columns (byte order of the task id, as DuckDB's ORDER BY; a unit is one
-    row, so the order is total) and applied to the Python lists, so the bulky text columns
-    (traces) are never moved by a sort."""
+    row, so the order is total) and applied to the rows once they are made, so no column
+    is moved by a sort (DuckDB's parallel scan hands the parts' rows back in any order)."""
     keys = [("task_id", "ascending"), ("trial", "ascending")]
     order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
     stored_in_order = order == list(range(len(order)))  # parts written in unit order
-    columns = []
-    for name in _COLUMNS:
-        values = table.column(name).to_pylist()
-        columns.append(values if stored_in_order else [values[i] for i in order])
+    columns = [table.column(name).to_pylist() for name in _COLUMNS]
     trial, reward = columns[2], columns[3]
     if not pa.types.is_integer(table.schema.field("trial").type):
         columns[2] = [int(t) for t in trial]
     if not pa.types.is_float64(table.schema.field("reward").type):
         columns[3] = [None if r is None else float(r) for r in reward]
-    unread: list[int] = []
-    if "_trace_read" in table.column_names:
-        read = table.column("_trace_read").to_pylist()
-        held = read if stored_in_order else [read[i] for i in order]
-        unread = [i for i, was_read in enumerate(held) if not was_read]
-    rows = map(tuple.__new__, repeat(Trial), zip(*columns, strict=True))  # no per-row check:
-    return TrialRows(list(rows), frozenset(unread))  # the columns are exactly Trial's fields
+    # no per-row check: the columns are exactly Trial's fields
+    rows = list(map(tuple.__new__, repeat(Trial), zip(*columns, strict=True)))
+    read = (table.column("_trace_read").to_pylist() if "_trace_read" in table.column_names
+            else None)
+    if not stored_in_order:
+        rows = [rows[i] for i in order]
+        read = None if read is None else [read[i] for i in order]
+    unread = [] if read is None else [i for i, was_read in enumerate(read) if not was_read]
+    return TrialRows(rows, frozenset(unread))
