@@ -15,6 +15,7 @@ import codecs
 import contextlib
 import gc
 import json
+import re
 from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -276,16 +277,55 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     }
 
 
+_COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")  # a member's colon, JSON's blanks around it
+_TOP_TAG = re.compile(rb'"tag"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]*"unscored"'
+                      rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*(?:"[^"\\]*"[ \t\n\r]*'
+                      rb'(?:,[ \t\n\r]*"[^"\\]*"[ \t\n\r]*)*)?\][ \t\n\r]*\}[ \t\n\r]*')
+
+
+def _set_members(data: bytes, name: bytes) -> list[int]:
+    """Where the quoted ``name`` stands before a colon and a value other than null: every
+    object member of that name whose value is not null, and perhaps more (a string
+    ending in the name, as a key)."""
+    found, at = [], data.find(name)
+    while at >= 0:
+        colon = _COLON.match(data, at + len(name))
+        if colon is not None and not data.startswith(b"null", colon.end()):
+            found.append(at)
+        at = data.find(name, at + 1)
+    return found
+
+
+def may_hold_judgements(data: bytes) -> bool:
+    """False only when no cluster of the JSON document ``data`` can hold a judgement (a
+    ``tag`` or ``blast_radius`` that is not null), read from the bytes without parsing
+    them; True means "parse to know".
+
+    Exact because, in a text without ``\\u`` escapes, every member named ``tag`` or
+    ``blast_radius`` is spelled with that name between quotes, so :func:`_set_members` finds
+    each one whose value is not null (and perhaps more). No ``blast_radius`` may be set,
+    and at most one ``tag``: the document's own, which ends it -- ``"tag": "<id>",
+    "unscored": [<ids>]}``, a member of the outermost object, as every diagnosis file
+    ends. (A text that is not JSON holds no judgement either way.)"""
+    if b"\\u" in data or _set_members(data, b'"blast_radius"'):
+        return True
+    tags = _set_members(data, b'"tag"')
+    return len(tags) > 1 or (len(tags) == 1 and _TOP_TAG.fullmatch(data, tags[0]) is None)
+
+
 def _previous(path: Path) -> dict[str, Any] | None:
-    """The earlier file of the same mode (for its judgements), as ``jsonfiles.read`` reads
-    it: parsed from its bytes by pydantic-core's parser (no decoding pass over a document
-    of 100,000 entries), ``jsonfiles.read`` deciding any file that parser refuses. A
-    symlink in its place is not the run's own file: its judgements are not carried (the
-    new file replaces the link, never what it points to)."""
+    """The earlier file of the same mode, for its judgements: None when its bytes show that
+    none of its clusters holds one (:func:`may_hold_judgements`), else the document as
+    ``jsonfiles.read`` reads it: parsed from its bytes by pydantic-core's parser (no
+    decoding pass over a document of 100,000 entries), ``jsonfiles.read`` deciding any file
+    that parser refuses. A symlink in its place is not the run's own file: its judgements
+    are not carried (the new file replaces the link, never what it points to)."""
     if path.is_symlink() or not path.is_file():
         return None
     try:
         data = path.read_bytes()
+        if not may_hold_judgements(data):
+            return None
         try:
             doc = from_json(data) if not data.startswith(codecs.BOM_UTF8) else None
         except ValueError:

@@ -440,3 +440,58 @@ def test_labels_read_through_the_digit_cache_are_each_feedbacks_own():
         feedbacks = ["".join(rng.choice(pieces).format(n=rng.randint(0, 3), m=rng.randint(0, 9))
                              for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(2, 30))]
         assert common_labels(feedbacks) == plain(feedbacks), feedbacks
+
+
+def _judged(doc) -> bool:
+    """Whether the earlier file's clusters hold a judgement carry_judgements would keep."""
+    clusters = doc.get("clusters", []) if isinstance(doc, dict) else []
+    return any(isinstance(c, dict) and (c.get("tag") or c.get("blast_radius"))
+               for c in (clusters if isinstance(clusters, list) else []))
+
+
+def _earlier(rng: random.Random) -> dict:
+    values = [None, None, None, "BEHAVIORAL", "", [], ["t1"], 0, {"a": None}, "tag", "null"]
+    clusters = []
+    for _ in range(rng.randint(0, 4)):
+        c = {"signature": rng.choice(["a", 'say "tag": x', "tag", "b\\c"]), "size": 1}
+        for name in rng.sample(["tag", "blast_radius", "note"], rng.randint(0, 3)):
+            c[name] = rng.choice(values)
+        clusters.append(c)
+    doc = {"clusters": clusters, "reflective_dataset": [
+        {"Feedback": rng.choice(['"tag": "X"', "tag", "t\u0061g", "x"]),
+         rng.choice(["tag", "kind", "blast_radius"]): rng.choice(values)}]}
+    if rng.random() < 0.9:
+        doc["tag"] = rng.choice(["seed", None, "", "c\\d", 'a"b'])
+    if rng.random() < 0.9:
+        doc["unscored"] = rng.choice([[], ["t1", "t2"], [1], ['q"'], None])
+    return doc
+
+
+def test_the_judgement_precheck_never_hides_a_judgement():
+    """Wherever the bytes say "no judgement", the parsed file's clusters hold none: files
+    written in every JSON form (compact, spaced, indented, keys in any order, escaped
+    key names, a judgement's name quoted inside a string, the document's own tag null,
+    missing or last); and for diagnose's own files the parse is skipped."""
+    from capevolve.diagnose.diagnosis import canonical_json, may_hold_judgements
+
+    rng = random.Random(6)
+    skipped = 0
+    for _ in range(3000):
+        doc = _earlier(rng)
+        if rng.random() < 0.3:
+            doc = dict(reversed(list(doc.items())))
+        form = rng.randrange(4)
+        data = (canonical_json(doc) if form == 0 else json.dumps(
+            doc, indent=(2 if form == 2 else None), ensure_ascii=form == 3,
+            sort_keys=rng.random() < 0.7).encode())
+        if rng.random() < 0.1:
+            data = data.replace(b'"tag"', b'"t\\u0061g"')
+        if not may_hold_judgements(data):
+            skipped += 1
+            assert not _judged(json.loads(data)), data
+    assert skipped > 150
+    written = canonical_json(_doc(0.5) | {"clusters": [
+        {"signature": "s", "tag": None, "blast_radius": None}], "unscored": ["t9"],
+        "reflective_dataset": [{"Feedback": "ü \u2028 the tag was wrong", "cluster": "s"}]})
+    assert not may_hold_judgements(written)
+    assert may_hold_judgements(written.replace(b'"tag":null', b'"tag":"KNOWLEDGE"'))
