@@ -169,8 +169,10 @@ class Analyser:
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
         facts = self._calls.get(frozenset(calls)) or self.facts(calls)
-        message = final_message(trial.output, trial.trace)
-        narrated = self._narrated(facts, calls, message, trial.trace)
+        output = trial.output  # final_message's first rule, without the call:
+        message = output if output and output.strip() else final_message(output, trial.trace)
+        narrated = False if facts.mutating else self._narrated(facts, calls, message,
+                                                                 trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
         return _new(Failure, (trial, failure_kind(trial), narrated, facts.tools,
                               facts.identifiers, feedback, leak, claimed, (), 0, None))
