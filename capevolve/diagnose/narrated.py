@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from pydantic_core import from_json
+
 from capevolve.diagnose.jsontext import load_or_none
 
 READ_VERBS = frozenset("""
@@ -93,7 +95,10 @@ def _plain_call(name: str, flag: bool | None, keys: tuple[str, ...]) -> Call:
 
 def column_calls(tool_calls: str | None) -> list[Call]:
     """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...})."""
-    data = _load(tool_calls)
+    try:  # load_or_none, its usual case without its calls
+        data = from_json(tool_calls, cache_strings="keys") if tool_calls else None
+    except ValueError:
+        data = _load(tool_calls)
     if not isinstance(data, list):
         return []
     calls = []

@@ -159,7 +159,7 @@ class Analyser:
         output = trial.output
         if not (output and output.strip()):
             return True
-        return not self.facts(calls).mutating and bool(claims_in(output))
+        return bool(claims_in(output)) and not self.facts(calls).mutating
 
     def failure(self, trial: Trial, calls: list[Call]) -> Failure:
         """The facts of one failing trial, as :func:`analyse` gives them."""
