@@ -46,7 +46,7 @@ LARGE_TARGET_S = 3.0
 TRIALS = 4
 PASSING_TASKS = 500
 STAGES = (  # (stage, function whose cumulative time it is), in pipeline order
-    ("read rows (DuckDB)", "source.py", "load_trials"),
+    ("read rows (DuckDB)", "source.py", "read_trials"),
     ("per-failure facts (narrated, claimed, gold, kind)", "reflective.py", "failure"),
     ("cause units (preamble, parts, sentences)", "diagnosis.py", "with_units"),
     ("clustering (keys, grouping, signatures)", "grouping.py", "cluster_failures"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
@@ -69,8 +70,11 @@ def _communication_parts(score_parts: str | None) -> bool:
 
 def is_communication(label: str | None, text: str) -> bool:
     """Whether one cause unit is about what was told: its part's label names
-    communication (messages, inform, ...) or its text reports an omission in the reply."""
-    return bool((label and _COMM_PART.search(label.lower())) or _COMM_FEEDBACK.search(text))
+    communication (messages, inform, ...) or its text reports an omission in the reply
+    (the omission regex, which reads every digit alike, runs once per text with its
+    digits evened out)."""
+    return bool(label and _COMM_PART.search(label.lower())) or _reports_omission(
+        even_digits(text))
 
 
 def _may_report_omission(feedback: str) -> bool:
@@ -135,10 +139,13 @@ class TaskOutcome:
         return TaskPattern.CONSISTENTLY_PARTIAL
 
 
+_UNIT = itemgetter(1, 2)  # a Trial's (task_id, trial)
+
+
 def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
     """Per-task outcomes, keyed and ordered by task id."""
     out: dict[str, TaskOutcome] = {}
-    for trial in sorted(trials, key=lambda t: (t.task_id, t.trial)):
+    for trial in sorted(trials, key=_UNIT):  # (task_id, trial), picked in C
         outcome = out.setdefault(trial.task_id, TaskOutcome(trial.task_id))
         if trial.reward is None:
             outcome.errored += 1

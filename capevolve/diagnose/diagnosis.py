@@ -14,12 +14,15 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gc
-import os
-from collections.abc import Iterator
+import json
+import re
+from collections import Counter
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic_core import from_json
 
 from capevolve._store import jsonfiles
@@ -30,7 +33,6 @@ from capevolve.diagnose.classify import (
     TOLERANCE,
     group_tasks,
     is_failure,
-    is_pass,
     task_outcomes,
 )
 from capevolve.diagnose.context import AdapterContext, adapter_context
@@ -39,17 +41,24 @@ from capevolve.diagnose.grouping import cluster_failures, cluster_records
 from capevolve.diagnose.history import TriedFix, mark_tried, tried_fixes
 from capevolve.diagnose.jsontext import SURROGATES
 from capevolve.diagnose.kinds import ClusterMode
-from capevolve.diagnose.narrated import rollout_calls
+from capevolve.diagnose.narrated import column_calls, trace_calls
 from capevolve.diagnose.rank import rank_clusters
-from capevolve.diagnose.reflective import Analyser, Failure, TaskSummary, entry, tool_names
+from capevolve.diagnose.reflective import (
+    TRACE_MAY_BE_NEEDED,
+    Analyser,
+    Failure,
+    TaskSummary,
+    entry,
+    tool_names,
+)
 from capevolve.diagnose.sanity import sanity_checks
-from capevolve.diagnose.source import Trial, load_trials, refuse_test
+from capevolve.diagnose.source import TraceUnread, Trial, TrialRows, read_trials, refuse_test
 from capevolve.diagnose.units import (
     Unit,
     UnitCache,
-    common_labels,
+    common_labels_of,
     passing_statements,
-    preamble_cuts,
+    preamble_cuts_of,
     score_parts,
 )
 from capevolve.errors import ConfigError
@@ -69,36 +78,51 @@ class DiagnoseOptions:
     project: Path | None = None  # the project whose adapter gives targets / trajectories
 
 
-def document_text(doc: dict[str, Any]) -> str:
-    """The canonical compact JSON (sorted keys) of ``doc`` validated as a DiagnosisRecord.
+def canonical_json(value: Any) -> bytes:
+    """The canonical bytes of a JSON value: compact (no space after ``,`` or ``:``), object
+    keys sorted, UTF-8 without ASCII escaping, one trailing newline -- a pure function of
+    the value, so equal documents are byte-identical files.
+
+    orjson writes them (a 68 MB diagnosis in a tenth of json.dumps' time); a value it
+    refuses (a lone surrogate such as ``"\\ud800"`` decoded from a task's JSON, an
+    integer beyond 64 bits, nesting past its limit) is written by json.dumps in the same
+    form, a lone surrogate as its JSON escape (it reads back as the same string). The two
+    spell every string, integer and float the same way, except a float below 1e-4 or from
+    1e16 on (orjson: ``1e-6``, ``0.000025``; json: ``1e-06``, ``2.5e-05``): a document
+    either takes one writer or the other, whole."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        pass
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":"))
+    return (text + "\n").encode("utf-8", SURROGATES)
+
+
+def document_bytes(doc: dict[str, Any]) -> bytes:
+    """The canonical JSON (:func:`canonical_json`) of ``doc`` validated as a
+    DiagnosisRecord.
 
     The envelope is validated with the record; the entries and cluster records (JSON
-    values built here: dicts of str keys, lists, strings, finite numbers) are written as
+    values built here: dicts of str keys, lists, strings, numbers) are written as
     they are -- what the record's JSON form of them would be. Where a value is not finite
-    (a NaN reward in a hand-edited part), the record's own JSON form decides (it writes
-    null), exactly as validating the whole document would."""
+    (a NaN reward in a hand-edited part), both write null; where the plain encoder
+    refuses a value, the record's own JSON form decides, exactly as validating the whole
+    document would."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(isinstance(item, dict) for values in bulky.values() for item in values):
         try:
-            return jsonfiles.dumps({**envelope, **bulky}, indent=None)
+            return canonical_json({**envelope, **bulky})
         except (ValueError, TypeError):
             pass
-    return jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
+    return canonical_json(diagnosis_record(doc).to_json())
 
 
 def write_document(path: Path, doc: dict[str, Any]) -> None:
-    """Validate ``doc`` as a DiagnosisRecord, then write canonical compact JSON (sorted
-    keys, :func:`document_text`) atomically: temp file, fsync, rename. A lone surrogate
-    (text that is not Unicode, e.g. ``"\\ud800"`` decoded from a task's JSON) is written as
-    its JSON escape, which reads back as the same string."""
-    text = document_text(doc)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", errors=SURROGATES) as fh:
-        fh.write(text + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Validate ``doc`` as a DiagnosisRecord, then write its canonical compact JSON
+    (:func:`document_bytes`) atomically: temp file, fsync, rename."""
+    jsonfiles.write_bytes_atomic(path, document_bytes(doc))
 
 
 def diagnosis_path(run: RunDir, split: str, tag: str,
@@ -112,28 +136,32 @@ def diagnosis_path(run: RunDir, split: str, tag: str,
 
 def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
     """The failures with their cause units (``units`` module: preamble, parts, sentences,
-    pass statements dropped) and, when exactly one score part fell short, that part."""
-    feedbacks = [f.feedback for f in failures]
-    cuts = preamble_cuts(feedbacks)
-    stripped = [text[cut:] for text, cut in zip(feedbacks, cuts, strict=True)]
-    labels = common_labels(stripped)
+    pass statements dropped) and, when exactly one score part fell short, that part.
+    Each distinct feedback is cut once, each distinct (feedback, score parts) split once."""
+    counts = Counter(f.feedback for f in failures)
+    cuts = preamble_cuts_of(counts)
+    stripped: Counter[str] = Counter()
+    for text, n in counts.items():
+        stripped[text[cuts[text]:]] += n
+    labels = common_labels_of(stripped)
     passing = passing_statements(passing_feedback, labels)
-    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], str | None]] = {}
+    seen: dict[tuple[str, str | None], tuple[tuple[Unit, ...], int, str | None]] = {}
     splitters: dict[str | None, tuple[UnitCache, str | None]] = {}
     out = []
-    for f, text, cut in zip(failures, stripped, cuts, strict=True):
-        known = seen.get((text, f.trial.score_parts))  # feedback repeats: split it once
+    new = tuple.__new__  # a Failure from all its fields, without its Python-level __new__
+    for f in failures:
+        key = (f.feedback, f.trial.score_parts)
+        known = seen.get(key)  # feedback repeats: split it once
         if known is None:
-            splitter = splitters.get(f.trial.score_parts)
+            splitter = splitters.get(key[1])
             if splitter is None:
-                parts = score_parts(f.trial.score_parts)
+                parts = score_parts(key[1])
                 short = [k for k, v in parts.items() if v < 1 - TOLERANCE]
-                splitter = splitters[f.trial.score_parts] = (
+                splitter = splitters[key[1]] = (
                     UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
-            known = (tuple(splitter[0].units(text)), splitter[1])
-            seen[(text, f.trial.score_parts)] = known
-        out.append(Failure(f.trial, f.kind, f.narrated, f.tools, f.identifiers, f.feedback,
-                           f.gold_leak, f.claimed, known[0], cut, known[1]))
+            cut = cuts[key[0]]
+            known = seen[key] = (tuple(splitter[0].units(key[0][cut:])), cut, splitter[1])
+        out.append(new(Failure, (*f[:8], *known)))  # f's facts, its units, cut and part
     return out
 
 
@@ -157,10 +185,13 @@ def carry_judgements(previous: dict[str, Any] | None, records: list[dict[str, An
 
 def build_diagnosis(trials: list[Trial], context: AdapterContext, options: DiagnoseOptions,
                     trajectory_dir: Path | str, history: list[TriedFix] | None = None,
-                    previous: dict[str, Any] | None = None) -> dict[str, Any]:
+                    previous: dict[str, Any] | None = None,
+                    unread: Collection[int] = ()) -> dict[str, Any]:
     """The diagnosis document of ``trials`` (one evaluation of one candidate on a split);
     ``trajectory_dir`` is where the trajectory files of rollouts without one are written,
-    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept)."""
+    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept).
+    ``unread`` holds the indices of trials whose trace was not read: TraceUnread when one
+    of them needs it (``Analyser.needs_trace``)."""
     if options.redact_gold and context.targets is None:
         raise ConfigError("--redact-gold needs the tasks' targets, but the adapter could not "
                           f"be loaded ({context.unavailable}); pass --project")
@@ -172,16 +203,25 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
     analyser = Analyser(guard, options.redact_gold)
-    for trial in trials:  # calls are read only where they are used
-        if is_failure(trial):
-            calls = rollout_calls(trial.tool_calls, trial.trace)
-            failures.append(analyser.failure(trial, calls))
-        elif is_pass(trial.reward):
+    passes = 1.0 - TOLERANCE  # is_pass: a reward at least this; is_failure: any other
+    for index, trial in enumerate(trials):  # calls are read only where they are used
+        reward = trial.reward
+        if reward is None:  # errored: missing data
+            continue
+        if not reward >= passes:  # a failure (a NaN reward too)
+            calls = column_calls(trial.tool_calls)
+            if index in unread and analyser.needs_trace(trial, calls):
+                raise TraceUnread(trial.unit_id)
+            failures.append(analyser.failure(trial, calls or trace_calls(trial.trace)))
+        else:
             passing_feedback.append(trial.feedback or "")
             if trial.task_id in kept_good:
-                calls = rollout_calls(trial.tool_calls, trial.trace)
+                calls = column_calls(trial.tool_calls)
+                if not calls and index in unread:
+                    raise TraceUnread(trial.unit_id)
                 known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
-                passing_tools[trial.task_id] = known | tool_names(calls)
+                passing_tools[trial.task_id] = known | tool_names(
+                    calls or trace_calls(trial.trace))
     failures = with_units(failures, passing_feedback)
     clusters, placed, unit_keys = cluster_failures(failures, ClusterMode(options.mode))
     records = cluster_records(clusters, placed, failures, passing_tools, unit_keys)
@@ -189,22 +229,34 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     mark_tried(records, history or [])
     records = rank_clusters(records)
     rank = {r["signature"]: r["rank"] for r in records}
-    unit_cluster = {u: c.signature for c in clusters for u in c.units}
-    in_clusters: dict[int, list[str]] = {}  # each failure's distinct clusters, best first
+    n = len(failures)
+    primary: list[str | None] = [None] * n  # each failure's best-ranked cluster, and next
+    secondary: list[str | None] = [None] * n
     for c in sorted(clusters, key=lambda c: rank[c.signature]):  # signatures are unique
+        sig = c.signature
         for i in c.trials:
-            in_clusters.setdefault(i, []).append(c.signature)
+            if primary[i] is None:
+                primary[i] = sig
+            elif secondary[i] is None:
+                secondary[i] = sig
+    unit_cluster: list[str] = [""] * len(placed)
+    for c in clusters:
+        for u in c.units:
+            unit_cluster[u] = c.signature
     causes: dict[int, list[dict[str, Any]]] = {}
-    for u, p in enumerate(placed):
-        if p.unit is not None:
-            causes.setdefault(p.failure, []).append(
-                {"part": p.unit.part, "text": p.unit.text, "cluster": unit_cluster[u]})
+    for u, (i, unit) in enumerate(placed):
+        if unit is not None:
+            cause = {"cluster": unit_cluster[u], "part": unit.part, "text": unit.text}
+            if i in causes:
+                causes[i].append(cause)
+            else:
+                causes[i] = [cause]
     prefix = str(Path(trajectory_dir) / "x")[:-1]  # the folder as a path prefix, joined once
     summaries = {task: TaskSummary.of(o) for task, o in outcomes.items()}  # once per task
     entries = [entry(f, summaries[f.trial.task_id],
                      context.trajectory or f.trial.trajectory
                      or prefix + trajectories.file_name(f.trial),
-                     causes.get(i, []), in_clusters.get(i, []))
+                     causes.get(i, []), primary[i], secondary[i])
                for i, f in enumerate(failures)]
     return {
         "format_version": FORMAT, "split": str(options.split), "tag": options.tag,
@@ -225,16 +277,55 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     }
 
 
+_COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")  # a member's colon, JSON's blanks around it
+_TOP_TAG = re.compile(rb'"tag"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]*"unscored"'
+                      rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*(?:"[^"\\]*"[ \t\n\r]*'
+                      rb'(?:,[ \t\n\r]*"[^"\\]*"[ \t\n\r]*)*)?\][ \t\n\r]*\}[ \t\n\r]*')
+
+
+def _set_members(data: bytes, name: bytes) -> list[int]:
+    """Where the quoted ``name`` stands before a colon and a value other than null: every
+    object member of that name whose value is not null, and perhaps more (a string
+    ending in the name, as a key)."""
+    found, at = [], data.find(name)
+    while at >= 0:
+        colon = _COLON.match(data, at + len(name))
+        if colon is not None and not data.startswith(b"null", colon.end()):
+            found.append(at)
+        at = data.find(name, at + 1)
+    return found
+
+
+def may_hold_judgements(data: bytes) -> bool:
+    """False only when no cluster of the JSON document ``data`` can hold a judgement (a
+    ``tag`` or ``blast_radius`` that is not null), read from the bytes without parsing
+    them; True means "parse to know".
+
+    Exact because, in a text without ``\\u`` escapes, every member named ``tag`` or
+    ``blast_radius`` is spelled with that name between quotes, so :func:`_set_members` finds
+    each one whose value is not null (and perhaps more). No ``blast_radius`` may be set,
+    and at most one ``tag``: the document's own, which ends it -- ``"tag": "<id>",
+    "unscored": [<ids>]}``, a member of the outermost object, as every diagnosis file
+    ends. (A text that is not JSON holds no judgement either way.)"""
+    if b"\\u" in data or _set_members(data, b'"blast_radius"'):
+        return True
+    tags = _set_members(data, b'"tag"')
+    return len(tags) > 1 or (len(tags) == 1 and _TOP_TAG.fullmatch(data, tags[0]) is None)
+
+
 def _previous(path: Path) -> dict[str, Any] | None:
-    """The earlier file of the same mode (for its judgements), as ``jsonfiles.read`` reads
-    it: parsed from its bytes by pydantic-core's parser (no decoding pass over a document
-    of 100,000 entries), ``jsonfiles.read`` deciding any file that parser refuses. A
-    symlink in its place is not the run's own file: its judgements are not carried (the
-    new file replaces the link, never what it points to)."""
+    """The earlier file of the same mode, for its judgements: None when its bytes show that
+    none of its clusters holds one (:func:`may_hold_judgements`), else the document as
+    ``jsonfiles.read`` reads it: parsed from its bytes by pydantic-core's parser (no
+    decoding pass over a document of 100,000 entries), ``jsonfiles.read`` deciding any file
+    that parser refuses. A symlink in its place is not the run's own file: its judgements
+    are not carried (the new file replaces the link, never what it points to)."""
     if path.is_symlink() or not path.is_file():
         return None
     try:
         data = path.read_bytes()
+        if not may_hold_judgements(data):
+            return None
         try:
             doc = from_json(data) if not data.startswith(codecs.BOM_UTF8) else None
         except ValueError:
@@ -251,14 +342,31 @@ def _no_cycle_collection() -> Iterator[None]:
     """Hold the cyclic garbage collector off while a diagnosis is built: it allocates
     millions of acyclic objects (rows, units, entries), each allocation burst would
     trigger a full collection that frees nothing. Reference counting frees them as
-    always; the collector's previous state is restored."""
+    always; the collector's previous state is restored.
+
+    Those objects are still the collector's youngest generation when it is turned back
+    on, so its next collection would walk every one of them (about 0.8 s of CPU at
+    100,000 failures) to free nothing: they are handed to the oldest generation first,
+    as surviving that walk would have done (``gc.freeze`` then ``gc.unfreeze``: two list
+    splices). Not done when the process holds frozen objects of its own, which
+    ``unfreeze`` would thaw."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+def load_trials(run: RunDir, split: str, tag: str, every_trace: bool) -> TrialRows:
+    """The evaluation's trials (``source.read_trials``): every trace when ``every_trace``
+    (trajectory files are written from them), else only those ``TRACE_MAY_BE_NEEDED``
+    guesses are needed."""
+    return read_trials(run, split, tag, None if every_trace else TRACE_MAY_BE_NEEDED)
 
 
 def diagnose(run: RunDir, options: DiagnoseOptions,
@@ -267,19 +375,26 @@ def diagnose(run: RunDir, options: DiagnoseOptions,
     (and, for rollouts without a trajectory of their own, their trajectory files)."""
     split = refuse_test(options.split)
     with _no_cycle_collection():
-        trials = load_trials(run, split, options.tag)
-        if context is None:
+        run.candidate_meta(options.tag)  # an unknown candidate is refused before the adapter
+        if context is None:  # is loaded (whose trace store decides which traces are read)
             context = adapter_context(run, split, options.project)
+        rows = load_trials(run, split, options.tag, context.trajectory is None)
         history = tried_fixes(run)
         folder = trajectories.folder(run.layout.diagnoses, str(split), options.tag)
         path = diagnosis_path(run, split, options.tag, options.mode)
         with run.locked():  # every write into the run dir holds the run lock
             trajectories.confined(path.parent, run.root)
-            result = build_diagnosis(trials, context, options, folder, history,
-                                     _previous(path))
+            previous = _previous(path)
+            try:
+                result = build_diagnosis(rows.trials, context, options, folder, history,
+                                         previous, rows.unread)
+            except TraceUnread:  # the SQL guess left a needed trace unread: read them all
+                rows = load_trials(run, split, options.tag, True)
+                result = build_diagnosis(rows.trials, context, options, folder, history,
+                                         previous)
             path.parent.mkdir(parents=True, exist_ok=True)
             if context.trajectory is None:
-                trajectories.write_all(folder, [t for t in trials if is_failure(t)
+                trajectories.write_all(folder, [t for t in rows.trials if is_failure(t)
                                                 and not t.trajectory], run.root)
             write_document(path, result)
     return result

@@ -56,12 +56,21 @@ class GoldGuard:
         self._patterns: dict[str, re.Pattern | None] = {}
 
     def _pattern(self, task_id: str, feedback: str | None) -> re.Pattern | None:
-        if not feedback or task_id not in self._targets:
+        if not feedback:
             return None
-        if task_id not in self._values:
-            self._values[task_id] = [v.lower() for v in gold_values(self._targets[task_id])]
+        values = self._values.get(task_id)
+        if values is None:
+            if task_id not in self._targets:
+                return None
+            values = self._values[task_id] = [v.lower() for v in
+                                               gold_values(self._targets[task_id])]
+        if not values:
+            return None
         text = feedback.lower()
-        if not any(v in text for v in self._values[task_id]):
+        for value in values:
+            if value in text:
+                break
+        else:
             return None
         if task_id not in self._patterns:
             self._patterns[task_id] = gold_pattern(self._targets[task_id])

@@ -13,7 +13,7 @@ by the feedback's first words (one unit per failure, the whole feedback).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, NamedTuple
+from typing import Any
 
 from capevolve.diagnose.classify import is_communication
 from capevolve.diagnose.cluster import (
@@ -40,12 +40,10 @@ PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carr
 _MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOTE}
 
 
-class Placed(NamedTuple):
-    """One member of a cluster: a failure and the unit that put it there (None when a
-    mechanical signature holds a failure none of whose units is about the state)."""
-
-    failure: int
-    unit: Unit | None
+Placed = tuple[int, Unit | None]
+"""One member of a cluster: a failure's index and the unit that put it there (None when a
+mechanical signature holds a failure none of whose units is about the state); a plain
+tuple, one per cause unit."""
 
 
 def _mechanical(failure: Failure) -> str | None:
@@ -62,31 +60,38 @@ def _lexical_keys(failures: list[Failure], placed: list[Placed],
     units of different parts need more shared words to merge. A failure whose units all
     have an empty key after its preamble was stripped is keyed by its whole feedback
     instead (the shared run was its cause)."""
-    keys: dict[int, Key] = {}
-    by_failure: dict[int, list[int]] = {}
+    keys: list[Key] = []
     cache = KeyCache()  # feedback repeats: tokenise each text once
+    key_of_text = cache.key
     with_part: dict[tuple[int, str], Key] = {}
+    emptied: set[int] = set()  # failures with a stripped preamble and an empty unit key
     for u in lexical:
-        failure, unit = failures[placed[u].failure], placed[u].unit
-        key = cache.key(unit.text if unit else "", failure.identifiers)
-        part = failure.inferred_part if unit is not None and unit.part is None else None
-        if part and key.tokens:
+        i, unit = placed[u]
+        failure = failures[i]
+        key = key_of_text(unit.text if unit else "", failure.identifiers)
+        if not key.tokens:
+            if failure.cut:
+                emptied.add(i)
+        elif unit is not None and unit.part is None and (part := failure.inferred_part):
             tagged = with_part.get((id(key), part))
             if tagged is None:
                 tagged = with_part[(id(key), part)] = Key(key.tokens | {PART_TOKEN + part},
                                                           key.surface)
             key = tagged
-        keys[u] = key
-        by_failure.setdefault(placed[u].failure, []).append(u)
-    out = list(lexical)
-    for i, units in by_failure.items():
-        failure = failures[i]
-        if failure.cut and not any(keys[u].tokens for u in units):
-            whole = cache.key(failure.feedback, failure.identifiers)
-            for u in units:
-                keys[u] = whole
-                placed[u] = Placed(i, Unit(None, failure.feedback))
-    return out, [keys[u] for u in out]
+        keys.append(key)
+    if emptied:  # rare: every unit of such a failure empty? then its whole feedback
+        by_failure: dict[int, list[int]] = {}
+        for n, u in enumerate(lexical):
+            if placed[u][0] in emptied:
+                by_failure.setdefault(placed[u][0], []).append(n)
+        for i, positions in by_failure.items():
+            failure = failures[i]
+            if not any(keys[n].tokens for n in positions):
+                whole = key_of_text(failure.feedback, failure.identifiers)
+                for n in positions:
+                    keys[n] = whole
+                    placed[lexical[n]] = (i, Unit(None, failure.feedback))
+    return list(lexical), keys
 
 
 def place_units(failures: list[Failure], mode: ClusterMode
@@ -95,18 +100,22 @@ def place_units(failures: list[Failure], mode: ClusterMode
     placed: list[Placed] = []
     mechanical: dict[str, list[int]] = {}
     lexical: list[int] = []
+    root_cause = mode == ClusterMode.ROOT_CAUSE
     for i, failure in enumerate(failures):
-        units = (failure.units if mode == ClusterMode.ROOT_CAUSE
-                 else (Unit(None, failure.feedback),))
+        units = failure.units if root_cause else (Unit(None, failure.feedback),)
         special = _mechanical(failure)
-        state = [u for u in units if special and not is_communication(u.part, u.text)]
-        if special and not state:
+        if special is None:  # every unit is lexical
+            for unit in units:
+                lexical.append(len(placed))
+                placed.append((i, unit))
+            continue
+        state = [u for u in units if not is_communication(u.part, u.text)]
+        if not state:
             mechanical.setdefault(special, []).append(len(placed))
-            placed.append(Placed(i, None))
+            placed.append((i, None))
         for unit in units:
-            (mechanical.setdefault(special, []) if special and unit in state
-             else lexical).append(len(placed))
-            placed.append(Placed(i, unit))
+            (mechanical.setdefault(special, []) if unit in state else lexical).append(len(placed))
+            placed.append((i, unit))
     return placed, mechanical, lexical
 
 
@@ -116,7 +125,7 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
     stable order of ``unique_signatures``; the flat unit list they index; and the
     root-cause key of each lexically clustered unit."""
     placed, mechanical, lexical = place_units(failures, mode)
-    owner = [p.failure for p in placed]
+    owner = [i for i, _ in placed]
     task_ids = [f.trial.task_id for f in failures]
     clusters = [make_cluster(sig, members, owner, task_ids, _MECHANICAL[sig], structural=True)
                 for sig, members in sorted(mechanical.items())]
@@ -124,13 +133,13 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
     if mode == ClusterMode.FIRST_WORDS:
         groups: dict[str, list[int]] = {}
         for u in lexical:
-            unit = placed[u].unit
+            unit = placed[u][1]
             groups.setdefault(first_words(unit.text if unit else ""), []).append(u)
         clusters += [make_cluster(sig, m, owner, task_ids) for sig, m in groups.items()]
     elif lexical:
         lexical, keys = _lexical_keys(failures, placed, lexical)
         unit_keys = dict(zip(lexical, keys, strict=True))
-        parts = [unit.part if (unit := placed[u].unit) is not None else None for u in lexical]
+        parts = [unit.part if (unit := placed[u][1]) is not None else None for u in lexical]
         for group in group_root_cause(keys, parts):
             clusters.append(make_cluster(signature_of([keys[j] for j in group]),
                                          [lexical[j] for j in group], owner, task_ids))
@@ -148,8 +157,12 @@ def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
 
 
 def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:
-    """Tools called by at least half of the cluster's failing trials, sorted."""
-    counts = Counter(tool for i in cluster.trials for tool in failures[i].tools)
+    """Tools called by at least half of the cluster's failing trials, sorted (the trials'
+    tool sets counted first: rollouts repeat the same set)."""
+    counts: Counter[str] = Counter()
+    for tools, n in Counter(failures[i].tools for i in cluster.trials).items():
+        for tool in tools:
+            counts[tool] += n
     return sorted(t for t, n in counts.items() if 2 * n >= cluster.size)
 
 
@@ -160,30 +173,41 @@ def suggest_blast_radius(tools: list[str], passing_tools: dict[str, frozenset[st
     return sorted(t for t, used in passing_tools.items() if used.issuperset(tools))
 
 
+def _expand(counts: Counter, names: dict) -> Counter[str]:
+    """Counts of distinct values turned into counts of the names each value stands for
+    (``names[value]``: a str, or an iterable of them)."""
+    out: Counter[str] = Counter()
+    for value, n in counts.items():
+        for name in names[value]:
+            out[name] += n
+    return out
+
+
 def cluster_records(clusters: list[Cluster], placed: list[Placed], failures: list[Failure],
                     passing_tools: dict[str, frozenset[str]],
                     unit_keys: dict[int, Key]) -> list[dict[str, Any]]:
-    """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement)."""
+    """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement).
+    Kinds and sites are counted per distinct value (a kind, a key with the identifiers
+    of its rollout), then named."""
     records = []
     known: dict[tuple[int, frozenset[str]], list[str]] = {}  # keys are shared: sites once
-
-    def sites_of(u: int) -> list[str]:
-        key, ids = unit_keys.get(u), failures[placed[u].failure].identifiers
-        found = known.get((id(key), ids))
-        if found is None:
-            found = known[(id(key), ids)] = unit_sites(key, ids)
-        return found
-
+    key_by_id = {id(key): key for key in unit_keys.values()}
     for cluster in clusters:
         tools = cluster_tools(cluster, failures)
-        kinds = Counter(str(failures[i].kind) for i in cluster.trials)
-        members = [placed[u] for u in cluster.units]
-        parts = Counter(p.unit.part or "" for p in members if p.unit is not None)
-        sites = Counter(s for u in cluster.units for s in sites_of(u))
+        kind_counts = Counter(failures[i].kind for i in cluster.trials)
+        kinds = _expand(kind_counts, {k: (str(k),) for k in kind_counts})
+        units = [placed[u][1] for u in cluster.units]
+        parts = Counter(unit.part or "" for unit in units if unit is not None)
+        pairs = Counter((id(unit_keys.get(u)), failures[placed[u][0]].identifiers)
+                        for u in cluster.units)
+        for pair in pairs:
+            if pair not in known:
+                known[pair] = unit_sites(key_by_id.get(pair[0]), pair[1])
+        sites = _expand(pairs, known)
         record = {
             "signature": cluster.signature, "tasks": cluster.tasks,
             "score_lost": cluster.score_lost, "size": cluster.size,
-            "units": sum(1 for p in members if p.unit is not None),
+            "units": sum(1 for unit in units if unit is not None),
             "parts": dict(sorted(parts.items())), "sites": dict(sorted(sites.items())),
             "kinds": dict(sorted(kinds.items())), "tools": tools,
             "structural": cluster.structural,

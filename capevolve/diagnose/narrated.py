@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from pydantic_core import from_json
+
 from capevolve.diagnose.jsontext import load_or_none
 
 READ_VERBS = frozenset("""
@@ -37,6 +39,7 @@ _STATE = (r"(?:updated|cancell?ed|refunded|changed|modified|booked|rebooked|crea
           r"enabled|disabled|approved|granted|revoked|renewed|paid|recorded|stored|posted|"
           r"uploaded|moved|replaced|fixed|resolved|edited|renamed|archived|escalated|"
           r"requested|initiated|notified|emailed|shipped|voided|reimbursed|refilled)")
+STATE_PATTERN = _STATE  # the state verbs a claim names, as a regex group
 _ADVERBS = r"(?:(?:now|already|just|also|successfully|been)\s+)*"
 _CLAIM = re.compile(
     rf"\b(?:(?:has|have|had|was|were|is|are|been|got)\s+{_ADVERBS}{_STATE}"
@@ -92,7 +95,10 @@ def _plain_call(name: str, flag: bool | None, keys: tuple[str, ...]) -> Call:
 
 def column_calls(tool_calls: str | None) -> list[Call]:
     """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...})."""
-    data = _load(tool_calls)
+    try:  # load_or_none, its usual case without its calls
+        data = from_json(tool_calls, cache_strings="keys") if tool_calls else None
+    except ValueError:
+        data = _load(tool_calls)
     if not isinstance(data, list):
         return []
     calls = []

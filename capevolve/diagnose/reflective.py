@@ -22,6 +22,7 @@ from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
 from capevolve.diagnose.kinds import FailureKind, TaskPattern
 from capevolve.diagnose.narrated import (
+    STATE_PATTERN,
     Call,
     call_mutates,
     claims_in,
@@ -74,6 +75,20 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
                    tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
                    gold_leak=leak, claimed=claimed)
+
+
+TRACE_MAY_BE_NEEDED = (
+    "reward IS NOT NULL AND (tool_calls IS NULL OR NOT contains(tool_calls, '\"name\"') "
+    "OR output IS NULL OR NOT regexp_matches(output, '[0-9A-Za-z]') "
+    f"OR regexp_matches(output, '(?i){STATE_PATTERN}|ship'))")
+"""A guess, in DuckDB SQL, of the rows whose trace a diagnosis reads (those that satisfy
+it are read with the other columns, the rest left unread): a scored row whose
+``tool_calls`` may hold no call, whose output may be blank, or whose output may claim a
+state change. :meth:`Analyser.needs_trace` is the exact rule; a row that needs its trace
+and was left unread makes diagnose read every trace and start again."""
+
+
+_new = tuple.__new__  # a NamedTuple from all its fields, without its Python-level __new__
 
 
 class CallFacts(NamedTuple):
@@ -132,6 +147,20 @@ class Analyser:
             known = self._claimed[key] = tuple(sorted(missing))
         return known
 
+    def needs_trace(self, trial: Trial, calls: list[Call]) -> bool:
+        """Whether the facts of the failing ``trial`` read its trace, ``calls`` being
+        its ``tool_calls`` column's (``column_calls``): when the column holds no call
+        (the rollout's calls are then the trace's), when the output is blank (the final
+        message is then the trace's), or when no call mutates and the output claims a
+        state change (narrated_without_action then looks for a mutating call in the
+        trace). Otherwise :meth:`failure` gives the same whatever the trace holds."""
+        if not calls:
+            return True
+        output = trial.output
+        if not (output and output.strip()):
+            return True
+        return bool(claims_in(output)) and not self.facts(calls).mutating
+
     def failure(self, trial: Trial, calls: list[Call]) -> Failure:
         """The facts of one failing trial, as :func:`analyse` gives them."""
         feedback = trial.feedback or ""
@@ -139,12 +168,14 @@ class Analyser:
         leak = None if guard is None else guard.leaks(trial.task_id, feedback)
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
-        facts = self.facts(calls)
-        message = final_message(trial.output, trial.trace)
-        narrated = self._narrated(facts, calls, message, trial.trace)
+        facts = self._calls.get(frozenset(calls)) or self.facts(calls)
+        output = trial.output  # final_message's first rule, without the call:
+        message = output if output and output.strip() else final_message(output, trial.trace)
+        narrated = False if facts.mutating else self._narrated(facts, calls, message,
+                                                                 trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
-        return Failure(trial, failure_kind(trial), narrated, facts.tools, facts.identifiers,
-                       feedback, leak, claimed)
+        return _new(Failure, (trial, failure_kind(trial), narrated, facts.tools,
+                              facts.identifiers, feedback, leak, claimed, (), 0, None))
 
 
 @lru_cache(maxsize=8192)
@@ -162,31 +193,41 @@ def input_text(inputs: str | None) -> str:
 
 @dataclass(frozen=True)
 class TaskSummary:
-    """A task's graded mean and pattern, computed once for all its failing trials."""
+    """A task's graded mean and pattern, computed once for all its failing trials, with
+    their JSON values (the mean rounded to 6 places, the pattern as text)."""
 
     mean: float | None
     pattern: TaskPattern | None
+    mean_json: float | None = None
+    pattern_json: str | None = None
 
     @classmethod
     def of(cls, outcome: TaskOutcome) -> TaskSummary:
-        return cls(outcome.mean, outcome.pattern)
+        mean, pattern = outcome.mean, outcome.pattern
+        return cls(mean, pattern, None if mean is None else round(mean, 6),
+                   None if pattern is None else str(pattern))
+
+
+_KIND_TEXT = {kind: str(kind) for kind in FailureKind}
 
 
 def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
-          causes: list[dict[str, Any]], ranked: list[str]) -> dict[str, Any]:
-    """The reflective-dataset entry of one failure (see the module docstring); ``ranked``
-    holds the distinct clusters it sits in, best-ranked first."""
+          causes: list[dict[str, Any]], cluster: str | None,
+          secondary: str | None) -> dict[str, Any]:
+    """The reflective-dataset entry of one failure (see the module docstring);
+    ``cluster`` and ``secondary`` are the best- and second-ranked distinct clusters it
+    sits in (None when there is none)."""
     trial = failure.trial
-    mean = outcome.mean
+    summary = outcome if isinstance(outcome, TaskSummary) else TaskSummary.of(outcome)
+    kind = failure.kind
     return {
-        "causes": causes, "secondary_cluster": ranked[1] if len(ranked) > 1 else None,
-        "claimed_without_matching_action": failure.claimed_mismatch,
+        "Feedback": failure.feedback, "Generated Outputs": trial.output or "",
+        "Inputs": input_text(trial.inputs), "Trajectory": trajectory, "causes": causes,
         "claimed_verbs": list(failure.claimed),
-        "task_id": trial.task_id, "trial": trial.trial, "Inputs": input_text(trial.inputs),
-        "Generated Outputs": trial.output or "", "Feedback": failure.feedback,
-        "Trajectory": trajectory, "kind": str(failure.kind),
-        "narrated_without_action": failure.narrated, "reward": trial.reward,
-        "task_mean": None if mean is None else round(mean, 6),
-        "pattern": None if outcome.pattern is None else str(outcome.pattern),
-        "gold_in_feedback": failure.gold_leak, "cluster": ranked[0] if ranked else None,
+        "claimed_without_matching_action": failure.claimed_mismatch,
+        "cluster": cluster, "gold_in_feedback": failure.gold_leak,
+        "kind": _KIND_TEXT[kind] if kind in _KIND_TEXT else str(kind),
+        "narrated_without_action": failure.narrated, "pattern": summary.pattern_json,
+        "reward": trial.reward, "secondary_cluster": secondary, "task_id": trial.task_id,
+        "task_mean": summary.mean_json, "trial": trial.trial,
     }

@@ -9,6 +9,8 @@ row finished latest, then to the larger eval id. Rows come back ordered by (task
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from itertools import repeat
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -72,20 +74,48 @@ def _where(split: str, candidate_id: str) -> str:
     return f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
 
 
+assert _COLUMNS == Trial._fields
+
+
+class TraceUnread(Exception):
+    """A row whose trace was left unread (:func:`read_trials`' ``trace_where``) needs it."""
+
+
+class TrialRows(NamedTuple):
+    """The trials of one evaluation, and the indices of those whose trace was left unread
+    (their ``trace`` is None whatever is stored)."""
+
+    trials: list[Trial]
+    unread: Collection[int]
+
+
 def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     """Every stored trial of ``candidate_id`` on ``split`` (see the module docstring for
-    which evaluation); CandidateError for an unknown candidate or one with no rollouts.
+    which evaluation), traces included; CandidateError for an unknown candidate or one
+    with no rollouts (:func:`read_trials`)."""
+    return read_trials(run, split, candidate_id).trials
+
+
+def read_trials(run: RunDir, split: str, candidate_id: str,
+                trace_where: str | None = None) -> TrialRows:
+    """Every stored trial of ``candidate_id`` on ``split``, with the trace of each row
+    that satisfies the SQL condition ``trace_where`` (every trace without one).
 
     One read-only statement on one connection over the candidate's own parts: the pick
     (``_PICK``, key columns only) as a subquery, then the chosen
     evaluation's rows as Arrow columns (no row tuples built by DuckDB; the parts of the
     candidate's other evaluations are pruned by their eval_id statistics), turned into
-    Trials column by column (:func:`trials_of`)."""
+    Trials column by column (:func:`trials_of`). A trace left unread is never decoded
+    into a Python string."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
     where = _where(split, candidate_id)
+    columns = list(_COLUMNS)
+    if trace_where is not None:
+        columns[_COLUMNS.index("trace")] = f"CASE WHEN {trace_where} THEN trace END AS trace"
+        columns.append(f"coalesce({trace_where}, false) AS _trace_read")
     table = RolloutStore(run.layout).table(
-        f"SELECT {', '.join(_COLUMNS)} FROM rollouts WHERE {where} "
+        f"SELECT {', '.join(columns)} FROM rollouts WHERE {where} "
         f"AND eval_id = ({_PICK.format(where=where)})", candidate_id=candidate_id)
     if table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
@@ -93,22 +123,27 @@ def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
     return trials_of(table)
 
 
-def trials_of(table: pa.Table) -> list[Trial]:
+def trials_of(table: pa.Table) -> TrialRows:
     """The rows of an Arrow table of ``_COLUMNS`` as Trials (trial as int, reward as float
     or None) ordered by (task, trial), built from whole columns: the order is computed on
     the two key columns (byte order of the task id, as DuckDB's ORDER BY; a unit is one
-    row, so the order is total) and applied to the Python lists, so the bulky text columns
-    (traces) are never moved by a sort."""
+    row, so the order is total) and applied to the rows once they are made, so no column
+    is moved by a sort (DuckDB's parallel scan hands the parts' rows back in any order)."""
     keys = [("task_id", "ascending"), ("trial", "ascending")]
     order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
     stored_in_order = order == list(range(len(order)))  # parts written in unit order
-    columns = []
-    for name in _COLUMNS:
-        values = table.column(name).to_pylist()
-        columns.append(values if stored_in_order else [values[i] for i in order])
+    columns = [table.column(name).to_pylist() for name in _COLUMNS]
     trial, reward = columns[2], columns[3]
     if not pa.types.is_integer(table.schema.field("trial").type):
         columns[2] = [int(t) for t in trial]
     if not pa.types.is_float64(table.schema.field("reward").type):
         columns[3] = [None if r is None else float(r) for r in reward]
-    return list(map(Trial._make, zip(*columns, strict=True)))
+    # no per-row check: the columns are exactly Trial's fields
+    rows = list(map(tuple.__new__, repeat(Trial), zip(*columns, strict=True)))
+    read = (table.column("_trace_read").to_pylist() if "_trace_read" in table.column_names
+            else None)
+    if not stored_in_order:
+        rows = [rows[i] for i in order]
+        read = None if read is None else [read[i] for i in order]
+    unread = [] if read is None else [i for i, was_read in enumerate(read) if not was_read]
+    return TrialRows(rows, frozenset(unread))

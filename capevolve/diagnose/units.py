@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.signature import even_digits, preamble_cuts, raw_tokens
+from capevolve.diagnose.signature import (
+    even_digits,
+    preamble_cuts,
+    preamble_cuts_of,
+    raw_tokens,
+)
 
-__all__ = ["Unit", "preamble_cuts", "units_of"]
+__all__ = ["Unit", "preamble_cuts", "preamble_cuts_of", "units_of"]
 
 TOLERANCE = 1e-9
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*:\s+")
@@ -39,9 +44,9 @@ _NORMAL = re.compile(r'"[^"\n]*"|`[^`\n]*`|\d+(?:[.,]\d+)*|[^a-z_]+')
 _DIGITS = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One cause unit of a failure: the part it belongs to and its sentence."""
+class Unit(NamedTuple):
+    """One cause unit of a failure: the part it belongs to and its sentence (a tuple:
+    one is made per distinct feedback and cause)."""
 
     part: str | None
     text: str
@@ -102,10 +107,30 @@ def _segments(text: str) -> list[Span]:
 
 def common_labels(feedbacks: list[str]) -> frozenset[str]:
     """Labels that open parts in at least two failures' feedback (lowercased)."""
+    return common_labels_of(Counter(feedbacks))
+
+
+def _opening_labels(feedback: str) -> set[str]:
+    """The labels (lowercased) that open the segments of one feedback."""
+    return {m.group(1).strip().lower() for a, b in _segments(feedback)
+            if (m := _LABEL.match(feedback[a:b]))}
+
+
+def common_labels_of(counts: Counter[str]) -> frozenset[str]:
+    """:func:`common_labels` of a list of feedbacks given as its counts. A feedback's
+    labels are read once per text with its digits evened out: the segments and the
+    labels' spans treat every digit alike, so where no label of the evened-out text holds
+    a ``0``, the feedback's labels are those very strings; otherwise it is read itself."""
     seen: Counter[str] = Counter()
-    for feedback, n in Counter(feedbacks).items():  # each distinct text read once
-        for label in {m.group(1).strip().lower() for a, b in _segments(feedback)
-                      if (m := _LABEL.match(feedback[a:b]))}:
+    shared: dict[str, set[str]] = {}
+    for feedback, n in counts.items():  # each distinct text read once
+        template = even_digits(feedback)
+        labels = shared.get(template)
+        if labels is None:
+            labels = shared[template] = _opening_labels(template)
+        if any("0" in label for label in labels):
+            labels = _opening_labels(feedback)
+        for label in labels:
             seen[label] += n
     return frozenset(label for label, n in seen.items() if n >= 2)
 

@@ -231,3 +231,29 @@ def test_suggested_blast_radius_names_passing_tasks_calling_the_same_tools(tmp_p
     assert by_tools[("cancel_order",)]["suggested_blast_radius"] == [ids[0]]
     assert by_tools[("get_order",)]["suggested_blast_radius"] == [ids[1]]
     assert all(c["tag"] is None and c["blast_radius"] is None for c in result["clusters"])
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_the_cyclic_collector_is_restored_and_nothing_is_left_frozen(tmp_path, frozen):
+    """diagnose holds the cyclic collector off and, handing its objects to the oldest
+    generation, leaves the collector as it found it: enabled, and the caller's own frozen
+    objects (if any) still frozen, none of diagnose's added to them."""
+    import gc
+
+    run = make_run(tmp_path)
+    write_rows(run, _specs(run))
+    gc.collect()
+    if frozen:
+        gc.freeze()
+    try:
+        held = gc.get_freeze_count()
+        diagnose(run, DiagnoseOptions("val", "seed"))
+        assert gc.isenabled() and gc.get_freeze_count() == held
+        gc.disable()
+        try:
+            diagnose(run, DiagnoseOptions("val", "seed"))
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+    finally:
+        gc.unfreeze()

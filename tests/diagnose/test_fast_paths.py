@@ -10,10 +10,9 @@ import random
 import pytest
 from diagnose import golden_corpus
 
-from capevolve._store import jsonfiles
 from capevolve._store.documents import diagnosis_record
 from capevolve.diagnose import trajectories
-from capevolve.diagnose.diagnosis import document_text
+from capevolve.diagnose.diagnosis import canonical_json, document_bytes
 from capevolve.diagnose.jsontext import is_json, loads
 from capevolve.diagnose.narrated import call_mutates, trace_calls, trace_may_write
 from capevolve.diagnose.signature import KeyCache, key_of, raw_tokens
@@ -124,18 +123,69 @@ def _doc(reward: float) -> dict:
             "sanity": [], "history": {"tried": []}, "gold_check": {"available": False}}
 
 
-@pytest.mark.parametrize("reward", [0.5, 1e-300, math.nan, math.inf])
-def test_document_text_is_the_validated_records_json(reward):
-    """The written text equals the whole record's JSON form, a NaN reward included (the
-    record writes null where the plain encoder would refuse)."""
+@pytest.mark.parametrize("reward", [0.5, 1e-300, 2.5e-5, 1e17, math.nan, math.inf])
+def test_document_bytes_are_the_validated_records_json(reward):
+    """The written bytes equal the whole record's canonical JSON form, a NaN reward
+    included (both write null where the plain encoder would refuse)."""
     doc = _doc(reward)
-    assert document_text(doc) == jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None)
+    assert document_bytes(doc) == canonical_json(diagnosis_record(doc).to_json())
 
 
-def test_document_text_refuses_what_the_record_refuses():
+def test_document_bytes_refuse_what_the_record_refuses():
     """An envelope the record rejects (a negative count) is still refused."""
     with pytest.raises(ValueError):
-        document_text({**_doc(0.5), "failing_total": -1})
+        document_bytes({**_doc(0.5), "failing_total": -1})
+
+
+def _plain_canonical(value) -> bytes:
+    """The canonical form as json.dumps spells it (the definition orjson must meet)."""
+    return (json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                       separators=(",", ":")) + "\n").encode("utf-8", "backslashreplace")
+
+
+def _text(rng: random.Random) -> str:
+    pool = [chr(c) for c in range(0, 0x250)] + ["\u2028", "\u2029", "\ufeff", "\U0001f600",
+                                                 '"', "\\", "/", "\x7f", "\u00e9", "\uffff"]
+    return "".join(rng.choice(pool) for _ in range(rng.randint(0, 12)))
+
+
+def _value(rng: random.Random, depth: int = 0):
+    kind = rng.randrange(8 if depth < 4 else 5)
+    if kind == 0:
+        return _text(rng)
+    if kind == 1:
+        return rng.choice([0, -1, 7, 2**53 + 1, 2**63 - 1, -(2**63), True, False, None])
+    if kind == 2:  # floats where the two writers agree: 0 and 1e-4 <= |x| < 1e16
+        x = 10 ** rng.uniform(-4, 15.99) * rng.choice([1, -1])
+        return rng.choice([x, round(x, 6), round(x, rng.randint(0, 16)), 0.0, -0.0, 0.1])
+    if kind in (3, 4):
+        return rng.choice(["", "a", "Z", "é", "zz"])
+    if kind in (5, 6):
+        return {_text(rng): _value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+    return [_value(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+
+
+def test_canonical_json_is_json_dumps_compact_sorted_form():
+    """orjson's bytes are json.dumps' (sorted keys, no ASCII escaping, compact separators)
+    for every string (control characters, quotes, backslashes, U+2028, astral), integer
+    (to 64 bits) and float in the range where both spell it alike (0, 1e-4 to 1e16)."""
+    rng = random.Random(4)
+    for _ in range(3000):
+        value = _value(rng)
+        assert canonical_json(value) == _plain_canonical(value), value
+    for code in range(0x800):
+        assert canonical_json(chr(code)) == _plain_canonical(chr(code))
+
+
+@pytest.mark.parametrize("value", [{"a": "\ud800 x", "b": 2.5e-5}, [2**64, 1e-7],
+                                   {"deep": json.loads("[" * 300 + "]" * 300)}])
+def test_what_orjson_refuses_is_written_by_json_in_the_same_form(value):
+    """A lone surrogate, an integer beyond 64 bits, nesting past orjson's limit: written
+    by json.dumps in the canonical form (a surrogate as its JSON escape), reading back
+    as the same value."""
+    data = canonical_json(value)
+    assert data == _plain_canonical(value)
+    assert json.loads(data) == value
 
 
 @pytest.mark.parametrize("reward", [None, 0.0, 0.1, 1e-17, 1, math.nan])
@@ -316,3 +366,132 @@ def test_the_omission_regex_is_blind_to_which_digit_it_reads():
         a, b = classify._COMM_FEEDBACK.search(text), classify._COMM_FEEDBACK.search(
             even_digits(text))
         assert (a and a.span()) == (b and b.span()), text
+
+
+def test_a_trace_the_facts_do_not_need_changes_none_of_them():
+    """``Analyser.needs_trace`` is the exact rule for leaving a trace unread: wherever it
+    says a failing row's facts do not read the trace, the Failure is the same with the
+    stored trace, with none, and with a trace that holds a mutating call and a final
+    message of its own; and it does say so for plain rows (the fast path is taken)."""
+    from capevolve.diagnose.classify import is_failure
+    from capevolve.diagnose.gold import GoldGuard
+    from capevolve.diagnose.narrated import column_calls, rollout_calls
+    from capevolve.diagnose.reflective import Analyser
+
+    other = json.dumps([{"role": "assistant", "content": "Your order has been cancelled.",
+                         "tool_calls": [{"function": {"name": "cancel_order"}}]}])
+    rows = [t for t in golden_corpus.corpus(seed=11, n=900) if is_failure(t)]
+    analyser = Analyser(GoldGuard(golden_corpus.targets()), False)
+    unneeded = 0
+    for trial in rows + rows:
+        expected = analyser.failure(trial, rollout_calls(trial.tool_calls, trial.trace))
+        calls = column_calls(trial.tool_calls)
+        if analyser.needs_trace(trial, calls):
+            continue
+        unneeded += 1
+        for trace in (None, other, "not json"):
+            got = analyser.failure(trial._replace(trace=trace), calls)
+            assert got[1:] == expected[1:], trial  # every fact (the row itself aside)
+    assert 100 < unneeded < 2 * len(rows)
+
+
+def test_even_digits_and_the_cached_omission_test_equal_the_plain_rules():
+    """``even_digits`` (bytes for an ASCII text) is ``str.translate`` of the ASCII digits
+    for any text (non-ASCII digits, lone surrogates, astral characters kept); and
+    ``is_communication`` (the omission regex once per digit-evened text) is the label
+    test or the regex itself."""
+    from capevolve.diagnose import classify
+    from capevolve.diagnose.signature import even_digits
+
+    table = str.maketrans("123456789", "000000000")
+    rng = random.Random(8)
+    pool = list("0123456789 abc.:\n") + ["٣", "\ud800", "\U0001f600", "é", "never told ",
+                                        "the reply omitted ", "did not tell "]
+    labels = [None, "", "messages", "db", "Inform2"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 14)))
+        assert even_digits(text) == text.translate(table), text
+        label = rng.choice(labels)
+        plain = bool((label and classify._COMM_PART.search(label.lower()))
+                     or classify._COMM_FEEDBACK.search(text))
+        assert classify.is_communication(label, text) is plain, (label, text)
+
+
+def test_labels_read_through_the_digit_cache_are_each_feedbacks_own():
+    """common_labels reads labels once per digit-evened text, yet counts exactly each
+    feedback's own labels: also labels holding digits (db2 / db3 stay apart, v0 and v7
+    too) and digits next to the separators."""
+    from collections import Counter
+
+    from capevolve.diagnose.units import _LABEL, _segments, common_labels
+
+    def plain(feedbacks):
+        seen: Counter[str] = Counter()
+        for feedback, n in Counter(feedbacks).items():
+            for label in {m.group(1).strip().lower() for a, b in _segments(feedback)
+                          if (m := _LABEL.match(feedback[a:b]))}:
+                seen[label] += n
+        return frozenset(label for label, n in seen.items() if n >= 2)
+
+    rng = random.Random(12)
+    pieces = ["db{n}: wrong total {m}.", "messages: never told {n} fee. ", "; db: x{n}_y set",
+              "\n\nmessages:  ", "v{n}: {m}", "\n", "x: y{n}; z{m}: w", "{n}a: b", "step {n}: ok"]
+    for _ in range(200):
+        feedbacks = ["".join(rng.choice(pieces).format(n=rng.randint(0, 3), m=rng.randint(0, 9))
+                             for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(2, 30))]
+        assert common_labels(feedbacks) == plain(feedbacks), feedbacks
+
+
+def _judged(doc) -> bool:
+    """Whether the earlier file's clusters hold a judgement carry_judgements would keep."""
+    clusters = doc.get("clusters", []) if isinstance(doc, dict) else []
+    return any(isinstance(c, dict) and (c.get("tag") or c.get("blast_radius"))
+               for c in (clusters if isinstance(clusters, list) else []))
+
+
+def _earlier(rng: random.Random) -> dict:
+    values = [None, None, None, "BEHAVIORAL", "", [], ["t1"], 0, {"a": None}, "tag", "null"]
+    clusters = []
+    for _ in range(rng.randint(0, 4)):
+        c = {"signature": rng.choice(["a", 'say "tag": x', "tag", "b\\c"]), "size": 1}
+        for name in rng.sample(["tag", "blast_radius", "note"], rng.randint(0, 3)):
+            c[name] = rng.choice(values)
+        clusters.append(c)
+    doc = {"clusters": clusters, "reflective_dataset": [
+        {"Feedback": rng.choice(['"tag": "X"', "tag", "t\u0061g", "x"]),
+         rng.choice(["tag", "kind", "blast_radius"]): rng.choice(values)}]}
+    if rng.random() < 0.9:
+        doc["tag"] = rng.choice(["seed", None, "", "c\\d", 'a"b'])
+    if rng.random() < 0.9:
+        doc["unscored"] = rng.choice([[], ["t1", "t2"], [1], ['q"'], None])
+    return doc
+
+
+def test_the_judgement_precheck_never_hides_a_judgement():
+    """Wherever the bytes say "no judgement", the parsed file's clusters hold none: files
+    written in every JSON form (compact, spaced, indented, keys in any order, escaped
+    key names, a judgement's name quoted inside a string, the document's own tag null,
+    missing or last); and for diagnose's own files the parse is skipped."""
+    from capevolve.diagnose.diagnosis import canonical_json, may_hold_judgements
+
+    rng = random.Random(6)
+    skipped = 0
+    for _ in range(3000):
+        doc = _earlier(rng)
+        if rng.random() < 0.3:
+            doc = dict(reversed(list(doc.items())))
+        form = rng.randrange(4)
+        data = (canonical_json(doc) if form == 0 else json.dumps(
+            doc, indent=(2 if form == 2 else None), ensure_ascii=form == 3,
+            sort_keys=rng.random() < 0.7).encode())
+        if rng.random() < 0.1:
+            data = data.replace(b'"tag"', b'"t\\u0061g"')
+        if not may_hold_judgements(data):
+            skipped += 1
+            assert not _judged(json.loads(data)), data
+    assert skipped > 150
+    written = canonical_json(_doc(0.5) | {"clusters": [
+        {"signature": "s", "tag": None, "blast_radius": None}], "unscored": ["t9"],
+        "reflective_dataset": [{"Feedback": "ü \u2028 the tag was wrong", "cluster": "s"}]})
+    assert not may_hold_judgements(written)
+    assert may_hold_judgements(written.replace(b'"tag":null', b'"tag":"KNOWLEDGE"'))

@@ -18,6 +18,7 @@ from diagnose.golden.make_golden import (
     FOLDER,
     VARIANTS,
     corpus_document,
+    spaced,
     trajectory_digest,
 )
 
@@ -39,6 +40,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def golden(name: str) -> bytes:
     return gzip.decompress((GOLDEN / name).read_bytes())
+
+
+def written(data: bytes) -> bytes:
+    """A diagnosis file as the goldens hold it (``spaced``), after checking that the file
+    is the canonical compact form of its own content."""
+    from capevolve.diagnose.diagnosis import canonical_json
+
+    assert data == canonical_json(json.loads(data))
+    return spaced(data)
 
 
 def same(actual: bytes, expected: bytes) -> None:
@@ -83,9 +93,14 @@ def corpus_run(tmp_path: Path) -> RunDir:
 @pytest.mark.parametrize("mode", list(ClusterMode))
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_corpus_diagnosis_is_byte_identical_to_the_golden(mode, variant):
-    """build_diagnosis of the awkward-row corpus: the same bytes as before the rewrite."""
-    same(corpus_document(golden_corpus.corpus(), mode, variant),
-         golden(f"corpus_{mode.value}_{variant}.json.gz"))
+    """build_diagnosis of the awkward-row corpus: the same bytes as before the rewrite,
+    and as ``write_document`` writes it (compact), the same content."""
+    from capevolve.diagnose.diagnosis import document_bytes
+
+    expected = golden(f"corpus_{mode.value}_{variant}.json.gz")
+    same(corpus_document(golden_corpus.corpus(), mode, variant), expected)
+    same(written(corpus_document(golden_corpus.corpus(), mode, variant, document_bytes)),
+         expected)
 
 
 def test_corpus_trajectory_documents_are_byte_identical_to_the_golden():
@@ -104,14 +119,14 @@ def test_corpus_through_parquet_and_duckdb_gives_the_golden_file(tmp_path, redac
     context = AdapterContext(targets=golden_corpus.targets())
     diagnose(run, DiagnoseOptions("val", "seed", redact_gold=redact), context)
     folder = trajectories.folder(run.layout.diagnoses, "val", "seed")
-    data = diagnosis_path(run, "val", "seed").read_bytes()
+    data = written(diagnosis_path(run, "val", "seed").read_bytes())
     variant = "redact" if redact else "targets"
     same(data.replace(str(folder).encode(), FOLDER.encode()),
          golden(f"corpus_root-cause_{variant}.json.gz"))
     expected = json.loads(golden("corpus_trajectories.json.gz"))
     own = {trajectories.file_name(t) for t in golden_corpus.corpus() if t.trajectory}
-    written = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.json")}
-    assert written == {k: v for k, v in expected.items() if k not in own}
+    files = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.json")}
+    assert files == {k: v for k, v in expected.items() if k not in own}
 
 
 @pytest.mark.parametrize("split", ["val", "train"])
@@ -123,7 +138,7 @@ def test_retail_rows_give_the_golden_diagnosis_and_trajectory_files(tmp_path, sp
     store_trials(run, [Trial(**json.loads(line)) for line in rows], split)
     for mode in ClusterMode:
         diagnose(run, DiagnoseOptions(split, "seed", mode=mode))
-        data = diagnosis_path(run, split, "seed", mode).read_bytes()
+        data = written(diagnosis_path(run, split, "seed", mode).read_bytes())
         same(data.replace(str(run.root).encode(), b"<RUN>"),
              golden(f"retail_{split}_{mode.value}.json.gz"))
     folder = trajectories.folder(run.layout.diagnoses, split, "seed")
@@ -140,3 +155,36 @@ def test_bench_run_of_2000_failing_rollouts_gives_the_golden_digests(tmp_path):
 
     expected = json.loads((GOLDEN / "bench_2000.sha256").read_text())
     assert bench_digests(tmp_path) == expected
+
+
+@pytest.mark.parametrize("guess", ["as built", "false", "true"])
+def test_traces_left_unread_change_no_byte(tmp_path, monkeypatch, guess):
+    """With an adapter trace store, only the traces SQL guesses are needed are read: the
+    file is the one a read of every trace gives, whatever the guess -- as built (plain
+    rows left unread), none (every needed trace missing: all are read again and the
+    diagnosis starts over) or all."""
+    from capevolve.diagnose import diagnosis
+    from capevolve.diagnose.diagnosis import build_diagnosis, document_bytes
+    from capevolve.diagnose.source import load_trials
+
+    run = corpus_run(tmp_path)
+    store_trials(run, golden_corpus.corpus())
+    context = AdapterContext(targets=golden_corpus.targets(), trajectory="/store/traces")
+    options = DiagnoseOptions("val", "seed")
+    expected = document_bytes(build_diagnosis(load_trials(run, "val", "seed"), context,
+                                              options, "unused"))
+    reads = []
+    real = diagnosis.read_trials
+
+    def spy(*args):
+        rows = real(*args)
+        reads.append(len(rows.unread))
+        return rows
+
+    monkeypatch.setattr(diagnosis, "read_trials", spy)
+    if guess != "as built":
+        monkeypatch.setattr(diagnosis, "TRACE_MAY_BE_NEEDED", guess)
+    diagnose(run, options, context)
+    assert diagnosis_path(run, "val", "seed").read_bytes() == expected
+    assert {"as built": reads[:1] != [0] and len(reads) == 1, "false": reads[-1:] == [0]
+            and len(reads) == 2, "true": reads == [0]}[guess], reads

@@ -10,6 +10,10 @@ output is the reference): ``.venv/bin/python tests/diagnose/golden/make_golden.p
   root replaced by ``<RUN>``;
 - ``bench_2000.sha256``: digests of ``bench_diagnose.build_run(2000)``'s diagnosis (with a
   trajectory folder and with an adapter trace store) and of its trajectory files.
+
+The diagnosis documents are held (and digested) in the form the files had when the goldens
+were made, ``json.dumps``' default separators (:func:`canonical`); the files are compact
+since, and are compared in that form (:func:`spaced`: the same content, byte for byte).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import hashlib
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -45,17 +50,29 @@ FOLDER = "diagnoses/trajectories/val__seed"
 
 
 def canonical(doc: dict) -> bytes:
-    """The bytes ``write_document`` writes for ``doc``."""
+    """The bytes the goldens hold for ``doc``: its record's JSON as ``write_document``
+    wrote it when they were made (``json.dumps``' default separators, ``", "`` and
+    ``": "``; since then the file is compact, see :func:`spaced`)."""
     return (jsonfiles.dumps(diagnosis_record(doc).to_json(), indent=None) + "\n").encode()
 
 
-def corpus_document(trials: list, mode: ClusterMode, variant: str) -> bytes:
+def spaced(data: bytes) -> bytes:
+    """A diagnosis file's bytes in the form the goldens hold (``json.dumps``' default
+    separators, a lone surrogate as its JSON escape): the file's content, compared byte
+    for byte with the goldens. The file itself is the compact canonical form
+    (``diagnosis.canonical_json``)."""
+    return (jsonfiles.dumps(json.loads(data), indent=None) + "\n").encode(
+        "utf-8", "backslashreplace")
+
+
+def corpus_document(trials: list, mode: ClusterMode, variant: str,
+                    writer: Callable[[dict], bytes] = canonical) -> bytes:
     import golden_corpus
 
     context = (AdapterContext(unavailable="no adapter") if variant == "none"
                else AdapterContext(targets=golden_corpus.targets()))
     options = DiagnoseOptions("val", "seed", mode=mode, redact_gold=variant == "redact")
-    return canonical(build_diagnosis(trials, context, options, FOLDER))
+    return writer(build_diagnosis(trials, context, options, FOLDER))
 
 
 def trajectory_digest(folder: Path) -> str:
@@ -91,7 +108,7 @@ def write_retail(tmp: Path) -> None:
             gzip.compress(rows.encode(), mtime=0))
         for mode in ClusterMode:
             diagnose(run, DiagnoseOptions(split, "seed", mode=mode))
-            data = diagnosis_path(run, split, "seed", mode).read_bytes()
+            data = spaced(diagnosis_path(run, split, "seed", mode).read_bytes())
             (HERE / f"retail_{split}_{mode.value}.json.gz").write_bytes(gzip.compress(
                 data.replace(str(run.root).encode(), b"<RUN>"), mtime=0))
         folder = trajectories.folder(run.layout.diagnoses, split, "seed")
@@ -108,7 +125,7 @@ def bench_digests(tmp: Path) -> dict[str, str]:
                           ("store", AdapterContext(targets=targets,
                                                    trajectory=str(tmp / "traces")))):
         diagnose(run, DiagnoseOptions("val", "seed"), context)
-        data = diagnosis_path(run, "val", "seed").read_bytes()
+        data = spaced(diagnosis_path(run, "val", "seed").read_bytes())
         data = data.replace(str(tmp).encode(), b"<TMP>")
         out[name] = hashlib.sha256(data).hexdigest()
     out["trajectories"] = trajectory_digest(trajectories.folder(run.layout.diagnoses,
