@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from capevolve._store.durable import fsync_dir
 from capevolve._store.evals import Where, _layout
 from capevolve._store.jsonfiles import write_bytes_atomic
+from capevolve._store.rollouts import arrowpool
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.records import EvalRecord, TaskMeansFile
@@ -77,6 +78,7 @@ def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array
     """Write the means file of ``eval_id`` atomically (fsynced) and return its reference
     for the record. Write the record that names it afterwards."""
     data = encode(tasks, means, counts)
+    arrowpool.release_unused()  # what the Parquet writer's buffers freed
     layout = _layout(where)
     path = layout.evals / means_name(eval_id)
     path.parent.mkdir(parents=True, exist_ok=True)
