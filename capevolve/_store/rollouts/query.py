@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
@@ -132,7 +133,8 @@ class RolloutStore:
         and then reads again through the ranked view
         (:func:`capevolve._store.rollouts.summary_query.read_eval_rows`).
         """
-        con = duckdb.connect(":memory:")
+        made = spare.take()  # a database made ahead (capevolve._store.rollouts.spare), if any
+        con = made if made is not None else duckdb.connect(":memory:")
         parts = (part_files(self.layout, eval_id) if candidate_id is None or eval_id
                  else candidate_part_files(self.layout, candidate_id))
         self._last_parts[eval_id] = parts
