@@ -65,11 +65,13 @@ def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarra
     table = pa.Table.from_arrays([names, float64_array(means), int64_array(counts)],
                                  schema=schema())
     sink = pa.BufferOutputStream()
-    # task ids are all distinct: a dictionary of them is never smaller, and building it
-    # (a hash of every id, then the fallback to plain pages) was the tail's largest
-    # allocation at 200,000 tasks; means and counts take few values and keep theirs
+    # task ids are distinct and sorted: each is stored as its prefix shared with the one
+    # before plus the rest (delta byte array), not in a dictionary that can never be
+    # smaller (at 200,000 tasks 44 KB against 286 KB, and 4 MiB of the writer's memory
+    # against 18); means and counts take few values and keep their dictionary
     pq.write_table(table, sink, compression="zstd", write_statistics=False,
-                   use_dictionary=["mean", "n"])
+                   use_dictionary=["mean", "n"],
+                   column_encoding={"task_id": "DELTA_BYTE_ARRAY"})
     return sink.getvalue().to_pybytes()
 
 
