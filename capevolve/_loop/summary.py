@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from capevolve._lazy import lazy_module
 from capevolve._policy.thresholds import pass_count_columns
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.arrow_numpy import int64_array, string_array, values
@@ -35,6 +35,11 @@ from capevolve.stats.estimators import (
     pass_k_table_of_histogram,
     sample_stdev,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:  # imported at first use: an evaluation reaches its first rollout without it
+    pc = lazy_module("pyarrow.compute")
 
 JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
 """How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""

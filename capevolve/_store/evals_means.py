@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from capevolve._store.durable import fsync_dir
 from capevolve._store.evals import Where, _layout
 from capevolve._store.jsonfiles import write_bytes_atomic
-from capevolve._store.rollouts import arrowpool
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.records import EvalRecord, TaskMeansFile
@@ -79,6 +78,8 @@ def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array
                      means: np.ndarray, counts: np.ndarray) -> TaskMeansFile:
     """Write the means file of ``eval_id`` atomically (fsynced) and return its reference
     for the record. Write the record that names it afterwards."""
+    from capevolve._store.rollouts import arrowpool  # Arrow: only when a file is written
+
     data = encode(tasks, means, counts)
     arrowpool.release_unused()  # what the Parquet writer's buffers freed
     layout = _layout(where)
