@@ -64,21 +64,26 @@ def test_nulls_without_a_fill_are_refused_and_other_types_too() -> None:
         values(pa.array(["a"]))
 
 
+def _loads_pandas(code: str) -> bool:
+    """Whether running ``code`` in a fresh interpreter imports pandas."""
+    pytest.importorskip("pandas")
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                          "print('pandas' in sys.modules)\n"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    return out.stdout.strip() != "False"
+
+
 def test_reading_a_duckdb_result_loads_no_pandas() -> None:
     """What the gate and the summary do with a DuckDB result imports no pandas (when it is
     installed at all: pyarrow's ``to_numpy`` would)."""
-    pytest.importorskip("pandas")
     code = (
         "import sys, duckdb\n"
         "from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values\n"
         "t = duckdb.sql(\"select i::int as i, (case when i % 4 = 0 then null else i end)"
         "::double as d, i % 3 = 0 as b from range(100) r(i)\").to_arrow_table()\n"
         "values(t.column('i')); values(t.column('d'), fill=float('nan'));"
-        " values(t.column('b')); valid(t.column('d'))\n"
-        "print('pandas' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert out.stdout.strip() == "False"
+        " values(t.column('b')); valid(t.column('d'))\n")
+    assert not _loads_pandas(code)
 
 
 def test_int64_array_is_what_pa_array_makes() -> None:
@@ -112,14 +117,9 @@ def test_float64_and_string_arrays_are_what_pa_array_makes() -> None:
 def test_the_means_file_and_the_summary_columns_load_no_pandas() -> None:
     """Encoding an evaluation's means file (what an evaluate's tail does) imports no pandas
     (``pa.array`` and ``pa.table`` of numpy would, 0.3 s, where it is installed)."""
-    pytest.importorskip("pandas")
-    code = (
-        "import sys, numpy as np\n"
+    assert not _loads_pandas(
+        "import numpy as np\n"
         "from capevolve._store.evals_means import encode\n"
         "from capevolve._store.rollouts.arrow_numpy import string_array\n"
         "encode(['a', 'b'], np.array([0.5, 1.0]), np.array([1, 2]))\n"
-        "encode(string_array(['a']), np.array([0.5]), np.array([3]))\n"
-        "print('pandas' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert out.stdout.strip() == "False"
+        "encode(string_array(['a']), np.array([0.5]), np.array([3]))\n")
