@@ -7,6 +7,8 @@ evaluation's rows and splits its wall time into:
 - ``before``: from the call to the first rollout's start (loading tasks, the record, the
   engine's set-up); ``after``: from the last rollout's finish to the return, by stage
   (``session_end``, ``summary``, ``means``, ``compact``);
+- each stage's wall time and the CPU time of the thread that ran it (``stages_cpu``:
+  the figure to compare on a loaded machine);
 - the engine span, from the rows' own stamps, split into the rollouts' own latency above
   the adapter's (``lat_over``: each rollout's event-loop lag) and the slot-seconds no
   rollout held, over the whole span and in its last ``latency`` (``idle_tail_s``: the end
@@ -32,7 +34,7 @@ sys.path.insert(0, str(HERE))
 
 import bench  # noqa: E402 - the scenario itself
 
-STAGES: list[tuple[str, float, float]] = []
+STAGES: list[tuple[str, float, float, float]] = []
 
 
 def _timed(owner: object, name: str, label: str) -> None:
@@ -40,11 +42,11 @@ def _timed(owner: object, name: str, label: str) -> None:
 
     @functools.wraps(inner)
     def timed(*args, **kwargs):
-        start = time.time()
+        start, cpu = time.time(), time.thread_time()
         try:
             return inner(*args, **kwargs)
         finally:
-            STAGES.append((label, start, time.time()))
+            STAGES.append((label, start, time.time(), time.thread_time() - cpu))
 
     setattr(owner, name, timed)
 
@@ -53,11 +55,19 @@ def _instrument() -> dict:
     """Time the evaluate's stages; keep the timed evaluation's rows' stamps."""
     import capevolve._loop.evaluate as ev
     import capevolve._loop.session as session
+    from capevolve._store.rundir import RunDir
 
     for name, label in (("load_split_tasks", "load_tasks"), ("_summary", "summary"),
-                        ("write_task_means", "means"), ("write_eval", "write_eval")):
+                        ("write_task_means", "means"), ("write_eval", "write_eval"),
+                        ("run_project", "project"), ("verify_adapter_unchanged", "verify"),
+                        ("quarantine_bad_parts", "quarantine"), ("plan_units", "plan"),
+                        ("eval_rows", "done_units"), ("refuse_tampering", "tampering"),
+                        ("_job", "job"), ("EvaluationGuard", "guard")):
         _timed(ev, name, label)
     _timed(ev.compaction, "compact_completed", "compact")
+    _timed(ev.compaction, "settle", "settle")
+    _timed(ev.journal, "recover", "recover")
+    _timed(RunDir, "_record", "event")
     _timed(session.Session, "end", "session_end")
     kept: dict = {}
     evaluate = ev.evaluate
@@ -96,14 +106,16 @@ def _split(kept: dict, latency_s: float, concurrency: int) -> dict:
 
     tail = max(first, last - latency_s)
     stages: dict[str, float] = {}
-    for label, a, b in STAGES:
+    cpu: dict[str, float] = {}
+    for label, a, b, used in STAGES:
         if a >= t0 - 1e-6 and b <= kept["end"] + 1e-6:
             stages[label] = round(stages.get(label, 0.0) + b - a, 4)
+            cpu[label] = round(cpu.get(label, 0.0) + used, 4)
     return {"wall": round(kept["end"] - t0, 3), "before": round(first, 3),
             "span": round(last - first, 3), "after": round(kept["end"] - t0 - last, 3),
             "lat_over": round(float((finishes - starts).mean()) - latency_s, 4),
             "idle_s": round(idle(first, last), 3), "idle_tail_s": round(idle(tail, last), 3),
-            "stages": stages}
+            "stages": stages, "stages_cpu": cpu}
 
 
 def main() -> None:

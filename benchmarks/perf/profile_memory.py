@@ -1,8 +1,9 @@
 """The driver's memory, phase by phase, of one evaluate on the Ray engine (the memory
 scenario of ``bench.py``, profiled): for each phase of ``evaluate`` (loading the tasks,
-building the job, the engine run, the summary, the means file, the compaction) the RSS
-kept after it and its peak, split into anonymous and shared pages (``/proc/self/status``:
-RssAnon, RssShmem; Ray's object store mapped into the driver is shared).
+building the job, the engine run, the summary, the means file, the compaction; with
+``--detail`` the summary's own steps too) the RSS kept after it and its peak, split into
+anonymous and shared pages (``/proc/self/status``: RssAnon, RssShmem; Ray's object store
+mapped into the driver is shared).
 
 Run ``.venv/bin/python benchmarks/perf/profile_memory.py --n 200000`` (``--quick`` for a
 smoke run of 4,000 units). Not part of ``make bench``: a tool to find what grows with N.
@@ -103,6 +104,9 @@ def main() -> None:
                         help="each row's feedback length (heavier rows handed back)")
     parser.add_argument("--trim", action="store_true",
                         help="malloc_trim(0) after each phase (what glibc keeps, measured)")
+    parser.add_argument("--detail", action="store_true",
+                        help="also the summary's steps (its DuckDB read, the columns, the "
+                             "chosen tasks, the means) as phases of their own")
     parser.add_argument("--tracemalloc", action="store_true",
                         help="also print, per phase, the Python allocation sites it kept (slow)")
     args = parser.parse_args()
@@ -137,6 +141,15 @@ def main() -> None:
         ev.write_task_means = phases.wrap("means file", ev.write_task_means)
         ev.compaction.compact_completed = phases.wrap("compaction",
                                                       ev.compaction.compact_completed)
+        if args.detail:  # nested phases: each is the summary's own step
+            import capevolve._loop.summary as summary
+            import capevolve._store.rollouts.summary_query as summary_query
+
+            summary_query._read = phases.wrap("s.read", summary_query._read)
+            summary_query._columns = phases.wrap("s.columns", summary_query._columns)
+            for name in ("_chosen", "_task_means", "_run_means"):
+                setattr(summary, name, phases.wrap("s." + name.strip("_"),
+                                                   getattr(summary, name)))
         if args.tracemalloc:
             import tracemalloc
 

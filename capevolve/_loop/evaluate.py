@@ -15,14 +15,9 @@ the path and the same count.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import pyarrow as pa
 
 from capevolve import progress
 from capevolve import telemetry as otel
@@ -35,9 +30,14 @@ from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
+from capevolve._loop.summary import (  # noqa: F401 - summarize, TaskMeans re-exported
+    JUDGE_UNREACHABLE_ROW,
+    TaskMeans,
+    summarize,
+)
+from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
-from capevolve._policy.thresholds import pass_count_columns
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
 from capevolve._project.scoreable import reason_counts
@@ -55,131 +55,20 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
-from capevolve._store.rollouts.arrow_numpy import int64_array
+from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.evalrows import eval_rows
-from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
+from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
-from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.config import BudgetConfig, ProjectConfig
-from capevolve.errors import BudgetError, Interrupted, JudgeUnavailable, RunDirError, StoreError
+from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
-from capevolve.stats import clustered_se, mean_and_se
-from capevolve.stats.estimators import pass_k_table_of_histogram, sample_stdev
 
 
 def run_project(run: RunDir) -> Project:
     """The project a run belongs to, with the run's frozen config."""
     return load_project(Path(run.manifest.project_dir), config=run_config(run))
-
-
-def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
-              clusters: dict[str, str] | None = None,
-              pass_threshold: float = 1.0) -> dict[str, Any]:
-    """Statistics of an evaluation computed from its stored rows (task is the unit).
-
-    With ``clusters`` (task id -> cluster key, from ``Task.metadata['cluster']``) the
-    record also carries the CR1 cluster-robust SE of the mean and the cluster key of
-    each task (the gate reads them). pass^k counts a trial as passed when its reward is
-    at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
-    Means, SEs and run means are over ``task_ids`` only; ``n_errors`` and ``n_rows``
-    count every stored row of the evaluation; ``task_means`` maps each scored task to
-    its mean. One read of the rows (one DuckDB query).
-    """
-    stats, means, _ = _summary(run, eval_id, task_ids, clusters, pass_threshold)
-    return {**stats, "task_means": means.as_dict()}
-
-
-@dataclass(frozen=True)
-class TaskMeans:
-    """The per-task means of a summary as columns: ``tasks`` sorted, ``means`` and
-    ``counts`` (valid trials) aligned with them."""
-
-    tasks: pa.Array
-    means: np.ndarray
-    counts: np.ndarray
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(zip(self.tasks.to_pylist(), self.means.tolist(), strict=True))
-
-
-def _summary(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
-             clusters: dict[str, str] | None, pass_threshold: float,
-             ) -> tuple[dict[str, Any], TaskMeans, int]:
-    """``summarize``'s statistics (without the per-task means), the per-task means as
-    columns and the number of units whose judge was unreachable, all from the same
-    single read of the evaluation's rows."""
-    rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
-    chosen_ids = frozenset(task_ids)  # one bool per distinct task (no pa.array: it loads pandas)
-    wanted = np.fromiter((t in chosen_ids for t in rows.names.to_pylist()), dtype=bool,
-                         count=len(rows.names))
-    use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
-    means = _task_means(rows.names, rows.task[use], rows.reward[use])
-    values = means.means.tolist()
-    mean, stderr = mean_and_se(values)
-    stdev = sample_stdev(means.means)  # statistics.stdev's float, over distinct values
-    extra = ({"stderr_clustered": clustered_se(means.as_dict(), clusters),
-              "clusters": {t: clusters[t] for t in sorted(clusters) if t in chosen_ids}}
-             if clusters else {})
-    del values
-    n_passed, n_valid = pass_count_columns(rows.task[use], rows.reward[use], pass_threshold,
-                                           len(rows.names))
-    histogram = _histogram(n_passed, n_valid)
-    n_scored = len(means.means)
-    return {**extra,
-        "mean": mean, "stderr": stderr, "n_tasks": len(task_ids), "n_scored": n_scored,
-        "scored": n_scored, "stdev": stdev,
-        "run_means": _run_means(rows.trial[use], rows.reward[use]),
-        "n_errors": int(rows.n_rows - np.count_nonzero(rows.scored)), "n_rows": rows.n_rows,
-        "coverage": n_scored / len(task_ids) if task_ids else 0.0,
-        "pass_k": pass_k_table_of_histogram(histogram),
-        "pass_threshold": pass_threshold,
-    }, means, int(np.count_nonzero(rows.lost))
-
-
-def _histogram(n_passed: np.ndarray, n_valid: np.ndarray) -> dict[tuple[int, int], int]:
-    """How many tasks have each (passed, valid) pair, over tasks with a valid trial (one
-    integer key per task, ``passed * (max valid + 1) + valid``, counted at once)."""
-    scored = n_valid > 0
-    if not scored.any():
-        return {}
-    width = int(n_valid.max()) + 1
-    keys, many = np.unique(n_passed[scored] * width + n_valid[scored], return_counts=True)
-    return {(int(k) // width, int(k) % width): int(m)
-            for k, m in zip(keys.tolist(), many.tolist(), strict=True)}
-
-
-def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.ndarray
-                ) -> TaskMeans:
-    """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task:
-    row i is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks``
-    sorted, Python strings or an Arrow string array); tasks without a row are left out.
-    A mean of one or two trials is computed vectorised (``a + b`` rounds once, as
-    ``math.fsum`` does), of more trials with ``math.fsum``: every value equals
-    ``task_means``'."""
-    names = tasks if isinstance(tasks, pa.Array) else pa.array(list(tasks), pa.string())
-    if not task.size:
-        return TaskMeans(names.slice(0, 0), np.zeros(0), np.zeros(0, dtype=np.int64))
-    starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
-    counts = np.diff(np.r_[starts, task.size])
-    values = np.add.reduceat(reward, starts) / counts
-    many = np.flatnonzero(counts > 2).tolist()
-    if many:
-        listed = reward.tolist()
-        for g in many:
-            first, n = int(starts[g]), int(counts[g])
-            values[g] = math.fsum(listed[first:first + n]) / n
-    return TaskMeans(names.take(int64_array(task[starts])), values, counts.astype(np.int64))
-
-
-def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
-    """Mean valid reward of each trial index (exact: ``math.fsum``, as ``statistics.fmean``)."""
-    out = {}
-    for k in np.unique(trial).tolist():
-        values = reward[trial == k].tolist()
-        out[str(int(k))] = math.fsum(values) / len(values)
-    return out
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
@@ -305,6 +194,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         end()
         raise
     else:
+        spare.make_ahead()  # the summary's DuckDB database, made while the session ends
         failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
@@ -333,10 +223,6 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     compaction.compact_completed(run, stored)  # its many small parts become one
     otel.evaluation_spans(run, stored)  # no-op unless tracing is on
     return stored.to_json()
-
-
-JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
-"""How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""
 
 
 def _judge_unreachable(n: int) -> str | None:

@@ -28,7 +28,6 @@ class Session:
 
     def __init__(self, run: RunDir, eval_id: str, split: str, candidate_id: str) -> None:
         self.run, self.eval_id, self.token = run, eval_id, session_token()
-        arrowpool.use_system_pool()  # each phase's rows go back to the OS as they are freed
         journal.live_sessions.add(self.token)
         self.ledger = DispatchJournal(
             run.layout.journal / f"{self.token}.dispatch",
@@ -61,6 +60,7 @@ class Session:
             self.writer.close()
         except StoreError as exc:
             failure = exc
+        arrowpool.release_unused()  # what the writer's tables freed goes back to the OS
         self.ledger.close()
         tampered = guard.documents_changed()  # before anything else is recorded
         tally = self.tally

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import struct
 import sys
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -50,6 +50,76 @@ def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
     if n == 1:
         return mean, None
     variance = math.fsum((x - mean) ** 2 for x in values) / (n - 1)
+    return mean, math.sqrt(variance / n)
+
+
+SLICE = 65_536
+"""Values turned into Python floats at a time where a sum must go value by value."""
+
+EXACT_SPAN = 1e100
+"""The sums over distinct values below apply to values under this magnitude, where no
+partial sum or square can leave the float range (beyond it, value by value)."""
+
+
+def _floats(data: np.ndarray) -> Iterator[float]:
+    """The values of ``data`` as Python floats, :data:`SLICE` at a time (never one list)."""
+    for start in range(0, data.size, SLICE):
+        yield from data[start:start + SLICE].tolist()
+
+
+def _distinct(data: np.ndarray) -> tuple[list[float], list[int]] | None:
+    """``data``'s distinct values and counts as Python numbers; None when there are more
+    than :data:`DISTINCT_MAX`, or a value is non-finite or beyond :data:`EXACT_SPAN`."""
+    import numpy as np
+
+    if data.size and not float(np.abs(data).max()) < EXACT_SPAN:  # NaN is not below
+        return None
+    distinct, counts = np.unique(data, return_counts=True)
+    if distinct.size > DISTINCT_MAX:
+        return None
+    return distinct.tolist(), counts.tolist()
+
+
+def _exact(terms: list[float], counts: list[int]) -> float:
+    """The exactly rounded value of sum(term * count) (what ``math.fsum`` of the terms
+    repeated would return: every term finite, the sum in the float range)."""
+    return float(sum(Fraction(t) * c for t, c in zip(terms, counts, strict=True)))
+
+
+def exact_sum(values: Sequence[float] | np.ndarray) -> float:
+    """``math.fsum(values)``, the same float, without a Python float per value: the exact
+    sum over distinct values and counts, rounded once (fsum's sum is the exactly rounded
+    one); value by value, :data:`SLICE` at a time, where :func:`_distinct` declines."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=np.float64).ravel()
+    found = _distinct(data)
+    return math.fsum(_floats(data)) if found is None else _exact(*found)
+
+
+def mean_and_se_of_array(values: Sequence[float] | np.ndarray,
+                         ) -> tuple[float | None, float | None]:
+    """``mean_and_se(list(values))``, the same floats, without a Python float per value:
+    the same operations on each distinct value, the two ``math.fsum`` sums taken exactly
+    over distinct values and counts (value by value where :func:`_distinct` declines)."""
+    import numpy as np
+
+    data = np.asarray(values, dtype=np.float64).ravel()
+    n = int(data.size)
+    if n == 0:
+        return None, None
+    found = _distinct(data)
+    if found is None:
+        mean = math.fsum(_floats(data)) / n
+        if n == 1:
+            return mean, None
+        variance = math.fsum((x - mean) ** 2 for x in _floats(data)) / (n - 1)
+        return mean, math.sqrt(variance / n)
+    distinct, counts = found
+    mean = _exact(distinct, counts) / n
+    if n == 1:
+        return mean, None
+    variance = _exact([(x - mean) ** 2 for x in distinct], counts) / (n - 1)
     return mean, math.sqrt(variance / n)
 
 

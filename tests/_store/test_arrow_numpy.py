@@ -11,7 +11,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values
+from capevolve._store.rollouts.arrow_numpy import (
+    float64_array,
+    int64_array,
+    string_array,
+    valid,
+    values,
+)
 
 TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.float32(), pa.float64(),
          pa.bool_()]
@@ -58,21 +64,26 @@ def test_nulls_without_a_fill_are_refused_and_other_types_too() -> None:
         values(pa.array(["a"]))
 
 
+def _loads_pandas(code: str) -> bool:
+    """Whether running ``code`` in a fresh interpreter imports pandas."""
+    pytest.importorskip("pandas")
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\n"
+                          "print('pandas' in sys.modules)\n"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    return out.stdout.strip() != "False"
+
+
 def test_reading_a_duckdb_result_loads_no_pandas() -> None:
     """What the gate and the summary do with a DuckDB result imports no pandas (when it is
     installed at all: pyarrow's ``to_numpy`` would)."""
-    pytest.importorskip("pandas")
     code = (
         "import sys, duckdb\n"
         "from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values\n"
         "t = duckdb.sql(\"select i::int as i, (case when i % 4 = 0 then null else i end)"
         "::double as d, i % 3 = 0 as b from range(100) r(i)\").to_arrow_table()\n"
         "values(t.column('i')); values(t.column('d'), fill=float('nan'));"
-        " values(t.column('b')); valid(t.column('d'))\n"
-        "print('pandas' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
-    assert out.stdout.strip() == "False"
+        " values(t.column('b')); valid(t.column('d'))\n")
+    assert not _loads_pandas(code)
 
 
 def test_int64_array_is_what_pa_array_makes() -> None:
@@ -82,3 +93,33 @@ def test_int64_array_is_what_pa_array_makes() -> None:
     assert made.equals(pa.array(data.astype(np.int64)))
     assert pa.array(["a", "b", "c"]).take(int64_array(np.array([2, 0]))).to_pylist() == [
         "c", "a"]
+
+
+def test_float64_and_string_arrays_are_what_pa_array_makes() -> None:
+    """Floats (strided, float32, -0.0, NaN, infinities) and texts (empty, non-ASCII,
+    NUL, very long, none at all) give arrays equal to pa.array's, valid in full; a lone
+    surrogate is refused as pa.array refuses it."""
+    floats = np.array([0.5, -0.0, np.nan, np.inf, -np.inf, 1e-310, 3.0], np.float32)[::2]
+    made = float64_array(floats)
+    assert made.type == pa.float64() and made.null_count == 0
+    assert np.array_equal(values(made), floats.astype(np.float64), equal_nan=True)
+    for texts in ([], [""], ["a", "", "\u00e9t\u00e9", "\u65e5\u672c", "a\x00b", "z" * 5000],
+                  [f"t{i:06d}" for i in range(1000)]):
+        made = string_array(texts)
+        made.validate(full=True)
+        assert made.equals(pa.array(texts, pa.string())), texts[:3]
+    with pytest.raises(UnicodeEncodeError):
+        string_array(["ok", "\ud800"])
+    with pytest.raises(UnicodeEncodeError):
+        pa.array(["ok", "\ud800"], pa.string())
+
+
+def test_the_means_file_and_the_summary_columns_load_no_pandas() -> None:
+    """Encoding an evaluation's means file (what an evaluate's tail does) imports no pandas
+    (``pa.array`` and ``pa.table`` of numpy would, 0.3 s, where it is installed)."""
+    assert not _loads_pandas(
+        "import numpy as np\n"
+        "from capevolve._store.evals_means import encode\n"
+        "from capevolve._store.rollouts.arrow_numpy import string_array\n"
+        "encode(['a', 'b'], np.array([0.5, 1.0]), np.array([1, 2]))\n"
+        "encode(string_array(['a']), np.array([0.5]), np.array([3]))\n")

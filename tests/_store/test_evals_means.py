@@ -139,3 +139,31 @@ def test_a_rerun_of_a_complete_evaluation_leaves_its_means_file_as_it_was(run):
     again = evaluate(run, "seed", "val")
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     assert task_means_of(run, again) == task_means_of(run, find_eval(run, VAL))
+
+
+@pytest.mark.parametrize("ids", [
+    [],
+    ["only"],
+    ["t\u00e9", "t\u00e9t\u00e9", "t\u65e5", "z"],  # non-ASCII, shared prefixes
+    [f"task-{i:07d}" for i in range(20_000)],  # long shared prefixes, many pages
+    ["a", "a\x00", "aa", "b" * 3000],  # a NUL byte, one id longer than the rest together
+])
+def test_a_means_file_reads_back_every_id_and_mean_exactly(tmp_path, ids):
+    """The file's encodings (task ids as delta byte arrays, means and counts in a
+    dictionary) give back the very ids, floats and counts written, through the reader
+    every consumer uses and through DuckDB."""
+    import duckdb
+    import numpy as np
+
+    from capevolve._store.evals_means import encode, read_task_means, write_task_means
+
+    layout_run = create_run(make_project(tmp_path / "p", 4), tmp_path / "run")
+    means = np.array([(i % 7) / 7 for i in range(len(ids))], dtype=np.float64)
+    counts = np.array([1 + i % 3 for i in range(len(ids))], dtype=np.int64)
+    ref = write_task_means(layout_run, "val__x__k1", sorted(ids), means, counts)
+    assert read_task_means(layout_run, "val__x__k1", ref) == dict(
+        zip(sorted(ids), means.tolist(), strict=True))
+    path = layout_run.layout.evals / ref.name
+    got = duckdb.sql(f"SELECT task_id, mean, n FROM read_parquet('{path}')").fetchall()
+    assert got == list(zip(sorted(ids), means.tolist(), counts.tolist(), strict=True))
+    assert encode(sorted(ids), means, counts) == path.read_bytes()  # deterministic

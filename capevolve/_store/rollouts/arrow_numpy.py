@@ -18,6 +18,8 @@ check.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 
@@ -73,3 +75,29 @@ def int64_array(data: np.ndarray) -> pa.Array:
     """The Arrow int64 array (no nulls) holding ``data``'s integers, in order."""
     flat = np.ascontiguousarray(data, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
+
+
+def float64_array(data: np.ndarray) -> pa.Array:
+    """The Arrow float64 array (no nulls) holding ``data``'s numbers, in order."""
+    flat = np.ascontiguousarray(data, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(flat), [None, pa.py_buffer(flat)])
+
+
+def string_array(texts: Sequence[str]) -> pa.Array:
+    """The Arrow string array (no nulls) holding ``texts``, in order, as ``pa.array``
+    makes it (large_string past 2 GiB of text), built from one UTF-8 blob and its offsets:
+    no pandas check, no object per text. A lone surrogate raises UnicodeEncodeError."""
+    joined = "".join(texts)
+    blob = joined.encode("utf-8")
+    del joined
+    n = len(texts)
+    kind, width = (pa.string(), np.int32) if len(blob) < 2**31 else \
+        (pa.large_string(), np.int64)
+    offsets = np.zeros(n + 1, dtype=width)
+    if blob.isascii():  # a text's length in bytes is its length
+        offsets[1:] = np.fromiter(map(len, texts), dtype=width, count=n)
+    else:
+        offsets[1:] = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=width,
+                                  count=n)
+    np.cumsum(offsets, out=offsets)
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(blob)])

@@ -53,6 +53,7 @@ from capevolve._store.compact_intent import (
 )
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import recorded_parts, relative, sha256_file
+from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve._store.rollouts.writer import session_token
 from capevolve._store.rundir import RunDir
@@ -138,14 +139,19 @@ def _readable(part: Path) -> bool:
 
 def _batches(part: Path, eval_id: str, candidate_id: str) -> Iterator[pa.Table]:
     """The rows of ``part`` that count for the evaluation, :data:`READ_ROWS` at a time,
-    in file order (one part open at a time)."""
-    with pq.ParquetFile(part) as file:
-        for batch in file.iter_batches(batch_size=READ_ROWS, use_threads=False):
-            keep = pc.and_(pc.equal(batch["eval_id"], eval_id),
-                           pc.equal(batch["candidate_id"], candidate_id))
-            rows = pa.Table.from_batches([batch.filter(keep)]).cast(ROLLOUT_SCHEMA)
-            if rows.num_rows:
-                yield rows
+    in file order (one part open at a time), decoded into the store's pool
+    (:mod:`capevolve._store.rollouts.arrowpool`); a batch whose every row counts (as
+    usual) is passed on without a copy."""
+    pool = arrowpool.POOL
+    for batch in arrowpool.part_batches(part, READ_ROWS):
+        keep = pc.and_(pc.equal(batch["eval_id"], eval_id, memory_pool=pool),
+                       pc.equal(batch["candidate_id"], candidate_id, memory_pool=pool),
+                       memory_pool=pool)
+        if keep.null_count or not pc.all(keep, memory_pool=pool).as_py():
+            batch = pc.filter(batch, keep, memory_pool=pool)
+        rows = pa.Table.from_batches([batch]).cast(ROLLOUT_SCHEMA)
+        if rows.num_rows:
+            yield rows
 
 
 class _Files:
@@ -235,6 +241,7 @@ def compact_evaluation(run: RunDir, eval_id: str, split: str,
                              f"({exc.strerror or exc})") from None
         finally:
             running.discard(token)
+            arrowpool.release_unused()  # the batches' and the encoder's memory
 
 
 def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],

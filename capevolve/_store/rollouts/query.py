@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
@@ -117,8 +118,8 @@ class RolloutStore:
         self.layout = layout
         self._last_parts: dict[str | None, list[Path]] = {}  # what connect() listed last
 
-    def connect(self, eval_id: str | None = None, *,
-                candidate_id: str | None = None) -> duckdb.DuckDBPyConnection:
+    def connect(self, eval_id: str | None = None, *, candidate_id: str | None = None,
+                every_row: bool = False) -> duckdb.DuckDBPyConnection:
         """A confined in-memory connection with the deduplicated ``rollouts`` view.
 
         With ``eval_id`` the view reads only that evaluation's parts (their file names
@@ -126,8 +127,14 @@ class RolloutStore:
         The set of parts is fixed when the connection is made. With ``candidate_id`` (and
         no ``eval_id``) it reads only that candidate's partitions: the view of its rows is
         the whole-run view's, since a row counts only under its own candidate's partition.
+
+        With ``every_row`` the view holds every counted row, a duplicate unit's rows
+        included, and costs no check: for a reader that tells duplicate units apart itself
+        and then reads again through the ranked view
+        (:func:`capevolve._store.rollouts.summary_query.read_eval_rows`).
         """
-        con = duckdb.connect(":memory:")
+        made = spare.take()  # a database made ahead (capevolve._store.rollouts.spare), if any
+        con = made if made is not None else duckdb.connect(":memory:")
         parts = (part_files(self.layout, eval_id) if candidate_id is None or eval_id
                  else candidate_part_files(self.layout, candidate_id))
         self._last_parts[eval_id] = parts
@@ -144,7 +151,7 @@ class RolloutStore:
             rank_source = ("SELECT *, NULL::VARCHAR AS _part, NULL::BIGINT AS _part_row "
                            "FROM _empty_rollouts")
             drop = "_part, _part_row"
-        if parts and _has_duplicates(con, rank_source):
+        if parts and not every_row and _has_duplicates(con, rank_source):
             con.execute(f"""
                 CREATE VIEW rollouts AS
                 SELECT * EXCLUDE (_rank, {drop}) FROM (

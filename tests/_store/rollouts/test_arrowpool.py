@@ -1,48 +1,91 @@
-"""The driver's Arrow allocations go to the system pool, which returns freed memory."""
+"""The store's heavy phases name their Arrow pool; the process's own choice is never changed."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-HEAD = """
-import sys, pyarrow as pa
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
 from capevolve._store.rollouts import arrowpool
+from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA, rows_to_table
+
+TOY = Path(__file__).resolve().parents[3] / "benchmarks" / "toy"
+
+PROBE = """
+import sys, pyarrow as pa
 before = pa.default_memory_pool().backend_name
-"""
-TAIL = """
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.run import create_run
+run = create_run({toy!r}, {run!r})
+record = evaluate(run, "seed", "train", engine={engine})
 after = pa.default_memory_pool().backend_name
-table = pa.table({"s": pa.array(["x" * 40] * 10_000)})  # allocated from the pool in use
-print(before, after, table.num_rows)
+print(before, after, record["status"])
 """
 
 
-def _run(setup: str, env: dict | None = None) -> tuple[str, str, int]:
-    done = subprocess.run([sys.executable, "-c", HEAD + setup + TAIL],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
-    assert done.returncode == 0, done.stderr
-    before, after, rows = done.stdout.split()
-    return before, after, int(rows)
+def _evaluate_pools(tmp_path: Path, env: dict[str, str]) -> tuple[str, str, str]:
+    code = PROBE.format(toy=str(TOY), run=str(tmp_path / "run"),
+                        engine="__import__('capevolve._engine.local', fromlist=['x'])"
+                               ".LocalEngine(__import__('capevolve.config', fromlist=['x'])"
+                               ".EngineConfig(kind='local', workers=1))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr[-3000:]
+    before, after, status = done.stdout.split()[-3:]
+    return before, after, status
 
 
-def test_an_evaluate_session_switches_arrow_to_the_system_pool(tmp_path):
-    """Opening a Session (what evaluate does) makes the system allocator Arrow's pool (on
-    the perf benchmark's 60,000 units: +71 MiB peak RSS growth instead of +136 MiB)."""
-    toy = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "toy")
-    setup = ("from capevolve._loop.run import create_run\n"
-             "from capevolve._loop.session import Session\n"
-             f"run = create_run({toy!r}, {str(tmp_path / 'run')!r})\n"
-             "session = Session(run, 'val__seed__k1', 'val', 'seed')\n"
-             "session.writer.close(); session.ledger.close()\n")
-    before, after, _ = _run(setup)
-    assert after == "system" and before != "system"
+@pytest.mark.slow
+def test_an_evaluation_leaves_the_process_default_pool_as_it_was(tmp_path):
+    """A whole evaluation (writer, summary, means file, compaction) in a fresh process:
+    Arrow's default pool is the same before and after, with pyarrow's own default and
+    with one the user chose (a library does not switch its caller's allocator)."""
+    before, after, status = _evaluate_pools(tmp_path / "a", {})
+    assert status == "complete" and before == after != ""
+    before, after, status = _evaluate_pools(tmp_path / "b",
+                                            {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"})
+    assert status == "complete" and before == after == "jemalloc"
 
 
-def test_an_explicit_pool_choice_is_left_as_it_is():
-    """ARROW_DEFAULT_MEMORY_POOL set by the user: use_system_pool changes nothing."""
-    _, after, _ = _run("arrowpool.use_system_pool()", {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"})
-    assert after == "jemalloc"
-    _, after, _ = _run("arrowpool.use_system_pool()")
-    assert after == "system"
+def _part(path: Path, n: int, row_group: int) -> Path:
+    rows = [{"schema_version": 1, "run_id": "r", "eval_id": "e" if i % 7 else "other",
+             "split": "val", "candidate_id": "seed", "candidate_hash": "h",
+             "task_id": f"t{i % 13:03d}", "trial": i % 3, "seed": i,
+             "reward": None if i % 5 == 0 else (i % 4) / 4,
+             "error": "boom" if i % 5 == 0 else None,
+             "error_kind": "exception" if i % 5 == 0 else None,
+             "feedback": "é" * (i % 9), "output": None if i % 2 else f"out {i}",
+             "attempts": 1} for i in range(n)]
+    pq.write_table(rows_to_table(rows), path, row_group_size=row_group)
+    return path
+
+
+def test_part_batches_are_parquet_files_own_batches_from_the_store_pool(tmp_path):
+    """Several row groups, a batch size that splits them, nulls and non-ASCII text: the
+    batches are ParquetFile.iter_batches' batches, one for one, and their buffers were
+    allocated from the store's pool, not from the default one."""
+    part = _part(tmp_path / "p.parquet", 2_500, 700)
+    with pq.ParquetFile(part) as file:
+        want = list(file.iter_batches(batch_size=300, use_threads=False))
+    before = arrowpool.POOL.bytes_allocated()
+    got = list(arrowpool.part_batches(part, 300))
+    assert len(got) == len(want) and all(g.equals(w) for g, w in zip(got, want, strict=True))
+    assert got[0].schema.equals(ROLLOUT_SCHEMA, check_metadata=False)
+    if arrowpool.POOL.backend_name != pa.default_memory_pool().backend_name:
+        assert arrowpool.POOL.bytes_allocated() > before  # the batches live in POOL
+    empty = _part(tmp_path / "e.parquet", 0, 700)
+    assert pa.Table.from_batches(list(arrowpool.part_batches(empty, 300)),
+                                 schema=ROLLOUT_SCHEMA).num_rows == 0
+
+
+def test_release_unused_frees_nothing_in_use():
+    """Live buffers of both pools read the same after a release."""
+    table = pa.table({"x": pa.array(["v" * 50] * 20_000)})
+    taken = table.column("x").combine_chunks(memory_pool=arrowpool.POOL)
+    arrowpool.release_unused()
+    assert table.column("x")[19_999].as_py() == taken[19_999].as_py() == "v" * 50
