@@ -69,10 +69,14 @@ def test_a_local_worker_settles_its_heap_and_the_driver_restores_its_thresholds(
 @pytest.mark.ray
 def test_ray_rollout_and_scorer_actors_settle_their_heaps(tmp_path, ray_session):
     """The same in a Ray rollout actor and a Ray scorer actor."""
+    from capevolve._engine.ray import pool
     from capevolve._engine.ray.engine import RayEngine
 
     run = create_run(_project(tmp_path / "p"), tmp_path / "run")
-    record = evaluate(run, "seed", "val", engine=RayEngine(EngineConfig(kind="ray")))
+    try:
+        record = evaluate(run, "seed", "val", engine=RayEngine(EngineConfig(kind="ray")))
+    finally:
+        pool.shutdown_pool()  # this project's actors would hold the session's CPUs
     settled = {f"frozen=True young={collector.YOUNG}"}
     assert _outputs(run, record) == settled == _outputs(run, record, "feedback")
 

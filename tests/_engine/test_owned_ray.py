@@ -215,6 +215,9 @@ def test_killed_head_is_replaced_and_an_idle_ray_stops_itself(tmp_path, monkeypa
 
 def test_address_joins_exactly_that_cluster(tmp_path, ray_session):
     """With RAY_ADDRESS the command joins that cluster: no owned Ray is started or recorded."""
+    from capevolve._engine.ray import pool
+
+    pool.shutdown_pool()  # actors earlier tests left cached in this session hold its CPUs
     state = _state_dir("address")
     project = _project(tmp_path / "p")
     run = tmp_path / "run"
