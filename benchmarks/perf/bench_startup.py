@@ -208,7 +208,7 @@ def wait_pool_full(env: dict[str, str], timeout_s: float = 120.0) -> bool:
             stats = None
         if not stats:
             return False
-        if all(len(names) >= stats["size"] for names in stats["free"].values()):
+        if all(len(names) >= stats["wanted"][kind] for kind, names in stats["free"].items()):
             return True
         time.sleep(1.0)
     return False

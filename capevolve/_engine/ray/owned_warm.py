@@ -105,10 +105,14 @@ class WarmKeeper:
         self._spawn(self._reap_forever())
         return self.size
 
+    def wanted(self, kind: str) -> int:
+        """How many free actors of ``kind`` the pool keeps: ``size`` rollout actors, and
+        as many scorers as they would use (one per ``SCORERS_PER``)."""
+        return self.size if kind == ROLLOUT else math.ceil(self.size / SCORERS_PER)
+
     def _fill(self, delay_s: float = 0.0) -> None:
-        for kind in (ROLLOUT, SCORER):  # as many scorers as the rollout actors would use
-            want = self.size if kind == ROLLOUT else math.ceil(self.size / SCORERS_PER)
-            while len(self.free[kind]) + self.starting[kind] < want:
+        for kind in (ROLLOUT, SCORER):
+            while len(self.free[kind]) + self.starting[kind] < self.wanted(kind):
                 self.starting[kind] += 1
                 self._spawn(self._start_one(kind, delay_s))
 
@@ -145,10 +149,12 @@ class WarmKeeper:
         return [(name, token) for name, _, token in taken]
 
     async def stats(self) -> dict[str, Any]:
-        """What the pool holds now (free names per kind, claimed names) and its counts."""
+        """What the pool holds now (free names per kind, claimed names), what it keeps
+        (``wanted`` per kind) and its counts."""
         return {"free": {k: [n for n, _, _ in v] for k, v in self.free.items()},
                 "starting": dict(self.starting), "claimed": sorted(self.claims),
-                "size": self.size, **self.counts}
+                "size": self.size, "wanted": {k: self.wanted(k) for k in self.free},
+                **self.counts}
 
     async def _reap_forever(self) -> None:
         while True:
