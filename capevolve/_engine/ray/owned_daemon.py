@@ -5,8 +5,8 @@ Run as ``python -m capevolve._engine.ray.owned_daemon --state FILE --session ID`
 It starts a local Ray (``ray.init(address="local")`` with capevolve's temp dir, token
 auth with the token beside FILE, ``num_cpus`` of this machine), stores its session id in
 the cluster's KV store, then writes FILE (signed; see :mod:`.owned_state`) and starts the
-warm pool's keeper (:mod:`.owned_warm`; ``CAPEVOLVE_RAY_WARM`` actors of each kind, 0 for
-none). Ray's head processes, and with them the keeper and every warm actor, share the
+warm pool's keeper (:mod:`.owned_warm`; ``CAPEVOLVE_RAY_WARM`` rollout actors and their
+scorers, 0 for none). Ray's head processes, and with them the keeper and every warm actor, share the
 daemon's fate: when it exits, or is killed with SIGKILL, they go too.
 
 It stops -- ``ray.shutdown()``, FILE removed if it is still its own, the temp dir
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -32,6 +33,7 @@ import ray
 from ray._private import state as ray_state  # the job table (private; tested)
 
 from capevolve._engine.ray import owned_warm
+from capevolve._engine.ray.actor import SCORERS_PER
 from capevolve._engine.ray.owned_state import (
     KV_KEY,
     KV_NAMESPACE,
@@ -135,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             started_at=time.time(), state_file=str(args.state), env=env_digest(start_env)))
         print(f"owned Ray {args.session[:8]} up", flush=True)
         keeper = owned_warm.start_keeper(args.session, args.num_cpus)  # noqa: F841 - held
-        print(f"warm pool: {owned_warm.warm_size(args.num_cpus) if keeper else 0} actor(s) "
-              "of each kind", flush=True)
+        size = owned_warm.warm_size(args.num_cpus) if keeper else 0
+        print(f"warm pool: {size} rollout actor(s) and "
+              f"{math.ceil(size / SCORERS_PER)} scorer(s)", flush=True)
         try:
             reason = watch(args.idle, args.state, hold)
         except _Stop as stop:

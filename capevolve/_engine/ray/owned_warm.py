@@ -61,8 +61,9 @@ libraries already imported): a command that changes one gets fresh actors."""
 
 
 def warm_size(num_cpus: int) -> int:
-    """How many warm actors of each kind the daemon keeps: CAPEVOLVE_RAY_WARM (0 turns the
-    pool off), else ``num_cpus``. A value that is not a whole number >= 0 is 0."""
+    """How many warm rollout actors the daemon keeps (and scorers for them, see
+    :meth:`WarmKeeper.wanted`): CAPEVOLVE_RAY_WARM (0 turns the pool off), else
+    ``num_cpus``. A value that is not a whole number >= 0 is 0."""
     raw = os.environ.get(WARM_ENV, "").strip()
     if not raw:
         return max(0, num_cpus)
@@ -84,7 +85,8 @@ def _started_at(pid: int) -> str | None:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class WarmKeeper:
-    """Keeps ``size`` warm actors of each kind free and hands them out (see the module)."""
+    """Keeps ``size`` warm rollout actors and their scorers free and hands them out (see
+    the module)."""
 
     def __init__(self, prefix: str, size: int) -> None:
         self.prefix, self.size, self.seq = prefix, size, 0
