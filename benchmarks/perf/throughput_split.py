@@ -14,7 +14,11 @@ val) and reports, for the timed evaluation:
   batches queue at the scorers);
 - ``no_headroom``: how often the dispatcher found no room to send units because the
   units it may hold undurable (``QUEUE_FACTOR`` x slots: dispatched, being scored or not
-  yet written) were all taken.
+  yet written) were all taken, and what those units were at those moments, summed over
+  them (``held_by_actors``, ``being_scored``, ``not_yet_durable``: divide by
+  ``no_headroom`` for the mean; the largest names the stage the pipeline waits on);
+- ``dispatch_s``: the dispatcher's own span (prepare to the last row handed to the sink),
+  the rest of ``wall_s`` being evaluate's work before and after.
 
 The wrappers only count and time the calls they wrap. Run: ``.venv/bin/python
 benchmarks/perf/throughput_split.py [--n 20000] [--runs 3]``; one JSON line per run.
@@ -45,7 +49,7 @@ def _instrument() -> None:
     from capevolve._engine.ray import pool
 
     exchange, score = pool.ActorWorker.exchange, pool.ActorScorer.score
-    headroom = dispatch.Dispatcher._headroom
+    headroom, run = dispatch.Dispatcher._headroom, dispatch.Dispatcher.run
 
     async def counted_exchange(self, eval_id, units, max_wait_s):
         outcomes = await exchange(self, eval_id, units, max_wait_s)
@@ -61,13 +65,22 @@ def _instrument() -> None:
 
     def counted_headroom(self):
         room = headroom(self)
-        if room == 0:
-            COUNTS.update(no_headroom=1)
+        if room == 0:  # what the undurable units were, summed over these moments
+            COUNTS.update(no_headroom=1, held_by_actors=len(self.outstanding),
+                          being_scored=self.scoring_units, not_yet_durable=self.backlog)
         return room
+
+    async def timed_run(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return await run(self, *args, **kwargs)
+        finally:
+            COUNTS.update(dispatch_s=time.perf_counter() - start)
 
     pool.ActorWorker.exchange = counted_exchange
     pool.ActorScorer.score = timed_score
     dispatch.Dispatcher._headroom = counted_headroom
+    dispatch.Dispatcher.run = timed_run
 
 
 def _cpu_by_kind(actors: set[int], scorers: set[int]) -> Counter:
