@@ -12,7 +12,6 @@ distinct clusters the failure sits in (one edit can take the primary and the res
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -191,10 +190,10 @@ def input_text(inputs: str | None) -> str:
     return value if isinstance(value, str) else inputs
 
 
-@dataclass(frozen=True)
-class TaskSummary:
+class TaskSummary(NamedTuple):
     """A task's graded mean and pattern, computed once for all its failing trials, with
-    their JSON values (the mean rounded to 6 places, the pattern as text)."""
+    their JSON values (the mean rounded to 6 places, the pattern as text); a tuple: one
+    is made per task."""
 
     mean: float | None
     pattern: TaskPattern | None
@@ -204,8 +203,8 @@ class TaskSummary:
     @classmethod
     def of(cls, outcome: TaskOutcome) -> TaskSummary:
         mean, pattern = outcome.mean, outcome.pattern
-        return cls(mean, pattern, None if mean is None else round(mean, 6),
-                   None if pattern is None else str(pattern))
+        return _new(cls, (mean, pattern, None if mean is None else round(mean, 6),
+                          None if pattern is None else str(pattern)))
 
 
 _KIND_TEXT = {kind: str(kind) for kind in FailureKind}
