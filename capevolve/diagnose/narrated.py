@@ -175,6 +175,7 @@ def trace_calls(trace: str | None) -> list[Call]:
 
 
 _NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+_ESCAPE_U = re.compile(r"\\u")  # searched by re: faster than `in` where "\\" is common
 
 
 def trace_may_write(trace: str | None) -> bool:
@@ -187,7 +188,7 @@ def trace_may_write(trace: str | None) -> bool:
     call carries a flag -- so the calls mutate only if one of those names does."""
     if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
         return False
-    if '"mutates"' in trace or "\\u" in trace:
+    if '"mutates"' in trace or _ESCAPE_U.search(trace):
         return True
     names = _NAME_VALUE.findall(trace)
     if len(names) != trace.count('"name"'):
