@@ -150,7 +150,9 @@ def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
     """Per-task outcomes, keyed and ordered by task id."""
     out: dict[str, TaskOutcome] = {}
     for trial in sorted(trials, key=_UNIT):  # (task_id, trial), picked in C
-        outcome = out.setdefault(trial.task_id, TaskOutcome(trial.task_id))
+        outcome = out.get(trial.task_id)
+        if outcome is None:  # made once per task, not once per trial as a default
+            outcome = out[trial.task_id] = TaskOutcome(trial.task_id)
         if trial.reward is None:
             outcome.errored += 1
         else:
