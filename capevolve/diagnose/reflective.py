@@ -156,7 +156,7 @@ class Analyser:
         if not calls:
             return True
         output = trial.output
-        if not (output and output.strip()):
+        if not output or output.isspace():  # blank: no character but whitespace
             return True
         return bool(claims_in(output)) and not self.facts(calls).mutating
 
@@ -168,8 +168,9 @@ class Analyser:
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
         facts = self._calls.get(frozenset(calls)) or self.facts(calls)
-        output = trial.output  # final_message's first rule, without the call:
-        message = output if output and output.strip() else final_message(output, trial.trace)
+        output = trial.output  # final_message's first rule (not blank), without the call:
+        message = (output if output and not output.isspace()
+                   else final_message(output, trial.trace))
         narrated = False if facts.mutating else self._narrated(facts, calls, message,
                                                                  trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
