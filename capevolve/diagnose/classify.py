@@ -101,14 +101,18 @@ def _communication(score_parts: str | None, feedback: str) -> bool:
     return _communication_parts(score_parts) or _reports_omission(even_digits(feedback))
 
 
+_COMMUNICATION, _ZERO = FailureKind.COMMUNICATION, FailureKind.ZERO  # read once, not per
+_NEAR_MISS, _PARTIAL = FailureKind.NEAR_MISS, FailureKind.PARTIAL  # trial (enum lookups)
+
+
 def failure_kind(trial: Trial) -> FailureKind:
     """The kind of one failing trial; communication wins where it is detectable."""
     if _communication(trial.score_parts, trial.feedback or ""):
-        return FailureKind.COMMUNICATION
+        return _COMMUNICATION
     reward = trial.reward or 0.0
     if reward <= TOLERANCE:
-        return FailureKind.ZERO
-    return FailureKind.NEAR_MISS if reward >= NEAR_MISS_FLOOR else FailureKind.PARTIAL
+        return _ZERO
+    return _NEAR_MISS if reward >= NEAR_MISS_FLOOR else _PARTIAL
 
 
 @dataclass
@@ -146,7 +150,9 @@ def task_outcomes(trials: list[Trial]) -> dict[str, TaskOutcome]:
     """Per-task outcomes, keyed and ordered by task id."""
     out: dict[str, TaskOutcome] = {}
     for trial in sorted(trials, key=_UNIT):  # (task_id, trial), picked in C
-        outcome = out.setdefault(trial.task_id, TaskOutcome(trial.task_id))
+        outcome = out.get(trial.task_id)
+        if outcome is None:  # made once per task, not once per trial as a default
+            outcome = out[trial.task_id] = TaskOutcome(trial.task_id)
         if trial.reward is None:
             outcome.errored += 1
         else:

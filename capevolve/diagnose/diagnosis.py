@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def document_bytes(doc: dict[str, Any]) -> bytes:
     document would."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
-    if all(isinstance(item, dict) for values in bulky.values() for item in values):
+    if all(all(map(isinstance, values, repeat(dict))) for values in bulky.values()):
         try:
             return canonical_json({**envelope, **bulky})
         except (ValueError, TypeError):
@@ -204,9 +205,11 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     passing_feedback: list[str] = []
     analyser = Analyser(guard, options.redact_gold)
     passes = 1.0 - TOLERANCE  # is_pass: a reward at least this; is_failure: any other
+    errored = 0
     for index, trial in enumerate(trials):  # calls are read only where they are used
         reward = trial.reward
         if reward is None:  # errored: missing data
+            errored += 1
             continue
         if not reward >= passes:  # a failure (a NaN reward too)
             calls = column_calls(trial.tool_calls)
@@ -266,7 +269,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
         "always_failing": groups.always_failing,
         "consistently_partial": groups.consistently_partial, "unscored": groups.unscored,
         "failing_total": len(failures), "failing_tasks": groups.n_failing,
-        "errored_trials": sum(1 for t in trials if t.errored),
+        "errored_trials": errored,
         "sanity": sanity_checks(records, len(failures), groups.n_failing),
         "history": {"tried": [f.to_json() for f in history or []]},
         "gold_check": {
@@ -278,6 +281,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
 
 
 _COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")  # a member's colon, JSON's blanks around it
+_ESCAPE_U = re.compile(rb"\\u")  # searched by re: 3x bytes.find's speed where "\\" is common
 _TOP_TAG = re.compile(rb'"tag"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]*"unscored"'
                       rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*(?:"[^"\\]*"[ \t\n\r]*'
                       rb'(?:,[ \t\n\r]*"[^"\\]*"[ \t\n\r]*)*)?\][ \t\n\r]*\}[ \t\n\r]*')
@@ -307,7 +311,7 @@ def may_hold_judgements(data: bytes) -> bool:
     and at most one ``tag``: the document's own, which ends it -- ``"tag": "<id>",
     "unscored": [<ids>]}``, a member of the outermost object, as every diagnosis file
     ends. (A text that is not JSON holds no judgement either way.)"""
-    if b"\\u" in data or _set_members(data, b'"blast_radius"'):
+    if _ESCAPE_U.search(data) or _set_members(data, b'"blast_radius"'):
         return True
     tags = _set_members(data, b'"tag"')
     return len(tags) > 1 or (len(tags) == 1 and _TOP_TAG.fullmatch(data, tags[0]) is None)

@@ -27,13 +27,20 @@ def gold_values(target: Any) -> list[str]:
     """The searchable texts of a target, longest first (then alphabetical)."""
     texts = set()
     for leaf in _leaves(target):
-        if isinstance(leaf, bool) or leaf is None:
+        if type(leaf) is str:  # the usual leaf, first
+            texts.add(leaf.strip())
+        elif isinstance(leaf, bool) or leaf is None:
             continue
-        if isinstance(leaf, float) and math.isfinite(leaf) and leaf.is_integer():
+        elif isinstance(leaf, float) and math.isfinite(leaf) and leaf.is_integer():
             texts.update({str(int(leaf)), str(leaf)})
         elif isinstance(leaf, (int, float, str)):
             texts.add(str(leaf).strip())
-    return sorted((t for t in texts if len(t) >= MIN_CHARS), key=lambda t: (-len(t), t))
+    kept = [t for t in texts if len(t) >= MIN_CHARS]
+    return sorted(kept, key=_longest_first) if len(kept) > 1 else kept
+
+
+def _longest_first(text: str) -> tuple[int, str]:
+    return -len(text), text
 
 
 def gold_pattern(target: Any) -> re.Pattern | None:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from pydantic_core import from_json
+import orjson
 
 from capevolve.diagnose.jsontext import load_or_none
 
@@ -93,26 +93,51 @@ def _plain_call(name: str, flag: bool | None, keys: tuple[str, ...]) -> Call:
     return Call(name, flag, tuple(sorted(keys)))
 
 
-def column_calls(tool_calls: str | None) -> list[Call]:
-    """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...})."""
-    try:  # load_or_none, its usual case without its calls
-        data = from_json(tool_calls, cache_strings="keys") if tool_calls else None
-    except ValueError:
-        data = _load(tool_calls)
+def calls_of(data: Any) -> list[Call]:
+    """The calls of a parsed ``tool_calls`` column (the rule :func:`column_calls` applies):
+    every object item with a truthy ``name`` (a name that is not a string as its text), its
+    ``mutates`` when a boolean, its argument names (``arguments`` an object, or JSON text
+    of one)."""
     if not isinstance(data, list):
         return []
     calls = []
     for c in data:
         if isinstance(c, dict) and (name := c.get("name")):
             flag = c.get("mutates")
-            args = c.get("arguments")
-            if type(name) is str and (flag is None or flag is True or flag is False) \
-                    and type(args) is dict:  # the usual shape (True is never taken for 1)
-                calls.append(_plain_call(name, flag, tuple(args)))
-                continue
             calls.append(Call(name if type(name) is str else str(name),
                               flag if isinstance(flag, bool) else None,
-                              tuple(sorted(args)) if type(args) is dict else _fields(args)))
+                              _fields(c.get("arguments"))))
+    return calls
+
+
+def column_calls(tool_calls: str | None) -> list[Call]:
+    """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...}):
+    ``calls_of`` its JSON value (``load_or_none``: None for a text that is not JSON).
+
+    Parsed by orjson first, which accepts no text json.loads refuses and reads every
+    accepted one to the same value except an integer beyond 64 bits (a float). So its
+    value is used only when every item has the usual shape -- an object with a non-empty
+    string ``name``, ``mutates`` null, true, false or absent, and an ``arguments``
+    object -- where ``calls_of`` reads nothing but strings, those literals and the
+    object's keys; any other text or shape goes through ``load_or_none``."""
+    if not tool_calls:
+        return []
+    try:
+        data = orjson.loads(tool_calls)
+    except orjson.JSONDecodeError:  # not JSON, or JSON orjson does not read (NaN, ...)
+        return calls_of(_load(tool_calls))
+    if type(data) is not list:
+        return []
+    calls: list[Call] = []
+    append = calls.append
+    for c in data:
+        if type(c) is dict:
+            name, flag, args = c.get("name"), c.get("mutates"), c.get("arguments")
+            if type(name) is str and name and (flag is None or flag is True or flag is False) \
+                    and type(args) is dict:  # the usual shape (True is never taken for 1)
+                append(_plain_call(name, flag, tuple(args)))
+                continue
+        return calls_of(_load(tool_calls))  # an unusual item: the exact parse decides
     return calls
 
 
@@ -150,6 +175,7 @@ def trace_calls(trace: str | None) -> list[Call]:
 
 
 _NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]*)"')
+_ESCAPE_U = re.compile(r"\\u")  # searched by re: faster than `in` where "\\" is common
 
 
 def trace_may_write(trace: str | None) -> bool:
@@ -162,7 +188,7 @@ def trace_may_write(trace: str | None) -> bool:
     call carries a flag -- so the calls mutate only if one of those names does."""
     if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
         return False
-    if '"mutates"' in trace or "\\u" in trace:
+    if '"mutates"' in trace or _ESCAPE_U.search(trace):
         return True
     names = _NAME_VALUE.findall(trace)
     if len(names) != trace.count('"name"'):

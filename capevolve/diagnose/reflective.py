@@ -12,7 +12,6 @@ distinct clusters the failure sits in (one edit can take the primary and the res
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -157,7 +156,7 @@ class Analyser:
         if not calls:
             return True
         output = trial.output
-        if not (output and output.strip()):
+        if not output or output.isspace():  # blank: no character but whitespace
             return True
         return bool(claims_in(output)) and not self.facts(calls).mutating
 
@@ -169,8 +168,9 @@ class Analyser:
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
         facts = self._calls.get(frozenset(calls)) or self.facts(calls)
-        output = trial.output  # final_message's first rule, without the call:
-        message = output if output and output.strip() else final_message(output, trial.trace)
+        output = trial.output  # final_message's first rule (not blank), without the call:
+        message = (output if output and not output.isspace()
+                   else final_message(output, trial.trace))
         narrated = False if facts.mutating else self._narrated(facts, calls, message,
                                                                  trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
@@ -191,10 +191,10 @@ def input_text(inputs: str | None) -> str:
     return value if isinstance(value, str) else inputs
 
 
-@dataclass(frozen=True)
-class TaskSummary:
+class TaskSummary(NamedTuple):
     """A task's graded mean and pattern, computed once for all its failing trials, with
-    their JSON values (the mean rounded to 6 places, the pattern as text)."""
+    their JSON values (the mean rounded to 6 places, the pattern as text); a tuple: one
+    is made per task."""
 
     mean: float | None
     pattern: TaskPattern | None
@@ -204,8 +204,8 @@ class TaskSummary:
     @classmethod
     def of(cls, outcome: TaskOutcome) -> TaskSummary:
         mean, pattern = outcome.mean, outcome.pattern
-        return cls(mean, pattern, None if mean is None else round(mean, 6),
-                   None if pattern is None else str(pattern))
+        return _new(cls, (mean, pattern, None if mean is None else round(mean, 6),
+                          None if pattern is None else str(pattern)))
 
 
 _KIND_TEXT = {kind: str(kind) for kind in FailureKind}

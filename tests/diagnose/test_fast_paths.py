@@ -100,6 +100,70 @@ def test_the_trace_precheck_never_misses_a_mutating_call():
             assert trace_may_write(trace), trace
 
 
+ODD_CALL_COLUMNS = [
+    None, "", "  ", "null", "[]", '"[]"', "not json", "\ufeff[]", '{"name": "cancel_x"}',
+    '[{"name": 18446744073709551616, "arguments": {}}]',
+    '[{"name": -9223372036854775809, "arguments": {}}]',
+    '[{"name": 7, "arguments": {}}]', '[{"name": 1e16, "arguments": {}}]',
+    '[{"name": 1e400, "arguments": {}}]',
+    '[{"name": "get_x", "mutates": 18446744073709551616, "arguments": {}}]',
+    '[{"name": "get_x", "mutates": 1, "arguments": {"a": 1}}]',
+    '[{"name": "cancel_x", "mutates": 0, "arguments": {}}]',
+    '[{"name": "get_x", "mutates": "yes", "arguments": {}}]',
+    '[{"name": "x", "arguments": {"a": NaN}}]', '[{"name": "x", "arguments": {"a": "\\ud800"}}]',
+    '[{"name": "\\ud83d\\ude00_x", "arguments": {}}]', '[{"name": "ünï_get", "arguments": {}}]',
+    '[{"name": "get_x", "name": "cancel_x", "arguments": {"b": 1, "a": 2, "b": 3}}]',
+    '[{"name": "x", "arguments": {"\\u0061": 1, "a": 2}}]',
+    '[{"name": "", "arguments": {}}]', '[{"name": null, "arguments": {}}]', '[{"arguments": {}}]',
+    '[{"name": "x", "arguments": "{\\"k\\": 1}"}]', '[{"name": "x", "arguments": "not json"}]',
+    '[{"name": "x", "arguments": [1]}]', '[{"name": "x"}]', '[{"name": "x", "arguments": null}]',
+    '[1, {"name": "x", "arguments": {}}]', '["x"]', '[[{"name": "x", "arguments": {}}]]',
+    '[{"name": "x", "arguments": {}}] trailing', '[{"name": "x", "arguments": {}},]',
+    '[{"name": "x\x01", "arguments": {}}]',
+    '[{"name": "refund", "mutates": false, "arguments": {}}]',
+    '[{"name": "get_x", "mutates": true, "arguments": {}}]',
+    '[{"name": "x", "arguments": {"a": ' + "[" * 2000 + "]" * 2000 + '}}]',
+]
+
+
+def _call_columns() -> list[str | None]:
+    rng = random.Random(9)
+    out = [t.tool_calls for t in golden_corpus.corpus(seed=3, n=600)] + ODD_CALL_COLUMNS
+    for _ in range(300):
+        calls = [{"name": rng.choice(golden_corpus.NAMES),
+                  "arguments": {rng.choice(["order_id", "user_id", "zip"]): rng.randint(1, 9)
+                                for _ in range(rng.randint(0, 2))},
+                  "mutates": rng.choice([None, True, False])} for _ in range(rng.randint(0, 5))]
+        out.append(json.dumps(calls, ensure_ascii=rng.random() < 0.5))
+    return out
+
+
+def test_column_calls_are_the_calls_of_the_json_loads_value(monkeypatch):
+    """``column_calls`` (orjson's value where every item has the usual shape) gives the
+    calls of json.loads' value of the column (none for a text that is not JSON); and
+    plain columns do take the fast path (the exact parse is not called for them)."""
+    from capevolve.diagnose import narrated
+
+    columns = _call_columns()
+    expected = []
+    for text in columns:
+        try:
+            value = json.loads(text) if text else None
+        except (ValueError, RecursionError):
+            value = None
+        expected.append(narrated.calls_of(value))
+    exact = []
+
+    def counted(text):
+        exact.append(text)
+        return narrated.load_or_none(text)
+
+    monkeypatch.setattr(narrated, "_load", counted)
+    for text, calls in zip(columns, expected, strict=True):
+        assert narrated.column_calls(text) == calls, text
+    assert len(columns) - len(exact) > 300
+
+
 def test_shared_keys_equal_the_keys_of_each_failure():
     """KeyCache gives key_of(raw_tokens(text, ids), ids), also where an identifier names
     a word or a quoted word of the text (then the text is keyed on its own)."""
