@@ -2,8 +2,8 @@
 
 The columns (tool calls, traces, score parts, inputs) are parsed with pydantic-core's
 Rust parser (jiter, already installed with pydantic). Where it refuses a text --
-a lone surrogate escape, nesting deeper than its limit, or a text that is not JSON at
-all -- :func:`json.loads` decides, so the result (a value, or ``ValueError``) is always
+a lone surrogate (escaped, or a raw one in a Python string built by hand), nesting deeper
+than its limit, or a text that is not JSON at all -- :func:`json.loads` decides, so the result (a value, or ``ValueError``) is always
 exactly what ``json.loads`` gives, with one exception: a text nested deeper than
 ``json.loads`` can recurse is a ``ValueError`` here (json.loads raises ``RecursionError``),
 so a stored column is never the end of a diagnose, only a text it cannot read as JSON.
@@ -29,8 +29,8 @@ def loads(text: str) -> Any:
     """``json.loads(text)``: the same value, or the same ``ValueError``."""
     try:
         return from_json(text, cache_strings="keys")  # object keys repeat; values rarely
-    except ValueError:
-        pass
+    except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate, which
+        pass  # is not UTF-8 (json.loads reads it; a stored column never holds one)
     try:
         return json.loads(text)
     except RecursionError:

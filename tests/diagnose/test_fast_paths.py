@@ -22,7 +22,8 @@ ODD_JSON = ["NaN", "[NaN, Infinity, -Infinity]", '"\\ud800"', '"\\ud83d\\ude00"'
             '{"a": 1, "b": 2, "a": 3}', "123456789012345678901234567890", "1e400", "-0",
             '"a\x01b"', "\ufeff1", " [1] ", "[1] x", "", "  ", '"\\x"', "[1,]", "01", "1.",
             '{"\\u0061": 1}', "[" * 3000 + "]" * 3000, "9" * 5000, "-NaN", "Infinity",
-            '"\\u0000"', "{1: 2}", "{'a': 1}", "[]]", "nul", "1_000", '"\\/"', "-0.0"]
+            '"\\u0000"', "{1: 2}", "{'a': 1}", "[]]", "nul", "1_000", '"\\/"', "-0.0",
+            '"\ud800"', '["a\udfffb", {"k\ud83d": 1}]']  # raw lone surrogates (not UTF-8)
 
 
 def _outcome(parse, text):
@@ -123,6 +124,7 @@ ODD_CALL_COLUMNS = [
     '[{"name": "refund", "mutates": false, "arguments": {}}]',
     '[{"name": "get_x", "mutates": true, "arguments": {}}]',
     '[{"name": "x", "arguments": {"a": ' + "[" * 2000 + "]" * 2000 + '}}]',
+    '[{"name": "x\ud800", "arguments": {"k\udfff": 1}}]',  # raw lone surrogates
 ]
 
 
