@@ -44,6 +44,9 @@ async def gather_eager(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
         pending = [task for task in started if not task.done()]
         if pending:
             await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+        for task in started:  # the failure, not the result of a task still running
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                task.result()
         return [task.result() for task in started]
     except BaseException:
         for task in started:

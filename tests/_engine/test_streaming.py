@@ -175,6 +175,16 @@ def test_gather_eager_schedules_nothing_for_calls_that_return_at_once():
     with pytest.raises(ValueError, match="bad"):
         asyncio.run(failing())
 
+    async def boom_later():
+        await asyncio.sleep(0)
+        raise ValueError("bad later")
+
+    async def failing_behind_a_slow_one():  # the slow one is still running at the failure
+        return await gather_eager([slow(1), boom_later(), quick(2)])
+
+    with pytest.raises(ValueError, match="bad later"):
+        asyncio.run(failing_behind_a_slow_one())
+
 
 def _task_semantics_cases():
     """Coroutines that use their own task in their first step (before any await)."""
