@@ -17,6 +17,7 @@ import pytest
 
 from capevolve._engine.plan import WorkUnit
 from capevolve._store.journal import recover as journal
+from capevolve._store.journal.dispatch import SUFFIX as DISPATCH_SUFFIX
 from capevolve._store.journal.dispatch import DispatchJournal, read_dispatch
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
@@ -211,6 +212,28 @@ def test_a_session_settled_before_its_files_were_removed_is_not_counted_twice(ru
         journal.recover(run)
     assert len(_spend_events(run)) == 1
     assert RolloutStore(run.layout).done_units(EVAL) == {("a", 0)}
+
+
+def test_a_sessions_segments_are_gone_on_disk_before_its_dispatch_journal(run, monkeypatch):
+    """Removing a settled session: every row segment unlinked, then the journal directory
+    fsynced, then the dispatch journal unlinked -- so a power cut never brings back
+    segments without the dispatch journal through which recovery finds them."""
+    _dead_session(run, "dead0009", units=2, journalled=[_row("a"), _row("b")], in_parts=[])
+    steps: list[str] = []
+    unlink = type(run.layout.journal).unlink
+
+    def recorded_unlink(path, missing_ok=False):
+        steps.append("dispatch" if path.name.endswith(DISPATCH_SUFFIX) else "segment"
+                     if path.parent == run.layout.journal else "other")
+        return unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(type(run.layout.journal), "unlink", recorded_unlink)
+    monkeypatch.setattr(journal, "fsync_dir", lambda directory: steps.append("fsync"))
+    files = journal.session_files(run.layout, "dead0009")
+    assert len(files) >= 2 and files[-1].exists()
+    journal.remove_session(run.layout, "dead0009")
+    assert steps == ["segment"] * (len(files) - 1) + ["fsync", "dispatch"]
+    assert not any(f.exists() for f in files)
 
 
 def test_a_part_written_but_never_recorded_is_recorded_from_the_journal(run):

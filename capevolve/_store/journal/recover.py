@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from capevolve._lazy import lazy_module
+from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import relative
 from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, read_dispatch
 from capevolve._store.journal.pending import unsettled  # noqa: F401 - re-exported
@@ -72,15 +73,21 @@ def session_files(layout: Layout, session: str) -> list[Path]:
 
 
 def remove_session(layout: Layout, session: str) -> None:
-    """Delete a settled session's journal files (the dispatch journal last).
+    """Delete a settled session's journal files, the dispatch journal last on disk too.
 
-    The removal is not fsynced: it is only ever done once the session's spend event is
-    durable, and files of a settled session that a power cut brings back are settled
-    again as a no-op (its spend is recorded once, its rows are in recorded parts) and
-    removed then (``test_a_session_settled_before_its_files_were_removed_is_not_counted_
-    twice``)."""
-    for path in session_files(layout, session):
+    It is only ever done once the session's spend event is durable. The row segments'
+    removal is made durable (one directory fsync) before the dispatch journal goes, so a
+    power cut can bring back a dispatch journal without its segments -- settled again as a
+    no-op (its spend is recorded once, its rows are in recorded parts) and removed then
+    (``test_a_session_settled_before_its_files_were_removed_is_not_counted_twice``) -- but
+    never segments without the dispatch journal that lets recovery find and remove them.
+    The dispatch journal's own removal is not fsynced."""
+    *segments, dispatch = session_files(layout, session)
+    for path in segments:
         path.unlink(missing_ok=True)
+    if segments:
+        fsync_dir(layout.journal)
+    dispatch.unlink(missing_ok=True)
 
 
 def recover(run: RunDir) -> list[str]:
