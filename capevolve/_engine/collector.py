@@ -40,8 +40,8 @@ def settle_worker_heap() -> None:
     allocations (for a process capevolve owns; idempotent, and cheap to call again)."""
     gc.collect()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(max(YOUNG, gc.get_threshold()[0]), older, oldest)
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(YOUNG, young), older, oldest)
 
 
 @contextmanager

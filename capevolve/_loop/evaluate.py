@@ -30,11 +30,7 @@ from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
-from capevolve._loop.summary import (  # noqa: F401 - summarize, TaskMeans re-exported
-    JUDGE_UNREACHABLE_ROW,
-    TaskMeans,
-    summarize,
-)
+from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
 from capevolve._policy.splits import refuse_test
@@ -227,8 +223,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
 
 def _judge_unreachable(n: int) -> str | None:
     """An evaluation with ``n`` > 0 units whose judge was unreachable (no reward, an error
-    beginning with ``JUDGE_UNREACHABLE_ROW``; counted by ``_summary``) is incomplete
-    (resuming it retries those units): a judge outage is not a measurement of the candidate."""
+    beginning with ``summary.JUDGE_UNREACHABLE_ROW``; counted by ``summary.summary``) is
+    incomplete (resuming it retries those units): a judge outage is not a measurement of
+    the candidate."""
     return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
             "to retry them") if n else None
 

@@ -201,6 +201,12 @@ rollout actor cost about 20% more CPU per rollout across the cluster (two more p
 taking turns on the cores, each call paid twice), with no scoring backlog either way."""
 
 
+def scorers_for(rollout_actors: int) -> int:
+    """How many scorer actors serve ``rollout_actors`` rollout actors: one per
+    :data:`SCORERS_PER`, rounded up."""
+    return -(-rollout_actors // SCORERS_PER)
+
+
 NEED_TASKS = "capevolve:need-tasks"
 """What ``prepare`` answers when the job's task file is not on the actor's node (another
 machine of a cluster without a shared filesystem): the driver sends the job again with

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import signal
@@ -33,7 +32,7 @@ import ray
 from ray._private import state as ray_state  # the job table (private; tested)
 
 from capevolve._engine.ray import owned_warm
-from capevolve._engine.ray.actor import SCORERS_PER
+from capevolve._engine.ray.actor import scorers_for
 from capevolve._engine.ray.owned_state import (
     KV_KEY,
     KV_NAMESPACE,
@@ -139,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         keeper = owned_warm.start_keeper(args.session, args.num_cpus)  # noqa: F841 - held
         size = owned_warm.warm_size(args.num_cpus) if keeper else 0
         print(f"warm pool: {size} rollout actor(s) and "
-              f"{math.ceil(size / SCORERS_PER)} scorer(s)", flush=True)
+              f"{scorers_for(size)} scorer(s)", flush=True)
         try:
             reason = watch(args.idle, args.state, hold)
         except _Stop as stop:

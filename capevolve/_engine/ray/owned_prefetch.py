@@ -26,6 +26,7 @@ import math
 import ray
 
 from capevolve._engine.ray import owned_warm, pool, spawn
+from capevolve._engine.ray.actor import scorers_for
 from capevolve.config import EngineConfig
 
 
@@ -49,4 +50,4 @@ def prefetch(config: EngineConfig, project_root: str, adapter_spec: str) -> None
         return
     spawn.hold(owned_warm.ROLLOUT, rollout, owned_warm.claim(owned_warm.ROLLOUT, workers, True))
     spawn.hold(owned_warm.SCORER, scorer,
-               owned_warm.claim(owned_warm.SCORER, math.ceil(workers / pool.SCORERS_PER), True))
+               owned_warm.claim(owned_warm.SCORER, scorers_for(workers), True))

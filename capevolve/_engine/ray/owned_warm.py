@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import math
 import os
 import secrets
 import threading
@@ -38,7 +37,7 @@ from typing import Any
 
 import ray
 
-from capevolve._engine.ray.actor import SCORERS_PER, RolloutActor, ScorerActor
+from capevolve._engine.ray.actor import RolloutActor, ScorerActor, scorers_for
 from capevolve._engine.ray.owned_state import WARM_KEEPER, WARM_NAMESPACE
 
 WARM_ENV = "CAPEVOLVE_RAY_WARM"
@@ -110,7 +109,7 @@ class WarmKeeper:
     def wanted(self, kind: str) -> int:
         """How many free actors of ``kind`` the pool keeps: ``size`` rollout actors, and
         as many scorers as they would use (one per ``SCORERS_PER``)."""
-        return self.size if kind == ROLLOUT else math.ceil(self.size / SCORERS_PER)
+        return self.size if kind == ROLLOUT else scorers_for(self.size)
 
     def _fill(self, delay_s: float = 0.0) -> None:
         for kind in (ROLLOUT, SCORER):

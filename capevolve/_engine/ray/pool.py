@@ -48,7 +48,12 @@ from capevolve._engine.contract import (
 )
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.ray import spawn
-from capevolve._engine.ray.actor import NEED_TASKS, SCORERS_PER, Binding, project_location
+from capevolve._engine.ray.actor import (
+    NEED_TASKS,
+    Binding,
+    project_location,
+    scorers_for,
+)
 from capevolve._engine.ray.limiter import Limiter
 from capevolve._project import taskfile
 from capevolve._project.taskfile import TaskFile
@@ -296,7 +301,7 @@ def reply_timeout_s(config: EngineConfig) -> float:
 def scorer_pool(job: EvalJob, workers: int, config: EngineConfig) -> list[ActorScorer]:
     """The scorer actors for the project (kept across candidates)."""
     root, rel = project_location(job.project_root)
-    count = max(1, math.ceil(workers / SCORERS_PER))
+    count = max(1, scorers_for(workers))
     key = (root, rel, job.adapter_spec, count, reply_timeout_s(config))
     with _LOCK:
         return _scorers(job, key, count, config)
