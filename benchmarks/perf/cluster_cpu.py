@@ -1,12 +1,14 @@
 """Where the CPU of a local cluster goes: per process kind, and per thread in the workers.
 
-A profiling aid for ``bench_cluster.py --profile``. :func:`snapshot` reads ``/proc`` for
-this process (the driver) and every process of a local cluster (``cluster/local_cluster.py``:
-each names the cluster's root in its command line or descends from one that does), with
-each process's threads; :func:`delta` turns two snapshots into CPU seconds per process
-kind (driver, raylet, gcs, rollout / scorer actors, agents, ...), the seconds their threads
-were runnable but waited for a core (``schedstat``: the machine's contention, as opposed
-to waiting for work or for the GIL), and each rollout actor's busy threads.
+A profiling aid that ``bench_cluster.py`` runs around each CPU-bound run. :func:`snapshot`
+reads ``/proc`` for this process (the driver) and every process of a local cluster
+(``cluster/local_cluster.py``: each names the cluster's root in its command line or
+descends from one that does), with each process's threads; :func:`delta` turns two
+snapshots into CPU seconds per process kind (driver, raylet, gcs, rollout / scorer actors,
+agents, ...; each process's own total, which counts threads that have ended, so only a
+process that ends between the snapshots is missed), the seconds their threads were
+runnable but waited for a core (``schedstat``: the machine's contention, as opposed to
+waiting for work or for the GIL), and each rollout actor's busy threads.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ def snapshot(root: str) -> dict[int, dict]:
     for pid in mine:
         kind = "driver" if pid == os.getpid() else _kind(procs[pid][0])
         threads = {}
+        total = _stat(Path(f"/proc/{pid}/stat"))
+        if total is None:
+            continue
         try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 st = _stat(Path(f"/proc/{pid}/task/{tid}/stat"))
@@ -82,7 +87,7 @@ def snapshot(root: str) -> dict[int, dict]:
                     threads[int(tid)] = (st[0], st[2], wait)
         except OSError:
             continue
-        out[pid] = {"kind": kind, "threads": threads}
+        out[pid] = {"kind": kind, "cpu": total[2], "threads": threads}
     return out
 
 
@@ -93,14 +98,14 @@ def delta(before: dict[int, dict], after: dict[int, dict]) -> dict:
     waits: dict[str, float] = defaultdict(float)
     threads: list[tuple[int, str, float, float]] = []
     for pid, proc in after.items():
-        old = before.get(pid, {"threads": {}})["threads"]
+        earlier = before.get(pid, {"cpu": 0.0, "threads": {}})
+        kinds[proc["kind"]] += proc["cpu"] - earlier["cpu"]
         for tid, (name, cpu, wait) in proc["threads"].items():
-            spent = cpu - old.get(tid, (name, 0.0, 0.0))[1]
-            kinds[proc["kind"]] += spent
-            waits[proc["kind"]] += wait - old.get(tid, (name, 0.0, 0.0))[2]
+            _, cpu_then, wait_then = earlier["threads"].get(tid, (name, 0.0, 0.0))
+            spent, waited = cpu - cpu_then, wait - wait_then
+            waits[proc["kind"]] += waited
             if proc["kind"] == "ray::RolloutActor" and spent >= 0.01:
-                threads.append((pid, name, round(spent, 3),
-                                round(wait - old.get(tid, (name, 0.0, 0.0))[2], 3)))
+                threads.append((pid, name, round(spent, 3), round(waited, 3)))
     totals = dict(sorted(((k, v) for k, v in kinds.items() if v > 0), key=lambda kv: -kv[1]))
     return {"kinds": totals, "runq_wait": {k: waits[k] for k in totals},
             "actor_threads": sorted(threads, key=lambda t: (t[0], -t[2]))}

@@ -27,6 +27,7 @@ from capevolve.diagnose.signature import even_digits
 from capevolve.diagnose.source import Trial
 
 TOLERANCE = 1e-9
+PASS_FLOOR = 1.0 - TOLERANCE  # a reward at least this is a pass
 NEAR_MISS_FLOOR = 0.7
 
 _COMM_PART = re.compile(r"communicat|inform|messag|mention|explain|omi[st]|tell|notif|disclos")
@@ -46,7 +47,7 @@ _COMM_FEEDBACK = re.compile(
 
 def is_pass(reward: float | None) -> bool:
     """A scored trial with full reward."""
-    return reward is not None and reward >= 1.0 - TOLERANCE
+    return reward is not None and reward >= PASS_FLOOR
 
 
 def is_failure(trial: Trial) -> bool:

@@ -31,6 +31,7 @@ from capevolve._store.documents import diagnosis_record
 from capevolve._store.rundir import RunDir
 from capevolve.diagnose import trajectories
 from capevolve.diagnose.classify import (
+    PASS_FLOOR,
     TOLERANCE,
     group_tasks,
     is_failure,
@@ -204,14 +205,13 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
     passing_tools: dict[str, frozenset[str]] = {}
     passing_feedback: list[str] = []
     analyser = Analyser(guard, options.redact_gold)
-    passes = 1.0 - TOLERANCE  # is_pass: a reward at least this; is_failure: any other
     errored = 0
     for index, trial in enumerate(trials):  # calls are read only where they are used
         reward = trial.reward
         if reward is None:  # errored: missing data
             errored += 1
             continue
-        if not reward >= passes:  # a failure (a NaN reward too)
+        if not reward >= PASS_FLOOR:  # is_failure (a NaN reward too)
             calls = column_calls(trial.tool_calls)
             if index in unread and analyser.needs_trace(trial, calls):
                 raise TraceUnread(trial.unit_id)
@@ -281,7 +281,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
 
 
 _COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")  # a member's colon, JSON's blanks around it
-_ESCAPE_U = re.compile(rb"\\u")  # searched by re: 3x bytes.find's speed where "\\" is common
+_ESCAPE_U = re.compile(rb"\\u")  # re's search: faster than bytes.find where "\\" is common
 _TOP_TAG = re.compile(rb'"tag"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]*"unscored"'
                       rb'[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*(?:"[^"\\]*"[ \t\n\r]*'
                       rb'(?:,[ \t\n\r]*"[^"\\]*"[ \t\n\r]*)*)?\][ \t\n\r]*\}[ \t\n\r]*')

@@ -36,7 +36,7 @@ def gold_values(target: Any) -> list[str]:
         elif isinstance(leaf, (int, float, str)):
             texts.add(str(leaf).strip())
     kept = [t for t in texts if len(t) >= MIN_CHARS]
-    return sorted(kept, key=_longest_first) if len(kept) > 1 else kept
+    return sorted(kept, key=_longest_first)
 
 
 def _longest_first(text: str) -> tuple[int, str]:

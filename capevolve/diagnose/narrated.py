@@ -198,7 +198,7 @@ def trace_may_write(trace: str | None) -> bool:
 
 def final_message(output: str | None, trace: str | None) -> str:
     """The output, or the last assistant message's text in the trace when it is empty."""
-    if output and output.strip():
+    if output and not output.isspace():  # (strip's whitespace: no stripped copy made)
         return output
     messages = [n for n in _walk(_load(trace)) if n.get("role") == "assistant"
                 and isinstance(n.get("content"), str) and n["content"].strip()]

@@ -167,12 +167,9 @@ class Analyser:
         leak = None if guard is None else guard.leaks(trial.task_id, feedback)
         if self.redact and guard is not None:
             feedback = guard.redact(trial.task_id, feedback) or ""
-        facts = self._calls.get(frozenset(calls)) or self.facts(calls)
-        output = trial.output  # final_message's first rule (not blank), without the call:
-        message = (output if output and not output.isspace()
-                   else final_message(output, trial.trace))
-        narrated = False if facts.mutating else self._narrated(facts, calls, message,
-                                                                 trial.trace)
+        facts = self.facts(calls)
+        message = final_message(trial.output, trial.trace)
+        narrated = self._narrated(facts, calls, message, trial.trace)
         claimed = () if narrated or not facts.mutating else self._unmatched(facts, message)
         return _new(Failure, (trial, failure_kind(trial), narrated, facts.tools,
                               facts.identifiers, feedback, leak, claimed, (), 0, None))

@@ -43,20 +43,27 @@ TREE = textwrap.dedent("""
 """)
 
 
-def proc(kind: str, threads: dict[int, tuple[str, float, float]]) -> dict:
-    return {"kind": kind, "threads": threads}
+def proc(kind: str, threads: dict[int, tuple[str, float, float]], exited: float = 0.0) -> dict:
+    """A process as :func:`snapshot` holds it: its own CPU total counts its live threads
+    and ``exited`` seconds of threads that have ended."""
+    return {"kind": kind, "cpu": sum(t[1] for t in threads.values()) + exited,
+            "threads": threads}
 
 
-def test_delta_sums_cpu_and_run_queue_per_kind_from_each_thread_s_own_start():
-    before = {1: proc("driver", {11: ("MainThread", 1.0, 0.5)}),
+def test_delta_sums_cpu_per_kind_from_process_totals_and_run_queue_from_threads():
+    """CPU per kind is each process's own total (a thread that ended between the
+    snapshots still counts: 0.25 s of the driver's); run-queue time and busy actor
+    threads come from each thread's own start."""
+    before = {1: proc("driver", {11: ("MainThread", 1.0, 0.5), 13: ("ends", 0.5, 0.0)}),
               2: proc("ray::RolloutActor", {21: ("loop", 2.0, 0.1), 22: ("unit", 0.0, 0.0)}),
               3: proc("raylet", {31: ("raylet", 5.0, 1.0)})}
-    after = {1: proc("driver", {11: ("MainThread", 1.25, 0.75), 12: ("new", 0.5, 0.25)}),
+    after = {1: proc("driver", {11: ("MainThread", 1.25, 0.75), 12: ("new", 0.5, 0.25)},
+                     exited=0.75),
              2: proc("ray::RolloutActor", {21: ("loop", 2.0, 0.5), 22: ("unit", 3.0, 1.0)}),
              3: proc("raylet", {31: ("raylet", 5.0, 1.0)}),
              4: proc("ray::ScorerActor", {41: ("scorer", 0.125, 0.0)})}
     out = delta(before, after)
-    assert out["kinds"] == {"ray::RolloutActor": 3.0, "driver": 0.75, "ray::ScorerActor": 0.125}
+    assert out["kinds"] == {"ray::RolloutActor": 3.0, "driver": 1.0, "ray::ScorerActor": 0.125}
     assert out["runq_wait"] == {"ray::RolloutActor": 1.4, "driver": 0.5,
                                 "ray::ScorerActor": 0.0}
     assert out["actor_threads"] == [(2, "unit", 3.0, 1.0)]  # busy rollout-actor threads only
