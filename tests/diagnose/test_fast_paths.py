@@ -537,8 +537,13 @@ def test_the_judgement_precheck_never_hides_a_judgement():
     """Wherever the bytes say "no judgement", the parsed file's clusters hold none: files
     written in every JSON form (compact, spaced, indented, keys in any order, escaped
     key names, a judgement's name quoted inside a string, the document's own tag null,
-    missing or last); and for diagnose's own files the parse is skipped."""
-    from capevolve.diagnose.diagnosis import canonical_json, may_hold_judgements
+    missing or last); and for a file as diagnose writes it (document_bytes) the parse is
+    skipped."""
+    from capevolve.diagnose.diagnosis import (
+        canonical_json,
+        document_bytes,
+        may_hold_judgements,
+    )
 
     rng = random.Random(6)
     skipped = 0
@@ -556,7 +561,7 @@ def test_the_judgement_precheck_never_hides_a_judgement():
             skipped += 1
             assert not _judged(json.loads(data)), data
     assert skipped > 150
-    written = canonical_json(_doc(0.5) | {"clusters": [
+    written = document_bytes(_doc(0.5) | {"clusters": [
         {"signature": "s", "tag": None, "blast_radius": None}], "unscored": ["t9"],
         "reflective_dataset": [{"Feedback": "ü \u2028 the tag was wrong", "cluster": "s"}]})
     assert not may_hold_judgements(written)
