@@ -221,14 +221,11 @@ class RowColumns:
         job, rows = self.job, self.rows
         keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
                 ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
-        raws = [r[4] for r in rows]
-        nows = [r[5] for r in rows]
-        rollouts = [r[6] for r in rows]
-        scores = [r[7] for r in rows]
+        (task_ids, trials, seeds, inputs, raws, nows, rollouts, scores, errors,
+         kinds) = map(list, zip(*rows, strict=True)) if rows else ([],) * 10
         attempts = [raw.get("attempts") for raw in raws]
         columns: dict[str, Any] = {
-            "task_id": [r[0] for r in rows], "trial": [r[1] for r in rows],
-            "seed": [r[2] for r in rows], "inputs": [r[3] for r in rows],
+            "task_id": task_ids, "trial": trials, "seed": seeds, "inputs": inputs,
             "reward": [None if s is None else s.reward for s in scores],
             "feedback": [None if s is None else s.feedback for s in scores],
             "score_parts": [to_json_text(s.parts) if s is not None and s.parts else None
@@ -239,8 +236,9 @@ class RowColumns:
             "trajectory": [None if r is None else r.trajectory for r in rollouts],
             "tokens": [None if r is None else r.tokens for r in rollouts],
             "cost_usd": [None if r is None else r.cost_usd for r in rollouts],
-            "error": [None if r[8] is None else bounded(r[8]) for r in rows],
-            "error_kind": [None if r[8] is None else str(r[9]) for r in rows],
+            "error": [None if e is None else bounded(e) for e in errors],
+            "error_kind": [None if e is None else str(k)
+                           for e, k in zip(errors, kinds, strict=True)],
             "attempts": [a if type(a) is int and a >= 0 else 0 for a in attempts],
             "latency_s": [max(0.0, _number(raw.get("latency_s"), 0.0)) for raw in raws],
             "started_at": [_number(raw.get("started"), now)
