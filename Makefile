@@ -1,6 +1,7 @@
 # capevolve: `make demo` runs the whole loop on the example project, `make test` the whole
-# suite, `make test-fast` the quick tier (no Ray, no slow tests), `make check` lint, types and
-# import contracts. Everything installs into .venv from pyproject.toml (a fresh clone works).
+# suite, `make test-fast` the quick tier (no Ray, no slow tests), `make check` lint, types,
+# import contracts and the docs site, `make docs` the site alone. Everything installs into
+# .venv from pyproject.toml (a fresh clone works).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,13 +11,13 @@ DEMO_PROJECT ?= benchmarks/retail
 TOY_PROJECT := benchmarks/toy
 DEMO_RUN := demo-run
 
-.PHONY: install demo demo-toy demo-dataset test test-fast check bench clean cluster-up cluster-down llm-model system-deps
+.PHONY: install demo demo-toy demo-dataset test test-fast check docs bench clean cluster-up cluster-down llm-model system-deps
 CLUSTER_ROOT ?= /tmp/capevolve-cluster
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,check,mlflow,otel]'
+	$(PY) -m pip install --quiet -e '.[test,check,docs,mlflow,otel]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -67,18 +68,26 @@ FAST_JOBS ?= 2
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(FAST_JOBS) -m "not ray and not slow and not cluster and not llm and not browser"
 
-# Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts):
-# all three run, and the target fails if any of them does.
+# Lint (ruff), types (mypy with the pydantic plugin), layering (import-linter contracts),
+# the docs site: all four run, and the target fails if any of them does.
 check: $(STAMP)
 	@status=0; \
 	$(VENV)/bin/ruff check . || status=1; \
 	$(VENV)/bin/mypy || status=1; \
 	$(VENV)/bin/lint-imports || status=1; \
+	$(MAKE) --no-print-directory docs || status=1; \
 	exit $$status
+
+# The documentation site (mkdocs.yml) into build/site; --strict: any warning (a broken link
+# or anchor, a page missing from the nav) fails it. The CLI and capevolve.yaml references
+# are generated from the code at build time (docs/hooks/reference.py). No --quiet: with it,
+# mkdocs 1.6 drops the warnings before --strict counts them and exits 0.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Every benchmark script (the list is benchmarks/perf/table.py's SCRIPTS), one table of
 # figures with targets and reference lines; BENCH_ARGS=--quick for a smoke run, --only NAME
-# for a subset, --readme to put the table in README.md. Exit 1 on a missed target.
+# for a subset, --docs to put the table in the docs' performance page. Exit 1 on a missed target.
 bench: $(STAMP)
 	$(PY) benchmarks/perf/table.py $(BENCH_ARGS)
 

@@ -115,9 +115,9 @@ class GateConfig(_Section):
     """A trial passes (pass^k in every evaluation record) when its reward is at least this,
     up to the shared tolerance; the record states the threshold it used."""
     policy: GatePolicy = GatePolicy.STRICT
-    """strict: accept only a gain shown beyond noise (seed 001). keep-best: keep a move of
-    the point estimate in the goal's direction that passes the mechanism audit, labelled
-    with its confidence and tentative until confirmed (seed 003)."""
+    """strict: accept only a gain shown beyond noise. keep-best: keep a move of the point
+    estimate in the goal's direction that passes the mechanism audit, labelled with its
+    confidence and tentative until confirmed."""
 
 
 class GoalConfig(_Section):
@@ -126,6 +126,7 @@ class GoalConfig(_Section):
     metric: str = Field("reward", pattern=r"^(reward|parts\.[A-Za-z0-9_.-]+)$")
     """``reward`` or ``parts.<evaluator name>``."""
     direction: GoalDirection = GoalDirection.MAXIMIZE
+    """maximize or minimize the metric (minimize compares the negated metric)."""
 
 
 class BudgetConfig(_Section):
@@ -276,8 +277,9 @@ class ProjectConfig(_Section):
     num_trials: Int = Field(3, ge=1, le=1000)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
+    """When a candidate is accepted: the decision policy and its statistics."""
     goal: GoalConfig = GoalConfig()
-    """Gate policy."""
+    """What the decision policy optimises."""
     budget: BudgetConfig = BudgetConfig()
     """Spending caps."""
     stop_condition: str = ""

@@ -46,9 +46,9 @@ class Confidence(StrEnum):
 class GatePolicy(StrEnum):
     """Which rule moves the best (``gate.policy``)."""
 
-    STRICT = "strict"  # accept only a gain shown beyond noise (the seed-001 rule)
+    STRICT = "strict"  # accept only a gain shown beyond noise (the strict rule)
     KEEP_BEST = "keep-best"  # keep a move in the goal's direction that passes the audit,
-    # with a confidence label (the seed-003 rule)
+    # with a confidence label (the keep-best rule)
 
 
 class GoalDirection(StrEnum):

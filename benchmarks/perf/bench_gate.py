@@ -8,7 +8,7 @@ is the real pure gate, ``capevolve._policy.gate.decide``, with the settings name
 
 - per gate: the fraction of independent gates that accept (with a 95% Wilson interval),
   for the default settings, for ``alpha_spending: run`` (20 budgeted iterations), and for
-  the old default ``k_se: 1`` (the unsound gate of reproduction 11, for comparison);
+  the old default ``k_se: 1`` (the unsound fixed threshold, for comparison);
 - per 20-edit loop: the fraction of loops that promote at least one candidate, where, as
   in a real loop, the best's evaluation is reused across edits and an accepted candidate's
   evaluation becomes the new best's; in both alpha-spending modes.

@@ -1,6 +1,6 @@
 """`make bench`: every benchmark script, one table.
 
-    .venv/bin/python benchmarks/perf/table.py [--quick] [--only NAME ...] [--readme]
+    .venv/bin/python benchmarks/perf/table.py [--quick] [--only NAME ...] [--docs]
 
 Runs each script of :data:`SCRIPTS` (the one list of what ``make bench`` runs) in its own
 subprocess with a timeout (``collect.py``), collects the ``BENCH_ROW`` lines they print
@@ -8,11 +8,12 @@ subprocess with a timeout (``collect.py``), collects the ``BENCH_ROW`` lines the
 (``baseline.py``; full runs only), and prints ONE table (rich on a terminal, markdown
 otherwise): script, figure, value, unit, target, met, reference line, note. Then writes the
 table as markdown to ``last_run.md`` and everything, with the commit, date, load average and
-cores, to ``last_run.json`` (both beside this file, or in ``--out-dir``); ``--readme``
-replaces the block between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` of README.md
-with the markdown (refused, exit 2, when the markers are not there exactly once each, or
-with ``--quick``); with ``--only`` it replaces only the rows of the scripts run and keeps
-the others' rows with the header line of the run that measured them. Exit status 1 when
+cores, to ``last_run.json`` (both beside this file, or in ``--out-dir``); ``--docs``
+replaces the block between ``<!-- bench:start -->`` and ``<!-- bench:end -->`` of
+``figures.md`` (which the docs' performance page includes) with the markdown (refused,
+exit 2, when the markers are not there exactly once each, or with ``--quick``); with
+``--only`` it replaces only the rows of the scripts run and keeps the others' rows with
+the header line of the run that measured them. Exit status 1 when
 any target is missed or any script failed (crashed, timed out, printed no row or a
 malformed one), after everything is printed and written; 0 otherwise. A listed script not
 in the tree is a ``missing`` row with no verdict.
@@ -56,8 +57,12 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 COLUMNS = ("script", "figure", "value", "unit", "target", "met", "reference", "note")
 
 
-class ReadmeBlockError(ValueError):
-    """README.md has no single, ordered bench:start / bench:end pair."""
+FIGURES = HERE / "figures.md"
+"""The figures the docs' performance page includes (``--docs`` writes its block)."""
+
+
+class FiguresBlockError(ValueError):
+    """The figures file has no single, ordered bench:start / bench:end pair."""
 
 
 def fmt_value(value: float | None) -> str:
@@ -103,20 +108,20 @@ def print_table(rows: list[CollectedRow], header: str) -> None:
 def replace_block(text: str, block: str) -> str:
     """``text`` with what lies between the bench markers replaced by ``block``."""
     if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
-        raise ReadmeBlockError(f"needs exactly one {START} followed by one {END}")
+        raise FiguresBlockError(f"needs exactly one {START} followed by one {END}")
     head, rest = text.split(START)
     _, tail = rest.split(END)
     return f"{head}{START}\n{block.rstrip()}\n{END}{tail}"
 
 
 def block_of(text: str) -> str:
-    """What lies between the bench markers of ``text`` (ReadmeBlockError without them)."""
+    """What lies between the bench markers of ``text`` (FiguresBlockError without them)."""
     replace_block(text, "")
     return text.split(START)[1].split(END)[0]
 
 
 def merge_block(old: str, new: str, ran: set[str]) -> str:
-    """The README block for a run of the scripts ``ran`` only: ``new``'s header and rows,
+    """The figures block for a run of the scripts ``ran`` only: ``new``'s header and rows,
     then the rows of ``old`` from scripts not run (in :data:`SCRIPTS` order) under the
     header lines of the runs that measured them."""
     def parts(block: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -173,18 +178,19 @@ def all_rows(outcomes: list[Outcome], quick: bool, baseline_path: Path) -> list[
     return rows
 
 
-def run(scripts: list[Script], quick: bool, out_dir: Path, readme: Path | None,
+def run(scripts: list[Script], quick: bool, out_dir: Path, figures: Path | None,
         baseline_path: Path = BASELINE) -> int:
-    """Run, print, write; the exit status (0, 1 on a miss or failure, 2 on a bad README)."""
-    if readme is not None:
+    """Run, print, write; the exit status (0, 1 on a miss or failure, 2 on a bad figures
+    file)."""
+    if figures is not None:
         if quick:
-            print("error: --readme: a --quick run's figures do not go in the README",
+            print("error: --docs: a --quick run's figures do not go in the docs",
                   file=sys.stderr)
             return 2
         try:
-            replace_block(readme.read_text(), "")
-        except (OSError, ReadmeBlockError) as exc:
-            print(f"error: {readme}: {exc}", file=sys.stderr)
+            replace_block(figures.read_text(), "")
+        except (OSError, FiguresBlockError) as exc:
+            print(f"error: {figures}: {exc}", file=sys.stderr)
             return 2
     load0, t0 = os.getloadavg(), time.monotonic()
     outcomes = run_all(scripts, quick)
@@ -208,12 +214,12 @@ def run(scripts: list[Script], quick: bool, out_dir: Path, readme: Path | None,
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "last_run.md", md)
     write_atomic(out_dir / "last_run.json", json.dumps(doc, indent=1) + "\n")
-    if readme is not None:
-        text = readme.read_text()
+    if figures is not None:
+        text = figures.read_text()
         ran = {o.script.name for o in outcomes}
         block = md if ran >= {s.name for s in SCRIPTS} else merge_block(block_of(text), md,
                                                                           ran)
-        write_atomic(readme, replace_block(text, block))
+        write_atomic(figures, replace_block(text, block))
     return 1 if failed else 0
 
 
@@ -222,13 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
     parser.add_argument("--only", action="append", metavar="NAME",
                         choices=[s.name for s in SCRIPTS], help="run only this (repeatable)")
-    parser.add_argument("--readme", action="store_true",
-                        help="put the table in README.md's bench block")
+    parser.add_argument("--docs", action="store_true",
+                        help="put the table in figures.md (the docs' performance page)")
     parser.add_argument("--out-dir", type=Path, default=HERE,
                         help="where last_run.md / last_run.json go")
     args = parser.parse_args(argv)
     scripts = [s for s in SCRIPTS if not args.only or s.name in args.only]
-    return run(scripts, args.quick, args.out_dir, REPO / "README.md" if args.readme else None)
+    return run(scripts, args.quick, args.out_dir, FIGURES if args.docs else None)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The public run directory: the store's RunDir whose seed-001 primitives obey the verbs.
+"""The public run directory: the store's RunDir whose primitives obey the gate's rules.
 
 ``capevolve.RunDir`` is this class. Its ``set_best`` is the accept verb (a passing,
 non-exploratory full-val gate against the current best, the iteration budget, one decision

@@ -2,7 +2,7 @@
 
 Each side is a list of per-trial means (the mean reward of one trial index over the val
 tasks), the existing trials pooled with the new ones (new seeds, shared by both sides),
-signed so that a positive delta is a move toward the goal. The numbers (seed 003):
+signed so that a positive delta is a move toward the goal. The numbers (keep-best policy):
 
 - delta = mean(candidate) - mean(best); SE_diff = sqrt(s_c^2/n_c + s_b^2/n_b) with
   Welch-Satterthwaite df (``capevolve.stats.welch_comparison``); t = delta / SE_diff;

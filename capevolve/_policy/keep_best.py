@@ -1,4 +1,4 @@
-"""The keep-best policy (seed 003): keep a move in the goal's direction that passes the audit.
+"""The keep-best policy: keep a move in the goal's direction that passes the audit.
 
 Given the strict gate's numbers (``capevolve._policy.gate.decide``, computed on the goal's
 metric with the direction applied, so ``delta`` > 0 is always a move toward the goal) and

@@ -8,7 +8,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each file of a run dir lives (see DESIGN.md, "The data flow")."""
+    """Where each file of a run dir lives (docs/storage.md lists them)."""
 
     root: Path
 

@@ -3,7 +3,7 @@
 An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candidate's
 full-val task means, the ledger, the parent's train clusters) and picks the parent and the
 focus of one proposal. It never decides acceptance: every child goes through the full-val
-gate against the current best (the seed 001 invariant), whatever the algorithm.
+gate against the current best (only the full-val gate accepts), whatever the algorithm.
 
 - ``hill-climb``: the parent is the current best; ``focus`` is ``all`` (no focus),
   ``cyclic`` (the parent's train clusters in rank order, one per iteration) or

@@ -1,4 +1,4 @@
-"""Issue 10, reproduction 3: a bad value from user code is an error row naming the field,
+"""The storage boundary: a bad value from user code is an error row naming the field,
 and every other row of the evaluation is kept (real adapter, local engine, real Parquet)."""
 
 import math

@@ -1,4 +1,4 @@
-"""Issue 10, reproduction 4 (Ray engine): sys.exit() in run_target used to hang evaluate
+"""Adapter exits (Ray engine): sys.exit() in run_target used to hang evaluate
 forever (the actor's event loop was gone); now exits are error rows, and no call on an
 actor waits forever: an actor whose event loop user code blocks fails a bounded health
 check, is restarted, and its units run again."""

@@ -1,4 +1,4 @@
-"""Candidate code cannot score itself: the monkeypatching retail candidate (reproduction 1)
+"""Candidate code cannot score itself: the monkeypatching retail candidate
 gets its real val mean on both engines, and the scorer process stays clean."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, reproduction 4 (local engine): adapter exits are errors, not outcomes.
+"""Adapter exits (local engine): adapter exits are errors, not outcomes.
 
 sys.exit() / KeyboardInterrupt in run_target or score, os._exit and native crashes under
 process isolation, a fork inside run_target, threads user code leaks: each ends as an error

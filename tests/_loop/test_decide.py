@@ -122,7 +122,7 @@ def _val_ids(run):
     return list(run.splits.val)
 
 
-def test_reproduction_2_an_override_gate_is_exploratory_and_never_licenses_accept(run, tmp_path):
+def test_an_override_gate_is_exploratory_and_never_licenses_accept(run, tmp_path):
     """After a rejecting gate, `gate --k-se 0` says accept but is recorded exploratory, and
     accept still refuses; so does an accept licensed only by an exploratory gate."""
     one = _val_ids(run)[0]
@@ -144,7 +144,7 @@ def test_reproduction_2_an_override_gate_is_exploratory_and_never_licenses_accep
     assert not same["exploratory"]
 
 
-def test_reproduction_2_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
+def test_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
     """An identical-behaviour candidate against the seed re-evaluated with --n-trials 1:
     the gate still compares the k3 pair (delta 0, rejected). A side evaluated only with
     another count cannot be gated; a matched higher-power pair can."""
@@ -192,7 +192,7 @@ class ErringAdapter(FlexAdapter):
 '''
 
 
-def test_reproduction_7_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_path):
+def test_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_path):
     """A candidate that errors on 3 of 10 val tasks and is perfect on the rest is indecisive
     (not accepted at coverage 0.7) from stored rollouts."""
     project = make_project(tmp_path / "p", 40, trials=3, quality=0.5, adapter="ErringAdapter")

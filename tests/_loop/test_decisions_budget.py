@@ -1,4 +1,4 @@
-"""Reproduction 14: the iteration budget is enforced at the decision, and accept / reject
+"""The iteration budget is enforced at the decision, and accept / reject
 are idempotent (a repeated decision records and spends nothing; the opposite one for the
 same candidate and best is refused)."""
 

@@ -329,7 +329,7 @@ def test_a_killed_unreaped_finalize_does_not_hold_the_seal(tmp_path):
 
 @pytest.mark.slow
 def test_finalize_killed_after_test_rows_resumes_the_same_units(tmp_path):
-    """Reproduction 5: SIGKILL a real finalize once test rows are on disk. status and the
+    """SIGKILL a real finalize once test rows are on disk. status and the
     report say "finalize interrupted: N of M test units scored" (N counted from the rows);
     a retry completes exactly the same two test evaluations: the rows from before the kill
     are kept byte for byte, every planned unit ends with one row, nothing else is scored."""

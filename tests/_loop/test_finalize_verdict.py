@@ -1,6 +1,6 @@
 """finalize states a verdict on the val gain, says "not measured" for an incomplete test
-evaluation (reproduction 10), uses the CR1 clustered SE when tasks carry a cluster key, and
-records every finalize in the project so a reused test split is visible (reproduction 5)."""
+evaluation, uses the CR1 clustered SE when tasks carry a cluster key, and
+records every finalize in the project so a reused test split is visible."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reproduction 13 (the writers' half): diagnose, diagnose annotate and report write only
+"""One writer at a time (the writers' half): diagnose, diagnose annotate and report write only
 while holding the run lock, so while another process holds it they are refused and write
 nothing; status and query never write, so they work while a driver holds the lock and
 leave the run dir byte-identical."""

@@ -1,4 +1,4 @@
-"""Reproduction 11: the default gate's false-accept rate, alpha spending, the ledger.
+"""The default gate's false-accept rate, alpha spending, the ledger.
 
 The candidate is identical in distribution to its parent (fresh noise): 30 tasks x 3
 Bernoulli trials, per-task success probabilities spread over (0, 1). Small and seeded.

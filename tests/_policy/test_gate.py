@@ -61,7 +61,7 @@ def test_errored_tasks_are_missing_data_and_low_coverage_is_indecisive():
     assert "coverage" in result.reasons[0]
 
 
-def test_reproduction_7_errored_tasks_cannot_shrink_the_denominator():
+def test_errored_tasks_cannot_shrink_the_denominator():
     """A candidate that errors on 3 of 10 tasks and is perfect elsewhere is indecisive,
     not accepted at coverage 0.7 (missing data is never a win)."""
     best = {t: [1.0, 1.0, 1.0] if i < 3 else [0.0, 1.0, 0.0] for i, t in enumerate(VAL)}
@@ -89,7 +89,7 @@ def test_missing_tasks_within_tolerance_count_as_zero_and_a_passed_one_is_a_regr
     assert ok.decision == Decision.ACCEPT and ok.imputed == [] and ok.regressions == []
 
 
-def test_reproduction_8_regressions_compare_per_task_means_under_partial_credit():
+def test_regressions_compare_per_task_means_under_partial_credit():
     """0.99 -> 0 is a regression; 1.0 -> 0.99 is a wobble; 3/3 -> 0/3 is a regression;
     3/3 -> 1/3 is within its trials' noise."""
     base = {t: [0.5, 0.5, 0.5] for t in VAL}
@@ -112,7 +112,7 @@ def test_pass_threshold_and_regression_drop_are_settings():
     assert strict.regressions == ["t0"] and strict.decision == Decision.REJECT
 
 
-def test_reproduction_9_exact_ties_are_not_decided_by_float_rounding():
+def test_exact_ties_are_not_decided_by_float_rounding():
     """delta == min_delta reached through float arithmetic counts as reaching it, and
     delta == c x SE does not exceed it, whichever way the rounding falls."""
     best = {t: [0.10] for t in VAL}
@@ -132,7 +132,7 @@ def test_reproduction_9_exact_ties_are_not_decided_by_float_rounding():
     assert raw_accepts > 0  # without the shared tolerance some of these would be accepted
 
 
-def test_reproduction_11_equal_differences_from_noisy_trials_are_not_exact():
+def test_equal_differences_from_noisy_trials_are_not_exact():
     """n = 2 tasks with equal paired differences from noisy trials: not exact, no p = 0,
     not significant, not accepted."""
     val = ["a", "b"]
@@ -232,7 +232,7 @@ def test_gate_numbers_are_finite_or_none():
 
 
 def test_trial_level_errors_exactly_where_the_candidate_would_fail_are_no_win():
-    """Reproduction 7 at the trial level: a candidate that behaves like the best but
+    """The denominator guard at the trial level: a candidate that behaves like the best but
     errors on the trials it would fail scores every task (task coverage 1.0) with higher
     per-task means; the gate is indecisive, not an accept."""
     best_trials = {t: [1.0, 0.0, 0.0] if i % 2 else [1.0, 1.0, 0.0] for i, t in enumerate(VAL)}

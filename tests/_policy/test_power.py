@@ -1,4 +1,4 @@
-"""Reproduction 12 (power): the gate's MDE comes from the observed paired differences, with t."""
+"""Power: the gate's MDE comes from the observed paired differences, with t."""
 
 import math
 

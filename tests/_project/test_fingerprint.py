@@ -1,4 +1,4 @@
-"""The whole-project fingerprint (reproduction 4): what it covers, and that a change to any
+"""The whole-project fingerprint: what it covers, and that a change to any
 covered file, between commands or during an evaluation, is refused by name."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_verify_names_the_changed_removed_or_new_file(tmp_path):
 
 
 def test_editing_an_imported_scorer_between_commands_is_refused(tmp_path):
-    """Reproduction 4: edit the scorer module adapter.py imports after the baseline; the
+    """Edit the scorer module adapter.py imports after the baseline; the
     next evaluation is refused and names the file."""
     from capevolve._loop.evaluate import evaluate
     from capevolve._loop.run import create_run

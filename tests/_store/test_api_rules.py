@@ -1,4 +1,4 @@
-"""The Python API obeys the CLI's rules (seed 001's primitives, no back door), and a
+"""The Python API obeys the CLI's rules (the gate's primitives, no back door), and a
 finalized run is closed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`query` is read-only and confined to the run's rows: every attack of reproduction 3 is
+"""`query` is read-only and confined to the run's rows: every attack of the confinement rule is
 refused with one line (exit 2 from the CLI) and the run dir is byte-identical afterwards;
 duplicate units resolve by one fixed rule, whatever order the parts were written in."""
 

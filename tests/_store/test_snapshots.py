@@ -1,4 +1,4 @@
-"""Snapshots are atomic, and symlinks inside a candidate are content or refused (repro 7)."""
+"""Snapshots are atomic, and symlinks inside a candidate are content or refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reproduction 6 (and the Parquet half of 9): every forgery is done by hand on the files,
+"""Tamper-evidence (events and Parquet parts): every forgery is done by hand on the files,
 and the next command refuses the run in one line naming the first bad record or file."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `make bench` collector: the BENCH_ROW parser, scripts that crash, hang or print
-nothing, the reliability baseline check and the README block."""
+nothing, the reliability baseline check and the figures block."""
 
 from __future__ import annotations
 
@@ -150,20 +150,20 @@ def test_quick_is_passed_on(tmp_path):
     assert out.rows[0].note == "--quick"
 
 
-def test_readme_block_replaced_and_refused_without_markers():
+def test_figures_block_replaced_and_refused_without_markers():
     text = f"# T\n\nbefore\n{table.START}\nold table\n{table.END}\nafter\n"
     new = table.replace_block(text, "| a |\n")
     assert new == f"# T\n\nbefore\n{table.START}\n| a |\n{table.END}\nafter\n"
     for bad in ("# T\nno markers\n", f"{table.END}\n{table.START}\n",
                 f"{table.START}\n{table.START}\n{table.END}\n", f"{table.START}\nonly start\n"):
-        with pytest.raises(table.ReadmeBlockError):
+        with pytest.raises(table.FiguresBlockError):
             table.replace_block(bad, "| a |\n")
 
 
 def test_run_prints_writes_and_fails_on_a_miss_or_a_crash(tmp_path, capsys):
     ok = script(tmp_path, f"print({line()!r})\n", name="ok")
     miss = script(tmp_path, f"print({line(value=2.0, met=False)!r})\n", name="miss")
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "figures.md"
     readme.write_text(f"intro\n{table.START}\nstale\n{table.END}\nrest\n")
     out_dir = tmp_path / "out"
     assert table.run([ok], False, out_dir, readme) == 0
@@ -178,10 +178,10 @@ def test_run_prints_writes_and_fails_on_a_miss_or_a_crash(tmp_path, capsys):
     assert readme.read_text().startswith("intro\n") and readme.read_text().endswith("rest\n")
 
 
-def test_run_refuses_a_readme_without_markers_before_running_anything(tmp_path, capsys):
+def test_run_refuses_a_figures_file_without_markers_before_running_anything(tmp_path, capsys):
     ran = tmp_path / "ran"
     s = script(tmp_path, f"open({str(ran)!r}, 'w')\nprint({line()!r})\n")
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "figures.md"
     readme.write_text("no block here\n")
     assert table.run([s], False, tmp_path / "out", readme) == 2
     assert "error:" in capsys.readouterr().err and not ran.exists()
@@ -269,10 +269,10 @@ def test_reliability_figures_and_baseline_catch_a_fault_that_gets_worse(tmp_path
     assert "regression: driver kill: survived" in found
 
 
-def test_a_partial_readme_run_replaces_only_its_scripts_rows(tmp_path):
-    """``--only X --readme``: X's rows are the new run's, every other script's rows stay
+def test_a_partial_docs_run_replaces_only_its_scripts_rows(tmp_path):
+    """``--only X --docs``: X's rows are the new run's, every other script's rows stay
     with the header line of the run that measured them; a full run replaces everything."""
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "figures.md"
     old = ("`make bench` of 2026-11-30 10:00 UTC, commit aaa, 2 cores.\n\n"
            "| " + " | ".join(table.COLUMNS) + " |\n" + "|" + "---|" * 8 + "\n"
            "| bench | wall / ideal | 1.5 | x | <= 1.15 | **no** | — | old |\n"

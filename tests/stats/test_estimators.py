@@ -67,7 +67,7 @@ def test_clustered_se_singletons_equal_the_plain_se(seed, n_tasks):
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("n_clusters", [2, 3, 8, 25])
-def test_reproduction_12_clustered_se_equals_statsmodels_cr1(seed, n_clusters):
+def test_clustered_se_equals_statsmodels_cr1(seed, n_clusters):
     """The clustered SE is statsmodels' cluster-robust SE of an intercept (CR1), not the
     uncorrected form that is smaller by sqrt((G-1)/G)."""
     sm = pytest.importorskip("statsmodels.api")
