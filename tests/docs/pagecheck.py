@@ -201,7 +201,11 @@ def yaml_problems(body: str) -> list[str]:
         return [f"the YAML does not parse: {str(exc).splitlines()[0]}"]
     if not isinstance(data, dict):
         return ["the YAML block is not a mapping"]
-    return _mapping_problems(data, ProjectConfig, [])
+    problems = _mapping_problems(data, ProjectConfig, [])
+    whole = {"name", "capability_path"} <= set(data) and ({"adapter", "dataset"} & set(data))
+    if whole and not problems:  # a whole capevolve.yaml: its cross-key rules too
+        problems = _validation_problems(ProjectConfig, data, [])
+    return problems
 
 
 def _mapping_problems(data: dict, model: type[BaseModel], path: list[str]) -> list[str]:
@@ -228,7 +232,8 @@ def _validation_problems(model: type[BaseModel], value: dict, path: list[str]) -
     try:
         model.model_validate(value)
     except ValidationError as exc:
-        return [f"{'.'.join(path)}: {e['msg']}" for e in exc.errors()]
+        return [f"{'.'.join([*path, *map(str, e['loc'])]) or 'capevolve.yaml'}: {e['msg']}"
+                for e in exc.errors()]
     return []
 
 

@@ -68,8 +68,10 @@ BAD = [
     ("```yaml\nnum_trial: 3\n```", "no key num_trial"),
     ("```yaml\nevaluators:\n  - {name: m, kind: exact, wieght: 2}\n```",
      "no key evaluators.wieght"),
-    ("```yaml\ngate: {mode: paird}\n```", "gate: Input should be"),
+    ("```yaml\ngate: {mode: paird}\n```", "gate.mode: Input should be"),
     ("```yaml\nengine: {kind: ray\n```", "does not parse"),
+    ("```yaml\nname: p\nadapter: a.py:A\ncapability_path: s\n"
+     "gate: {alpha_spending: run, k_se: 1}\n```", "remove gate.k_se"),
     ("Set `engine.concurrenc` higher.", "no key engine.concurrenc"),
     ("Set `gate.policy.strict: 1`.", "no key gate.policy.strict"),
     ("Call `capevolve.open_runs(path)`.", "capevolve.open_runs does not exist"),
