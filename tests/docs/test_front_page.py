@@ -47,3 +47,11 @@ def test_the_citation_check_finds_each_form(tmp_path):
                     "test_reproduction_2_x\nsee issue 10\nIssue #9\nseeds 0 to 3, issued 4\n")
     found = [hit.rsplit(": ", 1)[1] for hit in _cited([page], root=tmp_path)]
     assert found == ["seed 001", "seed-003", "Repro 4", "reproduction_2", "issue 10", "Issue #9"]
+
+
+def test_the_readme_links_only_to_files_that_exist():
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\((?!https?://|#)([^)#\s]+)", text)
+    assert len(targets) >= 10
+    missing = [t for t in targets if not (REPO / t).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
