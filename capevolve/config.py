@@ -30,6 +30,8 @@ from capevolve.kinds import (
 CONFIG_FILENAME = "capevolve.yaml"
 MAX_CONFIG_BYTES = 1 << 20
 """A capevolve.yaml larger than this (1 MiB) is refused before it is parsed."""
+MAX_TRIALS = 1000
+"""The most trials per task any evaluation may run (``num_trials`` and ``--n-trials``)."""
 
 Int = Annotated[int, Strict()]
 """An integer setting: booleans, floats and quoted numbers are refused."""
@@ -274,7 +276,7 @@ class ProjectConfig(_Section):
     """What an optimizer may edit (informational)."""
     splits: SplitsConfig = SplitsConfig()
     """Split fractions and seed."""
-    num_trials: Int = Field(3, ge=1, le=1000)
+    num_trials: Int = Field(3, ge=1, le=MAX_TRIALS)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
     """When a candidate is accepted: the decision policy and its statistics."""

@@ -56,7 +56,7 @@ from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rundir import RunDir, utc_now
-from capevolve.config import BudgetConfig, ProjectConfig
+from capevolve.config import MAX_TRIALS, BudgetConfig, ProjectConfig
 from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
@@ -104,6 +104,9 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     n_trials = n_trials or config.num_trials
     if n_trials < 1:
         raise RunDirError(f"evaluate: --n-trials must be >= 1, got {n_trials}")
+    if n_trials > MAX_TRIALS:
+        raise RunDirError(f"evaluate: --n-trials {n_trials} is above the cap of {MAX_TRIALS} "
+                          "trials per task (the limit of num_trials)")
     scope = resolve_scope(run, split, tasks, first_trial, purpose, target)
     with run.locked(), run.serial:  # the bookkeeping of concurrent evaluations, one at a time
         journal.recover(run)  # what an evaluation that died left: its rows and its spend

@@ -1,18 +1,21 @@
-"""The chain head of each run, mirrored outside the run dir: ``<project>/.capevolve/heads/``.
+"""The chain head of each run, mirrored outside the run dir: beside the run's key
+(``<key dir>/heads/``) and in its project (``<project>/.capevolve/heads/``).
 
 The hash chain and the signatures of events.jsonl (capevolve._store.events) show an edited,
 inserted or forged line, but not lines cut off the end: what is left is still a valid,
 signed chain. So after every append the run writes ``<key_id>.json`` in its project's
 ``.capevolve/heads/``: the number of events and the sha256 of the last line, signed with
-the run's key. Verification (capevolve._store.integrity) refuses a log that ends before the
-mirrored head or holds another line there. A log one event longer is not a problem (a kill
+the run's key, and the same record beside the key. Verification
+(capevolve._store.integrity) refuses a log that ends before either mirrored head or holds
+another line there, and a run whose key is present but whose head beside it is missing
+(the project's copy is writable by whoever can write the project; the key dir is not, and
+candidate code never sees it). A log one event longer is not a problem (a kill
 between the append and the mirror write); lines past the head are signed anyway.
 
 The mirror is named by the run's key id and the run dir's path, so a copy of a run dir at
 another path (a fixture, a backup being inspected) is not judged by the original's head;
-a copy restored over the original's path is (a rollback shows). The mirror is best effort:
-a project dir that cannot be written leaves it absent, and verification then says it
-could not check the end of the log.
+a copy restored over the original's path is (a rollback shows). The project's mirror is
+best effort: a project dir that cannot be written leaves it absent.
 """
 
 from __future__ import annotations
@@ -44,11 +47,33 @@ def head_path(project_dir: Path | str, key_id: str, run_dir: Path) -> Path:
     return Path(project_dir) / HEADS_DIR / f"{key_id}-{where}.json"
 
 
+def key_head_path(key_id: str, run_dir: Path) -> Path:
+    """Where the head of the run with ``key_id`` at ``run_dir`` is kept beside its key."""
+    return signing.key_dir() / "heads" / head_path(".", key_id, run_dir).name
+
+
+def copied_from_elsewhere(key_id: str, run_dir: Path) -> bool:
+    """True when heads of ``key_id`` are kept beside the key for other run dir paths only
+    (this run dir is a copy of a run made elsewhere)."""
+    folder = signing.key_dir() / "heads"
+    return key_head_path(key_id, run_dir).name not in {
+        p.name for p in folder.glob(f"{key_id}-*.json")} and any(
+        folder.glob(f"{key_id}-*.json"))
+
+
 def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_events: int,
           head: str) -> None:
-    """Mirror the chain head (atomic replace); an OS error leaves the old mirror."""
+    """Mirror the chain head beside the key and in the project (atomic replace each); an
+    OS error leaves the old mirror (verification then refuses a missing or stale one
+    beside the key)."""
     data = {"run_dir": str(run_dir), "n_events": n_events, "head": head}
     data["mac"] = signing.mac(key, data)
+    beside_key = key_head_path(key_id, run_dir)
+    try:
+        beside_key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        jsonfiles.write_atomic(beside_key, data)
+    except OSError:
+        pass
     path = head_path(project_dir, key_id, run_dir)
     if not Path(project_dir).is_dir():
         return  # the project moved or is gone: never recreate its path
@@ -59,11 +84,13 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
         pass  # best effort (see the module docstring)
 
 
-def read(project_dir: Path | str, key_id: str, key: bytes | None,
+def read(project_dir: Path | str | None, key_id: str, key: bytes | None,
          run_dir: Path) -> Head | None:
-    """The mirrored head (None when absent); RunDirError for one that was not written
-    with the run's key or does not parse."""
-    path = head_path(project_dir, key_id, run_dir)
+    """The head mirrored in the project (or, with ``project_dir`` None, beside the key);
+    None when absent; RunDirError for one that was not written with the run's key or does
+    not parse."""
+    path = (key_head_path(key_id, run_dir) if project_dir is None
+            else head_path(project_dir, key_id, run_dir))
     try:
         data = jsonfiles.read(path)
     except FileNotFoundError:

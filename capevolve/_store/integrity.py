@@ -14,9 +14,11 @@ Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
   the journal's, capevolve._store.journal.recover).
 - **documents**: a run whose log says finalize started has its seal.json; one whose log
   says finalized has final.json with the sha256 recorded in that event; a final.json
-  with no finalize in the log is refused; an evaluation record that says complete agrees
-  with its evaluation's last ``eval_finished`` event (status, mean, stderr, tasks scored,
-  purpose, first trial, task subset).
+  with no finalize in the log is refused; run.json (the frozen config) hashes to the
+  sha256 in the ``run_created`` event; every candidate snapshot was recorded by a
+  ``snapshot`` event and still hashes to its content hash; an evaluation record that
+  says complete agrees with its evaluation's last ``eval_finished`` event (status, mean,
+  stderr, tasks scored, purpose, first trial, task subset).
 
 Hashing is the expensive part, so verified parts are cached outside the run dir, beside
 the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
@@ -36,9 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capevolve._store import heads, jsonfiles
+from capevolve._store.candidates import digests_hash, file_digests
 from capevolve._store.compact_intent import pending_files
 from capevolve._store.partcache import PartCache, other_process_holds
-from capevolve.errors import RunDirError
+from capevolve.errors import CapevolveError, RunDirError
 from capevolve.kinds import EventKind
 from capevolve.records import (
     CompactedPart,
@@ -49,6 +52,8 @@ from capevolve.records import (
     PartsCompacted,
     PartWritten,
     QuarantinedEvent,
+    RunCreated,
+    SnapshotEvent,
 )
 
 if TYPE_CHECKING:
@@ -98,7 +103,8 @@ class Problem:
     """One thing that is not as capevolve wrote it."""
 
     kind: str
-    """events, head, part_unrecorded, part_changed, part_missing or document."""
+    """events, head, part_unrecorded, part_changed, part_missing, document or
+    candidate."""
     path: str
     """The file, relative to the run dir (absolute when outside it)."""
     what: str
@@ -164,19 +170,36 @@ class _Checker:
         if log.key_id is None:
             return
         project = self.run.manifest.project_dir
-        try:
-            mirrored = heads.read(project, log.key_id, log.key, self.run.root)
-        except RunDirError as exc:
-            self.problem("head", str(heads.head_path(project, log.key_id, self.run.root)),
-                         str(exc).split(": ", 1)[-1])
-            return
-        if mirrored is None:
-            self.result.notes.append(f"{heads.head_path(project, log.key_id, self.run.root)}: "
-                                     "no chain head "
-                                     "mirrored: lines removed from the end of events.jsonl "
-                                     "cannot be detected")
-            return
-        hashes = log.hashes
+        for where in (None, project):  # beside the key, then in the project
+            path = (heads.key_head_path(log.key_id, self.run.root) if where is None
+                    else heads.head_path(where, log.key_id, self.run.root))
+            try:
+                mirrored = heads.read(where, log.key_id, log.key, self.run.root)
+            except RunDirError as exc:
+                self.problem("head", str(path), str(exc).split(": ", 1)[-1])
+                continue
+            if mirrored is None:
+                self._no_head(where, path)
+            else:
+                self._against(mirrored)
+
+    def _no_head(self, where: Path | str | None, path: Path) -> None:
+        """A missing mirror: beside a present key it is a problem (only a run made before
+        heads were kept there, or a copy of a run made at another path, has none)."""
+        log = self.run._log
+        assert log.key_id is not None
+        if where is not None or log.key is None:
+            self.result.notes.append(f"{path}: no chain head mirrored: lines removed from "
+                                     "the end of events.jsonl cannot be detected by it")
+        elif heads.copied_from_elsewhere(log.key_id, self.run.root):
+            self.result.notes.append(f"{path}: absent: this run dir is a copy of a run made "
+                                     "at another path; the end of events.jsonl is not checked")
+        else:
+            self.problem("head", str(path), "the chain head kept beside the run's key is "
+                         "missing: events may have been removed from the end of events.jsonl")
+
+    def _against(self, mirrored: heads.Head) -> None:
+        hashes = self.run._log.hashes
         if len(hashes) < mirrored.n_events:
             self.problem("events", "events.jsonl",
                          f"ends after {len(hashes)} events but {mirrored.path} records "
@@ -279,7 +302,51 @@ class _Checker:
         elif layout.final.is_file() and not started:
             self.problem("document", "final.json", "no finalize is recorded in "
                          "events.jsonl: not written by capevolve finalize")
+        self.manifest(events)
+        self.candidates(events)
         self.evaluations(events)
+
+    def manifest(self, events: list[Event]) -> None:
+        """run.json (the frozen config every decision reads) is the one the run was
+        created with: its sha256 is in the signed ``run_created`` event."""
+        created = next((e for e in events if isinstance(e, RunCreated)), None)
+        if created is None or created.run_json_sha256 is None:
+            return
+        try:
+            digest = sha256_file(self.run.layout.run_json)
+        except OSError as exc:
+            self.problem("document", "run.json", f"unreadable ({exc})")
+            return
+        if digest != created.run_json_sha256:
+            self.problem("document", "run.json", "differs from the run.json the run was "
+                         "created with (its sha256 is in the run_created event): the frozen "
+                         "config was edited")
+
+    def candidates(self, events: list[Event]) -> None:
+        """Every snapshot under candidates/ was recorded by a ``snapshot`` event and its
+        candidate.json and files still hash to the recorded content hash."""
+        recorded = {e.candidate_id: e.hash for e in events if isinstance(e, SnapshotEvent)}
+        folder = self.run.layout.candidates
+        for meta_path in sorted(folder.glob("*/candidate.json")) if folder.is_dir() else []:
+            candidate_id = meta_path.parent.name
+            rel = meta_path.parent.relative_to(self.run.root).as_posix()
+            digest = recorded.get(candidate_id)
+            if digest is None:
+                self.problem("candidate", rel, "no snapshot event records this candidate: "
+                             "capevolve did not snapshot it")
+                continue
+            try:
+                meta = jsonfiles.read(meta_path)
+                files = self.run.layout.candidate_files(candidate_id)
+                digests = file_digests(files) if files.is_dir() else None
+            except (OSError, ValueError, CapevolveError) as exc:
+                self.problem("candidate", rel, f"unreadable ({exc})")
+                continue
+            if not isinstance(meta, dict) or meta.get("hash") != digest \
+                    or meta.get("files") != digests or digests is None \
+                    or digests_hash(digests) != digest:
+                self.problem("candidate", rel, "differs from the snapshot recorded in "
+                             "events.jsonl (its content hash): changed since it was taken")
 
     def evaluations(self, events: list[Event]) -> None:
         """An evaluation record that says complete must agree with its evaluation's last

@@ -31,6 +31,7 @@ the engine's run is the only part done concurrently, see
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import re
 import threading
@@ -163,7 +164,9 @@ class RunDir:
                 folder.mkdir(parents=True, exist_ok=True)
             write_splits(splits, run.layout.splits_json)
             jsonfiles.write_atomic(run.layout.run_json, record.to_json())
-            run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key())
+            run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key(),
+                        run_json_sha256=hashlib.sha256(
+                            run.layout.run_json.read_bytes()).hexdigest())
             run.snapshot(SEED_ID, seed, role="seed")
             run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run

@@ -37,6 +37,9 @@ class RunCreated(EventBase):
     """The run's id (run.json ``run_id``)."""
     key_id: str
     """Names the run's signing key in the user's key directory (not a secret)."""
+    run_json_sha256: str | None = None
+    """sha256 of run.json as written (the frozen config and the splits' checksum): the
+    signature then covers every setting a decision reads. None in runs made before."""
 
 
 class SnapshotEvent(EventBase):

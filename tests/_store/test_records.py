@@ -176,7 +176,7 @@ def test_an_edited_event_history_breaks_the_hash_chain(run, edit):
     else:
         forged = parse_event(json.loads(lines[0]), "x").to_json()
         forged.update(kind="set_best", candidate_id="seed", reason="x")
-        del forged["run_id"], forged["key_id"]
+        del forged["run_id"], forged["key_id"], forged["run_json_sha256"]
         lines.insert(1, (json.dumps(forged) + "\n").encode())
     run.layout.events.write_bytes(b"".join(lines))
     # an edited line fails its own signature; a removed or inserted one breaks the chain

@@ -306,7 +306,8 @@ def test_an_edited_snapshot_is_refused_before_it_runs(run, tmp_path):
 
 def test_a_forged_file_list_in_candidate_json_is_refused(run, tmp_path):
     """Hiding a protected file by editing candidate.json's digests does not get the
-    candidate run: the recorded digests must match the snapshot's files."""
+    candidate run: the recorded digests must match the snapshot's files (the run then no
+    longer opens, naming the candidate)."""
     from capevolve._loop.evaluate import evaluate
 
     cheat = make_candidate(tmp_path / "cheat", 0.9)
@@ -317,8 +318,8 @@ def test_a_forged_file_list_in_candidate_json_is_refused(run, tmp_path):
     del meta["files"]["gold_answers.json"]
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(CandidateError, match="changed since it was snapshotted"):
-        RunDir.open(run.root).candidate_dir("cand_001")
-    with pytest.raises(CandidateError):
+        RunDir(run.root).candidate_dir("cand_001")
+    with pytest.raises(RunDirError, match="candidates/cand_001: differs from the snapshot"):
         evaluate(RunDir.open(run.root), "cand_001", "val")
     assert not list(run.layout.rollouts.rglob("*.parquet"))
 

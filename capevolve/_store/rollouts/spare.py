@@ -12,10 +12,17 @@ session end waits for its last part's fsyncs, then the summary reads the rows),
 The database is plain ``duckdb.connect(":memory:")``, never used before it is taken:
 ``connect`` applies its view, settings and confinement exactly as to a new one. At most
 one is made ahead at a time; a failure to make it leaves the next query to make its own.
+
+The maker thread is joined at interpreter exit (an ``atexit`` handler), and a database made
+but never taken is closed there: a process that ends while the thread is inside DuckDB's
+import or ``connect`` (a refused evaluation raises right after starting it) would
+otherwise have that daemon thread unwound at finalization through DuckDB's C++ frames,
+which aborts the process ("FATAL: exception not rethrown", exit status 134).
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import TYPE_CHECKING
 
@@ -29,17 +36,21 @@ else:  # imported at first use (in the maker thread when made ahead)
 _lock = threading.Lock()
 _maker: threading.Thread | None = None
 _made: list[duckdb.DuckDBPyConnection] = []
+_settle_registered = False
 
 
 def make_ahead() -> None:
     """Start making one database for the next query (a no-op when one is made or being
     made)."""
-    global _maker
+    global _maker, _settle_registered
     with _lock:
         if _maker is not None or _made:
             return
         _maker = threading.Thread(target=_make, name="duckdb-ahead", daemon=True)
         _maker.start()
+        if not _settle_registered:
+            atexit.register(_settle)
+            _settle_registered = True
 
 
 def _make() -> None:
@@ -60,3 +71,10 @@ def take() -> duckdb.DuckDBPyConnection | None:
         maker.join()
     with _lock:
         return _made.pop() if _made else None
+
+
+def _settle() -> None:
+    """At exit: wait for the maker thread, then close a database nobody took."""
+    con = take()
+    if con is not None:
+        con.close()

@@ -3,6 +3,9 @@ same answer, the same confinement, and it is made at most once per query."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import duckdb
 import pytest
 from fixtures.projects import make_project
@@ -63,3 +66,28 @@ def test_without_make_ahead_there_is_nothing_to_take():
     first, second = spare.take(), spare.take()
     assert first is not None and second is None
     first.close()
+
+
+EXIT_WHILE_MAKING = """
+import sys, time
+import duckdb  # imported already: the exit then falls inside connect, the narrow window
+from capevolve._store.rollouts import spare
+spare.make_ahead()
+time.sleep(float(sys.argv[1]))
+sys.exit(2)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_that_exits_while_a_database_is_made_ahead_exits_cleanly(tmp_path):
+    """A refused evaluation raises right after making a database ahead: the process must
+    end with its own status, never abort natively (status 134, "FATAL: exception not
+    rethrown") while the maker thread is inside DuckDB's import or connect."""
+    script = tmp_path / "exit_while_making.py"
+    script.write_text(EXIT_WHILE_MAKING)
+    for delay in ("0", "0.001", "0.002", "0.004", "0.006", "0.008", "0.01", "0.012", "0.014",
+                  "0.016", "0.02", "0.03"):
+        done = subprocess.run([sys.executable, str(script), delay], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2, (delay, done.returncode, done.stderr[-500:])
+        assert "FATAL" not in done.stderr and "terminate called" not in done.stderr
