@@ -47,16 +47,19 @@ demo-toy: $(STAMP)
 	$(CAPEVOLVE) finalize --run-dir $(DEMO_RUN)
 	$(CAPEVOLVE) report --run-dir $(DEMO_RUN)
 
-# Debian packages the browser tests need (headless Chromium and its WebDriver): installed
-# with apt-get when missing and running as root; otherwise says what to install.
+# Debian packages the tests need: bubblewrap (the sandbox every rollout runs in) and
+# headless Chromium with its WebDriver (browser tests): installed with apt-get when missing
+# and running as root; otherwise says what to install.
 system-deps:
-	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
-		echo "system-deps: chromium and chromedriver present"; \
+	@if command -v bwrap >/dev/null && command -v chromium >/dev/null \
+			&& command -v chromedriver >/dev/null; then \
+		echo "system-deps: bubblewrap, chromium and chromedriver present"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			chromium chromium-driver; \
+			bubblewrap chromium chromium-driver; \
 	else \
-		echo "system-deps: install chromium and chromium-driver (browser tests skip without)"; \
+		echo "system-deps: install bubblewrap (without it evaluations refuse unless" \
+			"engine.isolation: none), chromium and chromium-driver (browser tests skip without)"; \
 	fi
 
 # Every test, Ray, slow and cluster tiers included (what CI runs).

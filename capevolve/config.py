@@ -166,9 +166,20 @@ class EngineConfig(_Section):
     """Per-rollout wall-clock limit; past it the unit is an error of kind timeout."""
     retries: Int = Field(2, ge=0, le=20)
     """Extra attempts for transient errors (with exponential backoff and jitter)."""
-    isolation: Literal["none", "process"] = "none"
-    """process: run each run_target in a child process, so a native crash becomes an
-    error row of kind crash instead of killing the worker (slower; for native code)."""
+    isolation: Literal["sandbox", "process", "none"] = "sandbox"
+    """sandbox: every worker that runs run_target starts in an OS sandbox (bubblewrap):
+    read-only system, Python environment and capevolve; the run dir, keys, gold and
+    scorer files invisible; nothing it starts outlives it. process: the sandbox, and
+    each run_target call in a child process of its own, so a native crash becomes an
+    error row of kind crash (slower; for native code). none: no sandbox; candidate code
+    is not contained, and status, reports and final.json say so. Where the sandbox
+    cannot be built, a command refuses and names this setting."""
+    network: Literal["none", "host"] = "none"
+    """The sandbox's network: none (a loopback of its own) or host (an agent that calls a
+    model endpoint needs it)."""
+    sandbox_reads: list[str] = Field(default_factory=list)
+    """Globs (relative to the project dir) of data files run_target reads: the sandbox
+    hides every other non-Python file of the project and of the adapter's package."""
     max_in_flight: Int | None = Field(None, ge=1)
     """Cluster-wide cap on rollouts executing at once, held by one small limiter actor
     that every worker asks before each rollout (set it to the provider's concurrency

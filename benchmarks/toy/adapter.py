@@ -121,6 +121,10 @@ def _rules(prompt: str) -> set[str]:
 class ToyAdapter:
     """Adapter for the toy arithmetic project (synchronous)."""
 
+    run_target_sees_target = True
+    """The simulated agent answers with the target when it applies the rule: its
+    run_target needs the answers (the run says candidate code could see them)."""
+
     def tasks(self) -> list[Task]:
         """80 deterministic arithmetic tasks, ids t000..t079, kinds in rotation."""
         rng = random.Random(0)

@@ -26,6 +26,28 @@ score while a module loaded from such a directory is in their ``sys.modules``.""
 
 
 @dataclass(frozen=True)
+class SandboxSpec:
+    """How the workers of a job are sandboxed (:mod:`capevolve._engine.sandbox`): what of
+    the project run_target may read, what is hidden, the network. Plain data: every process
+    that starts workers computes the exposure on its own node from it."""
+
+    network: str = "none"
+    """none (a loopback of its own) or host."""
+    reads: tuple[str, ...] = ()
+    """Globs (relative to the project) of data files run_target reads."""
+    package: str | None = None
+    """The directory of the package the adapter class is defined in (outside capevolve)."""
+    package_reads: tuple[str, ...] = ()
+    """Paths (relative to ``package``) of data files run_target reads."""
+    protected: tuple[str, ...] = ()
+    """Globs hidden wherever they match (the project's protected_paths)."""
+    hidden: tuple[str, ...] = ()
+    """Absolute paths hidden when inside a visible tree (the run dir, the key dir)."""
+    per_call: bool = False
+    """Also run each run_target call in a child of its own (``engine.isolation: process``)."""
+
+
+@dataclass(frozen=True)
 class ScoreJob:
     """What a scorer needs to turn an evaluation's outcomes into rows: no candidate files.
 
@@ -68,12 +90,18 @@ class EvalJob:
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
     schema_version: int = 1
+    sandbox: SandboxSpec | None = None
+    """None: workers run without a sandbox (``engine.isolation: none``)."""
+    score_tasks: Mapping[str, Task] | TaskFile | None = None
+    """The tasks as the scorer gets them (targets included) when ``tasks``, which the
+    workers get, had their targets removed; None: the same as ``tasks``."""
 
     def score_job(self) -> ScoreJob:
         """The scorer's view of this job (everything but the candidate's files)."""
+        tasks = self.tasks if self.score_tasks is None else self.score_tasks
         return ScoreJob(run_id=self.run_id, eval_id=self.eval_id, split=self.split,
                         candidate_id=self.candidate_id, candidate_hash=self.candidate_hash,
-                        tasks=self.tasks, project_root=self.project_root,
+                        tasks=tasks, project_root=self.project_root,
                         adapter_spec=self.adapter_spec, untrusted_roots=self.untrusted_roots,
                         schema_version=self.schema_version)
 

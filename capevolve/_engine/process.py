@@ -7,6 +7,11 @@ process, so the dispatcher's recovery restarts it. Each worker leads its own pro
 group (so a Ctrl-C at the terminal reaches the driver only, which then ends its workers),
 and the whole group is killed when the worker ends: whatever candidate code forked or
 left running does not outlive the evaluation.
+
+A job with a :class:`~capevolve._engine.contract.SandboxSpec` starts the process inside
+the OS sandbox (:mod:`capevolve._engine.sandbox`), one per candidate: its files are
+unpacked here, into a directory the sandbox shows read-only (removed when the worker
+ends), and a job for another candidate restarts the process in a sandbox of its own.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from capevolve._engine.contract import EvalJob, Outcome, WorkerLost
+from capevolve._engine import sandbox
+from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome, WorkerLost
+from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.wire import MAX_LINE, encode, job_to_wire, units_to_wire
 from capevolve.errors import EngineError
@@ -64,25 +73,58 @@ class ProcessWorker:
         self.reply_timeout_s = reply_timeout_s
         self.proc: asyncio.subprocess.Process | None = None
         self.prepared: dict[str, EvalJob] = {}
+        self.sandboxed: str | None = None  # the candidate hash of the running sandbox
+        self.scratch: str | None = None  # its unpacked candidate (outside the sandbox)
 
     @property
     def pid(self) -> int | None:
         """The live process id (for fault-injection tests), or None."""
         return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
-    async def _start(self) -> None:
+    async def _start(self, job: EvalJob) -> None:
+        # -P: the working directory is not put on the path (a json.py there, or a
+        # candidate's file, cannot shadow a module of the worker)
+        argv = [sys.executable, "-P", "-m", "capevolve._engine.child"]
+        init = self.init
+        if job.sandbox is not None:
+            argv, scratch = self._sandboxed(job, argv)
+            init = {**init, "scratch": scratch}
         self.proc = await asyncio.create_subprocess_exec(
-            # -P: the working directory is not put on the path (a json.py there, or a
-            # candidate's file, cannot shadow a module of the worker)
-            sys.executable, "-P", "-m", "capevolve._engine.child", stdin=asyncio.subprocess.PIPE,
+            *argv, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, env=_child_env(), limit=MAX_LINE,
             start_new_session=True)  # its own group: ended as one, no terminal signals
         self.prepared = {}
-        await self._call(self.init, START_TIMEOUT_S)
+        await self._call(init, START_TIMEOUT_S)
+
+    def _sandboxed(self, job: EvalJob, argv: list[str]) -> tuple[list[str], str]:
+        """The sandbox's command line for ``job``'s candidate, and the scratch directory
+        its files were unpacked into (shown read-only at the same path)."""
+        assert job.sandbox is not None
+        sandbox.require()
+        exposure = sandbox.exposure_of(job.sandbox, job.project_root)
+        self._drop_scratch()
+        self.scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+        unpack(job.candidate_files, Path(self.scratch) / job.candidate_hash[:32])
+        empty = Path(self.scratch) / "empty"  # what a hidden file shows
+        empty.touch()
+        binds = [self.scratch]
+        task_file = getattr(job.tasks, "path", None)
+        if isinstance(task_file, str) and os.path.isfile(task_file):
+            binds.append(task_file)  # the worker's copy: targets removed (see the loop)
+        self.sandboxed = job.candidate_hash
+        return sandbox.command(exposure, argv, binds, str(empty)), self.scratch
+
+    def _drop_scratch(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     async def prepare(self, job: EvalJob) -> None:
+        if self.pid is not None and job.sandbox is not None \
+                and self.sandboxed != job.candidate_hash:
+            await self.close()  # a sandbox holds one candidate: start another for this one
         if self.pid is None:
-            await self._start()
+            await self._start(job)
         if self.prepared.get(job.eval_id) is not job:
             await self._call({"op": "prepare", "job": job_to_wire(job)}, START_TIMEOUT_S)
             self.prepared[job.eval_id] = job
@@ -126,6 +168,8 @@ class ProcessWorker:
             proc.kill()
             await proc.wait()
         _kill_group(proc.pid)
+        self.sandboxed = None
+        self._drop_scratch()
 
     async def close(self) -> None:
         """End the process: close its stdin (it exits at once), kill it if it lingers."""

@@ -54,7 +54,8 @@ class WorkerCore:
     """Runs units' ``run_target`` with the project's adapter; one per worker process."""
 
     def __init__(self, project_root: str, adapter_spec: str, slots: int, timeout_s: float,
-                 retries: int, worker_id: str, node_id: str, isolation: str = "none") -> None:
+                 retries: int, worker_id: str, node_id: str, isolation: str = "none",
+                 scratch: str | None = None) -> None:
         self.adapter = load_adapter(Path(project_root), adapter_spec)
         self.run_target = contained(self.adapter.run_target, "run_target")
         self._async_target = inspect.iscoroutinefunction(self.run_target)
@@ -67,7 +68,8 @@ class WorkerCore:
         self.worker_id = worker_id
         self.node_id = node_id
         self.executor = DaemonThreadPool(max_workers=max(4, slots))
-        self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        # a sandboxed worker is given its candidates already unpacked there (read-only)
+        self.scratch = Path(scratch) if scratch else Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         self.jobs: dict[str, tuple[EvalJob, Path]] = {}
         self.finished: list[Outcome] = []
         self.running = 0  # submitted and not yet finished (queued or executing)
@@ -202,7 +204,7 @@ class WorkerCore:
             error_kind=failure.kind if failure else None))
 
     def _call_target(self, candidate_path: Path, task: Any, unit: WorkUnit):
-        if self.isolation == "process":
+        if self.isolation == "process":  # (inside the sandbox the worker runs in)
             return run_isolated(self.project_root, self.adapter_spec, candidate_path, task,
                                 unit.trial, unit.seed, self.timeout_s)
         if self._async_target:  # awaited directly (call_async would check on every call)

@@ -24,7 +24,7 @@ from capevolve import telemetry as otel
 from capevolve._engine import collector, make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve._loop import shared_budget
+from capevolve._loop import containment, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
@@ -37,7 +37,7 @@ from capevolve._policy.splits import refuse_test
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
 from capevolve._project.scoreable import reason_counts
-from capevolve._project.taskfile import TaskFileWriter
+from capevolve._project.taskfile import TaskFileWriter, without_targets
 from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
 from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
@@ -68,18 +68,23 @@ def run_project(run: RunDir) -> Project:
 
 
 def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: str,
-         loaded: SplitTasks) -> EvalJob:
+         loaded: SplitTasks, adapter: Any) -> EvalJob:
     if loaded.missing:
         raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
                           "by the adapter (the task set changed after the splits were frozen)")
     files_dir = run.candidate_dir(candidate_id)
+    sees_target = containment.sees_target(adapter)
+    worker_tasks = loaded.table if sees_target else without_targets(
+        loaded.table, run.layout.root / "tasks" / "blind", split)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=loaded.table,
+        candidate_files=pack(files_dir), tasks=worker_tasks,
+        score_tasks=None if sees_target else loaded.table,
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
+        sandbox=containment.sandbox_spec(run, project, adapter),
     )
 
 
@@ -152,9 +157,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     # one pass over the adapter's tasks (a list or a stream): the split's streamed into a
     # task file the workers read and check (the driver holds no table), never as Task
     # objects, with their exclusions and cluster keys
-    loaded = load_split_tasks(project.adapter(), run.splits.ids(split), selected,
+    adapter = project.adapter()
+    loaded = load_split_tasks(adapter, run.splits.ids(split), selected,
                               into=TaskFileWriter(run.layout.root / "tasks", str(split)))
-    job = _job(run, project, eval_id, split, candidate_id, loaded)
+    job = _job(run, project, eval_id, split, candidate_id, loaded, adapter)
     excluded = loaded.excluded
     task_ids = tuple(t for t in selected if t not in excluded)
     done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)

@@ -190,3 +190,20 @@ def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[
     """A job's tasks as a mapping by id: a :class:`TaskFile` is loaded (and checked, see
     :func:`load`), any other mapping is returned as it is."""
     return load(tasks, keep) if isinstance(tasks, TaskFile) else tasks
+
+
+def without_targets(tasks: Mapping[str, Task] | TaskFile, folder: Path, split: str
+                    ) -> Mapping[str, Task] | TaskFile:
+    """The same tasks with every ``target`` removed (None): what workers get, so candidate
+    code never receives what scores it. A task file gives a task file (written in
+    ``folder``, named by its own digest), a mapping a table."""
+    if not isinstance(tasks, TaskFile):
+        return TaskTable.of(t.model_copy(update={"target": None}) for t in tasks.values())
+    writer = TaskFileWriter(folder, f"{split}.blind")
+    try:
+        for task in read(tasks).values():
+            writer.add(task.model_copy(update={"target": None}))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.build()

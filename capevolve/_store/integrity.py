@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from capevolve._store import heads, jsonfiles
+from capevolve._store import heads, jsonfiles, signing
 from capevolve._store.candidates import digests_hash, file_digests
 from capevolve._store.compact_intent import pending_files
 from capevolve._store.partcache import PartCache, other_process_holds
@@ -313,8 +313,9 @@ class _Checker:
         if created is None or created.run_json_sha256 is None:
             return
         try:
-            digest = sha256_file(self.run.layout.run_json)
-        except OSError as exc:
+            data = jsonfiles.read(self.run.layout.run_json)
+            digest = signing.manifest_digest(data) if isinstance(data, dict) else ""
+        except (OSError, ValueError) as exc:
             self.problem("document", "run.json", f"unreadable ({exc})")
             return
         if digest != created.run_json_sha256:

@@ -31,7 +31,6 @@ the engine's run is the only part done concurrently, see
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import re
 import threading
@@ -165,8 +164,8 @@ class RunDir:
             write_splits(splits, run.layout.splits_json)
             jsonfiles.write_atomic(run.layout.run_json, record.to_json())
             run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key(),
-                        run_json_sha256=hashlib.sha256(
-                            run.layout.run_json.read_bytes()).hexdigest())
+                        run_json_sha256=signing.manifest_digest(
+                            jsonfiles.read(run.layout.run_json)))
             run.snapshot(SEED_ID, seed, role="seed")
             run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run

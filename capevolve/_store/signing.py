@@ -99,3 +99,15 @@ def valid(key: bytes, data: dict[str, Any]) -> bool:
     """True when ``data['mac']`` is the MAC of the rest of ``data`` under ``key``."""
     given = data.get(MAC_FIELD)
     return isinstance(given, str) and hmac.compare_digest(given, mac(key, data))
+
+
+MOVABLE = ("project_dir",)
+"""run.json fields a digest of it leaves out: where the project is (a run dir and its
+project moved together may be pointed at their new place; the project's files are
+checked by their own fingerprint)."""
+
+
+def manifest_digest(data: dict[str, Any]) -> str:
+    """sha256 of run.json's content in canonical JSON, :data:`MOVABLE` fields aside."""
+    return hashlib.sha256(canonical({k: v for k, v in data.items()
+                                     if k not in MOVABLE})).hexdigest()

@@ -38,8 +38,9 @@ class RunCreated(EventBase):
     key_id: str
     """Names the run's signing key in the user's key directory (not a secret)."""
     run_json_sha256: str | None = None
-    """sha256 of run.json as written (the frozen config and the splits' checksum): the
-    signature then covers every setting a decision reads. None in runs made before."""
+    """sha256 of run.json's content as written (the frozen config, the splits' checksum;
+    its project_dir aside): the signature then covers every setting a decision reads.
+    None in runs made before."""
 
 
 class SnapshotEvent(EventBase):

@@ -1,7 +1,9 @@
 """Candidate code that plants other tasks in the run's task file, then kills its own worker
 so the restarted one reads the file again: the worker refuses the file (its sha256 is not
 the driver's) and the evaluation stops with one line naming it; no row is scored against
-a planted task, and the next evaluate writes the real file again."""
+a planted task, and the next evaluate writes the real file again. Run without the sandbox
+(``engine.isolation: none``): this is the check behind it; in the sandbox the run dir and
+its task files are not even visible (tests/_engine/test_sandbox_attacks.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ MARK = RUN.parent / "attacked"
 def answer(task):
     if not MARK.exists():  # once: forge every task file, then kill this worker (kill -9)
         MARK.write_text("x")
-        for path in (RUN / "tasks").glob("*.tasks"):
+        for path in (RUN / "tasks").rglob("*.tasks"):  # the workers' copy included
             forged = TaskFileWriter(path.parent, "forged")
             for i in range(24):  # well-formed, every gold answer "0"
                 forged.add(Task(id=f"t{{i:02d}}", input=i, target="0"))
@@ -74,7 +76,7 @@ def _project(root: Path, engine: str) -> Path:
         capability_path: seed
         splits: {{train: 0.5, val: 0.25, test: 0.25, seed: 0}}
         num_trials: 1
-        engine: {{kind: {engine}, concurrency: 4, timeout_s: 20, retries: 0}}
+        engine: {{kind: {engine}, concurrency: 4, timeout_s: 20, retries: 0, isolation: none}}
         """))
     return root
 

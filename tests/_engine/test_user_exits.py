@@ -73,7 +73,8 @@ def test_exits_in_run_target_and_score_are_error_rows(tmp_path, adapter):
 def test_a_fork_in_run_target_never_answers_for_the_worker(tmp_path):
     """run_target forks and both copies return: one row for the unit, no restart, and the
     forked copy is gone once its call returned (it never holds the worker's channel)."""
-    project, ok = make_hostile_project(tmp_path / "p", {"f": "fork"}, n_ok=8)
+    project, ok = make_hostile_project(tmp_path / "p", {"f": "fork"}, n_ok=8,
+                                       engine={"isolation": "none"})  # it writes pid files
     run = create_run(project, tmp_path / "run")
     record = evaluate(run, "seed", "val")
     rows = _stored(run, record["eval_id"])

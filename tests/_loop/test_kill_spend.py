@@ -54,7 +54,9 @@ def executions(project: Path) -> tuple[list[tuple[str, int]], list[tuple[str, in
 def _project(tmp_path: Path, extra: str = "", sleep: float = 0.05) -> Path:
     project = make_project(tmp_path / "p", 200, trials=2, sleep=sleep, extra=extra,
                            adapter="CountingAdapter",
-                           engine={"concurrency": CONCURRENCY, "workers": 1})
+                           # the call log is written from run_target: no sandbox
+                           engine={"concurrency": CONCURRENCY, "workers": 1,
+                                   "isolation": "none"})
     shutil.copy(COUNTING, project / "adapter.py")
     spec = json.loads((project / "spec.json").read_text())
     (project / "spec.json").write_text(json.dumps({**spec, "log": str(_log(project))}))

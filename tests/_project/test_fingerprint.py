@@ -37,14 +37,20 @@ class A:
 '''
 
 
+def helpers(scorer: str) -> str:
+    """The name of the module run_target imports (named unlike a scorer: the sandbox hides
+    modules named like one from candidate code)."""
+    return scorer.replace("scorer", "tools") + "_helpers"
+
+
 def _project(root: Path, scorer: str) -> Path:
-    """A project whose adapter imports ``<scorer>_helpers`` and, lazily, ``<scorer>``
+    """A project whose adapter imports ``helpers(<scorer>)`` and, lazily, ``<scorer>``
     (unique names: modules are cached per process)."""
     (root / "seed").mkdir(parents=True)
     (root / "seed" / "prompt.md").write_text("be good\n")
     (root / "adapter.py").write_text(ADAPTER.replace("{scorer}", scorer)
-                                     .replace("{helpers}", f"{scorer}_helpers"))
-    (root / f"{scorer}_helpers.py").write_text("def answer(task):\n    return 'ok'\n")
+                                     .replace("{helpers}", helpers(scorer)))
+    (root / f"{helpers(scorer)}.py").write_text("def answer(task):\n    return 'ok'\n")
     (root / f"{scorer}.py").write_text(
         "def judge(task, rollout):\n    return 1.0 if rollout.output == task.target else 0.0\n")
     (root / "capevolve.yaml").write_text(
@@ -69,7 +75,7 @@ def test_covers_imported_modules_lazy_imports_and_protected_data(tmp_path):
     (root / ".capevolve" / "run_x").mkdir(parents=True)
     (root / ".capevolve" / "run_x" / "copy_scorer.py").write_text("")
     keys = sorted(fingerprint(load_project(root)))
-    assert keys == sorted(["adapter.py", f"{scorer}_helpers.py", f"{scorer}.py",
+    assert keys == sorted(["adapter.py", f"{helpers(scorer)}.py", f"{scorer}.py",
                            "data/gold.json", "notes.md"])
 
 
@@ -117,7 +123,7 @@ def test_verify_names_the_changed_removed_or_new_file(tmp_path):
         verify(project, frozen)
     (root / f"{scorer}.py").write_text(original)
     verify(project, frozen)
-    without = {k: v for k, v in frozen.items() if k != f"{scorer}_helpers.py"}
+    without = {k: v for k, v in frozen.items() if k != f"{helpers(scorer)}.py"}
     with pytest.raises(RunDirError, match="_helpers.py is new since the run started"):
         verify(project, without)
     with pytest.raises(RunDirError, match="records no project fingerprint"):

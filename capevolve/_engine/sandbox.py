@@ -1,0 +1,263 @@
+"""The OS sandbox every worker process that runs candidate code starts in (bubblewrap).
+
+A worker (the local engine's subprocess, or the child a Ray rollout actor starts) is
+``bwrap <mounts> -- python -P -m capevolve._engine.child``, one per evaluation and worker:
+
+- read-only: the system (``/usr``, ``/etc``, ``/bin``, ``/lib*``), the Python environment
+  (its prefixes, ``sys.path``, editable installs) and capevolve; the project dir and the
+  adapter's package, minus what is hidden;
+- hidden (an empty file, or an empty read-only directory, in its place): every file of the project and
+  of the adapter's package that is not Python source (data, gold, answers, rubrics) unless
+  the project declares run_target reads it (``engine.sandbox_reads``, or the adapter's
+  ``run_target_reads``), every Python file named like a scorer or gold data
+  (``SCORE_DATA_PATTERNS``) or matched by ``protected_paths``, the project's ``.capevolve/``,
+  the run dir (other candidates, rollouts, events), the key dir and ``$HOME``;
+- the candidate's files and the worker's task file (targets removed) bound read-only at
+  the paths the worker knows them by;
+- a private ``/tmp`` (tmpfs: gone with the sandbox), its own PID, IPC, UTS and user
+  namespaces, no capabilities (``--cap-drop ALL``: a root worker cannot unmount what hides
+  the gold), a new session, and ``--die-with-parent``: when the worker ends, every process
+  candidate code started ends with it;
+- the network: none (a loopback of its own), or the host's with ``engine.network: host``
+  (an agent that calls a model endpoint).
+
+Where the sandbox cannot be built (no bwrap, no user namespaces, not Linux) the command
+refuses in one line naming ``engine.isolation: none``, the opt-out (:func:`require`).
+The sandbox does not stop a kernel exploit or a side channel (timing, shared CPU caches).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capevolve._engine.contract import SandboxSpec
+from capevolve.config import SCORE_DATA_PATTERNS
+from capevolve.errors import EngineError
+
+BWRAP = "bwrap"
+OPT_OUT = "engine.isolation: none"
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".mypy_cache",
+                       ".pytest_cache", ".ruff_cache", ".tox", ".nox"})
+MAX_HIDDEN = 4000
+"""More hidden entries than this (each one a mount) is refused: declare the data directory
+in ``protected_paths`` so it is hidden as one directory."""
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why a sandbox cannot be built on this machine (None when it can): bwrap is run once
+    per process with the namespaces and mounts a worker gets."""
+    if not sys.platform.startswith("linux"):
+        return f"no OS sandbox on {sys.platform} (capevolve uses bubblewrap, Linux only)"
+    exe = shutil.which(BWRAP)
+    if exe is None:
+        return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    try:
+        done = subprocess.run([exe, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                               "--tmpfs", "/tmp", *_NAMESPACES, "--", "/bin/true"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run ({exc})"
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        return f"bwrap cannot build a sandbox here ({why})"
+    return None
+
+
+def require() -> None:
+    """EngineError in one line, naming the opt-out, when no sandbox can be built here."""
+    why = unavailable()
+    if why is not None:
+        raise EngineError(f"candidate code cannot be contained: {why}; to run it without a "
+                          f"sandbox set `{OPT_OUT}` in capevolve.yaml (the run then says "
+                          "candidate code was not contained)")
+
+
+_NAMESPACES = ("--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try", "--cap-drop", "ALL", "--new-session",
+               "--die-with-parent")
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What the sandbox of a project shows and hides, computed once per evaluation in the
+    process that starts workers: plain paths, the same for every worker of it."""
+
+    project_root: str
+    user_trees: tuple[str, ...]
+    """Read-only: the project dir and the adapter's package (minus the hidden entries)."""
+    hidden_files: tuple[str, ...]
+    hidden_dirs: tuple[str, ...]
+    network: str = "none"
+    env_trees: tuple[str, ...] = field(default_factory=tuple)
+    """Read-only: the Python environment and capevolve."""
+
+
+def python_trees() -> list[str]:
+    """The directories the Python environment and capevolve live in (read-only)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable)),
+             str(Path(__file__).resolve().parents[1])}  # capevolve itself
+    paths |= {p for p in sys.path if os.path.isabs(p) and (_stdlib(p) or p.rstrip("/").endswith(
+        ("site-packages", "dist-packages", ".zip", "lib-dynload")))}
+    for name, module in list(sys.modules.items()):  # editable installs (setuptools finders)
+        if name.startswith("__editable__") and isinstance(getattr(module, "MAPPING", None),
+                                                          dict):
+            paths |= {str(v) for v in module.MAPPING.values()}
+    return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+
+
+def _stdlib(path: str) -> bool:
+    import sysconfig
+
+    return bool(path) and os.path.realpath(path) in {
+        os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+
+
+def exposure(project_root: Path | str, adapter_package: Path | str | None,
+             reads: Sequence[str] = (), package_reads: Sequence[str] = (),
+             protected: Sequence[str] = (), hidden: Iterable[Path | str] = (),
+             network: str = "none") -> Exposure:
+    """The exposure of a project: ``reads`` (globs relative to the project) and
+    ``package_reads`` (relative to the adapter's package) are data files run_target
+    reads; ``protected`` adds globs hidden wherever they match; ``hidden`` are paths
+    (run dir, key dir) hidden when they lie inside a visible tree."""
+    root = Path(project_root).resolve()
+    env = python_trees()
+    trees = [root]
+    if adapter_package is not None:
+        package = Path(adapter_package).resolve()
+        if not _inside_any(package, [root]) and not _inside_any(
+                package, [Path(__file__).resolve().parents[1]]):
+            trees.append(package)
+    files: list[str] = []
+    dirs: list[str] = []
+    skip = [Path(p) for p in env if not _inside_any(root, [Path(p)])]
+    for tree in trees:
+        allowed = reads if tree == root else package_reads
+        _hide(tree, tree, allowed, protected, skip, files, dirs)
+    dirs.append(str(root / ".capevolve"))
+    for path in hidden:
+        resolved = Path(path).resolve()
+        if _inside_any(resolved, trees) or any(_inside_any(resolved, [Path(e)]) for e in env):
+            (dirs if resolved.is_dir() or not resolved.exists() else files).append(str(resolved))
+    if len(files) + len(dirs) > MAX_HIDDEN:
+        raise EngineError(f"{root}: {len(files) + len(dirs)} files to hide from candidate code "
+                          f"(more than {MAX_HIDDEN}); put the data in a directory and name it "
+                          "in protected_paths so it is hidden whole")
+    return Exposure(str(root), tuple(str(t) for t in trees), tuple(sorted(set(files))),
+                    tuple(sorted(set(dirs))), network, tuple(env))
+
+
+def _inside_any(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+def _matches(rel: str, name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+
+
+def _hide(tree: Path, top: Path, reads: Sequence[str], protected: Sequence[str],
+          skip: Sequence[Path], files: list[str], dirs: list[str]) -> bool:
+    """Add what is hidden under ``tree``; True when nothing under it stays visible (the
+    caller then hides the directory whole)."""
+    try:
+        entries = list(os.scandir(tree))
+    except OSError:
+        return False
+    mine_f: list[str] = []
+    mine_d: list[str] = []
+    visible = 0
+    for entry in entries:
+        path = Path(entry.path)
+        rel = path.relative_to(top).as_posix()
+        if entry.is_symlink():  # its target is hidden or shown where it lies
+            visible += 1
+            continue
+        if entry.is_dir():
+            if entry.name in SKIP_DIRS or _inside_any(path.resolve(), skip):
+                visible += 1
+                continue
+            if _matches(rel, entry.name, protected) or (
+                    _matches(rel, entry.name, SCORE_DATA_PATTERNS)
+                    and not _matches(rel, entry.name, reads)):
+                mine_d.append(str(path))
+            elif _hide(path, top, reads, protected, skip, files, dirs):
+                mine_d.append(str(path))
+            else:
+                visible += 1
+        elif _visible_file(rel, entry.name, reads, protected):
+            visible += 1
+        else:
+            mine_f.append(str(path))
+    if not visible and tree != top:
+        # the caller hides the whole directory: drop what was listed beneath it
+        prefix = str(tree) + os.sep
+        files[:] = [f for f in files if not f.startswith(prefix)]
+        dirs[:] = [d for d in dirs if not d.startswith(prefix)]
+        return True
+    files.extend(mine_f)
+    dirs.extend(mine_d)
+    return False
+
+
+def _visible_file(rel: str, name: str, reads: Sequence[str], protected: Sequence[str]) -> bool:
+    if _matches(rel, name, protected):
+        return False
+    if _matches(rel, name, reads):
+        return True
+    if _matches(rel, name, SCORE_DATA_PATTERNS):
+        return False
+    return name.endswith(".py")
+
+
+def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),
+            empty: str = "/dev/null") -> list[str]:
+    """The bwrap command line running ``argv`` in the sandbox of ``exposure``; ``binds``
+    are more paths shown read-only at their own path (the candidate's files, the worker's
+    task file); each hidden file shows ``empty`` (an empty regular file: a hidden module
+    imports as an empty one)."""
+    exe = shutil.which(BWRAP) or BWRAP
+    args = [exe, *_NAMESPACES]
+    if exposure.network != "host":
+        args.append("--unshare-net")
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    home = os.environ.get("HOME")
+    if home and os.path.isdir(home) and not any(
+            _inside_any(Path(home).resolve(), [Path(s)]) for s in SYSTEM_DIRS):
+        args += ["--tmpfs", os.path.realpath(home)]
+    for tree in (*exposure.user_trees, *exposure.env_trees):
+        args += ["--ro-bind", tree, tree]
+    for folder in exposure.hidden_dirs:
+        if os.path.isdir(folder):
+            args += ["--tmpfs", folder, "--remount-ro", folder]
+    for path in exposure.hidden_files:
+        if os.path.lexists(path):
+            args += ["--ro-bind", empty, path]
+    for path in binds:
+        real = os.path.realpath(path)
+        args += ["--ro-bind", real, real]
+    args += ["--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp", "--", *argv]
+    return args
+
+
+def exposure_of(spec: SandboxSpec, project_root: str) -> Exposure:
+    """The exposure of ``spec`` for the project at ``project_root`` on this node."""
+    package = spec.package if spec.package and os.path.isdir(spec.package) else None
+    return exposure(project_root, package, spec.reads, spec.package_reads, spec.protected,
+                    spec.hidden, spec.network)
+
