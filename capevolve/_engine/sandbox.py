@@ -6,9 +6,9 @@ A worker (the local engine's subprocess, or the child a Ray rollout actor starts
 - read-only: the system (``/usr``, ``/etc``, ``/bin``, ``/lib*``), the Python environment
   (its prefixes, ``sys.path``, editable installs) and capevolve; the project dir and the
   adapter's package, minus what is hidden;
-- hidden (an empty file, or an empty read-only directory, in its place): every file of the project and
-  of the adapter's package that is not Python source (data, gold, answers, rubrics) unless
-  the project declares run_target reads it (``engine.sandbox_reads``, or the adapter's
+- hidden (an empty file, or an empty read-only directory, in its place): every file of
+  the project and of the adapter's package that is not Python source (data, gold,
+  answers, rubrics) unless the project declares run_target reads it (``engine.sandbox_reads``, or the adapter's
   ``run_target_reads``), every Python file named like a scorer or gold data
   (``SCORE_DATA_PATTERNS``) or matched by ``protected_paths``, the project's ``.capevolve/``,
   the run dir (other candidates, rollouts, events), the key dir and ``$HOME``;
