@@ -8,10 +8,11 @@ A worker (the local engine's subprocess, or the child a Ray rollout actor starts
   adapter's package, minus what is hidden;
 - hidden (an empty file, or an empty read-only directory, in its place): every file of
   the project and of the adapter's package that is not Python source (data, gold,
-  answers, rubrics) unless the project declares run_target reads it (``engine.sandbox_reads``, or the adapter's
-  ``run_target_reads``), every Python file named like a scorer or gold data
-  (``SCORE_DATA_PATTERNS``) or matched by ``protected_paths``, the project's ``.capevolve/``,
-  the run dir (other candidates, rollouts, events), the key dir and ``$HOME``;
+  answers, rubrics) unless the project declares run_target reads it
+  (``engine.sandbox_reads``, or the adapter's ``run_target_reads``); every Python file
+  named like a scorer or gold data (``SCORE_DATA_PATTERNS``) or matched by
+  ``protected_paths``; the project's ``.capevolve/``, the run dir (other candidates,
+  rollouts, events), the key dir and ``$HOME``;
 - the candidate's files and the worker's task file (targets removed) bound read-only at
   the paths the worker knows them by;
 - a private ``/tmp`` (tmpfs: gone with the sandbox), its own PID, IPC, UTS and user
