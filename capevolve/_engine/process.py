@@ -17,6 +17,7 @@ ends), and a job for another candidate restarts the process in a sandbox of its 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome, WorkerL
 from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.wire import MAX_LINE, encode, job_to_wire, units_to_wire
+from capevolve._project.taskfile import TaskFile
 from capevolve.errors import EngineError
 
 START_TIMEOUT_S = 120.0
@@ -107,12 +109,21 @@ class ProcessWorker:
         unpack(job.candidate_files, Path(self.scratch) / job.candidate_hash[:32])
         empty = Path(self.scratch) / "empty"  # what a hidden file shows
         empty.touch()
-        binds = [self.scratch]
-        task_file = getattr(job.tasks, "path", None)
-        if isinstance(task_file, str) and os.path.isfile(task_file):
-            binds.append(task_file)  # the worker's copy: targets removed (see the loop)
         self.sandboxed = job.candidate_hash
-        return sandbox.command(exposure, argv, binds, str(empty)), self.scratch
+        return sandbox.command(exposure, argv, [self.scratch], str(empty)), self.scratch
+
+    def _in_sandbox(self, job: EvalJob) -> EvalJob:
+        """``job`` as the sandboxed worker gets it: its task file (targets removed, see the
+        loop) linked into the scratch directory, so no path of the run dir is shown."""
+        if self.scratch is None or not isinstance(job.tasks, TaskFile):
+            return job
+        inside = Path(self.scratch) / f"{job.eval_id}.tasks"
+        if not inside.exists():
+            try:
+                os.link(job.tasks.path, inside)
+            except OSError:
+                shutil.copyfile(job.tasks.path, inside)
+        return dataclasses.replace(job, tasks=dataclasses.replace(job.tasks, path=str(inside)))
 
     def _drop_scratch(self) -> None:
         if self.scratch is not None:
@@ -126,7 +137,8 @@ class ProcessWorker:
         if self.pid is None:
             await self._start(job)
         if self.prepared.get(job.eval_id) is not job:
-            await self._call({"op": "prepare", "job": job_to_wire(job)}, START_TIMEOUT_S)
+            await self._call({"op": "prepare", "job": job_to_wire(self._in_sandbox(job))},
+                             START_TIMEOUT_S)
             self.prepared[job.eval_id] = job
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],

@@ -23,7 +23,7 @@ from capevolve.config import ProjectConfig
 NOT_CONTAINED = ("candidate code was not contained (engine.isolation: none): it could read "
                  "the gold, the run dir and the keys, and change code that runs later")
 SEES_TARGET = ("candidate code could see the answers: the adapter declares "
-               "run_target_sees_target, so every task's target reached run_target")
+               "run_target_sees_target, so the target of every task reached run_target")
 
 
 def sees_target(adapter: Any) -> bool:

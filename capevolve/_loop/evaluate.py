@@ -167,7 +167,8 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
-              "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields()}
+              "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields(),
+              "containment": containment.warnings(config, job.score_tasks is None)}
     write_eval(run, EvalRecord.model_validate(record))
     run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)

@@ -31,6 +31,7 @@ from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate, run_config
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
 from capevolve._loop.gate_evals import refusal
+from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
@@ -122,6 +123,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     best, baseline = with_task_means(run, best), with_task_means(run, baseline)
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
                          entry.test_ids_sha256)
+    final = final.model_copy(update={"containment": run_warnings(run)})
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
     run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from capevolve._loop.containment import NOT_CONTAINED
 from capevolve._loop.false_accepts import false_accept_ledger
 from capevolve._loop.finalize_progress import progress as finalize_progress
 from capevolve._loop.frozen_config import run_config
@@ -70,7 +71,18 @@ def run_status(run: RunDir) -> dict[str, Any]:
         "finalized": run.layout.final.is_file(), "final": _final(run),
         "gates": false_accept_ledger(run).to_dict(),
         "stop": stop_parse(config.stop_condition), "optimize": loop_status(run),
+        "containment": run_warnings(run),
     }
+
+
+def run_warnings(run: RunDir) -> list[str]:
+    """What candidate code could do in this run (empty when every evaluation ran in the
+    sandbox and never saw the answers): the frozen config's opt-out, and each warning an
+    evaluation recorded."""
+    found = ([NOT_CONTAINED] if run_config(run).engine.isolation == "none" else [])
+    for record in all_evals(run):
+        found += record.containment
+    return list(dict.fromkeys(found))
 
 
 def _final(run: RunDir) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ def _status_human(status: dict) -> str:
         f"wall {spent['wall_s']:.1f}s",
         f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
     ]
+    lines += [f"WARNING: {w}" for w in status.get("containment") or []]
     if stop_line(status.get("stop")):
         lines.append(str(stop_line(status.get("stop"))))
     loop = status.get("optimize")

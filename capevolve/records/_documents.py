@@ -160,6 +160,9 @@ class EvalRecord(Record):
     """Each excluded task id -> its reason (sorted by id)."""
     incomplete_reason: str | None = None
     """Why the evaluation is not a measurement (None when complete)."""
+    containment: list[str] = Field(default_factory=list)
+    """What candidate code could do in it: empty when it ran in the sandbox and never saw
+    the answers; else each warning in words (not contained, saw the targets)."""
     units_run: int | None = Field(None, ge=0)
     """Units the latest attempt ran."""
     resumed: bool | None = None
@@ -331,6 +334,9 @@ class FinalRecord(Record):
     """sha256 of the sorted test task ids (the key of the project's finalize ledger)."""
     test_reuse: TestReuse | None = None
     """Earlier finalizes of the same project on these test ids."""
+    containment: list[str] = Field(default_factory=list)
+    """What candidate code could do in this run's evaluations (empty: contained by the
+    sandbox, never saw the answers); e.g. "candidate code was not contained"."""
 
 
 class FinalizeEntry(Record):

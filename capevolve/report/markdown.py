@@ -21,7 +21,7 @@ from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._loop.standing import standings
-from capevolve._loop.status import evaluations
+from capevolve._loop.status import evaluations, run_warnings
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
 from capevolve._store.rundir import RunDir
@@ -76,6 +76,8 @@ def render(run: RunDir) -> str:
              f"Run `{run.run_id}` · best candidate **{run.best_id}** · "
              f"splits train {len(run.splits.train)} / val {len(run.splits.val)} / "
              f"test {len(run.splits.test)} tasks (seed {run.splits.seed})", ""]
+    lines += [f"> **Warning:** {w}." for w in run_warnings(run)] + (
+        [""] if run_warnings(run) else [])
     lines += ["## Validation", "",
               "| candidate | eval | mean ± SE | scored | errors | pass^k | gate | decision |",
               "|---|---|---|---|---|---|---|---|"]

@@ -17,6 +17,7 @@ body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px au
 max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid
 #ddd;padding-bottom:4px}.meta{color:#555}.grid{display:flex;flex-wrap:wrap;gap:18px}
+.warning{background:#fdecea;border:1px solid #c62828;padding:6px 10px}
 .card{border:1px solid #e3e3e3;border-radius:6px;padding:10px 12px;background:#fff}
 table{border-collapse:collapse;font-size:12.5px;width:100%}th,td{border-bottom:1px solid #eee;
 padding:4px 6px;text-align:left;vertical-align:top}th{cursor:pointer;background:#f6f6f6}
@@ -163,7 +164,9 @@ def render_html(data: dict[str, Any]) -> str:
         f"<p class=\"meta\">run {esc(run['run_id'])} · best <b>{esc(run['best_id'])}</b> · "
         f"splits {esc(splits)} · {esc(run['num_trials'])} trials · stop condition "
         f"{esc(run['stop_condition'] or '—')}</p>"
-        f'<div class="grid">{cards}</div>'
+        + "".join(f'<p class="warning"><b>Warning:</b> {esc(w)}.</p>'
+                  for w in run.get("containment") or [])
+        + f'<div class="grid">{cards}</div>'
         f"<h2>Candidates</h2>{_candidates_table(data)}"
         f"<h2>Diagnosis of the best ({esc(data['diagnosis']['candidate_id'])})</h2>"
         f"{_clusters_table(data['diagnosis'])}"
