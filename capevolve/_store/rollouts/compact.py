@@ -260,7 +260,7 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
         os.replace(files.tmp(final), final)
     fsync_dir(files.directory)
     _fault("renamed")
-    run._record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
+    run.record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
                 parts=[{"path": t.path, "sha256": t.sha256, "size": t.size,
                         "n_rows": t.n_rows} for t in targets])
     _fault("recorded")
