@@ -217,12 +217,15 @@ def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dic
 
 
 def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
-             address: str | None = None) -> dict[str, Any]:
+             address: str | None = None, spend_test_ids: bool = False) -> dict[str, Any]:
     """Score the best and the seed on the held-out test split, once per run (the seal),
-    and write final.json; returns its content. A second finalize raises TestSealError."""
+    and write final.json; returns its content. A second finalize raises TestSealError; so
+    does a best that is still the seed unless ``spend_test_ids`` (its test ids then count
+    as used)."""
     opened = open_run(run)
     config = evaluating.run_config(opened).engine
-    return finalizing.finalize(opened, engine=engines.engine_for(config, engine, address))
+    return finalizing.finalize(opened, engine=engines.engine_for(config, engine, address),
+                               spend_test_ids=spend_test_ids)
 
 
 def status(run: RunLike) -> dict[str, Any]:

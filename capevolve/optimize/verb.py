@@ -23,7 +23,8 @@ class OptimizePackage(types.ModuleType):
                  finalize: bool = False, resume: bool = False, engine: str | None = None,
                  address: str | None = None,
                  on_iteration: Callable[[Any], None] | None = None,
-                 minibatch: int | None = None) -> dict[str, Any]:
+                 minibatch: int | None = None,
+                 spend_test_ids: bool = False) -> dict[str, Any]:
         """Run an optimization loop on the run dir ``run`` (a RunDir or its path): the
         ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
         (``scripted:DIR``, ``command:"... {workdir} ..."``, ``llm[:options]``) edits a copy of
@@ -33,8 +34,10 @@ class OptimizePackage(types.ModuleType):
         shared engine; ``minibatch`` is how many train tasks a pareto child is screened on
         per iteration (default 3; a subset evaluation, never gateable); ``resume``
         continues a killed loop with its recorded settings; ``finalize`` seals test once
-        and writes report.md. ``on_iteration`` is called with each iteration's row (a
-        dict, as in the result's ``iterations``) once recorded.
+        and writes report.md (when the best is still the seed, test is left unscored and
+        the run open unless ``spend_test_ids``: ``not_finalized`` says why).
+        ``on_iteration`` is called with each iteration's row (a dict, as in the result's
+        ``iterations``) once recorded.
         Bad settings raise ConfigError before any rollout. Returns the loop's summary
         (iteration rows, stop reason, plateau, spend, and ``final`` after finalize)."""
         from capevolve._loop import engines
@@ -45,7 +48,8 @@ class OptimizePackage(types.ModuleType):
         opened = run if isinstance(run, RunDir) else RunDir.open(Path(os.fspath(run)))
         settings = LoopSettings(algorithm=algorithm, proposer=proposer, iterations=iterations,
                                 parallel=parallel, focus=focus, timeout_s=timeout_s,
-                                finalize=finalize, resume=resume, minibatch=minibatch)
+                                finalize=finalize, resume=resume, minibatch=minibatch,
+                                spend_test_ids=spend_test_ids)
         chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
         from capevolve.optimize.summary import iteration_row
 
