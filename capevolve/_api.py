@@ -283,8 +283,9 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
     (default 3; a subset evaluation, never gateable); ``resume`` continues a killed loop
     with its recorded settings; ``finalize`` seals test once and writes report.md (while
     the best is the seed, test is left unscored and the run open unless ``spend_test_ids``;
-    ``not_finalized`` says why). ``on_iteration`` is called with each iteration's row (as in the result's
-    ``iterations``) once recorded. Bad settings raise ConfigError before any rollout."""
+    ``not_finalized`` says why). ``on_iteration`` is called with each iteration's row (as
+    in the result's ``iterations``) once recorded. Bad settings raise ConfigError before
+    any rollout."""
     from capevolve.optimize.loop import LoopSettings, run_loop
     from capevolve.optimize.summary import iteration_row
 
