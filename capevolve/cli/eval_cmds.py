@@ -66,12 +66,14 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
 
     with live_progress():  # on stderr: units, rate, ETA, errors, running mean
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                    address=address, target=target)
+                                    address=address, target=target).to_dict()
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
 def _gate_human(result: dict) -> str:
-    numbers = ", ".join(f"{k} {result[k]:.4f}" for k in ("delta", "se", "t", "p_value")
+    names = {"delta": "delta", "se": "se", "t": "t",
+             "p_one_sided": "p one-sided (the decision's)", "p_value": "p two-sided"}
+    numbers = ", ".join(f"{label} {result[k]:.4f}" for k, label in names.items()
                         if result.get(k) is not None)
     tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
     if result.get("confidence"):
@@ -94,7 +96,7 @@ def _raw_gate(candidate: str, current: float, current_stderr: float | None,
     except ValueError:
         fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
     return capevolve.gate_numbers(current, cand_mean, current_stderr, candidate_stderr,
-                                  k_se=k_se, min_delta=min_delta, run=run_dir)
+                                  k_se=k_se, min_delta=min_delta, run=run_dir).to_dict()
 
 
 @command
@@ -142,10 +144,10 @@ def gate(candidate: Annotated[str, typer.Option(
              "form with --current)")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target)
+                                target=target).to_dict()
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
-                                        min_delta=min_delta, n_trials=n_trials)
+                                        min_delta=min_delta, n_trials=n_trials).to_dict()
     emit(result, json, _gate_human(result))
 
 
@@ -159,7 +161,7 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
     again against that target first unless its last gate used it, and the accept follows
     that gate."""
     result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note,
-                              target=target)
+                              target=target).to_dict()
     label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
              else "")
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")
@@ -170,26 +172,31 @@ def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
     """Record a rejected candidate (one iteration spent; refused once the iteration budget
     is spent). Rejecting the same candidate again against the same best changes nothing."""
-    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note)
+    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note).to_dict()
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 
 
 @command
 def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              address: AddressOpt = None, engine: EngineOpt = None,
+             spend_test_ids: Annotated[bool, typer.Option(
+                 "--spend-test-ids", help="Score test even when the best is still the seed "
+                 "(refused otherwise: the project's test ids then count as used).")] = False,
              json: JsonOpt = False) -> None:
     """Score the best and the seed on the held-out test split, once; writes final.json.
 
     Takes the test seal (a second finalize is refused), records the finalize in the
     project's .capevolve/finalizes.jsonl (the project dir must be writable) and closes the
     run: evaluate, gate, accept and reject are refused afterwards. final.json states a
-    verdict on the val gain, or "not measured" when the test evaluation is incomplete."""
+    verdict on the val gain, or "not measured" when the test evaluation is incomplete.
+    Refused while the best is the seed (nothing to confirm) unless --spend-test-ids."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
     from capevolve.progress.live import live_progress
 
     with live_progress():
-        final = capevolve.finalize(run, engine=engine, address=address)
+        final = capevolve.finalize(run, engine=engine, address=address,
+                                   spend_test_ids=spend_test_ids).to_dict()
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "
