@@ -51,7 +51,8 @@ async def _serve(replies: _Replies) -> None:
                 core = WorkerCore(request["project_root"], request["adapter_spec"],
                                   request["slots"], request["timeout_s"], request["retries"],
                                   worker_id=f"{request['name']}-{os.getpid()}",
-                                  node_id=socket.gethostname(), isolation=request["isolation"],
+                                  node_id=request.get("node_id") or socket.gethostname(),
+                                  isolation=request["isolation"],
                                   scratch=request.get("scratch"))
                 settle_worker_heap()  # the project is loaded: never rescanned by the collector
                 replies.send({"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})

@@ -324,3 +324,31 @@ def test_without_a_sandbox_the_evaluation_is_refused_naming_the_opt_out(tmp_path
     assert "\n" not in str(caught.value)
     assert run.layout.events.read_bytes() == before
 
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_ray_engine_runs_candidate_code_in_the_same_sandbox(tmp_path, ray_session):
+    """The gold beside the adapter, the target, the run dir, the keys, the scorer and a
+    write to capevolve's package, on a Ray rollout actor: as in the local engine's."""
+    from capevolve._engine.ray.engine import RayEngine
+    from capevolve.config import EngineConfig
+
+    project = _project(tmp_path / "p")
+    run = create_run(project, tmp_path / "run")
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    code = (READ_GOLD + "gold = answer\n" + SNOOP + WRITE_CODE
+            + "answer = ' | '.join([gold, str(task.target), snooped, answer])\n")
+    code = code.replace('answer = " ".join(seen)', 'snooped = " ".join(seen)')
+    (cand / "tool.py").write_text(code.format(run=str(run.root), project=str(project),
+                                              keys=str(signing.key_dir()),
+                                              name=f"capevolve_attack_{uuid.uuid4().hex}"))
+    engine = RayEngine(EngineConfig(kind="ray", concurrency=2, timeout_s=30, retries=0))
+    record = evaluate(run, cand, "train", engine=engine)
+    _, rows = RolloutStore(run.layout).query("SELECT DISTINCT output FROM rollouts")
+    assert record["mean"] == 0.0
+    gold, target, snooped, wrote = rows[0][0].split(" | ")
+    assert (gold, target) == ("FileNotFoundError", "None")
+    assert snooped == "FileNotFoundError FileNotFoundError FileNotFoundError 0 []"
+    assert set(wrote.split(" ")) == {"OSError"}

@@ -1,7 +1,11 @@
 """The Ray actors: rollout actors run candidate code, scorer actors never do.
 
 A :class:`RolloutActor` holds a WorkerCore and returns outcomes (plain data, the rollout
-as JSON text). A :class:`ScorerActor` holds a ScorerCore: it loads only the project's
+as JSON text). A job with a sandbox (every job unless ``engine.isolation: none``) runs
+instead in a worker process the actor starts inside the OS sandbox on its own node
+(:class:`~capevolve._engine.process.ProcessWorker`, one per candidate, ended when the
+evaluation releases the actor): the actor relays units and outcomes and runs no candidate
+code itself. A :class:`ScorerActor` holds a ScorerCore: it loads only the project's
 adapter, receives a ScoreJob (no candidate files) and refuses to score if a candidate
 module is loaded in its process. Both restart when their process dies
 (``max_restarts=-1``) but calls are never retried by Ray (``max_task_retries=0``): the
@@ -19,6 +23,7 @@ again by the dispatcher's ``prepare`` after a loss.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import os
 from dataclasses import dataclass, field
@@ -30,6 +35,7 @@ import ray
 from capevolve._engine.collector import settle_worker_heap
 from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, picked_items
 from capevolve._engine.plan import WorkUnit
+from capevolve._engine.process import ProcessWorker
 from capevolve._engine.ray.limiter import LimiterClient
 from capevolve._engine.scorer import ScorerCore
 from capevolve._engine.worker import WorkerCore
@@ -68,6 +74,10 @@ class RolloutActor:
         self.core: WorkerCore | None = None
         self.received: dict[str, EvalJob] = {}  # each eval id's job as the driver sent it
         self.token = token  # a warm actor's: only its claimant can bind it
+        self.binding: Binding | None = None
+        self.box: ProcessWorker | None = None  # the sandboxed worker of the current candidate
+        self.boxed: set[str] = set()  # eval ids relayed to it
+        self.relay = asyncio.Lock()  # one request at a time on its channel
         if project_root is not None:
             self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
                                retries, isolation, limiter))
@@ -85,6 +95,7 @@ class RolloutActor:
         if b.limiter is not None:  # a restarted actor first returns what its old self held
             b.limiter.forget.remote(actor_id)
             self.core.limiter = LimiterClient(b.limiter, actor_id)
+        self.binding = b
         settle_worker_heap()  # the project is loaded: never rescanned by the collector
 
     async def bind(self, binding: Binding) -> str:
@@ -105,16 +116,51 @@ class RolloutActor:
         assert self.core is not None
         if not _tasks_here(job):
             return NEED_TASKS
+        if job.sandbox is not None:
+            return await self._prepare_boxed(job)
         if self.received.get(job.eval_id, job) != job:  # same eval id, another run
             self.core.jobs.pop(job.eval_id, None)
         self.received[job.eval_id] = job
         self.core.prepare(job)
         return self.core.worker_id
 
+    async def _prepare_boxed(self, job: EvalJob) -> str:
+        """Start (or reuse) the sandboxed worker of ``job``'s candidate on this node."""
+        b = self.binding
+        assert b is not None and self.core is not None
+        if b.limiter is not None:
+            raise EngineError("engine.max_in_flight and engine.rate_limit_per_s are not "
+                              "enforced inside the sandbox on the Ray engine yet; use the "
+                              "local engine or set engine.isolation: none to use them")
+        if self.box is None:
+            init = {"project_root": self.core.project_root, "adapter_spec": b.adapter_spec,
+                    "timeout_s": b.timeout_s, "retries": b.retries, "isolation": b.isolation,
+                    "node_id": self.core.node_id}
+            self.box = ProcessWorker(self.core.worker_id, b.slots, init,
+                                     b.timeout_s * (b.retries + 1) + 60.0)
+        async with self.relay:
+            await self.box.prepare(job)
+        self.boxed.add(job.eval_id)
+        return self.core.worker_id
+
+    async def end_sandbox(self) -> None:
+        """End the sandboxed worker (an evaluation released this actor): whatever the
+        candidate started in it ends too."""
+        box, self.box, self.boxed = self.box, None, set()
+        if box is not None:
+            async with self.relay:
+                await box.close()
+
     async def exchange(self, eval_id: str, units: list[list[Any]],
                        max_wait_s: float, slots: int | None = None) -> list[Outcome]:
         if self.core is None:  # restarted unbound: the driver's prepare binds it again
             raise KeyError(f"job {eval_id} not prepared on this worker")
+        if eval_id in self.boxed and self.box is not None:
+            if slots is not None and slots >= 0:
+                self.box.slots = slots
+            async with self.relay:
+                return await self.box.exchange(eval_id, [WorkUnit(*u) for u in units],
+                                               max_wait_s)
         return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s,
                                         slots)
 

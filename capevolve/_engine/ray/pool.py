@@ -275,11 +275,16 @@ def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[Ac
 
 def release(actors: list[ActorWorker]) -> None:
     """An evaluation is done with ``actors`` (they stay cached until a pool for another
-    candidate needs the room)."""
+    candidate needs the room); once no evaluation uses them, their sandboxed workers end."""
+    idle = False
     with _LOCK:
         for held in _POOLS.values():
             if held["actors"] is actors:
                 held["users"] = max(0, held["users"] - 1)
+                idle = held["users"] == 0
+    if idle:
+        for worker in actors:
+            worker.actor.end_sandbox.remote()
 
 
 def _kill_idle_pools() -> None:
