@@ -202,6 +202,23 @@ class EngineConfig(_Section):
         return self
 
 
+class LeakScanConfig(_Section):
+    """What a candidate may not carry, checked before any rollout: task ids, gold values
+    of val and test tasks, long spans of their inputs."""
+
+    min_chars: Int = Field(4, ge=1)
+    """Gold values and task ids with fewer letters and digits than this are too common to
+    count (short numbers)."""
+    ignore: list[str] = Field(default_factory=list)
+    """Values too common to count whatever their length (yes, none, true)."""
+    max_tasks_per_value: Int = Field(1, ge=1)
+    """A gold value found in the targets of more tasks than this is a label (a class, a
+    tool name), not an answer: it does not count."""
+    input_span_chars: Int = Field(64, ge=0)
+    """A verbatim span of this many characters of a val or test input is a leak (case and
+    whitespace aside); 0: spans are not checked."""
+
+
 class DatasetConfig(_Section):
     """A JSONL file of datapoints: one JSON object a line (``dataset:``)."""
 
@@ -301,6 +318,8 @@ class ProjectConfig(_Section):
     """Execution engine."""
     seed: Int = 0
     """Run seed: rollout seeds derive from (seed, task_id, trial)."""
+    leak_scan: LeakScanConfig = LeakScanConfig()
+    """What a candidate may not carry (refused before any rollout)."""
     protected_paths: list[str] = Field(default_factory=list)
     """Glob patterns (relative to a candidate) an edit must not touch (added to defaults
     covering gold / answer files, scorers and splits)."""

@@ -29,6 +29,7 @@ from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
+from capevolve._loop.leakscan import refuse_leaks
 from capevolve._loop.session import Session
 from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
@@ -121,6 +122,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
             run.require_open("evaluate")  # confirm may add val trials to a closed run
         candidate_id = resolve_candidate(run, candidate)
         refuse_tampering(run, config, candidate_id)
+        refuse_leaks(run, config, candidate_id, run_project(run).adapter())
         eval_id = scope.eval_id(split, candidate_id, n_trials)
         previous = find_eval(run, eval_id)
         scope = scope.resumed(previous)
