@@ -89,8 +89,8 @@ def test_a_test_task_id_named_in_the_prompt_is_refused(run, tmp_path):
 
 def test_a_long_span_of_a_val_input_is_refused(run, tmp_path):
     i = int(_task(run, "val").split("_")[1])
-    span = (f"arrived with a cracked lid and a missing handle, could you send a "
-            f"replacement kettle to the address")
+    span = ("arrived with a cracked lid and a missing handle, could you send a "
+            "replacement kettle to the address")
     _, reasons = _refused(run, _candidate(tmp_path, f"example ({i}):\n{span}\n"))
     assert reasons == ["leak: prompt.md:2: span of a task input (a candidate may not "
                        "carry it)"]
