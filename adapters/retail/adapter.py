@@ -53,6 +53,10 @@ def word_count(messages: list[dict]) -> int:
 class RetailAdapter:
     """Offline retail support: a deterministic policy agent over a per-rollout database."""
 
+    run_target_reads = ("data/db.json",)
+    """The one data file run_target reads: the sandbox hides the rest (tasks.json holds
+    the gold)."""
+
     def tasks(self) -> list[Task]:
         """Every shipped task (ids ``retail_000``..), in file order."""
         return [to_task(r) for r in load_task_records()]

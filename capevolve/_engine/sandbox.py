@@ -142,9 +142,9 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
             trees.append(package)
     files: list[str] = []
     dirs: list[str] = []
-    skip = [Path(p) for p in env if not _inside_any(root, [Path(p)])]
-    for tree in trees:
+    for tree in trees:  # an environment dir inside it (a venv in the project) stays whole
         allowed = reads if tree == root else package_reads
+        skip = [Path(p) for p in env if not _inside_any(tree, [Path(p)])]
         _hide(tree, tree, allowed, protected, skip, files, dirs)
     dirs.append(str(root / ".capevolve"))
     for path in hidden:
