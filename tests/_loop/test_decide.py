@@ -182,11 +182,12 @@ def test_a_matched_higher_power_pair_is_a_deciding_gate(run, tmp_path):
 ERRING_ADAPTER = '''
 
 class ErringAdapter(FlexAdapter):
-    """Errors on the tasks a candidate lists in errors.txt (a candidate-made outage)."""
+    """Errors on the tasks a candidate lists in errors.txt, ids reversed (a candidate-made
+    outage; a candidate naming task ids as they are is refused before it runs)."""
 
     async def run_target(self, candidate, task, *, trial, seed):
         listed = Path(candidate) / "errors.txt"
-        if listed.is_file() and task.id in listed.read_text().split():
+        if listed.is_file() and task.id[::-1] in listed.read_text().split():
             return Rollout(error="candidate broke the tool")
         return await FlexAdapter.run_target(self, candidate, task, trial=trial, seed=seed)
 '''
@@ -200,7 +201,7 @@ def test_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_pat
         handle.write(ERRING_ADAPTER)
     run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
     cand = make_candidate(tmp_path / "c", 1.0)
-    (cand / "errors.txt").write_text(" ".join(_val_ids(run)[:3]))
+    (cand / "errors.txt").write_text(" ".join(t[::-1] for t in _val_ids(run)[:3]))
     record = evaluate(run, cand, "val")
     assert record["coverage"] == pytest.approx(0.7) and record["mean"] == 1.0
     result = gate_candidate(run, record["candidate_id"])

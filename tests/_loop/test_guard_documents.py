@@ -1,4 +1,7 @@
-"""Candidate code that writes the run's own documents during its evaluation is undone."""
+"""Candidate code that writes the run's own documents during its evaluation is undone.
+
+In the sandbox the run dir is not even in view (tests/_engine/test_sandbox_attacks.py);
+these projects opt out (``engine.isolation: none``) to test the check behind it."""
 
 from __future__ import annotations
 
@@ -17,7 +20,16 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_project"))
-from test_fingerprint import _project  # noqa: E402 - the code-running test project
+from test_fingerprint import _project as _sandboxed  # noqa: E402 - code-running project
+
+
+def _project(root: Path, scorer: str) -> Path:
+    """The code-running test project, without the sandbox."""
+    project = _sandboxed(root, scorer)
+    config = project / "capevolve.yaml"
+    config.write_text(config.read_text().replace("retries: 0}", "retries: 0, "
+                                                 "isolation: none}"))
+    return project
 
 FORGE = '''
 import hashlib, json, pathlib
