@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from capevolve.kinds import Confidence, Decision, EvalPurpose, EvalStatus, GateMode, Split
 
@@ -227,6 +227,10 @@ class RunStatus(Result):
     """The gates run and the false accepts they risked."""
     stop: dict[str, Any] | None
     optimize: dict[str, Any] | None
+    containment: list[str] = Field(default_factory=list)
+    """What candidate code could do in this run: empty when every evaluation ran in the
+    sandbox and never saw the answers; else each warning ("candidate code was not
+    contained")."""
 
 
 class Verification(Result):

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # an evaluation and a finalize each
 
 def _said(run) -> dict[str, bool]:
     evaluate(run, "seed", "val")
-    finalize(run)
+    finalize(run, spend_test_ids=True)
     status = run_status(run)["containment"]
     final = json.loads(run.layout.final.read_text())["containment"]
     markdown = write_report(run)
