@@ -49,6 +49,7 @@ def test_set_best_past_the_iteration_budget_is_refused(tmp_path):
     on a reject, set_best of a candidate holding a passing gate is refused."""
     run = _gated(tmp_path, extra="budget: {max_iterations: 1}\n")
     evaluate(run, make_candidate(tmp_path / "other", 0.5), "val")
+    gate_candidate(run, "cand_002")
     reject(run, "cand_002", note="spends the only iteration")
     with pytest.raises(BudgetError):
         run.set_best("cand_001")
