@@ -29,7 +29,7 @@ def verify(*, run_dir: MaybeRunDirOpt = None,
     against its record (sha256, size), and seal/final against the log; print every
     problem. Exit 1 when there is any. Writes nothing in the run dir."""
     run_dir = resolve_run_dir(run_dir, project)
-    result = capevolve.verify(run_dir)
+    result = capevolve.verify(run_dir).to_dict()
     emit(result, json, _verify_human(result))
     if not result["ok"]:
         raise typer.Exit(1)
@@ -59,7 +59,7 @@ def quarantine(*, run_dir: MaybeRunDirOpt = None,
     in a `quarantined` event. Units of moved parts are run again by the next evaluate.
     Exit 1 when something could not be repaired (a deleted seal or final)."""
     run_dir = resolve_run_dir(run_dir, project)
-    result = capevolve.quarantine(run_dir)
+    result = capevolve.quarantine(run_dir).to_dict()
     emit(result, json, _quarantine_human(result))
     if not result["ok"]:
         raise typer.Exit(1)
