@@ -54,10 +54,10 @@ def compare(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
     both were diagnosed). Read-only."""
     run_dir = resolve_run_dir(run_dir, project)
     split_or_fail(split, "compare")
-    import capevolve
+    from capevolve import _api
     from capevolve.view.compare import compare as compare_candidates
 
-    result = compare_candidates(capevolve.open_run(run_dir), a, b, Split(split))
+    result = compare_candidates(_api.run_dir_of(run_dir), a, b, Split(split))
     emit(result, json, _compare_human(result))
 
 
@@ -69,11 +69,11 @@ def diff(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
          json: JsonOpt = False) -> None:
     """Unified diff of two candidates' files (their immutable snapshots). Read-only."""
     run_dir = resolve_run_dir(run_dir, project)
-    import capevolve
+    from capevolve import _api
     from capevolve.view.diff import diff as diff_candidates
     from capevolve.view.diff import stat_text
 
-    result = diff_candidates(capevolve.open_run(run_dir), a, b)
+    result = diff_candidates(_api.run_dir_of(run_dir), a, b)
     if stat:
         result = {**result, "files": [{k: v for k, v in c.items() if k != "diff"}
                                       for c in result["files"]]}

@@ -25,9 +25,9 @@ def mlflow(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     decision, evaluation means and SEs, gate numbers, capability files). Idempotent:
     exporting again updates the same MLflow runs. Needs the `mlflow` extra."""
     run_dir = resolve_run_dir(run_dir, project)
-    import capevolve
+    from capevolve import _api
     from capevolve.export.to_mlflow import export_mlflow
 
-    result = export_mlflow(capevolve.open_run(run_dir), tracking_uri, experiment)
+    result = export_mlflow(_api.run_dir_of(run_dir), tracking_uri, experiment)
     emit(result, json, f"exported {len(result['runs'])} candidates to MLflow experiment "
          f"{result['experiment']!r} (parent run {result['parent_run_id']})")
