@@ -28,8 +28,8 @@ def _reject(run, tmp_path, name: str, note: str | None) -> str:
     (src / "prompt.md").write_text(f"edit {name}")
     cid = run.snapshot(f"cand_{name}", src).id
     # reject takes only a gated candidate; these tests are about the history it leaves
-    run._record(EventKind.GATE, candidate_id=cid, best_id=run.best_id,
-                decision=Decision.INDECISIVE, reasons=["not measured here"])
+    run.record(EventKind.GATE, candidate_id=cid, best_id=run.best_id,
+               decision=Decision.INDECISIVE, reasons=["not measured here"])
     reject(run, cid, note=note)
     return cid
 
