@@ -24,6 +24,7 @@ from capevolve.diagnose.cluster import (
     signature_of,
     unique_signatures,
 )
+from capevolve.diagnose.coarse import Split, split_coarse
 from capevolve.diagnose.kinds import (
     CLAIMED_NOTE,
     CLAIMED_SIGNATURE,
@@ -120,16 +121,19 @@ def place_units(failures: list[Failure], mode: ClusterMode
 
 
 def cluster_failures(failures: list[Failure], mode: ClusterMode
-                     ) -> tuple[list[Cluster], list[Placed], dict[int, Key]]:
+                     ) -> tuple[list[Cluster], list[Placed], dict[int, Key], list[str]]:
     """Clusters over every failure's units (module docstring), score_lost shared, in the
-    stable order of ``unique_signatures``; the flat unit list they index; and the
-    root-cause key of each lexically clustered unit."""
+    stable order of ``unique_signatures``; the flat unit list they index; the root-cause
+    key of each lexically clustered unit; and a line per too-coarse cluster that was split
+    (``coarse.split_coarse``)."""
     placed, mechanical, lexical = place_units(failures, mode)
     owner = [i for i, _ in placed]
     task_ids = [f.trial.task_id for f in failures]
     clusters = [make_cluster(sig, members, owner, task_ids, _MECHANICAL[sig], structural=True)
                 for sig, members in sorted(mechanical.items())]
     unit_keys: dict[int, Key] = {}
+    splits: list[Split] = []
+    made: list[list[Cluster]] = []
     if mode == ClusterMode.FIRST_WORDS:
         groups: dict[str, list[int]] = {}
         for u in lexical:
@@ -140,12 +144,25 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
         lexical, keys = _lexical_keys(failures, placed, lexical)
         unit_keys = dict(zip(lexical, keys, strict=True))
         parts = [unit.part if (unit := placed[u][1]) is not None else None for u in lexical]
-        for group in group_root_cause(keys, parts):
-            clusters.append(make_cluster(signature_of([keys[j] for j in group]),
-                                         [lexical[j] for j in group], owner, task_ids))
+        lexical_groups, splits = split_coarse(
+            group_root_cause(keys, parts), keys, parts,
+            lambda j: failures[owner[lexical[j]]].identifiers, lambda j: owner[lexical[j]],
+            task_ids.__getitem__)
+        first = len(clusters)
+        demote = {g: split.shared for split in splits for g in split.groups}
+        for g, group in enumerate(lexical_groups):
+            clusters.append(make_cluster(
+                signature_of([keys[j] for j in group], demote.get(g, frozenset())),
+                [lexical[j] for j in group], owner, task_ids))
+        made = [[clusters[first + g] for g in split.groups] for split in splits]
     # failures are scored trials (errored ones are never failures), so reward is a number
     share_score_lost(clusters, [float(f.trial.reward or 0.0) for f in failures])
-    return unique_signatures(clusters), placed, unit_keys
+    clusters = unique_signatures(clusters)  # the final signatures, named below
+    notes = [f"too coarse: one cluster held {split.size} of the {split.failing} failing "
+             f"trials of its part while its units named distinct causes; split into "
+             + ", ".join(repr(c.signature) for c in pieces)
+             for split, pieces in zip(splits, made, strict=True)]
+    return clusters, placed, unit_keys, notes
 
 
 def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
