@@ -122,25 +122,26 @@ def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[f
 
 
 def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[str | None],
-                 identifiers_of: Callable[[int], frozenset[str]],
-                 trial_of: Callable[[int], int], task_of: Callable[[int], str]
-                 ) -> tuple[list[list[int]], list[Split]]:
+                 owners: Sequence[int], identifiers_of: Callable[[int], frozenset[str]],
+                 task_of: Callable[[int], str]) -> tuple[list[list[int]], list[Split]]:
     """The groups (of indices into ``keys``, each of one feedback part: ``parts``) with
     every too-coarse one -- more than ``MOST`` of the failing trials with a unit of its
-    part, several causes -- split (module docstring), and the splits made.
-    ``identifiers_of`` / ``trial_of`` give a unit's rollout identifiers and failure
-    index, ``task_of`` a failure's task."""
-    by_part: dict[str | None, set[int]] = {}
-    for j, part in enumerate(parts):
-        by_part.setdefault(part, set()).add(trial_of(j))
+    part, several causes -- split (module docstring), and the splits made. ``owners``
+    gives each unit's failure index, ``identifiers_of`` its rollout's identifiers (asked
+    only about the units of a group that may be too coarse), ``task_of`` a failure's
+    task."""
+    kinds = set(parts)
+    failing: Counter[str | None] = (
+        Counter({kinds.pop(): len(set(owners))}) if len(kinds) == 1
+        else Counter(part for part, _ in set(zip(parts, owners, strict=True))))
     out: list[list[int]] = []
     splits: list[Split] = []
     for group in groups:
-        found, failing = None, len(by_part[parts[group[0]]]) if group else 0
-        if len(group) > MOST * failing:  # units: at least as many as trials
-            trials = [trial_of(u) for u in group]
+        found, of_part = None, failing[parts[group[0]]] if group else 0
+        if len(group) > MOST * of_part:  # units: at least as many as trials
+            trials = [owners[u] for u in group]
             size = len(set(trials))
-            if size > MOST * failing:
+            if size > MOST * of_part:
                 found = causes_of(group, keys, [identifiers_of(u) for u in group], trials,
                                   task_of)
         if found is None:
@@ -149,5 +150,5 @@ def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[s
         start = len(out)
         out += found
         shared = frozenset.intersection(*(keys[u].tokens for u in group))
-        splits.append(Split(size, failing, tuple(range(start, len(out))), shared))
+        splits.append(Split(size, of_part, tuple(range(start, len(out))), shared))
     return out, splits

@@ -144,10 +144,10 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
         lexical, keys = _lexical_keys(failures, placed, lexical)
         unit_keys = dict(zip(lexical, keys, strict=True))
         parts = [unit.part if (unit := placed[u][1]) is not None else None for u in lexical]
+        owners = [owner[u] for u in lexical]
         lexical_groups, splits = split_coarse(
-            group_root_cause(keys, parts), keys, parts,
-            lambda j: failures[owner[lexical[j]]].identifiers, lambda j: owner[lexical[j]],
-            task_ids.__getitem__)
+            group_root_cause(keys, parts), keys, parts, owners,
+            lambda j: failures[owners[j]].identifiers, task_ids.__getitem__)
         first = len(clusters)
         demote = {g: split.shared for split in splits for g in split.groups}
         for g, group in enumerate(lexical_groups):
