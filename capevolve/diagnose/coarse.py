@@ -152,3 +152,4 @@ def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[s
         shared = frozenset.intersection(*(keys[u].tokens for u in group))
         splits.append(Split(size, of_part, tuple(range(start, len(out))), shared))
     return out, splits
+

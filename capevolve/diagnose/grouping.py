@@ -6,8 +6,11 @@ narrated_without_action (or claimed_without_matching_action) puts its units abou
 state (every unit that is not about what was told, ``classify.is_communication``) into
 that cluster -- or, when all its units are about communication, joins it without a unit --
 and its communication units are clustered like any other. The rest is grouped by the
-root-cause key (``cluster.group_root_cause``, per feedback part) or, in first-words mode,
-by the feedback's first words (one unit per failure, the whole feedback).
+root-cause key (``cluster.group_root_cause``, per feedback part), the groups a task's
+trials alternate between merged (``reworded.merge_rewordings``) and a group holding most of
+its part's failures with distinct causes split (``coarse.split_coarse``); or, in
+first-words mode, by the feedback's first words (one unit per failure, the whole
+feedback).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from capevolve.diagnose.kinds import (
     ClusterMode,
 )
 from capevolve.diagnose.reflective import Failure
+from capevolve.diagnose.reworded import merge_rewordings
 from capevolve.diagnose.signature import Key, KeyCache, first_words
 from capevolve.diagnose.units import Unit
 
@@ -146,7 +150,9 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
         parts = [unit.part if (unit := placed[u][1]) is not None else None for u in lexical]
         owners = [owner[u] for u in lexical]
         lexical_groups, splits = split_coarse(
-            group_root_cause(keys, parts), keys, parts, owners,
+            merge_rewordings(group_root_cause(keys, parts), parts, owners, task_ids,
+                             [f.inferred_part for f in failures],
+                             [bool(key.tokens) for key in keys]), keys, parts, owners,
             lambda j: failures[owners[j]].identifiers, task_ids.__getitem__)
         first = len(clusters)
         demote = {g: split.shared for split in splits for g in split.groups}
