@@ -272,7 +272,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                  timeout_s: float = 900.0, finalize: bool = False, resume: bool = False,
                  engine: EngineKind | str | None = None, address: str | None = None,
                  on_iteration: Callable[[dict[str, Any]], None] | None = None,
-                 minibatch: int | None = None) -> OptimizeSummary:
+                 minibatch: int | None = None, spend_test_ids: bool = False) -> OptimizeSummary:
     """Run an optimization loop on ``run`` (the ``capevolve optimize`` command): the
     ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
     (``scripted:DIR``, ``command:"... {workdir} ..."``, ``llm[:options]``) edits a copy of
@@ -281,16 +281,19 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
     ``parallel`` children are proposed and evaluated concurrently on one shared engine;
     ``minibatch`` is how many train tasks a pareto child is screened on per iteration
     (default 3; a subset evaluation, never gateable); ``resume`` continues a killed loop
-    with its recorded settings; ``finalize`` seals test once and writes report.md.
-    ``on_iteration`` is called with each iteration's row (as in the result's
-    ``iterations``) once recorded. Bad settings raise ConfigError before any rollout."""
+    with its recorded settings; ``finalize`` seals test once and writes report.md (while
+    the best is the seed, test is left unscored and the run open unless ``spend_test_ids``;
+    ``not_finalized`` says why). ``on_iteration`` is called with each iteration's row (as
+    in the result's ``iterations``) once recorded. Bad settings raise ConfigError before
+    any rollout."""
     from capevolve.optimize.loop import LoopSettings, run_loop
     from capevolve.optimize.summary import iteration_row
 
     opened = _writer(run)
     settings = LoopSettings(algorithm=algorithm, proposer=proposer, iterations=iterations,
                             parallel=parallel, focus=focus, timeout_s=timeout_s,
-                            finalize=finalize, resume=resume, minibatch=minibatch)
+                            finalize=finalize, resume=resume, minibatch=minibatch,
+                            spend_test_ids=spend_test_ids)
     chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
 
     def report(record: Any) -> None:
@@ -301,13 +304,16 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
 
 
 def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
-             address: str | None = None) -> FinalRecord:
+             address: str | None = None, spend_test_ids: bool = False) -> FinalRecord:
     """Score the best and the seed on the held-out test split, once per run (the seal),
-    and write final.json; returns its content. A second finalize raises TestSealError."""
+    and write final.json; returns its content. A second finalize raises TestSealError; so
+    does a best that is still the seed unless ``spend_test_ids`` (its test ids then count
+    as used)."""
     opened = _writer(run)
     config = evaluating.run_config(opened).engine
     return FinalRecord.model_validate(finalizing.finalize(
-        opened, engine=engines.engine_for(config, engine, address)))
+        opened, engine=engines.engine_for(config, engine, address),
+        spend_test_ids=spend_test_ids))
 
 
 def status(run: RunLike) -> RunStatus:

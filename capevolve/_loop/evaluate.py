@@ -108,8 +108,9 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
     with run.locked(), run.serial:  # the bookkeeping of concurrent evaluations, one at a time
         journal.recover(run)  # what an evaluation that died left: its rows and its spend
         compaction.settle(run)  # a compaction that died; complete evaluations not compacted
-        if not allow_test:
-            run.require_open("evaluate")
+        confirming = scope.purpose == EvalPurpose.CONFIRM and split == Split.VAL
+        if not allow_test and not (confirming and run.finalized()):
+            run.require_open("evaluate")  # confirm may add val trials to a closed run
         candidate_id = resolve_candidate(run, candidate)
         refuse_tampering(run, config, candidate_id)
         eval_id = scope.eval_id(split, candidate_id, n_trials)
@@ -123,6 +124,8 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         limit = None
         if not allow_test:
             reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run.events()))
+            if confirming:  # not a decision: only the spending caps hold it
+                reasons = budget.spending_exhausted(config.budget, run.spent)
             if reasons:
                 raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
                                   "; run `capevolve finalize`")

@@ -134,7 +134,7 @@ def test_a_finalized_run_refuses_evaluate_gate_accept_reject_set_best(gated, tmp
     """After finalize every deciding verb is refused in one line naming final.json, and
     nothing is written."""
     evaluate(gated, make_candidate(tmp_path / "other", 0.5), "val")  # cand_002, not decided
-    finalize(gated)
+    finalize(gated, spend_test_ids=True)
     before = {p: p.read_bytes() for p in gated.root.rglob("*") if p.is_file()}
     refused = {
         "evaluate": lambda: evaluate(gated, make_candidate(tmp_path / "new", 0.9), "val"),

@@ -53,7 +53,7 @@ def test_bad_input_is_one_line_and_exit_2(run, args, needle):
 
 
 def test_a_test_split_evaluation_is_never_exported(run, tmp_path):
-    capevolve.finalize(run)
+    capevolve.finalize(run, spend_test_ids=True)
     test_eval = next(p.stem for p in (run.root / "evals").glob("test__*.json"))
     result = invoke("export", "jsonl", "--run-dir", run.root, "--eval", test_eval,
                     "--out", tmp_path / "t.jsonl")
