@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capevolve._lazy import lazy_module
-from capevolve._loop.public_run import RunDir, public
+from capevolve._loop.public_run import RunDir, store_run
 from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve.config import load_config
 from capevolve.errors import ConfigError
@@ -41,6 +41,7 @@ from capevolve.records import (
     Quarantine,
     Rejected,
     RunStatus,
+    UserEvent,
     Verification,
 )
 
@@ -74,7 +75,7 @@ else:
     verifying = lazy_module("capevolve._loop.verify")
     rollout_query = lazy_module("capevolve._store.rollouts.query")
 
-RunLike = StoreRunDir | str | os.PathLike[str]
+RunLike = RunDir | str | os.PathLike[str]
 """A run: an open :class:`RunDir`, or the path of a run directory."""
 
 
@@ -86,15 +87,18 @@ def _split(value: Split | str) -> Split:
         raise ConfigError(f"split {value!r}: expected train or val") from None
 
 
-def _writer(run: RunLike) -> StoreRunDir:
-    """The run a verb reads and writes: ``run`` itself, or the run dir at that path."""
+def _writer(run: RunLike | StoreRunDir) -> StoreRunDir:
+    """The run a verb reads and writes: the writer behind a public RunDir, an internal one
+    as it is, or the run dir at that path (opened and verified)."""
+    if isinstance(run, RunDir):
+        return store_run(run)
     return run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
 
 
 def open_run(run: RunLike) -> RunDir:
     """``run`` itself when it is a RunDir, else the run directory at that path, opened
     read-only (nothing is created or modified; RunDirError if it is not a run)."""
-    return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
+    return run if isinstance(run, RunDir) else RunDir(_writer(run))
 
 
 def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> ProjectInit:
@@ -116,8 +120,7 @@ def create_run(project: str | os.PathLike[str],
     """Check the project, freeze its splits and snapshot the seed capability as candidate
     ``seed`` (the best) in a new run dir (default ``<project>/.capevolve/run_<utc>``).
     Runs no rollout; see :func:`start_run` for the baseline too."""
-    return public(running.create_run(Path(project),
-                                      None if run_dir is None else Path(run_dir)))
+    return RunDir(running.create_run(Path(project), None if run_dir is None else Path(run_dir)))
 
 
 def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,
@@ -349,6 +352,26 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport
     from capevolve._loop.doctor import diagnose as cluster_diagnose
 
     return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
+
+
+def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
+    """Record a user event in the run's log: ``note`` or a kind registered with
+    :func:`register_event_kind`, its ``fields`` (JSON values) stored under ``data``. The
+    kinds capevolve records itself (gate, accept, spend, ...) are refused (RecordError)."""
+    return _writer(run).log_event(kind, **fields)
+
+
+def register_event_kind(name: str) -> None:
+    """Allow :func:`log_event` to record the user kind ``name`` in this process (lowercase
+    letters, digits and ``_``; not a kind capevolve records itself)."""
+    StoreRunDir.register_event_kind(name)
+
+
+def run_dir_of(run: RunLike) -> StoreRunDir:
+    """The internal run behind ``run`` (opened and verified from a path): for the CLI's
+    presenters (report, view, diagnose, export), which read the store directly. Not part of
+    ``__all__``."""
+    return _writer(run)
 
 
 def local_ray_down(force: bool = False) -> dict[str, Any]:

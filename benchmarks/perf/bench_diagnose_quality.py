@@ -43,7 +43,8 @@ from typing import Any
 import quality_airline
 from diagnose_quality import Item, score
 
-from capevolve import create_run, evaluate
+from capevolve import evaluate
+from capevolve._loop.run import create_run
 from capevolve._project.loader import load_project
 from capevolve.adapter import Rollout
 from capevolve.diagnose.classify import is_failure
@@ -75,7 +76,7 @@ def retail_items(run: Any, split: str) -> list[Item]:
 
 
 def bench_retail(root: Path) -> dict[str, dict[str, Any]]:
-    run = create_run(RETAIL, root / "retail-run")
+    run = create_run(RETAIL, root / "retail-run")  # the internal run: diagnose reads it
     out = {}
     for split in ("val", "train"):
         evaluate(run, "seed", split, engine="local")

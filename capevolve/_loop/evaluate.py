@@ -163,7 +163,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
               "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields()}
     write_eval(run, EvalRecord.model_validate(record))
-    run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     session = Session(run, eval_id, str(split), candidate_id)
@@ -214,7 +214,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                   resumed=resumed, worker_restarts=report.worker_restarts)
     stored = EvalRecord.model_validate(record)
     write_eval(run, stored)
-    run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored, purpose=stored.purpose,
                 first_trial=stored.first_trial,
