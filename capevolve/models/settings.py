@@ -134,6 +134,8 @@ def with_candidate(settings: ModelSettings, files: dict[str, bytes]) -> ModelSet
         raise ConfigError(f"{where}: {unknown[0]} may not be set by a candidate (only "
                           f"{', '.join(sorted(CANDIDATE_KEYS))})")
     try:
+        ModelConfig.model_validate({"base_url": settings.base_url, "model": settings.model,
+                                    **data})  # the config's types and ranges
         edited = ModelSettings.model_validate({**settings.model_dump(), **data,
                                                "edited": tuple(sorted(data))})
         if edited.model != settings.model:
