@@ -55,7 +55,7 @@ def test_rows_record_the_model_settings_and_every_token(tmp_path):
     endpoint = _Endpoint()
     with ChatServer(default=endpoint) as server:
         project = _project(tmp_path / "p", server.base_url)
-        out = capevolve.start_run(project, tmp_path / "run", engine="local")
+        out = capevolve.start_run(project, tmp_path / "run", engine="local").to_dict()
         posts = [r for r in server.requests if r["method"] == "POST"]
     assert out["baseline"]["status"] == "complete"
     _, rows = capevolve.query(tmp_path / "run", "SELECT model, model_settings, usage, tokens, "
@@ -80,7 +80,8 @@ def test_the_gate_refuses_a_model_the_endpoint_swapped(tmp_path):
         run = tmp_path / "run"
         capevolve.start_run(_project(tmp_path / "p", server.base_url), run, engine="local")
         endpoint.served = "cheaper-model"
-        record = capevolve.evaluate(run, _candidate(tmp_path / "c"), "val", engine="local")
+        record = capevolve.evaluate(run, _candidate(tmp_path / "c"), "val",
+                                    engine="local").to_dict()
     with pytest.raises(GateError, match="reported model cheaper-model .* but served-m"):
         capevolve.gate(run, record["candidate_id"])
 
@@ -92,10 +93,10 @@ def test_a_model_setting_the_candidate_chooses_is_its_edit(tmp_path):
         run = tmp_path / "run"
         capevolve.start_run(_project(tmp_path / "p", server.base_url), run, engine="local")
         record = capevolve.evaluate(run, _candidate(tmp_path / "c", "temperature: 0.9\n"),
-                                    "val", engine="local")
+                                    "val", engine="local").to_dict()
         hot = [r["body"]["temperature"] for r in server.requests[-record["n_tasks"]:]]
     assert hot == [0.9] * record["n_tasks"]
-    gate = capevolve.gate(run, record["candidate_id"])
+    gate = capevolve.gate(run, record["candidate_id"]).to_dict()
     assert any("model.yaml changes the agent model's temperature" in r for r in gate["reasons"])
 
 
