@@ -166,7 +166,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
               "policy": str(settings.policy), "audit": audit.to_dict(), "target": target,
               "tentative": settings.policy == GatePolicy.KEEP_BEST
               and tentative(verdict.decision, verdict.confidence)}
-    run._record(EventKind.GATE, **result)
+    run.record(EventKind.GATE, **result)
     return result
 
 
@@ -245,7 +245,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
         _regate_for(run, candidate_id, target)
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
-    event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,
+    event = run.record(EventKind.ACCEPT, candidate_id=candidate_id,
                         previous_best=previous, note=note, delta=gate.delta)
     run._promote(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
@@ -286,7 +286,7 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
     if prior is not None:
         return _rejected(prior.event, repeated=True)
     _refuse_past_budget(run, "reject")
-    event = run._record(EventKind.REJECT, candidate_id=candidate_id, note=note,
+    event = run.record(EventKind.REJECT, candidate_id=candidate_id, note=note,
                         best_id=best_id)
     run.update_spent(iterations=1)
     record = record_decision(run, Decision.REJECT, candidate_id)

@@ -47,10 +47,10 @@ def compare(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
     both were diagnosed). Read-only."""
     if split not in (Split.TRAIN, Split.VAL):
         fail(f"--split {split!r}: compare reads train or val; the test split is held out")
-    import capevolve
+    from capevolve import _api
     from capevolve.view.compare import compare as compare_candidates
 
-    result = compare_candidates(capevolve.open_run(run_dir), a, b, Split(split))
+    result = compare_candidates(_api.run_dir_of(run_dir), a, b, Split(split))
     emit(result, json, _compare_human(result))
 
 
@@ -60,11 +60,11 @@ def diff(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
                                             "line counts.")] = False,
          json: JsonOpt = False) -> None:
     """Unified diff of two candidates' files (their immutable snapshots). Read-only."""
-    import capevolve
+    from capevolve import _api
     from capevolve.view.diff import diff as diff_candidates
     from capevolve.view.diff import stat_text
 
-    result = diff_candidates(capevolve.open_run(run_dir), a, b)
+    result = diff_candidates(_api.run_dir_of(run_dir), a, b)
     if stat:
         result = {**result, "files": [{k: v for k, v in c.items() if k != "diff"}
                                       for c in result["files"]]}

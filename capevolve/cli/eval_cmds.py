@@ -71,7 +71,9 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
 
 
 def _gate_human(result: dict) -> str:
-    numbers = ", ".join(f"{k} {result[k]:.4f}" for k in ("delta", "se", "t", "p_value")
+    names = {"delta": "delta", "se": "se", "t": "t",
+             "p_one_sided": "p one-sided (the decision's)", "p_value": "p two-sided"}
+    numbers = ", ".join(f"{label} {result[k]:.4f}" for k, label in names.items()
                         if result.get(k) is not None)
     tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
     if result.get("confidence"):
@@ -177,19 +179,24 @@ def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
 @command
 def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              address: AddressOpt = None, engine: EngineOpt = None,
+             spend_test_ids: Annotated[bool, typer.Option(
+                 "--spend-test-ids", help="Score test even when the best is still the seed "
+                 "(refused otherwise: the project's test ids then count as used).")] = False,
              json: JsonOpt = False) -> None:
     """Score the best and the seed on the held-out test split, once; writes final.json.
 
     Takes the test seal (a second finalize is refused), records the finalize in the
     project's .capevolve/finalizes.jsonl (the project dir must be writable) and closes the
     run: evaluate, gate, accept and reject are refused afterwards. final.json states a
-    verdict on the val gain, or "not measured" when the test evaluation is incomplete."""
+    verdict on the val gain, or "not measured" when the test evaluation is incomplete.
+    Refused while the best is the seed (nothing to confirm) unless --spend-test-ids."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
     from capevolve.progress.live import live_progress
 
     with live_progress():
-        final = capevolve.finalize(run, engine=engine, address=address).to_dict()
+        final = capevolve.finalize(run, engine=engine, address=address,
+                                   spend_test_ids=spend_test_ids).to_dict()
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "

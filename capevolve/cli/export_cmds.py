@@ -24,9 +24,9 @@ def mlflow(run_dir: RunDirOpt,
     delta, spend, report and final.json) and one nested run per candidate (parent,
     decision, evaluation means and SEs, gate numbers, capability files). Idempotent:
     exporting again updates the same MLflow runs. Needs the `mlflow` extra."""
-    import capevolve
+    from capevolve import _api
     from capevolve.export.to_mlflow import export_mlflow
 
-    result = export_mlflow(capevolve.open_run(run_dir), tracking_uri, experiment)
+    result = export_mlflow(_api.run_dir_of(run_dir), tracking_uri, experiment)
     emit(result, json, f"exported {len(result['runs'])} candidates to MLflow experiment "
          f"{result['experiment']!r} (parent run {result['parent_run_id']})")

@@ -47,6 +47,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"sealed test: {final['best_id']} {fmt_mean(test['mean'], test['stderr'])}"
                      f" vs seed {fmt_mean(base['mean'], base['stderr'])}: "
                      f"{final['verdict_text']}")
+    elif result.get("not_finalized"):
+        lines.append(f"not finalized: {result['not_finalized']}")
     return "\n".join(lines)
 
 
@@ -76,6 +78,9 @@ def optimize(
     finalize: Annotated[bool, typer.Option(
         "--finalize", help="When the loop stops: seal test once and write report.md.")]
     = False,
+    spend_test_ids: Annotated[bool, typer.Option(
+        "--spend-test-ids", help="With --finalize: score test even when the best is still the "
+        "seed (the project's test ids then count as used).")] = False,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue this run's killed or stopped loop with its settings.")]
     = False,
@@ -106,5 +111,6 @@ def optimize(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
             resume=resume, engine=None if engine is None else str(engine), address=address,
-            on_iteration=shown, minibatch=minibatch).to_dict()
+            on_iteration=shown, minibatch=minibatch,
+            spend_test_ids=spend_test_ids).to_dict()
     emit(result, json, render(result))

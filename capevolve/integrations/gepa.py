@@ -172,7 +172,7 @@ class GEPAAdapter:
             raise CapevolveError("gepa adapter: make_reflective_dataset needs an evaluation "
                                  "made with capture_traces=True")
         first = traces[0]
-        diagnosis = diagnose(api.open_run(self.run.root),
+        diagnosis = diagnose(api.run_dir_of(self.run.root),
                              DiagnoseOptions(split=first["split"], tag=first["candidate_id"]))
         tasks = {t["task_id"] for t in traces}
         entries = [e for e in diagnosis["reflective_dataset"] if e["task_id"] in tasks]

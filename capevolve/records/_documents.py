@@ -205,7 +205,9 @@ class GateRecord(Record):
     df: float | None = None
     """Degrees of freedom of t."""
     p_value: float | None = None
-    """Two-sided p-value of t."""
+    """Two-sided p-value of t (beside the decision's, never deciding)."""
+    p_one_sided: float | None = None
+    """P(T_df >= t), the one-sided p-value of the gate's one-sided decision."""
     k_se: float | None = None
     """The critical value c of ``t > c`` used (the t-quantile at alpha, or a fixed k_se)."""
     alpha: float | None = Field(None, ge=0, le=1)

@@ -334,3 +334,18 @@ esac
     assert not (run.root / "rollouts" / "split=val" / "candidate=cand_001"
                 / "planted.parquet").exists()
     assert [r["iteration"] for r in ledger(run.root)] == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_a_loop_that_kept_the_seed_leaves_test_unscored_and_the_run_open(tmp_path):
+    """optimize --finalize with no accept: no seal, no test row, not_finalized says why; the
+    run stays open (a later loop may go on)."""
+    run = loop_run(tmp_path)
+    edits = scripted_edits(tmp_path / "edits", [0.2])
+    result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                       finalize=True)
+    assert result["best_id"] == "seed" and result["final"] is None
+    assert "the best is the seed" in result["not_finalized"]
+    assert not (run.root / "seal.json").exists() and not (run.root / "final.json").exists()
+    assert not [u for u in raw_units(run.root) if u[0].startswith("test__")]
+    assert not run.finalized()
