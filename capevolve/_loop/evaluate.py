@@ -24,7 +24,7 @@ from capevolve import telemetry as otel
 from capevolve._engine import collector, make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve._loop import shared_budget
+from capevolve._loop import models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
@@ -73,10 +73,12 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
         raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
                           "by the adapter (the task set changed after the splits were frozen)")
     files_dir = run.candidate_dir(candidate_id)
+    files = pack(files_dir)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=loaded.table,
+        candidate_files=files, tasks=loaded.table,
+        agent_model=models_pin.agent_settings(run, files),
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
