@@ -24,11 +24,12 @@ EXPECTED = [
     "GatePolicy", "GateRecord", "Handoff", "NoChange", "OptimizeSummary", "ProbeResult",
     "ProjectCheck", "ProjectInit", "Quarantine", "RecordError", "Rejected", "Rollout", "RunDir",
     "RunDirError", "RunManifest", "RunStatus", "Score", "Split", "Standing", "StoreError",
-    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "Verification",
+    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent",
+    "Verification",
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change",
-    "open_run", "optimize_run", "probe", "quarantine", "query", "reject", "start_run", "status",
-    "verify",
+    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "log_event",
+    "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
+    "register_event_kind", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -44,16 +45,18 @@ SIGNATURES = {
     "doctor": "address=None, timeout_s=60.0",
     "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
                 "purpose=None, target=None, engine=None, address=None",
-    "finalize": "run, *, engine=None, address=None",
+    "finalize": "run, *, engine=None, address=None, spend_test_ids=False",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
     "gate": "run, candidate_id, *, n_trials=None, target=None",
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
     "init_project": "directory, *, kind='adapter'",
+    "log_event": "run, kind, **fields",
+    "register_event_kind": "name",
     "open_run": "run",
     "optimize_run": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                     "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
-                    "address=None, on_iteration=None, minibatch=None",
+                    "address=None, on_iteration=None, minibatch=None, spend_test_ids=False",
     "probe": "run, candidate, *, tasks=None, cluster=None, failing=False, split='val', "
              "engine=None, address=None",
     "query": "run, sql",
@@ -73,7 +76,9 @@ def _shape(fn) -> str:
             parts.append("*")
             star = True
         default = p.default
-        if default is p.empty:
+        if p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        elif default is p.empty:
             parts.append(p.name)
         else:
             text = repr(str(default)) if isinstance(default, str) else repr(default)
@@ -203,10 +208,10 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     assert diagnosis.tag == "seed" and (run.root / "diagnoses").is_dir()
     with pytest.raises(capevolve.CapevolveError):
         capevolve.diagnose_candidate(run.root, "seed", "test")
-    final = capevolve.finalize(run.root, engine="local")
+    final = capevolve.finalize(run.root, engine="local", spend_test_ids=True)
     assert type(final) is capevolve.FinalRecord and final.best_id == candidate
     with pytest.raises(capevolve.TestSealError):
-        capevolve.finalize(run.root, engine="local")
+        capevolve.finalize(run.root, engine="local", spend_test_ids=True)
 
 
 @pytest.mark.slow

@@ -13,6 +13,11 @@ test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
 - ``test_reuse`` says how many earlier runs of the same project finalized on the same test
   ids ("test reused: N earlier finalizes on these ids").
 
+When the best is still the seed there is no gain to confirm: finalize refuses
+(:class:`SeedIsBest`, before the seal and before anything is recorded), so the project's
+test ids stay unused, unless ``spend_test_ids`` says to score the seed anyway (its test ids
+then count as used by the project).
+
 A finalize that died (a kill, an outage) after some test rows is **resumed** by running
 finalize again: the seal names the best and baseline being scored, and the retry evaluates
 exactly those two test evaluations (same eval ids, same task ids and trials), so only their
@@ -81,13 +86,31 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
     return paired_delta(with_task_means(run, best), with_task_means(run, seed_eval))["delta"]
 
 
-def finalize(run: RunDir, engine: Engine | None = None,
-             address: str | None = None) -> dict[str, Any]:
+class SeedIsBest(TestSealError):
+    """finalize refused: the best is the seed, so scoring test would only use its ids."""
+
+
+def seed_refusal(run: RunDir) -> str | None:
+    """Why finalize would refuse without ``spend_test_ids`` (None: the best is an edit)."""
+    if run.best_id != SEED_ID or run.layout.seal.is_file():
+        return None  # a finalize in progress resumes whatever its seal names
+    return ("finalize refused: the best is the seed (nothing was accepted), so test has no "
+            "gain to confirm and scoring it would only use up the project's test ids; the "
+            "run stays open. Pass --spend-test-ids to score the seed anyway (the test ids "
+            "then count as used)")
+
+
+def finalize(run: RunDir, engine: Engine | None = None, address: str | None = None, *,
+             spend_test_ids: bool = False) -> dict[str, Any]:
     """Burn the seal, score best and seed on test, write final.json; once per run.
 
     The seal is taken before the run lock, so of two finalize processes the loser fails
-    with TestSealError (not a lock error). Returns final.json's content.
+    with TestSealError (not a lock error). A seed best is refused (:class:`SeedIsBest`)
+    unless ``spend_test_ids``. Returns final.json's content.
     """
+    why = None if spend_test_ids else seed_refusal(run)
+    if why is not None:
+        raise SeedIsBest(why)
     taken = seal.burn(run.layout, best_id=run.best_id, baseline_id=SEED_ID)
     with ExitStack() as held:
         try:
@@ -114,7 +137,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                           run_created_at=run.manifest.created_at, best_id=best_id,
                           started_at=utc_now())
     reuse = ledger.record(run.manifest.project_dir, entry)  # before any test rollout is run
-    run._record(EventKind.FINALIZE_STARTED, best_id=best_id)
+    run.record(EventKind.FINALIZE_STARTED, best_id=best_id)
     baseline_id = str(taken.baseline_id or SEED_ID)
     best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
     baseline = best if best_id == baseline_id else evaluate(
@@ -124,7 +147,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                          entry.test_ids_sha256)
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
-    run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
+    run.record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
                 final_sha256=sha256_file(run.layout.final))
     return final.to_json()
 

@@ -82,14 +82,22 @@ def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
     reasons = []
     if budget.max_iterations and spent.iterations >= budget.max_iterations:
         reasons.append(f"iterations {spent.iterations} of {budget.max_iterations}")
+    reasons.extend(spending_exhausted(budget, spent))
+    if budget.stall and stall >= budget.stall:
+        reasons.append(f"{stall} consecutive rejections (stall limit {budget.stall})")
+    return reasons
+
+
+def spending_exhausted(budget: BudgetConfig, spent: Spent) -> list[str]:
+    """The spending caps reached (metric calls, money), in words: what holds even work
+    that is not a decision (a confirmation)."""
+    reasons = []
     if budget.max_metric_calls and spent.metric_calls >= budget.max_metric_calls:
         reasons.append(f"metric calls {spent.metric_calls} of {budget.max_metric_calls}")
     if budget.max_usd and priced_cost(spent) >= budget.max_usd:
         unknown = (f" (with {spent.cost_unrecorded} rollouts of unknown cost at the mean)"
                    if priced_cost(spent) != spent.cost_usd else "")
         reasons.append(f"cost ${priced_cost(spent):.2f}{unknown} of ${budget.max_usd:.2f}")
-    if budget.stall and stall >= budget.stall:
-        reasons.append(f"{stall} consecutive rejections (stall limit {budget.stall})")
     return reasons
 
 

@@ -38,6 +38,7 @@ from capevolve.config import GateConfig
 from capevolve.errors import GateError
 from capevolve.kinds import Confidence, Decision, GateMode
 from capevolve.stats import Comparison, paired_comparison, summary_comparison, welch_comparison
+from capevolve.stats.power import t_tail
 
 __all__ = ["GateDecision", "SideOutcomes", "decide", "decide_from_summary"]
 
@@ -55,6 +56,10 @@ class GateDecision:
     t: float | None = None
     df: float | None = None
     p_value: float | None = None
+    """Two-sided p-value of t (reported beside the decision's, never deciding)."""
+    p_one_sided: float | None = None
+    """P(T_df >= t): the p-value of the one-sided decision (accept iff it is below alpha,
+    at the default threshold)."""
     k_se: float | None = None
     """The critical value c of ``t > c`` the gate used."""
     alpha: float | None = None
@@ -74,6 +79,11 @@ class GateDecision:
         out["confidence"] = None if self.confidence is None else str(self.confidence)
         out["imputed"], out["regressions"] = list(self.imputed), list(self.regressions)
         return out
+
+
+def one_sided(t: float | None, df: float | None) -> float | None:
+    """The one-sided p-value P(T_df >= t) of a gate's t (None when t is undefined)."""
+    return None if t is None else t_tail(t, df)
 
 
 def _verdict(comparison: Comparison, exact: bool, degenerate: bool, critical: float,
@@ -157,7 +167,8 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
     numbers = comparison.to_dict()
     return GateDecision(
         decision, reasons, mode, scope.coverage, delta=numbers["delta"], se=numbers["se"],
-        t=numbers["t"], df=numbers["df"], p_value=numbers["p_value"], k_se=critical,
+        t=numbers["t"], df=numbers["df"], p_value=numbers["p_value"],
+        p_one_sided=one_sided(comparison.t, comparison.df), k_se=critical,
         alpha=0.0 if exact else alpha, exact=exact, n_compared=len(scope.compared),
         n_clusters=comparison.n_clusters, imputed=list(scope.imputed), regressions=broken,
         confidence=confidence(comparison.delta, comparison.se, comparison.df,
@@ -189,7 +200,8 @@ def decide_from_summary(current: float, candidate: float, current_se: float,
     numbers = comparison.to_dict()
     return GateDecision(
         decision, [reason], GateMode.WELCH, None, delta=numbers["delta"], se=numbers["se"],
-        t=numbers["t"], df=None, p_value=numbers["p_value"], k_se=critical,
+        t=numbers["t"], df=None, p_value=numbers["p_value"],
+        p_one_sided=one_sided(comparison.t, None), k_se=critical,
         alpha=0.0 if exact else alpha, exact=exact,
         confidence=confidence(comparison.delta, comparison.se, None, config.min_delta, exact,
                               critical))

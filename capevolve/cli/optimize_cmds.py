@@ -7,7 +7,14 @@ from typing import Annotated, Any
 import typer
 
 import capevolve
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.options import (
+    AddressOpt,
+    EngineOpt,
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+)
 from capevolve.cli.output import command, emit, fmt_mean, progress
 
 
@@ -47,12 +54,14 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"sealed test: {final['best_id']} {fmt_mean(test['mean'], test['stderr'])}"
                      f" vs seed {fmt_mean(base['mean'], base['stderr'])}: "
                      f"{final['verdict_text']}")
+    elif result.get("not_finalized"):
+        lines.append(f"not finalized: {result['not_finalized']}")
     return "\n".join(lines)
 
 
 @command
 def optimize(
-    run_dir: RunDirOpt,
+    *, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     algorithm: Annotated[str | None, typer.Option(
         "--algorithm", help="hill-climb (parent = best) or pareto (GEPA-style frontier).")] = None,
     proposer: Annotated[str | None, typer.Option(
@@ -76,6 +85,9 @@ def optimize(
     finalize: Annotated[bool, typer.Option(
         "--finalize", help="When the loop stops: seal test once and write report.md.")]
     = False,
+    spend_test_ids: Annotated[bool, typer.Option(
+        "--spend-test-ids", help="With --finalize: score test even when the best is still the "
+        "seed (the project's test ids then count as used).")] = False,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue this run's killed or stopped loop with its settings.")]
     = False,
@@ -87,6 +99,7 @@ def optimize(
     copy of a parent, and the child goes evaluate -> gate -> accept|reject on full val
     (the same artifacts as agent mode, plus optimize/ledger.jsonl). Stops at the stop
     condition, a budget cap or --iterations. Bad settings: exit 2 before any rollout."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve.progress.iterations import IterationRow
     from capevolve.progress.live import live_progress
 
@@ -106,5 +119,6 @@ def optimize(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
             resume=resume, engine=None if engine is None else str(engine), address=address,
-            on_iteration=shown, minibatch=minibatch).to_dict()
+            on_iteration=shown, minibatch=minibatch,
+            spend_test_ids=spend_test_ids).to_dict()
     emit(result, json, render(result))

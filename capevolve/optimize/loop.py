@@ -22,7 +22,8 @@ Contract:
   evaluations resume and recorded gates / decisions are reused (nothing paid twice).
 - The loop stops at the first stop predicate met, a budget cap, ``iterations`` or a
   proposer with nothing left, records why in ``loop.json`` and, with ``finalize``, seals
-  test once and writes report.md.
+  test once and writes report.md (a loop whose best is still the seed leaves test unscored
+  and the run open, unless ``spend_test_ids``).
 - One-off imports the first gate needs are made in a thread while the baseline's rollouts
   run (:func:`_warm_up`), so the first iteration does not pay them.
 """
@@ -70,6 +71,9 @@ class LoopSettings:
     timeout_s: float = 900.0
     finalize: bool = False
     resume: bool = False
+    spend_test_ids: bool = False
+    """With ``finalize``: score test even when the best is still the seed (else the loop
+    leaves the run open and its test ids unused)."""
     minibatch: int | None = None
     """Train tasks a pareto child is screened on per iteration (None: the loop's recorded
     value on resume, else MINIBATCH)."""
@@ -231,11 +235,14 @@ def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
         signal = plateau(gated, PLATEAU_WINDOW)
         session.files.write_loop({**loop, "settings": asdict(settings), "stopped": why,
                                   "stopped_at": utc_now(), "plateau": signal})
-        final = None
-        if settings.finalize:
-            final = finalizing.finalize(run, engine=session.engine)
+        final, unsealed = None, None
+        if settings.finalize and not settings.spend_test_ids:
+            unsealed = finalizing.seed_refusal(run)
+        if settings.finalize and unsealed is None:
+            final = finalizing.finalize(run, engine=session.engine,
+                                        spend_test_ids=settings.spend_test_ids)
     if settings.finalize:
         from capevolve.report.markdown import write_report
 
         write_report(run)
-    return loop_summary(session, why, signal, final)
+    return loop_summary(session, why, signal, final, unsealed)

@@ -1,7 +1,8 @@
 """What a loop reports: one row per iteration (from the ledger), why it stopped, the
 plateau signal, the spend (the run's total, whose spend events also carry the
 optimizer's with role ``optimizer``, and the optimizer's own from the ledger) and, after
-``--finalize``, the sealed test result. Every number comes from stored records."""
+``--finalize``, the sealed test result (or why test was left unscored). Every number
+comes from stored records."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
 
 
 def loop_summary(s: Session, stop_reason: str, plateau: str | None,
-                 final: dict[str, Any] | None) -> dict[str, Any]:
+                 final: dict[str, Any] | None, not_finalized: str | None = None
+                 ) -> dict[str, Any]:
     best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
     seed = evaluating.latest_complete_eval(s.run, "seed", Split.VAL,
@@ -51,5 +53,5 @@ def loop_summary(s: Session, stop_reason: str, plateau: str | None,
         "seed_val": None if seed is None else {"mean": seed.mean, "stderr": seed.stderr},
         "stop_condition": s.stop.to_dict(),
         "spend": {"run": s.run.spent.to_dict(), "optimizer": optimizer_spend(s.ledger)},
-        "final": final,
+        "final": final, "not_finalized": not_finalized,
     }

@@ -45,6 +45,11 @@ class RunManifest(Record):
     absolute outside it). Re-checked before and after every evaluation."""
     splits_checksum: str
     """Checksum of splits.json, verified on every open."""
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The resolved model settings of each declared role (``models:``), prices included,
+    frozen at creation: every evaluation uses these."""
+    models_fingerprint: str | None = None
+    """sha256 of the compared settings of the agent and judge models (None: none declared)."""
 
 
 class CandidateRecord(Record):
@@ -200,7 +205,9 @@ class GateRecord(Record):
     df: float | None = None
     """Degrees of freedom of t."""
     p_value: float | None = None
-    """Two-sided p-value of t."""
+    """Two-sided p-value of t (beside the decision's, never deciding)."""
+    p_one_sided: float | None = None
+    """P(T_df >= t), the one-sided p-value of the gate's one-sided decision."""
     k_se: float | None = None
     """The critical value c of ``t > c`` used (the t-quantile at alpha, or a fixed k_se)."""
     alpha: float | None = Field(None, ge=0, le=1)

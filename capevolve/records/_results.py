@@ -87,6 +87,9 @@ class GateNumbers(Result):
     t: float | None = None
     df: float | None = None
     p_value: float | None = None
+    """Two-sided p-value of t (beside the decision's)."""
+    p_one_sided: float | None = None
+    """The one-sided p-value the decision used."""
     k_se: float | None = None
     alpha: float | None = None
     exact: bool = False
@@ -279,3 +282,5 @@ class OptimizeSummary(Result):
     stop_condition: dict[str, Any] | None
     spend: dict[str, dict[str, Any]]
     final: dict[str, Any] | None
+    not_finalized: str | None = None
+    """Why ``finalize`` left test unscored (the best is still the seed), else None."""

@@ -25,6 +25,7 @@ from capevolve.errors import StoreError
 from capevolve.kinds import SEED_ID, EvalStatus, EventKind, Split
 from capevolve.report.lineage import diff_stat, iterations
 from capevolve.stats import t_quantile
+from capevolve.stats.estimators import n_clusters
 
 FORMAT_VERSION = 1
 
@@ -37,6 +38,17 @@ def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[f
     return [mean - half, mean + half]
 
 
+def _mean_ci(run: RunDir, record: Any, data: dict[str, Any]) -> list[float] | None:
+    """The 95% CI of an evaluation's mean at the df its SE has: G - 1 over the G clusters
+    of the scored tasks with the CR1 clustered SE (as the gate), else n - 1 tasks."""
+    clustered = data.get("stderr_clustered")
+    if clustered is not None:
+        groups = n_clusters(sorted(task_means_of(run, record)), data.get("clusters") or {})
+        return _ci(data.get("mean"), clustered, groups - 1 if groups > 1 else None)
+    n = data.get("n_scored") or 0
+    return _ci(data.get("mean"), data.get("stderr"), n - 1 if n > 1 else None)
+
+
 def _val_evals(run: RunDir, n_trials: int,
                intervals: bool = True) -> dict[str, dict[str, Any]]:
     """The latest full val evaluation per candidate made with the project's trial count
@@ -47,10 +59,7 @@ def _val_evals(run: RunDir, n_trials: int,
         if record.split == Split.VAL and record.n_trials == n_trials \
                 and gate_refusal(record, allow_incomplete=True) is None:
             data = record.to_json()
-            se = data.get("stderr_clustered") or data.get("stderr")
-            n = data.get("n_scored") or 0
-            data["ci95"] = _ci(data.get("mean"), se, n - 1 if n > 1 else None) \
-                if intervals else None
+            data["ci95"] = _mean_ci(run, record, data) if intervals else None
             out[record.candidate_id] = data
     return out
 
@@ -116,9 +125,14 @@ def _final(run: RunDir) -> dict[str, Any] | None:
     if not run.layout.final.is_file():
         return None
     final = read_final(run.layout).to_json()
-    return {k: final.get(k) for k in ("best_id", "baseline_id", "delta", "se", "ci95", "df",
-                                      "n_compared", "n_clusters", "verdict", "verdict_text",
-                                      "missing", "val_delta", "test", "test_baseline")}
+    keys = ("best_id", "baseline_id", "delta", "se", "ci95", "df", "n_compared", "n_clusters",
+            "verdict", "verdict_text", "missing", "val_delta", "test", "test_baseline",
+            "test_reuse")
+    out = {k: final.get(k) for k in keys}
+    reuse = final.get("test_reuse")
+    out["test_reused"] = None if reuse is None else bool(
+        reuse.get("earlier_finalizes") or reuse.get("overlapping_finalizes"))
+    return out
 
 
 def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:

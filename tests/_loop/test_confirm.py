@@ -8,15 +8,17 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.projects import make_candidate, make_project
 
+import capevolve
 from capevolve._loop.confirm import confirm
 from capevolve._loop.decide import accept, gate_candidate
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.finalize import finalize
 from capevolve._loop.run import start_run
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir
-from capevolve.errors import GateError
+from capevolve.errors import GateError, RunDirError
 from capevolve.kinds import Confidence
 
 
@@ -143,3 +145,24 @@ def test_confirm_refuses_to_pool_with_a_probe(tmp_path):
     with pytest.raises(GateError, match="confirm refused: .*probe evaluation"):
         confirm(run, cand["candidate_id"], trials=2)
     assert run.best_id == cand["candidate_id"]
+
+
+@pytest.mark.slow
+def test_a_finalized_run_with_its_budget_spent_can_still_confirm_on_val(tmp_path):
+    """confirm adds val trials to a closed run (finalized, iteration budget spent) and
+    never touches test; evaluate of a new candidate stays refused there."""
+    project = make_project(tmp_path / "p", 40, trials=3, quality=0.4,
+                           extra="gate: {policy: keep-best}\nbudget: {max_iterations: 1}\n")
+    run = RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
+    cid = evaluate(run, make_candidate(tmp_path / "c", 0.45), "val")["candidate_id"]
+    gate_candidate(run, cid)
+    accept(run, cid)
+    finalize(run)
+    tests_before = sorted(p.name for p in run.root.glob("rollouts/split=test/**/*.parquet"))
+    doc = confirm(run, cid, trials=2)
+    assert doc["best_id"] == cid and doc["n_candidate"] == 5
+    assert sorted(p.name for p in run.root.glob("rollouts/split=test/**/*.parquet")) \
+        == tests_before
+    with pytest.raises(RunDirError, match="finalized"):
+        evaluate(run, make_candidate(tmp_path / "d", 0.9), "val")
+    assert capevolve.verify(run.root).ok

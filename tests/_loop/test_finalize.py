@@ -36,7 +36,8 @@ FINAL_KEYS = {"best_id", "baseline_id", "test", "test_baseline", "delta", "se", 
 
 
 def _finalize_argv(run_dir: Path) -> list[str]:
-    return ["finalize", "--run-dir", str(run_dir), "--engine", "local", "--json"]
+    return ["finalize", "--run-dir", str(run_dir), "--engine", "local", "--json",
+            "--spend-test-ids"]
 
 
 def _test_parts(root: Path) -> list[Path]:
@@ -98,7 +99,7 @@ def _write_seal(run: RunDir, **fields) -> dict:
 def finalized(tmp_path_factory) -> tuple[RunDir, dict]:
     """A run finalized once in-process: best cand_001 vs seed, 10 test tasks x 3 trials."""
     run = _run_with_best(tmp_path_factory.mktemp("final"), tasks=40, trials=3)
-    return run, finalize(run)
+    return run, finalize(run, spend_test_ids=True)
 
 
 # -- once -----------------------------------------------------------------------------------
@@ -112,7 +113,7 @@ def test_second_finalize_is_refused_and_changes_nothing(finalized):
     n_started = len(run.events(EventKind.FINALIZE_STARTED))
     for attempt in (run, RunDir.open(run.root)):
         with pytest.raises(TestSealError, match="seal"):
-            finalize(attempt)
+            finalize(attempt, spend_test_ids=True)
     assert _fingerprint(run.root) == before
     assert len(run.events(EventKind.FINALIZE_STARTED)) == n_started == 1
     assert not list(run.root.glob("seal.aborted-*"))
@@ -213,7 +214,7 @@ def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     pid, _ = holder()
     old = _write_seal(run, pid=pid)
     old_bytes = run.layout.seal.read_bytes()
-    final = finalize(RunDir.open(run.root))
+    final = finalize(RunDir.open(run.root), spend_test_ids=True)
     assert FINAL_KEYS <= set(final) and run.layout.final.is_file()
     aside = list(run.root.glob("seal.aborted-*.json"))
     assert len(aside) == 1 and aside[0].read_bytes() == old_bytes
@@ -246,7 +247,7 @@ def test_seal_of_a_live_or_unknowable_holder_is_respected(tmp_path, where):
     before = _fingerprint(run.root)
     try:
         with pytest.raises(TestSealError, match="already running"):
-            finalize(RunDir.open(run.root))
+            finalize(RunDir.open(run.root), spend_test_ids=True)
     finally:
         if holder is not None:
             holder.communicate("")
@@ -301,7 +302,7 @@ def test_a_refused_finalize_says_why(finalized, tmp_path, why):
     holder = _live_holder(run) if why == "already running" else None
     try:
         with pytest.raises(TestSealError) as caught:
-            finalize(RunDir.open(run.root))
+            finalize(RunDir.open(run.root), spend_test_ids=True)
     finally:
         if holder is not None:
             holder.communicate("")
@@ -320,7 +321,7 @@ def test_a_killed_unreaped_finalize_does_not_hold_the_seal(tmp_path):
         assert time.monotonic() < deadline, "the holder did not become a zombie"
         time.sleep(0.01)
     try:
-        final = finalize(RunDir.open(run.root))
+        final = finalize(RunDir.open(run.root), spend_test_ids=True)
     finally:
         holder.wait()
     assert final["best_id"] == "cand_001"
@@ -369,7 +370,7 @@ def test_finalize_killed_after_test_rows_resumes_the_same_units(tmp_path):
     assert shown.returncode == 0 and text in shown.stdout.splitlines(), shown
     parts_before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in _test_parts(run.root)}
 
-    final = finalize(RunDir.open(run.root))
+    final = finalize(RunDir.open(run.root), spend_test_ids=True)
     assert final["best_id"] == "cand_001" and final["baseline_id"] == SEED_ID
     for path, digest in parts_before.items():  # nothing scored before the kill is redone
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest

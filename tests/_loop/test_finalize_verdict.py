@@ -49,7 +49,7 @@ def _with_best(project, run_dir, cand_dir, test_quality: float | None):
 def test_a_real_gain_is_confirmed(tmp_path):
     """Best 0.95 vs seed 0.3 everywhere: confirmed, with a delta whose CI lies above 0."""
     run = _with_best(_project(tmp_path / "p"), tmp_path / "run", tmp_path / "c", None)
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.CONFIRMED
     assert final["ci95"][0] > 0 and final["delta"] > 0 and final["missing"] == []
     assert final["val_delta"] > 0 and "confirmed" in final["verdict_text"]
@@ -60,7 +60,7 @@ def test_a_gain_that_reverses_on_test_is_contradicted(tmp_path):
     """A candidate that is great on val and useless on test: contradicted, CI below 0."""
     run = _with_best(_project(tmp_path / "p", quality=0.6), tmp_path / "run",
                      tmp_path / "c", 0.0)
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.CONTRADICTED, final
     assert final["ci95"][1] < 0
 
@@ -68,7 +68,7 @@ def test_a_gain_that_reverses_on_test_is_contradicted(tmp_path):
 def test_a_gain_that_vanishes_on_test_is_not_confirmed(tmp_path):
     """Same quality as the seed on test (identical rewards): delta 0, not confirmed."""
     run = _with_best(_project(tmp_path / "p"), tmp_path / "run", tmp_path / "c", 0.3)
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.NOT_CONFIRMED
     assert final["delta"] == pytest.approx(0.0, abs=1e-12)
 
@@ -76,7 +76,7 @@ def test_a_gain_that_vanishes_on_test_is_not_confirmed(tmp_path):
 def test_the_seed_as_best_has_no_edit_to_confirm(tmp_path):
     """No accept: the verdict is no_edit."""
     run = create_run(_project(tmp_path / "p"), tmp_path / "run")
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.NO_EDIT and final["best_id"] == SEED_ID
 
 
@@ -85,7 +85,7 @@ def test_incomplete_test_evaluation_is_not_measured_and_names_what_is_missing(tm
     broken = {"x3": {"mode": "error"}, "x7": {"mode": "raise"}}
     run = _with_best(_project(tmp_path / "p", test_meta=broken), tmp_path / "run",
                      tmp_path / "c", None)
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.NOT_MEASURED
     for key in ("delta", "se", "t", "p_value", "ci95", "df"):
         assert final[key] is None, key
@@ -103,7 +103,7 @@ def test_clustered_tasks_use_the_cr1_se_with_g_minus_1_df(tmp_path):
     clusters = {t: {"cluster": f"g{i % 4}"} for i, t in enumerate(TEST)}
     run = _with_best(_project(tmp_path / "p", test_meta=clusters), tmp_path / "run",
                      tmp_path / "c", None)
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     best, base = (task_means_of(run, jsonfiles.read(run.layout.eval_json(final[k]["eval_id"])))
                   for k in ("test", "test_baseline"))
     diffs = {t: best[t] - base[t] for t in TEST}
@@ -132,7 +132,7 @@ def test_a_run_dir_recreated_under_the_same_name_still_counts_as_a_reuse(tmp_pat
     for _ in range(3):
         shutil.rmtree(tmp_path / "demo-run", ignore_errors=True)
         run = create_run(project, tmp_path / "demo-run")
-        counts.append(finalize(run)["test_reuse"]["earlier_finalizes"])
+        counts.append(finalize(run, spend_test_ids=True)["test_reuse"]["earlier_finalizes"])
     assert counts == [0, 1, 2]
     assert len(ledger.read(project).entries) == 3
 
@@ -144,7 +144,7 @@ def test_a_later_run_on_the_same_test_ids_says_the_test_was_reused(tmp_path):
     finals = []
     for i in range(3):
         run = create_run(project, tmp_path / f"run{i}")
-        finals.append((run, finalize(run)))
+        finals.append((run, finalize(run, spend_test_ids=True)))
     reuse = [f["test_reuse"] for _, f in finals]
     assert [r["earlier_finalizes"] for r in reuse] == [0, 1, 2]
     assert reuse[2]["earlier_runs"] == ["run0", "run1"]
@@ -170,7 +170,7 @@ def test_the_ledger_entry_is_written_before_any_test_rollout(tmp_path, monkeypat
 
     monkeypatch.setattr(module, "evaluate", crash)
     with pytest.raises(KeyboardInterrupt):
-        finalize(run)
+        finalize(run, spend_test_ids=True)
     assert [e.run_id for e in ledger.read(project).entries] == ["run"]
 
 
@@ -180,7 +180,7 @@ def test_a_hand_edited_ledger_line_is_counted_not_hidden(tmp_path):
     path = ledger.ledger_path(project)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('not json\n{"format_version": 99, "run_id": "x"}\n')
-    final = finalize(create_run(project, tmp_path / "run"))
+    final = finalize(create_run(project, tmp_path / "run"), spend_test_ids=True)
     assert final["test_reuse"]["earlier_finalizes"] == 0
     assert "2 ledger lines unreadable" in final["test_reuse"]["message"]
 
@@ -232,9 +232,9 @@ def test_a_finalize_that_fails_before_any_test_row_can_be_retried_in_process(tmp
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunDirError, match="locked"):
-            finalize(run)
+            finalize(run, spend_test_ids=True)
     finally:
         holder.communicate("")
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     assert final["verdict"] == TestVerdict.NO_EDIT
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1

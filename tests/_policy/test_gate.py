@@ -1,5 +1,6 @@
 """The strict gate: paired test, coverage, denominator guard, regressions, exact moves."""
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -39,6 +40,24 @@ def test_clear_improvement_is_accepted_with_scipy_numbers():
     assert result.delta == pytest.approx(sum(c) / 10 - sum(b) / 10) and result.df == 9
     assert result.coverage == 1.0 and result.n_compared == 10
     assert result.k_se == pytest.approx(stats.t.ppf(0.95, 9)) and result.alpha == 0.05
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.1, 0.2, -0.1])
+def test_the_decision_s_p_value_is_one_sided_and_agrees_with_the_accept(shift):
+    """p_one_sided is scipy's ttest_rel(alternative='greater'); accept iff it is below
+    alpha (when delta clears min_delta), so the printed p is the one the decision used."""
+    rng = np.random.default_rng(7)
+    best = {t: list(rng.integers(0, 2, 3).astype(float)) for t in VAL}
+    cand = {t: [min(1.0, max(0.0, r + shift + rng.normal(0, 0.2))) for r in best[t]]
+            for t in VAL}
+    result = decide(side(cand), side(best), VAL, GateConfig(min_delta=0.0))
+    c = [sum(cand[t]) / 3 for t in VAL]
+    b = [sum(best[t]) / 3 for t in VAL]
+    ref = stats.ttest_rel(c, b, alternative="greater")
+    assert result.p_one_sided == pytest.approx(ref.pvalue, rel=1e-9)
+    assert result.p_value == pytest.approx(stats.ttest_rel(c, b).pvalue, rel=1e-9)
+    if result.delta > 0:
+        assert (result.decision == Decision.ACCEPT) == (result.p_one_sided < 0.05)
 
 
 def test_default_threshold_is_the_one_sided_t_quantile_not_one_se():

@@ -58,11 +58,11 @@ def test_an_exploratory_gate_is_no_basis_for_set_best(gated):
     """A gate recorded as exploratory never licenses a move of the best."""
     gate = gated.events(EventKind.GATE)[-1].to_json()
     fields = {k: v for k, v in gate.items() if k not in ("kind", "ts", "pid", "format_version")}
-    gated._record(EventKind.GATE, **{**fields, "exploratory": True})
+    gated.record(EventKind.GATE, **{**fields, "exploratory": True})
     gated.passing_gate("cand_001")  # the earlier non-exploratory gate still counts
     fields["decision"] = "reject"
-    gated._record(EventKind.GATE, **fields)
-    gated._record(EventKind.GATE, **{**fields, "decision": "accept", "exploratory": True})
+    gated.record(EventKind.GATE, **fields)
+    gated.record(EventKind.GATE, **{**fields, "decision": "accept", "exploratory": True})
     with pytest.raises(GateError, match="said reject"):
         gated.set_best("cand_001")
 
@@ -134,7 +134,7 @@ def test_a_finalized_run_refuses_evaluate_gate_accept_reject_set_best(gated, tmp
     """After finalize every deciding verb is refused in one line naming final.json, and
     nothing is written."""
     evaluate(gated, make_candidate(tmp_path / "other", 0.5), "val")  # cand_002, not decided
-    finalize(gated)
+    finalize(gated, spend_test_ids=True)
     before = {p: p.read_bytes() for p in gated.root.rglob("*") if p.is_file()}
     refused = {
         "evaluate": lambda: evaluate(gated, make_candidate(tmp_path / "new", 0.9), "val"),

@@ -37,10 +37,10 @@ def test_a_held_seal_refuses_a_second_taker_in_the_same_process(run):
 def test_a_finalize_that_failed_before_any_test_row_can_be_retried_in_process(run):
     """finalize whose engine fails releases its seal: a retry sets it aside and scores."""
     with pytest.raises(EngineError):
-        finalize(run, engine=_BrokenEngine())
+        finalize(run, engine=_BrokenEngine(), spend_test_ids=True)
     assert seal.read_seal(run.layout).status == SealStatus.STARTED
     assert not run.layout.final.exists()
-    final = finalize(RunDir.open(run.root))
+    final = finalize(RunDir.open(run.root), spend_test_ids=True)
     assert final["best_id"] == SEED_ID
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
     assert seal.read_seal(run.layout).status == SealStatus.COMPLETE
@@ -48,7 +48,7 @@ def test_a_finalize_that_failed_before_any_test_row_can_be_retried_in_process(ru
 
 def test_a_complete_seal_is_final(run):
     """After a complete finalize, no burn gets through and the seal stays complete."""
-    finalize(run)
+    finalize(run, spend_test_ids=True)
     before = run.layout.seal.read_bytes()
     with pytest.raises(TestSealError, match="already scored"):
         seal.burn(run.layout, best_id=SEED_ID, baseline_id=SEED_ID)

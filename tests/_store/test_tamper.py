@@ -149,7 +149,7 @@ def finalized_template(tmp_path_factory):
     evaluate(run, make_candidate(base / "good", 1.0), "val")
     assert gate_candidate(run, "cand_001")["decision"] == "accept"
     accept(run, "cand_001")
-    final = finalize(run)
+    final = finalize(run, spend_test_ids=True)
     return run.root, final
 
 
@@ -199,7 +199,7 @@ def test_deleting_seal_and_final_and_moving_test_rows_cannot_buy_a_second_test(f
     shutil.move(finalized.layout.split_rollouts("test"), finalized.root / "elsewhere")
     with pytest.raises(RunDirError, match=r"split=test/.*: recorded in events\.jsonl but "
                                           "missing"):
-        capevolve.finalize(finalized.root, engine="local")
+        capevolve.finalize(finalized.root, engine="local", spend_test_ids=True)
     assert not finalized.layout.final.exists()
     assert not finalized.layout.split_rollouts("test").exists()
     found = capevolve.verify(finalized.root)
@@ -209,7 +209,7 @@ def test_deleting_seal_and_final_and_moving_test_rows_cannot_buy_a_second_test(f
                for line in found.lines)
     assert any(line.startswith("final.json: missing") for line in found.lines)
     with pytest.raises((RunDirError, TestSealError)):
-        finalize(RunDir(finalized.root))  # even the store verb, past open: the seal is gone
+        finalize(RunDir(finalized.root), spend_test_ids=True)  # even the store verb, past open
 
 
 def test_without_the_key_only_the_chain_is_checked_and_writes_are_refused(rejected):

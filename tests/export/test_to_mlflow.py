@@ -27,7 +27,7 @@ def finalized(view_run, tmp_path_factory):
     capevolve.accept(run_dir, view_run.improved, note="adds the rules")
     capevolve.gate(run_dir, view_run.worse)
     capevolve.reject(run_dir, view_run.worse, note="drops the compare rule")
-    capevolve.finalize(run_dir, engine="local")
+    capevolve.finalize(run_dir, engine="local", spend_test_ids=True)
     return run_dir
 
 

@@ -58,7 +58,7 @@ def loop_run(root: Path) -> ReportRun:
     with pytest.raises(capevolve.CandidateError, match="protected paths"):
         capevolve.evaluate(run_dir, tampering(root / "tampered"), engine="local")
     capevolve.diagnose_candidate(run_dir, better.candidate_id)
-    capevolve.finalize(run_dir, engine="local")
+    capevolve.finalize(run_dir, engine="local", spend_test_ids=True)
     return ReportRun(run_dir, project)
 
 

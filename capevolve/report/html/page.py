@@ -22,6 +22,7 @@ table{border-collapse:collapse;font-size:12.5px;width:100%}th,td{border-bottom:1
 padding:4px 6px;text-align:left;vertical-align:top}th{cursor:pointer;background:#f6f6f6}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;color:#fff;font-size:11.5px}
 .empty{color:#777;font-style:italic}.verdict{font-size:16px;font-weight:600}
+.warn{color:#a33;font-weight:600}
 """
 
 SCRIPT = """
@@ -122,7 +123,19 @@ def _final_text(final: dict[str, Any] | None) -> str:
     return (f'<p class="verdict">{esc(final["verdict_text"])}</p>'
             f"<p>test: best {esc(final['best_id'])} {_num(test.get('mean'))} ± "
             f"{_num(test.get('stderr'))} vs seed {_num(base.get('mean'))} ± "
-            f"{_num(base.get('stderr'))} (n = {esc(final['n_compared'])} tasks)</p>")
+            f"{_num(base.get('stderr'))} (n = {esc(final['n_compared'])} tasks)</p>"
+            + _reuse_text(final.get("test_reuse")))
+
+
+def _reuse_text(reuse: dict[str, Any] | None) -> str:
+    """The test split's reuse, as final.json records it (a warning when reused)."""
+    if reuse is None:
+        return "<p>test reuse: not recorded</p>"
+    runs = reuse.get("earlier_runs") or []
+    shown = f" (runs {', '.join(runs)})" if runs else ""
+    klass = ' class="warn"' if reuse.get("earlier_finalizes") or \
+        reuse.get("overlapping_finalizes") else ""
+    return f"<p{klass}>{esc(reuse['message'] + shown)}</p>"
 
 
 def _spend_text(spend: dict[str, Any]) -> str:
