@@ -16,7 +16,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 
 def _status_human(status: dict) -> str:
-    from capevolve.report.data import standing_text
+    from capevolve.report.data import model_spend_lines, standing_text
 
     spent, budget = status["spent"], status["budget"]
     best = status["best_val"] or {}
@@ -34,6 +34,7 @@ def _status_human(status: dict) -> str:
         f"{spent['tokens'] or 'not recorded'}; cost {cost}{cap(budget['max_usd'])}; "
         f"wall {spent['wall_s']:.1f}s",
         f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
+        *(f"model calls, {line}" for line in model_spend_lines(status.get("model_spend") or {})),
     ]
     if stop_line(status.get("stop")):
         lines.append(str(stop_line(status.get("stop"))))

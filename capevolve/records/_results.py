@@ -64,6 +64,8 @@ class EvalLine(Result):
     n_errors: int | None = None
     n_trials: int | None = None
     coverage: float | None = None
+    incomplete_reason: str | None = None
+    """Why an incomplete evaluation is not a measurement."""
 
 
 class Handoff(Result):
@@ -216,6 +218,9 @@ class RunStatus(Result):
     budget_left: dict[str, Any]
     budget_exhausted: list[str]
     spent_by_role: dict[str, dict[str, Any]]
+    model_spend: dict[str, dict[str, Any]] = {}
+    """Model calls by role (agent, judge, check, proposer): tokens, cost_usd and whether
+    the cost is partial (some calls unpriced or of unknown tokens)."""
     unsettled_units: int
     stall: int
     stop_condition: str | None
