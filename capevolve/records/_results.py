@@ -203,6 +203,23 @@ class ProbeResult(Result):
     gateable: Literal[False]
 
 
+class Estimate(Result):
+    """``estimate``: what the configured run will spend, as a range, before it spends it."""
+
+    rollouts: dict[str, int]
+    """low (the baseline, one iteration, finalize) and high (every iteration)."""
+    per_rollout: dict[str, Any]
+    """source (stored rollouts, check probe, none), tokens and usd of one rollout."""
+    tokens: dict[str, int]
+    """Planned tokens, low and high."""
+    usd: dict[str, float | None]
+    """Planned dollars, low and high (None: no price known)."""
+    max_usd: float | None
+    """budget.max_usd (None: no cap)."""
+    spent_usd: float
+    """Recorded dollars so far."""
+
+
 class RunStatus(Result):
     """``status``: the run at a glance."""
 
