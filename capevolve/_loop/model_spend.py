@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
+from capevolve.kinds import EvaluatorKind
 
 _SQL = """SELECT
   count(usage), coalesce(sum(tokens) FILTER (WHERE usage IS NOT NULL), 0),
@@ -30,8 +30,15 @@ def model_spend(run: RunDir, proposer: dict[str, Any] | None = None) -> dict[str
     """``{agent, judge, check[, proposer]}``: tokens, cost_usd (None: none priced) and
     partial of each role that made model calls."""
     out: dict[str, Any] = {}
-    try:
-        _, rows = RolloutStore(run.layout).query(_SQL)
+    config = run.manifest.config
+    calls = bool(run.manifest.models) or any(e.kind == EvaluatorKind.JUDGE
+                                             for e in config.evaluators)
+    rows: list = []
+    try:  # (a run that calls no model reads no rows: status stays light)
+        if calls:
+            from capevolve._store.rollouts.query import RolloutStore
+
+            _, rows = RolloutStore(run.layout).query(_SQL)
     except StoreError:  # parts from before the model columns: nothing recorded
         rows = []
     if rows:
