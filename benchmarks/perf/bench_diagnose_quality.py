@@ -58,7 +58,8 @@ from capevolve_adapters.retail.causes import failure_causes
 TARGET_ARI = 0.7
 RETAIL = Path(__file__).resolve().parents[1] / "retail"
 HELDOUT = Path(__file__).resolve().parents[1] / "diagnose_heldout"
-HELDOUT_PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review")
+HELDOUT_PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review",
+                    "it_helpdesk")
 
 
 def retail_items(run: Any, split: str) -> list[Item]:

@@ -52,7 +52,6 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
-from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
@@ -206,7 +205,6 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         end()
         raise
     else:
-        spare.make_ahead()  # the summary's DuckDB database, made while the session ends
         failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "

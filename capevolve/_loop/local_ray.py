@@ -1,12 +1,4 @@
-"""The local Ray capevolve shares between commands: join it early, stop it (``capevolve down``).
-
-Contract: :func:`down` stops this installation's owned local Ray (see
-:mod:`capevolve._engine.ray.owned`) and removes its state; a Ray joined by address is
-never touched. It imports no ray: stopping is a signal to the owned Ray's daemon.
-:func:`join_early` starts importing Ray and joining it in a thread when the run's engine is
-Ray (and, for one evaluation, claiming its warm actors), so a command's own imports and
-checks overlap it; this module imports no ray itself.
-"""
+"""The local Ray capevolve shares between commands: join it early, stop it (``capevolve down``)."""
 
 from __future__ import annotations
 
