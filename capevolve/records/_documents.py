@@ -247,6 +247,8 @@ class GateRecord(Record):
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
+    """True when settings other than the frozen project's decided (never a basis for
+    accept)."""
     policy: str = "strict"
     """The decision policy that produced ``decision`` (``gate.policy``)."""
     tentative: bool = False
@@ -255,8 +257,6 @@ class GateRecord(Record):
     """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
     target: str | None = None
     """The ``--target`` (cluster or census bucket) the change was meant to fix."""
-    """True when settings other than the frozen project's decided (never a basis for
-    accept)."""
 
 
 class EvalSummary(Record):
