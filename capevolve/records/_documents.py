@@ -50,6 +50,8 @@ class RunManifest(Record):
     frozen at creation: every evaluation uses these."""
     models_fingerprint: str | None = None
     """sha256 of the compared settings of the agent and judge models (None: none declared)."""
+    models_check: dict[str, Any] = Field(default_factory=dict)
+    """The model usage of the check's probe rollout at creation (a meter snapshot)."""
 
 
 class CandidateRecord(Record):
