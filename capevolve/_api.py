@@ -28,6 +28,7 @@ from capevolve.records import (
     ClusterReport,
     Confirmation,
     DiagnosisRecord,
+    Estimate,
     EvalRecord,
     FinalRecord,
     GateNumbers,
@@ -49,8 +50,10 @@ from capevolve.records import (
 # the Arrow, DuckDB and numpy code behind evaluate and gate); the checker sees them as
 # eager imports. tests/test_lazy_api.py keeps both lists the same.
 if TYPE_CHECKING:
+    from capevolve._loop import checkout as checkouts
     from capevolve._loop import confirm as confirming
     from capevolve._loop import decide, engines, locate
+    from capevolve._loop import estimate as estimating
     from capevolve._loop import evaluate as evaluating
     from capevolve._loop import finalize as finalizing
     from capevolve._loop import no_change as no_changes
@@ -64,7 +67,9 @@ else:
     confirming = lazy_module("capevolve._loop.confirm")
     decide = lazy_module("capevolve._loop.decide")
     engines = lazy_module("capevolve._loop.engines")
+    estimating = lazy_module("capevolve._loop.estimate")
     locate = lazy_module("capevolve._loop.locate")
+    checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
     no_changes = lazy_module("capevolve._loop.no_change")
@@ -154,7 +159,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     from capevolve._loop.local_ray import join_early
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
-    join_early(opened, engine, address, prefetch=True)
+    join_early(opened, engine, address)
     config = evaluating.run_config(opened).engine
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
@@ -319,6 +324,14 @@ def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
         spend_test_ids=spend_test_ids))
 
 
+def estimate(run: RunLike, *, iterations: int | None = None,
+             finalize: bool = True) -> Estimate:
+    """What the run will spend before it spends it: the planned rollouts (the baseline,
+    each iteration's full-val evaluation, finalize) times the tokens and dollars of one
+    rollout (the stored rollouts', else the check probe's), as a range; reads only."""
+    return Estimate.model_validate(estimating.estimate(_writer(run), iterations, finalize))
+
+
 def status(run: RunLike) -> RunStatus:
     """The run at a glance (best, spend against budget, stop condition, evaluations,
     decisions made); reads only, writes nothing."""
@@ -388,3 +401,11 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
     ``--project P`` means to a command when ``--run-dir`` is omitted); RunDirError if none.
     Not part of ``__all__``: the CLI's helper."""
     return locate.latest_run_dir(Path(project))
+
+
+def checkout(run: RunLike, dest: str | os.PathLike[str],
+             candidate_id: str | None = None) -> dict[str, Any]:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
+    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
+    part of ``__all__``: the CLI's helper."""
+    return checkouts.checkout(_writer(run), Path(dest), candidate_id)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
+from capevolve.config_models import ModelsConfig
 from capevolve.errors import ConfigError
 from capevolve.kinds import (
     AlphaSpending,
@@ -174,9 +175,10 @@ class EngineConfig(_Section):
     error row of kind crash (slower; for native code). none: no sandbox; candidate code
     is not contained, and status, reports and final.json say so. Where the sandbox
     cannot be built, a command refuses and names this setting."""
-    network: Literal["none", "host"] = "none"
+    network: Literal["none", "host"] | None = None
     """The sandbox's network: none (a loopback of its own) or host (an agent that calls a
-    model endpoint needs it)."""
+    model endpoint needs it). Unset: host when the project pins an agent model, else none.
+    The network an evaluation had is in its record (``sandbox_network``)."""
     sandbox_reads: list[str] = Field(default_factory=list)
     """Globs (relative to the project dir) of data files run_target reads: the sandbox
     hides every other non-Python file of the project and of the adapter's package."""
@@ -334,6 +336,8 @@ class ProjectConfig(_Section):
     called as ``(input, candidate_dir) -> output`` (sync or async)."""
     evaluators: list[EvaluatorConfig] = Field(default_factory=list)
     """Dataset projects: the metrics; the reward is their weighted mean."""
+    models: ModelsConfig = ModelsConfig()
+    """The models the project calls, by role, pinned in the run (``models:``)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -41,16 +41,19 @@ def adapter_package(adapter: Any) -> str | None:
     return str(Path(file).resolve().parent)
 
 
-def sandbox_spec(run: RunDir, project: Project, adapter: Any) -> SandboxSpec | None:
+def sandbox_spec(run: RunDir, project: Project, adapter: Any,
+                 calls_model: bool = False) -> SandboxSpec | None:
     """The sandbox of this run's workers (None with ``engine.isolation: none``);
-    EngineError naming the opt-out where no sandbox can be built."""
+    EngineError naming the opt-out where no sandbox can be built. ``calls_model``: the run
+    pins an agent model (the network is then the host's unless the config says none)."""
     config = project.config
     if config.engine.isolation == "none":
         return None
     sandbox.require()
     reads = getattr(adapter, "run_target_reads", ())
+    network = config.engine.network or ("host" if calls_model else "none")
     return SandboxSpec(
-        network=config.engine.network, reads=tuple(config.engine.sandbox_reads),
+        network=network, reads=tuple(config.engine.sandbox_reads),
         package=adapter_package(adapter),
         package_reads=tuple(str(r) for r in reads) if isinstance(reads, (list, tuple)) else (),
         protected=tuple(config.protected_paths),

@@ -24,7 +24,7 @@ from capevolve import telemetry as otel
 from capevolve._engine import collector, make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve._loop import containment, shared_budget
+from capevolve._loop import containment, models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
@@ -34,6 +34,7 @@ from capevolve._loop.session import Session
 from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
+from capevolve._policy.breaker import Breaker
 from capevolve._policy.splits import refuse_test
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
@@ -52,7 +53,6 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
-from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
@@ -77,15 +77,18 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     sees_target = containment.sees_target(adapter)
     worker_tasks = loaded.table if sees_target else without_targets(
         loaded.table, run.layout.root / "tasks" / "blind", split)
+    files = pack(files_dir)
+    agent_model = models_pin.agent_settings(run, files)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=worker_tasks,
+        candidate_files=files, tasks=worker_tasks,
         score_tasks=None if sees_target else loaded.table,
+        agent_model=agent_model,
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
-        sandbox=containment.sandbox_spec(run, project, adapter),
+        sandbox=containment.sandbox_spec(run, project, adapter, agent_model is not None),
     )
 
 
@@ -173,7 +176,8 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
               "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields(),
-              "containment": containment.warnings(config, job.score_tasks is None)}
+              "containment": containment.warnings(config, job.score_tasks is None),
+              "sandbox_network": job.sandbox.network if job.sandbox else None}
     write_eval(run, EvalRecord.model_validate(record))
     run.record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
@@ -185,6 +189,16 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                                         len(units)) if limit else None
     n_units = len(task_ids) * n_trials
     watch = progress.watch(eval_id, len(units))  # the command's live display, if any
+    breaker = Breaker(config.models.breaker.failures)
+
+    def sink(batch: Any) -> int | None:
+        breaker.see_rows(batch)  # rows in the order they finished
+        return session.sink(batch)
+
+    def dispatch_limit(dispatched: int) -> tuple[int | None, str | None]:
+        if breaker.reason:  # the endpoint keeps failing: stop dispatching
+            return 0, breaker.reason
+        return allowance(dispatched) if allowance else (None, None)
 
     def end() -> StoreError | None:
         with shared_budget.ending(run, session.token):
@@ -193,7 +207,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     try:
         # only the rollouts overlap other evaluations; the collector runs less often meanwhile
         with watch, run.serial.yielded(), collector.fewer_collections():
-            report = engine.run(job, units, watch.sink(session.sink), allowance,
+            report = engine.run(job, units, watch.sink(sink), dispatch_limit,
                                 ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:
         end()
@@ -205,7 +219,6 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         end()
         raise
     else:
-        spare.make_ahead()  # the summary's DuckDB database, made while the session ends
         failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
@@ -219,8 +232,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     del means
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
-    why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
-                            report.stop_reason) or _judge_unreachable(judge_lost)
+    why = breaker.reason or incomplete_reason(
+        stats, len(task_ids) * n_trials, config.gate.min_coverage, report.stop_reason) \
+        or _judge_unreachable(judge_lost)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)

@@ -2,24 +2,6 @@
 
 Root-cause grouping (``group_root_cause``): only units of the same feedback part are
 compared (the part is half of the failure site). Two keys merge iff
-
-1. at least half of the smaller key's tokens are shared (2 * shared >= min(len_a, len_b)),
-   and
-2. the shared tokens carry at least ``LARGER_SHARE`` of the larger key's weight, where a
-   token weighs ``1 + ln((D + K) / (df + K))`` (``token_weights``: D distinct keys, df of
-   them holding the token, K = ``SMOOTHING``). A scorer's template words ("told the
-   customer") sit in many distinct keys and weigh little, so two causes that share only
-   them stay apart; with few distinct keys every weight is close to 1 and rule 1 decides.
-
-Merging is transitive (union-find). The work is never a pair scan over all units:
-identical keys are merged first, then only keys that share a token (found through a
-token -> keys index) are compared. Units with an empty key (nothing specific left) form one
-cluster of their own.
-
-A failing trial in several clusters shares its lost score (1 - reward) equally among them
-(``share_score_lost``). ``unique_signatures`` orders clusters stably (score_lost, size,
-signature, tasks) and suffixes duplicate signatures " (2)", " (3)"; the order an editor
-reads is ``rank.rank_clusters``'.
 """
 
 from __future__ import annotations
@@ -129,9 +111,10 @@ def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> 
     return out + ([empty] if empty else [])
 
 
-def signature_of(keys: list[Key]) -> str:
+def signature_of(keys: list[Key], demote: frozenset[str] = frozenset()) -> str:
     """The cluster's most frequent tokens, shown in their shortest form; ties go to the
-    token that comes earliest in a feedback's text, then to the token itself."""
+    token that comes earliest in a feedback's text, then to the token itself. Tokens in
+    ``demote`` come after every other (a split cluster names what sets it apart first)."""
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
@@ -153,7 +136,8 @@ def signature_of(keys: list[Key]) -> str:
                 surface[token] = word
     if not counts:
         return EMPTY_SIGNATURE
-    top = sorted(counts, key=lambda t: (-counts[t], position[t], t))[:SIGNATURE_TOKENS]
+    top = sorted(counts, key=lambda t: (t in demote, -counts[t], position[t], t))
+    top = top[:SIGNATURE_TOKENS]
     return " ".join(surface[t] for t in top)
 
 

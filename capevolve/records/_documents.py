@@ -45,6 +45,13 @@ class RunManifest(Record):
     absolute outside it). Re-checked before and after every evaluation."""
     splits_checksum: str
     """Checksum of splits.json, verified on every open."""
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The resolved model settings of each declared role (``models:``), prices included,
+    frozen at creation: every evaluation uses these."""
+    models_fingerprint: str | None = None
+    """sha256 of the compared settings of the agent and judge models (None: none declared)."""
+    models_check: dict[str, Any] = Field(default_factory=dict)
+    """The model usage of the check's probe rollout at creation (a meter snapshot)."""
 
 
 class CandidateRecord(Record):
@@ -163,6 +170,8 @@ class EvalRecord(Record):
     containment: list[str] = Field(default_factory=list)
     """What candidate code could do in it: empty when it ran in the sandbox and never saw
     the answers; else each warning in words (not contained, saw the targets)."""
+    sandbox_network: str | None = None
+    """The network its sandbox had (none or host); None without a sandbox."""
     units_run: int | None = Field(None, ge=0)
     """Units the latest attempt ran."""
     resumed: bool | None = None
@@ -243,6 +252,8 @@ class GateRecord(Record):
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
+    """True when settings other than the frozen project's decided (never a basis for
+    accept)."""
     policy: str = "strict"
     """The decision policy that produced ``decision`` (``gate.policy``)."""
     tentative: bool = False
@@ -251,8 +262,6 @@ class GateRecord(Record):
     """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
     target: str | None = None
     """The ``--target`` (cluster or census bucket) the change was meant to fix."""
-    """True when settings other than the frozen project's decided (never a basis for
-    accept)."""
 
 
 class EvalSummary(Record):

@@ -3,14 +3,6 @@
 Column names are an interface: other tools read the Parquet files. Structured values
 (inputs, tool calls, trace, score parts) are stored as canonical JSON text. The schema is
 versioned: every row carries ``schema_version``.
-
-The storage boundary: :func:`storable_row` is the one place that decides whether a value
-may be stored, whatever built the row (``model_construct`` skips pydantic, a scorer may
-return anything). Every value is checked for its type, its range (reward in [0, 1],
-non-negative tokens, cost and latency), finiteness and UTF-8 encodability. A bad value is
-never stored and never loses the batch: its column is nulled and the row becomes an error
-row of kind ``invalid_value`` whose error names the column (reward null: missing data).
-Only a bad *key* column (set by capevolve itself, never by user code) raises.
 """
 
 from __future__ import annotations
@@ -59,6 +51,13 @@ ROLLOUT_SCHEMA = pa.schema([
     pa.field("node_id", pa.string()),
     pa.field("started_at", _TS),
     pa.field("finished_at", _TS),
+    pa.field("model", pa.string()),  # the model id(s) the endpoint reported
+    pa.field("model_settings", pa.string()),  # JSON of the pinned agent model settings
+    pa.field("usage", pa.string()),  # JSON of the unit's model meter (every attempt)
+    pa.field("unknown_attempts", pa.int64()),  # model calls with unknown tokens
+    pa.field("judge_tokens", pa.int64()),
+    pa.field("judge_cost_usd", pa.float64()),
+    pa.field("model_failure", pa.string()),  # why the model calls failed (ModelFailure)
 ], metadata={b"capevolve.schema_version": str(SCHEMA_VERSION).encode()})
 
 COLUMNS = tuple(ROLLOUT_SCHEMA.names)
@@ -181,6 +180,11 @@ _VALUES: tuple[tuple[str, Callable[[Any], bool], _Check], ...] = (
     ("cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
     ("worker_id", _fine_text, _text), ("node_id", _fine_text, _text),
     ("started_at", _fine_time, _time), ("finished_at", _fine_time, _time),
+    ("model", _fine_text, _text), ("model_settings", _fine_text, _text),
+    ("usage", _fine_text, _text), ("model_failure", _fine_text, _text),
+    ("unknown_attempts", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_tokens", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
 )
 """The nullable value columns: a quick test that a common value is fine as it is, and the
 full check of a non-null value (its stored form, or why not). Key columns, ``attempts``
@@ -211,13 +215,7 @@ def safe_text(text: str) -> str:
 
 
 def storable_row(row: Mapping[str, Any]) -> dict:
-    """The row as it may be stored: exactly the schema's columns, every value checked.
-
-    Returns a new dict (unknown keys dropped, missing columns null). A bad value is nulled
-    and turns the row into an ``invalid_value`` error row naming the column (and keeping
-    any error the unit already had); an error row never has a reward. Raises RecordError
-    only for a bad key column. Idempotent: a stored row passes unchanged.
-    """
+    """The row as it may be stored: exactly the schema's columns, every value checked."""
     out = {name: row.get(name) for name in COLUMNS}
     _key_columns(out)
     problems: list[str] = []
