@@ -48,6 +48,7 @@ SCRIPTS = [
     Script("bench_gate", HERE / "bench_gate.py", timeout_s=300, quick_timeout_s=90),
     Script("bench_loop_error", HERE / "bench_loop_error.py", timeout_s=900, quick_timeout_s=240),
     Script("bench_verify", HERE / "bench_verify.py", timeout_s=120, quick_timeout_s=60),
+    Script("bench_sandbox", HERE / "bench_sandbox.py", timeout_s=300, quick_timeout_s=120),
     Script("bench_diagnose_quality", HERE / "bench_diagnose_quality.py", timeout_s=240,
            quick_timeout_s=180),
     Script("reliability", HERE / "reliability.py", timeout_s=1200, quick_timeout_s=300),
