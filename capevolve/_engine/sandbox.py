@@ -151,6 +151,11 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
         resolved = Path(path).resolve()
         if _inside_any(resolved, trees) or any(_inside_any(resolved, [Path(e)]) for e in env):
             (dirs if resolved.is_dir() or not resolved.exists() else files).append(str(resolved))
+    dirs = sorted(set(dirs))  # one hidden inside another needs no mount of its own
+    dirs = [d for i, d in enumerate(dirs) if not any(
+        d.startswith(o.rstrip(os.sep) + os.sep) for o in dirs[:i])]
+    files = [f for f in files if not any(f.startswith(d.rstrip(os.sep) + os.sep)
+                                         for d in dirs)]
     if len(files) + len(dirs) > MAX_HIDDEN:
         raise EngineError(f"{root}: {len(files) + len(dirs)} files to hide from candidate code "
                           f"(more than {MAX_HIDDEN}); put the data in a directory and name it "

@@ -352,3 +352,19 @@ def test_the_ray_engine_runs_candidate_code_in_the_same_sandbox(tmp_path, ray_se
     assert (gold, target) == ("FileNotFoundError", "None")
     assert snooped == "FileNotFoundError FileNotFoundError FileNotFoundError 0 []"
     assert set(wrote.split(" ")) == {"OSError"}
+
+
+@pytest.mark.slow
+def test_a_run_dir_inside_the_projects_capevolve_dir_is_hidden_and_works(tmp_path):
+    """The default layout (the run under <project>/.capevolve/): the sandbox is built (one
+    hidden directory inside another needs no mount of its own) and the run is not in view."""
+    project = _project(tmp_path / "p")
+    run = create_run(project, project / ".capevolve" / "run_x")
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    (cand / "tool.py").write_text(SNOOP.format(run=str(run.root), project=str(project),
+                                               keys=str(signing.key_dir())))
+    record = evaluate(run, cand, "train")
+    _, rows = RolloutStore(run.layout).query("SELECT DISTINCT output FROM rollouts")
+    assert record["status"] == "complete"
+    assert [r[0] for r in rows] == ["FileNotFoundError FileNotFoundError FileNotFoundError 0 []"]
