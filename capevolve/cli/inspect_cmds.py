@@ -51,6 +51,8 @@ def _status_human(status: dict) -> str:
     lines.append(f"gates run {gates['gates']} ({gates['exploratory_gates']} exploratory); "
                  f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
                  "gate settings")
+    if gates.get("guarantee"):
+        lines.append(f"the loop guarantees: {gates['guarantee']}")
     for e in status["evaluations"]:
         lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
     lines.append("candidates:")

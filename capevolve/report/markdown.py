@@ -169,6 +169,7 @@ def _gates_section(run: RunDir) -> list[str]:
         f"- expected false accepts so far: {summary.expected_false_accepts:.3f} "
         f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})",
         f"- bound on any false accept over the budgeted iterations: {planned}",
+        f"- the loop guarantees: {summary.guarantee}",
     ]
 
 

@@ -155,7 +155,8 @@ def render_html(data: dict[str, Any]) -> str:
         ("Lineage", charts.lineage_tree(data["candidates"])),
         ("Gates", charts.forest(data["gates"])
          + f"<p>{esc(ledger['gates'])} gates run, expected false accepts "
-           f"{_num(ledger['expected_false_accepts'])}.</p>"),
+           f"{_num(ledger['expected_false_accepts'])}.</p>"
+         + f"<p>The loop guarantees: {esc(ledger.get('guarantee') or 'not recorded')}.</p>"),
         ("Candidate × task (val means)", charts.heatmap(data["heatmap"], kept, run["best_id"])),
         ("pass^k", outcome_charts.pass_k(data["pass_k"], final)),
         ("Held-out test", (outcome_charts.final_delta(final) if final else "")
