@@ -1,20 +1,12 @@
 """capevolve: evolve the capabilities of LLM agents and measure every edit honestly.
 
 The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the verbs
-(:func:`create_run`, :func:`start_run`, :func:`evaluate`, :func:`gate` (and the
-non-deciding :func:`explore_gate`, :func:`gate_numbers`), :func:`accept`, :func:`reject`,
-:func:`finalize`, :func:`status`, :func:`diagnose`, :func:`query`, :func:`check_project`,
-:func:`init_project`, :func:`doctor`, :func:`open_run`, :func:`verify`, :func:`quarantine`,
-:func:`confirm`, :func:`no_change`, :func:`probe`),
-the run directory (:class:`RunDir`), the adapter records and protocol, and the error tree
-(:mod:`capevolve.errors`). Modules whose names start with ``_`` are internal and may change
-without notice.
-
-``capevolve.diagnose`` is at once the public subpackage and the verb: calling it diagnoses
-(see :mod:`capevolve.diagnose.verb`); so is ``capevolve.optimize`` (the automated loop, see
-:mod:`capevolve.optimize.verb`). ``import capevolve`` stays cheap: the verbs, and the
-DuckDB, Arrow and SciPy code behind them, load on first use, and Ray only when a Ray engine
-runs.
+(:mod:`capevolve._api`), each returning a typed record whose ``to_dict()`` is the JSON the
+CLI prints with ``--json``; the read-only run (:class:`RunDir`); the records and results
+(:mod:`capevolve.records`) and enums (:mod:`capevolve.kinds`) the verbs return; the adapter
+records and protocol; and the error tree (:mod:`capevolve.errors`). Modules whose names
+start with ``_`` are internal. ``import capevolve`` stays cheap: the verbs, and the DuckDB,
+Arrow and SciPy code behind them, load on first use, and Ray only when a Ray engine runs.
 """
 
 from __future__ import annotations
@@ -41,6 +33,7 @@ if TYPE_CHECKING:
         check_project,
         confirm,
         create_run,
+        diagnose_candidate,
         doctor,
         evaluate,
         explore_gate,
@@ -50,6 +43,7 @@ if TYPE_CHECKING:
         init_project,
         no_change,
         open_run,
+        optimize_run,
         probe,
         quarantine,
         query,
@@ -60,49 +54,127 @@ if TYPE_CHECKING:
     )
     from capevolve._loop.public_run import RunDir
     from capevolve.adapter import Adapter, Rollout, Score, Task, ToolCall, TransientError
-    from capevolve.diagnose.verb import DiagnosePackage
-
-    diagnose: DiagnosePackage  # the callable subpackage (see capevolve.diagnose.verb)
-    from capevolve.optimize.verb import OptimizePackage
-
-    optimize: OptimizePackage  # the callable subpackage (see capevolve.optimize.verb)
+    from capevolve.kinds import (
+        Confidence,
+        Decision,
+        EngineKind,
+        EvalPurpose,
+        EvalStatus,
+        EventKind,
+        GateMode,
+        GatePolicy,
+        Split,
+        Standing,
+        TestVerdict,
+    )
+    from capevolve.records import (
+        Accepted,
+        CandidateRecord,
+        ClusterReport,
+        Confirmation,
+        DiagnosisRecord,
+        EvalLine,
+        EvalRecord,
+        Event,
+        FinalRecord,
+        GateNumbers,
+        GateRecord,
+        Handoff,
+        NoChange,
+        OptimizeSummary,
+        ProbeResult,
+        ProjectCheck,
+        ProjectInit,
+        Quarantine,
+        Rejected,
+        RunManifest,
+        RunStatus,
+        Verification,
+    )
 
 __version__ = "0.1.0"
 
+_KINDS = ("Confidence", "Decision", "EngineKind", "EvalPurpose", "EvalStatus", "EventKind",
+          "GateMode", "GatePolicy", "Split", "Standing", "TestVerdict")
+_RECORDS = ("Accepted", "CandidateRecord", "ClusterReport", "Confirmation", "DiagnosisRecord",
+            "EvalLine", "EvalRecord", "Event", "FinalRecord", "GateNumbers", "GateRecord",
+            "Handoff", "NoChange", "OptimizeSummary", "ProbeResult", "ProjectCheck",
+            "ProjectInit", "Quarantine", "Rejected", "RunManifest", "RunStatus",
+            "Verification")
+_ADAPTER = ("Adapter", "Rollout", "Score", "Task", "ToolCall", "TransientError")
+
+# where each lazily loaded name lives (pydantic records load on first use: `--help` stays fast)
 _LAZY = {"RunDir": "capevolve._loop.public_run",
-         **{n: "capevolve.adapter" for n in ("Adapter", "Rollout", "Score", "Task", "ToolCall",
-                                            "TransientError")}}
+         **{n: "capevolve.adapter" for n in _ADAPTER},
+         **{n: "capevolve.kinds" for n in _KINDS},
+         **{n: "capevolve.records" for n in _RECORDS}}
 
 _VERBS = frozenset({
-    "accept", "check_project", "confirm", "create_run", "doctor", "evaluate", "explore_gate",
-    "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run", "probe",
-    "quarantine", "query", "reject", "start_run", "status", "verify",
+    "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
+    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
+    "no_change", "open_run", "optimize_run", "probe", "quarantine", "query", "reject",
+    "start_run", "status", "verify",
 })
 
+_SUBPACKAGES = frozenset({"diagnose", "optimize", "stats"})
+
 __all__ = [
+    "Accepted",
     "Adapter",
     "AdapterError",
     "BudgetError",
     "CandidateError",
+    "CandidateRecord",
     "CapevolveError",
+    "ClusterReport",
+    "Confidence",
     "ConfigError",
+    "Confirmation",
+    "Decision",
+    "DiagnosisRecord",
     "EngineError",
+    "EngineKind",
+    "EvalLine",
+    "EvalPurpose",
+    "EvalRecord",
+    "EvalStatus",
+    "Event",
+    "EventKind",
+    "FinalRecord",
     "GateError",
+    "GateMode",
+    "GateNumbers",
+    "GatePolicy",
+    "GateRecord",
+    "Handoff",
+    "NoChange",
+    "OptimizeSummary",
+    "ProbeResult",
+    "ProjectCheck",
+    "ProjectInit",
+    "Quarantine",
     "RecordError",
+    "Rejected",
     "Rollout",
     "RunDir",
     "RunDirError",
+    "RunManifest",
+    "RunStatus",
     "Score",
+    "Split",
+    "Standing",
     "StoreError",
     "Task",
     "TestSealError",
+    "TestVerdict",
     "ToolCall",
     "TransientError",
+    "Verification",
     "accept",
     "check_project",
     "confirm",
     "create_run",
-    "diagnose",
+    "diagnose_candidate",
     "doctor",
     "evaluate",
     "explore_gate",
@@ -112,7 +184,7 @@ __all__ = [
     "init_project",
     "no_change",
     "open_run",
-    "optimize",
+    "optimize_run",
     "probe",
     "quarantine",
     "query",
@@ -124,31 +196,20 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Load a verb from :mod:`capevolve._api` on first access (keeps the import cheap).
+    """Load a public name on first access (keeps ``import capevolve`` cheap); the public
+    subpackages (diagnose, optimize, stats) import on first access too."""
+    import importlib
 
-    ``diagnose`` is the :mod:`capevolve.diagnose` package, which is callable (the verb).
-    """
-    if name == "diagnose":
-        import capevolve.diagnose
-
-        return capevolve.diagnose
-    if name == "optimize":
-        import capevolve.optimize
-
-        return capevolve.optimize
-    if name in _LAZY:  # pydantic records load on first use (keeps `--help` fast)
-        import importlib
-
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"capevolve.{name}")
+    if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name in _VERBS:
-        from capevolve import _api
-
-        value = getattr(_api, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'capevolve' has no attribute {name!r}")
+    elif name in _VERBS:
+        value = getattr(importlib.import_module("capevolve._api"), name)
+    else:
+        raise AttributeError(f"module 'capevolve' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

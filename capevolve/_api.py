@@ -1,19 +1,19 @@
 """The verbs of the public API: thin, stable entry points over the application layer.
 
-Each verb does what the CLI command of the same name does (the CLI calls these), under the
+Each verb does what the CLI command of the same name does (the CLI calls these;
+:func:`diagnose_candidate` and :func:`optimize_run` are ``diagnose`` and ``optimize``), under the
 same rules: the deciding gate uses the frozen project's settings only, evaluate refuses the
 test split, finalize scores it once, writing verbs take the run lock. A ``run`` argument is a
 :class:`RunDir` or the path of a run directory (opened read-only first). Engine arguments
 choose only the engine's kind (``"ray"`` / ``"local"``) and Ray address; every other engine
 setting is the project's. Errors are :class:`capevolve.CapevolveError` subclasses with a
-one-line message. (The ``diagnose`` verb is the callable ``capevolve.diagnose`` package,
-see :mod:`capevolve.diagnose.verb`.)
+one-line message. Each returns a typed record (``to_dict()`` is the JSON ``--json`` prints).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,26 @@ from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve.config import load_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
+from capevolve.records import (
+    Accepted,
+    ClusterReport,
+    Confirmation,
+    DiagnosisRecord,
+    EvalRecord,
+    FinalRecord,
+    GateNumbers,
+    GateRecord,
+    Handoff,
+    NoChange,
+    OptimizeSummary,
+    ProbeResult,
+    ProjectCheck,
+    ProjectInit,
+    Quarantine,
+    Rejected,
+    RunStatus,
+    Verification,
+)
 
 # The verbs' modules load when a verb first uses them (``capevolve status`` never pays for
 # the Arrow, DuckDB and numpy code behind evaluate and gate); the checker sees them as
@@ -66,24 +86,29 @@ def _split(value: Split | str) -> Split:
         raise ConfigError(f"split {value!r}: expected train or val") from None
 
 
+def _writer(run: RunLike) -> StoreRunDir:
+    """The run a verb reads and writes: ``run`` itself, or the run dir at that path."""
+    return run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
+
+
 def open_run(run: RunLike) -> RunDir:
     """``run`` itself when it is a RunDir, else the run directory at that path, opened
     read-only (nothing is created or modified; RunDirError if it is not a run)."""
     return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
 
 
-def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> dict[str, Any]:
+def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> ProjectInit:
     """Scaffold a runnable project in ``directory``: ``kind`` adapter (config, adapter
     skeleton, seed capability, PROJECT.md) or dataset (config with dataset, target and
     evaluators, data.jsonl, target.py, seed capability); refuses to overwrite one.
-    Returns ``{"project", "files"}``."""
-    return projects.init(Path(directory), kind)
+    Returns the project directory and the files written."""
+    return ProjectInit.model_validate(projects.init(Path(directory), kind))
 
 
-def check_project(project: str | os.PathLike[str]) -> dict[str, Any]:
-    """Is the project runnable? ``{"ok", "project", "n_tasks", "problems"}`` with every
-    problem in words (config, adapter import, task ids, score determinism)."""
-    return projects.check(Path(project))
+def check_project(project: str | os.PathLike[str]) -> ProjectCheck:
+    """Is the project runnable? ``ok``, ``n_tasks`` and every problem in words (config,
+    adapter import, task ids, score determinism)."""
+    return ProjectCheck.model_validate(projects.check(Path(project)))
 
 
 def create_run(project: str | os.PathLike[str],
@@ -97,19 +122,20 @@ def create_run(project: str | os.PathLike[str],
 
 def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,
               *, engine: EngineKind | str | None = None,
-              address: str | None = None) -> dict[str, Any]:
+              address: str | None = None) -> Handoff:
     """Agent mode: :func:`create_run`, score the seed on val (the baseline), return the
-    handoff ``{"run_dir", "best_id", "baseline", "next"}`` (``next``: the commands to run)."""
+    handoff (``next``: the commands to run)."""
     config = load_config(Path(project))
-    return running.start_run(Path(project), None if run_dir is None else Path(run_dir),
-                             engine=engines.engine_for(config.engine, engine, address))
+    return Handoff.model_validate(running.start_run(
+        Path(project), None if run_dir is None else Path(run_dir),
+        engine=engines.engine_for(config.engine, engine, address)))
 
 
 def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str = Split.VAL,
              *, n_trials: int | None = None, tasks: Sequence[str] | None = None,
              first_trial: int = 0, purpose: str | None = None, target: str | None = None,
              engine: EngineKind | str | None = None,
-             address: str | None = None) -> dict[str, Any]:
+             address: str | None = None) -> EvalRecord:
     """Evaluate ``candidate`` (a candidate id, or a directory to snapshot) on ``split``
     (train or val; test is refused: only :func:`finalize` scores it). ``n_trials`` defaults
     to the project's ``num_trials``. Re-running resumes an incomplete evaluation and returns
@@ -121,19 +147,20 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     own id, and never usable by a gate, accept, confirm or finalize. ``target`` (a recorded
     census bucket or val diagnose cluster) is stored with the evaluation: a gate that names
     no target audits against it."""
-    opened = open_run(run)
+    opened = _writer(run)
     from capevolve._loop.local_ray import join_early
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
     join_early(opened, engine, address, prefetch=True)
     config = evaluating.run_config(opened).engine
-    return evaluating.evaluate(opened, os.fspath(candidate), _split(split), n_trials=n_trials,
-                               tasks=tasks, first_trial=first_trial, purpose=purpose,
-                               target=target, engine=engines.engine_for(config, engine, address))
+    return EvalRecord.model_validate(evaluating.evaluate(
+        opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
+        first_trial=first_trial, purpose=purpose, target=target,
+        engine=engines.engine_for(config, engine, address)))
 
 
 def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
-         target: str | None = None) -> dict[str, Any]:
+         target: str | None = None) -> GateRecord:
     """Gate ``candidate_id`` against the current best on full val, from stored rollouts,
     with the frozen project's gate settings; records the gate. The result's ``decision`` is
     accept, reject or indecisive (missing data is never a rejection). Both sides are read
@@ -141,126 +168,187 @@ def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
     matched higher-power pair: both sides evaluated with that larger count). The verdict is
     the frozen ``gate.policy``'s (strict or keep-best), with the mechanism audit recorded,
     against ``target`` (a recorded census bucket or a val diagnose cluster) when given."""
-    return decide.gate_candidate(open_run(run), candidate_id, n_trials=n_trials,
-                                 target=target)
+    return GateRecord.model_validate(decide.gate_candidate(
+        _writer(run), candidate_id, n_trials=n_trials, target=target))
 
 
 def explore_gate(run: RunLike, candidate_id: str, *, k_se: float | None = None,
                  mode: str | None = None, min_delta: float | None = None,
-                 n_trials: int | None = None) -> dict[str, Any]:
+                 n_trials: int | None = None) -> GateRecord:
     """:func:`gate` with other settings: recorded with ``exploratory: true`` (and the
     overrides) whenever one differs from the frozen project's, and never a basis for
     accept or set_best."""
-    return decide.gate_candidate(open_run(run), candidate_id, k_se=k_se, mode=mode,
-                                 min_delta=min_delta, n_trials=n_trials)
+    return GateRecord.model_validate(decide.gate_candidate(
+        _writer(run), candidate_id, k_se=k_se, mode=mode, min_delta=min_delta,
+        n_trials=n_trials))
 
 
 def gate_numbers(current: float, candidate: float, current_stderr: float,
                  candidate_stderr: float, *, k_se: float | None = None,
-                 min_delta: float | None = None, run: RunLike | None = None) -> dict[str, Any]:
+                 min_delta: float | None = None, run: RunLike | None = None) -> GateNumbers:
     """The raw gate for means and SEs computed elsewhere (unpaired SE; nothing recorded):
     the settings are ``run``'s frozen gate (or the defaults) with ``k_se`` / ``min_delta``
     applied. Non-finite or negative inputs raise GateError."""
-    frozen = open_run(run).manifest.config.gate if run is not None else None
-    return decide.gate_summary(current, candidate, current_stderr, candidate_stderr,
-                               k_se=k_se, min_delta=min_delta, frozen=frozen)
+    frozen = _writer(run).manifest.config.gate if run is not None else None
+    return GateNumbers.model_validate(decide.gate_summary(
+        current, candidate, current_stderr, candidate_stderr, k_se=k_se, min_delta=min_delta,
+        frozen=frozen))
 
 
 def accept(run: RunLike, candidate_id: str, note: str | None = None, *,
-           target: str | None = None) -> dict[str, Any]:
+           target: str | None = None) -> Accepted:
     """Make ``candidate_id`` the best; refused unless its latest gate against the current
     best, on the current full-val evaluations, said accept. ``note`` is recorded. With
     ``target`` (a census bucket or val diagnose cluster) the gate must have audited the move
     against it: the pair is gated again with it when its latest gate named another."""
-    return decide.accept(open_run(run), candidate_id, note, target=target)
+    return Accepted.model_validate(decide.accept(_writer(run), candidate_id, note,
+                                                 target=target))
 
 
-def reject(run: RunLike, candidate_id: str, note: str | None = None) -> dict[str, Any]:
+def reject(run: RunLike, candidate_id: str, note: str | None = None) -> Rejected:
     """Record that ``candidate_id`` is rejected (the best stays); ``note`` is recorded."""
-    return decide.reject(open_run(run), candidate_id, note)
+    return Rejected.model_validate(decide.reject(_writer(run), candidate_id, note))
 
 
 def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
             engine: EngineKind | str | None = None, address: str | None = None
-            ) -> dict[str, Any]:
+            ) -> Confirmation:
     """Re-run ``candidate_id`` and its reference (the best it was kept over, or the current
     best) with ``trials`` more trials on new shared seeds, pool them with the existing ones
     and store the higher-power numbers and label (confirmations/<n>.json); the best never
     moves."""
-    opened = open_run(run)
+    opened = _writer(run)
     config = evaluating.run_config(opened).engine
-    return confirming.confirm(opened, candidate_id, trials,
-                              engine=engines.engine_for(config, engine, address))
+    return Confirmation.model_validate(confirming.confirm(
+        opened, candidate_id, trials, engine=engines.engine_for(config, engine, address)))
 
 
 def probe(run: RunLike, candidate: str | os.PathLike[str], *,
           tasks: Sequence[str] | None = None, cluster: str | None = None,
           failing: bool = False, split: Split | str = Split.VAL,
           engine: EngineKind | str | None = None,
-          address: str | None = None) -> dict[str, Any]:
+          address: str | None = None) -> ProbeResult:
     """Evaluate ``candidate`` on its targets only (``tasks``, the tasks of a census bucket
     or diagnose ``cluster``, or every task the best ``failing``), stored with purpose probe,
     and count how many targeted failing datapoints flipped against the best's rows of the
     same tasks; ``suggestion`` is ``no_change`` when none did. Informational: a probe can
     kill a hypothesis, never accept one (no gate reads it)."""
-    opened = open_run(run)
+    opened = _writer(run)
     config = evaluating.run_config(opened).engine
-    return probing.probe(opened, os.fspath(candidate), tasks=tasks, cluster=cluster,
-                         failing=failing, split=_split(split),
-                         engine=engines.engine_for(config, engine, address))
+    return ProbeResult.model_validate(probing.probe(
+        opened, os.fspath(candidate), tasks=tasks, cluster=cluster, failing=failing,
+        split=_split(split), engine=engines.engine_for(config, engine, address)))
 
 
-def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> dict[str, Any]:
+def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> NoChange:
     """Record an iteration whose change could not be scored (``reason`` mandatory): the best
     is carried forward, ``results/<n>.json`` is written, no iteration is spent."""
-    return no_changes.no_change(open_run(run), reason, candidate_id)
+    return NoChange.model_validate(no_changes.no_change(_writer(run), reason, candidate_id))
+
+
+def diagnose_candidate(run: RunLike, candidate_id: str, split: Split | str = Split.VAL, *,
+                       cluster: str = "root-cause", redact_gold: bool = False,
+                       project: str | os.PathLike[str] | None = None) -> DiagnosisRecord:
+    """Turn ``candidate_id``'s stored rollouts on ``split`` (train or val; test is refused)
+    into a reflective dataset and root-cause clusters; writes ``diagnoses/<split>__<id>.json``
+    (``.first-words.json`` in that mode) in the run and returns it. ``project`` overrides
+    the project whose adapter gives targets and trajectories; ``redact_gold`` replaces
+    target values quoted in feedback. (The ``capevolve diagnose`` command.)"""
+    from capevolve.diagnose.diagnosis import DiagnoseOptions
+    from capevolve.diagnose.diagnosis import diagnose as diagnose_run
+    from capevolve.diagnose.kinds import ClusterMode as Mode
+
+    if str(cluster) not in {m.value for m in Mode}:
+        raise ConfigError(f"cluster {cluster!r}: expected one of "
+                          f"{', '.join(m.value for m in Mode)}")
+    options = DiagnoseOptions(split=str(_split(split)), tag=candidate_id, mode=Mode(cluster),
+                              redact_gold=redact_gold,
+                              project=None if project is None else Path(project))
+    return DiagnosisRecord.model_validate(diagnose_run(_writer(run), options))
+
+
+def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | None = None,
+                 iterations: int | None = None, parallel: int = 1, focus: str | None = None,
+                 timeout_s: float = 900.0, finalize: bool = False, resume: bool = False,
+                 engine: EngineKind | str | None = None, address: str | None = None,
+                 on_iteration: Callable[[dict[str, Any]], None] | None = None,
+                 minibatch: int | None = None, spend_test_ids: bool = False) -> OptimizeSummary:
+    """Run an optimization loop on ``run`` (the ``capevolve optimize`` command): the
+    ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
+    (``scripted:DIR``, ``command:"... {workdir} ..."``, ``llm[:options]``) edits a copy of
+    each, and every child goes evaluate -> gate -> accept | reject on full val. Stops at the
+    project's stop condition, a budget cap, ``iterations`` or a proposer with nothing left;
+    ``parallel`` children are proposed and evaluated concurrently on one shared engine;
+    ``minibatch`` is how many train tasks a pareto child is screened on per iteration
+    (default 3; a subset evaluation, never gateable); ``resume`` continues a killed loop
+    with its recorded settings; ``finalize`` seals test once and writes report.md (while
+    the best is the seed, test is left unscored and the run open unless ``spend_test_ids``;
+    ``not_finalized`` says why). ``on_iteration`` is called with each iteration's row (as
+    in the result's ``iterations``) once recorded. Bad settings raise ConfigError before
+    any rollout."""
+    from capevolve.optimize.loop import LoopSettings, run_loop
+    from capevolve.optimize.summary import iteration_row
+
+    opened = _writer(run)
+    settings = LoopSettings(algorithm=algorithm, proposer=proposer, iterations=iterations,
+                            parallel=parallel, focus=focus, timeout_s=timeout_s,
+                            finalize=finalize, resume=resume, minibatch=minibatch,
+                            spend_test_ids=spend_test_ids)
+    chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
+
+    def report(record: Any) -> None:
+        if on_iteration is not None:
+            on_iteration(iteration_row(record))
+
+    return OptimizeSummary.model_validate(run_loop(opened, settings, chosen, report))
 
 
 def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
-             address: str | None = None, spend_test_ids: bool = False) -> dict[str, Any]:
+             address: str | None = None, spend_test_ids: bool = False) -> FinalRecord:
     """Score the best and the seed on the held-out test split, once per run (the seal),
     and write final.json; returns its content. A second finalize raises TestSealError; so
     does a best that is still the seed unless ``spend_test_ids`` (its test ids then count
     as used)."""
-    opened = open_run(run)
+    opened = _writer(run)
     config = evaluating.run_config(opened).engine
-    return finalizing.finalize(opened, engine=engines.engine_for(config, engine, address),
-                               spend_test_ids=spend_test_ids)
+    return FinalRecord.model_validate(finalizing.finalize(
+        opened, engine=engines.engine_for(config, engine, address),
+        spend_test_ids=spend_test_ids))
 
 
-def status(run: RunLike) -> dict[str, Any]:
+def status(run: RunLike) -> RunStatus:
     """The run at a glance (best, spend against budget, stop condition, evaluations,
     decisions made); reads only, writes nothing."""
-    return statuses.run_status(open_run(run))
+    return RunStatus.model_validate(statuses.run_status(_writer(run)))
 
 
-def verify(run: str | os.PathLike[str]) -> dict[str, Any]:
+def verify(run: str | os.PathLike[str]) -> Verification:
     """Every way the run's history or rows differ from what capevolve wrote (a broken or
     forged event, a part that is unrecorded, changed or missing, a deleted seal or final);
     ``ok`` when there is none. Works on a run that cannot be opened; writes nothing."""
-    return verifying.verify_run(Path(run))
+    return Verification.model_validate(verifying.verify_run(Path(run)))
 
 
-def quarantine(run: str | os.PathLike[str]) -> dict[str, Any]:
+def quarantine(run: str | os.PathLike[str]) -> Quarantine:
     """The explicit repair: move what :func:`verify` refuses into ``quarantine/``, cut the
     event log back to its last verified line, and record all of it in a ``quarantined``
     event; ``left`` lists what cannot be repaired this way."""
-    return verifying.quarantine_run(Path(run))
+    return Quarantine.model_validate(verifying.quarantine_run(Path(run)))
 
 
 def query(run: RunLike, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run one read-only SQL query over this run's rollouts (the ``rollouts`` view);
     returns (column names, rows). Writes, other files and extensions are refused."""
-    return rollout_query.RolloutStore(open_run(run).layout).query(sql)
+    return rollout_query.RolloutStore(_writer(run).layout).query(sql)
 
 
-def doctor(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
+def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport:
     """Is this Ray cluster ready? The driver's and every node's versions and resources, and
     ``problems`` (``ok`` when there is none). Joins ``address`` (else RAY_ADDRESS, else a
     local Ray)."""
     from capevolve._loop.doctor import diagnose as cluster_diagnose
 
-    return cluster_diagnose(address, timeout_s)
+    return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
 
 
 def local_ray_down(force: bool = False) -> dict[str, Any]:

@@ -129,7 +129,7 @@ def test_the_root_api_loads_a_verbs_module_when_it_runs(tmp_path):
         "from capevolve import _api\n"
         f"handoff = _api.start_run({str(project)!r}, {str(tmp_path / 'run')!r}, "
         "engine='local')\n"
-        "print(json.dumps({'run_dir': handoff['run_dir']}))\n")
+        "print(json.dumps({'run_dir': handoff.run_dir}))\n")
     out = subprocess.run([sys.executable, "-c", code], text=True, capture_output=True,
                          timeout=300, check=False, env={**os.environ, "CAPEVOLVE_PROGRESS": "off"})
     assert out.returncode == 0, out.stderr
@@ -143,8 +143,8 @@ def test_the_root_api_loads_a_verbs_module_when_it_runs(tmp_path):
         "seen.append([m for m in heavy if m in sys.modules])\n"
         f"columns, rows = _api.query({run_dir!r}, 'SELECT count(*) AS n FROM rollouts')\n"
         "seen.append([m for m in heavy if m in sys.modules])\n"
-        "print(json.dumps({'seen': seen, 'best': status['best_id'], 'n': rows[0][0],"
-        " 'calls': status['spent']['metric_calls']}))\n")
+        "print(json.dumps({'seen': seen, 'best': status.best_id, 'n': rows[0][0],"
+        " 'calls': status.spent['metric_calls']}))\n")
     out = subprocess.run([sys.executable, "-c", code], text=True, capture_output=True,
                          timeout=300, check=False, env={**os.environ, "CAPEVOLVE_PROGRESS": "off"})
     assert out.returncode == 0, out.stderr

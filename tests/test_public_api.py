@@ -17,12 +17,18 @@ REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "benchmarks" / "toy"
 
 EXPECTED = [
-    "Adapter", "AdapterError", "BudgetError", "CandidateError", "CapevolveError",
-    "ConfigError", "EngineError", "GateError", "RecordError", "Rollout", "RunDir", "RunDirError",
-    "Score", "StoreError", "Task", "TestSealError", "ToolCall", "TransientError",
-    "accept", "check_project", "confirm", "create_run", "diagnose", "doctor", "evaluate",
-    "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change", "open_run",
-    "optimize", "probe", "quarantine", "query", "reject", "start_run", "status", "verify",
+    "Accepted", "Adapter", "AdapterError", "BudgetError", "CandidateError", "CandidateRecord",
+    "CapevolveError", "ClusterReport", "Confidence", "ConfigError", "Confirmation", "Decision",
+    "DiagnosisRecord", "EngineError", "EngineKind", "EvalLine", "EvalPurpose", "EvalRecord",
+    "EvalStatus", "Event", "EventKind", "FinalRecord", "GateError", "GateMode", "GateNumbers",
+    "GatePolicy", "GateRecord", "Handoff", "NoChange", "OptimizeSummary", "ProbeResult",
+    "ProjectCheck", "ProjectInit", "Quarantine", "RecordError", "Rejected", "Rollout", "RunDir",
+    "RunDirError", "RunManifest", "RunStatus", "Score", "Split", "Standing", "StoreError",
+    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "Verification",
+    "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
+    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change",
+    "open_run", "optimize_run", "probe", "quarantine", "query", "reject", "start_run", "status",
+    "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -33,8 +39,8 @@ SIGNATURES = {
     "check_project": "project",
     "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
-    "diagnose": "run, candidate_id, split='val', *, cluster='root-cause', "
-                "redact_gold=False, project=None",
+    "diagnose_candidate": "run, candidate_id, split='val', *, cluster='root-cause', "
+                          "redact_gold=False, project=None",
     "doctor": "address=None, timeout_s=60.0",
     "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
                 "purpose=None, target=None, engine=None, address=None",
@@ -45,9 +51,9 @@ SIGNATURES = {
                     "min_delta=None, run=None",
     "init_project": "directory, *, kind='adapter'",
     "open_run": "run",
-    "optimize": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
-                "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
-                "address=None, on_iteration=None, minibatch=None",
+    "optimize_run": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
+                    "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
+                    "address=None, on_iteration=None, minibatch=None, spend_test_ids=False",
     "probe": "run, candidate, *, tasks=None, cluster=None, failing=False, split='val', "
              "engine=None, address=None",
     "query": "run, sql",
@@ -94,35 +100,37 @@ def test_verbs_have_locked_signatures_and_docstrings():
     """Each verb is a documented function of capevolve._api with its locked parameters."""
     verbs = {n for n in capevolve.__all__ if n[0].islower()}
     assert verbs == set(SIGNATURES)
-    for name in sorted(verbs - {"diagnose", "optimize"}):
+    for name in sorted(verbs):
         fn = getattr(capevolve, name)
         assert fn.__module__ == "capevolve._api", name
         assert (fn.__doc__ or "").strip(), f"{name} has no docstring"
         assert _shape(fn) == SIGNATURES[name], name
 
 
-def test_diagnose_is_the_callable_subpackage():
-    """``capevolve.diagnose`` is the subpackage (its names import as usual) and the verb,
-    whichever is touched first: calling it runs the diagnosis with the locked signature."""
-    import capevolve.diagnose as package
+def test_no_package_is_callable():
+    """The public subpackages are plain modules (no module class is swapped to make one
+    callable); their names import as usual and the verbs are plain functions of the root."""
+    import types
+
+    import capevolve.diagnose as diagnose_package
+    import capevolve.optimize as optimize_package
     from capevolve.diagnose import ClusterMode
-
-    assert capevolve.diagnose is package and callable(package)
-    assert ClusterMode.ROOT_CAUSE == "root-cause"
-    assert _shape(capevolve.diagnose) == SIGNATURES["diagnose"]
-    assert (type(package).__call__.__doc__ or "").strip()
-
-
-def test_optimize_is_the_callable_subpackage():
-    """``capevolve.optimize`` is the subpackage (the proposer interface imports from it) and
-    the verb, with the locked signature and a docstring."""
-    import capevolve.optimize as package
     from capevolve.optimize.proposers.base import Proposal
 
-    assert capevolve.optimize is package and callable(package)
+    for package in (diagnose_package, optimize_package):
+        assert type(package) is types.ModuleType and not callable(package)
+    assert capevolve.diagnose is diagnose_package and capevolve.optimize is optimize_package
+    assert ClusterMode.ROOT_CAUSE == "root-cause"
     assert Proposal(changed=False, blocker="x").blocker == "x"
-    assert _shape(capevolve.optimize) == SIGNATURES["optimize"]
-    assert (type(package).__call__.__doc__ or "").strip()
+    assert isinstance(capevolve.diagnose_candidate, types.FunctionType)
+    assert isinstance(capevolve.optimize_run, types.FunctionType)
+
+
+def test_verbs_declare_typed_returns():
+    """No verb returns a bare dict: each names a record, a result or the run."""
+    for name in SIGNATURES:
+        returned = inspect.signature(getattr(capevolve, name)).return_annotation
+        assert "dict" not in str(returned), (name, returned)
 
 
 def test_errors_share_one_root():
@@ -166,32 +174,64 @@ def test_no_internal_module_imports_the_package_root():
 
 def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     """start_run -> evaluate -> gate -> accept -> status -> query -> finalize through the
-    public verbs on the local engine; test is refused to evaluate, a second finalize too."""
+    public verbs on the local engine, each returning its typed record; test is refused to
+    evaluate, a second finalize too."""
     project = tmp_path / "toy"
     shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
-    assert capevolve.check_project(project)["ok"]
+    assert type(capevolve.check_project(project)) is capevolve.ProjectCheck
     handoff = capevolve.start_run(project, tmp_path / "run", engine="local")
-    run = capevolve.open_run(handoff["run_dir"])
+    assert type(handoff) is capevolve.Handoff
+    run = capevolve.open_run(handoff.run_dir)
     assert run.best_id == "seed"
     record = capevolve.evaluate(run, project / "improved_capability", "val", engine="local")
-    assert record["status"] == "complete"
-    candidate = record["candidate_id"]
+    assert type(record) is capevolve.EvalRecord
+    assert record.status == capevolve.EvalStatus.COMPLETE
+    candidate = record.candidate_id
     with pytest.raises(capevolve.TestSealError):
         capevolve.evaluate(run, candidate, "test", engine="local")
     verdict = capevolve.gate(str(run.root), candidate)
-    assert verdict["decision"] == "accept", verdict
-    capevolve.accept(run.root, candidate, note="adds the missing rules")
-    assert capevolve.status(run.root)["best_id"] == candidate
+    assert type(verdict) is capevolve.GateRecord
+    assert verdict.decision == capevolve.Decision.ACCEPT, verdict
+    accepted = capevolve.accept(run.root, candidate, note="adds the missing rules")
+    assert type(accepted) is capevolve.Accepted and accepted.best_id == candidate
+    status = capevolve.status(run.root)
+    assert type(status) is capevolve.RunStatus and status.best_id == candidate
     columns, rows = capevolve.query(run.root, "SELECT count(*) AS n FROM rollouts")
     assert columns == ["n"] and rows[0][0] > 0
-    diagnosis = capevolve.diagnose(run.root, "seed", "val")
-    assert diagnosis["tag"] == "seed" and (run.root / "diagnoses").is_dir()
+    diagnosis = capevolve.diagnose_candidate(run.root, "seed", "val")
+    assert type(diagnosis) is capevolve.DiagnosisRecord
+    assert diagnosis.tag == "seed" and (run.root / "diagnoses").is_dir()
     with pytest.raises(capevolve.CapevolveError):
-        capevolve.diagnose(run.root, "seed", "test")
+        capevolve.diagnose_candidate(run.root, "seed", "test")
     final = capevolve.finalize(run.root, engine="local", spend_test_ids=True)
-    assert final["best_id"] == candidate
+    assert type(final) is capevolve.FinalRecord and final.best_id == candidate
     with pytest.raises(capevolve.TestSealError):
         capevolve.finalize(run.root, engine="local", spend_test_ids=True)
+
+
+@pytest.mark.slow
+def test_a_verbs_dict_is_the_json_the_cli_prints(tmp_path):
+    """``to_dict()`` of a verb's result is what the same command prints with --json (the
+    gate's record, the status), and the stored gate event holds the same fields."""
+    from typer.testing import CliRunner
+
+    from capevolve.cli.app import app
+
+    project = tmp_path / "toy"
+    shutil.copytree(TOY, project, ignore=shutil.ignore_patterns(".capevolve", "__pycache__"))
+    run = capevolve.create_run(project, tmp_path / "run")
+    capevolve.evaluate(run, "seed", "val", engine="local")
+    cand = capevolve.evaluate(run, project / "improved_capability", "val", engine="local")
+    gate = capevolve.gate(run.root, cand.candidate_id)
+    event = run.events(capevolve.EventKind.GATE)[-1].to_json()
+    assert {k: event[k] for k in gate.to_dict()} == gate.to_dict()
+    out = CliRunner().invoke(app, ["gate", "--run-dir", str(run.root), "--candidate",
+                                   cand.candidate_id, "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout) == gate.to_dict()
+    out = CliRunner().invoke(app, ["status", "--run-dir", str(run.root), "--json"])
+    status = capevolve.status(run.root).to_dict()
+    assert {k: v for k, v in json.loads(out.stdout).items() if k != "decisions"} == status
 
 
 def test_open_run_refuses_a_directory_that_is_not_a_run(tmp_path):
@@ -213,9 +253,9 @@ def test_bad_arguments_are_one_line_capevolve_errors(tmp_path):
     with pytest.raises(capevolve.ConfigError, match="engine 'bogus': expected one of ray, local"):
         capevolve.evaluate(run, "seed", "val", engine="bogus")
     with pytest.raises(capevolve.ConfigError, match="split 'bogus'"):
-        capevolve.diagnose(run, "seed", "bogus")
+        capevolve.diagnose_candidate(run, "seed", "bogus")
     with pytest.raises(capevolve.ConfigError, match="cluster 'nope'"):
-        capevolve.diagnose(run, "seed", "val", cluster="nope")
+        capevolve.diagnose_candidate(run, "seed", "val", cluster="nope")
     with pytest.raises(capevolve.ConfigError, match="engine 'bogus'"):
         capevolve.start_run(project, tmp_path / "run2", engine="bogus")
     assert sorted(p.relative_to(run.root) for p in run.root.rglob("*")) == before

@@ -81,7 +81,7 @@ def new_run(root: Path, seed: int, latency: float = 0.0, engine: str = "local") 
 def overhead(root: Path, iterations: int) -> dict:
     run = new_run(root / "overhead", 1)
     edits = noop_edits(root / "overhead" / "edits", iterations, "o")
-    capevolve.optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+    capevolve.optimize_run(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                        iterations=iterations, engine="local")
     lines = (run / "optimize" / "ledger.jsonl").read_text().splitlines()
     values = [json.loads(line)["overhead_s"] for line in lines]
@@ -95,19 +95,19 @@ def saturation(root: Path, k: int, engine: str, latency: float) -> dict:
     one_run = new_run(root / "one", 2, latency=latency, engine=engine)
     t0 = time.monotonic()
     one = capevolve.evaluate(one_run, "seed", "val", n_trials=3 * k, engine=engine)
-    one_rate = one["n_rows"] / (time.monotonic() - t0)
+    one_rate = one.n_rows / (time.monotonic() - t0)
     loop_run = new_run(root / "loop", 2, latency=latency, engine=engine)
     edits = noop_edits(root / "loop" / "edits", k, "s")
     for i in range(1, k + 1):
         (edits / f"{i:02d}" / "latency.txt").write_text(str(latency))
     t0 = time.monotonic()
-    result = capevolve.optimize(loop_run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+    result = capevolve.optimize_run(loop_run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                                 iterations=k, parallel=k, engine=engine)
     wall = time.monotonic() - t0
-    rows = sum(r["metric_calls"] for r in result["iterations"])
+    rows = sum(r["metric_calls"] for r in result.iterations)
     loop_rate = rows / wall
     ratio = loop_rate / one_rate
-    return {"k": k, "engine": engine, "latency_s": latency, "one_eval_rows": one["n_rows"],
+    return {"k": k, "engine": engine, "latency_s": latency, "one_eval_rows": one.n_rows,
             "one_eval_rollouts_per_s": one_rate,
             "loop_rows": rows, "loop_rollouts_per_s": loop_rate, "ratio": ratio,
             "target_ratio": 0.9, "met": ratio >= 0.9,
@@ -120,12 +120,12 @@ def noise(root: Path, loops: int, edits_per_loop: int) -> dict:
     for loop in range(loops):
         run = new_run(root / f"noise{loop}", 100 + loop)
         edits = noop_edits(root / f"noise{loop}" / "edits", edits_per_loop, f"n{loop}")
-        result = capevolve.optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
+        result = capevolve.optimize_run(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                                     iterations=edits_per_loop, engine="local")
-        rows = result["iterations"]
+        rows = result.iterations
         gates += sum(1 for r in rows if r["val_child"] is not None)
         accepts += sum(1 for r in rows if r["outcome"] == "accept")
-        expected += capevolve.status(run)["gates"]["expected_false_accepts"]
+        expected += capevolve.status(run).gates["expected_false_accepts"]
     low, high = wilson(accepts, gates)
     return {"loops": loops, "gates": gates, "accepts": accepts, "rate": accepts / gates,
             "ci95": [low, high], "stated_rate": ALPHA, "expected_false_accepts": expected,

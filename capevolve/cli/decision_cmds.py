@@ -21,7 +21,7 @@ def no_change(run_dir: RunDirOpt,
     """Record an iteration whose change could not be scored (harness broken, judge
     unreachable): the best is carried forward, results/<n>.json is written with the reason,
     and no iteration is spent (excluded from every aggregate)."""
-    result = capevolve.no_change(run_dir, reason, candidate)
+    result = capevolve.no_change(run_dir, reason, candidate).to_dict()
     emit(result, json, f"no_change recorded as result {result['result']}: best stays "
                        f"{result['best_id']}")
 
@@ -36,7 +36,8 @@ def confirm(run_dir: RunDirOpt,
     shared by both), pool them with the existing ones, and record the higher-power numbers
     (t-test and raw band) and the confidence label. It never changes which candidate is
     best."""
-    r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine, address=address)
+    r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine,
+                          address=address).to_dict()
     t = "—" if r["t"] is None else f"{r['t']:.2f}"
     emit(r, json, f"{candidate} vs {r['reference_id']} over {r['n_candidate']}+{r['n_best']} "
                   f"trials: delta {r['delta']:+.4f}, SE_diff {r['se_diff']:.4f}, t {t}: "
@@ -65,7 +66,7 @@ def probe(run_dir: RunDirOpt,
     can kill a hypothesis, never accept one."""
     ids = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]
     r = capevolve.probe(run_dir, candidate, tasks=ids, cluster=cluster, failing=failing,
-                        split=split, engine=engine, address=address)
+                        split=split, engine=engine, address=address).to_dict()
     hint = ("; suggestion: record `capevolve no-change --reason ...`"
             if r["suggestion"] == "no_change" else "")
     emit(r, json, f"{r['eval_id']} [{r['status']}]: {r['reasoning']}{hint}")

@@ -45,7 +45,7 @@ def doctor(address: AddressOpt = None,
     versions on the driver and every node; exit 1 if a node mismatches or cannot import
     capevolve."""
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
-    report = capevolve.doctor(address, timeout_s)
+    report = capevolve.doctor(address, timeout_s).to_dict()
     emit(report, json, render(report))
     if not report["ok"]:
         raise typer.Exit(1)

@@ -66,7 +66,7 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
 
     with live_progress():  # on stderr: units, rate, ETA, errors, running mean
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                    address=address, target=target)
+                                    address=address, target=target).to_dict()
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
 
 
@@ -96,7 +96,7 @@ def _raw_gate(candidate: str, current: float, current_stderr: float | None,
     except ValueError:
         fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
     return capevolve.gate_numbers(current, cand_mean, current_stderr, candidate_stderr,
-                                  k_se=k_se, min_delta=min_delta, run=run_dir)
+                                  k_se=k_se, min_delta=min_delta, run=run_dir).to_dict()
 
 
 @command
@@ -144,10 +144,10 @@ def gate(candidate: Annotated[str, typer.Option(
              "form with --current)")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target)
+                                target=target).to_dict()
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
-                                        min_delta=min_delta, n_trials=n_trials)
+                                        min_delta=min_delta, n_trials=n_trials).to_dict()
     emit(result, json, _gate_human(result))
 
 
@@ -161,7 +161,7 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
     again against that target first unless its last gate used it, and the accept follows
     that gate."""
     result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note,
-                              target=target)
+                              target=target).to_dict()
     label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
              else "")
     emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")
@@ -172,7 +172,7 @@ def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
     """Record a rejected candidate (one iteration spent; refused once the iteration budget
     is spent). Rejecting the same candidate again against the same best changes nothing."""
-    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note)
+    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note).to_dict()
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 
 
@@ -196,7 +196,7 @@ def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
     with live_progress():
         final = capevolve.finalize(run, engine=engine, address=address,
-                                   spend_test_ids=spend_test_ids)
+                                   spend_test_ids=spend_test_ids).to_dict()
     t, b = final["test"], final["test_baseline"]
     ci = final["ci95"]
     human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "

@@ -81,7 +81,7 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     from capevolve.report.data import candidate_decisions
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    result = {**capevolve.status(run), "decisions": candidate_decisions(run)}
+    result = {**capevolve.status(run).to_dict(), "decisions": candidate_decisions(run)}
     emit(result, json, _status_human(result))
 
 

@@ -107,9 +107,10 @@ def optimize(
                 val_mean=row["val_child"], metric_calls=row["metric_calls"],
                 cost_usd=row["proposer_cost_usd"]))
 
-        result = capevolve.optimize(
+        result = capevolve.optimize_run(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
             resume=resume, engine=None if engine is None else str(engine), address=address,
-            on_iteration=shown, minibatch=minibatch, spend_test_ids=spend_test_ids)
+            on_iteration=shown, minibatch=minibatch,
+            spend_test_ids=spend_test_ids).to_dict()
     emit(result, json, render(result))

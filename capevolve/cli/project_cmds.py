@@ -23,7 +23,7 @@ def init(directory: Annotated[Path, typer.Argument(help="Where to create the pro
          json: JsonOpt = False) -> None:
     """Scaffold a runnable project: config, adapter skeleton (or dataset, target and
     evaluators with --kind dataset), seed capability, PROJECT.md."""
-    result = capevolve.init_project(directory, kind=kind)
+    result = capevolve.init_project(directory, kind=kind).to_dict()
     emit(result, json, f"created {directory}: {', '.join(result['files'])}\n"
                        f"next: capevolve check --project {directory}")
 
@@ -34,7 +34,7 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
 
     Exits 1 with every problem listed when the project is not runnable.
     """
-    payload = capevolve.check_project(project)
+    payload = capevolve.check_project(project).to_dict()
     problems = payload["problems"]
     human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems
              else "problems:\n" + "\n".join(f"- {p}" for p in problems))
@@ -61,7 +61,8 @@ def run(project: ProjectOpt = Path("."),
     from capevolve.progress.live import live_progress
 
     with live_progress():  # the baseline's progress on stderr
-        handoff = capevolve.start_run(project, run_dir, engine=engine, address=address)
+        handoff = capevolve.start_run(project, run_dir, engine=engine,
+                                      address=address).to_dict()
     base = handoff["baseline"]
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",

@@ -27,7 +27,7 @@ def verify(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
     """Check the run's event log (hash chain, signatures, mirrored head), every Parquet part
     against its record (sha256, size), and seal/final against the log; print every
     problem. Exit 1 when there is any. Writes nothing in the run dir."""
-    result = capevolve.verify(run_dir)
+    result = capevolve.verify(run_dir).to_dict()
     emit(result, json, _verify_human(result))
     if not result["ok"]:
         raise typer.Exit(1)
@@ -55,7 +55,7 @@ def quarantine(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
     log back to its last verified line (the whole log is kept aside), and record all of it
     in a `quarantined` event. Units of moved parts are run again by the next evaluate.
     Exit 1 when something could not be repaired (a deleted seal or final)."""
-    result = capevolve.quarantine(run_dir)
+    result = capevolve.quarantine(run_dir).to_dict()
     emit(result, json, _quarantine_human(result))
     if not result["ok"]:
         raise typer.Exit(1)

@@ -8,17 +8,12 @@ tried-and-rejected fixes, trajectory files and sanity checks; ``annotate`` recor
 person's judgement on a cluster; ``census`` exports failing datapoints for describer
 agents and checks their synthesis. The modules: source (one DuckDB query), classify,
 units (preamble, parts, sentences), signature, cluster, grouping, narrated, claimed,
-history, rank, sanity, gold, reflective, trajectories, diagnosis, annotate, census; verb
-makes the package callable: ``capevolve.diagnose(run, candidate_id)`` is the public verb."""
-
-import sys
+history, rank, sanity, gold, reflective, trajectories, diagnosis, annotate, census. The
+public verb is :func:`capevolve.diagnose_candidate`."""
 
 from capevolve.diagnose.annotate import annotate
 from capevolve.diagnose.diagnosis import DiagnoseOptions, build_diagnosis, diagnose, diagnosis_path
 from capevolve.diagnose.kinds import ClusterMode, FailureKind, JudgementTag, TaskPattern
-from capevolve.diagnose.verb import DiagnosePackage
-
-sys.modules[__name__].__class__ = DiagnosePackage  # calling the package runs the verb
 
 __all__ = [
     "ClusterMode",

@@ -45,6 +45,7 @@ from capevolve import _api as api
 from capevolve._policy.protect import protected_patterns
 from capevolve.diagnose import DiagnoseOptions, diagnose
 from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
+from capevolve.kinds import Decision
 from capevolve.optimize.proposers.chat import ChatClient, ClientConfig
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
 
@@ -130,7 +131,7 @@ class GEPAAdapter:
         before = self._metric_calls()
         try:
             record = api.evaluate(self.run.root, directory, split, engine=self.engine,
-                                        address=self.address)
+                                  address=self.address).to_dict()
         finally:
             shutil.rmtree(directory.parent, ignore_errors=True)
         record = {**record, "rollouts_run": self._metric_calls() - before}
@@ -192,11 +193,12 @@ class GEPAAdapter:
             return {"candidate_id": candidate_id, "gate": None, "decision": "already best"}
         gate = api.gate(self.run.root, candidate_id)
         why = note or "gepa.optimize best candidate"
-        if gate["decision"] == "accept":
+        if gate.decision == Decision.ACCEPT:
             api.accept(self.run.root, candidate_id, note=why)
-        elif gate["decision"] == "reject":
+        elif gate.decision == Decision.REJECT:
             api.reject(self.run.root, candidate_id, note=why)
-        return {"candidate_id": candidate_id, "gate": gate, "decision": gate["decision"]}
+        return {"candidate_id": candidate_id, "gate": gate.to_dict(),
+                "decision": str(gate.decision)}
 
 
 def _text_files(root: Path) -> dict[str, str]:

@@ -6,12 +6,5 @@ a prepared copy of it (``proposers``: scripted, command, llm; the interface is
 ledger record per iteration (``step``, ``loop``), until a stop predicate
 (``capevolve._policy.stop``), a budget cap or the iteration count; ``--resume`` continues a
 killed loop. Agent mode (a coding agent driving the verbs by hand) is the other way to
-use capevolve. ``verb`` makes the package callable: ``capevolve.optimize(run, ...)`` is
-the public verb.
+use capevolve. The public verb is :func:`capevolve.optimize_run`.
 """
-
-import sys
-
-from capevolve.optimize.verb import OptimizePackage
-
-sys.modules[__name__].__class__ = OptimizePackage  # calling the package runs the verb

@@ -20,8 +20,9 @@ Documents::
     diagnoses/*.json    DiagnosisRecord (envelope typed; clusters and entries as data)
     <project>/.capevolve/finalizes.jsonl   one FinalizeEntry per finalize (with TestReuse)
 
-The models live in ``_base`` (Record, reading), ``_documents`` and ``_events``; import them
-from here.
+The verbs that return no stored document return a :class:`Result` (``_results``). The models
+live in ``_base`` (Record, reading), ``_documents``, ``_events`` and ``_results``; import
+them from here.
 """
 
 from capevolve.records._base import (
@@ -74,8 +75,42 @@ from capevolve.records._events import (
     UserEvent,
     parse_event,
 )
+from capevolve.records._results import (
+    Accepted,
+    ClusterReport,
+    Confirmation,
+    EvalLine,
+    GateNumbers,
+    Handoff,
+    NoChange,
+    OptimizeSummary,
+    ProbeResult,
+    ProjectCheck,
+    ProjectInit,
+    Quarantine,
+    Rejected,
+    Result,
+    RunStatus,
+    Verification,
+)
 
 __all__ = [
+    "Accepted",
+    "ClusterReport",
+    "Confirmation",
+    "EvalLine",
+    "GateNumbers",
+    "Handoff",
+    "NoChange",
+    "OptimizeSummary",
+    "ProbeResult",
+    "ProjectCheck",
+    "ProjectInit",
+    "Quarantine",
+    "Rejected",
+    "Result",
+    "RunStatus",
+    "Verification",
     "DecisionRecord",
     "NoChangeEvent",
     "AcceptEvent",

@@ -36,6 +36,10 @@ class Record(BaseModel):
         """The JSON form written to disk."""
         return self.model_dump(mode="json")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form a verb returned (what ``--json`` prints): the fields it set."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
 
 R = TypeVar("R", bound=Record)
 

@@ -3,7 +3,6 @@ integrity checks hold before, during (kill -9 at every step) and after."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
@@ -28,10 +27,45 @@ from capevolve.kinds import EventKind
 EVAL = "val__cand_001__k2"
 VIEW = ("SELECT task_id, trial, reward, output, error, seed, tokens FROM rollouts "
         "ORDER BY task_id, trial")
-RESUME = """
-import sys
+STEPS = ("written", "journalled", "renamed", "recorded", "retiring", "retired")
+"""The compaction steps (see compact's docstring) a process is killed right after."""
+KILL_AT = """
+import os, signal, sys
+from pathlib import Path
 from capevolve._loop.evaluate import evaluate
+from capevolve._store.rollouts import compact
 from capevolve._store.rundir import RunDir
+
+def kill_after(owner, name, when=lambda out, *args: True):
+    real = getattr(owner, name)
+    def wrapped(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if when(out, *args):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+    setattr(owner, name, wrapped)
+
+step = sys.argv[2]
+if step == "written":
+    kill_after(compact, "_write", lambda written, *args: written)
+elif step == "journalled":
+    kill_after(compact, "write_intent")
+elif step == "renamed":  # the first directory fsync of a compaction follows its renames
+    kill_after(compact, "fsync_dir")
+elif step == "recorded":  # the old parts' removal follows the record
+    compact._retire = lambda run, retired: os.kill(os.getpid(), signal.SIGKILL)
+elif step == "retiring":  # the first old part removed
+    retiring = []
+    kill_after(Path, "unlink", lambda out, *args: bool(retiring))
+    real_retire = compact._retire
+    compact._retire = lambda run, retired: retiring.append(1) or real_retire(run, retired)
+elif step == "retired":
+    kill_after(compact, "_retire")
+elif step == "streaming":  # one full row group of the new part written, more to come
+    compact.ROW_GROUP_ROWS, compact.READ_ROWS = 5, 3
+    kill_after(compact._Files, "write")
+else:
+    raise SystemExit(f"unknown step {step}")
 evaluate(RunDir.open(sys.argv[1]), "cand_001", "val")
 """
 
@@ -143,8 +177,7 @@ def _kill_at(step: str, source: RunDir, root: Path) -> RunDir:
     """A copy of the run, then a real process resuming its evaluation killed right after
     compaction ``step``."""
     shutil.copytree(source.root, root)
-    env = {**clean_env(), compact.FAULT_ENV: step}
-    proc = subprocess.run([sys.executable, "-c", RESUME, str(root)], env=env,
+    proc = subprocess.run([sys.executable, "-c", KILL_AT, str(root), step], env=clean_env(),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     return RunDir(root)
@@ -173,7 +206,7 @@ def _reference(incomplete: RunDir, tmp_path: Path, monkeypatch) -> list[tuple]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", compact.FAULT_STEPS)
+@pytest.mark.parametrize("step", STEPS)
 def test_kill_9_at_each_step_leaves_one_count_and_a_verifiable_run(
         incomplete, tmp_path, monkeypatch, step):
     """kill -9 of a real evaluate right after each compaction step: the run opens (an
@@ -222,7 +255,6 @@ def test_a_query_of_one_evaluation_reads_only_its_files(uncompacted, tmp_path):
 
     assert files_read(EVAL) == len(mine)
     assert files_read(None) == len(everything)
-    assert os.environ.get(compact.FAULT_ENV) is None
 
 
 def test_a_reader_whose_parts_are_retired_under_it_reads_again(uncompacted, monkeypatch):
@@ -274,29 +306,20 @@ def test_a_compaction_during_another_evaluation_is_not_foreign_to_its_guard(
     run = uncompacted
     guard = EvaluationGuard(run, run_project(run))
     seen: list[list[Path]] = []
+    real_intent = compact.write_intent
 
-    def look(step: str) -> None:
-        if step == "written":
-            assert any(p.name.endswith(compact.TMP_SUFFIX)
-                       for p in run.layout.rollouts.rglob("*")), "no temporary file to see"
-            seen.append(guard.foreign_parts([]))
+    def look(*args):  # the new part is written under its temporary name, not yet renamed
+        assert any(p.name.endswith(compact.TMP_SUFFIX)
+                   for p in run.layout.rollouts.rglob("*")), "no temporary file to see"
+        seen.append(guard.foreign_parts([]))
+        return real_intent(*args)
 
-    monkeypatch.setattr(compact, "_fault", look)
+    monkeypatch.setattr(compact, "write_intent", look)
     done = compact.compact_evaluation(run, EVAL, "val", "cand_001")
     assert done is not None and done.retired == 3
     assert seen == [[]], f"the compaction's temporary file was foreign: {seen}"
     assert guard.foreign_parts([]) == [], "the compacted part was taken for a foreign one"
     assert not compact.running
-
-
-SMALL_GROUPS = """
-import sys
-from capevolve._loop.evaluate import evaluate
-from capevolve._store.rollouts import compact
-from capevolve._store.rundir import RunDir
-compact.ROW_GROUP_ROWS, compact.READ_ROWS = 5, 3
-evaluate(RunDir.open(sys.argv[1]), "cand_001", "val")
-"""
 
 
 def test_streaming_writes_the_old_rows_in_order_a_row_group_at_a_time(uncompacted,
@@ -330,9 +353,8 @@ def test_kill_9_in_the_middle_of_the_stream_leaves_the_old_parts_whole(
     reference = _reference(incomplete, tmp_path, monkeypatch)
     root = tmp_path / "run-streaming"
     shutil.copytree(incomplete.root, root)
-    env = {**clean_env(), compact.FAULT_ENV: compact.STREAM_FAULT}
-    proc = subprocess.run([sys.executable, "-c", SMALL_GROUPS, str(root)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", KILL_AT, str(root), "streaming"],
+                          env=clean_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     opened = RunDir.open(root)
     half = [p for p in opened.layout.rollouts.rglob(f"*{compact.TMP_SUFFIX}")]

@@ -203,11 +203,11 @@ def test_deleting_seal_and_final_and_moving_test_rows_cannot_buy_a_second_test(f
     assert not finalized.layout.final.exists()
     assert not finalized.layout.split_rollouts("test").exists()
     found = capevolve.verify(finalized.root)
-    kinds = {p["kind"] for p in found["problems"]}
-    assert {"document", "part_missing"} <= kinds and not found["ok"]
+    kinds = {p["kind"] for p in found.problems}
+    assert {"document", "part_missing"} <= kinds and not found.ok
     assert any(line.startswith("seal.json: missing, though finalize started")
-               for line in found["lines"])
-    assert any(line.startswith("final.json: missing") for line in found["lines"])
+               for line in found.lines)
+    assert any(line.startswith("final.json: missing") for line in found.lines)
     with pytest.raises((RunDirError, TestSealError)):
         finalize(RunDir(finalized.root), spend_test_ids=True)  # even the store verb, past open
 

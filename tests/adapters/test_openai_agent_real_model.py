@@ -88,7 +88,7 @@ def test_capevolve_run_against_the_real_model_finishes(
     t0 = time.monotonic()
     out = capevolve.start_run(tmp_path, tmp_path / "run", engine="local")
     assert time.monotonic() - t0 < 300
-    baseline = out["baseline"]
+    baseline = out.baseline.to_dict()
     assert baseline["status"] == "complete" and baseline["n_tasks"] == 3
     _, rows = capevolve.query(tmp_path / "run", "SELECT reward, error, tokens FROM rollouts")
     assert len(rows) == 3

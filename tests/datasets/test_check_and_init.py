@@ -29,8 +29,8 @@ def test_init_kind_dataset_is_runnable_and_excludes_its_unlabelled_datapoint(tmp
     assert done.returncode == 0, done.stderr
     assert "data.jsonl" in json.loads(done.stdout)["files"]
     checked = capevolve.check_project(tmp_path / "proj")
-    assert checked["ok"] and checked["n_tasks"] == 17
-    assert checked["metrics"] == {"deterministic": ["normalized_exact", "token_f1"],
+    assert checked.ok and checked.n_tasks == 17
+    assert checked.metrics == {"deterministic": ["normalized_exact", "token_f1"],
                                   "judge": []}
     bad = _cli("init", "other", "--kind", "nope", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--kind" in bad.stderr
@@ -47,9 +47,9 @@ def test_a_non_deterministic_judge_is_a_warning_recommending_five_trials(tmp_pat
         config.write_text(config.read_text().replace("http://127.0.0.1:8931/v1",
                                                      server.base_url))
         checked = capevolve.check_project(root)
-    assert checked["ok"], checked["problems"]
-    assert checked["metrics"]["judge"] == ["judge"]
-    (warning,) = checked["warnings"]
+    assert checked.ok, checked.problems
+    assert checked.metrics["judge"] == ["judge"]
+    (warning,) = checked.warnings
     assert "not deterministic on task 'q000'" in warning and "num_trials >= 5" in warning
     assert len(server.prompts) == 2  # the judge was probed twice on one datapoint
 
@@ -67,8 +67,8 @@ def test_a_non_deterministic_scorer_without_a_judge_is_still_a_problem(tmp_path)
     config.write_text(text[:start] + "  - {name: flaky, kind: python, function: flaky.py:score}\n"
                       + text[end:])
     checked = capevolve.check_project(root)
-    assert not checked["ok"] and checked["warnings"] == []
-    assert any("not deterministic" in p for p in checked["problems"])
+    assert not checked.ok and checked.warnings == []
+    assert any("not deterministic" in p for p in checked.problems)
 
 
 def test_an_off_schema_judge_is_a_warning_and_the_run_starts(tmp_path):
@@ -81,10 +81,10 @@ def test_an_off_schema_judge_is_a_warning_and_the_run_starts(tmp_path):
         config.write_text(config.read_text().replace("http://127.0.0.1:8931/v1",
                                                      server.base_url))
         checked = capevolve.check_project(root)
-        assert checked["ok"], checked["problems"]
-        (warning,) = checked["warnings"]
+        assert checked.ok, checked.problems
+        (warning,) = checked.warnings
         assert "breaks the schema" in warning and "error rows" in warning
         run = capevolve.create_run(root, tmp_path / "run")
     assert run.splits.ids("val")
     checked = capevolve.check_project(root)  # the server is gone now
-    assert not checked["ok"] and "judge unreachable" in checked["problems"][0]
+    assert not checked.ok and "judge unreachable" in checked.problems[0]

@@ -78,7 +78,7 @@ def test_gepa_optimize_runs_through_the_engine_and_the_seal(flex_run):
     assert adopted["decision"] == "accept", adopted["gate"]
     assert capevolve.open_run(flex_run.root).best_id == adopted["candidate_id"]
     final = capevolve.finalize(flex_run, engine="local", spend_test_ids=True)
-    assert final["best_id"] == adopted["candidate_id"]
+    assert final.best_id == adopted["candidate_id"]
     assert (flex_run.root / "seal.json").is_file()
     with pytest.raises(TestSealError):
         capevolve.finalize(flex_run, engine="local", spend_test_ids=True)

@@ -14,7 +14,7 @@ from capevolve.errors import ConfigError
 
 
 def _optimize(run, **kwargs):
-    return capevolve.optimize(run.root, engine="local", **kwargs)
+    return capevolve.optimize_run(run.root, engine="local", **kwargs).to_dict()
 
 
 @pytest.mark.slow

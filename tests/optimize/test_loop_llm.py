@@ -39,8 +39,8 @@ def test_llm_proposals_go_through_the_gate_and_garbage_is_never_evaluated(tmp_pa
     run = loop_run(tmp_path, quality=0.2)
     cut = completion("<improved_file>\n0.9", finish_reason="length")
     with ChatServer([_answer("0.95"), completion("Sure! Quality is great."), cut]) as server:
-        result = capevolve.optimize(run.root, engine="local", algorithm="hill-climb",
-                                    proposer=_spec(server), iterations=3)
+        result = capevolve.optimize_run(run.root, engine="local", algorithm="hill-climb",
+                                    proposer=_spec(server), iterations=3).to_dict()
     rows = result["iterations"]
     assert [r["outcome"] for r in rows] == ["accept", "no_change", "no_change"]
     assert result["best_id"] == rows[0]["child"]

@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 def _loop(tmp_path, engine):
     run = loop_run(tmp_path)
     edits = scripted_edits(tmp_path / "edits", [0.95, 0.2])
-    result = capevolve.optimize(run.root, algorithm="hill-climb", iterations=2, parallel=2,
-                                proposer=f"scripted:{edits}", engine=engine)
+    result = capevolve.optimize_run(run.root, algorithm="hill-climb", iterations=2, parallel=2,
+                                proposer=f"scripted:{edits}", engine=engine).to_dict()
     return run, result
 
 
@@ -40,8 +40,8 @@ def test_parallel_children_run_at_once_in_pools_of_their_own(tmp_path, ray_sessi
 
     run = loop_run(tmp_path, sleep=0.2)
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.3])
-    result = capevolve.optimize(run.root, algorithm="hill-climb", iterations=2, parallel=2,
-                                proposer=f"scripted:{edits}", engine="ray")
+    result = capevolve.optimize_run(run.root, algorithm="hill-climb", iterations=2, parallel=2,
+                                proposer=f"scripted:{edits}", engine="ray").to_dict()
     assert [r["outcome"] for r in result["iterations"]] == ["reject", "reject"]
     rows = [r for p in (run.root / "rollouts").rglob("*.parquet")
             for r in pq.read_table(p, columns=["eval_id", "worker_id"]).to_pylist()]

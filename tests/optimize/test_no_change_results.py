@@ -17,8 +17,8 @@ def test_no_change_iterations_write_decision_records_with_their_reasoning(tmp_pa
     script.write_text('#!/bin/sh\ncase "$1" in\n  1) echo "cannot do it" >&2; exit 3 ;;\n'
                       '  *) exit 0 ;;\nesac\n')
     script.chmod(0o755)
-    result = capevolve.optimize(run.root, engine="local", algorithm="hill-climb", iterations=2,
-                                proposer=f"command:{script} {{iteration}} {{workdir}}")
+    result = capevolve.optimize_run(run.root, engine="local", algorithm="hill-climb", iterations=2,
+                                proposer=f"command:{script} {{iteration}} {{workdir}}").to_dict()
     assert [r["outcome"] for r in result["iterations"]] == ["no_change", "no_change"]
     records = results.read_all(Path(run.root))
     assert [r.decision for r in records] == ["no_change", "no_change"]
@@ -26,5 +26,5 @@ def test_no_change_iterations_write_decision_records_with_their_reasoning(tmp_pa
     assert "exited with status 3" in records[0].reasoning
     assert "changed nothing" in records[1].reasoning or "no change" in records[1].reasoning
     assert all(not r.aggregate and r.best_after == "seed" for r in records)
-    again = capevolve.optimize(run.root, engine="local", resume=True)
+    again = capevolve.optimize_run(run.root, engine="local", resume=True).to_dict()
     assert len(results.read_all(Path(run.root))) == 2 == len(again["iterations"])

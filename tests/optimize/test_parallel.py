@@ -58,8 +58,9 @@ def _decisions(run_root: Path) -> list[tuple]:
 def _loop(tmp_path: Path, parallel: int) -> tuple[Path, dict]:
     run = loop_run(tmp_path, sleep=0.2)  # rollouts long enough to overlap despite start-up
     edits = scripted_edits(tmp_path / "edits", QUALITIES)
-    result = capevolve.optimize(run.root, algorithm="hill-climb", proposer=f"scripted:{edits}",
-                                iterations=len(QUALITIES), parallel=parallel, engine="local")
+    result = capevolve.optimize_run(run.root, algorithm="hill-climb",
+                                    proposer=f"scripted:{edits}", iterations=len(QUALITIES),
+                                    parallel=parallel, engine="local").to_dict()
     return run.root, result
 
 
@@ -107,8 +108,8 @@ def test_concurrent_evaluations_together_never_pass_the_metric_call_cap(tmp_path
     run = loop_run(tmp_path, sleep=0.05, extra='stop_condition: "12 iterations"\n'
                    "budget: {max_metric_calls: 30}\n")
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.3, 0.25])
-    result = capevolve.optimize(run.root, algorithm="hill-climb", proposer=f"scripted:{edits}",
-                                parallel=3, engine="local")
+    result = capevolve.optimize_run(run.root, algorithm="hill-climb", proposer=f"scripted:{edits}",
+                                parallel=3, engine="local").to_dict()
     units = _rows(run.root)
     status = capevolve.status(run.root)
     assert status["spent"]["metric_calls"] <= 30
@@ -220,7 +221,7 @@ def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
     edits = scripted_edits(tmp_path / "edits", [
         {"plant.txt": f"{run.root} val__cand_002__k2\n"}, {"notes.md": "other\n"}])
     with pytest.raises(RunDirError, match="refused: .*-99999.parquet was written during"):
-        capevolve.optimize(run.root, algorithm="hill-climb", iterations=2, parallel=2,
+        capevolve.optimize_run(run.root, algorithm="hill-climb", iterations=2, parallel=2,
                            proposer=f"scripted:{edits}", engine="local")
     assert not list((run.root / "rollouts").rglob("*-99999.parquet"))
     assert list((run.root / "quarantine").rglob("*-99999.parquet"))

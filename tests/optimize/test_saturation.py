@@ -64,8 +64,8 @@ def test_parallel_3_over_concurrency_4_keeps_all_4_slots_busy_while_work_remains
     run = create_run(project, tmp_path / "run")
     capevolve.evaluate(run.root, "seed", "val", engine="local")
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.3, 0.25])
-    result = capevolve.optimize(run.root, algorithm="hill-climb", iterations=3, parallel=3,
-                                proposer=f"scripted:{edits}", engine="local")
+    result = capevolve.optimize_run(run.root, algorithm="hill-climb", iterations=3, parallel=3,
+                                proposer=f"scripted:{edits}", engine="local").to_dict()
     assert [r["metric_calls"] for r in result["iterations"]] == [24, 24, 24]
     spans = _spans(run.root, "val__cand_")
     assert len(spans) == 72

@@ -47,15 +47,15 @@ def test_the_display_counts_every_stored_unit(run_dir):
     display = LiveDisplay(out, plain=True, every_s=0.05)
     with display, progress.observing(display):
         record = capevolve.evaluate(run_dir, "seed", "val", engine="local")
-    tally = display.evals[record["eval_id"]]
-    assert tally.total == tally.done == record["n_rows"] == 60
+    tally = display.evals[record.eval_id]
+    assert tally.total == tally.done == record.n_rows == 60
     assert tally.finished is not None and tally.in_flight() == 0
     mean, se, n = tally.mean_se()
-    assert (round(mean, 9), round(se, 9), n) == (round(record["mean"], 9),
-                                                 round(record["stderr"], 9), 20)
+    assert (round(mean, 9), round(se, 9), n) == (round(record.mean, 9),
+                                                 round(record.stderr, 9), 20)
     text = out.getvalue()
-    assert f"{record['eval_id']}: 60 units to run" in text
-    assert "60/60 units (100%)" in text and f"mean {record['mean']:.3f}" in text
+    assert f"{record.eval_id}: 60 units to run" in text
+    assert "60/60 units (100%)" in text and f"mean {record.mean:.3f}" in text
 
 
 def test_cli_progress_goes_to_stderr_and_json_stays_alone(run_dir):
@@ -119,7 +119,7 @@ def test_on_ray_the_display_counts_the_busy_workers_and_nodes(ray_session, run_d
     display = LiveDisplay(out, plain=True, every_s=0.05)
     with display, progress.observing(display):
         record = capevolve.evaluate(run_dir, "seed", "val", engine="ray")
-    tally = display.evals[record["eval_id"]]
+    tally = display.evals[record.eval_id]
     assert tally.done == tally.total == 60
     workers = {w for w, _ in tally.seen}
     nodes = {n for _, n in tally.seen}

@@ -50,14 +50,14 @@ def loop_run(root: Path) -> ReportRun:
     run_dir = root / "run"
     capevolve.start_run(project, run_dir, engine="local")
     better = capevolve.evaluate(run_dir, project / "improved_capability", engine="local")
-    assert capevolve.gate(run_dir, better["candidate_id"])["decision"] == "accept"
-    capevolve.accept(run_dir, better["candidate_id"], note=HOSTILE_NOTE)
+    assert capevolve.gate(run_dir, better.candidate_id).decision == "accept"
+    capevolve.accept(run_dir, better.candidate_id, note=HOSTILE_NOTE)
     worse = capevolve.evaluate(run_dir, worse_than_improved(root / "worse"), engine="local")
-    capevolve.gate(run_dir, worse["candidate_id"])
-    capevolve.reject(run_dir, worse["candidate_id"], note="drops the compare rule")
+    capevolve.gate(run_dir, worse.candidate_id)
+    capevolve.reject(run_dir, worse.candidate_id, note="drops the compare rule")
     with pytest.raises(capevolve.CandidateError, match="protected paths"):
         capevolve.evaluate(run_dir, tampering(root / "tampered"), engine="local")
-    capevolve.diagnose(run_dir, better["candidate_id"])
+    capevolve.diagnose_candidate(run_dir, better.candidate_id)
     capevolve.finalize(run_dir, engine="local", spend_test_ids=True)
     return ReportRun(run_dir, project)
 

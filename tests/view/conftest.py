@@ -40,11 +40,11 @@ def view_run(tmp_path_factory) -> ViewRun:
     capevolve.start_run(project, run_dir, engine="local")
     run = capevolve.open_run(run_dir)
     improved = capevolve.evaluate(run, project / "improved_capability", "val",
-                                  engine="local")["candidate_id"]
+                                  engine="local").candidate_id
     worse = capevolve.evaluate(run, worse_copy(root / "worse"), "val",
-                               engine="local")["candidate_id"]
+                               engine="local").candidate_id
     for cid in ("seed", improved, worse):
-        capevolve.diagnose(run, cid, "val", project=project)
+        capevolve.diagnose_candidate(run, cid, "val", project=project)
     return ViewRun(run_dir, project, improved, worse)
 
 

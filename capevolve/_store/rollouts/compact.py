@@ -26,15 +26,12 @@ Only recorded parts whose size and sha256 still match their record are compacted
 changed part is never laundered into a fresh record): otherwise nothing is done and
 verification reports the part. :func:`settle` (the next evaluate, under the run lock)
 finishes a compaction killed after step 4, undoes one killed before it, and compacts
-complete evaluations that still have several parts. ``CAPEVOLVE_FAULT_COMPACT=<step>``
-(one of :data:`FAULT_STEPS`, or :data:`STREAM_FAULT`) kills the process with SIGKILL
-right after that step: the fault tests' hook.
+complete evaluations that still have several parts.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,11 +73,6 @@ exactly this many). It bounds the compaction's memory: one group's rows are deco
 encoded at a time, whatever the evaluation's size."""
 READ_ROWS = 8_192
 """Rows read from an old part at a time."""
-FAULT_ENV = "CAPEVOLVE_FAULT_COMPACT"
-FAULT_STEPS = ("written", "journalled", "renamed", "recorded", "retiring", "retired")
-STREAM_FAULT = "streaming"
-"""The fault step inside step 1: right after a full row group of a new part is written
-(more rows still to come)."""
 TMP_SUFFIX = ".compacting"
 """A new part's temporary name is ``.<name>`` + this (never a ``*.parquet`` the view or
 verification reads, nor a writer's temporary file)."""
@@ -105,11 +97,6 @@ class Compaction:
 
 def _tmp(final: Path) -> Path:
     return final.with_name(f".{final.name}{TMP_SUFFIX}")
-
-
-def _fault(step: str) -> None:
-    if os.environ.get(FAULT_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[Path] | None:
@@ -210,7 +197,6 @@ def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) 
             while pending >= ROW_GROUP_ROWS:
                 table = pa.concat_tables(buffered)
                 files.write(table.slice(0, ROW_GROUP_ROWS))
-                _fault(STREAM_FAULT)
                 rest = table.slice(ROW_GROUP_ROWS)
                 buffered, pending = ([rest] if rest.num_rows else []), rest.num_rows
     if buffered or not files.finals:
@@ -249,21 +235,17 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
     if not _write(sources, files, eval_id, candidate_id):
         files.remove()
         return None
-    _fault("written")
     targets = [Target(relative(run.root, f), sha256_file(files.tmp(f)),
                       files.tmp(f).stat().st_size, n)
                for f, n in zip(files.finals, files.rows, strict=True)]
     retired = [relative(run.root, p) for p in sources]
     write_intent(run.layout, Intent(files.token, eval_id, retired, targets))
-    _fault("journalled")
     for final in files.finals:
         os.replace(files.tmp(final), final)
     fsync_dir(files.directory)
-    _fault("renamed")
     run._record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
                 parts=[{"path": t.path, "sha256": t.sha256, "size": t.size,
                         "n_rows": t.n_rows} for t in targets])
-    _fault("recorded")
     _retire(run, retired)
     intent_path(run.layout, files.token).unlink(missing_ok=True)
     return Compaction(eval_id, len(sources), list(files.finals), sum(files.rows))
@@ -272,16 +254,13 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
 def _retire(run: RunDir, retired: list[str]) -> None:
     """Remove retired parts, last path first (see the module docstring)."""
     directories = set()
-    for i, rel in enumerate(sorted(retired, reverse=True)):
+    for rel in sorted(retired, reverse=True):
         path = run.root / rel
         path.unlink(missing_ok=True)
         directories.add(path.parent)
-        if i == 0:
-            _fault("retiring")
     for directory in directories:
         if directory.is_dir():
             fsync_dir(directory)
-    _fault("retired")
 
 
 def compact_completed(run: RunDir, record: EvalRecord) -> Compaction | None:

@@ -61,10 +61,10 @@ def test_the_loop_with_a_real_model_records_garbage_as_no_change(
     import capevolve
 
     run = loop_run(tmp_path)
-    result = capevolve.optimize(
+    result = capevolve.optimize_run(
         run.root, engine="local", algorithm="hill-climb", iterations=2,
         proposer=f"llm:base_url={llama_url},model=gemma,temperature=0,max_tokens=48,"
-                 "timeout_s=120,retries=1")
+                 "timeout_s=120,retries=1").to_dict()
     assert [r["outcome"] for r in result["iterations"]] == ["no_change", "no_change"]
     assert result["best_id"] == "seed"
     for row in ledger(run.root):
