@@ -38,16 +38,17 @@ def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
     ``confirm``, of each of its two stages)."""
     if config.alpha_spending == AlphaSpending.RUN:
         return config.alpha / max(1, max_iterations)
-    if config.alpha_spending == AlphaSpending.CONFIRM:
+    if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1:
         return stage_alpha(config.alpha, max_iterations)
-    return config.alpha
+    return config.alpha  # (a lone gate under confirm, outside any budgeted run: alpha)
 
 
 def gate_risk(config: GateConfig, max_iterations: int) -> float:
     """P(a gate accepts a candidate no better than the best): a under per_gate and run,
     a * a under confirm (two stages on independent trials)."""
     a = per_gate_alpha(config, max_iterations)
-    return a * a if config.alpha_spending == AlphaSpending.CONFIRM else a
+    return a * a if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1 \
+        else a
 
 
 def guarantee(config: GateConfig, max_iterations: int, keep_best: bool = False) -> str:
