@@ -12,6 +12,7 @@ session end waits for its last part's fsyncs, then the summary reads the rows),
 The database is plain ``duckdb.connect(":memory:")``, never used before it is taken:
 ``connect`` applies its view, settings and confinement exactly as to a new one. At most
 one is made ahead at a time; a failure to make it leaves the next query to make its own.
+The process's exit waits for a database being made (never a native abort at exit).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def make_ahead() -> None:
     with _lock:
         if _maker is not None or _made:
             return
-        _maker = threading.Thread(target=_make, name="duckdb-ahead", daemon=True)
+        # not a daemon: the interpreter's exit waits for it. A daemon thread still inside
+        # duckdb.connect when the process exits is unwound by force through DuckDB's C++
+        # frames, and the process aborts ("terminate called without an active exception")
+        _maker = threading.Thread(target=_make, name="duckdb-ahead", daemon=False)
         _maker.start()
 
 

@@ -63,3 +63,26 @@ def test_without_make_ahead_there_is_nothing_to_take():
     first, second = spare.take(), spare.take()
     assert first is not None and second is None
     first.close()
+
+
+EXIT_RIGHT_AFTER = """
+import duckdb
+from capevolve._store.rollouts import spare
+spare.make_ahead()
+"""
+
+
+@pytest.mark.parametrize("runs", [
+    2, pytest.param(20, marks=pytest.mark.slow, id="20-runs")])
+def test_a_process_that_exits_while_a_database_is_being_made_does_not_abort(runs):
+    """The exit waits for the maker thread: a daemon thread unwound by force inside
+    duckdb.connect aborted the process (rc 134, "terminate called without an active
+    exception") every time before."""
+    import subprocess
+    import sys
+
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", EXIT_RIGHT_AFTER], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "terminate called" not in done.stderr
