@@ -124,10 +124,13 @@ def gate(candidate: Annotated[str, typer.Option(
          target: Annotated[str | None, typer.Option(
              "--target", help="The census bucket (census check --record) or val diagnose "
              "cluster the change targets: the audit checks the gain comes from it.")] = None,
+         engine: EngineOpt = None, address: AddressOpt = None,
          json: JsonOpt = False) -> None:
     """Gate a candidate against the current best on full val, from stored rollouts.
 
-    The run's frozen gate settings decide. --mode, --k-se or --min-delta with another
+    The run's frozen gate settings decide. Under alpha_spending: confirm (the default) a
+    gate whose screen passes runs both sides on fresh val trials (--engine / --address)
+    and the fresh data alone decides. --mode, --k-se or --min-delta with another
     value run an exploratory gate: recorded as such, never a basis for accept. A pair is
     gated on at most two trial counts (the project's and one matched --n-trials pair);
     under alpha_spending: run a deciding gate is refused once the run's alpha is spent.
@@ -144,7 +147,7 @@ def gate(candidate: Annotated[str, typer.Option(
              "form with --current)")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target).to_dict()
+                                target=target, engine=engine, address=address).to_dict()
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials).to_dict()
