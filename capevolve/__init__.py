@@ -41,12 +41,14 @@ if TYPE_CHECKING:
         gate,
         gate_numbers,
         init_project,
+        log_event,
         no_change,
         open_run,
         optimize_run,
         probe,
         quarantine,
         query,
+        register_event_kind,
         reject,
         start_run,
         status,
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         Rejected,
         RunManifest,
         RunStatus,
+        UserEvent,
         Verification,
     )
 
@@ -100,7 +103,7 @@ _RECORDS = ("Accepted", "CandidateRecord", "ClusterReport", "Confirmation", "Dia
             "EvalLine", "EvalRecord", "Event", "FinalRecord", "GateNumbers", "GateRecord",
             "Handoff", "NoChange", "OptimizeSummary", "ProbeResult", "ProjectCheck",
             "ProjectInit", "Quarantine", "Rejected", "RunManifest", "RunStatus",
-            "Verification")
+            "UserEvent", "Verification")
 _ADAPTER = ("Adapter", "Rollout", "Score", "Task", "ToolCall", "TransientError")
 
 # where each lazily loaded name lives (pydantic records load on first use: `--help` stays fast)
@@ -112,8 +115,8 @@ _LAZY = {"RunDir": "capevolve._loop.public_run",
 _VERBS = frozenset({
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
     "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
-    "no_change", "open_run", "optimize_run", "probe", "quarantine", "query", "reject",
-    "start_run", "status", "verify",
+    "log_event", "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
+    "register_event_kind", "reject", "start_run", "status", "verify",
 })
 
 _SUBPACKAGES = frozenset({"diagnose", "optimize", "stats"})
@@ -169,6 +172,7 @@ __all__ = [
     "TestVerdict",
     "ToolCall",
     "TransientError",
+    "UserEvent",
     "Verification",
     "accept",
     "check_project",
@@ -182,12 +186,14 @@ __all__ = [
     "gate",
     "gate_numbers",
     "init_project",
+    "log_event",
     "no_change",
     "open_run",
     "optimize_run",
     "probe",
     "quarantine",
     "query",
+    "register_event_kind",
     "reject",
     "start_run",
     "status",

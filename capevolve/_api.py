@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from capevolve._lazy import lazy_module
-from capevolve._loop.public_run import RunDir, public
+from capevolve._loop.public_run import RunDir, store_run
 from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve.config import load_config
 from capevolve.errors import ConfigError
@@ -41,6 +41,7 @@ from capevolve.records import (
     Quarantine,
     Rejected,
     RunStatus,
+    UserEvent,
     Verification,
 )
 
@@ -48,6 +49,7 @@ from capevolve.records import (
 # the Arrow, DuckDB and numpy code behind evaluate and gate); the checker sees them as
 # eager imports. tests/test_lazy_api.py keeps both lists the same.
 if TYPE_CHECKING:
+    from capevolve._loop import checkout as checkouts
     from capevolve._loop import confirm as confirming
     from capevolve._loop import decide, engines, locate
     from capevolve._loop import evaluate as evaluating
@@ -64,6 +66,7 @@ else:
     decide = lazy_module("capevolve._loop.decide")
     engines = lazy_module("capevolve._loop.engines")
     locate = lazy_module("capevolve._loop.locate")
+    checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
     no_changes = lazy_module("capevolve._loop.no_change")
@@ -74,7 +77,7 @@ else:
     verifying = lazy_module("capevolve._loop.verify")
     rollout_query = lazy_module("capevolve._store.rollouts.query")
 
-RunLike = StoreRunDir | str | os.PathLike[str]
+RunLike = RunDir | str | os.PathLike[str]
 """A run: an open :class:`RunDir`, or the path of a run directory."""
 
 
@@ -86,15 +89,18 @@ def _split(value: Split | str) -> Split:
         raise ConfigError(f"split {value!r}: expected train or val") from None
 
 
-def _writer(run: RunLike) -> StoreRunDir:
-    """The run a verb reads and writes: ``run`` itself, or the run dir at that path."""
+def _writer(run: RunLike | StoreRunDir) -> StoreRunDir:
+    """The run a verb reads and writes: the writer behind a public RunDir, an internal one
+    as it is, or the run dir at that path (opened and verified)."""
+    if isinstance(run, RunDir):
+        return store_run(run)
     return run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
 
 
 def open_run(run: RunLike) -> RunDir:
     """``run`` itself when it is a RunDir, else the run directory at that path, opened
     read-only (nothing is created or modified; RunDirError if it is not a run)."""
-    return public(run) if isinstance(run, StoreRunDir) else RunDir.open(Path(run))
+    return run if isinstance(run, RunDir) else RunDir(_writer(run))
 
 
 def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> ProjectInit:
@@ -116,8 +122,7 @@ def create_run(project: str | os.PathLike[str],
     """Check the project, freeze its splits and snapshot the seed capability as candidate
     ``seed`` (the best) in a new run dir (default ``<project>/.capevolve/run_<utc>``).
     Runs no rollout; see :func:`start_run` for the baseline too."""
-    return public(running.create_run(Path(project),
-                                      None if run_dir is None else Path(run_dir)))
+    return RunDir(running.create_run(Path(project), None if run_dir is None else Path(run_dir)))
 
 
 def start_run(project: str | os.PathLike[str], run_dir: str | os.PathLike[str] | None = None,
@@ -359,6 +364,26 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport
     return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
 
 
+def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
+    """Record a user event in the run's log: ``note`` or a kind registered with
+    :func:`register_event_kind`, its ``fields`` (JSON values) stored under ``data``. The
+    kinds capevolve records itself (gate, accept, spend, ...) are refused (RecordError)."""
+    return _writer(run).log_event(kind, **fields)
+
+
+def register_event_kind(name: str) -> None:
+    """Allow :func:`log_event` to record the user kind ``name`` in this process (lowercase
+    letters, digits and ``_``; not a kind capevolve records itself)."""
+    StoreRunDir.register_event_kind(name)
+
+
+def run_dir_of(run: RunLike) -> StoreRunDir:
+    """The internal run behind ``run`` (opened and verified from a path): for the CLI's
+    presenters (report, view, diagnose, export), which read the store directly. Not part of
+    ``__all__``."""
+    return _writer(run)
+
+
 def local_ray_down(force: bool = False) -> dict[str, Any]:
     """Stop the local Ray capevolve started for this user's commands (``capevolve down``;
     refused while another command uses it unless ``force``). Not part of ``__all__``: the
@@ -373,3 +398,11 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
     ``--project P`` means to a command when ``--run-dir`` is omitted); RunDirError if none.
     Not part of ``__all__``: the CLI's helper."""
     return locate.latest_run_dir(Path(project))
+
+
+def checkout(run: RunLike, dest: str | os.PathLike[str],
+             candidate_id: str | None = None) -> dict[str, Any]:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
+    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
+    part of ``__all__``: the CLI's helper."""
+    return checkouts.checkout(_writer(run), Path(dest), candidate_id)

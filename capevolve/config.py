@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
+from capevolve.config_models import ModelsConfig
 from capevolve.errors import ConfigError
 from capevolve.kinds import (
     AlphaSpending,
@@ -306,6 +307,8 @@ class ProjectConfig(_Section):
     called as ``(input, candidate_dir) -> output`` (sync or async)."""
     evaluators: list[EvaluatorConfig] = Field(default_factory=list)
     """Dataset projects: the metrics; the reward is their weighted mean."""
+    models: ModelsConfig = ModelsConfig()
+    """The models the project calls, by role, pinned in the run (``models:``)."""
 
     @model_validator(mode="before")
     @classmethod

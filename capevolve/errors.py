@@ -14,6 +14,9 @@ can catch user-facing problems without catching programming errors::
      +-- EngineError               the execution engine failed as a whole (not one rollout)
      +-- BudgetError               a budget cap is reached; no more work is handed out
      +-- RecordError               a value capevolve would record is refused (also a ValueError)
+     +-- ModelError                a model endpoint refused a call or failed past its retries
+          +-- ModelUnavailable     the failure may pass (429, 5xx, timeouts, connections)
+          +-- RolloutLimitReached  a per-rollout bound (tokens, turns, cost) was reached
 
 Per-rollout failures are never exceptions escaping the engine: they are data
 (``Rollout.error`` and the ``error_kind`` column).
@@ -87,3 +90,25 @@ class JudgeError(CapevolveError):
 class JudgeUnavailable(JudgeError):
     """The judge's endpoint could not be reached after every retry: the evaluation is
     incomplete (resuming it retries the units)."""
+
+
+class ModelError(CapevolveError):
+    """A model endpoint refused a call (bad request, auth, context length) or failed past
+    its retries; ``failure`` says which kind (a ModelFailure value)."""
+
+    def __init__(self, message: str, failure: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+class ModelUnavailable(ModelError):
+    """Retryable failures (429, 5xx, timeouts, connections) persisted past every retry or
+    past the call's deadline: infrastructure, never a score."""
+
+
+class RolloutLimitReached(ModelError):
+    """A per-rollout bound (``models.rollout``) was reached; ``bound`` names it."""
+
+    def __init__(self, message: str, bound: str) -> None:
+        super().__init__(message, "limit")
+        self.bound = bound

@@ -27,6 +27,18 @@ class ErrorKind(StrEnum):
     INVALID_VALUE = "invalid_value"  # a value the row may not hold (the error names the field)
 
 
+class ModelFailure(StrEnum):
+    """Why a model call failed, as the circuit breaker and the rollout row tell it."""
+
+    QUOTA = "quota"  # 429 past every retry (rate limit or exhausted quota)
+    AUTH = "auth"  # 401 / 403: the key is refused
+    UNREACHABLE = "unreachable"  # no connection, or no answer within the call's deadline
+    SERVER = "server"  # 5xx past every retry
+    CONTEXT_LENGTH = "context_length"  # the prompt does not fit the model's context
+    BAD_REQUEST = "bad_request"  # any other refusal of the request
+    LIMIT = "limit"  # a per-rollout bound (tokens, turns, cost) was reached
+
+
 class Decision(StrEnum):
     """The outcome of a gate."""
 

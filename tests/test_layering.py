@@ -46,6 +46,9 @@ PLANTED = [
     ("capevolve/cli/planted_internal.py", "from capevolve._store import rundir",
      "The CLI is a thin shell over the root API, diagnose and report",
      "capevolve.cli.planted_internal -> capevolve._store"),
+    ("capevolve/models/planted_store.py", "from capevolve._store import layout",
+     "capevolve.models calls endpoints: the root vocabulary only, no layer",
+     "capevolve.models.planted_store -> capevolve._store"),
     # contract -> local closes a cycle (local imports contract): a cycle between siblings
     ("capevolve/_engine/contract.py", "", "No import cycles between sibling modules",
      "- .contract -> .local"),

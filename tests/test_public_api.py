@@ -24,11 +24,12 @@ EXPECTED = [
     "GatePolicy", "GateRecord", "Handoff", "NoChange", "OptimizeSummary", "ProbeResult",
     "ProjectCheck", "ProjectInit", "Quarantine", "RecordError", "Rejected", "Rollout", "RunDir",
     "RunDirError", "RunManifest", "RunStatus", "Score", "Split", "Standing", "StoreError",
-    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "Verification",
+    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent",
+    "Verification",
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "no_change",
-    "open_run", "optimize_run", "probe", "quarantine", "query", "reject", "start_run", "status",
-    "verify",
+    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "log_event",
+    "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
+    "register_event_kind", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -50,6 +51,8 @@ SIGNATURES = {
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
     "init_project": "directory, *, kind='adapter'",
+    "log_event": "run, kind, **fields",
+    "register_event_kind": "name",
     "open_run": "run",
     "optimize_run": "run, *, algorithm=None, proposer=None, iterations=None, parallel=1, "
                     "focus=None, timeout_s=900.0, finalize=False, resume=False, engine=None, "
@@ -73,7 +76,9 @@ def _shape(fn) -> str:
             parts.append("*")
             star = True
         default = p.default
-        if default is p.empty:
+        if p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        elif default is p.empty:
             parts.append(p.name)
         else:
             text = repr(str(default)) if isinstance(default, str) else repr(default)

@@ -137,7 +137,7 @@ def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
               "started_at": utc_now()}
     write_eval(run, EvalRecord.model_validate(record))
     table = _table(run, eval_id, candidate_id, digest, task_ids, p, rng)
-    run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split="val", units=table.num_rows, resumed=False)
     session, step = session_token(), -(-table.num_rows // n_parts)
     directory = run.layout.partition("val", candidate_id)
@@ -155,7 +155,7 @@ def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
                   resumed=False, worker_restarts=0)
     stored = EvalRecord.model_validate(record)
     write_eval(run, stored)
-    run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split="val", status=stored.status, mean=stored.mean, stderr=stored.stderr,
                 n_scored=stored.n_scored)
     start = time.perf_counter()

@@ -44,6 +44,9 @@ class ScoreJob:
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
     schema_version: int = 1
+    agent_model: str | None = None
+    """The evaluation's agent model settings (JSON, :class:`capevolve.models.ModelSettings`),
+    recorded on every row; None when the project declares no agent model."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,10 @@ class EvalJob:
     adapter_spec: str
     untrusted_roots: tuple[str, ...] = ()
     schema_version: int = 1
+    agent_model: str | None = None
+    """The pinned agent model settings as JSON (the run's, with the candidate's model.yaml
+    applied): every worker opens each unit's model scope from it, never from its own
+    process state."""
 
     def score_job(self) -> ScoreJob:
         """The scorer's view of this job (everything but the candidate's files)."""
@@ -75,7 +82,7 @@ class EvalJob:
                         candidate_id=self.candidate_id, candidate_hash=self.candidate_hash,
                         tasks=self.tasks, project_root=self.project_root,
                         adapter_spec=self.adapter_spec, untrusted_roots=self.untrusted_roots,
-                        schema_version=self.schema_version)
+                        schema_version=self.schema_version, agent_model=self.agent_model)
 
 
 Outcome = dict[str, Any]

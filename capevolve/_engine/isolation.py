@@ -26,6 +26,7 @@ from typing import Any
 
 from capevolve._engine.contain import UserExit
 from capevolve.adapter import Rollout, Task, TransientError
+from capevolve.models import Meter, ModelSettings, scope
 
 
 class ChildCrash(Exception):
@@ -42,13 +43,16 @@ def _signal_name(code: int | None) -> str:
 
 
 async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, task: Task,
-                       trial: int, seed: int, timeout_s: float) -> Any:
+                       trial: int, seed: int, timeout_s: float,
+                       settings: ModelSettings | None = None, meter: Meter | None = None) -> Any:
     """The child's Rollout; raises ChildCrash, asyncio.TimeoutError, TransientError,
-    UserExit (the call exited), or RuntimeError carrying the child's exception text."""
+    UserExit (the call exited), or RuntimeError carrying the child's exception text. The
+    child runs in a model scope of ``settings``; its meter's counts are added to ``meter``."""
     fd, result_path = tempfile.mkstemp(prefix="capevolve-isolated-", suffix=".json")
     os.close(fd)
     request = json.dumps([project_root, adapter_spec, str(candidate),
-                          task.model_dump(mode="json"), trial, seed, result_path]).encode()
+                          task.model_dump(mode="json"), trial, seed, result_path,
+                          None if settings is None else settings.to_json()]).encode()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "capevolve._engine.isolation", stdin=asyncio.subprocess.PIPE,
         stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), start_new_session=True)
@@ -58,7 +62,9 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
             data = fh.read()
         if not data:
             raise ChildCrash(f"isolated run_target process died ({_signal_name(proc.returncode)})")
-        status, payload = json.loads(data)
+        status, payload, usage = json.loads(data)
+        if meter is not None:
+            meter.merge(usage)
     finally:  # a timeout or a cancellation from outside: never leave the child running
         if proc.returncode is None:
             proc.kill()
@@ -101,11 +107,14 @@ def _child_main() -> None:
     from capevolve._project.calls import call_sync
     from capevolve._project.loader import load_adapter
 
-    root, spec, candidate, task, trial, seed, result_path = json.loads(sys.stdin.buffer.read())
+    root, spec, candidate, task, trial, seed, result_path, model = \
+        json.loads(sys.stdin.buffer.read())
+    meter = Meter()
     try:
         adapter = load_adapter(Path(root), spec)
-        rollout = call_sync(contained(adapter.run_target, "run_target"), Path(candidate),
-                            Task.model_validate(task), trial=trial, seed=seed)
+        with scope(None if model is None else ModelSettings.from_json(model), meter):
+            rollout = call_sync(contained(adapter.run_target, "run_target"), Path(candidate),
+                                Task.model_validate(task), trial=trial, seed=seed)
         result = (("ok", rollout.model_dump(warnings=False)) if isinstance(rollout, Rollout)
                   else ("bad", type(rollout).__name__))
     except TransientError as exc:
@@ -115,7 +124,7 @@ def _child_main() -> None:
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as data
         result = ("raise", f"{type(exc).__name__}: {exc}")
     with open(result_path, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, default=repr)
+        json.dump([*result, meter.snapshot()], fh, default=repr)
         fh.flush()
     os._exit(0)  # threads the call left running (daemon or not) end here, not at a timeout
 

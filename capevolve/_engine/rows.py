@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from capevolve._engine.contract import Outcome, RowBatch, ScoreJob
 from capevolve.adapter import Rollout, Score, Task, ToolCall
-from capevolve.kinds import ErrorKind
+from capevolve.kinds import ErrorKind, ModelFailure
+from capevolve.models.meter import Meter
 
 MAX_ERROR_CHARS = 2000
 _KINDS = {str(kind) for kind in ErrorKind}
@@ -177,13 +178,15 @@ def parse_rollout(raw: Outcome) -> tuple[Rollout | None, str | None]:
 
 def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, started: float,
             finished: float, worker_id: str, node_id: str, rollout: str | None = None,
-            error: str | None = None, error_kind: ErrorKind | None = None) -> Outcome:
-    """A worker's report on one unit (plain JSON types only)."""
+            error: str | None = None, error_kind: ErrorKind | None = None,
+            usage: dict[str, Any] | None = None) -> Outcome:
+    """A worker's report on one unit (plain JSON types only); ``usage`` is the unit's model
+    meter snapshot (every attempt's calls)."""
     return {"task_id": task_id, "trial": trial, "attempts": attempts, "latency_s": latency_s,
             "started": started, "finished": finished, "worker_id": worker_id,
             "node_id": node_id, "rollout": rollout,
             "error": None if error is None else bounded(error),
-            "error_kind": None if error_kind is None else str(error_kind)}
+            "error_kind": None if error_kind is None else str(error_kind), "usage": usage}
 
 
 def _number(value: Any, default: float) -> float:
@@ -194,7 +197,8 @@ def _number(value: Any, default: float) -> float:
 PER_ROW = ("task_id", "trial", "seed", "reward", "feedback", "score_parts", "output",
            "inputs", "tool_calls", "trace", "trajectory", "error", "error_kind", "attempts",
            "latency_s", "tokens", "cost_usd", "worker_id", "node_id", "started_at",
-           "finished_at")
+           "finished_at", "model", "usage", "unknown_attempts", "judge_tokens",
+           "judge_cost_usd", "model_failure")
 """The columns a scorer fills row by row; the others come from its job, once per batch."""
 
 
@@ -211,18 +215,18 @@ class RowColumns:
 
     def add(self, task: Task, trial: int, seed: int, inputs: str | None, raw: Outcome,
             now: float, rollout: Rollout | None, score: Score | None, error: str | None,
-            error_kind: ErrorKind | None) -> None:
+            error_kind: ErrorKind | None, judge: Meter | None = None) -> None:
         if error is not None:
             score = None
         self.rows.append((task.id, trial, seed, inputs, raw, now, rollout, score, error,
-                          error_kind))
+                          error_kind, judge))
 
     def batch(self) -> RowBatch:
         job, rows = self.job, self.rows
         keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
                 ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
         (task_ids, trials, seeds, inputs, raws, nows, rollouts, scores, errors,
-         kinds) = map(list, zip(*rows, strict=True)) if rows else ([],) * 10
+         kinds, judges) = map(list, zip(*rows, strict=True)) if rows else ([],) * 11
         attempts = [raw.get("attempts") for raw in raws]
         columns: dict[str, Any] = {
             "task_id": task_ids, "trial": trials, "seed": seeds, "inputs": inputs,
@@ -234,8 +238,9 @@ class RowColumns:
             "trace": [None if r is None else to_json_text(r.trace) for r in rollouts],
             "tool_calls": [None if r is None else _calls_text(r) for r in rollouts],
             "trajectory": [None if r is None else r.trajectory for r in rollouts],
-            "tokens": [None if r is None else r.tokens for r in rollouts],
-            "cost_usd": [None if r is None else r.cost_usd for r in rollouts],
+            **_usage_columns(raws, rollouts),
+            "judge_tokens": [None if j is None else j.tokens for j in judges],
+            "judge_cost_usd": [None if j is None else j.cost_usd for j in judges],
             "error": [None if e is None else bounded(e) for e in errors],
             "error_kind": [None if e is None else str(k)
                            for e, k in zip(errors, kinds, strict=True)],
@@ -249,7 +254,36 @@ class RowColumns:
             "node_id": [_text(raw.get("node_id")) for raw in raws],
         }
         return RowBatch({"schema_version": job.schema_version, **keys,
+                         "model_settings": job.agent_model,
                          **{name: columns[name] for name in PER_ROW}}, len(rows))
+
+
+_FAILURES = {str(kind) for kind in ModelFailure}
+
+
+def _usage_columns(raws: list[Outcome], rollouts: list[Rollout | None]) -> dict[str, list]:
+    """tokens, cost_usd and the model columns of each row: from the unit's model meter
+    (every attempt, retries included) when its calls went through capevolve's client,
+    else as the adapter reported them. Unknown stays None, never 0."""
+    out: dict[str, list] = {k: [] for k in ("tokens", "cost_usd", "model", "usage",
+                                            "unknown_attempts", "model_failure")}
+    for raw, r in zip(raws, rollouts, strict=True):
+        meter = Meter()
+        meter.merge(raw.get("usage"))  # untrusted: only well-formed counts are taken
+        counted = meter.counts["attempts"] > 0
+        all_unknown = meter.counts["unknown_attempts"] == meter.counts["attempts"]
+        if counted:  # a lower bound when some attempts are unknown (their count is stored)
+            out["tokens"].append(None if all_unknown else meter.tokens)
+        else:
+            out["tokens"].append(None if r is None else r.tokens)
+        out["cost_usd"].append(meter.cost_usd if counted else None if r is None
+                               else r.cost_usd)
+        out["model"].append(",".join(sorted(meter.models)) or None)
+        out["usage"].append(to_json_text(meter.snapshot()) if raw.get("usage") else None)
+        out["unknown_attempts"].append(meter.counts["unknown_attempts"] if counted else None)
+        out["model_failure"].append(meter.failure if meter.failure in _FAILURES
+                                    and raw.get("error") is not None else None)
+    return out
 
 
 def _calls_text(rollout: Rollout) -> str | None:

@@ -38,6 +38,7 @@ from capevolve._project.loader import load_adapter
 from capevolve.adapter import Rollout, Score, Task
 from capevolve.errors import EngineError
 from capevolve.kinds import ErrorKind
+from capevolve.models import Meter, judging
 
 
 def _module_file(module: Any) -> str | None:
@@ -116,9 +117,13 @@ class ScorerCore:
         refuse_if_tainted(job)
         plans = [self._plan(job, raw, seed) for raw, seed in items]
         wanted = [(i, plan[0], plan[4]) for i, plan in enumerate(plans) if plan[5] is None]
-        verdicts = await self._score_all([(task, rollout) for _, task, rollout in wanted])
+        meters = [Meter() for _ in wanted]  # each row's judge calls
+        verdicts = await self._score_all([(task, rollout, meter) for (_, task, rollout), meter
+                                          in zip(wanted, meters, strict=True)])
         results: dict[int, Score | str] = {
             i: v for (i, _, _), v in zip(wanted, verdicts, strict=True)}
+        judged = {i: m for (i, _, _), m in zip(wanted, meters, strict=True)
+                  if m.counts["attempts"]}
         refuse_if_tainted(job)  # a score call that imported candidate code voids the batch
         columns, now = RowColumns(job), time.time()
         inputs = self._inputs[job.eval_id]
@@ -128,8 +133,9 @@ class ScorerCore:
                 verdict = results[i]
                 err = None if isinstance(verdict, Score) else (verdict, ErrorKind.SCORE)
                 score = verdict if isinstance(verdict, Score) else None
-            columns.add(task, trial, seed, inputs[task.id], raw, now, rollout, score,
-                        *(err or (None, None)))
+            error, kind = err or (None, None)
+            columns.add(task, trial, seed, inputs[task.id], raw, now, rollout, score, error,
+                        kind, judge=judged.get(i))
         return columns.batch()
 
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
@@ -152,24 +158,27 @@ class ScorerCore:
             error = ("worker reported neither a rollout nor an error", ErrorKind.EXCEPTION)
         return task, raw["trial"], seed, raw, rollout, error
 
-    async def _score_all(self, pairs: list[tuple[Task, Rollout]]) -> list[Score | str]:
+    async def _score_all(self, pairs: list[tuple[Task, Rollout, Meter]]) -> list[Score | str]:
         if not pairs:
             return []
         if self._sync:
-            return await asyncio.to_thread(lambda: [self._score_one(t, r) for t, r in pairs])
-        return await gather_eager([self._score_async(t, r) for t, r in pairs])
+            return await asyncio.to_thread(lambda: [self._score_one(t, r, m)
+                                                    for t, r, m in pairs])
+        return await gather_eager([self._score_async(t, r, m) for t, r, m in pairs])
 
-    def _score_one(self, task: Task, rollout: Rollout) -> Score | str:
+    def _score_one(self, task: Task, rollout: Rollout, meter: Meter) -> Score | str:
         try:
-            return _as_score(call_sync(self._score_fn, task, rollout))
+            with judging(meter):
+                return _as_score(call_sync(self._score_fn, task, rollout))
         except UserExit as exc:  # sys.exit() in score: an error row, never our exit
             return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
             return f"score: {_describe(exc)}"
 
-    async def _score_async(self, task: Task, rollout: Rollout) -> Score | str:
+    async def _score_async(self, task: Task, rollout: Rollout, meter: Meter) -> Score | str:
         try:
-            return _as_score(await self._score_fn(task, rollout))
+            with judging(meter):
+                return _as_score(await self._score_fn(task, rollout))
         except UserExit as exc:  # sys.exit() in score: an error row, never our exit
             return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row

@@ -30,6 +30,7 @@ def job_to_wire(job: EvalJob) -> dict[str, Any]:
         "tasks": _tasks_to_wire(job.tasks),
         "project_root": job.project_root, "adapter_spec": job.adapter_spec,
         "untrusted_roots": list(job.untrusted_roots), "schema_version": job.schema_version,
+        "agent_model": job.agent_model,
     }
 
 
@@ -43,6 +44,7 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
         tasks=_tasks_from_wire(data["tasks"]),
         project_root=data["project_root"], adapter_spec=data["adapter_spec"],
         untrusted_roots=tuple(data["untrusted_roots"]), schema_version=data["schema_version"],
+        agent_model=data.get("agent_model"),
     )
 
 

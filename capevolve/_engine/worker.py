@@ -32,6 +32,7 @@ from capevolve._project.calls import DaemonThreadPool, call_async
 from capevolve._project.loader import load_adapter
 from capevolve.adapter import Rollout, TransientError
 from capevolve.kinds import ErrorKind
+from capevolve.models import Meter, ModelSettings, scope
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
@@ -69,6 +70,7 @@ class WorkerCore:
         self.executor = DaemonThreadPool(max_workers=max(4, slots))
         self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         self.jobs: dict[str, tuple[EvalJob, Path]] = {}
+        self.models: dict[str, ModelSettings | None] = {}  # each job's agent settings
         self.finished: list[Outcome] = []
         self.running = 0  # submitted and not yet finished (queued or executing)
         self._executing = 0  # at most ``slots`` execute at once; the rest wait in _queued
@@ -87,6 +89,8 @@ class WorkerCore:
             job = dataclasses.replace(job, tasks=taskfile.resolve(job.tasks))
             path = unpack(job.candidate_files, self.scratch / job.candidate_hash[:32])
             self.jobs[job.eval_id] = (job, path)
+            self.models[job.eval_id] = None if job.agent_model is None \
+                else ModelSettings.from_json(job.agent_model)
 
     def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
         """Queue ``units``; each starts as soon as one of the ``slots`` is free, so the
@@ -175,10 +179,13 @@ class WorkerCore:
         task = job.tasks[unit.task_id]  # type: ignore[index]  # loaded by prepare
         started, t0 = time.time(), time.perf_counter()
         rollout, failure, attempts = None, None, 0
+        settings, meter = self.models.get(eval_id), Meter()  # every attempt's calls count
         while True:
             attempts += 1
             try:
-                rollout, failure = await self._attempt(candidate_path, task, unit), None
+                with scope(settings, meter):
+                    rollout = await self._attempt(candidate_path, task, unit, settings, meter)
+                failure = None
                 break
             except _Failure as exc:
                 failure, rollout = exc, exc.rollout
@@ -199,22 +206,26 @@ class WorkerCore:
             started=started, finished=time.time(), worker_id=self.worker_id,
             node_id=self.node_id, rollout=text,
             error=failure.message if failure else None,
-            error_kind=failure.kind if failure else None))
+            error_kind=failure.kind if failure else None,
+            usage=meter.snapshot() if settings is not None or meter.counts["attempts"]
+            else None))
 
-    def _call_target(self, candidate_path: Path, task: Any, unit: WorkUnit):
+    def _call_target(self, candidate_path: Path, task: Any, unit: WorkUnit,
+                     settings: ModelSettings | None, meter: Meter):
         if self.isolation == "process":
             return run_isolated(self.project_root, self.adapter_spec, candidate_path, task,
-                                unit.trial, unit.seed, self.timeout_s)
+                                unit.trial, unit.seed, self.timeout_s, settings, meter)
         if self._async_target:  # awaited directly (call_async would check on every call)
             return self.run_target(candidate_path, task, trial=unit.trial, seed=unit.seed)
         return call_async(self.run_target, candidate_path, task, trial=unit.trial,
                           seed=unit.seed, executor=self.executor)
 
-    async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit) -> Rollout:
+    async def _attempt(self, candidate_path: Path, task: Any, unit: WorkUnit,
+                       settings: ModelSettings | None, meter: Meter) -> Rollout:
         token = self.deadlines.enter()
         try:
             try:
-                rollout = await self._call_target(candidate_path, task, unit)
+                rollout = await self._call_target(candidate_path, task, unit, settings, meter)
             finally:
                 expired = self.deadlines.leave(token)
             if expired:  # the attempt swallowed the cancellation its deadline sent

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from capevolve._engine.contract import Engine
-from capevolve._loop import confirm_stage
+from capevolve._loop import confirm_stage, models_pin
 from capevolve._loop.decision_records import last_gate, record_decision, settle
 from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
@@ -147,6 +147,10 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         if refusal:
             raise GateError(f"gate refused: {refusal}")
     store = RolloutStore(run.layout)
+    incomparable, model_edit = models_pin.comparison_refusal(store, cand_eval.eval_id,
+                                                             best_eval.eval_id)
+    if incomparable:
+        raise GateError(f"gate refused: {incomparable}")
     verdict, audit = policy_verdict(run, store, cand_eval, best_eval, frozen, settings, target)
     unmeasured = [f"{e.eval_id} is incomplete: {e.incomplete_reason}"
                   for e in (cand_eval, best_eval) if e.status != EvalStatus.COMPLETE]
@@ -160,6 +164,10 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         verdict, confirmation = confirm_stage.confirm_screen(
             run, verdict, cand_eval, best_eval, frozen,
             [t for t in run.splits.val if t not in shared], engine, address)
+    if model_edit:
+        verdict = replace(verdict, reasons=[
+            *verdict.reasons, "the candidate's model.yaml changes the agent model's "
+            + ", ".join(model_edit) + ": part of the candidate's edit"])
     if changed:
         verdict = replace(verdict, reasons=[
             *verdict.reasons, "exploratory: settings differ from the run's frozen gate ("
@@ -172,7 +180,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
               "tentative": settings.policy == GatePolicy.KEEP_BEST
               and tentative(verdict.decision, verdict.confidence),
               "confirmation": confirmation}
-    run._record(EventKind.GATE, **result)
+    run.record(EventKind.GATE, **result)
     return result
 
 
@@ -251,7 +259,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
         _regate_for(run, candidate_id, target)
     gate = _passing_gate(run, candidate_id)
     previous = run.best_id
-    event = run._record(EventKind.ACCEPT, candidate_id=candidate_id,
+    event = run.record(EventKind.ACCEPT, candidate_id=candidate_id,
                         previous_best=previous, note=note, delta=gate.delta)
     run._promote(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
@@ -272,8 +280,9 @@ def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     """Record that ``candidate_id`` is rejected against the current best (one iteration).
 
     Idempotent: rejecting it again against the same best returns the first rejection
-    (``repeated``: True) and records and spends nothing. Refused when it is the best, when
-    it was accepted against the current best, or once the iteration budget is spent.
+    (``repeated``: True) and records and spends nothing. Refused, spending nothing, when it
+    is the best, was never gated, was accepted against the current best, or once the
+    iteration budget is spent.
     """
     with run.locked():
         run.require_open("reject")
@@ -291,8 +300,12 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
         raise GateError(refusal)
     if prior is not None:
         return _rejected(prior.event, repeated=True)
+    if not any(_field(g, "candidate_id") == candidate_id for g in run.events(EventKind.GATE)):
+        raise GateError(f"reject refused: {candidate_id!r} was never gated; run `capevolve gate "
+                        f"--candidate {candidate_id}` first (nothing recorded, no iteration "
+                        "spent)")
     _refuse_past_budget(run, "reject")
-    event = run._record(EventKind.REJECT, candidate_id=candidate_id, note=note,
+    event = run.record(EventKind.REJECT, candidate_id=candidate_id, note=note,
                         best_id=best_id)
     run.update_spent(iterations=1)
     record = record_decision(run, Decision.REJECT, candidate_id)

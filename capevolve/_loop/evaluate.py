@@ -24,7 +24,7 @@ from capevolve import telemetry as otel
 from capevolve._engine import collector, make_engine
 from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
-from capevolve._loop import shared_budget
+from capevolve._loop import models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
 from capevolve._loop.guard import EvaluationGuard
@@ -73,10 +73,12 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
         raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
                           "by the adapter (the task set changed after the splits were frozen)")
     files_dir = run.candidate_dir(candidate_id)
+    files = pack(files_dir)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
         candidate_hash=run.candidate_meta(candidate_id).hash,
-        candidate_files=pack(files_dir), tasks=loaded.table,
+        candidate_files=files, tasks=loaded.table,
+        agent_model=models_pin.agent_settings(run, files),
         project_root=str(project.root),
         adapter_spec=project.config.adapter, untrusted_roots=(str(run.layout.candidates),),
         schema_version=SCHEMA_VERSION,
@@ -163,7 +165,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
               "status": EvalStatus.RUNNING, "started_at": utc_now(), **scope.fields()}
     write_eval(run, EvalRecord.model_validate(record))
-    run._record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_STARTED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), units=len(units), resumed=resumed)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     session = Session(run, eval_id, str(split), candidate_id)
@@ -214,7 +216,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                   resumed=resumed, worker_restarts=report.worker_restarts)
     stored = EvalRecord.model_validate(record)
     write_eval(run, stored)
-    run._record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
+    run.record(EventKind.EVAL_FINISHED, eval_id=eval_id, candidate_id=candidate_id,
                 split=str(split), status=stored.status, mean=stored.mean,
                 stderr=stored.stderr, n_scored=stored.n_scored, purpose=stored.purpose,
                 first_trial=stored.first_trial,

@@ -137,7 +137,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                           run_created_at=run.manifest.created_at, best_id=best_id,
                           started_at=utc_now())
     reuse = ledger.record(run.manifest.project_dir, entry)  # before any test rollout is run
-    run._record(EventKind.FINALIZE_STARTED, best_id=best_id)
+    run.record(EventKind.FINALIZE_STARTED, best_id=best_id)
     baseline_id = str(taken.baseline_id or SEED_ID)
     best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
     baseline = best if best_id == baseline_id else evaluate(
@@ -147,7 +147,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
                          entry.test_ids_sha256)
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
-    run._record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
+    run.record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
                 final_sha256=sha256_file(run.layout.final))
     return final.to_json()
 

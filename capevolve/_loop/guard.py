@@ -207,7 +207,7 @@ class EvaluationGuard:
         write_eval(self.run, EvalRecord.model_validate({
             **record, "status": EvalStatus.INCOMPLETE, "incomplete_reason": why,
             "refused": why, "finished_at": utc_now()}))
-        self.run._record(EventKind.EVAL_FINISHED, eval_id=record["eval_id"],
+        self.run.record(EventKind.EVAL_FINISHED, eval_id=record["eval_id"],
                          candidate_id=record["candidate_id"], split=record["split"],
                          status=EvalStatus.INCOMPLETE, mean=None, stderr=None, n_scored=0)
         raise RunDirError(f"evaluation {record['eval_id']} refused: {why}")

@@ -61,8 +61,8 @@ def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> N
     changed = protected_changes(run.candidate_meta("seed").files,
                                 run.candidate_meta(candidate_id).files, patterns)
     if changed:
-        run._record(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
-        run._record(EventKind.GATE, candidate_id=candidate_id, best_id=run.best_id,
+        run.record(EventKind.TAMPER, candidate_id=candidate_id, paths=changed)
+        run.record(EventKind.GATE, candidate_id=candidate_id, best_id=run.best_id,
                     decision=Decision.INDECISIVE,
                     reasons=[f"tampering: protected paths changed: {', '.join(changed)}"])
         raise CandidateError(f"candidate {candidate_id!r} changes protected paths: "

@@ -30,7 +30,7 @@ def no_change(run: RunDir, reason: str, candidate_id: str | None = None) -> dict
         settle(run)  # a decision a crash left without its file keeps its number
         best = run.best_id
         number = results.next_number(run.root)
-        run._record(EventKind.NO_CHANGE, best_id=best, reasoning=reason.strip(),
+        run.record(EventKind.NO_CHANGE, best_id=best, reasoning=reason.strip(),
                     candidate_id=candidate_id, iteration=number)
         record = record_decision(run, "no_change", candidate_id)
     return {"decision": "no_change", "best_id": run.best_id, "candidate_id": candidate_id,

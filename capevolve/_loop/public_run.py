@@ -1,34 +1,97 @@
-"""The public run directory: the store's RunDir whose primitives obey the gate's rules.
+"""The public run: a read-only view of a run directory.
 
-``capevolve.RunDir`` is this class. Its ``set_best`` is the accept verb (a passing,
-non-exploratory full-val gate against the current best, the iteration budget, one decision
-per candidate and best, an ``accept`` record and one iteration spent), so the Python API
-has no way around the rules that the CLI has not. ``snapshot``, ``log_event``,
-``update_spent`` and ``spent`` are the store's, which already refuse what they must.
+``capevolve.RunDir`` shows what a user reads (manifest, splits, events, the best, spend,
+candidates, evaluations) and has no method that writes: the verbs (evaluate, gate, accept,
+reject, ...) are the only way to change a run, under the CLI's rules. The store's writer
+(:class:`capevolve._store.rundir.RunDir`) stays internal.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
+from capevolve._store.evals import all_evals
+from capevolve._store.events import Spend
 from capevolve._store.rundir import RunDir as StoreRunDir
-from capevolve.errors import RecordError
+from capevolve._store.splits import Splits
+from capevolve.kinds import EventKind, Split
+from capevolve.records import CandidateRecord, EvalRecord, Event, RunManifest
 
 
-class RunDir(StoreRunDir):
-    """A run directory (open with :meth:`open`); see the module docstring."""
+class RunDir:
+    """A run directory, read-only (open with :meth:`open` or ``capevolve.open_run``)."""
 
-    def set_best(self, candidate_id: str, **fields: Any) -> None:
-        """Make ``candidate_id`` the best through :func:`capevolve.accept`; ``note`` (or
-        ``reason``) is recorded as the accept's note. Refused exactly when accept is."""
-        note = fields.pop("note", None) or fields.pop("reason", None)
-        if fields:
-            raise RecordError(f"set_best: unknown fields {sorted(fields)}; only note")
-        from capevolve._loop.decide import accept  # on use: `import capevolve` stays cheap
+    __slots__ = ("_run",)
 
-        accept(self, candidate_id, note=note)
+    def __init__(self, run: StoreRunDir | Path | str) -> None:
+        """The run at path ``run`` (opened as :meth:`open` does), or an internal one."""
+        self._run = run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
+
+    @classmethod
+    def open(cls, root: Path | str) -> RunDir:
+        """Open the run at ``root``, verified (RunDirError if it is not an intact run);
+        nothing is created or modified."""
+        return cls(Path(root))
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.root)!r})"
+
+    @property
+    def root(self) -> Path:
+        """The run directory."""
+        return self._run.root
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def manifest(self) -> RunManifest:
+        """run.json: the config snapshot, versions, seed, task count."""
+        return self._run.manifest
+
+    @property
+    def splits(self) -> Splits:
+        """The frozen train / val / test task ids."""
+        return self._run.splits
+
+    @property
+    def best_id(self) -> str:
+        """The current best candidate."""
+        return self._run.best_id
+
+    @property
+    def spent(self) -> Spend:
+        """Everything spent so far (a copy)."""
+        return self._run.spent
+
+    @property
+    def finalized(self) -> bool:
+        """True once finalize has written final.json (the run is closed)."""
+        return self._run.finalized()
+
+    def events(self, kind: EventKind | str | None = None) -> list[Event]:
+        """Every event of the log (optionally of one kind), in order, as typed records."""
+        return self._run.events(kind)
+
+    def candidate_ids(self) -> list[str]:
+        """Every snapshotted candidate, sorted."""
+        return self._run.candidate_ids()
+
+    def candidate(self, candidate_id: str) -> CandidateRecord:
+        """A candidate's record (CandidateError for an unknown id)."""
+        return self._run.candidate_meta(candidate_id)
+
+    def candidate_dir(self, candidate_id: str) -> Path:
+        """A candidate's snapshot files, checked against its content hash (read them; copy
+        the directory to edit it)."""
+        return self._run.candidate_dir(candidate_id)
+
+    def evaluations(self, split: Split | str | None = None) -> list[EvalRecord]:
+        """Every evaluation record (optionally of one split), in the order they started."""
+        return [r for r in all_evals(self._run) if split is None or r.split == split]
 
 
-def public(run: StoreRunDir) -> RunDir:
-    """``run`` as the public class (the same directory, opened read-only)."""
-    return run if isinstance(run, RunDir) else RunDir.open(run.root)
+def store_run(run: RunDir) -> StoreRunDir:
+    """The writer behind a public run (for the verbs; never handed to users)."""
+    return run._run

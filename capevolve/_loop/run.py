@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._engine.contract import Engine
+from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.locate import default_run_dir
 from capevolve._project import fingerprint as project_fingerprint
@@ -17,13 +18,18 @@ from capevolve._project.tasks import task_ids
 from capevolve._store.candidates import content_hash
 from capevolve._store.rundir import RunDir
 from capevolve._store.splits import make_splits
+from capevolve.config import CONFIG_FILENAME, load_config
 from capevolve.errors import AdapterError, CandidateError, ConfigError, RunDirError
 from capevolve.kinds import SEED_ID, Split
 from capevolve.versions import versions
 
 
 def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> RunDir:
-    """Check the project, freeze its splits and snapshot the seed as candidate ``seed``."""
+    """Check the project, freeze its splits and snapshot the seed as candidate ``seed``;
+    the model settings are resolved (and an unknown price under max_usd refused) first,
+    before the check's probe spends anything."""
+    config_file = Path(project_dir) / CONFIG_FILENAME
+    pins = models_pin.pinned(load_config(Path(project_dir)), str(config_file))
     project, problems = check_project(project_dir)
     if project is None or problems:
         raise AdapterError("project check failed: " + "; ".join(problems))
@@ -42,6 +48,7 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
         "n_tasks": len(ids), "fingerprint": project_fingerprint.fingerprint(project),
+        **pins,
     }
     return RunDir.create(root, manifest, splits, seed=project.capability_dir)
 
@@ -51,8 +58,8 @@ def next_commands(run: RunDir) -> list[str]:
     r = shlex.quote(str(run.root))
     return [
         f"capevolve diagnose --run-dir {r} --split val --tag {run.best_id}",
-        f"cp -r {shlex.quote(str(run.candidate_dir(run.best_id)))} ./cand_next  "
-        "# then edit ./cand_next",
+        f"capevolve checkout --run-dir {r} ./cand_next   # a writable copy of the best; "
+        "edit it",
         f"capevolve evaluate --run-dir {r} --candidate ./cand_next --split val --json",
         f"capevolve gate --run-dir {r} --candidate <candidate_id> --json",
         f"capevolve accept --run-dir {r} --candidate <candidate_id>   # or: capevolve reject",

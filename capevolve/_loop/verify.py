@@ -76,7 +76,7 @@ def quarantine_run(run_dir: Path | str) -> dict[str, Any]:
         problems = list(dict.fromkeys([p.line() for p in history]
                                       + [p.line() for p in found.problems]))
         if moved or reset:
-            run._record(EventKind.QUARANTINED, moved=moved, reset_events=reset,
+            run.record(EventKind.QUARANTINED, moved=moved, reset_events=reset,
                         problems=problems)
         after = integrity.verify(run)
     return {"run_dir": str(run.root), "moved": moved, "reset_events": reset,

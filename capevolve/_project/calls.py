@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import queue
 import threading
@@ -34,7 +35,8 @@ async def call_async(
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
     loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
+    context = contextvars.copy_context()  # the caller's context (a rollout's model scope)
+    result = await loop.run_in_executor(executor, lambda: context.run(fn, *args, **kwargs))
     if inspect.isawaitable(result):
         return await result
     return result

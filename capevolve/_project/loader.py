@@ -23,6 +23,7 @@ from capevolve.errors import (
     JudgeError,
     JudgeUnavailable,
 )
+from capevolve.models import Meter, resolve, scope
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
 
@@ -128,13 +129,19 @@ def load_adapter(root: Path, spec: str) -> Any:
         raise AdapterError(f"adapter: {class_name}() raised {type(exc).__name__}: {exc}") from None
 
 
-def _probe_score(adapter: Any, project: Project, task: Task) -> tuple[list[str], list[str]]:
+def _probe_score(adapter: Any, project: Project, task: Task,
+                 meter: Meter) -> tuple[list[str], list[str]]:
     """(problems, warnings) of scoring one seed rollout twice. With an LLM judge in the
     scorer (``adapter.judged``), two different scores and a judge answer outside its
-    schema are warnings: the judge is a noisy measurement, its bad answers error rows."""
+    schema are warnings: the judge is a noisy measurement, its bad answers error rows.
+    The probe rollout runs with the project's agent model, counted on ``meter``."""
     judged = bool(getattr(adapter, "judged", False))
+    declared = project.config.models.agent
+    settings = None if declared is None else resolve(declared, "agent", project.config.models)
     try:
-        rollout = call_sync(adapter.run_target, project.capability_dir, task, trial=0, seed=0)
+        with scope(settings, meter):
+            rollout = call_sync(adapter.run_target, project.capability_dir, task, trial=0,
+                                seed=0)
         if not isinstance(rollout, Rollout):
             return [f"run_target returned {type(rollout).__name__}, expected Rollout"], []
         if rollout.error:
@@ -167,10 +174,11 @@ def check_project(project_dir: Path | str) -> tuple[Project | None, list[str]]:
     return project, problems
 
 
-def check_project_warnings(project_dir: Path | str
+def check_project_warnings(project_dir: Path | str, meter: Meter | None = None
                            ) -> tuple[Project | None, list[str], list[str]]:
     """(project, problems, warnings): :func:`check_project` plus the findings that do not
-    stop a run (an LLM judge's non-determinism or off-schema answer on the probe)."""
+    stop a run (an LLM judge's non-determinism or off-schema answer on the probe); the
+    probe's model calls are counted on ``meter``."""
     try:
         project = load_project(project_dir)
         adapter = project.adapter()
@@ -183,5 +191,6 @@ def check_project_warnings(project_dir: Path | str
         problems.append("tasks() ids are not stable across two calls (order or content differs)")
     excluded = exclusions(adapter, tasks)
     probe = next((t for t in tasks if t.id not in excluded), tasks[0])
-    found, warnings = _probe_score(adapter, project, probe)
+    found, warnings = _probe_score(adapter, project, probe,
+                                   meter if meter is not None else Meter())
     return project, problems + found, warnings

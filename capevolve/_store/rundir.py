@@ -1,10 +1,14 @@
 """RunDir: one run's directory: manifest, frozen splits, candidates, events, spend, best.
 
+The internal reader and writer of a run: the verbs write through it (:meth:`record`,
+:meth:`record_part`, :meth:`write_document` ...); the public ``capevolve.RunDir`` is a
+read-only view of it (:mod:`capevolve._loop.public_run`).
+
 ``events.jsonl`` is the append-only source of truth, read once per process and cached
 (:class:`~capevolve._store.events.EventLog`); ``best_id`` and ``spent`` are derived from it
 incrementally. ``state.json`` is a cache of them, written only by writing calls.
 
-Rules this class enforces (the Python API obeys the CLI's rules; there is no back door):
+Rules this class enforces (even for internal callers):
 
 - Opening is read-only: :meth:`open`, the properties and every lookup create or modify no
   file. Every write holds the run lock (:meth:`locked`, re-entrant).
@@ -163,9 +167,9 @@ class RunDir:
                 folder.mkdir(parents=True, exist_ok=True)
             write_splits(splits, run.layout.splits_json)
             jsonfiles.write_atomic(run.layout.run_json, record.to_json())
-            run._record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key())
+            run.record(EventKind.RUN_CREATED, run_id=record.run_id, key_id=signing.new_key())
             run.snapshot(SEED_ID, seed, role="seed")
-            run._record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
+            run.record(EventKind.SET_BEST, candidate_id=SEED_ID, reason="seed")
         return run
 
     @classmethod
@@ -256,12 +260,10 @@ class RunDir:
         """Everything spent so far (a copy)."""
         return self._log.spent
 
-    def _record(self, kind: EventKind, **fields: Any) -> Event:
-        """Append a library event (validated by its model) and refresh state.json.
-
-        Private: the verbs record their own events through it; users go through
-        :meth:`log_event`, :meth:`set_best` and :meth:`update_spent`.
-        """
+    def record(self, kind: EventKind, **fields: Any) -> Event:
+        """Append a library event (validated by its model) and refresh state.json: how the
+        verbs record their own events (this class is internal; users read a run through
+        ``capevolve.RunDir`` and change it only through the verbs)."""
         model = LIBRARY_EVENTS[EventKind(kind)]
         event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
         with self.locked(), self._appending:
@@ -289,7 +291,7 @@ class RunDir:
         from capevolve._store.integrity import part_fields
 
         fields = part_fields(self.root, Path(path), n_rows)
-        return cast(PartWritten, self._record(EventKind.PART_WRITTEN, **fields))
+        return cast(PartWritten, self.record(EventKind.PART_WRITTEN, **fields))
 
     def _write_state(self) -> None:
         state = StateRecord(best_id=self._log.best_id, n_events=len(self._log),
@@ -382,7 +384,7 @@ class RunDir:
             gate = self.passing_gate(candidate_id)
             fields = {"reason": "accepted", "previous_best": self.best_id, **fields}
             try:
-                self._record(EventKind.SET_BEST, candidate_id=candidate_id, gate_ts=gate.ts,
+                self.record(EventKind.SET_BEST, candidate_id=candidate_id, gate_ts=gate.ts,
                              **fields)
             except ValidationError as exc:
                 raise RecordError(f"set_best: {exc.errors()[0]['msg']}") from None
@@ -397,7 +399,7 @@ class RunDir:
         if bad:
             raise RecordError(f"update_spent: {sorted(bad)} must be numbers, not booleans")
         try:
-            self._record(EventKind.SPEND, **increments)
+            self.record(EventKind.SPEND, **increments)
         except ValidationError as exc:
             error = exc.errors()[0]
             raise RecordError(f"update_spent: {'.'.join(map(str, error['loc']))}: "
@@ -480,6 +482,6 @@ class RunDir:
                 src, self.layout.candidates / candidate_id, digest,
                 lambda files: meta.model_copy(update={"files": files}).to_json())
             meta = meta.model_copy(update={"files": digests})
-            self._record(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
+            self.record(EventKind.SNAPSHOT, candidate_id=candidate_id, hash=digest,
                          source=str(src))
         return meta

@@ -13,7 +13,13 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt, resolve_run_dir
+from capevolve.cli.options import (
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+    split_or_fail,
+)
 from capevolve.cli.output import command, emit, fail, progress
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split
@@ -40,8 +46,7 @@ ProjectOpt = Annotated[Path | None, typer.Option(
 
 
 def _check_split(split: str) -> None:
-    if split not in (Split.TRAIN, Split.VAL):
-        fail(f"--split {split!r}: diagnose reads train or val; the test split is held out")
+    split_or_fail(split, "diagnose")
 
 
 def _diagnosis_human(result: dict, path: Path) -> str:
@@ -84,7 +89,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
     if (run_dir is None and project is None) or tag is None:
         fail("diagnose: --run-dir (or --project) and --tag are required")
     _check_split(split)
-    from capevolve import RunDir
+    from capevolve import _api
     from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
     from capevolve.diagnose.diagnosis import diagnose as diagnose_run
     from capevolve.diagnose.kinds import ClusterMode
@@ -93,7 +98,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
     if cluster not in {m.value for m in ClusterMode}:
         fail(f"--cluster {cluster!r}: expected one of "
              f"{', '.join(m.value for m in ClusterMode)}")
-    run = RunDir.open(resolve_run_dir(run_dir, project))
+    run = _api.run_dir_of(resolve_run_dir(run_dir, project))
     options = DiagnoseOptions(split=split, tag=tag, mode=ClusterMode(cluster),
                               redact_gold=redact_gold, project=project)
     progress(f"capevolve: diagnosing {tag} on {split} ...")
@@ -109,7 +114,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
 
 @diagnose_app.command("annotate")
 @command
-def annotate(run_dir: RunDirOpt,
+def annotate(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              file: Annotated[Path, typer.Option("--file", "-f", help="The diagnosis file.")],
              cluster: Annotated[str, typer.Option("--cluster", help="Cluster signature.")],
              tag: Annotated[str | None, typer.Option(
@@ -119,19 +124,20 @@ def annotate(run_dir: RunDirOpt,
                  "--blast-radius", help="Comma-separated passing task ids.")] = None,
              json: JsonOpt = False) -> None:
     """Record a judgement (tag, blast radius) on one cluster of a diagnosis."""
-    from capevolve import RunDir
+    run_dir = resolve_run_dir(run_dir, project)
+    from capevolve import _api
     from capevolve.diagnose.annotate import annotate as annotate_cluster
 
     radius = None if blast_radius is None else [
         t.strip() for t in blast_radius.split(",") if t.strip()]
-    result = annotate_cluster(RunDir.open(run_dir), file, cluster, tag, radius)
+    result = annotate_cluster(_api.run_dir_of(run_dir), file, cluster, tag, radius)
     emit(result, json, f"{result['signature']}: tag {result['tag']}, blast radius "
                        f"{', '.join(result['blast_radius'] or []) or '—'}")
 
 
 @census_app.command("export")
 @command
-def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
+def census_export(*, run_dir: MaybeRunDirOpt = None, tag: Annotated[str, typer.Option(
                       "--tag", "-t", help="The candidate id whose failures are exported.")],
                   out: Annotated[Path, typer.Option("--out", help="Output directory.")],
                   split: SplitOpt = "val",
@@ -142,12 +148,13 @@ def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
                       "--notes", help="A text file of domain notes for describers.")] = None,
                   json: JsonOpt = False) -> None:
     """Write batches of failing datapoints (no category vocabulary) for describer agents."""
-    from capevolve import RunDir
+    run_dir = resolve_run_dir(run_dir, project)
+    from capevolve import _api
     from capevolve.diagnose import census as census_lib
     from capevolve.diagnose.context import adapter_context
 
     _check_split(split)
-    run = RunDir.open(run_dir)
+    run = _api.run_dir_of(run_dir)
     text = None
     if notes is not None:
         if not notes.is_file():
@@ -169,7 +176,7 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
                  json: JsonOpt = False) -> None:
     """Validate a census.json and print its coverage ("N of M failures described");
     with --record, store it in the run dir as census/<file stem>.json."""
-    from capevolve import RunDir
+    from capevolve import _api
     from capevolve.diagnose import census as census_lib
     from capevolve.diagnose.census_record import record_census
 
@@ -183,7 +190,7 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
         if str(doc["split"]) not in (Split.TRAIN, Split.VAL):
             fail(f"census split {doc['split']!r}: only train or val can be censused")
         try:
-            failing = census_lib.failing_trials(RunDir.open(where), doc["split"], doc["tag"])
+            failing = census_lib.failing_trials(_api.run_dir_of(where), doc["split"], doc["tag"])
         except CapevolveError as exc:
             fail(f"census: {exc}")
     result = census_lib.check(doc, failing)

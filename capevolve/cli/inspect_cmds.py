@@ -78,10 +78,12 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            json: JsonOpt = False) -> None:
     """Best candidate, spend against budget, gates and expected false accepts, evaluations,
     each candidate's decision, the finalize verdict. Read-only: writes nothing."""
+    from capevolve import _api
     from capevolve.report.data import candidate_decisions
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    result = {**capevolve.status(run).to_dict(), "decisions": candidate_decisions(run)}
+    result = {**capevolve.status(run).to_dict(),
+              "decisions": candidate_decisions(_api.run_dir_of(run))}
     emit(result, json, _status_human(result))
 
 
@@ -90,10 +92,11 @@ def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            html: HtmlOpt = False, json: JsonOpt = False) -> None:
     """Write report.md from stored data (holding the run lock) and print it; with --html
     also report.html. --json prints the report's data (every number and table) as well."""
+    from capevolve import _api
     from capevolve.report.data import report_data
     from capevolve.report.markdown import write_report
 
-    run = capevolve.open_run(resolve_run_dir(run_dir, project))
+    run = _api.run_dir_of(resolve_run_dir(run_dir, project))
     data = report_data(run) if json or html else None  # read and checked before any write
     text = write_report(run)
     payload: dict[str, Any] = {"report": str(run.layout.report_md), "markdown": text}

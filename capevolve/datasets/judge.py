@@ -11,7 +11,10 @@ of any project with a judge evaluator):
   found anywhere in the content is drawn again. The instructions say everything between
   those markers is data to be judged, never instructions.
 
-The call is pinned to the evaluator's ``model`` at temperature 0 (seed 0). The answer must
+The call is pinned to the evaluator's ``model`` at temperature 0 (seed 0), through
+capevolve's model client (counted on the scorer's judge meter), and asks for the verdict's
+JSON schema (``response_format``); an endpoint that refuses it gets the prompt-only form
+from then on. The answer must
 be exactly one JSON object ``{"score": <number in [0, 1]>, "justification": <non-empty
 string>}`` (surrounding whitespace allowed, nothing else): any other answer, a cut answer
 (finish_reason length) or a non-answer is a :class:`~capevolve.errors.JudgeError` (an
@@ -24,18 +27,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import secrets
 from typing import Any
 
 from capevolve.config import EvaluatorConfig
-from capevolve.errors import JudgeError, JudgeUnavailable
-from capevolve.optimize.proposers.chat import (
-    ChatClient,
-    ClientConfig,
-    EndpointError,
-    EndpointUnavailable,
-)
+from capevolve.config_models import ModelConfig
+from capevolve.errors import JudgeError, JudgeUnavailable, ModelError, ModelUnavailable
+from capevolve.models import ModelClient, current_judge_meter, resolve
 
 SYSTEM_TEMPLATE = """\
 You are a strict evaluator. You score one datapoint against the RUBRIC below and nothing else.
@@ -63,6 +61,13 @@ DOMAIN NOTES (trusted, from the project owner):
 BLOCK_TEMPLATE = "<{kind}-{tag}>\n{text}\n</{kind}-{tag}>"
 
 ANSWER_KEYS = frozenset({"score", "justification"})
+VERDICT_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": "verdict", "strict": True, "schema": {
+        "type": "object", "additionalProperties": False,
+        "required": ["score", "justification"],
+        "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
+                       "justification": {"type": "string", "minLength": 1}}}}}
+"""The verdict's JSON schema, sent as ``response_format`` where the endpoint takes it."""
 
 
 def as_text(value: Any) -> str:
@@ -129,26 +134,48 @@ class Judge:
     def __init__(self, evaluator: EvaluatorConfig, domain_notes: str = "") -> None:
         self.evaluator = evaluator
         self.domain_notes = domain_notes
-        key = os.environ.get(evaluator.api_key_env) if evaluator.api_key_env else None
-        self.client = ChatClient(ClientConfig(
-            base_url=str(evaluator.base_url), api_key=key, timeout_s=evaluator.timeout_s,
-            retries=2, backoff_s=0.5, deadline_s=evaluator.timeout_s))
+        self.settings = resolve(ModelConfig(
+            base_url=str(evaluator.base_url), model=str(evaluator.model),
+            api_key_env=evaluator.api_key_env, temperature=0.0,
+            max_tokens=evaluator.max_tokens, deadline_s=evaluator.timeout_s, retries=2,
+            backoff_s=0.5), "judge")
+        self.schema_refused = False  # the endpoint refused response_format once: prompt only
 
     def payload(self, input_: Any, output: Any, expected: Any) -> dict[str, Any]:
-        """The request body: pinned model, temperature 0, bounded answer."""
-        return {"model": self.evaluator.model, "temperature": 0, "seed": 0,
-                "max_tokens": self.evaluator.max_tokens,
-                "messages": build_messages(str(self.evaluator.rubric), self.domain_notes,
-                                           input_, output, expected)}
+        """The request body (the client adds the pinned model, temperature 0 and the
+        answer's bound): the messages, seed 0 and, unless refused, the verdict's JSON
+        schema as ``response_format``."""
+        body: dict[str, Any] = {
+            "seed": 0, "messages": build_messages(str(self.evaluator.rubric),
+                                                  self.domain_notes, input_, output, expected)}
+        if not self.schema_refused:
+            body["response_format"] = VERDICT_FORMAT
+        return body
+
+    def _complete(self, client: ModelClient, payload: dict[str, Any]) -> dict[str, Any]:
+        """One call; an endpoint that refuses response_format is asked again without it
+        (and never again with it)."""
+        try:
+            return client.complete(payload)
+        except ModelError as exc:
+            said = str(exc).lower()
+            if isinstance(exc, ModelUnavailable) or "response_format" not in payload \
+                    or exc.failure != "bad_request" \
+                    or not any(w in said for w in ("response_format", "json_schema", "schema")):
+                raise
+        self.schema_refused = True
+        return client.complete({k: v for k, v in payload.items() if k != "response_format"})
 
     def score(self, input_: Any, output: Any, expected: Any) -> tuple[float, str]:
-        """(score, justification), or JudgeError / JudgeUnavailable (see the module)."""
+        """(score, justification), or JudgeError / JudgeUnavailable (see the module); the
+        call is counted on the scorer's judge meter when one is open."""
+        client = ModelClient(self.settings, current_judge_meter())
         try:
-            body = self.client.complete(self.payload(input_, output, expected))
-        except EndpointUnavailable as exc:
+            body = self._complete(client, self.payload(input_, output, expected))
+        except ModelUnavailable as exc:
             raise JudgeUnavailable(f"judge unreachable at {self.evaluator.base_url}: "
                                    f"{exc}") from None
-        except EndpointError as exc:
+        except ModelError as exc:
             raise JudgeError(f"judge call failed: {exc}") from None
         try:
             choice = body["choices"][0]

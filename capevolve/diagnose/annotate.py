@@ -77,6 +77,6 @@ def annotate(run: RunDir, file: Path, signature: str, tag: str | None = None,
         if blast_radius is not None:
             cluster["blast_radius"] = _validate_radius(run, doc, blast_radius)
         write_document(path, doc)
-        run._record(EVENT, file=str(path), cluster=signature, tag=cluster["tag"],
+        run.record(EVENT, file=str(path), cluster=signature, tag=cluster["tag"],
                     blast_radius=cluster["blast_radius"])
         return cluster

@@ -1,5 +1,6 @@
 """claimed_without_matching_action: a final message claims a *specific* state change that
-none of the rollout's mutating calls performed.
+a tool of the same action family could have made, and none of the rollout's mutating
+calls made it.
 
 narrated_without_action covers a claim with no mutating call at all. This signature covers
 the rest: the agent says "your ticket has been escalated" and did call a write -- but the
@@ -7,11 +8,17 @@ write was ``update_note``, not a transfer. Rules:
 
 - the claim: each state verb the final message says happened (``narrated.claimed_states``)
   that is *specific* -- not one of ``GENERIC_STATES`` (updated, changed, processed,
-  completed, ... say nothing about which write), reduced to its family
+  completed, ... say nothing about which write) nor one of ``VERDICTS`` (approved,
+  granted: a decision answering a request, not an action) -- reduced to its family
   (``FAMILIES``: escalated ~ transfer / handoff, refunded ~ credit / reimburse, ...);
 - the action: a mutating call (``narrated.call_mutates``) matches a claim when a word of
   its name (snake, kebab, dotted or camel case) is in the claim's family;
-- flagged when at least one mutating call was recorded and some specific claim has no
+- could have made: when the tools the agent had are known (``tools``: in a diagnosis,
+  every mutating tool recorded in the evaluation's failing rollouts and in the rollouts
+  of its tasks kept good), a claim counts only
+  when one of them is of its family -- "the payment is scheduled for the next payroll"
+  where no tool schedules anything is not a missing action;
+- flagged when at least one mutating call was recorded and some such claim has no
   matching one. No mutating call at all is narrated_without_action's case; a rollout with
   no tool-call record is missing data: never flagged.
 """
@@ -19,6 +26,7 @@ write was ``update_note``, not a transfer. Rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from capevolve.diagnose.narrated import Call, call_mutates, claims_in, final_message
@@ -28,6 +36,7 @@ GENERIC_STATES = frozenset("""
 updated changed modified processed submitted applied saved completed confirmed fixed
 resolved edited recorded stored posted requested initiated set reset ship shipped
 """.split())
+VERDICTS = frozenset({"approved", "granted"})
 IRREGULAR = {"paid": "pay", "sent": "send", "made": "make", "put": "put"}
 _GROUPS = (
     "escalate transfer handoff hand human forward route",
@@ -62,21 +71,40 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset(stem(p.lower()) for p in _NAME_PARTS.findall(name))
 
 
-def unmatched_claims(output: str | None, calls: list[Call], trace: str | None) -> list[str]:
-    """The specific claimed verbs no mutating call matches (empty unless flagged)."""
+def is_specific(verb: str) -> bool:
+    """A claimed verb that names a particular action: neither generic nor a verdict."""
+    return verb not in GENERIC_STATES and verb not in VERDICTS
+
+
+def tool_words(names: Iterable[str]) -> frozenset[str]:
+    """The stemmed name words of tools, together (what :func:`makeable` checks against)."""
+    return frozenset().union(*map(name_words, names))
+
+
+def makeable(verbs: Iterable[str], words: frozenset[str]) -> tuple[str, ...]:
+    """The claimed verbs some tool could have made: ``words`` (:func:`tool_words` of the
+    mutating tools the agent had) hold a word of the verb's family."""
+    return tuple(v for v in verbs if family(v) & words)
+
+
+def unmatched_claims(output: str | None, calls: list[Call], trace: str | None,
+                     tools: Iterable[str] | None = None) -> list[str]:
+    """The specific claimed verbs no mutating call matches (empty unless flagged);
+    ``tools``: the names of the mutating tools the agent had (None: not known, every
+    specific claim counts)."""
     writes = [c for c in calls if call_mutates(c.name, c.mutates)]
     if not writes:
         return []
-    claims = [v for v in claims_in(final_message(output, trace))
-              if v not in GENERIC_STATES]
+    claims = [v for v in claims_in(final_message(output, trace)) if is_specific(v)]
     if not claims:
         return []
     words = [name_words(c.name) for c in writes]
-    missing = [v for v in claims if not any(family(v) & w for w in words)]
-    return sorted(set(missing))
+    missing = sorted({v for v in claims if not any(family(v) & w for w in words)})
+    return missing if tools is None else list(makeable(missing, tool_words(tools)))
 
 
 def claimed_without_matching_action(output: str | None, calls: list[Call],
-                                    trace: str | None = None) -> bool:
+                                    trace: str | None = None,
+                                    tools: Iterable[str] | None = None) -> bool:
     """The module's rule over one rollout's final message and recorded calls."""
-    return bool(unmatched_claims(output, calls, trace))
+    return bool(unmatched_claims(output, calls, trace, tools))

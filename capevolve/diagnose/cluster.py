@@ -129,9 +129,10 @@ def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> 
     return out + ([empty] if empty else [])
 
 
-def signature_of(keys: list[Key]) -> str:
+def signature_of(keys: list[Key], demote: frozenset[str] = frozenset()) -> str:
     """The cluster's most frequent tokens, shown in their shortest form; ties go to the
-    token that comes earliest in a feedback's text, then to the token itself."""
+    token that comes earliest in a feedback's text, then to the token itself. Tokens in
+    ``demote`` come after every other (a split cluster names what sets it apart first)."""
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
@@ -153,7 +154,8 @@ def signature_of(keys: list[Key]) -> str:
                 surface[token] = word
     if not counts:
         return EMPTY_SIGNATURE
-    top = sorted(counts, key=lambda t: (-counts[t], position[t], t))[:SIGNATURE_TOKENS]
+    top = sorted(counts, key=lambda t: (t in demote, -counts[t], position[t], t))
+    top = top[:SIGNATURE_TOKENS]
     return " ".join(surface[t] for t in top)
 
 

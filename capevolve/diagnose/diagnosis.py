@@ -51,7 +51,7 @@ from capevolve.diagnose.reflective import (
     Failure,
     TaskSummary,
     entry,
-    tool_names,
+    with_makeable_claims,
 )
 from capevolve.diagnose.sanity import sanity_checks
 from capevolve.diagnose.source import TraceUnread, Trial, TrialRows, read_trials, refuse_test
@@ -222,11 +222,13 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
                 calls = column_calls(trial.tool_calls)
                 if not calls and index in unread:
                     raise TraceUnread(trial.unit_id)
+                facts = analyser.facts(calls or trace_calls(trial.trace))  # its writes count
                 known: frozenset[str] = passing_tools.get(trial.task_id, frozenset())
-                passing_tools[trial.task_id] = known | tool_names(
-                    calls or trace_calls(trial.trace))
-    failures = with_units(failures, passing_feedback)
-    clusters, placed, unit_keys = cluster_failures(failures, ClusterMode(options.mode))
+                passing_tools[trial.task_id] = known | facts.tools
+    failures = with_units(with_makeable_claims(failures, analyser.write_words()),
+                          passing_feedback)
+    clusters, placed, unit_keys, split_notes = cluster_failures(failures,
+                                                                ClusterMode(options.mode))
     records = cluster_records(clusters, placed, failures, passing_tools, unit_keys)
     carry_judgements(previous, records)
     mark_tried(records, history or [])
@@ -270,7 +272,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
         "consistently_partial": groups.consistently_partial, "unscored": groups.unscored,
         "failing_total": len(failures), "failing_tasks": groups.n_failing,
         "errored_trials": errored,
-        "sanity": sanity_checks(records, len(failures), groups.n_failing),
+        "sanity": split_notes + sanity_checks(records, len(failures), groups.n_failing),
         "history": {"tried": [f.to_json() for f in history or []]},
         "gold_check": {
             "available": guard is not None, "unavailable_reason": context.unavailable,

@@ -6,8 +6,11 @@ narrated_without_action (or claimed_without_matching_action) puts its units abou
 state (every unit that is not about what was told, ``classify.is_communication``) into
 that cluster -- or, when all its units are about communication, joins it without a unit --
 and its communication units are clustered like any other. The rest is grouped by the
-root-cause key (``cluster.group_root_cause``, per feedback part) or, in first-words mode,
-by the feedback's first words (one unit per failure, the whole feedback).
+root-cause key (``cluster.group_root_cause``, per feedback part), the groups a task's
+trials alternate between merged (``reworded.merge_rewordings``) and a group holding most of
+its part's failures with distinct causes split (``coarse.split_coarse``); or, in
+first-words mode, by the feedback's first words (one unit per failure, the whole
+feedback).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from capevolve.diagnose.cluster import (
     signature_of,
     unique_signatures,
 )
+from capevolve.diagnose.coarse import Split, split_coarse
 from capevolve.diagnose.kinds import (
     CLAIMED_NOTE,
     CLAIMED_SIGNATURE,
@@ -32,6 +36,7 @@ from capevolve.diagnose.kinds import (
     ClusterMode,
 )
 from capevolve.diagnose.reflective import Failure
+from capevolve.diagnose.reworded import merge_rewordings
 from capevolve.diagnose.signature import Key, KeyCache, first_words
 from capevolve.diagnose.units import Unit
 
@@ -120,16 +125,19 @@ def place_units(failures: list[Failure], mode: ClusterMode
 
 
 def cluster_failures(failures: list[Failure], mode: ClusterMode
-                     ) -> tuple[list[Cluster], list[Placed], dict[int, Key]]:
+                     ) -> tuple[list[Cluster], list[Placed], dict[int, Key], list[str]]:
     """Clusters over every failure's units (module docstring), score_lost shared, in the
-    stable order of ``unique_signatures``; the flat unit list they index; and the
-    root-cause key of each lexically clustered unit."""
+    stable order of ``unique_signatures``; the flat unit list they index; the root-cause
+    key of each lexically clustered unit; and a line per too-coarse cluster that was split
+    (``coarse.split_coarse``)."""
     placed, mechanical, lexical = place_units(failures, mode)
     owner = [i for i, _ in placed]
     task_ids = [f.trial.task_id for f in failures]
     clusters = [make_cluster(sig, members, owner, task_ids, _MECHANICAL[sig], structural=True)
                 for sig, members in sorted(mechanical.items())]
     unit_keys: dict[int, Key] = {}
+    splits: list[Split] = []
+    made: list[list[Cluster]] = []
     if mode == ClusterMode.FIRST_WORDS:
         groups: dict[str, list[int]] = {}
         for u in lexical:
@@ -140,12 +148,27 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
         lexical, keys = _lexical_keys(failures, placed, lexical)
         unit_keys = dict(zip(lexical, keys, strict=True))
         parts = [unit.part if (unit := placed[u][1]) is not None else None for u in lexical]
-        for group in group_root_cause(keys, parts):
-            clusters.append(make_cluster(signature_of([keys[j] for j in group]),
-                                         [lexical[j] for j in group], owner, task_ids))
+        owners = [owner[u] for u in lexical]
+        lexical_groups, splits = split_coarse(
+            merge_rewordings(group_root_cause(keys, parts), parts, owners, task_ids,
+                             [f.inferred_part for f in failures],
+                             [bool(key.tokens) for key in keys]), keys, parts, owners,
+            lambda j: failures[owners[j]].identifiers, task_ids.__getitem__)
+        first = len(clusters)
+        demote = {g: split.shared for split in splits for g in split.groups}
+        for g, group in enumerate(lexical_groups):
+            clusters.append(make_cluster(
+                signature_of([keys[j] for j in group], demote.get(g, frozenset())),
+                [lexical[j] for j in group], owner, task_ids))
+        made = [[clusters[first + g] for g in split.groups] for split in splits]
     # failures are scored trials (errored ones are never failures), so reward is a number
     share_score_lost(clusters, [float(f.trial.reward or 0.0) for f in failures])
-    return unique_signatures(clusters), placed, unit_keys
+    clusters = unique_signatures(clusters)  # the final signatures, named below
+    notes = [f"too coarse: one cluster held {split.size} of the {split.failing} failing "
+             f"trials of its part while its units named distinct causes; split into "
+             + ", ".join(repr(c.signature) for c in pieces)
+             for split, pieces in zip(splits, made, strict=True)]
+    return clusters, placed, unit_keys, notes
 
 
 def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:

@@ -12,10 +12,17 @@ distinct clusters the failure sits in (one edit can take the primary and the res
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from capevolve.diagnose.claimed import GENERIC_STATES, family, name_words, unmatched_claims
+from capevolve.diagnose.claimed import (
+    family,
+    is_specific,
+    makeable,
+    name_words,
+    unmatched_claims,
+)
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
@@ -44,7 +51,8 @@ class Failure(NamedTuple):
     identifiers: frozenset[str]  # tool names and argument names, lowercased
     feedback: str  # as shown (redacted when asked)
     gold_leak: bool | None
-    claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches
+    claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches (that a
+    # tool of the evaluation could have made, once ``with_makeable_claims`` has run)
     units: tuple[Unit, ...] = ()  # cause units, set once every failure is known
     cut: int = 0  # characters of shared preamble stripped before the units were cut
     inferred_part: str | None = None  # the one score part that fell short, if exactly one
@@ -61,8 +69,9 @@ def tool_names(calls: list[Call]) -> frozenset[str]:
 
 
 def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
-            redact: bool) -> Failure:
-    """The facts of one failing trial (calls already extracted from its columns)."""
+            redact: bool, tools: Iterable[str] | None = None) -> Failure:
+    """The facts of one failing trial (calls already extracted from its columns);
+    ``tools``: the mutating tools the agent had (``claimed.unmatched_claims``)."""
     feedback = trial.feedback or ""
     leak = None if guard is None else guard.leaks(trial.task_id, feedback)
     if redact and guard is not None:
@@ -70,10 +79,22 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     names = {c.name for c in calls}.union(*(c.fields for c in calls))
     identifiers = frozenset(map(str.lower, names))
     narrated = narrated_without_action(trial.output, calls, trial.trace)
-    claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace))
+    claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace,
+                                                         tools))
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
                    tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
                    gold_leak=leak, claimed=claimed)
+
+
+def with_makeable_claims(failures: list[Failure],
+                         write_words: Iterable[frozenset[str]]) -> list[Failure]:
+    """The failures with only the claimed verbs a tool of the evaluation could have made:
+    ``write_words`` are the name words of its mutating calls (``CallFacts.write_words``
+    of every failing rollout and of every rollout of a task kept good), the claim's
+    family must hold one of them."""
+    words = frozenset().union(*write_words)
+    return [f if not f.claimed else f._replace(claimed=makeable(f.claimed, words))
+            for f in failures]
 
 
 TRACE_MAY_BE_NEEDED = (
@@ -123,6 +144,11 @@ class Analyser:
                 tool_names(calls), frozenset(map(str.lower, names)), bool(writes), writes)
         return known
 
+    def write_words(self) -> list[frozenset[str]]:
+        """The name words of every mutating call of the call sets :meth:`facts` was asked
+        for (in a diagnosis: every failing rollout's and every kept-good task's)."""
+        return [w for facts in self._calls.values() for w in facts.write_words]
+
     def _narrated(self, facts: CallFacts, calls: list[Call], message: str,
                   trace: str | None) -> bool:
         """``narrated_without_action`` from the calls' facts and the final message."""
@@ -141,7 +167,7 @@ class Analyser:
         key = (facts.write_words, message)
         known = self._claimed.get(key)
         if known is None:
-            claims = [v for v in claims_in(message) if v not in GENERIC_STATES]
+            claims = [v for v in claims_in(message) if is_specific(v)]
             missing = {v for v in claims if not any(family(v) & w for w in facts.write_words)}
             known = self._claimed[key] = tuple(sorted(missing))
         return known

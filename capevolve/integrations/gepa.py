@@ -46,7 +46,7 @@ from capevolve._policy.protect import protected_patterns
 from capevolve.diagnose import DiagnoseOptions, diagnose
 from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
 from capevolve.kinds import Decision
-from capevolve.optimize.proposers.chat import ChatClient, ClientConfig
+from capevolve.models import Meter, ModelClient
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
 
 try:
@@ -172,7 +172,7 @@ class GEPAAdapter:
             raise CapevolveError("gepa adapter: make_reflective_dataset needs an evaluation "
                                  "made with capture_traces=True")
         first = traces[0]
-        diagnosis = diagnose(api.open_run(self.run.root),
+        diagnosis = diagnose(api.run_dir_of(self.run.root),
                              DiagnoseOptions(split=first["split"], tag=first["candidate_id"]))
         tasks = {t["task_id"] for t in traces}
         entries = [e for e in diagnosis["reflective_dataset"] if e["task_id"] in tasks]
@@ -230,22 +230,34 @@ class ChatReflectionLM:
 
     ``ChatReflectionLM("base_url=...,model=...")`` takes the ``llm`` proposer's options (and
     ``CAPEVOLVE_LLM_*`` variables). Each call is bounded (max_tokens, timeout, retries,
-    ``deadline_s``); an endpoint that fails past its retries raises
-    :class:`~capevolve.optimize.proposers.chat.EndpointUnavailable`. ``total_tokens_in`` /
-    ``_out`` are the endpoint's reported usage; ``cost_usd`` is None unless both prices are
-    set (gepa's ``total_cost`` then reads 0.0: set prices for ``max_reflection_cost``)."""
+    ``deadline_s``), through capevolve's model client; an endpoint that fails past its
+    retries raises :class:`~capevolve.errors.ModelUnavailable`. ``total_tokens_in`` /
+    ``_out`` are the endpoint's reported usage, every attempt counted (``meter``);
+    ``cost_usd`` is None unless both prices are set (gepa's ``total_cost`` then reads 0.0:
+    set prices for ``max_reflection_cost``)."""
 
     def __init__(self, options: str, *, deadline_s: float = 300.0,
                  env: Mapping[str, str] | None = None) -> None:
         self.settings: LLMSettings = load_settings(options, env)
-        self.client = ChatClient(ClientConfig(
-            base_url=self.settings.base_url, api_key=api_key(self.settings, env),
-            timeout_s=self.settings.timeout_s, retries=self.settings.retries,
-            backoff_s=self.settings.backoff_s, deadline_s=deadline_s))
-        self.total_tokens_in = 0
-        self.total_tokens_out = 0
-        self.cost_usd: float | None = None
+        self.meter = Meter()
+        self.client = ModelClient(self.settings.model_settings(deadline_s), self.meter,
+                                  api_key(self.settings, env))
         self.calls = 0
+
+    @property
+    def total_tokens_in(self) -> int:
+        """Prompt tokens reported so far, every attempt."""
+        return self.meter.counts["prompt_tokens"]
+
+    @property
+    def total_tokens_out(self) -> int:
+        """Completion tokens reported so far, every attempt."""
+        return self.meter.counts["completion_tokens"]
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars of the priced calls (None when no price is set)."""
+        return self.meter.cost_usd
 
     @property
     def total_cost(self) -> float:
@@ -255,19 +267,8 @@ class ChatReflectionLM:
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
         """The model's answer to ``prompt`` (a text, or chat messages)."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        response = self.client.complete({
-            "model": self.settings.model, "messages": messages,
-            "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens})
+        response = self.client.complete({"messages": messages})
         self.calls += 1
-        raw = response.get("usage")
-        usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        tokens_in = int(usage.get("prompt_tokens") or 0)
-        tokens_out = int(usage.get("completion_tokens") or 0)
-        self.total_tokens_in += tokens_in
-        self.total_tokens_out += tokens_out
-        cost = self.settings.cost(tokens_in if usage else None, tokens_out)
-        if cost is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + cost
         choices = response.get("choices") or [{}]
         content = (choices[0].get("message") or {}).get("content") if choices else None
         return content if isinstance(content, str) else ""

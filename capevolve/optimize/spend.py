@@ -19,7 +19,7 @@ def record_optimizer_spend(s: Session, record: IterationRecord) -> None:
     session = f"optimize:{record.iteration:04d}"
     if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
         return
-    s.run._record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
+    s.run.record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
                   tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
                   cost_unrecorded=0 if spend.cost_usd is not None else 1)
 

@@ -45,6 +45,11 @@ class RunManifest(Record):
     absolute outside it). Re-checked before and after every evaluation."""
     splits_checksum: str
     """Checksum of splits.json, verified on every open."""
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The resolved model settings of each declared role (``models:``), prices included,
+    frozen at creation: every evaluation uses these."""
+    models_fingerprint: str | None = None
+    """sha256 of the compared settings of the agent and judge models (None: none declared)."""
 
 
 class CandidateRecord(Record):

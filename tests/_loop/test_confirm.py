@@ -165,4 +165,4 @@ def test_a_finalized_run_with_its_budget_spent_can_still_confirm_on_val(tmp_path
         == tests_before
     with pytest.raises(RunDirError, match="finalized"):
         evaluate(run, make_candidate(tmp_path / "d", 0.9), "val")
-    assert capevolve.verify(run.root)["ok"]
+    assert capevolve.verify(run.root).ok

@@ -1,4 +1,4 @@
-"""The public ``capevolve.RunDir``: its ``set_best`` is the accept verb, with every rule."""
+"""The public ``capevolve.RunDir``: a read-only view; the verbs are the only way to change a run."""
 
 from __future__ import annotations
 
@@ -6,67 +6,76 @@ import pytest
 from fixtures.projects import make_candidate, make_project
 
 import capevolve
-from capevolve._loop.decide import gate_candidate, reject
+from capevolve._loop.decide import gate_candidate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
-from capevolve.errors import BudgetError, GateError, RecordError
+from capevolve.errors import RecordError
 from capevolve.kinds import EventKind
 
+READS = ["best_id", "candidate", "candidate_dir", "candidate_ids", "evaluations", "events",
+         "finalized", "manifest", "open", "root", "run_id", "spent", "splits"]
 
-def _gated(tmp_path, extra: str = "") -> capevolve.RunDir:
+
+def _gated(tmp_path) -> capevolve.RunDir:
     """A run whose cand_001 (always passes) holds an accepting gate against the seed
     (always fails), opened through the public API."""
-    run = create_run(make_project(tmp_path / "p", 20, quality=0.0, trials=2, extra=extra),
-                     tmp_path / "run")
+    run = create_run(make_project(tmp_path / "p", 20, quality=0.0, trials=2), tmp_path / "run")
     evaluate(run, "seed", "val")
     evaluate(run, make_candidate(tmp_path / "good", 1.0), "val")
     assert gate_candidate(run, "cand_001")["decision"] == "accept"
     return capevolve.open_run(run.root)
 
 
-def test_the_root_exports_the_public_run_dir(tmp_path):
-    """capevolve.RunDir.open and capevolve.open_run give the class whose set_best obeys
-    the verbs; the store's class stays internal."""
+def _files(run: capevolve.RunDir) -> dict:
+    return {p: p.stat().st_mtime_ns for p in run.root.rglob("*") if p.is_file()}
+
+
+def test_the_public_run_only_reads(tmp_path):
+    """The view's public names are the reads (locked); none writes, its properties cannot
+    be set, and reading every one of them changes no file of the run."""
     run = _gated(tmp_path)
-    assert type(run) is capevolve.RunDir
-    assert type(capevolve.RunDir.open(run.root)) is capevolve.RunDir
+    assert type(run) is capevolve.RunDir is type(capevolve.RunDir.open(run.root))
+    assert capevolve.RunDir(run.root).best_id == run.best_id
+    with pytest.raises(capevolve.RunDirError, match="not a capevolve run dir"):
+        capevolve.RunDir(tmp_path)
+    assert sorted(n for n in dir(run) if not n.startswith("_")) == READS
+    before = _files(run)
+    assert run.best_id == "seed" and run.candidate_ids() == ["cand_001", "seed"]
+    assert run.candidate("cand_001").hash and run.candidate_dir("seed").is_dir()
+    assert [e.split for e in run.evaluations("val")] == ["val", "val"]
+    assert run.evaluations("train") == [] and not run.finalized
+    assert run.manifest.run_id == run.run_id and len(run.splits.val) > 0
+    assert run.events(EventKind.GATE)[-1].decision == capevolve.Decision.ACCEPT
+    assert run.spent.iterations == 0
+    with pytest.raises(AttributeError):
+        run.best_id = "cand_001"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        run.layout = None  # type: ignore[attr-defined]
+    assert _files(run) == before
 
 
-def test_set_best_records_an_accept_and_spends_an_iteration(tmp_path):
-    """Promoting through the Python API leaves the same record as `capevolve accept`."""
+def test_the_verbs_change_the_run_the_view_shows(tmp_path):
+    """accept given the view records through its run: the same object shows the new best,
+    the accept event and the iteration spent, as a fresh open does."""
     run = _gated(tmp_path)
-    run.set_best("cand_001", note="via the API")
-    again = capevolve.RunDir.open(run.root)
-    assert again.best_id == "cand_001"
-    accepts = again.events(EventKind.ACCEPT)
-    assert [a.candidate_id for a in accepts] == ["cand_001"]
-    assert accepts[0].note == "via the API"
-    assert again.spent.iterations == 1
+    accepted = capevolve.accept(run, "cand_001", note="via the API")
+    assert accepted.best_id == run.best_id == "cand_001"
+    assert [a.note for a in run.events(EventKind.ACCEPT)] == ["via the API"]
+    assert run.spent.iterations == 1 == capevolve.RunDir.open(run.root).spent.iterations
 
 
-def test_set_best_past_the_iteration_budget_is_refused(tmp_path):
-    """The iteration budget binds set_best as it binds accept: with max_iterations 1 spent
-    on a reject, set_best of a candidate holding a passing gate is refused."""
-    run = _gated(tmp_path, extra="budget: {max_iterations: 1}\n")
-    evaluate(run, make_candidate(tmp_path / "other", 0.5), "val")
-    reject(run, "cand_002", note="spends the only iteration")
-    with pytest.raises(BudgetError):
-        run.set_best("cand_001")
-    assert capevolve.RunDir.open(run.root).best_id == "seed"
-
-
-def test_set_best_of_a_rejected_candidate_is_refused(tmp_path):
-    """One decision per candidate and best: a candidate rejected against the current best
-    cannot be promoted by set_best afterwards, passing gate or not."""
+def test_log_event_records_user_kinds_only(tmp_path):
+    """log_event records a note, refuses the kinds capevolve records itself and unregistered
+    kinds (nothing written), and records a kind once it is registered."""
     run = _gated(tmp_path)
-    reject(run, "cand_001", note="decided against it")
-    with pytest.raises(GateError):
-        run.set_best("cand_001")
-    assert capevolve.RunDir.open(run.root).best_id == "seed"
-
-
-def test_set_best_refuses_unknown_fields(tmp_path):
-    """Only a note may travel with set_best; anything else is a one-line RecordError."""
-    run = _gated(tmp_path)
-    with pytest.raises(RecordError, match="unknown fields"):
-        run.set_best("cand_001", previous_best="cand_404")
+    note = capevolve.log_event(run, "note", text="tried X")
+    assert note.data == {"text": "tried X"} and run.events("note")[-1].data == note.data
+    before = _files(run)
+    with pytest.raises(RecordError, match="recorded by capevolve itself"):
+        capevolve.log_event(run, "accept", candidate_id="cand_001")
+    with pytest.raises(RecordError, match="unregistered"):
+        capevolve.log_event(run.root, "hypothesis_api_test", text="x")
+    assert _files(run) == before and run.best_id == "seed"
+    capevolve.register_event_kind("hypothesis_api_test")
+    assert capevolve.log_event(run.root, "hypothesis_api_test", text="x").kind \
+        == "hypothesis_api_test"

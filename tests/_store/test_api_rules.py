@@ -58,11 +58,11 @@ def test_an_exploratory_gate_is_no_basis_for_set_best(gated):
     """A gate recorded as exploratory never licenses a move of the best."""
     gate = gated.events(EventKind.GATE)[-1].to_json()
     fields = {k: v for k, v in gate.items() if k not in ("kind", "ts", "pid", "format_version")}
-    gated._record(EventKind.GATE, **{**fields, "exploratory": True})
+    gated.record(EventKind.GATE, **{**fields, "exploratory": True})
     gated.passing_gate("cand_001")  # the earlier non-exploratory gate still counts
     fields["decision"] = "reject"
-    gated._record(EventKind.GATE, **fields)
-    gated._record(EventKind.GATE, **{**fields, "decision": "accept", "exploratory": True})
+    gated.record(EventKind.GATE, **fields)
+    gated.record(EventKind.GATE, **{**fields, "decision": "accept", "exploratory": True})
     with pytest.raises(GateError, match="said reject"):
         gated.set_best("cand_001")
 

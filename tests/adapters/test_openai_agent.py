@@ -8,9 +8,9 @@ import time
 import pytest
 from fixtures.chat_server import ChatServer, Reply, Sleep
 
-from capevolve_adapters.openai_agent.adapter import AgentSettings, OpenAIRetailAdapter
-from capevolve_adapters.openai_agent.client import ClientConfig
-from capevolve_adapters.openai_agent.loop import ModelConfig
+from capevolve.config_models import ModelConfig, ModelsConfig, PriceConfig, RolloutLimits
+from capevolve.models import Meter, resolve, scope
+from capevolve_adapters.openai_agent.adapter import OpenAIRetailAdapter
 
 
 def _reply(content=None, calls=(), usage=(50, 10)):
@@ -25,13 +25,36 @@ def _reply(content=None, calls=(), usage=(50, 10)):
             "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}}
 
 
-def _adapter(url, retries=2, timeout_s=5.0, prices=(None, None), max_turns=8, **bounds):
-    return OpenAIRetailAdapter(AgentSettings(
-        client=ClientConfig(base_url=url, api_key="sk-test", timeout_s=timeout_s,
-                            retries=retries, backoff_s=0.01),
-        model=ModelConfig(model="scripted-model", temperature=0.3, max_turns=max_turns,
-                          usd_per_1m_input=prices[0], usd_per_1m_output=prices[1],
-                          **bounds)))
+class _Run:
+    """The adapter with an agent model scope, as the engine opens one per unit."""
+
+    def __init__(self, url, retries=2, prices=(None, None), max_tokens=512,
+                 rollout_wall_s=240.0, max_tokens_per_rollout=None, max_turns=None):
+        price = None if prices[0] is None else PriceConfig(input=prices[0], output=prices[1])
+        models = ModelsConfig(rollout=RolloutLimits(max_tokens=max_tokens_per_rollout,
+                                                     max_turns=max_turns))
+        self.settings = resolve(ModelConfig(
+            base_url=url, model="scripted-model", api_key_env="CAPEVOLVE_TEST_KEY",
+            temperature=0.3, max_tokens=max_tokens, retries=retries, backoff_s=0.01,
+            price=price), "agent", models)
+        self.adapter = OpenAIRetailAdapter(rollout_wall_s=rollout_wall_s)
+        self.meter = Meter()
+
+    def run_target(self, *args, **kwargs):
+        with scope(self.settings, self.meter):
+            return self.adapter.run_target(*args, **kwargs)
+
+    def score(self, *args):
+        return self.adapter.score(*args)
+
+
+def _adapter(url, **kwargs):
+    return _Run(url, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("CAPEVOLVE_TEST_KEY", "sk-test")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +86,7 @@ def test_full_conversation_scores_one_and_sends_policy_tools_and_seed(
     assert score.reward == 1.0, score.feedback
     first = server.requests[0]
     assert first["path"] == "/v1/chat/completions"
-    assert first["headers"]["Authorization"] == "Bearer sk-test"
+    assert {k.lower(): v for k, v in first["headers"].items()}["authorization"] == "Bearer sk-test"
     body = first["body"]
     policy = (oracle_candidate / "policy" / "policy.md").read_text()
     assert body["messages"][0] == {"role": "system", "content": policy}
@@ -72,7 +95,8 @@ def test_full_conversation_scores_one_and_sends_policy_tools_and_seed(
     assert "cancel_order" in {t["function"]["name"] for t in body["tools"]}
     assert server.requests[2]["body"]["messages"][-1] == {"role": "user",
                                                           "content": "Yes, please go ahead."}
-    assert rollout.tokens == 4 * 60 and rollout.cost_usd == pytest.approx((200 + 80) / 1e6)
+    assert adapter.meter.tokens == 4 * 60
+    assert adapter.meter.cost_usd == pytest.approx((200 + 80) / 1e6)
     assert [c.name for c in rollout.tool_calls] == ["get_order", "cancel_order"]
 
 
@@ -87,7 +111,7 @@ def test_unknown_tool_and_bad_json_are_tool_errors_the_model_sees(cancel_task,
     tool_msgs = [m for m in server.requests[1]["body"]["messages"] if m["role"] == "tool"]
     assert "unknown tool 'refund_everything'" in tool_msgs[0]["content"]
     assert "not valid JSON" in tool_msgs[1]["content"]
-    assert rollout.error is None and rollout.cost_usd is None
+    assert rollout.error is None and adapter.meter.cost_usd is None
     assert adapter.score(cancel_task, rollout).reward < 1.0
 
 
@@ -98,7 +122,9 @@ def test_rate_limit_and_server_error_are_retried(cancel_task, oracle_candidate):
     with ChatServer(script) as server:
         adapter = _adapter(server.base_url, retries=2)
         rollout = adapter.run_target(oracle_candidate, cancel_task, trial=0, seed=1)
-    assert rollout.error is None and rollout.trace["http_attempts"] == 6
+    assert rollout.error is None and adapter.meter.counts["attempts"] == 6
+    assert adapter.meter.counts["rejected_attempts"] == 1  # the 429: nothing served
+    assert adapter.meter.counts["unknown_attempts"] == 1  # the 503: tokens unknown
     assert adapter.score(cancel_task, rollout).reward == 1.0
 
 
@@ -106,19 +132,11 @@ def test_persistent_5xx_is_a_transient_infra_error_not_a_score(cancel_task,
                                                                oracle_candidate):
     """After the bounded retries a 5xx becomes Rollout(error, transient=True)."""
     with ChatServer([Reply(500, {"error": "boom"})] * 3) as server:
-        rollout = _adapter(server.base_url, retries=2).run_target(
-            oracle_candidate, cancel_task, trial=0, seed=1)
+        run = _adapter(server.base_url, retries=2)
+        rollout = run.run_target(oracle_candidate, cancel_task, trial=0, seed=1)
     assert len(server.requests) == 3
     assert rollout.transient and "after 3 attempts" in rollout.error and "500" in rollout.error
-
-
-def test_timeout_is_transient(cancel_task, oracle_candidate):
-    """A server slower than the client timeout is retried, then a transient error."""
-    slow = Sleep(0.5, _reply("late"))
-    with ChatServer([slow, slow]) as server:
-        rollout = _adapter(server.base_url, retries=1, timeout_s=0.1).run_target(
-            oracle_candidate, cancel_task, trial=0, seed=1)
-    assert rollout.transient and "timed out" in rollout.error
+    assert run.meter.failure == "server"
 
 
 def test_client_error_is_not_retried(cancel_task, oracle_candidate):
@@ -128,16 +146,18 @@ def test_client_error_is_not_retried(cancel_task, oracle_candidate):
                                                    seed=1)
     assert len(server.requests) == 1
     assert not rollout.transient and rollout.error.startswith("HTTP 401")
+    assert rollout.trace["model_failure"] == "auth"
 
 
-def test_max_turns_bounds_the_loop(cancel_task, oracle_candidate):
-    """A model that keeps calling tools is stopped after max_turns; the rollout is scored."""
+def test_max_turns_ends_the_rollout_as_the_agents_failure(cancel_task, oracle_candidate):
+    """A model that keeps calling tools is stopped after models.rollout.max_turns calls:
+    an error naming the bound (missing data, never a score)."""
     loop = [_reply(calls=[("list_orders", {"user_id": "U001"})])] * 5
     with ChatServer(loop) as server:
         rollout = _adapter(server.base_url, max_turns=3).run_target(
             oracle_candidate, cancel_task, trial=0, seed=1)
-    assert len(server.requests) == 3 and rollout.error is None
-    assert "max_turns=3" in rollout.trace["notes"][0]
+    assert len(server.requests) == 3
+    assert rollout.trace["bound"] == "turns" and "max_turns" in rollout.error
 
 
 def test_malformed_candidate_never_reaches_the_endpoint(cancel_task, writable_seed):
@@ -146,18 +166,6 @@ def test_malformed_candidate_never_reaches_the_endpoint(cancel_task, writable_se
     with ChatServer([]) as server:
         rollout = _adapter(server.base_url).run_target(writable_seed, cancel_task, trial=0, seed=1)
     assert rollout.error.startswith("tools/tools.py:1: SyntaxError") and not server.requests
-
-
-def test_settings_from_env_reads_the_key_from_the_named_variable():
-    """from_env takes the base URL, model and prices from CAPEVOLVE_OPENAI_* and the key
-    from the variable API_KEY_ENV names."""
-    settings = AgentSettings.from_env({
-        "CAPEVOLVE_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
-        "CAPEVOLVE_OPENAI_MODEL": "qwen2.5:7b", "CAPEVOLVE_OPENAI_API_KEY_ENV": "MY_KEY",
-        "MY_KEY": "secret", "CAPEVOLVE_OPENAI_USD_PER_1M_INPUT": "0.5"})
-    assert settings.client.base_url.endswith(":11434/v1") and settings.client.api_key == "secret"
-    assert settings.model.model == "qwen2.5:7b"
-    assert settings.model.usd_per_1m_input == 0.5 and settings.model.usd_per_1m_output is None
 
 
 def test_every_call_sends_max_tokens_and_a_cut_answer_is_noted(cancel_task, oracle_candidate):
@@ -174,17 +182,17 @@ def test_every_call_sends_max_tokens_and_a_cut_answer_is_noted(cancel_task, orac
 
 
 def test_the_token_budget_stops_the_rollout_as_an_error(cancel_task, oracle_candidate):
-    """A model that keeps calling tools with large prompts reaches rollout_tokens: the
+    """A model that keeps calling tools with large prompts reaches models.rollout.max_tokens: the
     rollout stops there and is an error naming the bound (missing data, not retried), with
     the tokens it spent."""
     loop = [_reply(calls=[("list_orders", {"user_id": "U001"})], usage=(1000, 100))] * 10
     with ChatServer(loop) as server:
-        adapter = _adapter(server.base_url, max_turns=10, rollout_tokens=2500)
+        adapter = _adapter(server.base_url, max_turns=10, max_tokens_per_rollout=2500)
         rollout = adapter.run_target(oracle_candidate, cancel_task, trial=0, seed=1)
     assert len(server.requests) == 3
-    assert rollout.error.startswith("bound reached: rollout token budget 2500")
+    assert rollout.error.startswith("bound reached: 3300 tokens of 2500")
     assert rollout.trace["bound"] == "tokens" and not rollout.transient
-    assert rollout.tokens == 3300 and rollout.output is None
+    assert adapter.meter.tokens == 3300 and rollout.output is None
 
 
 def test_the_wall_time_bound_stops_a_slow_conversation(cancel_task, oracle_candidate):
@@ -211,27 +219,3 @@ def test_a_call_in_flight_is_cut_by_the_rollout_deadline(cancel_task, oracle_can
         took = time.monotonic() - t0
     assert rollout.trace["bound"] == "wall_time" and "during model call 1" in rollout.error
     assert took < 1.5
-
-
-def test_bounds_have_sane_defaults_and_read_from_env():
-    """Defaults bound every call and rollout; CAPEVOLVE_OPENAI_* override them."""
-    default = AgentSettings.from_env({})
-    assert default.model.max_tokens == 512 and default.model.rollout_wall_s == 240
-    assert default.model.rollout_tokens == 60_000 and default.client.deadline_s == 180
-    settings = AgentSettings.from_env({
-        "CAPEVOLVE_OPENAI_MAX_TOKENS": "128", "CAPEVOLVE_OPENAI_ROLLOUT_WALL_S": "30",
-        "CAPEVOLVE_OPENAI_ROLLOUT_TOKENS": "9000", "CAPEVOLVE_OPENAI_CALL_DEADLINE_S": "20"})
-    assert settings.model.max_tokens == 128 and settings.model.rollout_wall_s == 30
-    assert settings.model.rollout_tokens == 9000 and settings.client.deadline_s == 20
-
-
-@pytest.mark.parametrize("name, value", [("MAX_TOKENS", "lots"), ("MAX_TOKENS", "0"),
-                                         ("ROLLOUT_WALL_S", "-1"), ("ROLLOUT_WALL_S", "nan"),
-                                         ("RETRIES", "1.5"), ("USD_PER_1M_INPUT", "free")])
-def test_a_bad_setting_is_one_line_naming_the_variable(name, value):
-    """A bound that is not a positive number (or a price that is not a number) is refused
-    with the variable's name, never silently unbounded."""
-    from capevolve.errors import ConfigError
-
-    with pytest.raises(ConfigError, match=f"CAPEVOLVE_OPENAI_{name}="):
-        AgentSettings.from_env({f"CAPEVOLVE_OPENAI_{name}": value})

@@ -8,6 +8,7 @@ from cli.cli_support import describe, invoke, no_traceback, one_json
 
 import capevolve
 from capevolve._store.evals_means import task_means_of
+from capevolve._store.rundir import RunDir
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_both_spellings_write_one_line_per_datapoint(run, tmp_path):
         assert payload["lines"] == len(lines) == len(run.splits.ids("train"))
         assert all(next(iter(line)) == "id" for line in lines)
         scored = {x["id"]: x["score"] for x in lines if x["score"] is not None}
-        assert scored == pytest.approx(task_means_of(run, record))
+        assert scored == pytest.approx(task_means_of(RunDir.open(run.root), record))
         excluded = {x["id"]: x["excluded"] for x in lines if "excluded" in x}
         assert excluded == record["excluded_tasks"] and excluded
         assert payload["excluded"] == record["excluded"] == len(excluded)

@@ -22,7 +22,7 @@ from diagnose.golden.make_golden import (
     trajectory_digest,
 )
 
-from capevolve import create_run
+from capevolve._loop.run import create_run
 from capevolve._store.rollouts.schema import COLUMNS, ROLLOUT_SCHEMA
 from capevolve._store.rollouts.writer import write_part
 from capevolve._store.rundir import RunDir

@@ -14,6 +14,7 @@ import pytest
 import capevolve
 from capevolve import telemetry as otel
 from capevolve._store.evals import load_eval
+from capevolve._store.rundir import RunDir
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="needs the otel extra")
 from opentelemetry import trace  # noqa: E402
@@ -43,7 +44,7 @@ def _ns(text):
 
 
 def test_evaluation_and_rollout_spans_from_stored_rows(spans, view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     record = load_eval(run, "val__seed__k3")
     with otel.command_span("evaluate", run_dir=str(view_run.path)):
         n = otel.evaluation_spans(run, record)

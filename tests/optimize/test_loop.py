@@ -145,7 +145,7 @@ esac
                                   "wall_s": stored[3]["spend"]["wall_s"]}
     assert result["spend"]["optimizer"]["tokens"] == 1234
     assert result["spend"]["optimizer"]["cost_usd"] == 0.5
-    by_role = capevolve.status(run.root)["spent_by_role"]
+    by_role = capevolve.status(run.root).spent_by_role
     assert by_role["optimizer"]["tokens"] == 1234 and by_role["optimizer"]["cost_usd"] == 0.5
     assert by_role["runner"]["tokens"] != 1234  # the runner's spend is kept apart
     # only the fourth child was ever snapshotted and evaluated
@@ -235,7 +235,7 @@ def test_a_met_stop_condition_stops_finalizes_and_status_shows_the_parse(tmp_pat
     assert (run.root / "seal.json").is_file() and (run.root / "report.md").is_file()
     with pytest.raises(capevolve.RunDirError):  # the run is closed: no second loop on it
         _optimize(run, resume=True, iterations=3)
-    status = capevolve.status(run.root)
+    status = capevolve.status(run.root).to_dict()
     assert status["stop"]["unparsed"] == ["maybe later"]
     assert status["optimize"]["iterations"] == 1
     assert status["optimize"]["stopped"] == result["stop_reason"]
@@ -280,8 +280,8 @@ def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(
     result = _optimize(run, resume=True, iterations=5)
     assert [r["outcome"] for r in result["iterations"]] == ["reject"] * 5
     assert result["plateau"] and "last 5 gated" in result["plateau"]
-    assert capevolve.status(run.root)["optimize"]["plateau"] == result["plateau"]
-    report = render(capevolve.open_run(run.root))
+    assert capevolve.status(run.root).optimize["plateau"] == result["plateau"]
+    report = render(run)
     assert "## Optimization loop" in report and f"- plateau: {result['plateau']}" in report
     section = report.split("## Optimization loop")[1].split("## Gates")[0]
     assert section.count("| reject |") == 5

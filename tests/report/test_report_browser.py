@@ -49,9 +49,9 @@ def page(report_run, tmp_path_factory):
     binaries()
     run_copy = tmp_path_factory.mktemp("html") / "run"
     shutil.copytree(report_run.path, run_copy)
-    from capevolve import open_run
+    from capevolve._store.rundir import RunDir
 
-    run = open_run(run_copy)
+    run = RunDir.open(run_copy)
     return write_html(run), report_data(run)
 
 

@@ -10,9 +10,9 @@ import pytest
 from report.conftest import HOSTILE_NOTE, toy_copy
 
 import capevolve
-from capevolve import open_run
 from capevolve._store.evals import all_evals
 from capevolve._store.evals_means import task_means_of
+from capevolve._store.rundir import RunDir
 from capevolve.report.data import report_data
 from capevolve.report.html import html_path, write_html
 from capevolve.report.html.page import render_html
@@ -20,7 +20,7 @@ from capevolve.report.html.page import render_html
 
 @pytest.fixture(scope="module")
 def data(report_run):
-    return report_data(open_run(report_run.path))
+    return report_data(RunDir.open(report_run.path))
 
 
 def test_iterations_follow_the_decisions_in_the_log(data):
@@ -42,10 +42,10 @@ def test_iterations_follow_the_decisions_in_the_log(data):
 def test_numbers_equal_the_stored_records(report_run, data):
     """Heat map cells are the eval records' task means, pass^k their tables, the best-val
     points their means; the test delta is final.json's; spend ends at the run's totals."""
-    records = {r.candidate_id: r for r in all_evals(open_run(report_run.path))
+    records = {r.candidate_id: r for r in all_evals(RunDir.open(report_run.path))
                if r.split == "val" and r.purpose == "gate"}
     for cid in data["heatmap"]["candidates"]:
-        run = open_run(report_run.path)
+        run = RunDir.open(report_run.path)
         assert data["heatmap"]["means"][cid] == task_means_of(run, records[cid])
         assert data["pass_k"][cid] == records[cid].pass_k
     for step in data["iterations"]:
@@ -54,7 +54,7 @@ def test_numbers_equal_the_stored_records(report_run, data):
         assert lo < records[step["best_id"]].mean < hi
     final = json.loads((report_run.path / "final.json").read_text())
     assert data["final"]["delta"] == final["delta"] and data["final"]["ci95"] == final["ci95"]
-    spent = open_run(report_run.path).spent.to_dict()
+    spent = RunDir.open(report_run.path).spent.to_dict()
     assert data["spend"]["series"][-1]["metric_calls"] == spent["metric_calls"]
     assert data["spend"]["cost_recorded"] is False  # the toy adapter records no cost
 
@@ -76,8 +76,8 @@ def test_the_page_is_self_contained_and_escapes_run_text(report_run, tmp_path):
     note is text: no tag from the run reaches the page."""
     run_dir = tmp_path / "run"
     shutil.copytree(report_run.path, run_dir)
-    path = write_html(open_run(run_dir))
-    assert path == html_path(open_run(run_dir)) == run_dir / "report.html"
+    path = write_html(RunDir.open(run_dir))
+    assert path == html_path(RunDir.open(run_dir)) == run_dir / "report.html"
     page = path.read_text(encoding="utf-8")
     urls = set(re.findall(r"https?://[^\s\"'<>)&]+", page))
     assert urls == {"http://www.w3.org/2000/svg", "http://127.0.0.1:9/x.png"}
@@ -97,7 +97,7 @@ def test_a_hand_deleted_final_json_is_refused_not_reported_as_unfinalized(report
     shutil.copytree(report_run.path, run_dir)
     (run_dir / "final.json").unlink()
     with pytest.raises(CapevolveError, match="final.json"):
-        report_data(open_run(run_dir))
+        report_data(RunDir.open(run_dir))
 
 
 def test_a_malformed_diagnosis_file_is_a_clear_error(report_run, tmp_path):
@@ -108,14 +108,14 @@ def test_a_malformed_diagnosis_file_is_a_clear_error(report_run, tmp_path):
     from capevolve.errors import CapevolveError
 
     with pytest.raises(CapevolveError, match="val__cand_001.json"):
-        report_data(open_run(run_dir))
+        report_data(RunDir.open(run_dir))
 
 
 def test_a_run_with_nothing_measured_says_so_in_every_section(tmp_path):
     """A run just created (no evaluation, gate or spend): each chart is a sentence saying
     what is missing, never an empty frame or a made-up number."""
     capevolve.create_run(toy_copy(tmp_path / "toy"), tmp_path / "run")
-    page = render_html(report_data(open_run(tmp_path / "run")))
+    page = render_html(report_data(RunDir.open(tmp_path / "run")))
     charts = re.findall(r'data-chart="([a-z-]+)"', page)
     assert charts == ["lineage"]  # the seed alone
     for sentence in ("nothing to plot", "No gate with a measured delta yet",

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import capevolve
+from capevolve._store.rundir import RunDir
 from capevolve.errors import CapevolveError, RunDirError
 from capevolve.view.compare import FAIL_TO_PASS, PASS_TO_FAIL, compare
 
@@ -20,7 +21,7 @@ def _means_by_sql(run_dir, candidate_id):
 
 
 def test_table_matches_stored_rows(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     result = compare(run, "seed", view_run.improved)
     seed, improved = (_means_by_sql(view_run.path, c) for c in ("seed", view_run.improved))
     assert [r["task_id"] for r in result["tasks"]] == list(run.splits.ids("val"))
@@ -34,7 +35,7 @@ def test_table_matches_stored_rows(view_run):
 
 
 def test_flips_are_symmetric_and_follow_pass_threshold(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     forward = compare(run, "seed", view_run.worse)
     backward = compare(run, view_run.worse, "seed")
     assert forward["flips"][PASS_TO_FAIL], "the worse capability must lose some tasks"
@@ -46,7 +47,7 @@ def test_flips_are_symmetric_and_follow_pass_threshold(view_run):
 
 
 def test_clusters_come_from_the_stored_diagnoses(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     result = compare(run, "seed", view_run.improved)
     assert result["diagnosed"]
     doc = json.loads((view_run.path / "diagnoses" / "val__seed.json").read_text())
@@ -56,7 +57,7 @@ def test_clusters_come_from_the_stored_diagnoses(view_run):
 
 
 def test_refuses_test_split_and_unknown_candidates(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     with pytest.raises(RunDirError, match="held out"):
         compare(run, "seed", view_run.improved, "test")
     with pytest.raises(CapevolveError, match="cand_999"):
@@ -67,6 +68,6 @@ def test_refuses_test_split_and_unknown_candidates(view_run):
 
 def test_compare_reads_without_writing(view_run):
     before = {p: p.stat().st_mtime_ns for p in view_run.path.rglob("*") if p.is_file()}
-    compare(capevolve.open_run(view_run.path), "seed", view_run.improved)
+    compare(RunDir.open(view_run.path), "seed", view_run.improved)
     after = {p: p.stat().st_mtime_ns for p in view_run.path.rglob("*") if p.is_file()}
     assert before == after

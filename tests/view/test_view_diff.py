@@ -6,12 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import capevolve
+from capevolve._store.rundir import RunDir
 from capevolve.view.diff import diff, stat_text
 
 
 def test_diff_of_changed_prompt(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     result = diff(run, "seed", view_run.improved)
     assert [c["path"] for c in result["files"]] == ["system_prompt.md"]
     change = result["files"][0]
@@ -25,7 +25,7 @@ def test_diff_of_changed_prompt(view_run):
 
 
 def test_binary_and_added_files_and_identity(view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     result = diff(run, "seed", view_run.worse)
     by_path = {c["path"]: c for c in result["files"]}
     assert by_path["notes.bin"]["status"] == "added" and by_path["notes.bin"]["binary"]

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import pytest
 
 import capevolve
+from capevolve._store.rundir import RunDir
 from capevolve.view.compare import compare
 from capevolve.view.diff import diff
 from capevolve.view.server import ViewerServer
@@ -91,7 +92,7 @@ def test_trial_filters_agree_with_sql(served, view_run):
 
 
 def test_compare_and_diff_endpoints_match_the_verbs(served, view_run):
-    run = capevolve.open_run(view_run.path)
+    run = RunDir.open(view_run.path)
     assert get_json(served, f"/api/compare?a=seed&b={view_run.improved}") == json.loads(
         json.dumps(compare(run, "seed", view_run.improved)))
     assert get_json(served, f"/api/diff?a=seed&b={view_run.worse}") == diff(

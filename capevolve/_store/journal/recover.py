@@ -58,7 +58,7 @@ def settle(run: RunDir, session: str, dispatched: int, rows: RowSpend, wall_s: f
         if isinstance(event, SpendEvent) and event.session == session:
             return False
     cost = rows.cost_usd if math.isfinite(rows.cost_usd) and rows.cost_usd > 0 else 0.0
-    run._record(EventKind.SPEND, role=SpendRole.RUNNER, session=session,
+    run.record(EventKind.SPEND, role=SpendRole.RUNNER, session=session,
                 reconciled=reconciled, metric_calls=int(dispatched),
                 tokens=max(0, int(rows.tokens)), cost_usd=float(cost),
                 cost_unrecorded=int(rows.cost_unrecorded + max(0, dispatched - rows.rows)),

@@ -154,7 +154,8 @@ def _column(name: str, value: Any, n: int) -> pa.Array:
     if not types <= {int, _NONE}:
         raise _Suspect  # bools and floats included
     low, high = {"schema_version": (1, _INT32[1]), "trial": _INT32, "seed": _INT64,
-                 "attempts": (0, _INT32[1]), "tokens": (0, _INT64[1])}[name]
+                 "attempts": (0, _INT32[1]), "tokens": (0, _INT64[1]),
+                 "unknown_attempts": (0, _INT64[1]), "judge_tokens": (0, _INT64[1])}[name]
     if name == "attempts" and _NONE in types:
         raise _Suspect  # storable_row stores a missing attempts as 0
     if _NONE in types and not field.nullable:

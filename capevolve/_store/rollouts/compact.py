@@ -243,7 +243,7 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
     for final in files.finals:
         os.replace(files.tmp(final), final)
     fsync_dir(files.directory)
-    run._record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
+    run.record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
                 parts=[{"path": t.path, "sha256": t.sha256, "size": t.size,
                         "n_rows": t.n_rows} for t in targets])
     _retire(run, retired)

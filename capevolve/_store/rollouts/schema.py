@@ -59,6 +59,13 @@ ROLLOUT_SCHEMA = pa.schema([
     pa.field("node_id", pa.string()),
     pa.field("started_at", _TS),
     pa.field("finished_at", _TS),
+    pa.field("model", pa.string()),  # the model id(s) the endpoint reported
+    pa.field("model_settings", pa.string()),  # JSON of the pinned agent model settings
+    pa.field("usage", pa.string()),  # JSON of the unit's model meter (every attempt)
+    pa.field("unknown_attempts", pa.int64()),  # model calls with unknown tokens
+    pa.field("judge_tokens", pa.int64()),
+    pa.field("judge_cost_usd", pa.float64()),
+    pa.field("model_failure", pa.string()),  # why the model calls failed (ModelFailure)
 ], metadata={b"capevolve.schema_version": str(SCHEMA_VERSION).encode()})
 
 COLUMNS = tuple(ROLLOUT_SCHEMA.names)
@@ -181,6 +188,11 @@ _VALUES: tuple[tuple[str, Callable[[Any], bool], _Check], ...] = (
     ("cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
     ("worker_id", _fine_text, _text), ("node_id", _fine_text, _text),
     ("started_at", _fine_time, _time), ("finished_at", _fine_time, _time),
+    ("model", _fine_text, _text), ("model_settings", _fine_text, _text),
+    ("usage", _fine_text, _text), ("model_failure", _fine_text, _text),
+    ("unknown_attempts", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_tokens", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
 )
 """The nullable value columns: a quick test that a common value is fine as it is, and the
 full check of a non-null value (its stored form, or why not). Key columns, ``attempts``

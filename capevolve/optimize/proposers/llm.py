@@ -27,10 +27,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from capevolve.errors import ConfigError
+from capevolve.errors import ConfigError, ModelError
+from capevolve.models import Meter, ModelClient, ModelSettings
 from capevolve.optimize.proposers import llm_prompt as prompts
 from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
-from capevolve.optimize.proposers.chat import ChatClient, ClientConfig, EndpointError
 from capevolve.optimize.proposers.llm_settings import LLMSettings, Select, api_key, load_settings
 
 RAW_CHARS = 20_000  # how much of a raw answer is stored with a no_change
@@ -39,17 +39,16 @@ RAW_CHARS = 20_000  # how much of a raw answer is stored with a no_change
 class LLMProposer:
     """Reflective mutation of one component file per proposal (see the module docstring)."""
 
-    def __init__(self, settings: LLMSettings, client_config: ClientConfig) -> None:
+    def __init__(self, settings: LLMSettings, model: ModelSettings,
+                 api_key: str | None = None) -> None:
         self.settings = settings
-        self.client_config = client_config
+        self.model = model
+        self.api_key = api_key
         self.name = f"llm:{settings.model}"
 
-    def _ask(self, client: ChatClient, messages: list[dict[str, str]],
+    def _ask(self, client: ModelClient, messages: list[dict[str, str]],
              seed: int) -> dict[str, Any]:
-        return client.complete({
-            "model": self.settings.model, "messages": messages,
-            "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens,
-            "seed": seed})
+        return client.complete({"messages": messages, "seed": seed})
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Rewrite one component file of ``ctx.workdir`` (see the module docstring)."""
@@ -71,15 +70,18 @@ class LLMProposer:
                                   "examples": len(batch),
                                   "cluster": None if cluster is None
                                   else cluster.get("signature")}
-        client = ChatClient(self.client_config)  # one per proposal: proposals may run at once
+        meter = Meter()  # one per proposal: proposals may run at once
+        client = ModelClient(self.model, meter, self.api_key)
         try:
             response = self._ask(client, messages, ctx.seed)
-        except EndpointError as exc:
-            detail["http_attempts"] = client.attempts
-            return Proposal(changed=False, blocker=f"llm endpoint: {exc}", detail=detail,
-                            spend=Spend(wall_s=time.monotonic() - t0), focus=path)
-        detail["http_attempts"] = client.attempts
-        spend, answer, finish = self._read(response, t0)
+        except ModelError as exc:
+            detail["http_attempts"] = meter.counts["attempts"]
+            detail["usage"] = meter.snapshot()
+            return Proposal(changed=False, blocker=f"llm endpoint ({exc.failure}): {exc}",
+                            detail=detail, spend=_spend(meter, t0), focus=path)
+        detail["http_attempts"] = meter.counts["attempts"]
+        detail["usage"] = meter.snapshot()
+        spend, answer, finish = _spend(meter, t0), *self._read(response)
         detail["finish_reason"] = finish
         improved = None if finish == "length" else prompts.parse_answer(answer)
         if improved is None:
@@ -103,38 +105,30 @@ class LLMProposer:
         detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
 
-    def _read(self, response: dict[str, Any], t0: float) -> tuple[Spend, str | None, str | None]:
-        """Spend, answer text and finish reason of a response (any shape tolerated)."""
-        usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
-        prompt_t = _int(usage.get("prompt_tokens")) if usage else None
-        completion_t = _int(usage.get("completion_tokens")) if usage else None
-        tokens = (prompt_t or 0) + (completion_t or 0)
-        spend = Spend(tokens=tokens, cost_usd=self.settings.cost(prompt_t, completion_t),
-                      wall_s=time.monotonic() - t0)
+    def _read(self, response: dict[str, Any]) -> tuple[str | None, str | None]:
+        """Answer text and finish reason of a response (any shape tolerated)."""
         choices = response.get("choices")
         choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices \
             and isinstance(choices[0], dict) else {}
         message = choice.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         finish = choice.get("finish_reason")
-        return spend, content if isinstance(content, str) else None, \
+        return content if isinstance(content, str) else None, \
             finish if isinstance(finish, str) else None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
+def _spend(meter: Meter, t0: float) -> Spend:
+    """The proposal's spend: every attempt's reported tokens (retries and abandoned
+    attempts included), their cost when priced (None, never 0, when unknown)."""
+    return Spend(tokens=meter.tokens, cost_usd=meter.cost_usd, wall_s=time.monotonic() - t0)
 
 
 def build(options: str, config: ProposerConfig) -> LLMProposer:
     """The ``llm`` proposer of a spec's options (see the module docstring)."""
     settings = load_settings(options, config.env)
-    client_config = ClientConfig(
-        base_url=settings.base_url, api_key=api_key(settings, config.env),
-        timeout_s=settings.timeout_s, retries=settings.retries, backoff_s=settings.backoff_s,
-        deadline_s=config.timeout_s)
+    model, key = settings.model_settings(config.timeout_s), api_key(settings, config.env)
     if settings.probe:
-        problem = ChatClient(client_config).probe(timeout_s=min(10.0, settings.timeout_s))
+        problem = ModelClient(model, api_key=key).probe(timeout_s=min(10.0, settings.timeout_s))
         if problem:
             raise ConfigError(f"--proposer llm: endpoint {settings.base_url}: {problem}")
-    return LLMProposer(settings, client_config)
+    return LLMProposer(settings, model, key)

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from capevolve.errors import ConfigError
+from capevolve.models import ModelSettings, Price
 
 ENV_PREFIX = "CAPEVOLVE_LLM_"
 
@@ -45,8 +46,9 @@ class LLMSettings(BaseModel):
     usd_per_1m_input: float | None = Field(None, ge=0)
     usd_per_1m_output: float | None = Field(None, ge=0)
     """Prices per million prompt / completion tokens; cost is recorded only with both."""
-    timeout_s: float = Field(120.0, gt=0)
-    """Socket timeout of one HTTP attempt."""
+    timeout_s: float = Field(600.0, gt=0)
+    """Bound of one model call, retries included (one attempt may use all of it, so a slow
+    prefill is not cut off and paid twice); never past the proposal's own bound."""
     retries: int = Field(3, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0)
     select: Select = Select.CLUSTER
@@ -56,6 +58,18 @@ class LLMSettings(BaseModel):
     """Larger component files are not offered to the model."""
     probe: bool = True
     """Check at build time that the endpoint answers (an unreachable one is refused)."""
+
+    def model_settings(self, deadline_s: float | None = None) -> ModelSettings:
+        """The settings of capevolve's model client for these options (role proposer);
+        ``deadline_s`` lowers the call's bound."""
+        price = None if self.usd_per_1m_input is None or self.usd_per_1m_output is None \
+            else Price(input=self.usd_per_1m_input, output=self.usd_per_1m_output)
+        bound = self.timeout_s if deadline_s is None else min(self.timeout_s, deadline_s)
+        return ModelSettings(role="proposer", base_url=self.base_url, model=self.model,
+                             api_key_env=self.api_key_env, temperature=self.temperature,
+                             max_tokens=self.max_tokens, deadline_s=bound,
+                             retries=self.retries, backoff_s=self.backoff_s, price=price,
+                             price_source="none" if price is None else "config")
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         """Dollars for one call, or None when a price or the usage is unknown."""

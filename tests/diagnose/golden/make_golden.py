@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path[:0] = [str(HERE.parent), str(ROOT / "benchmarks" / "perf")]
 
-from capevolve import create_run, evaluate  # noqa: E402
+from capevolve import evaluate  # noqa: E402
+from capevolve._loop.run import create_run  # noqa: E402
 from capevolve._store import jsonfiles  # noqa: E402
 from capevolve._store.documents import diagnosis_record  # noqa: E402
 from capevolve.diagnose import trajectories  # noqa: E402

@@ -1,0 +1,73 @@
+"""One cause reworded from trial to trial: clusters of one part that a task's trials
+alternate between are merged.
+
+A scorer that writes prose (a rubric model, a person) describes the same failure of the
+same task in different words on different trials ("Coverage check skipped", "Insurance
+eligibility was not verified"); the root-cause key, which compares words, keeps such
+wordings apart. The trials of a task are evidence the words are not: two clusters ``A``
+and ``B`` of the same feedback part are one cause when
+
+1. no failing trial has units in both (two causes found together are two causes), and
+2. at least ``MIN_TASKS`` tasks, and at least a third of the tasks of the larger of the
+   two, *alternate*: the task has failing trials in both, and the trials in ``A`` and
+   those in ``B`` lost the same part -- the clusters' labelled part, or for feedback
+   without part labels, the one score part that fell short (a trial with several parts
+   short supports nothing).
+
+Merging is transitive (union-find). A scorer that says one thing one way (a template)
+never alternates and is never merged; a line every failure may carry (an opener, a closing
+remark) shares trials with most clusters and is blocked by rule 1 or held off by rule 2.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations
+
+from capevolve.diagnose.cluster import UnionFind
+
+MIN_TASKS = 2
+SHARE = 1 / 3
+
+
+def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
+                     owners: Sequence[int], task_ids: Sequence[str],
+                     short: Sequence[str | None],
+                     specific: Sequence[bool]) -> list[list[int]]:
+    """``groups`` (of unit indices, each of one feedback part: ``parts``) with the groups
+    that are one cause reworded merged (module docstring). ``owners`` gives a unit's
+    failure index and ``specific`` whether its key holds a token (the group of units
+    with nothing specific left is never merged); ``task_ids`` and ``short`` (the one
+    score part that fell short, or None) are per failure."""
+    trials = [{owners[u] for u in group} if specific[group[0]] else set()
+              for group in groups]
+    by_task: dict[str, dict[int, set[int]]] = {}
+    for g, failing in enumerate(trials):
+        for f in failing:
+            by_task.setdefault(task_ids[f], {}).setdefault(g, set()).add(f)
+    support: Counter[tuple[int, int]] = Counter()
+    together: set[tuple[int, int]] = set()
+    for per_group in by_task.values():
+        if len(per_group) < 2:
+            continue
+        for a, b in combinations(sorted(per_group), 2):
+            if parts[groups[a][0]] != parts[groups[b][0]]:
+                continue
+            in_a, in_b = per_group[a], per_group[b]
+            if not in_a.isdisjoint(in_b):
+                together.add((a, b))
+            elif parts[groups[a][0]] is not None or \
+                    ({short[f] for f in in_a} & {short[f] for f in in_b}) - {None}:
+                support[(a, b)] += 1
+    if not support:
+        return groups
+    tasks = [len({task_ids[f] for f in failing}) for failing in trials]
+    uf = UnionFind(len(groups))
+    for (a, b), n in sorted(support.items()):
+        if (a, b) not in together and n >= max(MIN_TASKS, SHARE * max(tasks[a], tasks[b])):
+            uf.union(a, b)
+    merged: dict[int, list[int]] = {}
+    for g, group in enumerate(groups):
+        merged.setdefault(uf.find(g), []).extend(group)
+    return [sorted(group) if len(group) > 1 else group for group in merged.values()]

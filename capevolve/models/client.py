@@ -1,0 +1,244 @@
+"""The one model client of capevolve (agent, judge, proposer), on the official ``openai`` SDK.
+
+:meth:`ModelClient.complete` sends one chat completion with the pinned settings (model,
+sampling, the answer's token bound: they override the payload's) and returns the response
+as a dict. The SDK's own retries are off; this loop retries 429, 408, 409, 5xx, timeouts
+and dropped connections with jittered exponential backoff (``Retry-After`` honoured,
+``x-should-retry: false`` stops, ``true`` retries), each attempt allowed all that is left
+of the call's deadline (a slow prefill is not cut off). Then :class:`ModelUnavailable`;
+any other refusal is :class:`ModelError` at once, its ``failure`` naming the kind (auth,
+context_length, bad_request). With ``token_param: auto`` a refusal of ``max_tokens`` that
+asks for ``max_completion_tokens`` switches the field and resends (not a retry).
+
+Every attempt is counted on the client's :class:`Meter`. A tool call cut at the token
+bound (finish_reason ``length``) never reaches the caller: its ``tool_calls`` are removed
+from the returned message and ``choices[0]["cut"]`` is true. The per-rollout limits of the
+settings are checked before each call (:class:`RolloutLimitReached`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from typing import Any
+
+from capevolve.config_models import TokenParam
+from capevolve.errors import ModelError, ModelUnavailable, RolloutLimitReached
+from capevolve.kinds import ModelFailure
+from capevolve.models.meter import Meter
+from capevolve.models.settings import ModelSettings
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+BACKOFF_CAP_S = 30.0
+_CONTEXT_WORDS = ("context length", "context_length", "context size", "context window",
+                  "maximum context", "too many tokens", "prompt is too long")
+_switched: dict[tuple[str, str], str] = {}
+"""Endpoints (base_url, model) that refused max_tokens in this process: later clients send
+max_completion_tokens at once (a cache of the provider's behaviour, not a setting)."""
+
+
+def _sdk(settings: ModelSettings, api_key: str | None) -> Any:
+    import openai
+
+    key = api_key or (os.environ.get(settings.api_key_env) if settings.api_key_env else None)
+    return openai.OpenAI(api_key=key or "not-needed", base_url=settings.base_url,
+                         max_retries=0)
+
+
+def _detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    text = str(body if body is not None else getattr(exc, "message", exc))
+    return " ".join(text.split())[:300]
+
+
+def _header(exc: Any, name: str) -> str | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    return headers.get(name) if headers is not None else None
+
+
+class ModelClient:
+    """Calls one model endpoint with pinned settings, counting on ``meter``."""
+
+    def __init__(self, settings: ModelSettings, meter: Meter | None = None,
+                 api_key: str | None = None) -> None:
+        self.settings = settings
+        self._api_key = api_key  # else read from the variable settings.api_key_env names
+        self.meter = meter if meter is not None else Meter()
+        self._start = self.meter.snapshot()
+        self.calls = 0
+        self._token_key = self._first_token_key()
+        self._client: Any = None
+
+    def _first_token_key(self) -> str:
+        if self.settings.token_param != TokenParam.AUTO:
+            return str(self.settings.token_param)
+        return _switched.get((self.settings.base_url, self.settings.model), "max_tokens")
+
+    def body(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The request body: ``payload`` with the pinned settings in place."""
+        s = self.settings
+        body = {k: v for k, v in payload.items()
+                if k not in ("max_tokens", "max_completion_tokens", "temperature", "top_p")}
+        body["model"] = s.model
+        body[self._token_key] = s.max_tokens
+        if s.temperature is not None:
+            body["temperature"] = s.temperature
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
+        return body
+
+    def _check_limits(self) -> None:
+        limits, now = self.settings.limits, self.meter.snapshot()
+        spent = {k: now[k] - self._start[k] for k in ("prompt_tokens", "completion_tokens")}
+        tokens = spent["prompt_tokens"] + spent["completion_tokens"]
+        if limits.max_turns is not None and self.calls >= limits.max_turns:
+            raise RolloutLimitReached(f"bound reached: {limits.max_turns} model calls "
+                                      "(models.rollout.max_turns)", "turns")
+        if limits.max_tokens is not None and tokens >= limits.max_tokens:
+            raise RolloutLimitReached(f"bound reached: {tokens} tokens of "
+                                      f"{limits.max_tokens} (models.rollout.max_tokens)",
+                                      "tokens")
+        if limits.max_usd is not None and self.settings.price is not None:
+            usd = self.settings.price.cost(spent["prompt_tokens"], spent["completion_tokens"])
+            if usd >= limits.max_usd:
+                raise RolloutLimitReached(f"bound reached: ${usd:.4f} of ${limits.max_usd:g} "
+                                          "(models.rollout.max_usd)", "cost")
+
+    def complete(self, payload: dict[str, Any], *,
+                 deadline_s: float | None = None) -> dict[str, Any]:
+        """One chat completion (see the module docstring); ``deadline_s`` lowers this call's
+        deadline, never raises it."""
+        self._check_limits()
+        self.calls += 1
+        s = self.settings
+        bound = s.deadline_s if deadline_s is None else min(deadline_s, s.deadline_s)
+        end, last, failure = time.monotonic() + bound, "no attempt made", ModelFailure.UNREACHABLE
+        attempt = 0
+        while attempt <= s.retries:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            attempt += 1
+            try:
+                return self._attempt(payload, left)
+            except _Retry as exc:
+                last, failure = exc.reason, exc.failure
+                wait = exc.wait
+            except _Resend:
+                attempt -= 1  # the field switched: the same attempt again, not a retry
+                continue
+            if attempt <= s.retries:
+                time.sleep(max(0.0, min(wait, end - time.monotonic())))
+        self.meter.failure = str(failure)
+        raise ModelUnavailable(f"model endpoint {s.base_url} unavailable after {attempt} "
+                               f"attempts within {bound:g}s: {last}", str(failure))
+
+    def probe(self, timeout_s: float = 5.0) -> str | None:
+        """None when the endpoint answers at all (any status but 401 / 403), else why it
+        cannot be used: unreachable, or the API key refused. Not counted: no tokens."""
+        import openai
+
+        if self._client is None:
+            self._client = _sdk(self.settings, self._api_key)
+        try:
+            self._client.models.list(timeout=timeout_s)
+        except openai.APIStatusError as exc:
+            return f"HTTP {exc.status_code}: the endpoint refused the API key" \
+                if exc.status_code in (401, 403) else None
+        except openai.APITimeoutError:
+            return f"no answer within {timeout_s:g}s"
+        except openai.APIConnectionError as exc:
+            return f"unreachable ({exc.__cause__ or exc})"
+        except (openai.OpenAIError, ValueError):
+            return None  # it answered; /models is optional for OpenAI-compatible servers
+        return None
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(BACKOFF_CAP_S, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        base = min(BACKOFF_CAP_S, self.settings.backoff_s * 2 ** (attempt - 1))
+        return base * random.uniform(0.5, 1.5)  # jitter; no result depends on it
+
+    def _attempt(self, payload: dict[str, Any], left: float) -> dict[str, Any]:
+        import openai
+
+        if self._client is None:
+            self._client = _sdk(self.settings, self._api_key)
+        body = self.body(payload)
+        messages = body.pop("messages")
+        model = body.pop("model")
+        timeout = openai.Timeout(left, connect=min(self.settings.connect_timeout_s, left))
+        n = self.meter.counts["attempts"] + 1
+        try:
+            response = self._client.chat.completions.create(
+                model=model, messages=messages, extra_body=body, timeout=timeout)
+        except openai.APIStatusError as exc:
+            self._refused(exc, n)
+            raise AssertionError("unreachable") from None
+        except openai.APITimeoutError:
+            self.meter.failed(unknown=True, failure=ModelFailure.UNREACHABLE)
+            raise _Retry(f"no answer within {left:g}s", ModelFailure.UNREACHABLE,
+                         self._backoff(n, None)) from None
+        except openai.APIConnectionError as exc:
+            refused = isinstance(exc.__cause__, ConnectionRefusedError) or \
+                "refused" in str(exc.__cause__ or "").lower()
+            self.meter.failed(unknown=not refused, failure=ModelFailure.UNREACHABLE)
+            raise _Retry(f"connection failed: {exc.__cause__ or exc}",
+                         ModelFailure.UNREACHABLE, self._backoff(n, None)) from None
+        except (ValueError, openai.APIResponseValidationError) as exc:  # a body not JSON
+            self.meter.failed(unknown=True, failure=ModelFailure.SERVER)
+            raise ModelError(f"the endpoint returned a body that is not JSON ({exc})",
+                             str(ModelFailure.SERVER)) from None
+        if not hasattr(response, "model_dump"):  # JSON that is not an object
+            self.meter.failed(unknown=True, failure=ModelFailure.SERVER)
+            raise ModelError(f"the endpoint returned JSON that is not an object: "
+                             f"{str(response)[:80]}", str(ModelFailure.SERVER))
+        data = response.model_dump(mode="json")
+        choices = data.get("choices") or [{}]
+        choice = choices[0]
+        cut = choice.get("finish_reason") == "length"
+        message = choice.get("message") or {}
+        if cut and message.get("tool_calls"):
+            message["tool_calls"] = None
+            choice["cut"] = True
+        self.meter.answered(data.get("usage"), data.get("model"), self.settings.price,
+                            truncated=cut)
+        return data
+
+    def _refused(self, exc: Any, n: int) -> None:
+        status, detail = exc.status_code, _detail(exc)
+        lowered = detail.lower()
+        should = (_header(exc, "x-should-retry") or "").lower()
+        if status == 400 and self._token_key == "max_tokens" \
+                and self.settings.token_param == TokenParam.AUTO \
+                and "max_tokens" in lowered and "max_completion_tokens" in lowered:
+            self.meter.failed(unknown=False)
+            self._token_key = "max_completion_tokens"
+            _switched[(self.settings.base_url, self.settings.model)] = self._token_key
+            raise _Resend
+        retry = status in RETRY_STATUSES if should not in ("true", "false") else should == "true"
+        failure = (ModelFailure.QUOTA if status == 429 else ModelFailure.AUTH
+                   if status in (401, 403) else ModelFailure.SERVER if status >= 500
+                   else ModelFailure.CONTEXT_LENGTH
+                   if status in (400, 413) and any(w in lowered for w in _CONTEXT_WORDS)
+                   else ModelFailure.BAD_REQUEST)
+        self.meter.failed(unknown=status >= 500, failure=failure)
+        if retry and failure not in (ModelFailure.AUTH, ModelFailure.CONTEXT_LENGTH):
+            raise _Retry(f"HTTP {status}: {detail}", failure,
+                         self._backoff(n, _header(exc, "retry-after")))
+        raise ModelError(f"HTTP {status} from {self.settings.base_url}: {detail}", str(failure))
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, failure: ModelFailure, wait: float) -> None:
+        super().__init__(reason)
+        self.reason, self.failure, self.wait = reason, failure, wait
+
+
+class _Resend(Exception):
+    pass

@@ -1,0 +1,103 @@
+"""The usage meter: every model call attempt of one scope (a rollout, a judge verdict, a
+proposal), counted as the provider reported it.
+
+An answered attempt adds its reported prompt and completion tokens; an answer without
+usage, a timeout or a dropped connection is an attempt of *unknown* tokens (never zero);
+a refusal before any work (429, 4xx, a refused connection) is a *rejected* attempt. Cost
+is summed over priced calls; ``partial`` says some calls had no price or unknown tokens.
+Thread-safe; its :meth:`snapshot` is plain JSON, so it travels with a rollout's result
+from whatever process ran it (:meth:`merge`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from capevolve.models.prices import Price
+
+_COUNTS = ("attempts", "prompt_tokens", "completion_tokens", "unknown_attempts",
+           "rejected_attempts", "unpriced_calls", "truncated")
+
+
+class Meter:
+    """Counts the attempts of one scope (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts = dict.fromkeys(_COUNTS, 0)
+        self.cost = 0.0
+        self.models: set[str] = set()
+        self.failure: str | None = None
+
+    def answered(self, usage: Any, model: Any, price: Price | None,
+                 truncated: bool = False) -> None:
+        """An attempt the endpoint answered (``usage`` as it reported it, maybe None)."""
+        prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+        with self._lock:
+            self.counts["attempts"] += 1
+            self.counts["truncated"] += truncated
+            if isinstance(model, str) and model:
+                self.models.add(model)
+            if prompt is None:
+                self.counts["unknown_attempts"] += 1
+                return
+            self.counts["prompt_tokens"] += prompt
+            self.counts["completion_tokens"] += completion or 0
+            if price is None:
+                self.counts["unpriced_calls"] += 1
+            else:
+                self.cost += price.cost(prompt, completion or 0)
+
+    def failed(self, unknown: bool, failure: str | None = None) -> None:
+        """An attempt that got no answer: ``unknown`` when tokens may have been spent."""
+        with self._lock:
+            self.counts["attempts"] += 1
+            self.counts["unknown_attempts" if unknown else "rejected_attempts"] += 1
+            if failure is not None:
+                self.failure = failure
+
+    @property
+    def tokens(self) -> int:
+        """Prompt + completion tokens reported so far."""
+        return self.counts["prompt_tokens"] + self.counts["completion_tokens"]
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Dollars of the priced calls (None when no call was priced)."""
+        priced = self.counts["attempts"] - self.counts["unknown_attempts"] \
+            - self.counts["rejected_attempts"] - self.counts["unpriced_calls"]
+        return self.cost if priced > 0 else None
+
+    @property
+    def partial(self) -> bool:
+        """Some attempt had unknown tokens or no price."""
+        return bool(self.counts["unknown_attempts"] or self.counts["unpriced_calls"])
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON of the meter."""
+        with self._lock:
+            return {**self.counts, "cost_usd": self.cost, "models": sorted(self.models),
+                    "failure": self.failure}
+
+    def merge(self, data: Any) -> None:
+        """Add a :meth:`snapshot` (from another process); malformed parts are ignored."""
+        if not isinstance(data, dict):
+            return
+        with self._lock:
+            for key in _COUNTS:
+                value = data.get(key)
+                if type(value) is int and value >= 0:
+                    self.counts[key] += value
+            cost = data.get("cost_usd")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool) \
+                    and 0 <= cost < float("inf"):
+                self.cost += float(cost)
+            self.models.update(m for m in data.get("models") or () if isinstance(m, str))
+            if isinstance(data.get("failure"), str):
+                self.failure = data["failure"]
+
+
+def _tokens(usage: Any, key: str) -> int | None:
+    value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+    return value if type(value) is int and value >= 0 else None
