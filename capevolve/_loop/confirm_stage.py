@@ -7,7 +7,8 @@ first trial index neither side has used on val; purpose confirm, so these evalua
 never decide anything else), and gates the fresh data only, at the same a. The recorded
 decision is the confirmation's; the screen's reasons and the confirmation's numbers are
 both kept. Gating the same pair of evaluations again reuses the recorded confirmation's
-trial range (the same evaluations resume: never a second draw to pick from).
+trial range, and a confirmation killed before its gate was recorded resumes its own
+evaluations (never a second draw to pick from).
 """
 
 from __future__ import annotations
@@ -34,17 +35,33 @@ def applies(frozen: ProjectConfig, exploratory: bool, strict: bool) -> bool:
     return frozen.gate.alpha_spending == AlphaSpending.CONFIRM and strict and not exploratory
 
 
-def _first_fresh_trial(run: RunDir, sides: tuple[str, str], pair: tuple[str, str]) -> int:
-    """The recorded confirmation's first trial for this pair of evaluations, else the
-    first val trial index neither candidate has used."""
-    for event in reversed(run.events(EventKind.GATE)):
+def _first_fresh_trial(run: RunDir, sides: tuple[str, str], pair: tuple[str, str],
+                       trials: int) -> int:
+    """Where this pair's confirmation starts: the recorded one's first trial; else that of
+    an interrupted one (the candidate's unclaimed confirm evaluation, when the best has
+    nothing else on its trials); else the first val trial index neither side has used."""
+    claimed: set[str] = set()
+    for event in run.events(EventKind.GATE):
         data = event.to_json()
         done = data.get("confirmation") or {}
         if (data.get("candidate_eval"), data.get("best_eval")) == pair and done:
             return int(done["first_trial"])
-    used = [r.first_trial + r.n_trials for r in all_evals(run)
-            if r.split == Split.VAL and r.candidate_id in sides]
-    return max(used, default=0)
+        claimed.update(str(done[k]) for k in ("candidate_eval", "best_eval") if done.get(k))
+    evals = [r for r in all_evals(run) if r.split == Split.VAL and r.candidate_id in sides]
+
+    def interrupted(record: EvalRecord, start: int) -> bool:
+        return (record.purpose == EvalPurpose.CONFIRM and record.eval_id not in claimed
+                and record.first_trial == start and record.n_trials == trials
+                and record.task_subset is None)
+
+    for record in evals:
+        start = record.first_trial
+        if record.candidate_id == sides[0] and interrupted(record, start) and not any(
+                other.candidate_id == sides[1] and not interrupted(other, start)
+                and other.first_trial < start + trials
+                and start < other.first_trial + other.n_trials for other in evals):
+            return start  # its evaluations resume: never a second draw
+    return max((r.first_trial + r.n_trials for r in evals), default=0)
 
 
 def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
@@ -58,8 +75,8 @@ def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
         return replace(screen, alpha=bound, reasons=[
             *screen.reasons, f"screen at a = {level:.4g} not passed: no confirmation run"]), None
     sides = (cand_eval.candidate_id, best_eval.candidate_id)
-    first = _first_fresh_trial(run, sides, (cand_eval.eval_id, best_eval.eval_id))
     trials = CONFIRM_FACTOR * frozen.num_trials
+    first = _first_fresh_trial(run, sides, (cand_eval.eval_id, best_eval.eval_id), trials)
     fresh: dict[str, EvalRecord] = {}
     try:
         for candidate_id in sides:
