@@ -17,6 +17,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 def _status_human(status: dict) -> str:
     from capevolve.report.data import standing_text
+    from capevolve.report.words import scored_text
 
     spent, budget = status["spent"], status["budget"]
     best = status["best_val"] or {}
@@ -52,7 +53,9 @@ def _status_human(status: dict) -> str:
                  f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
                  "gate settings")
     for e in status["evaluations"]:
-        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
+        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} "
+                     f"({scored_text(e['n_scored'], e['n_tasks'], e.get('excluded_reasons'))})"
+                     f" [{e['status']}]")
     lines.append("candidates:")
     for c in status.get("decisions", []):
         gate = f"; gate said {c['gate']}" if c["gate"] else ""

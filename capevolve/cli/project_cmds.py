@@ -10,6 +10,7 @@ import typer
 import capevolve
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
 from capevolve.cli.output import command, emit, fmt_mean, progress, stop_line
+from capevolve.report.words import scored_text
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -43,6 +44,8 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
         human += ("\nmetrics: deterministic " + (", ".join(metrics["deterministic"]) or "none")
                   + "; judge " + (", ".join(metrics["judge"]) or "none"))
     human += "".join(f"\nwarning: {w}" for w in payload.get("warnings") or [])
+    if payload.get("power"):
+        human += "\n" + payload["power"]["text"]
     if stop_line(payload.get("stop")):
         human += "\n" + str(stop_line(payload.get("stop")))
     emit(payload, json, human)
@@ -67,7 +70,8 @@ def run(project: ProjectOpt = Path("."),
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",
         f"baseline (seed on val): {fmt_mean(base['mean'], base['stderr'])} "
-        f"({base['n_scored']}/{base['n_tasks']} tasks scored)",
+        f"({scored_text(base['n_scored'], base['n_tasks'], base.get('excluded_reasons'))})",
+        *([handoff["power"]["text"]] if handoff.get("power") else []),
         "next:", *(f"  {c}" for c in handoff["next"]),
     ])
     emit(handoff, json, human)
