@@ -5,11 +5,12 @@ input, output, reference when the targets are available, feedback) plus the proj
 domain notes, and ``census_manifest.json``. Nothing in a batch names a category (no
 kinds, clusters or tags): describers describe in their own words.
 
-``check`` validates a ``census.json``: ``failing_total`` and ``described`` are required
-non-negative integers with ``described <= failing_total``; bucket counts sum to at most
-``described``; every example id is ``task#trial`` of a failing datapoint of that split (or
-the id of a task with one) -- resolved against the run (``--run-dir`` or the file's
-``run_dir``), whose failing count must also equal ``failing_total``.
+``template`` writes a census.json to fill in; ``check`` validates one: ``failing_total``
+and ``described`` are required non-negative integers with ``described <= failing_total``;
+bucket counts sum to at most ``described``; every example id is ``task#trial`` of a
+failing datapoint of that split (or the id of a task with one) -- resolved against the run
+(``--run-dir`` or the file's ``run_dir``), whose failing count must also equal
+``failing_total``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ def export(run: RunDir, split: str, tag: str, batch_size: int, out: Path,
                 "failing_total": len(trials), "batch_size": batch_size, "batches": names}
     jsonfiles.write_atomic(out / MANIFEST, manifest)
     return manifest
+
+
+def template(run: RunDir, split: str, tag: str) -> dict[str, Any]:
+    """A census.json to fill in: what it describes (``run_dir``, ``split``, ``tag``), the
+    run's ``failing_total``, ``described`` 0 and one bucket showing a bucket's fields;
+    :func:`check` accepts it as it is."""
+    return {"run_dir": str(run.root), "split": str(split), "tag": tag,
+            "failing_total": len(failing_trials(run, split, tag)), "described": 0,
+            "buckets": [{"name": "short-name",
+                         "description": "what went wrong and why, in your own words",
+                         "count": 0, "examples": []}]}
 
 
 def _count(doc: dict[str, Any], name: str, problems: list[str]) -> int | None:
