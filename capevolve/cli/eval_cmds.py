@@ -20,7 +20,6 @@ from capevolve.cli.options import (
 )
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
 from capevolve.kinds import GateMode
-from capevolve.report.words import gate_power_text, scored_text
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
@@ -33,6 +32,8 @@ CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidat
 
 
 def _eval_human(record: dict, already: bool = False) -> str:
+    from capevolve.report.words import scored_text
+
     pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record["pass_k"].items()) or "—"
     mean = fmt_mean(record["mean"], record["stderr"])
     scored = scored_text(record["n_scored"], record["n_tasks"], record.get("excluded_reasons"))
@@ -103,6 +104,8 @@ def _gate_human(result: dict) -> str:
     tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
     if result.get("confidence"):
         tag += f" [{result['confidence']}{', TENTATIVE' if result.get('tentative') else ''}]"
+    from capevolve.report.words import gate_power_text
+
     power = gate_power_text(result.get("power"))
     return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
         f"- {r}" for r in result["reasons"]) + (f"\n{power}" if power else "")

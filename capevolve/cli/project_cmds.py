@@ -10,7 +10,6 @@ import typer
 import capevolve
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
 from capevolve.cli.output import command, emit, fmt_mean, progress, stop_line
-from capevolve.report.words import scored_text
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -67,6 +66,8 @@ def run(project: ProjectOpt = Path("."),
         handoff = capevolve.start_run(project, run_dir, engine=engine,
                                       address=address).to_dict()
     base = handoff["baseline"]
+    from capevolve.report.words import scored_text
+
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",
         f"baseline (seed on val): {fmt_mean(base['mean'], base['stderr'])} "
