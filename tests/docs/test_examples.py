@@ -51,7 +51,7 @@ def test_the_readme_own_agent_screen_and_loop_run_as_written(tmp_path):
     (project / "capevolve.yaml").write_text(yaml, encoding="utf-8")
     (project / "adapter.py").write_text(python, encoding="utf-8")
     (project / "seed_capability" / "system_prompt.md").write_text("The sky is blue.\n")
-    (loop,) = [b[2] for b in blocks("README.md", "## The loop") if b[0] == "bash"]
+    loop = [b[2] for b in blocks("README.md", "## The loop") if b[0] == "bash"][0]
     edit = "The sky is blue; grass, snow, coal, sun, plum, carrot and cherry too."
     gate = None
     for line in loop.splitlines():
