@@ -49,6 +49,7 @@ from capevolve.records import (
 # the Arrow, DuckDB and numpy code behind evaluate and gate); the checker sees them as
 # eager imports. tests/test_lazy_api.py keeps both lists the same.
 if TYPE_CHECKING:
+    from capevolve._loop import checkout as checkouts
     from capevolve._loop import confirm as confirming
     from capevolve._loop import decide, engines, locate
     from capevolve._loop import evaluate as evaluating
@@ -65,6 +66,7 @@ else:
     decide = lazy_module("capevolve._loop.decide")
     engines = lazy_module("capevolve._loop.engines")
     locate = lazy_module("capevolve._loop.locate")
+    checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
     no_changes = lazy_module("capevolve._loop.no_change")
@@ -388,3 +390,11 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
     ``--project P`` means to a command when ``--run-dir`` is omitted); RunDirError if none.
     Not part of ``__all__``: the CLI's helper."""
     return locate.latest_run_dir(Path(project))
+
+
+def checkout(run: RunLike, dest: str | os.PathLike[str],
+             candidate_id: str | None = None) -> dict[str, Any]:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
+    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
+    part of ``__all__``: the CLI's helper."""
+    return checkouts.checkout(_writer(run), Path(dest), candidate_id)

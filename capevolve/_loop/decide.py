@@ -266,8 +266,9 @@ def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str,
     """Record that ``candidate_id`` is rejected against the current best (one iteration).
 
     Idempotent: rejecting it again against the same best returns the first rejection
-    (``repeated``: True) and records and spends nothing. Refused when it is the best, when
-    it was accepted against the current best, or once the iteration budget is spent.
+    (``repeated``: True) and records and spends nothing. Refused, spending nothing, when it
+    is the best, was never gated, was accepted against the current best, or once the
+    iteration budget is spent.
     """
     with run.locked():
         run.require_open("reject")
@@ -285,6 +286,10 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
         raise GateError(refusal)
     if prior is not None:
         return _rejected(prior.event, repeated=True)
+    if not any(_field(g, "candidate_id") == candidate_id for g in run.events(EventKind.GATE)):
+        raise GateError(f"reject refused: {candidate_id!r} was never gated; run `capevolve gate "
+                        f"--candidate {candidate_id}` first (nothing recorded, no iteration "
+                        "spent)")
     _refuse_past_budget(run, "reject")
     event = run.record(EventKind.REJECT, candidate_id=candidate_id, note=note,
                         best_id=best_id)

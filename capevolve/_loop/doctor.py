@@ -44,6 +44,12 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
 
 def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
     """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+    import os
+
+    from capevolve._engine.address import refuse_unreachable
+
+    if address or os.environ.get("RAY_ADDRESS"):  # seconds, not Ray's minutes of retries
+        refuse_unreachable(address or os.environ["RAY_ADDRESS"])
     from capevolve._engine.ray.probe import cluster_overview
 
     overview = cluster_overview(address, timeout_s)

@@ -6,9 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop.loop_status import stop_parse
+from capevolve._policy.protect import protected_collisions, protected_patterns
 from capevolve._project.loader import NOT_DETERMINISTIC, check_project_warnings, load_tasks
 from capevolve._project.scaffold import init_project
+from capevolve._store.candidates import iter_files
 from capevolve.config import ProjectConfig
+from capevolve.errors import CapevolveError
 from capevolve.kinds import EvaluatorKind
 
 
@@ -40,11 +43,26 @@ def check(project_dir: Path | str) -> dict[str, Any]:
     warnings = [f"judge evaluator(s) {judges}: {w}" + (
         f"; an LLM judge is a noisy measurement: use num_trials >= 5 (now {trials})"
         if w.startswith(NOT_DETERMINISTIC) else "") for w in found]
+    if loaded is not None:
+        warnings += _protected_seed_files(loaded.capability_dir, loaded.config)
     n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
     return {"ok": not problems, "project": str(Path(project_dir).resolve()),
             "n_tasks": n_tasks, "problems": problems, "warnings": warnings,
             "metrics": metrics,
             "stop": stop_parse(loaded.config.stop_condition) if loaded else None}
+
+
+def _protected_seed_files(capability_dir: Path, config: ProjectConfig) -> list[str]:
+    """One warning per seed capability file a protected pattern covers (an edit to it is
+    refused before any rollout, so it can never be evaluated)."""
+    try:
+        rels = [rel.as_posix() for rel in iter_files(capability_dir)]
+    except CapevolveError:
+        return []  # an unreadable seed is the snapshot's error, said by run
+    return [f"{config.capability_path}/{rel}: matches the protected pattern {pattern!r}, so "
+            "no edit to it can ever be evaluated; rename the file (or drop the pattern from "
+            "protected_paths)" for rel, pattern in
+            protected_collisions(rels, protected_patterns(config.protected_paths))]
 
 
 def _metrics(config: ProjectConfig) -> dict[str, list[str]] | None:

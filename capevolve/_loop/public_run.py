@@ -23,14 +23,15 @@ class RunDir:
 
     __slots__ = ("_run",)
 
-    def __init__(self, run: StoreRunDir) -> None:
-        self._run = run
+    def __init__(self, run: StoreRunDir | Path | str) -> None:
+        """The run at path ``run`` (opened as :meth:`open` does), or an internal one."""
+        self._run = run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
 
     @classmethod
     def open(cls, root: Path | str) -> RunDir:
         """Open the run at ``root``, verified (RunDirError if it is not an intact run);
         nothing is created or modified."""
-        return cls(StoreRunDir.open(Path(root)))
+        return cls(Path(root))
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.root)!r})"

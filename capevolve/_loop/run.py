@@ -58,8 +58,8 @@ def next_commands(run: RunDir) -> list[str]:
     r = shlex.quote(str(run.root))
     return [
         f"capevolve diagnose --run-dir {r} --split val --tag {run.best_id}",
-        f"cp -r {shlex.quote(str(run.candidate_dir(run.best_id)))} ./cand_next  "
-        "# then edit ./cand_next",
+        f"capevolve checkout --run-dir {r} ./cand_next   # a writable copy of the best; "
+        "edit it",
         f"capevolve evaluate --run-dir {r} --candidate ./cand_next --split val --json",
         f"capevolve gate --run-dir {r} --candidate <candidate_id> --json",
         f"capevolve accept --run-dir {r} --candidate <candidate_id>   # or: capevolve reject",

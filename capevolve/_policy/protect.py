@@ -28,3 +28,11 @@ def protected_changes(seed_digests: Mapping[str, str], candidate_digests: Mappin
     return [rel for rel in sorted(set(seed_digests) | set(candidate_digests))
             if any(fnmatch.fnmatch(rel, pattern) for pattern in patterns)
             and seed_digests.get(rel) != candidate_digests.get(rel)]
+
+
+def protected_collisions(rels: Iterable[str], patterns: Iterable[str]) -> list[tuple[str, str]]:
+    """``(path, pattern)`` for each of a seed capability's files (relative paths) that a
+    protected pattern covers, sorted: no edit to such a file can ever be evaluated."""
+    patterns = list(patterns)
+    return [(rel, next(p for p in patterns if fnmatch.fnmatch(rel, p))) for rel in sorted(rels)
+            if any(fnmatch.fnmatch(rel, p) for p in patterns)]

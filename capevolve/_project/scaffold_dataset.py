@@ -1,7 +1,8 @@
 """``capevolve init --kind dataset``: a runnable dataset project (no adapter code).
 
 The starter: a JSONL file of questions with expected answers (one without, to show an
-exclusion), a target that answers from the capability's ``answers.md``, and two
+exclusion), a target that answers from the capability's ``knowledge.md`` (a name
+no protected pattern covers, so edits to it can be evaluated), and two
 deterministic evaluators (normalised exact match and token F1). A commented judge
 evaluator shows where an LLM judge goes.
 """
@@ -13,7 +14,7 @@ import json
 CONFIG = """\
 name: {name}
 capability_path: seed_capability
-capabilities: [answers]
+capabilities: [knowledge]
 dataset: {{path: data.jsonl, id: id, input: question, expected: answer}}
 target: target.py:answer
 evaluators:
@@ -35,7 +36,7 @@ TARGET = '''\
 """The code under test: ``answer(question, candidate_dir) -> output``.
 
 Replace the lookup with a call to your model or pipeline; the capability directory is
-what an edit changes (here ``answers.md``: ``question => answer`` lines).
+what an edit changes (here ``knowledge.md``: ``question => answer`` lines).
 """
 
 from pathlib import Path
@@ -43,7 +44,7 @@ from pathlib import Path
 
 def answer(question: str, candidate_dir: Path) -> str:
     known = {{}}
-    for line in (Path(candidate_dir) / "answers.md").read_text().splitlines():
+    for line in (Path(candidate_dir) / "knowledge.md").read_text().splitlines():
         if "=>" in line:
             q, _, a = line.partition("=>")
             known[q.strip().lower()] = a.strip()
@@ -80,6 +81,6 @@ def files(name: str) -> dict[str, str]:
         "capevolve.yaml": CONFIG.format(name=name),
         "data.jsonl": "".join(json.dumps(d) + "\n" for d in data),
         "target.py": TARGET.format(),
-        "seed_capability/answers.md": f"# Known answers\n\n{known}\n",
+        "seed_capability/knowledge.md": f"# Known answers\n\n{known}\n",
         "PROJECT.md": PROJECT_MD.format(name=name),
     }

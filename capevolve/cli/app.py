@@ -52,7 +52,7 @@ def _root(version: Annotated[bool, typer.Option(
 
 for module, names in (
     (project_cmds, ("init", "check", "run")),
-    (eval_cmds, ("evaluate", "gate", "accept", "reject", "finalize")),
+    (eval_cmds, ("checkout", "evaluate", "gate", "accept", "reject", "finalize")),
     (inspect_cmds, ("status", "report", "query")),
     (verify_cmds, ("verify", "quarantine")),
 ):

@@ -6,8 +6,14 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt
-from capevolve.cli.output import command, emit, fail
+from capevolve.cli.options import (
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+    split_or_fail,
+)
+from capevolve.cli.output import command, emit
 from capevolve.kinds import Split
 
 CandidateA = Annotated[str, typer.Argument(metavar="A",
@@ -39,14 +45,15 @@ def _compare_human(result: dict) -> str:
 
 
 @command
-def compare(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
+def compare(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
+            project: RunProjectOpt = None,
             split: Annotated[str, typer.Option("--split", "-s", help="val or train.")] = "val",
             json: JsonOpt = False) -> None:
     """Per-task paired table of two candidates on val (or train): means, delta, flips
     fail->pass and pass->fail, and the diagnosis cluster each task moved between (when
     both were diagnosed). Read-only."""
-    if split not in (Split.TRAIN, Split.VAL):
-        fail(f"--split {split!r}: compare reads train or val; the test split is held out")
+    run_dir = resolve_run_dir(run_dir, project)
+    split_or_fail(split, "compare")
     from capevolve import _api
     from capevolve.view.compare import compare as compare_candidates
 
@@ -55,11 +62,13 @@ def compare(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
 
 
 @command
-def diff(a: CandidateA, b: CandidateB, run_dir: RunDirOpt,
+def diff(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
+         project: RunProjectOpt = None,
          stat: Annotated[bool, typer.Option("--stat", help="Only the changed files and "
                                             "line counts.")] = False,
          json: JsonOpt = False) -> None:
     """Unified diff of two candidates' files (their immutable snapshots). Read-only."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.view.diff import diff as diff_candidates
     from capevolve.view.diff import stat_text

@@ -7,12 +7,20 @@ from typing import Annotated
 import typer
 
 import capevolve
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.options import (
+    AddressOpt,
+    EngineOpt,
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+    split_or_fail,
+)
 from capevolve.cli.output import command, emit
 
 
 @command
-def no_change(run_dir: RunDirOpt,
+def no_change(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
               reason: Annotated[str, typer.Option(
                   "--reason", help="Why the change could not be scored (required, non-empty).")],
               candidate: Annotated[str | None, typer.Option(
@@ -21,13 +29,14 @@ def no_change(run_dir: RunDirOpt,
     """Record an iteration whose change could not be scored (harness broken, judge
     unreachable): the best is carried forward, results/<n>.json is written with the reason,
     and no iteration is spent (excluded from every aggregate)."""
+    run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.no_change(run_dir, reason, candidate).to_dict()
     emit(result, json, f"no_change recorded as result {result['result']}: best stays "
                        f"{result['best_id']}")
 
 
 @command
-def confirm(run_dir: RunDirOpt,
+def confirm(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
             candidate: Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")],
             trials: Annotated[int | None, typer.Option(
                 "--trials", min=1, help="More trials per side (default: num_trials).")] = None,
@@ -36,6 +45,7 @@ def confirm(run_dir: RunDirOpt,
     shared by both), pool them with the existing ones, and record the higher-power numbers
     (t-test and raw band) and the confidence label. It never changes which candidate is
     best."""
+    run_dir = resolve_run_dir(run_dir, project)
     r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine,
                           address=address).to_dict()
     t = "—" if r["t"] is None else f"{r['t']:.2f}"
@@ -48,7 +58,7 @@ def confirm(run_dir: RunDirOpt,
 
 
 @command
-def probe(run_dir: RunDirOpt,
+def probe(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
           candidate: Annotated[str, typer.Option(
               "--candidate", "-c", help="A candidate directory or id.")],
           tasks: Annotated[str | None, typer.Option(
@@ -64,6 +74,8 @@ def probe(run_dir: RunDirOpt,
     usable by a gate) and report how many of the targeted failing datapoints flipped
     against the best's rows of the same tasks; flipping none suggests a no-change. A probe
     can kill a hypothesis, never accept one."""
+    run_dir = resolve_run_dir(run_dir, project)
+    split_or_fail(split, "probe")
     ids = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]
     r = capevolve.probe(run_dir, candidate, tasks=ids, cluster=cluster, failing=failing,
                         split=split, engine=engine, address=address).to_dict()

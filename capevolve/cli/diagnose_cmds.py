@@ -13,7 +13,13 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt, resolve_run_dir
+from capevolve.cli.options import (
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+    split_or_fail,
+)
 from capevolve.cli.output import command, emit, fail, progress
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split
@@ -40,8 +46,7 @@ ProjectOpt = Annotated[Path | None, typer.Option(
 
 
 def _check_split(split: str) -> None:
-    if split not in (Split.TRAIN, Split.VAL):
-        fail(f"--split {split!r}: diagnose reads train or val; the test split is held out")
+    split_or_fail(split, "diagnose")
 
 
 def _diagnosis_human(result: dict, path: Path) -> str:
@@ -109,7 +114,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
 
 @diagnose_app.command("annotate")
 @command
-def annotate(run_dir: RunDirOpt,
+def annotate(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              file: Annotated[Path, typer.Option("--file", "-f", help="The diagnosis file.")],
              cluster: Annotated[str, typer.Option("--cluster", help="Cluster signature.")],
              tag: Annotated[str | None, typer.Option(
@@ -119,6 +124,7 @@ def annotate(run_dir: RunDirOpt,
                  "--blast-radius", help="Comma-separated passing task ids.")] = None,
              json: JsonOpt = False) -> None:
     """Record a judgement (tag, blast radius) on one cluster of a diagnosis."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.diagnose.annotate import annotate as annotate_cluster
 
@@ -131,7 +137,7 @@ def annotate(run_dir: RunDirOpt,
 
 @census_app.command("export")
 @command
-def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
+def census_export(*, run_dir: MaybeRunDirOpt = None, tag: Annotated[str, typer.Option(
                       "--tag", "-t", help="The candidate id whose failures are exported.")],
                   out: Annotated[Path, typer.Option("--out", help="Output directory.")],
                   split: SplitOpt = "val",
@@ -142,6 +148,7 @@ def census_export(run_dir: RunDirOpt, tag: Annotated[str, typer.Option(
                       "--notes", help="A text file of domain notes for describers.")] = None,
                   json: JsonOpt = False) -> None:
     """Write batches of failing datapoints (no category vocabulary) for describer agents."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.diagnose import census as census_lib
     from capevolve.diagnose.context import adapter_context

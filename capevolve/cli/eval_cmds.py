@@ -15,9 +15,10 @@ from capevolve.cli.options import (
     MaybeRunDirOpt,
     RunProjectOpt,
     resolve_run_dir,
+    split_or_fail,
 )
 from capevolve.cli.output import command, emit, fail, fmt_mean, progress
-from capevolve.kinds import GateMode, Split
+from capevolve.kinds import GateMode
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
@@ -35,6 +36,23 @@ def _eval_human(record: dict) -> str:
     return (f"{record['eval_id']}: {record['split']} mean {mean}"
             f" ({record['n_scored']}/{record['n_tasks']} tasks scored, {record['n_errors']} "
             f"errored trials, {record['n_trials']} trials; {pass_k}) [{record['status']}]")
+
+
+@command
+def checkout(dest: Annotated[Path, typer.Argument(
+                 help="Where to write the copy (a new or empty directory).")],
+             candidate: Annotated[str | None, typer.Option(
+                 "--candidate", "-c", help="Candidate id (default: the current best).")] = None,
+             run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+             json: JsonOpt = False) -> None:
+    """Copy a candidate's files into DEST as ordinary writable files, to edit into the next
+    candidate (snapshots are read-only, so a plain `cp -r` of one is not editable)."""
+    from capevolve import _api
+
+    result = _api.checkout(resolve_run_dir(run_dir, project), dest, candidate)
+    emit(result, json, f"{result['candidate_id']} copied to {result['path']} "
+                       f"({len(result['files'])} files); edit them, then: capevolve evaluate "
+                       f"--candidate {dest} --split val")
 
 
 @command
@@ -57,9 +75,7 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
     project file the scores depend on changed since the run started, and once the budget
     is spent. ``--target`` is recorded with the evaluation: a gate without one audits
     against it."""
-    if split not in (Split.TRAIN, Split.VAL):
-        fail(f"--split {split!r}: evaluate accepts train or val; the test split is held out "
-             "and scored once by `capevolve finalize`")
+    split_or_fail(split, "evaluate")
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
     from capevolve.progress.live import live_progress
@@ -139,9 +155,9 @@ def gate(candidate: Annotated[str, typer.Option(
     if current is not None:
         result = _raw_gate(candidate, current, current_stderr, candidate_stderr, k_se,
                            min_delta, run_dir)
-    elif run_dir is None and project is None:
-        fail("gate: --run-dir is required (or --project P for P's latest run, or the raw "
-             "form with --current)")
+    elif run_dir is None and project is None and not Path("capevolve.yaml").is_file():
+        fail("gate: --run-dir R or --project P is required (P's latest run; the current "
+             "directory when it holds a capevolve.yaml), or the raw form with --current")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
                                 target=target).to_dict()
@@ -170,8 +186,9 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
 @command
 def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
-    """Record a rejected candidate (one iteration spent; refused once the iteration budget
-    is spent). Rejecting the same candidate again against the same best changes nothing."""
+    """Record a rejected candidate (one iteration spent; refused, spending nothing, for a
+    candidate never gated and once the iteration budget is spent). Rejecting the same
+    candidate again against the same best changes nothing."""
     result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note).to_dict()
     emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
 

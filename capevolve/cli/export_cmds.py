@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit
 
 
 @command
-def mlflow(run_dir: RunDirOpt,
+def mlflow(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            tracking_uri: Annotated[str | None, typer.Option(
                "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
                help="MLflow tracking store, e.g. sqlite:///mlflow.db or http://host:5000 "
@@ -24,6 +24,7 @@ def mlflow(run_dir: RunDirOpt,
     delta, spend, report and final.json) and one nested run per candidate (parent,
     decision, evaluation means and SEs, gate numbers, capability files). Idempotent:
     exporting again updates the same MLflow runs. Needs the `mlflow` extra."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.export.to_mlflow import export_mlflow
 

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit
 from capevolve.errors import ConfigError
 
@@ -49,6 +49,7 @@ def _write(run_dir: Path, eval_id: str, out: Path | None, as_json: bool) -> None
 def export(ctx: typer.Context, run_dir: Annotated[Path | None, typer.Option(
                "--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR",
                help="The run directory (with --format).")] = None,
+           project: RunProjectOpt = None,
            eval_id: Annotated[str | None, typer.Option(
                "--eval", help="The evaluation id (with --format).")] = None,
            fmt: Annotated[str | None, typer.Option(
@@ -60,14 +61,16 @@ def export(ctx: typer.Context, run_dir: Annotated[Path | None, typer.Option(
     if fmt != "jsonl":
         raise ConfigError(f"export: --format must be jsonl, got {fmt!r}" if fmt else
                           "export: name a format (`capevolve export jsonl --eval ID`)")
-    if not eval_id or run_dir is None:
-        raise ConfigError("export: --run-dir and --eval ID are required")
-    _write(run_dir, eval_id, out, json)
+    if not eval_id:
+        raise ConfigError("export: --eval ID is required")
+    _write(resolve_run_dir(run_dir, project), eval_id, out, json)
 
 
 @export_app.command("jsonl")
 @command
-def jsonl(run_dir: RunDirOpt, eval_id: EvalOpt, out: OutOpt = None,
+def jsonl(*, run_dir: MaybeRunDirOpt = None,
+          project: RunProjectOpt = None, eval_id: EvalOpt, out: OutOpt = None,
           json: JsonOpt = False) -> None:
     """One JSON line per datapoint: id, input snippet, output, score, justification."""
+    run_dir = resolve_run_dir(run_dir, project)
     _write(run_dir, eval_id, out, json)

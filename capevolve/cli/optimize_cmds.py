@@ -7,7 +7,14 @@ from typing import Annotated, Any
 import typer
 
 import capevolve
-from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt, RunDirOpt
+from capevolve.cli.options import (
+    AddressOpt,
+    EngineOpt,
+    JsonOpt,
+    MaybeRunDirOpt,
+    RunProjectOpt,
+    resolve_run_dir,
+)
 from capevolve.cli.output import command, emit, fmt_mean, progress
 
 
@@ -54,7 +61,7 @@ def render(result: dict[str, Any]) -> str:
 
 @command
 def optimize(
-    run_dir: RunDirOpt,
+    *, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     algorithm: Annotated[str | None, typer.Option(
         "--algorithm", help="hill-climb (parent = best) or pareto (GEPA-style frontier).")] = None,
     proposer: Annotated[str | None, typer.Option(
@@ -92,6 +99,7 @@ def optimize(
     copy of a parent, and the child goes evaluate -> gate -> accept|reject on full val
     (the same artifacts as agent mode, plus optimize/ledger.jsonl). Stops at the stop
     condition, a budget cap or --iterations. Bad settings: exit 2 before any rollout."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve.progress.iterations import IterationRow
     from capevolve.progress.live import live_progress
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 import capevolve
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit
 
 
@@ -23,10 +23,12 @@ def _verify_human(result: dict) -> str:
 
 
 @command
-def verify(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+def verify(*, run_dir: MaybeRunDirOpt = None,
+           project: RunProjectOpt = None, json: JsonOpt = False) -> None:
     """Check the run's event log (hash chain, signatures, mirrored head), every Parquet part
     against its record (sha256, size), and seal/final against the log; print every
     problem. Exit 1 when there is any. Writes nothing in the run dir."""
+    run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.verify(run_dir).to_dict()
     emit(result, json, _verify_human(result))
     if not result["ok"]:
@@ -49,12 +51,14 @@ def _quarantine_human(result: dict) -> str:
 
 
 @command
-def quarantine(run_dir: RunDirOpt, json: JsonOpt = False) -> None:
+def quarantine(*, run_dir: MaybeRunDirOpt = None,
+               project: RunProjectOpt = None, json: JsonOpt = False) -> None:
     """Repair a run that fails `capevolve verify`, explicitly: move unrecorded or changed
     parts into quarantine/<time>/, acknowledge missing ones, cut a forged or broken event
     log back to its last verified line (the whole log is kept aside), and record all of it
     in a `quarantined` event. Units of moved parts are run again by the next evaluate.
     Exit 1 when something could not be repaired (a deleted seal or final)."""
+    run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.quarantine(run_dir).to_dict()
     emit(result, json, _quarantine_human(result))
     if not result["ok"]:

@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
-from capevolve.cli.options import JsonOpt, RunDirOpt
+from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit, progress
 
 
 @command
-def view(run_dir: RunDirOpt,
+def view(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
          port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535,
                                            help="Port (0: any free port).")] = 8765,
          host: Annotated[str, typer.Option(
@@ -21,6 +21,7 @@ def view(run_dir: RunDirOpt,
     """Serve a read-only web viewer of the run: the overview (live while an evaluation or
     optimize runs), a task -> trial browser with trajectories, filters, two candidates side
     by side, and diffs. Nothing is written; Ctrl-C stops it."""
+    run_dir = resolve_run_dir(run_dir, project)
     from capevolve.view.server import ViewerServer
 
     try:

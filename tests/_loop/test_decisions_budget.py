@@ -27,7 +27,23 @@ def _run(tmp_path, max_iterations: int = 20):
 
 
 def _scored(run, tmp_path, name: str, quality: float) -> str:
-    return evaluate(run, make_candidate(tmp_path / name, quality), "val")["candidate_id"]
+    """A candidate evaluated on full val and gated against the current best."""
+    candidate_id = evaluate(run, make_candidate(tmp_path / name, quality), "val")["candidate_id"]
+    gate_candidate(run, candidate_id)
+    return candidate_id
+
+
+def test_rejecting_a_never_gated_candidate_is_refused_and_spends_nothing(tmp_path):
+    """reject of a candidate no gate ever looked at is a GateError naming the gate command;
+    no event is recorded and no iteration spent; once gated, the same reject is taken."""
+    run = _run(tmp_path)
+    bad = evaluate(run, make_candidate(tmp_path / "bad", 0.05), "val")["candidate_id"]
+    n_events = len(run.events())
+    with pytest.raises(GateError, match=f"'{bad}' was never gated; run `capevolve gate"):
+        reject(run, bad)
+    assert len(run.events()) == n_events and run.spent.iterations == 0
+    gate_candidate(run, bad)
+    assert reject(run, bad)["repeated"] is False and run.spent.iterations == 1
 
 
 def _decisions(run) -> list:

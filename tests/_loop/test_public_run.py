@@ -35,6 +35,9 @@ def test_the_public_run_only_reads(tmp_path):
     be set, and reading every one of them changes no file of the run."""
     run = _gated(tmp_path)
     assert type(run) is capevolve.RunDir is type(capevolve.RunDir.open(run.root))
+    assert capevolve.RunDir(run.root).best_id == run.best_id
+    with pytest.raises(capevolve.RunDirError, match="not a capevolve run dir"):
+        capevolve.RunDir(tmp_path)
     assert sorted(n for n in dir(run) if not n.startswith("_")) == READS
     before = _files(run)
     assert run.best_id == "seed" and run.candidate_ids() == ["cand_001", "seed"]

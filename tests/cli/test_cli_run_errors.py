@@ -102,12 +102,21 @@ def test_hand_edited_splits_with_new_checksum(run_copy):
     assert not (run_copy / "seal.json").exists()
 
 
-@pytest.mark.parametrize("split", ["test", "TEST", "holdout"])
-def test_evaluate_refuses_test_split(base_run, split):
-    """evaluate --split test (or any non train/val split) is refused; test stays unscored."""
+@pytest.mark.parametrize(("split", "said"), [
+    ("test", "the test split is held out and scored once, by `capevolve finalize`"),
+    ("TEST", "the test split is held out"),
+    ("holdout", "no such split; evaluate takes train or val"),
+    ("validation", "no such split; evaluate takes train or val (did you mean val?)"),
+    ("training", "(did you mean train?)"),
+])
+def test_evaluate_refuses_test_split(base_run, split, said):
+    """evaluate --split test is refused as held out; a mistyped split is named as no split
+    (with the one it looks like), never as the test split; nothing is stored either way."""
     before = stored(base_run.path)
-    user_error(_local("evaluate", "--run-dir", base_run.path, "--candidate", "seed",
-                      "--split", split, "--json"), repr(split), "finalize")
+    result = _local("evaluate", "--run-dir", base_run.path, "--candidate", "seed",
+                    "--split", split, "--json")
+    user_error(result, repr(split), said)
+    assert split.lower() == "test" or "test" not in result.stderr
     assert stored(base_run.path) == before
     assert not (base_run.path / "rollouts" / "split=test").exists()
 

@@ -9,6 +9,7 @@ from capevolve._loop.decide import reject
 from capevolve.diagnose import DiagnoseOptions, diagnose
 from capevolve.diagnose.history import TriedFix, reject_events, targeted_cluster
 from capevolve.diagnose.rank import STRUCTURAL_WEIGHT
+from capevolve.kinds import Decision, EventKind
 
 REFUND = "the refund amount was never told"
 SEAT = "the seat upgrade was skipped"
@@ -26,6 +27,9 @@ def _reject(run, tmp_path, name: str, note: str | None) -> str:
     src.mkdir()
     (src / "prompt.md").write_text(f"edit {name}")
     cid = run.snapshot(f"cand_{name}", src).id
+    # reject takes only a gated candidate; these tests are about the history it leaves
+    run.record(EventKind.GATE, candidate_id=cid, best_id=run.best_id,
+               decision=Decision.INDECISIVE, reasons=["not measured here"])
     reject(run, cid, note=note)
     return cid
 

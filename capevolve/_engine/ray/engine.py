@@ -25,6 +25,7 @@ from typing import Any
 
 import ray
 
+from capevolve._engine.address import refuse_unreachable
 from capevolve._engine.contract import DispatchLedger, EngineReport, EvalJob, Limit, RowSink
 from capevolve._engine.dispatch import Dispatcher
 from capevolve._engine.plan import WorkUnit
@@ -56,10 +57,13 @@ def _ensure_ray(address: str | None, reuse: bool) -> None:
     kwargs: dict[str, Any] = dict(owned.INIT_KWARGS)
     try:
         if address:
+            refuse_unreachable(address)
             ray.init(address=address, include_dashboard=False, **kwargs)
         elif owned.reuse_enabled(reuse):
             owned.join_owned(**kwargs)
         else:
+            sys.stderr.write("capevolve: starting a local Ray for this command alone "
+                             f"(10-30 s; {owned.REUSE_ENV} or engine.reuse_local_ray is off)\n")
             ray.init(address="local", num_cpus=os.cpu_count() or 1, include_dashboard=False,
                      **kwargs)
     except EngineError:

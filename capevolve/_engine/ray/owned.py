@@ -233,8 +233,13 @@ def _start(directory: Path, path: Path) -> OwnedRay:
     env = {**{k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN")},
            **auth_env(token_path(path))}
     log_path = directory / "daemon.log"
+    idle = idle_timeout()
+    sys.stderr.write(f"capevolve: starting a local Ray (10-30 s the first time); it stays warm "
+                     f"for later commands until {idle / 60:g} min without one "
+                     f"({IDLE_ENV} sets it; `capevolve down` stops it now)\n")
+    sys.stderr.flush()
     cmd = [sys.executable, "-m", DAEMON_MODULE, "--state", str(path), "--session", session,
-           "--temp-dir", str(temp_dir), "--idle", repr(idle_timeout()),
+           "--temp-dir", str(temp_dir), "--idle", repr(idle),
            "--num-cpus", str(os.cpu_count() or 1)]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,

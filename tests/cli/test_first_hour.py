@@ -1,0 +1,268 @@
+"""A new user's first hour through the real console script, on fresh projects: every init
+kind checks, runs and takes an edit through evaluate and gate; the seed's files are never
+protected by accident; a candidate copy is writable by a non-root user; and the small
+commands around the loop say what happened in one line."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from cli.cli_support import invoke, one_json, user_error
+
+CLI = Path(sys.executable).with_name("capevolve")
+USER = "capevolve-newuser"
+
+
+def cli(*args: object, cwd: Path, env: dict[str, str] | None = None,
+        as_user: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``capevolve ARGS`` as a subprocess in ``cwd`` (as ``as_user`` through setpriv)."""
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT", "CAPEVOLVE_ENGINE",
+                         "RAY_ADDRESS")}
+    cmd = [str(CLI), *map(str, args)]
+    if as_user is not None:
+        user = pwd.getpwnam(as_user)
+        cmd = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+               "--clear-groups", *cmd]
+        base["HOME"] = str(cwd)
+    return subprocess.run(cmd, cwd=cwd, env={**base, **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def ok_json(proc: subprocess.CompletedProcess) -> dict:
+    """The one JSON object a successful ``--json`` command printed."""
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def _edit(kind: str, copy: Path, project: Path) -> None:
+    """The edit a user makes: the prompt names every color / the notes hold every answer."""
+    if kind == "adapter":
+        (copy / "system_prompt.md").write_text(
+            "Answer with one lowercase color word. The sky is blue, grass green, the sun "
+            "yellow, coal black, snow white, a plum purple, a carrot orange, a cherry red.\n")
+        return
+    rows = [json.loads(line) for line in (project / "data.jsonl").read_text().splitlines()]
+    with (copy / "knowledge.md").open("a", encoding="utf-8") as notes:
+        notes.writelines(f"{r['question']} => {r['answer']}\n" for r in rows if r["answer"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["adapter", "dataset"])
+def test_every_init_kind_checks_runs_and_takes_an_edit_through_the_gate(tmp_path, kind):
+    """init KIND, then check (ok, no warning), run, checkout, edit, evaluate, gate: the
+    edit is evaluated (never refused as touching a protected file) and the gate accepts it;
+    every command reads the project from the current directory."""
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--kind", kind, "--json", cwd=tmp_path))
+    check = ok_json(cli("check", "--json", cwd=project))
+    assert check["ok"] and check["warnings"] == [] and check["problems"] == []
+    engine = ("--engine", "local")  # the Ray default runs in the ray test below
+    ok_json(cli("run", *engine, "--json", cwd=project))
+    ok_json(cli("checkout", "cand", "--json", cwd=project))
+    _edit(kind, project / "cand", project)
+    record = ok_json(cli("evaluate", "--candidate", "cand", *engine, "--json", cwd=project))
+    assert record["status"] == "complete" and record["n_errors"] == 0
+    gate = ok_json(cli("gate", "--candidate", record["candidate_id"], "--json", cwd=project))
+    assert gate["decision"] == "accept", gate
+    accepted = ok_json(cli("accept", "--candidate", record["candidate_id"], "--json",
+                           cwd=project))
+    assert accepted["best_id"] == record["candidate_id"]
+
+
+@pytest.mark.slow
+def test_the_adapter_scaffold_fails_a_candidate_without_its_prompt(tmp_path):
+    """A candidate that lost system_prompt.md is a failing candidate (scored 0), not
+    missing data: the scaffold does not teach Rollout(error=...) for it."""
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--json", cwd=tmp_path))
+    ok_json(cli("run", "--engine", "local", "--json", cwd=project))
+    ok_json(cli("checkout", "broken", "--json", cwd=project))
+    (project / "broken" / "system_prompt.md").rename(project / "broken" / "notes.md")
+    record = ok_json(cli("evaluate", "--candidate", "broken", "--engine", "local", "--json",
+                         cwd=project))
+    assert record["n_errors"] == 0 and record["n_scored"] == record["n_tasks"] > 0
+    assert record["mean"] < 0.5
+
+
+@pytest.mark.parametrize("kind", ["adapter", "dataset"])
+def test_the_scaffold_imports_only_what_it_uses(tmp_path, kind):
+    """Every module-level import of the scaffold's Python files is used."""
+    project = tmp_path / "mine"
+    one_json(invoke("init", project, "--kind", kind, "--json"))
+    for path in project.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {(a.asname or a.name).split(".")[0] for node in tree.body
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        assert imported - used - {"annotations"} == set(), path
+
+
+def test_check_warns_when_a_protected_pattern_covers_a_seed_file(tmp_path):
+    """A seed file a default or project pattern protects is a warning naming the file and
+    the pattern (no edit to it could ever be evaluated); the project still checks out."""
+    project = tmp_path / "mine"
+    one_json(invoke("init", project, "--json"))
+    (project / "seed_capability" / "gold_examples.md").write_text("examples\n")
+    check = one_json(invoke("check", "--project", project, "--json"))
+    assert check["ok"] is True
+    assert check["warnings"] == [
+        "seed_capability/gold_examples.md: matches the protected pattern '*gold*', so no edit "
+        "to it can ever be evaluated; rename the file (or drop the pattern from "
+        "protected_paths)"]
+    with (project / "capevolve.yaml").open("a", encoding="utf-8") as config:
+        config.write("protected_paths: ['*prompt*']\n")
+    human = invoke("check", "--project", project)
+    assert human.exit_code == 0
+    assert "warning: seed_capability/system_prompt.md: matches the protected pattern " \
+           "'*prompt*'" in human.stdout
+
+
+def _non_root_user() -> str:
+    """A user without root to run commands as (created once with useradd)."""
+    if os.geteuid() != 0:
+        pytest.skip("creating a non-root user needs root (useradd)")
+    if shutil.which("useradd") is None or shutil.which("setpriv") is None:
+        pytest.skip("useradd and setpriv (util-linux) are needed to act as a non-root user")
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
+                       check=True, capture_output=True)
+    return USER
+
+
+def test_checkout_gives_a_non_root_user_a_writable_copy():
+    """A user without root `capevolve checkout`s the best of their run: files that
+    user can edit, where `cp -r` of the snapshot gives read-only ones; a checkout into a
+    directory holding anything is refused in one line."""
+    user = pwd.getpwnam(_non_root_user())
+    setpriv = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    shared = Path(tempfile.mkdtemp(prefix="capevolve-checkout-"))
+    try:
+        shared.chmod(0o755)
+        home = shared / "home"
+        home.mkdir()
+        os.chown(home, user.pw_uid, user.pw_gid)
+        env = {"CAPEVOLVE_KEY_DIR": str(home / "keys")}
+
+        def as_user(*args: object) -> subprocess.CompletedProcess:
+            return cli(*args, cwd=home, env=env, as_user=user.pw_name)
+
+        # the project and its run made as that user's own (the workers' interpreter may
+        # not be executable by other users here): made by root, then handed over
+        ok_json(cli("init", "mine", "--json", cwd=home, env=env))
+        ok_json(cli("run", "--project", "mine", "--engine", "local", "--json", cwd=home,
+                    env=env))
+        for path in [home, *home.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        out = ok_json(as_user("checkout", "--project", "mine", "cand", "--json"))
+        assert out["candidate_id"] == "seed" and out["files"] == ["system_prompt.md"]
+        edit = [sys.executable, "-c", "import sys; open(sys.argv[1], 'a').write('more\\n')"]
+        done = subprocess.run([*setpriv, *edit, str(home / "cand" / "system_prompt.md")],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        run_dir = next((home / "mine" / ".capevolve").glob("run_*"))
+        subprocess.run([*setpriv, "cp", "-r", str(run_dir / "candidates" / "seed" / "files"),
+                        str(home / "plain")], check=True)
+        refused = subprocess.run([*setpriv, *edit, str(home / "plain" / "system_prompt.md")],
+                                 capture_output=True, text=True, check=False)
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr
+        again = as_user("checkout", "--project", "mine", "cand")
+        assert again.returncode == 2 and again.stderr.strip().splitlines()[-1] == (
+            "error: cand: exists and is not an empty directory; checkout writes a new copy "
+            "(pick another path)")
+    finally:
+        shutil.rmtree(shared)
+
+
+def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path):
+    """doctor --address at a port nothing listens on exits 2 within seconds with one
+    capevolve error line (no Ray log lines, no minutes of retries)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    proc = cli("doctor", "--address", f"127.0.0.1:{port}", cwd=tmp_path, timeout=60)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert all(line.startswith("capevolve: ") for line in lines[:-1]), proc.stderr
+    assert lines[-1].startswith(f"error: --address 127.0.0.1:{port}: nothing answers there")
+
+
+@pytest.mark.slow
+def test_commands_inside_a_project_dir_use_its_latest_run(tmp_path):
+    """Inside a project dir, status, reject and export jsonl need no --run-dir (the
+    project's latest run, as run defaults to --project .); elsewhere they say what to
+    pass; export jsonl also takes --project. reject refuses a never-gated candidate and
+    spends no iteration."""
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--kind", "dataset", "--json", cwd=tmp_path))
+    handoff = ok_json(cli("run", "--json", cwd=project))
+    status = ok_json(cli("status", "--json", cwd=project))
+    assert status["run_dir"] == handoff["run_dir"]
+    lost = cli("status", cwd=tmp_path)
+    assert lost.returncode == 2 and lost.stderr.strip() == (
+        "error: --run-dir R or --project P is required (P's latest run; the current "
+        "directory is used when it holds a capevolve.yaml)")
+    ok_json(cli("checkout", "cand", "--json", cwd=project))
+    _edit("dataset", project / "cand", project)
+    ok_json(cli("evaluate", "--candidate", "cand", "--json", cwd=project))
+    refused = cli("reject", "--candidate", "cand_001", cwd=project)
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "error: reject refused: 'cand_001' was never gated; run `capevolve gate --candidate "
+        "cand_001` first (nothing recorded, no iteration spent)")
+    assert ok_json(cli("status", "--json", cwd=project))["spent"]["iterations"] == 0
+    exported = ok_json(cli("export", "jsonl", "--project", project, "--eval",
+                           handoff["baseline"]["eval_id"], "--json", cwd=tmp_path))
+    assert exported["lines"] == handoff["baseline"]["n_tasks"]
+
+
+def test_a_mistyped_split_is_named_as_no_split(base_run):
+    """diagnose, compare and evaluate say the same about a split that does not exist."""
+    for verb, extra in (("diagnose", ("--tag", "seed")), ("compare", ("seed", "seed")),
+                        ("evaluate", ("--candidate", "seed"))):
+        user_error(invoke(verb, *extra, "--run-dir", base_run.path, "--split", "validation"),
+                   f"--split 'validation': no such split; {verb} takes train or val "
+                   "(did you mean val?)")
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_the_adapter_scaffold_runs_as_written_on_local_ray_and_says_so(tmp_path):
+    """The adapter scaffold on its default engine (Ray): the first command says in one line
+    that a local Ray is starting and how long it stays warm; the next joins it silently;
+    an edit goes through evaluate and gate."""
+    from conftest import RAY_STATE_ROOT
+
+    env = {"CAPEVOLVE_RAY_STATE_DIR": str(RAY_STATE_ROOT / "first-hour")}
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--json", cwd=tmp_path))
+    try:
+        first = cli("run", "--json", cwd=project, env=env)
+        ok_json(first)
+        said = [line for line in first.stderr.splitlines() if "starting a local Ray" in line]
+        assert said == ["capevolve: starting a local Ray (10-30 s the first time); it stays "
+                        "warm for later commands until 5 min without one "
+                        "(CAPEVOLVE_RAY_IDLE_S sets it; `capevolve down` stops it now)"]
+        ok_json(cli("checkout", "cand", "--json", cwd=project))
+        _edit("adapter", project / "cand", project)
+        second = cli("evaluate", "--candidate", "cand", "--json", cwd=project, env=env)
+        assert ok_json(second)["n_errors"] == 0
+        assert "starting a local Ray" not in second.stderr
+        gate = ok_json(cli("gate", "--candidate", "cand_001", "--json", cwd=project))
+        assert gate["decision"] == "accept"
+    finally:
+        cli("down", cwd=project, env=env)
