@@ -17,7 +17,7 @@ from capevolve.cli.options import (
     resolve_run_dir,
     split_or_fail,
 )
-from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.cli.output import command, emit, exit_if_breaker, fail, fmt_mean, progress
 from capevolve.kinds import GateMode
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -84,6 +84,7 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
                                     address=address, target=target).to_dict()
     emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
+    exit_if_breaker(record.get("incomplete_reason"))
 
 
 def _gate_human(result: dict) -> str:
