@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         create_run,
         diagnose_candidate,
         doctor,
+        estimate,
         evaluate,
         explore_gate,
         finalize,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         ClusterReport,
         Confirmation,
         DiagnosisRecord,
+        Estimate,
         EvalLine,
         EvalRecord,
         Event,
@@ -100,7 +102,8 @@ __version__ = "0.1.0"
 _KINDS = ("Confidence", "Decision", "EngineKind", "EvalPurpose", "EvalStatus", "EventKind",
           "GateMode", "GatePolicy", "Split", "Standing", "TestVerdict")
 _RECORDS = ("Accepted", "CandidateRecord", "ClusterReport", "Confirmation", "DiagnosisRecord",
-            "EvalLine", "EvalRecord", "Event", "FinalRecord", "GateNumbers", "GateRecord",
+            "Estimate", "EvalLine", "EvalRecord", "Event", "FinalRecord", "GateNumbers",
+            "GateRecord",
             "Handoff", "NoChange", "OptimizeSummary", "ProbeResult", "ProjectCheck",
             "ProjectInit", "Quarantine", "Rejected", "RunManifest", "RunStatus",
             "UserEvent", "Verification")
@@ -114,7 +117,7 @@ _LAZY = {"RunDir": "capevolve._loop.public_run",
 
 _VERBS = frozenset({
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
+    "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
     "log_event", "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
     "register_event_kind", "reject", "start_run", "status", "verify",
 })
@@ -137,6 +140,7 @@ __all__ = [
     "DiagnosisRecord",
     "EngineError",
     "EngineKind",
+    "Estimate",
     "EvalLine",
     "EvalPurpose",
     "EvalRecord",
@@ -180,6 +184,7 @@ __all__ = [
     "create_run",
     "diagnose_candidate",
     "doctor",
+    "estimate",
     "evaluate",
     "explore_gate",
     "finalize",

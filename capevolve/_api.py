@@ -28,6 +28,7 @@ from capevolve.records import (
     ClusterReport,
     Confirmation,
     DiagnosisRecord,
+    Estimate,
     EvalRecord,
     FinalRecord,
     GateNumbers,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from capevolve._loop import checkout as checkouts
     from capevolve._loop import confirm as confirming
     from capevolve._loop import decide, engines, locate
+    from capevolve._loop import estimate as estimating
     from capevolve._loop import evaluate as evaluating
     from capevolve._loop import finalize as finalizing
     from capevolve._loop import no_change as no_changes
@@ -65,6 +67,7 @@ else:
     confirming = lazy_module("capevolve._loop.confirm")
     decide = lazy_module("capevolve._loop.decide")
     engines = lazy_module("capevolve._loop.engines")
+    estimating = lazy_module("capevolve._loop.estimate")
     locate = lazy_module("capevolve._loop.locate")
     checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
@@ -156,7 +159,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     from capevolve._loop.local_ray import join_early
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
-    join_early(opened, engine, address, prefetch=True)
+    join_early(opened, engine, address)
     config = evaluating.run_config(opened).engine
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
@@ -319,6 +322,14 @@ def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
     return FinalRecord.model_validate(finalizing.finalize(
         opened, engine=engines.engine_for(config, engine, address),
         spend_test_ids=spend_test_ids))
+
+
+def estimate(run: RunLike, *, iterations: int | None = None,
+             finalize: bool = True) -> Estimate:
+    """What the run will spend before it spends it: the planned rollouts (the baseline,
+    each iteration's full-val evaluation, finalize) times the tokens and dollars of one
+    rollout (the stored rollouts', else the check probe's), as a range; reads only."""
+    return Estimate.model_validate(estimating.estimate(_writer(run), iterations, finalize))
 
 
 def status(run: RunLike) -> RunStatus:

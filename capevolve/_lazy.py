@@ -1,14 +1,4 @@
-"""A module that is imported when one of its names is first used, not when it is bound.
-
-``evaluating = lazy_module("capevolve._loop.evaluate")`` binds a stand-in at once; the first
-``evaluating.evaluate`` imports the module (the normal import, under the import lock, with
-everything it imports in turn) and every later access reads from it. A command that never
-touches the stand-in never pays for the module (``capevolve status`` loads no Arrow, DuckDB
-or numpy although the root API names the verbs that need them).
-
-For type checkers, bind the real module under ``if TYPE_CHECKING:`` and the stand-in in
-the ``else`` branch: the names and signatures are then checked as if imported eagerly.
-"""
+"""A module that is imported when one of its names is first used, not when it is bound."""
 
 from __future__ import annotations
 
@@ -18,11 +8,7 @@ from typing import Any
 
 
 class LazyModule:
-    """The stand-in for a module named ``name``: attribute access imports it first.
-
-    Only attribute reads are forwarded (``module.name``); an import error surfaces at the
-    first read, exactly as the eager import would have raised it.
-    """
+    """The stand-in for a module named ``name``: attribute access imports it first."""
 
     __slots__ = ("_name", "_loaded")
 

@@ -2,17 +2,7 @@
 
 Off unless ``CAPEVOLVE_OTEL=1`` or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` /
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set; while off nothing imports opentelemetry
-and every call here is a no-op. When on:
-
-- a command is one span (``capevolve.<command>``) around its whole run;
-- an evaluation is one span (``capevolve.evaluation``) timed by its record's started_at
-  and finished_at, child of the current span, with one ``capevolve.rollout`` child span
-  per stored row (task id, trial, reward, latency, error kind, worker, node), timed by the
-  row's own stamps. Rollout spans are built from the stored rows after the evaluation, so
-  tracing adds nothing to the dispatch hot path and shows what was stored.
-
-Spans go to the tracer provider already installed (a test's in-memory exporter, an app's
-own SDK setup); when none is, one is installed that exports over OTLP/HTTP.
+and every call here is a no-op.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ TOY = REPO / "benchmarks" / "toy"
 EXPECTED = [
     "Accepted", "Adapter", "AdapterError", "BudgetError", "CandidateError", "CandidateRecord",
     "CapevolveError", "ClusterReport", "Confidence", "ConfigError", "Confirmation", "Decision",
-    "DiagnosisRecord", "EngineError", "EngineKind", "EvalLine", "EvalPurpose", "EvalRecord",
+    "DiagnosisRecord", "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose",
+    "EvalRecord",
     "EvalStatus", "Event", "EventKind", "FinalRecord", "GateError", "GateMode", "GateNumbers",
     "GatePolicy", "GateRecord", "Handoff", "NoChange", "OptimizeSummary", "ProbeResult",
     "ProjectCheck", "ProjectInit", "Quarantine", "RecordError", "Rejected", "Rollout", "RunDir",
@@ -27,7 +28,8 @@ EXPECTED = [
     "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent",
     "Verification",
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project", "log_event",
+    "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
+    "log_event",
     "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
     "register_event_kind", "reject", "start_run", "status", "verify",
 ]
@@ -43,6 +45,7 @@ SIGNATURES = {
     "diagnose_candidate": "run, candidate_id, split='val', *, cluster='root-cause', "
                           "redact_gold=False, project=None",
     "doctor": "address=None, timeout_s=60.0",
+    "estimate": "run, *, iterations=None, finalize=True",
     "evaluate": "run, candidate, split='val', *, n_trials=None, tasks=None, first_trial=0, "
                 "purpose=None, target=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None, spend_test_ids=False",

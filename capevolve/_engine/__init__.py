@@ -1,13 +1,4 @@
-"""Execution: plan units, run them on workers, score them on scorers, hand back rows.
-
-Workers (:mod:`.worker`; local subprocesses or Ray rollout actors) run ``run_target`` and
-so run candidate code; scorers (:mod:`.scorer`; the local driver or Ray scorer actors)
-call ``score`` in processes where no candidate module was ever imported, and build every
-row. :mod:`.dispatch` drives both; :mod:`.contract` is the seam (it imports no engine).
-:mod:`.contain` keeps user code's exits (``sys.exit``, ``os._exit``, ``KeyboardInterrupt``,
-forks) inside the unit that made them: they are error rows, never the end of a process.
-Only :mod:`capevolve._engine.ray` imports ray; :func:`make_engine` imports it lazily.
-"""
+"""Execution: plan units, run them on workers, score them on scorers, hand back rows."""
 
 from __future__ import annotations
 

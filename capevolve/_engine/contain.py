@@ -1,23 +1,5 @@
 """Containment of user code's exits: an exit, an interrupt or a fork of an adapter call is
 an error of that call, never the end (or a copy) of the process that made it.
-
-- ``sys.exit()`` and ``raise KeyboardInterrupt`` inside a call wrapped by :func:`contained`
-  become :class:`UserExit`, an ordinary ``Exception``: asyncio re-raises ``SystemExit`` and
-  ``KeyboardInterrupt`` out of the event loop (which would end a worker, or leave a Ray
-  actor without its loop), so they are converted inside the call, before any task sees them.
-- A process forked inside a wrapped call (``os.fork()``) that returns from the call ends
-  there (``os._exit(0)``): only the process that made the call reports its result.
-- :func:`end_forks_of` makes a forked copy of a worker process let go of the worker's
-  private channel at once, so it can never answer (or hold open) the driver's pipe.
-
-- ``os._exit()`` called by the wrapped call itself (its own thread or task, in the
-  process that made the call) raises :class:`UserExit` too: ``os._exit`` is replaced, once,
-  by a function that exits for real everywhere else (forked children, capevolve itself,
-  threads user code started).
-
-Native crashes (and ``os._exit`` from a thread user code started) cannot be caught
-in-process: under ``engine.isolation: process`` they end only the isolated child (an error
-row of kind ``crash``); without it they end the worker, whose units the dispatcher re-sends.
 """
 
 from __future__ import annotations

@@ -1,26 +1,4 @@
-"""The driver loop shared by every engine: keep workers full, score outcomes, re-dispatch.
-
-Each worker gets units up to ``QUEUE_FACTOR`` x its slots, so it starts the next unit
-the moment one finishes; the slots (enforced inside the worker) bound the rollouts in
-flight. The same total (``capacity``) bounds every unit dispatched whose row is not durable
-yet: held by a worker, being scored, or in the sink's backlog (the count the sink returns),
-so a driver that falls behind its disk (a loaded machine) waits instead of piling up
-finished rows that a kill would lose. Outcomes come back as they finish. An outcome counts
-only for a unit this worker holds and that is still outstanding (a late duplicate, or a
-worker reporting units it was never given, is dropped), so the sink sees exactly one row
-per unit.
-
-Fresh outcomes go, as one batch per exchange, to the least busy scorer; scoring runs
-concurrently with dispatch, at most ``SCORE_BATCHES`` batches per scorer at a time (the
-backpressure that keeps memory bounded). A lost worker's unfinished units go back to the
-front of the queue; a lost scorer's batch is scored again once it is back (scoring is
-deterministic and has no side effects). Both share one restart budget, which a worker or
-scorer lost while it starts (``prepare``) counts against too.
-
-With a :class:`~capevolve._engine.contract.DispatchLedger`, every batch is recorded there
-(durably, group-committed across workers) before it is handed to a worker, so the spend of
-a driver killed at any moment is known to the next command: units dispatched count as spent.
-"""
+"""The driver loop shared by every engine: keep workers full, score outcomes, re-dispatch."""
 
 from __future__ import annotations
 

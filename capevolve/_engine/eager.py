@@ -1,19 +1,4 @@
-"""Run many coroutines concurrently, each as its own Task, with the first step run at once.
-
-A scorer awaits one ``async def score`` per rollout; most return without ever waiting
-(scoring is CPU work), and a Task scheduled on the loop per call (its step queued, run on
-the next turn, then a done callback) costs more than the call itself. :func:`gather_eager`
-gives each coroutine a Task whose first step runs immediately, in the caller (Python
-3.12's ``eager_start``): a coroutine that returns without waiting is done before anything
-is scheduled; one that suspends goes on as the Task it already is.
-
-It is a real Task from the first step on: ``asyncio.current_task()`` inside the coroutine
-is that Task, so what user code does with its task before its first await (an
-``asyncio.timeout``, a TaskGroup, an anyio cancel scope as httpx and the OpenAI client
-use) works as under ``asyncio.gather``, and it runs in its own copy of the context. On
-Python 3.11, which has no ``eager_start``, the Task is asyncio's pure-Python Task whose
-first step is taken in the constructor instead of being scheduled.
-"""
+"""Run many coroutines concurrently, each as its own Task, with the first step run at once."""
 
 from __future__ import annotations
 

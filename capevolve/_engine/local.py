@@ -1,20 +1,4 @@
-"""The local engine: worker subprocesses run ``run_target``; the driver scores.
-
-Candidate code runs only in the worker processes (:mod:`capevolve._engine.child`), fresh
-for every :meth:`LocalEngine.run`, so one candidate's code never shares a process with
-another's. Outcomes come back as JSON and are scored in this process by a
-:class:`~capevolve._engine.scorer.ScorerCore`, which refuses to score if a candidate
-module is loaded here. ``engine.workers`` sets the number of worker processes (auto: 1);
-``engine.concurrency`` rollouts are in flight across them. Rows are identical to the
-Ray engine's for a deterministic adapter.
-
-Several threads may call :meth:`LocalEngine.run` at once (``optimize --parallel``): each
-call has its own worker processes and scorer, and all of them share one in-flight budget of
-``engine.concurrency`` slots (:mod:`capevolve._engine.shares`): a slot one evaluation frees
-goes to whichever still has units left. With :attr:`LocalEngine.shares` set to the number
-of evaluations meant to run together, each starts that share of ``engine.workers``
-processes (each able to run the whole budget), so together they start what one would.
-"""
+"""The local engine: worker subprocesses run ``run_target``; the driver scores."""
 
 from __future__ import annotations
 

@@ -10,11 +10,7 @@ from capevolve.errors import EngineError
 
 
 def unpack(files: dict[str, bytes], dest: Path) -> Path:
-    """Write ``files`` under ``dest`` atomically (a no-op when ``dest`` exists).
-
-    Paths must be relative and stay inside ``dest`` (EngineError otherwise). Two
-    processes racing on the same ``dest`` both end with the same, complete tree.
-    """
+    """Write ``files`` under ``dest`` atomically (a no-op when ``dest`` exists)."""
     if dest.is_dir():
         return dest
     tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")

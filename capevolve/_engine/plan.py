@@ -27,22 +27,14 @@ class WorkUnit:
 
 
 def derive_seed(run_seed: int, task_id: str, trial: int) -> int:
-    """The seed of a unit: sha256 of (run seed, task id, trial), 63 bits (never ``hash()``).
-
-    It does not depend on the candidate, so every candidate meets the same randomness on
-    a (task, trial): common random numbers make the paired comparison sharper.
-    """
+    """The seed of a unit: sha256 of (run seed, task id, trial), 63 bits (never ``hash()``)."""
     digest = hashlib.sha256(f"{run_seed}:{task_id}:{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
 class Plan(Sequence[WorkUnit]):
     """Every (task, trial) with trial in ``[first_trial, first_trial + n_trials)`` not in
-    ``done``, task-major in task order, produced lazily (see the module docstring).
-
-    ``len(plan)`` is the number of units; iterating yields fresh :class:`WorkUnit` objects
-    each time (a plan can be iterated again, e.g. by a test).
-    """
+    ``done``, task-major in task order, produced lazily."""
 
     __slots__ = ("task_ids", "trials", "run_seed", "done", "_len")
 

@@ -1,21 +1,7 @@
 """Build and store the decision records (``results/<n>.json``) from the signed event log.
 
 Each decision event (``accept``, ``reject``, ``no_change``), in log order, is iteration n
-= 1, 2, ... and has exactly one ``results/<n>.json``. The record is built from the log
-only, the same way whether it is written right after its decision or rebuilt later:
-
-- the numbers are copied from the gate the decision rests on (the latest non-exploratory
-  gate of the candidate against the best it was decided against, *before* the decision;
-  none for a reject taken without a gate, or a no_change); ``scored`` / ``excluded`` from
-  the candidate's evaluation that gate read;
-- ``best_after`` and ``spend`` are the log's state just after the decision and the events
-  it records itself (an accept's ``set_best`` and ``spend``, a reject's ``spend``);
-- ``reasoning`` is the decision's own reason (the note, the no_change reason), else the
-  gate's reasons, else a sentence saying there was neither (never empty).
-
-:func:`settle` writes every missing record, so a process killed between the decision event
-and its file (kill -9 included) loses nothing: the next decision, or any command that calls
-it, rebuilds the file from the event. Callers hold the run lock.
+= 1, 2, ... and has exactly one ``results/<n>.json``.
 """
 
 from __future__ import annotations

@@ -16,10 +16,7 @@ from capevolve.kinds import EngineKind
 def engine_for(config: EngineConfig, kind: EngineKind | str | None = None,
                address: str | None = None) -> Engine:
     """The engine ``config`` describes, of ``kind`` when given, joining ``address`` when
-    given (else ``config.address``, else RAY_ADDRESS / a local Ray for the Ray engine).
-
-    An unknown ``kind`` is a ConfigError naming the valid kinds.
-    """
+    given (else ``config.address``, else RAY_ADDRESS / a local Ray for the Ray engine)."""
     if kind is not None:
         try:
             chosen = EngineKind(kind)

@@ -73,14 +73,7 @@ def _owner(run: RunDir, task_id: str) -> Split | None:
 def resolve_scope(run: RunDir, split: Split, tasks: Sequence[str] | None,
                   first_trial: int, purpose: EvalPurpose | str | None,
                   target: str | None = None) -> EvalScope:
-    """The scope of an evaluation, or ConfigError naming the bad task id or value.
-
-    ``purpose`` defaults to gate for the whole split from trial 0 and must be given for a
-    subset or a trial offset; purpose gate is only ever the whole split from trial 0. Every
-    task id must be a task of ``split`` (an unknown id, or one of another split, is refused
-    by name; the test split's ids are never evaluated here). ``target`` must name a
-    recorded census bucket or a val diagnose cluster (GateError listing the known ones).
-    """
+    """The scope of an evaluation, or ConfigError naming the bad task id or value."""
     if target is not None:
         target_tasks(run, target)
     if isinstance(tasks, str):

@@ -33,6 +33,7 @@ from capevolve._loop.session import Session
 from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
+from capevolve._policy.breaker import Breaker
 from capevolve._policy.splits import refuse_test
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import Project, load_project
@@ -51,7 +52,6 @@ from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
-from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
@@ -175,6 +175,16 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                                         len(units)) if limit else None
     n_units = len(task_ids) * n_trials
     watch = progress.watch(eval_id, len(units))  # the command's live display, if any
+    breaker = Breaker(config.models.breaker.failures)
+
+    def sink(batch: Any) -> int | None:
+        breaker.see_rows(batch)  # rows in the order they finished
+        return session.sink(batch)
+
+    def dispatch_limit(dispatched: int) -> tuple[int | None, str | None]:
+        if breaker.reason:  # the endpoint keeps failing: stop dispatching
+            return 0, breaker.reason
+        return allowance(dispatched) if allowance else (None, None)
 
     def end() -> StoreError | None:
         with shared_budget.ending(run, session.token):
@@ -183,7 +193,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     try:
         # only the rollouts overlap other evaluations; the collector runs less often meanwhile
         with watch, run.serial.yielded(), collector.fewer_collections():
-            report = engine.run(job, units, watch.sink(session.sink), allowance,
+            report = engine.run(job, units, watch.sink(sink), dispatch_limit,
                                 ledger=watch.ledger(session.ledger))
     except KeyboardInterrupt:
         end()
@@ -195,7 +205,6 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         end()
         raise
     else:
-        spare.make_ahead()  # the summary's DuckDB database, made while the session ends
         failure = end()
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
@@ -209,8 +218,9 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     del means
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
-    why = incomplete_reason(stats, len(task_ids) * n_trials, config.gate.min_coverage,
-                            report.stop_reason) or _judge_unreachable(judge_lost)
+    why = breaker.reason or incomplete_reason(
+        stats, len(task_ids) * n_trials, config.gate.min_coverage, report.stop_reason) \
+        or _judge_unreachable(judge_lost)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)

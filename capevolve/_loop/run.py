@@ -23,6 +23,7 @@ from capevolve._store.splits import make_splits
 from capevolve.config import CONFIG_FILENAME, load_config
 from capevolve.errors import AdapterError, CandidateError, ConfigError, RunDirError
 from capevolve.kinds import SEED_ID, Split
+from capevolve.models import Meter
 from capevolve.versions import versions
 
 
@@ -32,7 +33,8 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
     before the check's probe spends anything."""
     config_file = Path(project_dir) / CONFIG_FILENAME
     pins = models_pin.pinned(load_config(Path(project_dir)), str(config_file))
-    project, problems = check_project(project_dir)
+    probe = Meter()  # the check's probe rollout is spend too (role check)
+    project, problems = check_project(project_dir, probe)
     if project is None or problems:
         raise AdapterError("project check failed: " + "; ".join(problems))
     ids = task_ids(project.adapter())  # streamed: only the ids are kept
@@ -50,7 +52,7 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
         "project_dir": str(project.root), "config": project.config.model_dump(mode="json"),
         "versions": versions(), "seed": project.config.seed, "host": socket.gethostname(),
         "n_tasks": len(ids), "fingerprint": project_fingerprint.fingerprint(project),
-        **pins,
+        **pins, "models_check": probe.snapshot(),
     }
     return RunDir.create(root, manifest, splits, seed=project.capability_dir)
 
@@ -82,7 +84,7 @@ def start_run(project_dir: Path | str, run_dir: Path | str | None = None,
         "run_dir": str(run.root), "best_id": run.best_id,
         "baseline": {k: baseline[k] for k in ("eval_id", "mean", "stderr", "n_tasks",
                                               "n_scored", "n_errors", "status", "excluded",
-                                              "excluded_reasons")},
+                                              "excluded_reasons", "incomplete_reason")},
         "next": next_commands(run),
         "power": planned_power(config.gate, config.budget.max_iterations, scoreable,
                                config.num_trials),

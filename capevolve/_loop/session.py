@@ -1,11 +1,4 @@
-"""One evaluate session: one run of the engine for one evaluation, and its journals.
-
-The session owns the dispatch journal (the ledger the dispatcher records units in before
-they go out) and the row writer (its finished-row journal and Parquet parts); see
-:mod:`capevolve._store.journal`. :meth:`Session.end` closes both, records the session's
-spend once and removes the journals, whatever stopped the engine; anything a kill leaves
-behind is settled by the next command (:func:`capevolve._store.journal.recover.recover`).
-"""
+"""One evaluate session: one run of the engine for one evaluation, and its journals."""
 
 from __future__ import annotations
 

@@ -3,21 +3,7 @@
 Budget caps (``max_metric_calls``, ``max_usd``) are enforced while dispatching
 (:func:`capevolve._policy.budget.dispatch_allowance`). Evaluations running at once in
 threads (``optimize --parallel``) each have their own dispatcher; they must not each see the
-whole remaining budget. So every evaluation registers here, and each limit call, under one
-lock:
-
-- reads the run's spend *now* (sessions that ended are in it),
-- adds what every other live evaluation has *reserved*: the units it has dispatched plus
-  the units its last grant allowed (a grant is reserved before the dispatcher takes it, so
-  two threads can never both spend the same room), their recorded cost, and their units
-  without a row yet as of unknown cost (priced at the run's mean, as a killed driver's),
-- asks the pure policy how many more units this evaluation may send.
-
-A reservation is at most the evaluation's units still to dispatch and is corrected to what
-was really taken at its next call. An evaluation leaves the registry in the same critical
-section as its spend is recorded (:func:`ending`), so its units are never counted twice nor
-dropped for a moment. The sum of every evaluation's dispatched units therefore never passes
-the cap, however many run at once (``tests/_loop/test_shared_budget.py``).
+whole remaining budget.
 """
 
 from __future__ import annotations

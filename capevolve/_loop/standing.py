@@ -1,13 +1,4 @@
-"""The standing of every keep-best accept: significant, tentative or confirmed.
-
-One place for what status, the report and the viewer show beside an accept
-(:func:`capevolve._policy.keep_best.standing`): the confidence label of the gate the accept
-rests on (the latest non-exploratory gate of the candidate against the best it replaced),
-upgraded to *confirmed* once a stored confirmation of that same move, recomputed from its
-evaluations' rows (:func:`capevolve._loop.confirm.confirmations`), is labelled
-significant. A strict accept has no standing (strict accepts only a move shown beyond
-noise). Read-only.
-"""
+"""The standing of every keep-best accept: significant, tentative or confirmed."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from capevolve._loop.false_accepts import false_accept_ledger
 from capevolve._loop.finalize_progress import progress as finalize_progress
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.loop_status import loop_status, stop_parse
+from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
@@ -53,6 +54,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
     stall = budget.stall_count(run.events())
     best_eval = latest_complete_eval(run, run.best_id, Split.VAL, n_trials=config.num_trials)
     kept = standings(run)
+    by_role = budget.spend_by_role(run.events())
     return {
         "run_dir": str(run.root), "run_id": run.run_id, "project": config.name,
         "best_id": run.best_id,
@@ -63,7 +65,8 @@ def run_status(run: RunDir) -> dict[str, Any]:
         "spent": spent.to_dict(), "budget": config.budget.model_dump(),
         "budget_left": budget.remaining(config.budget, spent),
         "budget_exhausted": budget.exhausted(config.budget, spent, stall),
-        "spent_by_role": budget.spend_by_role(run.events()),
+        "spent_by_role": by_role,
+        "model_spend": model_spend(run, by_role.get("optimizer")),
         "unsettled_units": unsettled(run.layout),  # dispatched, not yet in "spent"
         "stall": stall, "stop_condition": config.stop_condition,
         "candidates": run.candidate_ids(), "evaluations": evaluations(run),

@@ -1,16 +1,4 @@
-"""The statistics of an evaluation from its stored rows (the task is the unit).
-
-One read of the rows (:func:`capevolve._store.rollouts.summary_query.read_eval_rows`: one
-DuckDB query, a second only where a unit was stored twice) as columns, then numpy: no
-Python object per row, nor per task for the statistics themselves (the ``task_means``
-mapping and the cluster SE's per-task lists are made for the callers that ask for them).
-Every number equals what the
-per-task dict path gives (``capevolve.stats.task_means``, ``mean_and_se``,
-``statistics.stdev``, ``pass_k_table``, ``math.fsum`` per trial index) float for float;
-``tests/_loop/test_summary_oracle.py`` pins it against that path on awkward rows. What a
-summary holds at its peak is a few arrays of one number per row or per task, so the
-driver's memory in this phase is a small multiple of the rows' own columns.
-"""
+"""The statistics of an evaluation from its stored rows (the task is the unit)."""
 
 from __future__ import annotations
 
@@ -64,16 +52,7 @@ class TaskMeans:
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
               clusters: dict[str, str] | None = None,
               pass_threshold: float = 1.0) -> dict[str, Any]:
-    """Statistics of an evaluation computed from its stored rows (task is the unit).
-
-    With ``clusters`` (task id -> cluster key, from ``Task.metadata['cluster']``) the
-    record also carries the CR1 cluster-robust SE of the mean and the cluster key of
-    each task (the gate reads them). pass^k counts a trial as passed when its reward is
-    at least ``pass_threshold`` (``gate.pass_threshold``, with the shared tolerance).
-    Means, SEs and run means are over ``task_ids`` only; ``n_errors`` and ``n_rows``
-    count every stored row of the evaluation; ``task_means`` maps each scored task to
-    its mean. One read of the rows (see the module docstring).
-    """
+    """Statistics of an evaluation computed from its stored rows (task is the unit)."""
     stats, means, _ = summary(run, eval_id, task_ids, clusters, pass_threshold)
     return {**stats, "task_means": means.as_dict()}
 

@@ -1,16 +1,6 @@
 """One decision per candidate and best: accept and reject are idempotent. Pure: no I/O.
 
-A decision is about a pair (candidate, the best it was measured against). The first accept
-or reject recorded for a pair stands:
-
-- repeating it (rejecting a rejected candidate again against the same best, accepting the
-  candidate that is already the best by that accept) records nothing, spends nothing and
-  returns the earlier decision;
-- the opposite decision for the same pair is refused (a rejected candidate cannot be
-  accepted later against the same best; re-measure it against a new best instead).
-
-Once the best moves, the pair is new: a candidate rejected against ``seed`` may be gated
-and decided again against ``cand_002``, and that is a new iteration.
+A decision is about a pair (candidate, the best it was measured against).
 """
 
 from __future__ import annotations
@@ -84,13 +74,7 @@ higher-power pair."""
 def looks_refusal(gates: Iterable[Any], candidate_id: str, best_id: str | None,
                   trials: int) -> str | None:
     """Why a deciding gate of ``candidate_id`` against ``best_id`` with ``trials`` trials
-    is refused (None when it may run).
-
-    Each new trial count is a fresh draw of the same pair: re-measuring both sides at
-    4, 5, 6 ... trials until one gate says accept would be gate shopping. A pair is gated on
-    at most :data:`MAX_LOOKS` trial counts (non-exploratory gates of any outcome count);
-    gating again at a count already used reads the same evaluations and is always allowed.
-    """
+    is refused (None when it may run)."""
     used = sorted({int(_get(g, "n_trials")) for g in gates
                    if _get(g, "candidate_id") == candidate_id and _get(g, "best_id") == best_id
                    and not _get(g, "exploratory") and _get(g, "n_trials") is not None})

@@ -1,13 +1,5 @@
 """The one rule on which evaluations may decide: a complete full-split evaluation of purpose
 gate.
-
-Only such an evaluation can be gated, accepted, kept, confirmed against or finalized. A
-probe, a screen, a confirm-only trial range (``first_trial > 0``) or any task subset is
-informational: it can kill a hypothesis, never move the best. Every decision path (the
-strict and keep-best gates, accept, finalize, confirm, the optimize loop) asks
-:func:`gate_refusal`, and the callers that have the stored rows pass what those rows cover
-(:class:`StoredUnits`), so a hand-edited record that claims purpose gate over a subset is
-refused by what was actually stored, not by what the record says.
 """
 
 from __future__ import annotations
@@ -77,15 +69,7 @@ def _stored(record: EvalRecord, split_ids: Iterable[str], stored: StoredUnits,
 def gate_refusal(record: EvalRecord, split_ids: Iterable[str] | None = None,
                  stored: StoredUnits | None = None, *,
                  allow_incomplete: bool = False) -> str | None:
-    """Why ``record`` may not decide anything (None when it may).
-
-    It must be of purpose gate, over the whole split (no task subset), from trial 0, not
-    refused, and complete (``allow_incomplete``: an incomplete one is still a gate
-    evaluation, which a gate turns into an indecisive verdict, never a decision). With
-    ``split_ids`` (the split's task ids) and ``stored`` (what its rows cover) the rows must
-    hold exactly the split's scoreable tasks (the split less the record's exclusions) and
-    trials ``0 .. n_trials - 1`` (a subset of them while incomplete).
-    """
+    """Why ``record`` may not decide anything (None when it may)."""
     claimed = _claimed(record)
     if claimed:
         return claimed

@@ -1,21 +1,4 @@
-"""The keep-best policy: keep a move in the goal's direction that passes the audit.
-
-Given the strict gate's numbers (``capevolve._policy.gate.decide``, computed on the goal's
-metric with the direction applied, so ``delta`` > 0 is always a move toward the goal) and
-the mechanism audit (``capevolve._policy.audit``):
-
-1. an indecisive comparison stays indecisive (coverage, missing data: never a decision);
-2. a failed audit is a reject (a denominator artifact or a gain away from the target is
-   not a real gain), whatever the numbers say;
-3. a point estimate that moved toward the goal (delta > 0 up to the shared tolerance) is
-   kept: ACCEPT, with the strict gate's confidence label (significant, within_noise,
-   negligible; the zero-variance rule of ``capevolve._policy.labels``). It is
-   ``tentative`` unless the label is significant, until ``capevolve confirm`` relabels it;
-4. anything else (flat or away from the goal) is a reject.
-
-The t-test is recorded and labels how far to trust the move; it never decides the keep.
-The strict gate's no-regression veto does not apply (its regressions stay recorded).
-"""
+"""The keep-best policy: keep a move in the goal's direction that passes the audit."""
 
 from __future__ import annotations
 

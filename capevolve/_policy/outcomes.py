@@ -4,24 +4,32 @@ A side holds its tasks' rewards as three columns (sorted task ids, offsets, rewa
 computes each task's statistics once, for every task at once: the number of valid trials,
 the mean (``math.fsum`` of the trials / their count), the sample variance (ddof=1, 0 with
 fewer than two trials: ``math.fsum((x - mean) ** 2) / (k - 1)``) and whether the trials
-have no spread (``capevolve._policy.thresholds.no_spread``). The sums are
-:func:`capevolve._policy.sums.group_fsum` (``math.fsum``'s floats) and the squares
-``pow(x, 2)`` as Python computes them, so every number equals the per-task scalar
-computation it replaces. numpy loads with the first statistic, never at import.
+have no spread (``capevolve._policy.thresholds.no_spread``). The sums are ``math.fsum``
+per task and the squares ``pow(x, 2)`` as Python computes them, so every number equals the
+per-task scalar computation. numpy loads with the first statistic, never at import.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from capevolve._policy.sums import group_fsum
 from capevolve._policy.thresholds import no_spread
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+def group_fsum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``math.fsum`` of each group ``values[offsets[i]:offsets[i + 1]]`` (0.0 when empty)."""
+    import numpy as np
+
+    bounds = offsets.tolist()
+    return np.array([math.fsum(values[a:b].tolist())
+                     for a, b in zip(bounds, bounds[1:], strict=False)], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -40,12 +48,7 @@ class TaskStats:
 
 @dataclass(frozen=True, eq=False)
 class SideOutcomes:
-    """Per-task valid trial rewards of one evaluation.
-
-    The valid rewards of ``tasks[i]`` (sorted) are ``values[offsets[i]:offsets[i + 1]]``
-    in trial order. A task with none was run and errored on every trial: it is unscored
-    (missing data), not a 0. A task absent from ``tasks`` was never run.
-    """
+    """Per-task valid trial rewards of one evaluation."""
 
     tasks: tuple[str, ...]
     offsets: np.ndarray

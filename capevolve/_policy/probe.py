@@ -1,22 +1,4 @@
-"""What a probe says: did the change flip any of the targeted failing datapoints? (pure)
-
-A probe evaluates a candidate on a few targeted tasks only (purpose probe: never usable
-by a gate, :mod:`capevolve._policy.gateable`) and compares each target with the best's
-stored trials of the same task. A task *fails* on a side when one of its valid trials is
-below ``gate.pass_threshold`` (it *passes* when every valid trial reaches it, with the
-shared tolerance, :func:`capevolve._policy.thresholds.passes`); a task with no valid trial
-on a side is unscored there (missing data, neither).
-
-- ``targeted_failing``: targets the best fails;
-- ``flipped``: of those, the ones the candidate passes;
-- ``regressed``: targets the best passes and the candidate fails.
-
-A probe can kill a hypothesis, never accept one: when it flips none of the targeted
-failing datapoints (or no target fails on the best, so there was nothing to flip) it
-suggests recording a ``no_change`` with its reasoning instead of paying for a full
-evaluation. A flip is evidence that the lever reaches its targets, never a measurement of
-the change: only the full-val gate decides.
-"""
+"""What a probe says: did the change flip any of the targeted failing datapoints? (pure)"""
 
 from __future__ import annotations
 

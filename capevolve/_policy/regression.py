@@ -1,15 +1,4 @@
-"""The no-regression rule: which val tasks a candidate broke (pure, no I/O).
-
-Per-task means are compared, so partial credit counts. A val task regresses when the
-candidate's mean on it is below the best's by more than ``gate.regression_drop`` AND by
-more than ``NOISE_SE`` standard errors of the per-task difference, where
-SE^2 = s_c^2 / k_c + s_b^2 / k_b from the trials of each side (0 for a side with one
-trial or identical trials). A task the best scored and the candidate errored on every
-trial counts as a candidate mean of 0 (unless a resume retried it to a score).
-
-So 0.99 -> 0 (deterministic partial credit) is a regression, 1.0 -> 0.99 is a wobble,
-3/3 -> 0/3 is a regression, and 3/3 -> 1/3 is within its trials' noise.
-"""
+"""The no-regression rule: which val tasks a candidate broke (pure, no I/O)."""
 
 from __future__ import annotations
 
@@ -24,12 +13,7 @@ NOISE_SE = 2.0
 
 def regressions(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
                 regression_drop: float) -> list[str]:
-    """Sorted ids among ``tasks`` (scored by the best) that the candidate regressed.
-
-    Every task at once: SE^2 = s_b^2 / k_b (+ s_c^2 / k_c when the candidate scored it),
-    drop = best mean - candidate mean (0 for the candidate when it scored none); the same
-    floats, operation for operation, as the per-task rule of the module docstring.
-    """
+    """Sorted ids among ``tasks`` (scored by the best) that the candidate regressed."""
     import numpy as np
 
     ids = sorted(tasks)

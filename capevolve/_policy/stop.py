@@ -1,19 +1,7 @@
 """The free-text ``stop_condition`` as predicates, and when a loop must stop. Pure: no I/O.
 
 A stop condition is clauses joined by ``or``, ``,`` or ``;``. Each clause is parsed into
-one :class:`Predicate` or named as unparsed. Recognised (case-insensitive, ``>=``/``>``/
-``=`` or words):
-
-- target val mean: ``val mean >= 0.9``, ``val >= 0.9``, ``mean 0.9``
-- iterations: ``10 iterations``, ``iterations 10``, ``max 10 iterations``
-- metric calls: ``500 metric calls``, ``metric calls 500``, ``500 rollouts``
-- money: ``$5``, ``5 usd``, ``cost 5``
-- wall time: ``30 minutes``, ``2 h``, ``600 s``, ``wall 600``
-- stall: ``3 stalls``, ``stall 3``, ``3 consecutive rejections``, ``3 iterations without
-  improvement``
-
-:func:`first_met` names the first predicate a loop state satisfies (the loop stops there
-and records why); :func:`plateau` says when val has stopped improving beyond noise.
+one :class:`Predicate` or named as unparsed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,4 @@
-"""The one tolerance, and every threshold comparison the policy makes (pure, no I/O).
-
-Rewards live in [0, 1] and every number the gate compares (a delta, k x SE, a coverage,
-a per-task mean, a drop) is a difference or ratio of such numbers, so one absolute
-tolerance fits them all. Two numbers closer than ``TOLERANCE`` are a tie, and a tie is
-decided by the rule's wording, never by float rounding:
-
-- ``exceeds(a, b)``  "a > b"  : a tie does NOT exceed (delta == k x SE is within noise);
-- ``at_least(a, b)`` "a >= b" : a tie IS at least (0.12 - 0.10 reaches min_delta 0.02);
-- ``below(a, b)``    "a < b"  : the negation of ``at_least``;
-- ``passes(r, threshold)``    : a trial passes when its reward is at least the threshold;
-- ``all_equal(values)``       : every value ties with every other (no spread: ``no_spread``).
-
-Non-finite numbers have no place in a decision: ``require_finite`` refuses them with a
-one-line GateError naming the value.
-"""
+"""The one tolerance, and every threshold comparison the policy makes (pure, no I/O)."""
 
 from __future__ import annotations
 

@@ -248,11 +248,7 @@ def fingerprint(project: Project) -> dict[str, str]:
 
 
 def changes(project: Project, frozen: dict[str, str], new: bool = True) -> list[str]:
-    """How the project differs from ``frozen``, one phrase per file (empty: unchanged).
-
-    ``new=False`` checks only the frozen files (for a process whose ``sys.modules`` may
-    hold modules the fingerprint must not adopt, such as a driver right after an
-    evaluation); new files are then found by the next command's full check."""
+    """How the project differs from ``frozen``, one phrase per file (empty: unchanged)."""
     problems = []
     for key, digest in sorted(frozen.items()):
         path = Path(key) if Path(key).is_absolute() else project.root / key

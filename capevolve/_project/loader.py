@@ -165,14 +165,15 @@ def _probe_score(adapter: Any, project: Project, task: Task,
     return [], []
 
 
-def check_project(project_dir: Path | str) -> tuple[Project | None, list[str]]:
+def check_project(project_dir: Path | str, meter: Meter | None = None
+                  ) -> tuple[Project | None, list[str]]:
     """Every problem found with a project, in words; an empty list means it is runnable.
 
     Checks: config valid, adapter importable, tasks non-empty with unique ids that are
     stable across two calls, and score deterministic on a probe rollout of the seed (the
     first scoreable task); see :func:`check_project_warnings` for what is only a warning.
     """
-    project, problems, _ = check_project_warnings(project_dir)
+    project, problems, _ = check_project_warnings(project_dir, meter)
     return project, problems
 
 

@@ -3,11 +3,6 @@
 A task that cannot be scored (no ground truth for its evaluators, no label) is excluded
 from an evaluation: it is never run, and it is in neither the numerator nor the
 denominator of any mean (never a 0). This is the one place the hook is called.
-
-An adapter may define ``scoreable(task) -> bool`` (sync or async) and, optionally,
-``exclusion_reason(task) -> str`` naming why a task is not scoreable; without the latter
-the reason is :data:`DEFAULT_REASON`. A hook that raises or returns a non-bool is an
-``AdapterError`` naming the task.
 """
 
 from __future__ import annotations

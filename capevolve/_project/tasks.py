@@ -1,19 +1,4 @@
-"""Loading an adapter's tasks: validated one at a time, as the adapter produces them.
-
-``tasks()`` may return a list (or tuple) of tasks, or any iterable of them: a generator, an
-iterator reading a JSONL file in chunks. Each item is a :class:`~capevolve.adapter.Task` or
-a mapping that validates as one. The rules are the same either way and live here: at least
-one task, every item a valid Task, ids unique. Breaking one is one AdapterError naming the
-position or the ids.
-
-:func:`iter_tasks` is the stream; :func:`load_tasks` the list (for code that wants every
-task); :func:`task_ids` only the ids (what the splits need); :func:`load_split_tasks` the
-one pass an evaluation makes: the tasks of its split as a compact
-:class:`~capevolve._project.tasktable.TaskTable`, their exclusions and cluster keys, never
-holding the adapter's tasks as objects. The unique-id check keeps one 8-byte hash per id
-(a repeated hash is confirmed on the ids themselves, by asking the adapter again: its
-``tasks()`` is deterministic).
-"""
+"""Loading an adapter's tasks: validated one at a time, as the adapter produces them."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""The tasks of one evaluation as one compact table: two byte blobs, never one object per task.
-
-A :class:`TaskTable` holds every task's id and its JSON form (pydantic's, exactly what
-``Task.model_validate_json`` reads back) in two ``bytes`` blobs with ``array('q')`` end
-offsets: about the size of the JSON plus 16 bytes per task, whatever the number of tasks.
-It is built by streaming (:class:`TaskTableBuilder`, one task at a time, so the adapter's
-tasks need never be held as a list), pickles as those four buffers (into the Ray object
-store, once per job) and travels to a worker process as newline-joined JSON
-(:meth:`TaskTable.json_lines`). A lookup by id decodes the task and keeps it in a small
-bounded cache (:data:`CACHE_SIZE` tasks: units of a task arrive together, trial after
-trial), so a table of 200,000 tasks never holds 200,000 Task objects in any process.
-
-The id index (``{id: position}``, about 120 bytes per task) is built at the first lookup,
-so only a process that looks tasks up pays for it: the workers and scorers, and the driver
-of the local engine (whose scorer runs there); the Ray engine's driver never does. Stdlib
-only: the driver's import path stays free of numpy and Arrow.
-"""
+"""The tasks of one evaluation as one compact table: two byte blobs, never one object per task."""
 
 from __future__ import annotations
 

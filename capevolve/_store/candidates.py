@@ -1,18 +1,4 @@
-"""Candidate capabilities: the files a snapshot holds, content hashes, atomic snapshots.
-
-What a candidate directory may hold (:func:`iter_files`, the one place of these rules):
-regular files under UTF-8 names, and symlinks that point inside the candidate (they are
-taken as the content they point to: a file symlink becomes a copy of its file, a
-directory symlink a copy of its tree). A symlink that points outside the candidate or
-dangles (a loop included), a FIFO, socket or device, a name that is not UTF-8, an
-unreadable file, and more than :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes are each
-a one-line CandidateError naming the path. Caches (``__pycache__``, ``*.pyc``, ``.git``,
-``.DS_Store``) are skipped.
-
-A snapshot is atomic (:func:`install_snapshot`): the files and candidate.json are built in
-``candidates/.staging/`` and the whole candidate directory is renamed into place, so a
-kill or a full disk half-way leaves nothing but staging, which the next snapshot removes.
-"""
+"""Candidate capabilities: the files a snapshot holds, content hashes, atomic snapshots."""
 
 from __future__ import annotations
 
@@ -171,15 +157,7 @@ def clean_staging(candidates: Path) -> None:
 def install_snapshot(src: Path, dest: Path, digest: str,
                      describe: Callable[[dict[str, str]], dict[str, Any]]) -> dict[str, str]:
     """Snapshot the candidate ``src`` atomically as ``dest`` (``files/`` and
-    ``candidate.json``); returns the file digests.
-
-    ``digest`` is the content hash taken before (a source that changes while it is being
-    copied is refused); ``describe(digests)`` gives the JSON of candidate.json. Everything
-    is built under ``candidates/.staging/`` and renamed into place in one step; a stale
-    staging dir, and a ``dest`` without its candidate.json (left by an older capevolve
-    killed half-way), are removed first. A failure (a full disk ...) removes the staging
-    dir and is a CandidateError naming the path. The caller holds the run lock.
-    """
+    ``candidate.json``); returns the file digests."""
     dest = Path(dest)
     staging = dest.parent / STAGING / f"{dest.name}.{os.getpid()}"
     clean_staging(dest.parent)

@@ -1,12 +1,4 @@
-"""Evaluation records (evals/<eval_id>.json): write, read, and the latest-eval lookups.
-
-An evaluation is identified by (split, candidate, trials): ``<split>__<candidate>__k<n>``,
-and a subset / trial-range / non-gate one also by its purpose, first trial and task subset
-(:func:`eval_id_for`).
-Every read validates the file as an :class:`~capevolve.records.EvalRecord` and checks
-that the record's id matches its file name, so a hand-renamed or hand-edited record is a
-RunDirError naming the file, never a silently different measurement.
-"""
+"""Evaluation records (evals/<eval_id>.json): write, read, and the latest-eval lookups."""
 
 from __future__ import annotations
 
@@ -39,13 +31,7 @@ def _layout(where: Where) -> Layout:
 def eval_id_for(split: Split | str, candidate_id: str, n_trials: int, *,
                 purpose: EvalPurpose | str = EvalPurpose.GATE, first_trial: int = 0,
                 subset: TaskSubset | None = None) -> str:
-    """The id of the evaluation of a candidate on a split with a number of trials.
-
-    A full evaluation of purpose gate is ``<split>__<candidate>__k<n>``; any other is
-    ``<split>__<candidate>__k<n>__<purpose>[_t<first trial>][_s<subset sha256[:16]>]``
-    (never a ``-``: part files are ``<eval_id>-<session>-<seq>.parquet``), so the same
-    subset, trial range and purpose always resume the same evaluation.
-    """
+    """The id of the evaluation of a candidate on a split with a number of trials."""
     base = f"{Split(split)}__{candidate_id}__k{n_trials}"
     purpose = EvalPurpose(purpose)
     if purpose == EvalPurpose.GATE and first_trial == 0 and subset is None:
@@ -172,13 +158,7 @@ def all_evals(where: Where) -> list[EvalRecord]:
 def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
                 n_trials: int | None = None,
                 statuses: Iterable[EvalStatus] = (EvalStatus.COMPLETE,)) -> EvalRecord | None:
-    """The most recently finished evaluation of a candidate on a split with a status.
-
-    With ``n_trials`` only the evaluation made with that many trials counts (the gate
-    compares evaluations made with the same trial count; another count is another draw).
-    Only full evaluations are looked up (ids ``<split>__<candidate>__k<n>``): a probe,
-    screen or confirm evaluation is never anyone's latest.
-    """
+    """The most recently finished evaluation of a candidate on a split with a status."""
     layout, wanted = _layout(where), set(statuses)
     if n_trials is not None:
         record = find_eval(layout, eval_id_for(split, candidate_id, n_trials))

@@ -1,22 +1,4 @@
-"""Per-task means of an evaluation: a Parquet file beside its record, checked on every read.
-
-A record holds one number per statistic, never one per task: the per-task columns of a
-finished evaluation (``task_id`` sorted, ``mean`` over its valid trials, ``n`` valid
-trials) are written by :func:`write_task_means` to ``evals/<eval_id>.means.parquet`` from
-the summary's arrays (no Python object per task), and the record names the file with its
-sha256, size and row count (:class:`~capevolve.records.TaskMeansFile`).
-
-:func:`task_means_of` is the one way to read the means of a record: it reads the file only
-when asked (listing, status and the gate never do), and a file that is missing or differs
-from the record (hand-edited, swapped for another evaluation's, truncated) is one
-RunDirError line naming it. A record written before the file existed carries its means
-inline (``task_means``) and reads as it is.
-
-The file is replaced atomically under the name of its evaluation, before the record that
-names it: a process killed between the two leaves the previous record (running, naming no
-file) and an unnamed file the next write replaces. Through a RunDir the bytes are one of
-the run's own writes, which a concurrent evaluation's guard recognises.
-"""
+"""Per-task means of an evaluation: a Parquet file beside its record, checked on every read."""
 
 from __future__ import annotations
 

@@ -16,14 +16,7 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
 
 def write_atomic(path: Path, obj: Any, *, indent: int | None = 2,
                  sync: bool = True) -> None:
-    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place.
-
-    ``indent=None`` writes the same canonical document on one line (json's C encoder: a
-    big document, an evaluation's per-task means, costs a fraction of the indented one).
-    On any failure (a full disk, a value JSON cannot hold) the temporary file is removed
-    and the old document, if any, is left as it was. ``sync=False`` skips the fsync: for a
-    cache that is rebuilt from the source of truth and never read back to decide
-    anything (state.json), where a power cut may lose only the latest refresh."""
+    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place."""
     write_bytes_atomic(Path(path), (dumps(obj, indent) + "\n").encode("utf-8"), sync=sync)
 
 
@@ -59,12 +52,7 @@ def read(path: Path) -> Any:
 
 
 def append_line(path: Path, obj: Any) -> None:
-    """Append one JSON record as a single ``write`` on an O_APPEND descriptor.
-
-    One write per record keeps concurrent appends from interleaving; a kill mid-write can
-    leave at most a torn last line, which :func:`read_lines` skips. A record appended after
-    a torn line starts on a fresh line, so it is never glued to the torn bytes.
-    """
+    """Append one JSON record as a single ``write`` on an O_APPEND descriptor."""
     data = (json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -1,18 +1,4 @@
-"""The project's finalize ledger: ``<project>/.capevolve/finalizes.jsonl``.
-
-A run's test split is scored once (the seal), but a project can start any number of runs,
-and a new run of the same project has the same tasks and, with the same split settings, the
-same test ids. So each finalize is also recorded in the project directory, where every run
-of the project sees it: one :class:`~capevolve.records.FinalizeEntry` line (test ids and their
-hash, run, time), appended with one O_APPEND write (concurrent finalizes of different runs
-never interleave a line) *before* any test rollout runs: a finalize that crashes after
-scoring has still looked at the test split.
-
-A later finalize on the same test ids reports it: "test reused: N earlier finalizes on these
-ids". Reading the count and appending happen under ``finalizes.lock`` beside the ledger.
-A line that does not validate (hand-edited, torn) is counted as unreadable, never
-silently dropped from the count's wording.
-"""
+"""The project's finalize ledger: ``<project>/.capevolve/finalizes.jsonl``."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""One writer per run dir: an exclusive ``fcntl.flock`` on a held descriptor.
-
-Contract:
-
-- :func:`hold` takes the lock for the block, or raises RunDirError ``run dir is locked by
-  pid N`` at once when another process holds it (no waiting, no takeover to race over).
-- The kernel owns the lock: it is released when the holder's descriptor closes, which
-  happens when the process dies however it dies (SIGKILL, and before a dead child is
-  reaped: a zombie holds no descriptors). There is no stale lock to judge.
-- Re-entrant within a process (finalize evaluates while holding it): the descriptor is
-  shared by nested holds and closed when the outermost one ends.
-- A child made by ``fork`` closes its inherited copy at once (``os.register_at_fork``),
-  so a worker process never keeps its dead parent's lock; exec'd children never get it
-  (Python descriptors are close-on-exec).
-- The lock file stays in place between holders (unlinking a flock file would let two
-  processes lock two different files). The holder's pid is written into it after the
-  lock is taken, for the message only.
-
-The same primitive guards other short critical sections (the seal's ``seal.lock``) via
-:func:`hold` with ``wait_s``.
-"""
+"""One writer per run dir: an exclusive ``fcntl.flock`` on a held descriptor."""
 
 from __future__ import annotations
 
@@ -99,11 +79,7 @@ def is_held(path: Path) -> bool:
 
 @contextmanager
 def hold(path: Path, wait_s: float = 0.0) -> Iterator[bool]:
-    """Hold the lock at ``path`` for the block (re-entrant per process).
-
-    Waits up to ``wait_s`` seconds for another holder (0: fail at once). Yields True when
-    this call took the lock (the outermost hold), False when it was already held.
-    """
+    """Hold the lock at ``path`` for the block (re-entrant per process)."""
     path = Path(path).resolve()
     with _GUARD:
         held = _HELD.get(path)

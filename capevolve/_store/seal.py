@@ -1,24 +1,4 @@
-"""The test seal: the held-out split is scored once, by one process.
-
-Contract:
-
-- ``seal.json`` is created with O_EXCL before any test rollout runs, so of two racing
-  finalize processes exactly one proceeds; the other gets TestSealError.
-- The process that created it holds an exclusive ``flock`` on the seal's descriptor until
-  :func:`complete` (or :func:`release`, or its death: the kernel drops the lock when the
-  process dies, zombies included). That lock, not a pid, says whether the finalize is
-  still running.
-- Every taker (a first finalize or a retry) holds ``seal.lock`` while it creates or judges
-  the seal, so no one can judge a seal in the instant between its creation and its flock.
-- A finalize that died may be retried: the dead seal is renamed aside
-  (``seal.aborted-<time>.json``) and a new one is taken with ``retry_of`` naming it. When
-  test rollouts are already on disk the retry **resumes the same measurement**: its seal
-  must name the same best and baseline as the dead one (the seal records them), and
-  finalize then completes exactly the units of those two test evaluations that have no
-  row (capevolve._loop.finalize). Once the seal says complete, every later attempt raises
-  TestSealError. A seal taken on another host is respected (its lock cannot be seen from
-  here).
-"""
+"""The test seal: the held-out split is scored once, by one process."""
 
 from __future__ import annotations
 
@@ -107,10 +87,7 @@ def _holder_alive(layout: Layout) -> bool:
 
 
 def burn(layout: Layout, **fields: Any) -> SealRecord:
-    """Take the seal for this process, or raise TestSealError naming why not.
-
-    ``fields``: ``best_id`` and ``baseline_id`` of the finalize.
-    """
+    """Take the seal for this process, or raise TestSealError naming why not."""
     try:
         with hold(layout.seal_lock, wait_s=SEAL_LOCK_WAIT_S):
             try:

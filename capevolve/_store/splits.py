@@ -42,12 +42,7 @@ def _unit_position(task_id: str, seed: int) -> float:
 
 
 def make_splits(task_ids: list[str], config: SplitsConfig, project_root: Path) -> Splits:
-    """Assign every task to exactly one split, deterministically.
-
-    With fractions, tasks are ordered by sha256(seed:task_id) and cut at the cumulative
-    fractions (val first, then test, then train), so the assignment never depends on the
-    adapter's task order. Asserts val + train + test == all tasks.
-    """
+    """Assign every task to exactly one split, deterministically."""
     if config.ids_file:
         splits = _splits_from_file(project_root / config.ids_file, config.seed)
     else:

@@ -53,7 +53,7 @@ def _root(version: Annotated[bool, typer.Option(
 for module, names in (
     (project_cmds, ("init", "check", "run")),
     (eval_cmds, ("checkout", "evaluate", "gate", "accept", "reject", "finalize")),
-    (inspect_cmds, ("status", "report", "query")),
+    (inspect_cmds, ("status", "estimate", "report", "query")),
     (verify_cmds, ("verify", "quarantine")),
 ):
     for name in names:

@@ -18,7 +18,7 @@ from capevolve.cli.options import (
     resolve_run_dir,
     split_or_fail,
 )
-from capevolve.cli.output import command, emit, fail, fmt_mean, progress
+from capevolve.cli.output import command, emit, exit_if_breaker, fail, fmt_mean, progress
 from capevolve.kinds import GateMode
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -94,6 +94,7 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
     if already:
         payload.update(units_run=0, already_complete=True)
     emit(payload, json, _eval_human(record, already))
+    exit_if_breaker(record.get("incomplete_reason"))
 
 
 def _gate_human(result: dict) -> str:

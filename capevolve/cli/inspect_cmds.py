@@ -16,7 +16,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 
 def _status_human(status: dict) -> str:
-    from capevolve.report.data import standing_text
+    from capevolve.report.data import model_spend_lines, standing_text
     from capevolve.report.words import scored_text
 
     spent, budget = status["spent"], status["budget"]
@@ -35,6 +35,7 @@ def _status_human(status: dict) -> str:
         f"{spent['tokens'] or 'not recorded'}; cost {cost}{cap(budget['max_usd'])}; "
         f"wall {spent['wall_s']:.1f}s",
         f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
+        *(f"model calls, {line}" for line in model_spend_lines(status.get("model_spend") or {})),
     ]
     if stop_line(status.get("stop")):
         lines.append(str(stop_line(status.get("stop"))))
@@ -86,6 +87,31 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     result = {**capevolve.status(run).to_dict(),
               "decisions": candidate_decisions(_api.run_dir_of(run))}
     emit(result, json, _status_human(result))
+
+
+def estimate_line(found: dict) -> str:
+    """One line of an estimate: rollouts, tokens and dollars as ranges."""
+    usd = found["usd"]
+    cost = "cost unknown (no price)" if usd["low"] is None \
+        else f"${usd['low']:.4f} .. ${usd['high']:.4f}"
+    cap = f" (budget.max_usd ${found['max_usd']:g})" if found.get("max_usd") else ""
+    return (f"estimate: {found['rollouts']['low']} .. {found['rollouts']['high']} rollouts, "
+            f"{found['tokens']['low']} .. {found['tokens']['high']} tokens, {cost}{cap}; "
+            f"per rollout from the {found['per_rollout']['source']}")
+
+
+@command
+def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+             iterations: Annotated[int | None, typer.Option(
+                 "--iterations", min=0, help="Iterations planned (default: "
+                 "budget.max_iterations).")] = None,
+             json: JsonOpt = False) -> None:
+    """What the run will spend before it spends it: the planned rollouts (baseline, each
+    iteration's full-val evaluation, finalize) times one rollout's tokens and dollars (the
+    stored rollouts', else the check probe's), as a range. Read-only."""
+    run = capevolve.open_run(resolve_run_dir(run_dir, project))
+    found = capevolve.estimate(run, iterations=iterations).to_dict()
+    emit(found, json, estimate_line(found))
 
 
 @command

@@ -115,6 +115,13 @@ def optimize(
                 val_mean=row["val_child"], metric_calls=row["metric_calls"],
                 cost_usd=row["proposer_cost_usd"]))
 
+        if not resume:
+            from capevolve.cli.inspect_cmds import estimate_line
+
+            found = capevolve.estimate(run_dir, iterations=iterations,
+                                       finalize=finalize).to_dict()
+            if found["per_rollout"]["source"] != "none":  # a run that calls a model
+                progress(estimate_line(found))
         result = capevolve.optimize_run(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,

@@ -97,6 +97,15 @@ def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> No
     stream.flush()
 
 
+def exit_if_breaker(reason: str | None) -> None:
+    """Exit 1 (after the result was printed) when the model endpoint's circuit breaker
+    stopped the evaluation: the command failed, its record says why."""
+    if reason and reason.startswith("circuit breaker:"):
+        sys.stderr.write(f"error: {clean(reason)}\n")
+        sys.stderr.flush()
+        raise typer.Exit(1)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one error line on stderr and exit with ``code``."""
     sys.stderr.write(f"error: {clean(message)}\n")

@@ -9,7 +9,7 @@ import typer
 
 import capevolve
 from capevolve.cli.options import AddressOpt, EngineOpt, JsonOpt
-from capevolve.cli.output import command, emit, fmt_mean, progress, stop_line
+from capevolve.cli.output import command, emit, exit_if_breaker, fmt_mean, progress, stop_line
 
 ProjectOpt = Annotated[Path, typer.Option("--project", "-p", envvar="CAPEVOLVE_PROJECT",
                                           help="The project directory (holds capevolve.yaml).")]
@@ -76,3 +76,4 @@ def run(project: ProjectOpt = Path("."),
         "next:", *(f"  {c}" for c in handoff["next"]),
     ])
     emit(handoff, json, human)
+    exit_if_breaker(base.get("incomplete_reason"))

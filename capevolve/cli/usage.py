@@ -1,12 +1,4 @@
-"""Usage errors (an unknown command or option, a missing or malformed value) on one line.
-
-When stdout is not a terminal, or ``--json`` is on the command line, a usage error is one
-``error: ...`` line on stderr naming the command, then exit 2, like every other user error
-(a script or an agent reads one line, not a box), and ``--help`` is plain text. At a
-terminal without ``--json`` the usual formatted help box is shown. The rule lives in
-:class:`OneLineUsageGroup`, the class of the root Typer application, so it holds for the
-console script and for in-process callers (``typer.testing.CliRunner``) alike.
-"""
+"""Usage errors (an unknown command or option, a missing or malformed value) on one line."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The deterministic evaluators: pure functions of (output, expected) -> (score, why).
-
-Every score is in [0, 1]. An output that cannot be read as the metric needs (a number, a
-JSON object) scores 0: the output is wrong, not missing. An *expected* value the metric
-cannot use (a numeric evaluator over a non-number) is a ValueError, which the scorer turns
-into an error row. The ``why`` never quotes the expected value (editors see it).
-"""
+"""The deterministic evaluators: pure functions of (output, expected) -> (score, why)."""
 
 from __future__ import annotations
 

@@ -5,12 +5,7 @@ input, output, reference when the targets are available, feedback) plus the proj
 domain notes, and ``census_manifest.json``. Nothing in a batch names a category (no
 kinds, clusters or tags): describers describe in their own words.
 
-``template`` writes a census.json to fill in; ``check`` validates one: ``failing_total``
-and ``described`` are required non-negative integers with ``described <= failing_total``;
-bucket counts sum to at most ``described``; every example id is ``task#trial`` of a
-failing datapoint of that split (or the id of a task with one) -- resolved against the run
-(``--run-dir`` or the file's ``run_dir``), whose failing count must also equal
-``failing_total``.
+``template`` writes a census.json to fill in; ``check`` validates one against the run.
 """
 
 from __future__ import annotations

@@ -1,21 +1,4 @@
-"""The run's history of refuted fixes, and marking clusters that were already tried.
-
-A *tried fix* is a rejected iteration: the candidate, the best it was rejected against,
-the iteration number (the ordinal of that decision among the run's accept / reject
-events, from 1), the note, and the cluster it targeted. Sources (``SOURCES``) each turn a
-run into tried fixes; the one here reads ``events.jsonl``'s reject events. The targeted
-cluster is the event's ``cluster`` field when it has one, else the note's
-``cluster: <signature>`` (or ``cluster=<signature>``; quotes optional, up to the end of the
-line or a ``;``). The second source is the optimize loop's ledger
-(``optimize/ledger.jsonl``): a rejected or screened-out iteration with a focus cluster is a
-tried fix numbered by its loop iteration; it stands in for the reject event of the same
-candidate when that event names no cluster.
-
-A cluster is marked tried when a tried fix targeted its signature (case and a " (N)"
-suffix ignored) or when the targeted text's root-cause key overlaps the signature's key by
-the clustering rule; it then carries ``tried`` (the fixes, by iteration) and ``history``:
-"tried and rejected in iteration N[, M]".
-"""
+"""The run's history of refuted fixes, and marking clusters that were already tried."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""Parsing the stored JSON columns: the same values as :func:`json.loads`, faster.
-
-The columns (tool calls, traces, score parts, inputs) are parsed with pydantic-core's
-Rust parser (jiter, already installed with pydantic). Where it refuses a text --
-a lone surrogate (escaped, or a raw one in a Python string built by hand), nesting deeper
-than its limit, or a text that is not JSON at all -- :func:`json.loads` decides, so the
-result (a value, or ``ValueError``) is always exactly what ``json.loads`` gives, with one
-exception: a text nested deeper than ``json.loads`` can recurse is a ``ValueError`` here
-(json.loads raises ``RecursionError``),
-so a stored column is never the end of a diagnose, only a text it cannot read as JSON.
-Both parsers keep the last of duplicate keys at the first key's position, read ``NaN`` /
-``Infinity`` and big integers alike.
-"""
+"""Parsing the stored JSON columns: the same values as :func:`json.loads`, faster."""
 
 from __future__ import annotations
 

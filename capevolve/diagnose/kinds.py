@@ -6,11 +6,7 @@ from enum import StrEnum
 
 
 class FailureKind(StrEnum):
-    """What kind of failure one scored trial (reward < 1) is.
-
-    Decided from the trial's own reward, except ``communication``, which is reported when
-    the score parts or the feedback show the work was done but not told (or left out).
-    """
+    """What kind of failure one scored trial (reward < 1) is."""
 
     ZERO = "zero"  # reward ~ 0: the task was not achieved
     PARTIAL = "partial"  # 0 < reward < 0.7: partial credit

@@ -1,19 +1,4 @@
-"""narrated_without_action: a final message that claims a state change no tool call made.
-
-Detected mechanically from the rollout's records, never from the feedback's wording:
-
-- the claim: the final message (the ``output`` column, or the last assistant message of
-  the trace when the output is empty) says something *has been updated / cancelled /
-  refunded / ...* or *will now ship / be ...* (a negated phrase such as "has not been
-  updated" is no claim);
-- the action: a call is mutating unless its name's leading verb is a read verb (get,
-  list, search, find, read, lookup, fetch, view, show, query, count, describe, check,
-  calculate, ...); ``mutates: true`` on a call wins over its name, ``mutates: false``
-  makes it read-only. Calls come from the ``tool_calls`` column and from OpenAI-style
-  ``tool_calls`` (or ``function_call``) found anywhere inside the trace (the trace is
-  parsed only when the column has no mutating call and the message makes a claim);
-- a rollout with no tool-call record at all is missing data: never flagged.
-"""
+"""narrated_without_action: a final message that claims a state change no tool call made."""
 
 from __future__ import annotations
 
@@ -112,14 +97,7 @@ def calls_of(data: Any) -> list[Call]:
 
 def column_calls(tool_calls: str | None) -> list[Call]:
     """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...}):
-    ``calls_of`` its JSON value (``load_or_none``: None for a text that is not JSON).
-
-    Parsed by orjson first, which accepts no text json.loads refuses and reads every
-    accepted one to the same value except an integer beyond 64 bits (a float). So its
-    value is used only when every item has the usual shape -- an object with a non-empty
-    string ``name``, ``mutates`` null, true, false or absent, and an ``arguments``
-    object -- where ``calls_of`` reads nothing but strings, those literals and the
-    object's keys; any other text or shape goes through ``load_or_none``."""
+    ``calls_of`` its JSON value (``load_or_none``: None for a text that is not JSON)."""
     if not tool_calls:
         return []
     try:
@@ -180,12 +158,7 @@ _ESCAPE_U = re.compile(r"\\u")  # searched by re: faster than `in` where "\\" is
 
 def trace_may_write(trace: str | None) -> bool:
     """False only when no call :func:`trace_calls` could find in ``trace`` mutates, read
-    from the text without parsing it; True means "parse to know".
-
-    Exact because, in a text without ``\\u`` escapes, every ``name`` key is spelled
-    ``"name"``: when each such literal is followed by a plain string (no escapes), those
-    strings are a superset of the calls' names, and without a ``"mutates"`` literal no
-    call carries a flag -- so the calls mutate only if one of those names does."""
+    from the text without parsing it; True means "parse to know"."""
     if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
         return False
     if '"mutates"' in trace or _ESCAPE_U.search(trace):
@@ -235,11 +208,7 @@ def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:
 
 def narrated_without_action(output: str | None, calls: list[Call],
                             trace: str | None = None) -> bool:
-    """The module's rule over one rollout's final message and recorded calls.
-
-    ``calls`` are the rollout's calls as :func:`rollout_calls` gives them; when the claim
-    is made and none of them mutates, the trace's OpenAI-style calls are checked as well.
-    """
+    """The module's rule over one rollout's final message and recorded calls."""
     if any(call_mutates(c.name, c.mutates) for c in calls):
         return False
     if not claims_state_change(final_message(output, trace)):

@@ -1,19 +1,4 @@
-"""Rank the clusters: recoverable score first, structural causes kept afloat, refuted fixes last.
-
-The rule (docs/diagnose.md, "Ranking"):
-
-1. clusters whose fix was already tried and rejected (``history`` set) come after every
-   other cluster: they are listed, never presented as new;
-2. within each of the two groups, by ``priority`` descending: ``score_lost``, multiplied by
-   ``STRUCTURAL_WEIGHT`` for a structural cluster -- a mechanical signature
-   (narrated_without_action, claimed_without_matching_action) or one a person tagged
-   CAPABILITY-GAP. One new mechanism fixes every member of such a cluster, where a
-   many-task cluster of cosmetic misses needs as many prose nudges; so a small stall is not
-   sunk under task count;
-3. ties: size (failing trials) descending, then signature.
-
-Each record gets ``priority`` and ``rank`` (1 = first).
-"""
+"""Rank the clusters: recoverable score first, structural causes kept afloat, refuted fixes last."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""Sanity checks on a clustering's grain, computed from the cluster records.
-
-- **too coarse**: one cluster covers every failing trial; or one cluster holds most
-  failing trials (more than ``MOST``) while its members differ in failure site or part --
-  no single feedback part covers ``COHERENT`` of its units, or no single site (tool /
-  field named in its units) covers ``COHERENT`` of the units that name one, with at least
-  two sites named ``MIN_SITE_UNITS`` times. Usually an unstripped preamble or scorer
-  template words the key could not tell apart;
-- **too fine**: every failing task has a cluster of its own (no generalising edit).
-
-Mechanical clusters (narrated_without_action, ...) are one cause by construction and are
-never reported as too coarse. Fewer than three failing tasks: no check.
-"""
+"""Sanity checks on a clustering's grain, computed from the cluster records."""
 
 from __future__ import annotations
 

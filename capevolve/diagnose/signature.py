@@ -231,14 +231,7 @@ def even_digits(text: str) -> str:
 class KeyCache:
     """Root-cause keys of texts, each text tokenised once: a failure whose identifiers
     touch none of a text's sensitive words (``_loose_tokens``) gets the shared key,
-    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own.
-
-    Texts that differ only in their ASCII digits share one key computation: every digit
-    becomes ``0`` (a digit to every rule: a word with a digit and no underscore is
-    dropped, whatever the digit), unless some word of the text holds a digit *and* an
-    underscore (an identifier, kept verbatim). The evened-out text's sensitive words then
-    differ from the text's only in words with a digit, so a failure whose identifiers
-    hold a digit is keyed on its own text."""
+    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own."""
 
     def __init__(self) -> None:
         self._known: dict[str, tuple[Key, frozenset[str], bool]] = {}

@@ -99,14 +99,7 @@ def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
 def read_trials(run: RunDir, split: str, candidate_id: str,
                 trace_where: str | None = None) -> TrialRows:
     """Every stored trial of ``candidate_id`` on ``split``, with the trace of each row
-    that satisfies the SQL condition ``trace_where`` (every trace without one).
-
-    One read-only statement on one connection over the candidate's own parts: the pick
-    (``_PICK``, key columns only) as a subquery, then the chosen
-    evaluation's rows as Arrow columns (no row tuples built by DuckDB; the parts of the
-    candidate's other evaluations are pruned by their eval_id statistics), turned into
-    Trials column by column (:func:`trials_of`). A trace left unread is never decoded
-    into a Python string."""
+    that satisfies the SQL condition ``trace_where`` (every trace without one)."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
     where = _where(split, candidate_id)

@@ -1,17 +1,4 @@
-"""``export mlflow``: log a run to an MLflow tracking store, from stored data only.
-
-Layout in MLflow: one experiment per project (``capevolve/<project>`` unless named), one
-parent MLflow run per capevolve run (params: the frozen config, flattened; metrics: the
-final test delta and CI, the val delta, spend, gates run and expected false accepts; tags:
-verdict and best; artifacts: report.html / report.md / final.json / run.json when present)
-and one nested MLflow run per candidate (params: id, parent, role, content hash; tags:
-decision, gate decision, note; metrics: each evaluation's mean, SE, coverage and tasks
-scored by split, and its deciding gate's numbers; artifacts: the capability's files).
-
-Exporting again is idempotent: runs are found by their ``capevolve.*`` tags and reused,
-params already logged are not logged again (MLflow params are immutable; a frozen run's
-never change), and a metric is logged only when its latest value differs.
-"""
+"""``export mlflow``: log a run to an MLflow tracking store, from stored data only."""
 
 from __future__ import annotations
 

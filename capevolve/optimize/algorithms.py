@@ -4,17 +4,6 @@ An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candid
 full-val task means, the ledger, the parent's train clusters) and picks the parent and the
 focus of one proposal. It never decides acceptance: every child goes through the full-val
 gate against the current best (only the full-val gate accepts), whatever the algorithm.
-
-- ``hill-climb``: the parent is the current best; ``focus`` is ``all`` (no focus),
-  ``cyclic`` (the parent's train clusters in rank order, one per iteration) or
-  ``hardest-first`` (the highest-ranked cluster whose fix was not already tried on this
-  parent).
-- ``pareto`` (GEPA-style): every candidate with a complete full-val evaluation is kept;
-  the per-task Pareto frontier on val (for each val task, the candidates with the highest
-  task mean) decides who may be a parent, sampled with probability proportional to the
-  number of tasks each is best on (dominated candidates -- best on a subset of tasks of
-  another -- are dropped first). Children are first screened on train and may be killed
-  there, never accepted.
 """
 
 from __future__ import annotations

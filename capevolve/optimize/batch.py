@@ -1,31 +1,4 @@
-"""A batch of iterations after their proposals: settle, evaluate concurrently, decide in order.
-
-With ``--parallel K`` the K children of a batch are evaluated at once, each in its own
-thread calling the real ``evaluate`` verb through the loop's one shared engine, so the
-engine stays busy with a population instead of one child: their dispatchers share the
-engine's one in-flight budget of ``engine.concurrency`` slots (the earliest child with
-units left first, and a slot one child's evaluation cannot use goes to a later one:
-:mod:`capevolve._engine.shares`), and
-``engine.shares = K`` only splits the worker processes (or Ray actors) they start. What
-must stay sequential does:
-
-1. the proposals are recorded and the children snapshotted in iteration order, so the
-   candidate ids are the ones a sequential loop gives;
-2. for an algorithm that screens, each parent's numbers on each distinct minibatch are
-   made first, once (two children never evaluate the same thing at once);
-3. the children's evaluations run concurrently (the run dir is thread-safe where they
-   write at once: see :mod:`capevolve._store.rundir`; budget caps hold across them:
-   :mod:`capevolve._loop.shared_budget`);
-4. the decisions are made in iteration order, each child gated against the best at its
-   turn (as a sequential loop does), and the ledger gets one line per iteration in order;
-   a child is decided as soon as its evaluations and the earlier decisions are done, while
-   the batch's later evaluations still run.
-
-A budget stop met in the middle ends the batch at that iteration; the later iterations
-keep their pending files and recorded evaluations, so a resumed loop decides them without
-paying again. Rows, records and decisions are those of the sequential loop for a
-deterministic adapter (``tests/optimize/test_parallel.py``).
-"""
+"""A batch of iterations after their proposals: settle, evaluate concurrently, decide in order."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""What a proposer may have written outside its prepared directory, checked after it ran.
-
-A proposer is a program the user chose, but it runs as the same OS user and an agent can
-wander: while proposals run, the run's documents (events, candidates, evals, diagnoses
-...), the loop's own files (ledger, loop.json), the rollouts tree and the project's frozen
-files must not change. :class:`ProposalFence` snapshots them before a batch of proposals
-and, after it, restores a changed document or loop file, quarantines a planted rollout part
-and names what was touched; the loop then discards the batch's proposals (a no_change with
-that reason, never an evaluation). A changed project file cannot be restored from here: the
-loop stops, naming it (every later evaluation would be refused by the fingerprint anyway).
-"""
+"""What a proposer may have written outside its prepared directory, checked after it ran."""
 
 from __future__ import annotations
 

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._engine.contract import Engine
+from capevolve._loop import estimate as estimating
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir, utc_now
-from capevolve.errors import ConfigError
+from capevolve.errors import BudgetError, ConfigError
 from capevolve.kinds import Split
 from capevolve.optimize import step
 from capevolve.optimize.algorithms import build_algorithm
@@ -218,6 +219,11 @@ def _warm_up() -> None:
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
              on_iteration: Callable[[IterationRecord], None] | None = None) -> dict[str, Any]:
     """Run (or resume) the loop on ``run``; returns the loop's summary (see summary.py)."""
+    if not settings.resume:  # cost known before it is spent
+        why = estimating.refusal(estimating.estimate(run, settings.iterations,
+                                                     settings.finalize))
+        if why:
+            raise BudgetError(f"optimize refused: {why}")
     session, loop = open_session(run, settings, engine)
     if settings.resume and settings.iterations is None:  # the loop's own cap carries over
         stored = (loop.get("settings") or {}).get("iterations")

@@ -1,9 +1,5 @@
 """An engine wrapper that measures the time spent inside the engine (rollouts), in all and
 per calling thread (the evaluations of a ``--parallel`` batch run in threads).
-
-The loop passes one :class:`TimedEngine` to every evaluation of a loop, so all of them share
-one engine (one Ray pool, or the local engine) and the loop can tell the framework's own
-overhead (wall time minus engine time minus proposer time) from the rollouts' time.
 """
 
 from __future__ import annotations

@@ -1,18 +1,4 @@
-"""The prepared directory a proposer works in, and what its edit changed.
-
-``prepare`` makes the directory of iteration n (``.<run name>.optimize-work/<n>/``, beside
-the run dir)::
-
-    candidate/          a writable copy of the parent's snapshot files (the proposer edits it)
-    INSTRUCTIONS.md     the editable surface, protected paths, stop condition and rules
-    context/diagnosis.json     the parent's diagnosis on the *train* split (when one was made)
-    context/ledger.jsonl       the earlier iterations (rejected approaches included)
-    context/trajectories.md    where the parent's train rollouts are and how to query them
-
-Nothing from the test split is ever written there: the diagnosis is a train diagnosis and
-the ledger holds val / train numbers only. ``diff_stat`` compares the edited copy with the
-parent by content (the proposer's own claim of a change is never trusted).
-"""
+"""The prepared directory a proposer works in, and what its edit changed."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""Live progress of long commands: the hook the verbs call and the API displays implement.
-
-The verbs never print progress. While a display is *active* (:func:`observing`, set by the
-CLI around a long command; a context variable, so it never leaks into another command or
-thread), each evaluation reports to it through a :class:`Watch`: ``begin`` with its units,
-``dispatched`` as units go out (counted as the engine's dispatch ledger records them),
-``rows`` as the sink takes charge of rows, ``end``. With no display active a Watch does
-nothing and changes nothing (the engine gets the very sink and ledger it would have got).
-Displays live in :mod:`capevolve.progress.live` (rich on a terminal, a plain line every few
-seconds otherwise; always on stderr).
-
-This module imports nothing heavy: the application layer imports it.
-"""
+"""Live progress of long commands: the hook the verbs call and the API displays implement."""
 
 from __future__ import annotations
 
@@ -51,12 +39,7 @@ def observing(display: Display | None) -> Iterator[Display | None]:
 
 
 class Watch:
-    """One evaluation's connection to the active display (a no-op without one).
-
-    Use it as a context manager around the engine run (``end`` on the way out, whatever
-    stopped the engine) and hand the engine :meth:`sink` and :meth:`ledger` of the sink
-    and ledger it would have got: without a display they are those very objects.
-    """
+    """One evaluation's connection to the active display (a no-op without one)."""
 
     def __init__(self, label: str, total: int) -> None:
         self.label, self.display = label, active()

@@ -1,14 +1,4 @@
-"""The live progress display of long commands, on stderr only.
-
-On a terminal it is a rich live table (one row per evaluation: bar, units, rate, ETA, in
-flight, errors by kind, retries, running mean +- SE, workers and nodes busy; below it the
-optimizer's iteration table and any running stage). Elsewhere (a pipe, a log file, CI) it
-is one plain line per running evaluation every ``every_s`` seconds, and a last line when
-each ends. ``CAPEVOLVE_PROGRESS=off`` turns it off, ``=plain`` forces plain lines;
-``CAPEVOLVE_PROGRESS_EVERY`` sets the plain interval in seconds (default 5).
-
-Use :func:`live_progress` around a verb; an optimizer calls :meth:`LiveDisplay.iteration`.
-"""
+"""The live progress display of long commands, on stderr only."""
 
 from __future__ import annotations
 

@@ -3,11 +3,6 @@
 Pure bookkeeping (no terminal): units done of total, rate, ETA, in flight, errors by kind,
 retries, the running task-level mean +- SE of the rows seen so far, and the workers and
 nodes that delivered a row in the last :data:`ACTIVE_WINDOW_S` seconds ("busy").
-
-*In flight* is the number of units the engine's dispatch ledger recorded as handed out
-minus ``done`` (a unit re-sent after a lost worker counts again while it is out). A row
-whose reward is not a finite number counts as an error (``invalid_value``): the store
-checks every value again before it keeps a row.
 """
 
 from __future__ import annotations

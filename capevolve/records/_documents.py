@@ -50,6 +50,8 @@ class RunManifest(Record):
     frozen at creation: every evaluation uses these."""
     models_fingerprint: str | None = None
     """sha256 of the compared settings of the agent and judge models (None: none declared)."""
+    models_check: dict[str, Any] = Field(default_factory=dict)
+    """The model usage of the check's probe rollout at creation (a meter snapshot)."""
 
 
 class CandidateRecord(Record):
@@ -245,6 +247,8 @@ class GateRecord(Record):
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
+    """True when settings other than the frozen project's decided (never a basis for
+    accept)."""
     policy: str = "strict"
     """The decision policy that produced ``decision`` (``gate.policy``)."""
     tentative: bool = False
@@ -253,8 +257,6 @@ class GateRecord(Record):
     """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
     target: str | None = None
     """The ``--target`` (cluster or census bucket) the change was meant to fix."""
-    """True when settings other than the frozen project's decided (never a basis for
-    accept)."""
 
 
 class EvalSummary(Record):

@@ -1,12 +1,4 @@
-"""The typed per-iteration ledger record of an optimization loop (optimize/ledger.jsonl).
-
-One :class:`IterationRecord` per iteration, appended to ``<run>/optimize/ledger.jsonl``: the
-parent, the proposer, the targeted cluster or file, the child's diff stat, the decision, the
-gate (and screening) numbers, the reasons and the proposer's spend. It is fed to the next
-proposal (rejected approaches are shown to the proposer) and to diagnose (clusters whose fix
-was tried and rejected are marked). Every number in it was computed by code from stored data
-(the gate's record, the evaluations' records) or measured (wall time).
-"""
+"""The typed per-iteration ledger record of an optimization loop (optimize/ledger.jsonl)."""
 
 from __future__ import annotations
 

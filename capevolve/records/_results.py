@@ -71,6 +71,8 @@ class EvalLine(Result):
     """Tasks of the split that cannot be scored (never run, in no denominator)."""
     excluded_reasons: dict[str, int] | None = None
     """Why they were excluded: reason -> count."""
+    incomplete_reason: str | None = None
+    """Why an incomplete evaluation is not a measurement."""
 
 
 class Handoff(Result):
@@ -210,6 +212,23 @@ class ProbeResult(Result):
     gateable: Literal[False]
 
 
+class Estimate(Result):
+    """``estimate``: what the configured run will spend, as a range, before it spends it."""
+
+    rollouts: dict[str, int]
+    """low (the baseline, one iteration, finalize) and high (every iteration)."""
+    per_rollout: dict[str, Any]
+    """source (stored rollouts, check probe, none), tokens and usd of one rollout."""
+    tokens: dict[str, int]
+    """Planned tokens, low and high."""
+    usd: dict[str, float | None]
+    """Planned dollars, low and high (None: no price known)."""
+    max_usd: float | None
+    """budget.max_usd (None: no cap)."""
+    spent_usd: float
+    """Recorded dollars so far."""
+
+
 class RunStatus(Result):
     """``status``: the run at a glance."""
 
@@ -225,6 +244,9 @@ class RunStatus(Result):
     budget_left: dict[str, Any]
     budget_exhausted: list[str]
     spent_by_role: dict[str, dict[str, Any]]
+    model_spend: dict[str, dict[str, Any]] = {}
+    """Model calls by role (agent, judge, check, proposer): tokens, cost_usd and whether
+    the cost is partial (some calls unpriced or of unknown tokens)."""
     unsettled_units: int
     stall: int
     stop_condition: str | None

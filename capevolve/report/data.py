@@ -204,3 +204,19 @@ def report_data(run: RunDir) -> dict[str, Any]:
         "seed_id": SEED_ID,
         "evaluations": status["evaluations"],
     }
+
+
+def model_spend_lines(spend: dict[str, Any]) -> list[str]:
+    """One line per role that made model calls: tokens and cost, ``partial`` when some
+    calls had no price or unknown tokens (the cost is then a lower bound)."""
+    lines = []
+    for role in ("agent", "judge", "check", "proposer"):
+        found = spend.get(role)
+        if not found:
+            continue
+        cost = "cost not recorded" if found["cost_usd"] is None \
+            else f"${found['cost_usd']:.4f}" + (" (partial)" if found["partial"] else "")
+        unknown = found.get("unknown_attempts")
+        extra = f", {unknown} attempts of unknown tokens" if unknown else ""
+        lines.append(f"{role}: {found['tokens']} tokens, {cost}{extra}")
+    return lines

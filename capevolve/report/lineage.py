@@ -1,11 +1,4 @@
-"""Candidates, their lineage and the decision sequence of a run, from its stored events.
-
-An *iteration* is one decision event in log order (accept, reject, tamper, or a
-``no_change`` event an optimizer logs); iteration 0 is the seed's baseline. After each
-one the best's val evaluation (mean and 95% CI) is what the best-so-far curve shows.
-A candidate's ``parent`` is ``candidate.json``'s ``parent`` when recorded, else the best
-it was first gated (or refused) against; ``parent_source`` says which, or is None.
-"""
+"""Candidates, their lineage and the decision sequence of a run, from its stored events."""
 
 from __future__ import annotations
 

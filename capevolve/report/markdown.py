@@ -20,13 +20,15 @@ from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
+from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._loop.status import evaluations
+from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
-from capevolve.report.data import standing_text
+from capevolve.report.data import model_spend_lines, standing_text
 from capevolve.report.loop_section import loop_section
 from capevolve.report.words import gate_power_text, scored_text
 
@@ -113,6 +115,8 @@ def render(run: RunDir) -> str:
               f"- iterations: {spent['iterations']}", f"- metric calls: {spent['metric_calls']}",
               f"- tokens: {spent['tokens'] or 'not recorded'}", f"- cost: {_cost(spent)}",
               f"- rollout wall time: {spent['wall_s']:.1f} s",
+              *(f"- model calls, {line}" for line in model_spend_lines(
+                  model_spend(run, budget.spend_by_role(run.events()).get("optimizer")))),
               f"- stop condition: {config.stop_condition or '—'}", ""]
     return "\n".join(lines)
 

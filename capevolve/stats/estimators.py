@@ -3,12 +3,6 @@
 The task is the statistical unit (Miller 2024, "Adding Error Bars to Evals"):
 trials of one task are averaged into a task mean first, and every standard
 error below is computed over task means, never over raw trials.
-
-Every sequence of rewards passed in here holds *valid* rewards only: rollouts
-that failed (adapter error, timeout, crash, ...) are missing data and must be
-left out by the caller, never scored as 0. Whether a trial *passed* is a
-threshold decision and is made by the caller (``capevolve._policy``); pass^k
-here works on the resulting (successes, trials) counts.
 """
 
 from __future__ import annotations
@@ -25,11 +19,7 @@ if TYPE_CHECKING:
 
 
 def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """Return each scored task's mean reward, keyed by task id in sorted order.
-
-    A task whose reward list is empty has no valid trial: it is unscored and
-    omitted from the result (it is not a mean of 0).
-    """
+    """Return each scored task's mean reward, keyed by task id in sorted order."""
     return {
         task: math.fsum(rewards) / len(rewards)
         for task, rewards in sorted(rewards_by_task.items())
@@ -38,11 +28,7 @@ def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, floa
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Return ``(mean, standard error of the mean)`` of ``values``.
-
-    SE = sd(ddof=1) / sqrt(n), the same as ``scipy.stats.sem``.
-    With no values both are None; with one value the SE is None (unknowable).
-    """
+    """Return ``(mean, standard error of the mean)`` of ``values``."""
     n = len(values)
     if n == 0:
         return None, None
@@ -187,11 +173,7 @@ def _odd(x: float) -> bool:
 
 def _groups(ids: Sequence[str],
             clusters: Mapping[str, str]) -> dict[tuple[bool, Hashable], list[str]]:
-    """Task ids by cluster; a task without a key is a cluster of its own.
-
-    Keys are (True, cluster key) for a named cluster and (False, task id) for a lone
-    task, so a task id can never collide with a cluster key.
-    """
+    """Task ids by cluster; a task without a key is a cluster of its own."""
     groups: dict[tuple[bool, Hashable], list[str]] = {}
     for task in sorted(ids):
         key = (True, clusters[task]) if task in clusters else (False, task)
@@ -205,19 +187,7 @@ def n_clusters(ids: Sequence[str], clusters: Mapping[str, str]) -> int:
 
 
 def clustered_se(values: Mapping[str, float], clusters: Mapping[str, str]) -> float | None:
-    """Return the CR1 cluster-robust SE of the mean of ``values`` (Miller 2024, sec. 2.3).
-
-    Tasks sharing a key in ``clusters`` are treated as correlated; a task missing from
-    ``clusters`` is a cluster of its own. With residuals r_i = x_i - xbar over n tasks
-    in G clusters::
-
-        SE^2 = G / (G - 1) * (1 / n^2) * sum_c (sum_{i in c} r_i)^2
-
-    which is statsmodels' ``OLS(x, 1).fit(cov_type="cluster")`` (CR1; its (n-1)/(n-k)
-    factor is 1 for an intercept-only model). With every task in its own cluster it
-    equals ``mean_and_se``'s SE exactly. Returns None with fewer than 2 clusters (the
-    spread between clusters is then unknowable). Its degrees of freedom are G - 1.
-    """
+    """Return the CR1 cluster-robust SE of the mean of ``values`` (Miller 2024, sec. 2.3)."""
     groups = _groups(list(values), clusters)
     if len(groups) < 2:
         return None
@@ -229,14 +199,7 @@ def clustered_se(values: Mapping[str, float], clusters: Mapping[str, str]) -> fl
 
 
 def pass_hat_k(counts: Mapping[str, tuple[int, int]], k: int) -> float | None:
-    """Return tau-bench pass^k: the mean over tasks of C(c, k) / C(n, k).
-
-    ``counts`` maps task id to ``(c, n)``: successes and valid trials. pass^k is
-    the chance that k trials drawn without replacement from a task all succeed.
-    Returns None (never 0) when k < 1, when there are no tasks, or when k
-    exceeds the smallest n, because pass^k is then not measured.
-    Raises ValueError when a count does not satisfy 0 <= c <= n.
-    """
+    """Return tau-bench pass^k: the mean over tasks of C(c, k) / C(n, k)."""
     for task, (c, n) in counts.items():
         if not 0 <= c <= n:
             raise ValueError(f"task {task!r}: need 0 <= successes <= trials, got ({c}, {n})")
@@ -252,13 +215,7 @@ def _pass_ratio(c: int, n: int, k: int) -> float:
 
 
 def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
-    """Return ``{"1": pass^1, "2": pass^2, ..., str(min n): pass^min_n}`` from counts.
-
-    ``counts`` maps task id to (successes, valid trials), as made by
-    ``capevolve._policy.thresholds``-based pass counting. Tasks with no valid trial
-    are dropped first; k beyond the smallest remaining trial count is left out rather
-    than reported as 0. Returns an empty dict when no task is scored.
-    """
+    """Return ``{"1": pass^1, "2": pass^2, ..., str(min n): pass^min_n}`` from counts."""
     scored = {task: (c, n) for task, (c, n) in counts.items() if n > 0}
     if not scored:
         return {}

@@ -29,12 +29,7 @@ def t_quantile(q: float, df: float | None) -> float:
 
 
 def t_tail(x: float, df: float | None) -> float:
-    """P(T > x) for Student t with ``df`` degrees of freedom (the normal when None).
-
-    The same numbers as ``scipy.stats.t.sf(x, df)`` / ``norm.sf(x)`` (which compute
-    ``stdtr(df, -x)`` / ``ndtr(-x)``), from ``scipy.special``, which imports in a fraction
-    of the time ``scipy.stats`` takes.
-    """
+    """P(T > x) for Student t with ``df`` degrees of freedom (the normal when None)."""
     from scipy import special  # lazy: SciPy loads only when a number needs it
 
     if df is None:
@@ -44,11 +39,7 @@ def t_tail(x: float, df: float | None) -> float:
 
 def detectable_effect(se: float, df: float | None, critical: float,
                       power: float = 0.8) -> float:
-    """The true effect a test ``delta / se > critical`` detects with probability ``power``.
-
-    MDE = (critical + t_{power, df}) * se: the smallest effect whose t statistic exceeds
-    the critical value in ``power`` of repeated measurements.
-    """
+    """The true effect a test ``delta / se > critical`` detects with probability ``power``."""
     if se < 0:
         raise ValueError(f"need se >= 0, got {se}")
     return (critical + t_quantile(power, df)) * se
@@ -75,17 +66,7 @@ def _check_design(sd_between: float, sd_within: float, n_tasks: int) -> None:
 
 def minimum_detectable_effect(sd_between: float, sd_within: float, n_tasks: int,
                               k_trials: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest paired difference a two-sided test at ``alpha`` detects with ``power``.
-
-    Miller's (2024) paired design, solved for d, with t quantiles for df = N - 1::
-
-        d = (t_{1-alpha/2} + t_{power}) * sqrt((sd_between^2 + 2 * sd_within^2 / K) / N)
-
-    ``sd_between`` is the SD of the paired task-level differences that more trials cannot
-    remove, ``sd_within`` the SD of one trial's reward around its task mean (per arm),
-    N = ``n_tasks`` and K = ``k_trials``. Raises ValueError for N < 2, K < 1, negative
-    SDs, alpha or power outside (0, 1), or a non-positive quantile sum.
-    """
+    """The smallest paired difference a two-sided test at ``alpha`` detects with ``power``."""
     _check_design(sd_between, sd_within, n_tasks)
     if k_trials < 1:
         raise ValueError(f"need k_trials >= 1, got {k_trials}")
@@ -95,15 +76,7 @@ def minimum_detectable_effect(sd_between: float, sd_within: float, n_tasks: int,
 
 def trials_needed(sd_between: float, sd_within: float, n_tasks: int, target_delta: float,
                   alpha: float = 0.05, power: float = 0.8) -> int | None:
-    """The smallest K >= 1 with ``minimum_detectable_effect(...) <= target_delta``.
-
-    The quantiles depend on N only, so K has a closed form: with
-    budget = N * (target_delta / q)^2 - sd_between^2, K = ceil(2 * sd_within^2 / budget).
-    Returns None when no K up to ``MAX_TRIALS`` works (the between-task term alone reaches
-    the target, or the target is not positive while there is trial noise). The closed-form
-    K is checked against ``minimum_detectable_effect`` a step or two either way, so the two
-    always agree.
-    """
+    """The smallest K >= 1 with ``minimum_detectable_effect(...) <= target_delta``."""
     _check_design(sd_between, sd_within, n_tasks)
     q = _q_total(n_tasks, alpha, power)
 

@@ -3,11 +3,6 @@
 Every comparison reports ``delta`` = candidate minus reference, its standard error, a t
 statistic with its degrees of freedom and a two-sided p-value. How to *read* a
 comparison (accept, significant, negligible) is policy: ``capevolve._policy``.
-
-A standard error of exactly 0 makes t and the p-value undefined: they are None, never
-inf and never p = 0. Whether a zero spread means an exact move (no trial noise on either
-side) or a degenerate sample (noisy trials that happen to give equal differences) is
-known only from the trials, so the caller decides it.
 """
 
 from __future__ import annotations
@@ -30,12 +25,7 @@ def _json_number(value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The result of comparing a candidate against a reference.
-
-    ``n`` is the number of tasks compared (for Welch, both sides together; 0 for a
-    comparison of summary numbers). ``n_clusters`` is set when the SE is cluster-robust
-    (CR1); df is then n_clusters - 1.
-    """
+    """The result of comparing a candidate against a reference."""
 
     delta: float
     se: float | None
@@ -57,11 +47,7 @@ class Comparison:
 
 def _build(delta: float, se: float | None, df: float | None, n: int,
            clusters: int | None = None) -> Comparison:
-    """Assemble a Comparison; t and p are None unless se > 0.
-
-    The p-value is two-sided, from Student t with ``df`` when df is known and from the
-    standard normal when df is None.
-    """
+    """Assemble a Comparison; t and p are None unless se > 0."""
     if se is None or se == 0.0 or not math.isfinite(se):
         return Comparison(delta, se, None, df, None, n, clusters)
     t = delta / se
@@ -74,11 +60,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _variance(values: Sequence[float]) -> float:
-    """Return the sample variance (ddof=1) of at least two values.
-
-    Computed on values shifted by the first one, so a constant sequence gives exactly 0
-    (the mean of 0.7, 0.7, 0.7 is not exactly 0.7 in floating point).
-    """
+    """Return the sample variance (ddof=1) of at least two values."""
     shifted = [x - values[0] for x in values]
     mean = _mean(shifted)
     return math.fsum((x - mean) ** 2 for x in shifted) / (len(values) - 1)
@@ -86,15 +68,7 @@ def _variance(values: Sequence[float]) -> float:
 
 def paired_comparison(candidate: Mapping[str, float], reference: Mapping[str, float],
                       clusters: Mapping[str, str] | None = None) -> Comparison:
-    """Paired t-test over the task ids present in both mappings (task means).
-
-    d_i = candidate_i - reference_i, delta = mean(d), se = sd(d, ddof=1)/sqrt(n),
-    t = delta / se, df = n - 1; matches ``scipy.stats.ttest_rel`` when se > 0.
-    With ``clusters`` (task id -> cluster key) naming at least one shared key, se is the
-    CR1 cluster-robust SE of mean(d) and df = G - 1 over the G clusters (se None when
-    G < 2). Tasks on one side only are ignored (coverage is the caller's concern).
-    Raises ValueError when fewer than 2 tasks are common to both.
-    """
+    """Paired t-test over the task ids present in both mappings (task means)."""
     common = sorted(set(candidate) & set(reference))
     if len(common) < 2:
         raise ValueError(f"paired comparison needs >= 2 common tasks, got {len(common)}")
@@ -110,13 +84,7 @@ def paired_comparison(candidate: Mapping[str, float], reference: Mapping[str, fl
 
 
 def welch_comparison(candidate: Sequence[float], reference: Sequence[float]) -> Comparison:
-    """Unpaired Welch t-test of two samples of task means.
-
-    se = sqrt(s1^2/n1 + s2^2/n2) and df is Welch-Satterthwaite:
-    (v1 + v2)^2 / (v1^2/(n1 - 1) + v2^2/(n2 - 1)) with v = s^2/n; matches
-    ``scipy.stats.ttest_ind(equal_var=False)`` when se > 0. ``n`` is n1 + n2.
-    Raises ValueError when either side has fewer than 2 values.
-    """
+    """Unpaired Welch t-test of two samples of task means."""
     n1, n2 = len(candidate), len(reference)
     if n1 < 2 or n2 < 2:
         raise ValueError(f"Welch comparison needs >= 2 values per side, got {n1} and {n2}")
@@ -129,11 +97,7 @@ def welch_comparison(candidate: Sequence[float], reference: Sequence[float]) -> 
 
 def summary_comparison(candidate_mean: float, candidate_se: float | None,
                        reference_mean: float, reference_se: float | None) -> Comparison:
-    """Compare two independent summaries (mean and SE computed elsewhere).
-
-    se = sqrt(a^2 + b^2), t = delta / se, df None (p-value from the normal), n = 0.
-    When either SE is None the combined SE, t and p-value are None.
-    """
+    """Compare two independent summaries (mean and SE computed elsewhere)."""
     se = (None if candidate_se is None or reference_se is None
           else math.hypot(candidate_se, reference_se))
     return _build(candidate_mean - reference_mean, se, None, 0)

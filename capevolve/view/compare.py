@@ -1,13 +1,4 @@
-"""``compare A B``: the per-task paired table of two candidates on one split.
-
-Both sides come from each candidate's latest complete evaluation on the split with the
-same number of trials (another trial count is another draw and is refused). For every
-task of the split: both per-task means over valid trials, the delta (B - A), whether the
-task passed (every valid trial passes ``gate.pass_threshold``) on each side, the flip
-(``fail->pass`` / ``pass->fail``), and the diagnosis clusters the task sits in on each
-side when both candidates were diagnosed on that split (``None`` when not diagnosed). A
-task with no valid trial on a side has mean ``None`` and no delta: missing data, never 0.
-"""
+"""``compare A B``: the per-task paired table of two candidates on one split."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The viewer's data: JSON-ready views of one run, computed from its stored files.
-
-Every function opens nothing for writing and takes no lock, so the viewer can read a run
-while an evaluation or an optimize loop writes it; each call re-reads the run dir (events,
-eval records, Parquet parts), which is what makes the overview live. Row queries go through
-the confined DuckDB store (:class:`RolloutStore`): one read-only SELECT over the run's own
-parts, with values passed as SQL literals escaped by :func:`literal`.
-"""
+"""The viewer's data: JSON-ready views of one run, computed from its stored files."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""``capevolve view``: a local, read-only web viewer of one run (standard library HTTP).
-
-Contract:
-- Read-only: only GET and HEAD are served (anything else is 405); no endpoint writes, and
-  every request opens the run dir afresh, read-only and without the lock, so the page shows
-  an evaluation or optimize loop live while it runs.
-- Loopback by default: the server binds 127.0.0.1 unless told otherwise, and while bound
-  to a loopback address it answers only requests whose Host header names a loopback host
-  (a page on another site cannot reach it through DNS rebinding).
-- Nothing outside the run dir: ``/files/<path>`` serves a file of the run dir only after
-  resolving it (``..``, absolute paths and symlinks that leave the run dir are 403), always
-  as ``text/plain`` with ``nosniff`` so a candidate's file can never run as a page.
-- Untrusted text stays text: the page renders stored values with ``textContent`` only, and
-  the Content-Security-Policy allows scripts from the viewer itself and nothing else.
-"""
+"""``capevolve view``: a local, read-only web viewer of one run (standard library HTTP)."""
 
 from __future__ import annotations
 

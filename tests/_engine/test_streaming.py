@@ -9,6 +9,7 @@ import contextvars
 import gc
 import json
 import pickle
+import weakref
 
 import pytest
 from _engine.test_dispatch import FakeScorer, FakeWorker, _job
@@ -46,7 +47,7 @@ class _Counting(FakeWorker):
     peak = 0
 
     async def exchange(self, eval_id, units, max_wait_s):
-        if self.calls % 10 == 5:
+        if self.calls % 40 == 5:  # a scan of every object is slow: a few samples suffice
             _Counting.peak = max(_Counting.peak, _live(WorkUnit))
         try:
             return await super().exchange(eval_id, units, max_wait_s)
@@ -54,12 +55,22 @@ class _Counting(FakeWorker):
             self.received.clear()  # the fake keeps only its queue, as a real worker
 
 
+class _Tracked(RowBatch):
+    """A RowBatch that can be counted while alive (a weak set of them: no object scan)."""
+
+    alive: weakref.WeakSet = weakref.WeakSet()
+
+    def __init__(self, columns, n):
+        super().__init__(columns, n)
+        _Tracked.alive.add(self)
+
+
 class _BatchScorer(FakeScorer):
     """Returns its rows as one RowBatch (what real scorers hand back)."""
 
     async def score(self, eval_id, items):
         rows = await super().score(eval_id, items)
-        return RowBatch({k: [r[k] for r in rows] for k in rows[0]}, len(rows))
+        return _Tracked({k: [r[k] for r in rows] for k in rows[0]}, len(rows))
 
 
 def test_the_dispatcher_holds_only_the_units_in_flight_and_never_the_rows():
@@ -74,7 +85,7 @@ def test_the_dispatcher_holds_only_the_units_in_flight_and_never_the_rows():
     def sink(rows):
         if rows:
             seen.extend((r["task_id"], r["trial"]) for r in rows)
-            live_batches.append(_live(RowBatch))
+            live_batches.append(len(_Tracked.alive))
         return 0
 
     asyncio.run(Dispatcher(workers, [_BatchScorer()], 5).run(_job(), plan, sink))

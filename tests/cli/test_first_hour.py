@@ -317,7 +317,7 @@ def test_exclusions_and_a_complete_rerun_are_said_wherever_an_evaluation_is_show
     assert m >= 1 and record["n_scored"] == record["n_tasks"]
     said = (f"scored {record['n_scored']}/{record['n_tasks']} / excluded {m} (no expected "
             "value ('answer') for evaluator(s) exact, overlap)")
-    assert f"baseline (seed on val): " in run.stdout and said in run.stdout
+    assert "baseline (seed on val): " in run.stdout and said in run.stdout
     ok_json(cli("checkout", "cand", "--json", cwd=project))
     _edit("dataset", project / "cand", project)
     first = cli("evaluate", "--candidate", "cand", cwd=project)

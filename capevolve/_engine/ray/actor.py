@@ -1,21 +1,4 @@
-"""The Ray actors: rollout actors run candidate code, scorer actors never do.
-
-A :class:`RolloutActor` holds a WorkerCore and returns outcomes (plain data, the rollout
-as JSON text). A :class:`ScorerActor` holds a ScorerCore: it loads only the project's
-adapter, receives a ScoreJob (no candidate files) and refuses to score if a candidate
-module is loaded in its process. Both restart when their process dies
-(``max_restarts=-1``) but calls are never retried by Ray (``max_task_retries=0``): the
-dispatcher re-sends lost work itself, so an adapter with side effects is never run twice
-behind capevolve's back. Actors find the project through the job's ``working_dir`` when
-there is one (see :func:`project_location`).
-
-Both can also start *unbound* (no arguments): a warm actor of the owned local Ray's pool
-(:mod:`.owned_warm`) that has imported capevolve's worker code and nothing of a project or
-candidate. A command that claims one binds it (:class:`Binding`: the project, the engine
-settings, this command's environment changes) with :meth:`RolloutActor.bind`; ``prepare``
-binds an unbound actor first, so an actor Ray restarted (which comes back unbound) is bound
-again by the dispatcher's ``prepare`` after a loss.
-"""
+"""The Ray actors: rollout actors run candidate code, scorer actors never do."""
 
 from __future__ import annotations
 
@@ -229,14 +212,7 @@ def _check_token(expected: str, binding: Binding) -> None:
 
 def project_location(project_root: str) -> tuple[str, str | None]:
     """Where actors find the project: ``(absolute driver path, path relative to the job's
-    working_dir or None)``.
-
-    Under ``ray job submit --working-dir`` the driver runs inside the unpacked working dir
-    and every actor runs inside its own node's copy of it, at a path that differs per node.
-    When the project lies inside the working dir, actors get the relative path and resolve
-    it against their own cwd; otherwise they fall back to the absolute path (which then
-    needs a shared filesystem or the same path on every node).
-    """
+    working_dir or None)``."""
     if not ray.get_runtime_context().runtime_env.get("working_dir"):
         return project_root, None
     try:

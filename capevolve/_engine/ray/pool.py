@@ -1,27 +1,4 @@
-"""The Ray actor pools of this driver: rollout actors (+ limiter) and scorer actors.
-
-Rollout actors run candidate code, so a pool of them serves one candidate: a different
-candidate (or engine setting) gets fresh actors, and one candidate's code never shares a
-process with another's. The actors come from :mod:`.spawn`: warm actors claimed from the
-owned local Ray's pool first (each serves this one pool and is killed with it), then ones
-started here. Scorer actors (``num_cpus=0``, one per ``SCORERS_PER`` rollout
-actors) load only the project's adapter and are kept across candidates. The handles turn
-Ray failures into WorkerLost, which the dispatcher recovers from.
-
-Several evaluations may run at once in threads of one driver (``optimize --parallel``):
-each candidate has its own pool, alive while an evaluation uses it (``users``); with
-``shares`` evaluations meant to run together each pool gets that share of the actors
-(and of the CPUs they request), so together they hold what one pool would. Each pool's
-actors can run all of ``engine.concurrency``; the engine's shared in-flight budget sets
-their slots at each exchange (:mod:`capevolve._engine.shares`). A pool is torn
-down only when no evaluation uses it (never under another thread's evaluation); the limiter
-is one for all pools of the same settings, so its cluster-wide caps hold across them.
-
-No call on an actor waits forever: a call past its expected time triggers a health check,
-and an actor that fails it (dead, or its event loop blocked by user code) is killed and
-restarted, its call WorkerLost (see :func:`_bounded`); an actor that does not start within
-START_TIMEOUT_S is an EngineError naming it.
-"""
+"""The Ray actor pools of this driver: rollout actors (+ limiter) and scorer actors."""
 
 from __future__ import annotations
 

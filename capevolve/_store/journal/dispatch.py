@@ -33,11 +33,7 @@ def _oserror(path: Path, what: str, exc: OSError) -> StoreError:
 
 
 class DispatchJournal:
-    """The append-only dispatch journal of one session (a DispatchLedger for the engine).
-
-    ``units`` counts the units durably recorded; the dispatcher sends a unit only after
-    :meth:`dispatched` returned for it, so every unit a worker ever saw is counted there.
-    """
+    """The append-only dispatch journal of one session (a DispatchLedger for the engine)."""
 
     def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
         self.path = Path(path)

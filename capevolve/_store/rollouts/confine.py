@@ -1,20 +1,4 @@
-"""Confining DuckDB to reading one run's rollout parts.
-
-Two independent fences, both needed:
-
-1. :func:`lock_down` restricts the connection's file system access to exactly the Parquet
-   parts the ``rollouts`` view reads (``allowed_paths``), turns external access, extension
-   installing / loading and spilling to disk off, then locks the configuration so SQL
-   cannot change it back. DuckDB's allowed paths are readable *and writable*, so this
-   alone would still let ``COPY ... TO '<a part>'`` rewrite a part.
-2. :func:`read_only_statement` admits a SQL text only when it is exactly one statement of
-   type SELECT (``WITH``, ``FROM x``, ``VALUES``, ``DESCRIBE``, ``SUMMARIZE`` and ``SHOW``
-   parse as SELECT). COPY, ATTACH, CREATE, INSERT / UPDATE / DELETE, DROP, INSTALL / LOAD,
-   PRAGMA, SET, CALL, EXPLAIN and any second statement (also one hidden after a comment)
-   are refused before anything runs.
-
-Refusals are :class:`~capevolve.errors.StoreError` with a one-line message.
-"""
+"""Confining DuckDB to reading one run's rollout parts."""
 
 from __future__ import annotations
 
@@ -49,10 +33,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse ``sql`` unless it is exactly one SELECT statement (see the module docstring).
-
-    Raises StoreError naming the refused statement type, or the parse error, in one line.
-    """
+    """Refuse ``sql`` unless it is exactly one SELECT statement."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:

@@ -1,15 +1,4 @@
-"""One evaluation's stored rows, read once per content and shared by every verb.
-
-An evaluation's resume plan (the units done) and the loop's lookups read the same
-deduplicated rows of one evaluation (the gate reads its own grouped form,
-:mod:`capevolve._store.rollouts.task_rows`).
-:func:`eval_rows` reads them with one DuckDB query over the ``rollouts`` view of
-:class:`~capevolve._store.rollouts.query.RolloutStore` (so the one duplicate rule applies)
-and caches them per process, keyed by the evaluation id and the identity of its parts
-(path, size, mtime, ctime, inode): a new, changed or removed part is a new key, so a cached
-answer is never stale; a complete evaluation is read once however often it is gated.
-Outputs are kept as digests (sha256 of the text), which is all a comparison needs.
-"""
+"""One evaluation's stored rows, read once per content and shared by every verb."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Values read from one evaluation's parts, kept in memory while those parts are unchanged.
-
-A value is keyed by the run dir, the evaluation and, for every part of it, the part's path,
-size, mtime, ctime and inode: a part written, compacted, replaced or removed changes the
-key, so the next read goes to the files again. Least recently used values go first once
-``size`` are kept. Thread-safe (concurrent evaluations of one process share a cache).
-"""
+"""Values read from one evaluation's parts, kept in memory while those parts are unchanged."""
 
 from __future__ import annotations
 

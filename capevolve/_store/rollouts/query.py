@@ -30,7 +30,6 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
-from capevolve._store.rollouts import spare
 from capevolve._store.rollouts.confine import lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
@@ -120,21 +119,8 @@ class RolloutStore:
 
     def connect(self, eval_id: str | None = None, *, candidate_id: str | None = None,
                 every_row: bool = False) -> duckdb.DuckDBPyConnection:
-        """A confined in-memory connection with the deduplicated ``rollouts`` view.
-
-        With ``eval_id`` the view reads only that evaluation's parts (their file names
-        start with the eval id), which keeps per-evaluation statistics fast in big runs.
-        The set of parts is fixed when the connection is made. With ``candidate_id`` (and
-        no ``eval_id``) it reads only that candidate's partitions: the view of its rows is
-        the whole-run view's, since a row counts only under its own candidate's partition.
-
-        With ``every_row`` the view holds every counted row, a duplicate unit's rows
-        included, and costs no check: for a reader that tells duplicate units apart itself
-        and then reads again through the ranked view
-        (:func:`capevolve._store.rollouts.summary_query.read_eval_rows`).
-        """
-        made = spare.take()  # a database made ahead (capevolve._store.rollouts.spare), if any
-        con = made if made is not None else duckdb.connect(":memory:")
+        """A confined in-memory connection with the deduplicated ``rollouts`` view."""
+        con = duckdb.connect(":memory:")
         parts = (part_files(self.layout, eval_id) if candidate_id is None or eval_id
                  else candidate_part_files(self.layout, candidate_id))
         self._last_parts[eval_id] = parts
@@ -168,11 +154,7 @@ class RolloutStore:
 
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
         """Run one read-only SELECT over the ``rollouts`` view (optionally one evaluation's
-        parts); returns (column names, rows). Anything else is a one-line StoreError.
-
-        A part that disappears between listing and reading (a compaction in another
-        process retired it; its rows are in the new part by then) makes the query run
-        again over the parts as they are now, up to three times."""
+        parts); returns (column names, rows). Anything else is a one-line StoreError."""
         for attempt in range(3):
             try:
                 return self._query_once(sql, eval_id)

@@ -1,22 +1,12 @@
 """One read of an evaluation's rows for its summary: every row, as columns, in one query.
 
-The summary of an evaluation (task means, error counts, row count, per-trial means, pass
-counts, the judge-unreachable units) needs the same rows several times over. This module
-reads them once, through the ``rollouts`` view of
-:class:`~capevolve._store.rollouts.query.RolloutStore` (so the one-row-per-unit rule is
-the view's, never re-implemented here), as Arrow columns rather than Python tuples.
-
-The query asks DuckDB for the rows only, not their order nor the view's duplicate check
-(a hash of every unit's key): both cost it more memory than the rows themselves (at
-200,000 units, +25 MiB for the check and +15 MiB for the sort, against a 4.5 MiB answer).
-The rows are put in order here, in a few arrays of one number per row, and a duplicate
-unit shows as two equal neighbours, which sends the read through the ranking view.
-
-Contract of :func:`read_eval_rows`: the rows of ``eval_id`` ordered by (task_id, trial);
-``scored`` is False where the stored reward is null (an errored unit; its ``reward`` is
-then NaN and means nothing); ``lost`` is True where
-a unit has no reward and its error begins with ``lost_prefix`` (a judge that could not be
-reached). A failing read is one StoreError line, as for every query.
+The rows come through the ``rollouts`` view (its one-row-per-unit rule is never re-implemented
+here), without DuckDB's sort or duplicate check (both cost more memory than the rows): they
+are ordered here, and a duplicate unit (two equal neighbours) sends the read through the
+ranking view. :func:`read_eval_rows` returns the rows of ``eval_id`` ordered by (task_id,
+trial); ``scored`` is False where the reward is null (``reward`` is then NaN); ``lost`` is
+True where an unscored unit's error begins with ``lost_prefix``. A failing read is one
+StoreError line.
 """
 
 from __future__ import annotations
@@ -50,11 +40,7 @@ _SQL = """
 
 @dataclass(frozen=True)
 class EvalRows:
-    """An evaluation's rows as columns, ordered by (task_id, trial).
-
-    ``names`` are the distinct task ids in sorted order (an Arrow string array: no Python
-    object per task); ``task`` indexes into it per row.
-    """
+    """An evaluation's rows as columns, ordered by (task_id, trial)."""
 
     names: pa.Array
     task: np.ndarray  # int64, index into ``names``

@@ -3,27 +3,7 @@ Parquet parts.
 
 :meth:`PartWriter.add` only queues rows (and returns the backlog of rows not yet durable,
 which the dispatcher counts as in flight); one background thread owns the disk, so the
-driver's dispatch loop never waits on conversion, compression or fsync. The thread:
-
-1. appends each batch it takes from the queue to the session's journal segment
-   (:mod:`capevolve._store.rollouts.segments`) and fsyncs the segment at most every
-   ``sync_s`` (so a finished row is durable within about ``sync_s`` plus one fsync, and the
-   hot path costs one fsync per window, never one per row); with ``sync_s=0`` (what an
-   evaluate session uses) every batch it takes is fsynced at once, a group commit: rows
-   queued during one fsync share the next;
-2. every ``max_rows`` rows, ``max_bytes`` bytes of Arrow buffers (heavy rows: the rows since
-   the last part are held in memory until their part is written, so this bounds the
-   driver's memory whatever a row weighs) or ``max_age_s`` seconds, and at
-   :meth:`PartWriter.close`,
-   syncs the segment (so every row of the part is durable in the journal first) and
-   writes the rows since the last part as one Parquet part (a temporary name, fsync,
-   rename, directory fsync: :func:`write_part`), hands it to ``on_part`` (the run records
-   its sha256) and only then removes the segment.
-
-A write that fails (disk full, a file size limit, a read-only path) removes its temporary
-file and becomes a one-line StoreError naming the path, raised by the next :meth:`add`
-(which stops the evaluation) and by :meth:`close`. Parts are named
-``<eval_id>-<session>-<seq>.parquet`` in the hive partition of their split and candidate.
+driver's dispatch loop never waits on conversion, compression or fsync.
 """
 
 from __future__ import annotations
@@ -62,11 +42,7 @@ PartCallback = Callable[[Path, int], object]
 
 
 def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
-    """Write rows as one Parquet file at ``final`` via a temporary name (atomic, durable).
-
-    On any failure the temporary file is removed; an OS error (disk full, ...) is a
-    one-line StoreError naming ``final``.
-    """
+    """Write rows as one Parquet file at ``final`` via a temporary name (atomic, durable)."""
     table = rows if isinstance(rows, pa.Table) else rows_to_table(rows)
     tmp = final.with_name(f".{final.name}.tmp")
     try:
@@ -104,12 +80,7 @@ def session_token() -> str:
 
 
 class PartWriter:
-    """The rows of one evaluate session on their way to disk (see the module docstring).
-
-    ``rows_durable`` counts rows fsynced in the journal or written in parts, ``rows_written``
-    rows in parts; ``parts`` lists every part written (final paths); ``tally`` what the rows
-    report (:class:`RowTally`), for the budget and the spend.
-    """
+    """The rows of one evaluate session on their way to disk."""
 
     def __init__(self, layout: Layout, split: str, candidate_id: str, eval_id: str, *,
                  session: str | None = None, on_part: PartCallback | None = None,

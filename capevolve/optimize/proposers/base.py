@@ -69,12 +69,7 @@ class ProposalContext:
 
 @dataclass(frozen=True)
 class Proposal:
-    """What a proposer reports after editing ``ctx.workdir``.
-
-    ``changed`` is the proposer's belief; the loop checks the files itself (a claimed change
-    with identical files is a no_change). ``blocker`` names why nothing could be proposed.
-    ``detail`` is stored with the iteration (JSON values only: str, numbers, bool, None,
-    lists and dicts of them)."""
+    """What a proposer reports after editing ``ctx.workdir``."""
 
     changed: bool
     blocker: str | None = None
