@@ -159,7 +159,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
     from capevolve._loop.local_ray import join_early
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
-    join_early(opened, engine, address, prefetch=True)
+    join_early(opened, engine, address)
     config = evaluating.run_config(opened).engine
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,

@@ -1,29 +1,4 @@
-"""The capevolve exception tree.
-
-Every error capevolve raises on purpose derives from one root, so callers (and the CLI)
-can catch user-facing problems without catching programming errors::
-
-    CapevolveError                 root; the CLI prints its message on one line, exit 2
-     +-- ConfigError               capevolve.yaml missing, malformed or invalid (names the key path)
-     +-- AdapterError              the adapter cannot be imported or breaks its contract
-     +-- CandidateError            a candidate directory or id that does not exist / is invalid
-     +-- RunDirError               not a run dir, corrupt layout, splits checksum mismatch
-     |    +-- TestSealError        the test split was already scored (or the seal is burnt)
-     +-- GateError                 a gate cannot be computed or an accept lacks a passing gate
-     +-- StoreError                rollout storage unreadable or inconsistent
-     +-- EngineError               the execution engine failed as a whole (not one rollout)
-     +-- BudgetError               a budget cap is reached; no more work is handed out
-     +-- RecordError               a value capevolve would record is refused (also a ValueError)
-     +-- ModelError                a model endpoint refused a call or failed past its retries
-          +-- ModelUnavailable     the failure may pass (429, 5xx, timeouts, connections)
-          +-- RolloutLimitReached  a per-rollout bound (tokens, turns, cost) was reached
-
-Per-rollout failures are never exceptions escaping the engine: they are data
-(``Rollout.error`` and the ``error_kind`` column).
-
-Outside the tree, ``Interrupted`` is a KeyboardInterrupt (Ctrl-C stopped an evaluation)
-whose message says how many units have a finished rollout on disk; the CLI exits 130.
-"""
+"""The capevolve exception tree."""
 
 from __future__ import annotations
 
@@ -71,10 +46,7 @@ class BudgetError(CapevolveError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """An interrupt (Ctrl-C) stopped an evaluation; the message says what is on disk.
-
-    A KeyboardInterrupt, so code that catches interrupts still does; the CLI prints the
-    message on one line and exits 130."""
+    """An interrupt (Ctrl-C) stopped an evaluation; the message says what is on disk."""
 
 
 class RecordError(CapevolveError, ValueError):

@@ -1,24 +1,4 @@
-"""Python's cyclic garbage collector on the hot paths of an evaluation.
-
-Every unit allocates a few dozen container objects (its task, coroutines, outcome,
-rows), and hundreds of units are held at once, so many of them outlive a young
-collection. With CPython's default thresholds (a young collection every 700 net
-allocations) the collector then runs every few units, and the full collections it
-triggers rescan every object of the process: in a Ray actor, whose imported modules
-(Ray, pydantic, the adapter) are over 100,000 tracked objects, that was about a quarter of
-the CPU a rollout costs. Two measures, each in one place:
-
-- :func:`settle_worker_heap`, in a process capevolve owns (a Ray rollout or scorer actor,
-  a local worker) once its code is loaded: what is loaded is collected once and then
-  frozen (``gc.freeze``: never rescanned), and young objects are collected every
-  :data:`YOUNG` allocations.
-- :func:`fewer_collections`, around an evaluation in the driver, which may be the
-  caller's own process: only the young threshold is raised, and the caller's thresholds
-  are put back when the last evaluation running in the process ends.
-
-Only cyclic garbage waits longer to be freed: objects without cycles are freed by their
-reference counts as before.
-"""
+"""Python's cyclic garbage collector on the hot paths of an evaluation."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Run one ``run_target`` call in a child process, so a native crash is a row, not a loss.
-
-With ``engine.isolation: process`` every call runs in a fresh ``python -m
-capevolve._engine.isolation`` child. The request goes in on stdin as JSON and the result comes
-back as JSON through a file (so whatever user code prints cannot corrupt it; the child's
-stdout is sent to stderr). The child leads its own session: when the call is over (or timed
-out) every process it forked or left running is killed, and the child ends with
-``os._exit`` right after writing its result, so threads it leaked cannot keep it alive.
-``sys.exit()`` in the call is an error, like any exception. A child that dies without a
-result (segfault, ``os._exit``, ``os.abort``, OOM kill) is an error of kind ``crash``; a
-child past the timeout is killed (kind ``timeout``).
-Each call pays a Python start-up, so this is opt-in, for adapters with native code. The
-child runs inside a worker process (it runs candidate code too); it never scores.
-"""
+"""Run one ``run_target`` call in a child process, so a native crash is a row, not a loss."""
 
 from __future__ import annotations
 

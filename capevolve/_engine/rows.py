@@ -1,11 +1,4 @@
-"""Outcomes and rows: what a worker reports for a unit, and the storage row built from it.
-
-A worker (untrusted: it imports candidate code) reports an :data:`Outcome` made with
-:func:`outcome`. A scorer (trusted) turns it into a row with :class:`RowColumns`: the key
-columns come from the scorer's own job and the driver's unit, never from the worker, and
-reward / feedback come only from the scorer's ``score`` call. A malformed outcome is an
-error row, never a crash of the scorer.
-"""
+"""Outcomes and rows: what a worker reports for a unit, and the storage row built from it."""
 
 from __future__ import annotations
 
@@ -70,18 +63,7 @@ def bounded(message: str) -> str:
 
 
 def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
-    """A Rollout as JSON text for the trip to a scorer, and the problem found, if any.
-
-    Values JSON cannot hold travel as their repr; NaN and infinities travel as such (so
-    the storage boundary sees a ``cost_usd`` of NaN for what it is, not as an unknown
-    cost), and so do wrongly typed fields of a Rollout built with ``model_construct`` (the
-    scorer's parse names them). A field that cannot be written at all (a lone surrogate)
-    is sent as its default and named in the problem (``invalid value in Rollout.output:
-    ...``), so the rest of the rollout (tokens, cost) still reaches the row.
-
-    A Rollout whose typed fields hold values of exactly their types (what validation
-    makes) and a finite cost is written in one pass by :data:`_WIRE` (the same text);
-    anything else takes the field-by-field path."""
+    """A Rollout as JSON text for the trip to a scorer, and the problem found, if any."""
     if _plain(rollout):
         try:
             return _WIRE.to_json(rollout, warnings=False, fallback=repr).decode(), None
@@ -140,12 +122,7 @@ def _writable(value: Any) -> bool:
 
 
 def parse_rollout(raw: Outcome) -> tuple[Rollout | None, str | None]:
-    """The outcome's rollout and the problem found in it, if any.
-
-    A field that does not validate is reset to its default and named in the problem
-    (``invalid value in Rollout.tokens: 'many': Input should be a valid integer...``), so
-    the other fields still reach the row. Raises ValueError when the text is not a JSON
-    object at all."""
+    """The outcome's rollout and the problem found in it, if any."""
     text = raw.get("rollout")
     if text is None:
         return None, None

@@ -1,17 +1,5 @@
 """ScorerCore: turns workers' outcomes into rows by calling ``score`` where no candidate
 code was ever imported.
-
-A scorer loads only the project's adapter (never a candidate's files). Before and after
-every batch it checks ``sys.modules``: a module whose file lies in a candidate snapshot
-(``ScoreJob.untrusted_roots``) or in a worker's scratch directory means candidate code
-reached this process, and the scorer refuses (:class:`~capevolve.errors.EngineError`,
-naming the module and file), so no row it would produce counts. Rows are built by
-:func:`capevolve._engine.rows` from the scorer's own job: a worker cannot set a reward.
-
-Throughput: a batch of a synchronous ``score`` runs as one call in one thread (one hop
-per batch, not per rollout); an ``async def score`` is awaited per item, concurrently,
-with a Task only for calls that suspend (:mod:`.eager`). Rows go back as one column batch
-(:class:`~capevolve._engine.contract.RowBatch`).
 """
 
 from __future__ import annotations

@@ -1,44 +1,12 @@
 """One in-flight budget shared by every evaluation an engine runs at once.
 
-An engine used by several evaluations at once (``optimize --parallel K``, each in its own
-thread with its own dispatcher and workers) holds one :class:`SlotBudget` of
-``engine.concurrency`` slots. Every dispatcher joins it as a :class:`Tenant` and, before
-each exchange with one of its workers, asks how many slots that worker may run
-(:meth:`Tenant.claim`); the exchange carries that number to the worker, which starts a
-queued unit only while fewer are executing. So a slot freed by any evaluation (its units
-ran out, or it ended) is taken, at the next exchange, by whichever evaluation still has
-units left, and the workers of every evaluation are sized for the whole budget: one
-evaluation alone gets all of it.
-
-The rule, kept under one lock:
-
-- each worker ``w`` has a cap ``c_w`` (the slots its last exchange carried) and a bound
-  ``b_w = min(held_w, c_w)`` on the rollouts it may be executing (``held_w``: the units
-  the dispatcher gave it whose outcome is not back). The bounds of all workers of all
-  tenants sum to at most ``total`` (:attr:`SlotBudget.peak` records the highest sum);
-- targets in priority order: each tenant's target is its units left (pending plus held)
-  up to what the tenants before it leave, so no tenant gets more than it can use and
-  every slot goes to some tenant with work. The order is :data:`PRIORITY` of the thread
-  that started the evaluation (lowest first; then join order): a ``--parallel`` batch
-  sets it to each child's iteration, the order it decides them in, so each child's
-  evaluation ends as early as it can and its gate and decision overlap the later
-  children's evaluations instead of all K coming at the end, and a later child takes
-  every slot an earlier one cannot use (its tail, its start-up); an equal split makes
-  them all end together and leaves the K decisions serial after the engine is idle. No
-  evaluation waits for ever: the ones before it are finite. A tenant's target is split
-  evenly over its workers;
-- a worker's new cap is its share of the target, or less when other workers' bounds
-  leave less room; a cap never drops below the worker's current bound (rollouts that may
-  be executing are never disowned), so a worker over its target (its tenant's target
-  fell when an earlier evaluation reached its first exchange) is sent no unit until its
-  held units fall to the target, and the slots it frees meanwhile go to the others.
-
-The durable-row bound is shared the same way: the units dispatched and not yet durable
-(held by workers, being scored, or in the sink's backlog) of all tenants together stay
-within ``queue`` x ``total``, the bound one evaluation alone has (so a kill loses no more
-finished rows with K evaluations than with one). Each tenant reports its count at every
-claim and settle, a claim reserves what it may send, and a tenant with a small target can
-still use the room the others leave (its rows waiting on the disk do not hold its slots).
+Each dispatcher joins the :class:`SlotBudget` of ``engine.concurrency`` slots as a
+:class:`Tenant` and asks, before each exchange, how many slots a worker may run
+(:meth:`Tenant.claim`). The rule, under one lock: the bounds ``min(held, cap)`` of all
+workers sum to at most ``total``; tenants are served in :data:`PRIORITY` order (then join
+order), each up to its units left, split evenly over its workers; a cap never drops below
+what a worker may be executing. The units dispatched and not yet durable of all tenants
+together stay within ``queue`` x ``total``, as for one evaluation alone.
 """
 
 from __future__ import annotations

@@ -82,16 +82,7 @@ def _documents(run: RunDir) -> dict[Path, bytes]:
 
 class EvaluationGuard:
     """Snapshot at construction (before the engine runs); :meth:`documents_changed` and
-    :meth:`check` after it.
-
-    While the engine runs the driver writes only the events it records itself (a
-    ``part_written`` per part; this process's :class:`~capevolve._store.events.EventLog`
-    keeps their bytes) and state.json (a cache, rewritten here), so the run's documents
-    (events.jsonl, run.json, splits.json, seal, final, candidates/, evals/, diagnoses/) must
-    be byte for byte what they were plus those events: one that differs is restored (a new
-    one moved to quarantine) before anything else is recorded, and the evaluation is voided
-    naming it.
-    """
+    :meth:`check` after it."""
 
     def __init__(self, run: RunDir, project: Project) -> None:
         self.run, self.project = run, project

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 from capevolve._store.rundir import RunDir
@@ -19,29 +18,18 @@ def down(force: bool = False) -> dict[str, Any]:
 
 
 def join_early(run: RunDir, kind: EngineKind | str | None = None,
-               address: str | None = None, prefetch: bool = False) -> None:
+               address: str | None = None) -> None:
     """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and
-    join it in a daemon thread, the import included, so it overlaps the command's own
-    imports and checks (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started
-    there; the engine's own start waits for it). With ``prefetch`` (one evaluation of the
-    run's project follows), the warm actors it will use are claimed and bound there too
-    (:mod:`capevolve._engine.ray.owned_prefetch`). An unknown kind is left for the engine's
-    own check."""
-    config = run.manifest.config
-    engine = config.engine
+    join it in a daemon thread, so it overlaps the command's own imports and checks
+    (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started there; the engine's
+    own start waits for it). An unknown kind is left for the engine's own check."""
+    engine = run.manifest.config.engine
     if str(kind or engine.kind) != EngineKind.RAY.value:
         return
-    root = str(Path(run.manifest.project_dir).resolve())  # the job's project_root
-
-    def claim_ahead() -> None:
-        from capevolve._engine.ray.owned_prefetch import prefetch
-
-        prefetch(engine, root, config.adapter)
 
     def join() -> None:
         from capevolve._engine.ray.owned import join_quietly
 
-        join_quietly(address or engine.address, reuse=engine.reuse_local_ray,
-                     then=claim_ahead if prefetch else None)
+        join_quietly(address or engine.address, reuse=engine.reuse_local_ray)
 
     threading.Thread(target=join, name="ray-join", daemon=True).start()

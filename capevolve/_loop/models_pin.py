@@ -1,13 +1,4 @@
-"""The model settings a run pins, and the one rule that keeps evaluations comparable.
-
-At ``run`` the declared roles are resolved (prices included) and frozen into run.json
-(:func:`pinned`); ``budget.max_usd`` with a model of unknown price is refused there, naming
-the model. Every evaluation runs with the run's agent settings, plus the candidate's own
-``model.yaml`` (:func:`agent_settings`). :func:`comparison_refusal` is called once by the
-gate: two evaluations whose rows disagree on the reported model or the compared settings
-are refused in one line naming the setting, unless the candidate's model.yaml made the
-difference (then it is the candidate's edit, returned as such for the record).
-"""
+"""The model settings a run pins, and the one rule that keeps evaluations comparable."""
 
 from __future__ import annotations
 

@@ -124,15 +124,7 @@ def remaining(budget: BudgetConfig, spent: Spent) -> dict[str, Any]:
 
 def dispatch_allowance(cap: BudgetConfig, spent: Spent, delivered: Any
                        ) -> Callable[[int], tuple[int | None, str | None]]:
-    """A limit for the dispatcher: how many more units may be handed out now.
-
-    ``delivered`` is the evaluation's running tally (``rows``, ``cost_usd``,
-    ``cost_unrecorded``). Metric calls: the run's spend plus every unit dispatched so far
-    must stay within ``max_metric_calls``. Money: the run's cost (:func:`priced_cost`) plus
-    this evaluation's recorded cost plus the units in flight, each priced at the mean cost
-    of this evaluation's rows (before its first priced row: of the run's), must stay within
-    ``max_usd`` (while no cost is known at all, dispatch is not limited by money).
-    """
+    """A limit for the dispatcher: how many more units may be handed out now."""
     run_cost = priced_cost(spent)
     run_priced = spent.metric_calls - spent.cost_unrecorded
     run_per = spent.cost_usd / run_priced if run_priced > 0 and spent.cost_usd > 0 else None

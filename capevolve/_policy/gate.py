@@ -139,11 +139,7 @@ def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
 def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
            config: GateConfig, *, max_iterations: int = 0,
            clusters: Mapping[str, str] | None = None) -> GateDecision:
-    """Gate ``candidate`` against ``best`` on the full val split (see the module docstring).
-
-    ``max_iterations`` is the run's budget (alpha spending over the run); ``clusters``
-    maps task ids to cluster keys (``Task.metadata['cluster']``).
-    """
+    """Gate ``candidate`` against ``best`` on the full val split."""
     mode = GateMode(config.mode)
     scope = comparable(candidate, best, val_ids, config)
     if scope.reason is not None:
@@ -180,12 +176,7 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
 
 def decide_from_summary(current: float, candidate: float, current_se: float,
                         candidate_se: float, config: GateConfig) -> GateDecision:
-    """The raw gate for numbers computed elsewhere (unpaired: SE = sqrt(a^2 + b^2)).
-
-    ``config`` supplies min_delta and the threshold (k_se, or alpha with the normal
-    quantile). Both SEs 0 is an exact move. Non-finite or negative inputs are a
-    GateError naming the option.
-    """
+    """The raw gate for numbers computed elsewhere (unpaired: SE = sqrt(a^2 + b^2))."""
     values = {"--current": current, "--candidate": candidate,
               "--current-stderr": current_se, "--candidate-stderr": candidate_se}
     for name, value in values.items():

@@ -27,11 +27,7 @@ async def _await(awaitable: Any) -> Any:
 async def call_async(
     fn: Callable[..., Any], *args: Any, executor: Executor | None = None, **kwargs: Any
 ) -> Any:
-    """Call ``fn`` from a running event loop without blocking it.
-
-    ``async def`` methods are awaited directly; plain functions run in ``executor`` (a thread
-    pool sized to the engine's concurrency), so blocking adapters do not stall the loop.
-    """
+    """Call ``fn`` from a running event loop without blocking it."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
     loop = asyncio.get_running_loop()
@@ -43,12 +39,7 @@ async def call_async(
 
 
 class DaemonThreadPool(Executor):
-    """A thread pool whose threads never block interpreter exit.
-
-    ``ThreadPoolExecutor`` joins its threads at exit, so one adapter call that hangs past
-    its timeout would keep the process alive forever. Here a timed-out call is abandoned:
-    its daemon thread dies with the process.
-    """
+    """A thread pool whose threads never block interpreter exit."""
 
     def __init__(self, max_workers: int, name: str = "unit") -> None:
         self._max = max_workers

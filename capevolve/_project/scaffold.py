@@ -97,12 +97,7 @@ def _created_dirs(root: Path, rels: list[str]) -> list[Path]:
 
 
 def init_project(directory: Path | str, kind: str = "adapter") -> list[str]:
-    """Write a starter project into ``directory``; refuses to overwrite a project.
-
-    ``kind`` adapter: config, adapter skeleton, seed capability; dataset: a dataset
-    project (``scaffold_dataset``). A path that cannot hold a project (a file, under a
-    file, unwritable, not UTF-8) is one ConfigError naming it, and whatever this call
-    created before failing (a full disk half-way) is removed again."""
+    """Write a starter project into ``directory``; refuses to overwrite a project."""
     if kind not in ("adapter", "dataset"):
         raise ConfigError(f"init: --kind must be adapter or dataset, got {kind!r}")
     root = Path(directory)

@@ -4,23 +4,7 @@ calls made it.
 
 narrated_without_action covers a claim with no mutating call at all. This signature covers
 the rest: the agent says "your ticket has been escalated" and did call a write -- but the
-write was ``update_note``, not a transfer. Rules:
-
-- the claim: each state verb the final message says happened (``narrated.claimed_states``)
-  that is *specific* -- not one of ``GENERIC_STATES`` (updated, changed, processed,
-  completed, ... say nothing about which write) nor one of ``VERDICTS`` (approved,
-  granted: a decision answering a request, not an action) -- reduced to its family
-  (``FAMILIES``: escalated ~ transfer / handoff, refunded ~ credit / reimburse, ...);
-- the action: a mutating call (``narrated.call_mutates``) matches a claim when a word of
-  its name (snake, kebab, dotted or camel case) is in the claim's family;
-- could have made: when the tools the agent had are known (``tools``: in a diagnosis,
-  every mutating tool recorded in the evaluation's failing rollouts and in the rollouts
-  of its tasks kept good), a claim counts only
-  when one of them is of its family -- "the payment is scheduled for the next payroll"
-  where no tool schedules anything is not a missing action;
-- flagged when at least one mutating call was recorded and some such claim has no
-  matching one. No mutating call at all is narrated_without_action's case; a rollout with
-  no tool-call record is missing data: never flagged.
+write was ``update_note``, not a transfer.
 """
 
 from __future__ import annotations

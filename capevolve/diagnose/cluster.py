@@ -2,24 +2,6 @@
 
 Root-cause grouping (``group_root_cause``): only units of the same feedback part are
 compared (the part is half of the failure site). Two keys merge iff
-
-1. at least half of the smaller key's tokens are shared (2 * shared >= min(len_a, len_b)),
-   and
-2. the shared tokens carry at least ``LARGER_SHARE`` of the larger key's weight, where a
-   token weighs ``1 + ln((D + K) / (df + K))`` (``token_weights``: D distinct keys, df of
-   them holding the token, K = ``SMOOTHING``). A scorer's template words ("told the
-   customer") sit in many distinct keys and weigh little, so two causes that share only
-   them stay apart; with few distinct keys every weight is close to 1 and rule 1 decides.
-
-Merging is transitive (union-find). The work is never a pair scan over all units:
-identical keys are merged first, then only keys that share a token (found through a
-token -> keys index) are compared. Units with an empty key (nothing specific left) form one
-cluster of their own.
-
-A failing trial in several clusters shares its lost score (1 - reward) equally among them
-(``share_score_lost``). ``unique_signatures`` orders clusters stably (score_lost, size,
-signature, tasks) and suffixes duplicate signatures " (2)", " (3)"; the order an editor
-reads is ``rank.rank_clusters``'.
 """
 
 from __future__ import annotations

@@ -2,11 +2,6 @@
 task groups, history and sanity checks, written to ``diagnoses/<split>__<tag>.json``
 (``<split>__<tag>.first-words.json`` in that mode), plus trajectory files for rollouts
 that have no trajectory of their own.
-
-The result is a pure function of the stored rows, the adapter context, the options, the
-run's tried fixes and the judgements carried over from the earlier file of the same mode,
-with sorted keys and lists, so the file is byte-identical run to run. Errored trials are
-missing data: counted in ``errored_trials``, never failures.
 """
 
 from __future__ import annotations
@@ -83,15 +78,7 @@ class DiagnoseOptions:
 def canonical_json(value: Any) -> bytes:
     """The canonical bytes of a JSON value: compact (no space after ``,`` or ``:``), object
     keys sorted, UTF-8 without ASCII escaping, one trailing newline -- a pure function of
-    the value, so equal documents are byte-identical files.
-
-    orjson writes them (a 68 MB diagnosis in a tenth of json.dumps' time); a value it
-    refuses (a lone surrogate such as ``"\\ud800"`` decoded from a task's JSON, an
-    integer beyond 64 bits, nesting past its limit) is written by json.dumps in the same
-    form, a lone surrogate as its JSON escape (it reads back as the same string). The two
-    spell every string, integer and float the same way, except a float below 1e-4 or from
-    1e16 on (orjson: ``1e-6``, ``0.000025``; json: ``1e-06``, ``2.5e-05``): a document
-    either takes one writer or the other, whole."""
+    the value, so equal documents are byte-identical files."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
@@ -103,14 +90,7 @@ def canonical_json(value: Any) -> bytes:
 
 def document_bytes(doc: dict[str, Any]) -> bytes:
     """The canonical JSON (:func:`canonical_json`) of ``doc`` validated as a
-    DiagnosisRecord.
-
-    The envelope is validated with the record; the entries and cluster records (JSON
-    values built here: dicts of str keys, lists, strings, numbers) are written as
-    they are -- what the record's JSON form of them would be. Where a value is not finite
-    (a NaN reward in a hand-edited part), both write null; where the plain encoder
-    refuses a value, the record's own JSON form decides, exactly as validating the whole
-    document would."""
+    DiagnosisRecord."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(all(map(isinstance, values, repeat(dict))) for values in bulky.values()):
@@ -305,14 +285,7 @@ def _set_members(data: bytes, name: bytes) -> list[int]:
 def may_hold_judgements(data: bytes) -> bool:
     """False only when no cluster of the JSON document ``data`` can hold a judgement (a
     ``tag`` or ``blast_radius`` that is not null), read from the bytes without parsing
-    them; True means "parse to know".
-
-    Exact because, in a text without ``\\u`` escapes, every member named ``tag`` or
-    ``blast_radius`` is spelled with that name between quotes, so :func:`_set_members` finds
-    each one whose value is not null (and perhaps more). No ``blast_radius`` may be set,
-    and at most one ``tag``: the document's own, which ends it -- ``"tag": "<id>",
-    "unscored": [<ids>]}``, a member of the outermost object, as every diagnosis file
-    ends. (A text that is not JSON holds no judgement either way.)"""
+    them; True means "parse to know"."""
     if _ESCAPE_U.search(data) or _set_members(data, b'"blast_radius"'):
         return True
     tags = _set_members(data, b'"tag"')
@@ -348,14 +321,7 @@ def _no_cycle_collection() -> Iterator[None]:
     """Hold the cyclic garbage collector off while a diagnosis is built: it allocates
     millions of acyclic objects (rows, units, entries), each allocation burst would
     trigger a full collection that frees nothing. Reference counting frees them as
-    always; the collector's previous state is restored.
-
-    Those objects are still the collector's youngest generation when it is turned back
-    on, so its next collection would walk every one of them (about 0.8 s of CPU at
-    100,000 failures) to free nothing: they are handed to the oldest generation first,
-    as surviving that walk would have done (``gc.freeze`` then ``gc.unfreeze``: two list
-    splices). Not done when the process holds frozen objects of its own, which
-    ``unfreeze`` would thaw."""
+    always; the collector's previous state is restored."""
     enabled = gc.isenabled()
     gc.disable()
     try:

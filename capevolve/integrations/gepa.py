@@ -1,34 +1,13 @@
 """GEPA interop: ``gepa.optimize(...)`` with capevolve as the evaluator and the store.
 
-:class:`GEPAAdapter` implements gepa's adapter protocol (``gepa.core.adapter.GEPAAdapter``)
-over a capevolve run. A GEPA candidate is ``{relative path: text}`` of the base candidate's
-component files (its text files outside the protected paths,
-:meth:`GEPAAdapter.seed_candidate`); a data instance is a task id of the
-run's train or val split (:meth:`~GEPAAdapter.trainset`, :meth:`~GEPAAdapter.valset`; test
-ids are refused, they belong to ``finalize``).
-
-- ``evaluate(batch, candidate, capture_traces)``: the base files with the candidate's texts
-  laid over them are snapshotted into the run (identical content reuses its snapshot) and
-  evaluated with :func:`capevolve.evaluate` on the split the batch belongs to, on the run's
-  engine (Ray or local). capevolve measures whole splits, so a minibatch is answered from
-  the evaluation of its whole split (made once per candidate and split, then reused):
-  every row is stored in the run's Parquet, and ``num_metric_calls`` is the number of
-  rollouts that call actually ran (0 for a reused evaluation; gepa 0.1 reads it for its
-  minibatch evaluations and counts a full-val evaluation as one call per task, so its
-  ``max_metric_calls`` is not the run's spend: the run's own budget is). A task's score is
-  its mean reward over scored trials; a task with no scored trial (infra errors only) gets
-  0.0 for gepa's search and is flagged ``unscored`` in its output and trajectory; an
-  evaluation that did not complete raises (a systemic failure, not a score).
-- ``make_reflective_dataset``: the entries of capevolve's diagnosis of that evaluation
-  (:func:`capevolve.diagnose`) for the batch's tasks, as ``Inputs`` / ``Generated Outputs``
-  / ``Feedback`` records, for every component asked for.
-- :meth:`GEPAAdapter.adopt`: take gepa's best candidate through capevolve's own rules
-  (full-val evaluation, the frozen gate against the current best, accept or reject), after
-  which :func:`capevolve.finalize` seals the test split once. gepa's scores never decide.
-
-:class:`ChatReflectionLM` is a gepa reflection LM over any OpenAI-compatible endpoint
-(capevolve's bounded, retried chat client; settings as the ``llm`` proposer's spec), with
-the endpoint's reported token usage and, when both prices are set, its cost.
+:class:`GEPAAdapter` is gepa's adapter over a capevolve run: a candidate is ``{relative path:
+text}`` of the base candidate's component files, a data instance a train or val task id
+(test ids are refused). ``evaluate`` snapshots the candidate and answers a minibatch from
+the evaluation of its whole split (made once, stored in the run; ``num_metric_calls`` is the
+rollouts actually run); a task with no scored trial scores 0.0 and is flagged ``unscored``;
+an incomplete evaluation raises. ``make_reflective_dataset`` serves capevolve's diagnosis.
+:meth:`GEPAAdapter.adopt` takes gepa's best through capevolve's own gate: gepa's scores never
+decide. :class:`ChatReflectionLM` is a reflection LM over an OpenAI-compatible endpoint.
 """
 
 from __future__ import annotations
@@ -226,15 +205,7 @@ def _task_rows(run: api.RunDir, eval_id: str) -> dict[str, list[tuple[float | No
 
 
 class ChatReflectionLM:
-    """A gepa ``LanguageModel`` (``prompt -> text``) over an OpenAI-compatible endpoint.
-
-    ``ChatReflectionLM("base_url=...,model=...")`` takes the ``llm`` proposer's options (and
-    ``CAPEVOLVE_LLM_*`` variables). Each call is bounded (max_tokens, timeout, retries,
-    ``deadline_s``), through capevolve's model client; an endpoint that fails past its
-    retries raises :class:`~capevolve.errors.ModelUnavailable`. ``total_tokens_in`` /
-    ``_out`` are the endpoint's reported usage, every attempt counted (``meter``);
-    ``cost_usd`` is None unless both prices are set (gepa's ``total_cost`` then reads 0.0:
-    set prices for ``max_reflection_cost``)."""
+    """A gepa ``LanguageModel`` (``prompt -> text``) over an OpenAI-compatible endpoint."""
 
     def __init__(self, options: str, *, deadline_s: float = 300.0,
                  env: Mapping[str, str] | None = None) -> None:

@@ -1,12 +1,4 @@
-"""The resolved settings of one model role: what a run pins and every row records.
-
-:func:`resolve` turns a role's config into :class:`ModelSettings` (the endpoint's URL,
-the price from config or the shipped table, the per-rollout limits and the breaker). A
-candidate may carry ``model.yaml`` choosing some of the agent's settings
-(:data:`CANDIDATE_KEYS`): then they are the candidate's edit (:func:`with_candidate`).
-:meth:`ModelSettings.compared` is the part that changes results; two evaluations are
-comparable only when it is equal (:func:`differences` names what differs).
-"""
+"""The resolved settings of one model role: what a run pins and every row records."""
 
 from __future__ import annotations
 

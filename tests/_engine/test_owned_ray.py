@@ -239,3 +239,40 @@ def test_opt_out_starts_a_private_ray_and_records_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["baseline"]["status"] == "complete"
     assert not state_path(state).exists() and not (state / "daemon.log").exists()
+
+
+def test_a_ray_start_cluster_of_this_machine_is_joined_instead(tmp_path, ray_session):
+    """Ray's record of the cluster `ray start` left running here (``ray_current_cluster``
+    in its temp dir) is followed, as ``ray.init()`` does: the command runs on that cluster
+    and no owned Ray is started or recorded. A record whose address does not answer is not
+    followed."""
+    from capevolve._engine.ray import pool
+
+    pool.shutdown_pool()
+    ray_tmp = tmp_path / "ray-tmp"
+    (ray_tmp / "ray").mkdir(parents=True)
+    (ray_tmp / "ray" / "ray_current_cluster").write_text(
+        ray_session.get_runtime_context().gcs_address, encoding="utf-8")
+    state = _state_dir("ray-start")
+    project = _project(tmp_path / "p")
+    run = tmp_path / "run"
+    done = _cli(_env(state, RAY_TMPDIR=str(ray_tmp), RAY_AUTH_MODE="token"), "run",
+                "--project", project, "--run-dir", run, "--json")
+    assert done.returncode == 0, done.stderr
+    assert not state_path(state).exists()
+    assert {r[2] for r in _rows(run, "seed")} == {ray_session.get_runtime_context().get_node_id()}
+
+
+def test_a_ray_start_record_that_does_not_answer_is_not_followed(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    (tmp_path / "ray").mkdir()
+    assert owned.started_here() is None  # no record
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        (tmp_path / "ray" / "ray_current_cluster").write_text(address, encoding="utf-8")
+        assert owned.started_here() == address
+    assert owned.started_here() is None  # nothing answers there now

@@ -4,13 +4,6 @@ Only :mod:`capevolve._engine.ray` imports ray. Rollout actors (:mod:`.actor`) ru
 rollouts concurrently; the driver submits units in batches (one actor call per batch,
 not per rollout), drains finished outcomes as they complete, and sends each batch of
 outcomes to a scorer actor (one call per batch) that never imported candidate code.
-
-On a cluster: rollout actors go to every node offering the CPUs / custom resources they
-request (``engine.num_cpus`` / ``engine.resources``, spread with ``SPREAD``); the
-candidate travels in the object store; the project (adapter code) is found on each node
-through the job's ``working_dir``. An optional limiter actor (:mod:`.limiter`) holds a
-cluster-wide cap on rollouts in flight and on rollouts started per second. Pools are
-cached per driver (:mod:`.pool`); the doctor's probe lives in :mod:`.probe`.
 """
 
 from __future__ import annotations
@@ -36,13 +29,10 @@ from capevolve.errors import EngineError
 
 
 def ensure_ray(address: str | None, reuse: bool = True) -> None:
-    """Join the given cluster (or RAY_ADDRESS) exactly; else join capevolve's own local Ray,
-    started first when none is running (:mod:`.owned`: shared by later commands, stopped by
-    ``capevolve down`` or when idle); with ``reuse`` False (``engine.reuse_local_ray``) or
-    CAPEVOLVE_RAY_REUSE=0, start a local Ray for this process alone. Never silently joins a
-    ``ray start`` cluster found here. Safe from any thread: a call while another thread
-    joins (:func:`.owned.join_quietly`) waits for it; called from the main thread, it
-    makes SIGTERM end the process through ``sys.exit`` (as ``ray.init`` does there)."""
+    """Join the given cluster (or RAY_ADDRESS); else the cluster ``ray start`` left running
+    on this machine; else capevolve's own local Ray, started first when none runs (:mod:`.owned`);
+    with ``reuse`` False or CAPEVOLVE_RAY_REUSE=0, a local Ray for this process alone. Safe from
+    any thread; from the main thread it makes SIGTERM end the process through ``sys.exit``."""
     with owned.JOINING:
         _ensure_ray(address, reuse)
     if threading.current_thread() is threading.main_thread() and \
@@ -53,7 +43,7 @@ def ensure_ray(address: str | None, reuse: bool = True) -> None:
 def _ensure_ray(address: str | None, reuse: bool) -> None:
     if ray.is_initialized():
         return
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = address or os.environ.get("RAY_ADDRESS") or owned.started_here()
     kwargs: dict[str, Any] = dict(owned.INIT_KWARGS)
     try:
         if address:

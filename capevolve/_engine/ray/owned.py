@@ -1,25 +1,11 @@
 """capevolve's own local Ray, shared by one user's commands: find it, start it, join it, stop it.
 
-Without ``--address`` / RAY_ADDRESS, the Ray engine joins the owned local Ray recorded in
-the state dir (:mod:`.owned_state`), starting one first when there is none: a detached
-daemon (:mod:`.owned_daemon`) that is the head's driver and its idle watchdog. So the
-first command pays Ray's start-up and later commands only connect. Every check and start
-happens under a lock in the state dir, so two commands at once start one Ray.
-
-What is never joined: a state file of another user, hand-edited or malformed (an
-EngineError naming it); a state whose daemon is gone or whose pid is now another process
-(stale: removed, and a new Ray started); a daemon whose cluster does not accept
-connections (killed, then a new one started); a cluster whose KV store does not hold the
-state's session id (refused after connecting). A ``ray start`` cluster of the user is
-never found here at all: only an address given explicitly joins another cluster.
-
-Each command is its own Ray job: its actors (and so every candidate's code) die with it.
-The job's workers see the environment the daemon started with, updated with every
-variable this command has with another value (``runtime_env.env_vars``). The warm actors
-a command claims from the daemon's pool (:mod:`.owned_warm`) get the same variables when
-they are bound, and are killed when the command is done with them.
-``CAPEVOLVE_RAY_REUSE=0`` (or ``engine.reuse_local_ray: false``) turns all of this off;
-``CAPEVOLVE_RAY_IDLE_S`` sets the idle timeout of a Ray started from then on.
+Without an address, a ``ray start`` cluster of this machine (:func:`started_here`), or
+``CAPEVOLVE_RAY_REUSE=0``, the Ray engine joins the owned Ray recorded in the state dir,
+starting a detached daemon first when there is none (under the state dir's lock: two
+commands start one). It stops with ``capevolve down`` or after ``CAPEVOLVE_RAY_IDLE_S``
+(default 900) without a command. Never joined: another user's or a malformed state, a dead
+daemon (replaced), a cluster that does not answer or holds another session id.
 """
 
 from __future__ import annotations
@@ -34,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +86,16 @@ def _reachable(address: str) -> bool:
         return False
 
 
+def started_here() -> str | None:
+    """The address of the cluster ``ray start`` last started on this machine (Ray's
+    ``ray_current_cluster`` file under ``$RAY_TMPDIR/ray``), when it accepts
+    connections; None otherwise."""
+    from ray._private.utils import read_ray_address
+
+    address = read_ray_address()
+    return address if address and _reachable(address) else None
+
+
 def connect(directory: Path | None = None) -> OwnedRay:
     """The owned Ray of this installation, started first when none is usable."""
     directory = ensure_dir(directory or state_dir())
@@ -139,16 +134,10 @@ INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False
 """The ``ray.init`` options of a command's driver."""
 
 
-def join_quietly(address: str | None, reuse: bool = True,
-                 then: Callable[[], object] | None = None) -> None:
-    """Import Ray and join it without starting one, for a thread beside the command's own
-    work (:func:`capevolve._loop.local_ray.join_early`): the given cluster (or RAY_ADDRESS),
-    or an owned Ray that is running (a command refused before its rollouts must leave no
-    Ray behind), or nothing. Once an owned Ray is joined, ``then`` runs under the same lock
-    (the engine's start waits for it): the early claim of warm actors
-    (:mod:`.owned_prefetch`), whose modules import only downwards (never one that imports
-    them back), so this thread's imports and the command's cannot wait on each other in a
-    cycle. A failure is left for the engine's own start to raise."""
+def join_quietly(address: str | None, reuse: bool = True) -> None:
+    """Import Ray and join it without starting one, in a thread beside the command's own work:
+    the given cluster (or RAY_ADDRESS), a ``ray start`` cluster of this machine, an owned Ray
+    that is running, or nothing. A failure is left for the engine's own start to raise."""
     import logging
 
     import ray
@@ -160,16 +149,14 @@ def join_quietly(address: str | None, reuse: bool = True,
         with JOINING:
             if ray.is_initialized():
                 return
-            address = address or os.environ.get("RAY_ADDRESS") or None
+            address = address or os.environ.get("RAY_ADDRESS") or started_here()
             if address:
                 ray.init(address=address, include_dashboard=False, **INIT_KWARGS)
             elif reuse_enabled(reuse):
                 join_owned(start=False, **INIT_KWARGS)
             if ray.is_initialized():  # the first serialisation sets up Ray's serialisers
                 ray.put(None)  # (its addons import pydantic.v1 and starlette): do it here
-            if _JOINED and then is not None:
-                then()
-            elif _JOINED:  # the first call to the warm pool's keeper (finding it)
+            if _JOINED:  # the first call to the warm pool's keeper (finding it)
                 keeper = ray.get_actor(WARM_KEEPER, namespace=WARM_NAMESPACE)
                 ray.get(keeper.stats.remote(), timeout=5.0)
     except Exception:  # noqa: BLE001,S110 - the engine's own start raises it again

@@ -1,28 +1,12 @@
 """The owned local Ray's warm pool: started actors a command claims instead of starting its own.
 
-The daemon of the owned Ray (:mod:`.owned_daemon`) starts a :class:`WarmKeeper` (a named
-actor in the ``capevolve-warm`` namespace), which keeps ``CAPEVOLVE_RAY_WARM`` (default: the
-Ray's CPUs) *warm* rollout actors and a warm scorer actor per ``SCORERS_PER`` of them
-started: detached named actors that have imported capevolve's worker code and no project or
-candidate code, and that reserve no CPU (``num_cpus=0``) while they wait.
-
-Contract:
-
-- :meth:`WarmKeeper.claim` hands each warm actor to exactly one caller: it takes the names
-  off the free list without awaiting anything in between (one event loop), records the
-  claimant's pid and process start time, and starts replacements REFILL_DELAY_S later
-  (only actors whose process answered are ever free).
-- A claimed actor serves one command and is never returned: the command binds it to its
-  project (:class:`~capevolve._engine.ray.actor.Binding`), uses it for one candidate and
-  kills it when the candidate's pool goes or the command exits (:func:`claim` registers
-  that at exit); the keeper kills every claimed actor whose claimant process is gone (a
-  command killed with SIGKILL), within REAP_S.
-- :func:`claim` returns nothing (the caller starts fresh actors, as without a pool) unless
-  this process joined the owned Ray (never for ``--address`` / RAY_ADDRESS or a private
-  Ray), the engine requests no CPUs or custom resources of its own (a warm actor holds
-  none), no variable this command changed is one a process reads only when it starts
-  (``PROCESS_START_VARS``), and the keeper answers within CLAIM_TIMEOUT_S. A keeper that
-  died is not restarted: commands start fresh actors until the owned Ray is replaced.
+The owned Ray's daemon starts a :class:`WarmKeeper` that keeps ``CAPEVOLVE_RAY_WARM``
+(default: the Ray's CPUs) rollout actors, and a scorer per ``SCORERS_PER`` of them, started
+with capevolve's worker code only and no CPU reserved. :meth:`WarmKeeper.claim` hands each
+to exactly one command, which binds it to its project and kills it when done (the keeper
+kills those of a command that died, within REAP_S). :func:`claim` returns nothing (fresh
+actors are started) unless this process joined the owned Ray, the engine asks no CPUs or
+resources, no start-only variable changed (``PROCESS_START_VARS``) and the keeper answers.
 """
 
 from __future__ import annotations

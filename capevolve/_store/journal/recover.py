@@ -73,15 +73,7 @@ def session_files(layout: Layout, session: str) -> list[Path]:
 
 
 def remove_session(layout: Layout, session: str) -> None:
-    """Delete a settled session's journal files, the dispatch journal last on disk too.
-
-    It is only ever done once the session's spend event is durable. The row segments'
-    removal is made durable (one directory fsync) before the dispatch journal goes, so a
-    power cut can bring back a dispatch journal without its segments -- settled again as a
-    no-op (its spend is recorded once, its rows are in recorded parts) and removed then
-    (``test_a_session_settled_before_its_files_were_removed_is_not_counted_twice``) -- but
-    never segments without the dispatch journal that lets recovery find and remove them.
-    The dispatch journal's own removal is not fsynced."""
+    """Delete a settled session's journal files, the dispatch journal last on disk too."""
     *segments, dispatch = session_files(layout, session)
     for path in segments:
         path.unlink(missing_ok=True)

@@ -1,18 +1,5 @@
 """The storage boundary for rows that arrive as columns (a scorer's batch), checked
 column-wise.
-
-A column batch maps each rollout column to a list of ``n`` values, or to one value shared
-by every row (the key columns a scorer takes from its job: run, eval, split, candidate).
-``started_at`` / ``finished_at`` may be POSIX seconds (floats), which is how scorers send
-them (a datetime costs far more to pickle and to convert than a float).
-
-The rules are :func:`~capevolve._store.rollouts.schema.storable_row`'s and stay there:
-this module only *proves*, with vectorised tests (value types per column, then pyarrow
-compute for ranges, finiteness, error kinds and the error/reward consistency), that
-``storable_row`` would keep every row of the batch unchanged. Each test here is as strict
-as, or stricter than, the quick ``_fine_*`` test of its column. A batch that fails any of
-them is checked row by row by ``storable_row`` itself, so a bad value is still an
-``invalid_value`` error row naming its column, and no other row is lost.
 """
 
 from __future__ import annotations

@@ -1,32 +1,19 @@
 """Compaction: when an evaluation completes, its many small parts become one (or a few).
 
-The durable writer leaves a part every few thousand rows or seconds; a query pays per
-file, so a complete evaluation's parts are rewritten as one file of at most
-:data:`MAX_ROWS` rows (more files beyond that), holding every row of the old parts that
-counts for the evaluation (its eval id, under its candidate's partition) in the old order
-(part path, then row), duplicates included. The ``rollouts`` view's one rule for duplicate
-units (capevolve._store.rollouts.query) therefore picks a row of the same content from
-the new part as from the old ones, and from any mix of the two. The rows are streamed:
-read a batch at a time and encoded a row group at a time (:data:`ROW_GROUP_ROWS`), so a
-compaction's memory does not grow with the evaluation.
+The new part holds every row of the old parts that counts for the evaluation, in the old
+order (part path, then row), duplicates included, so the view's duplicate rule picks the same
+content from old, new or mixed parts; rows are streamed a row group at a time. The steps,
+each durable before the next (a kill -9 leaves the old parts or the new ones complete):
 
-The steps, each durable before the next (a kill -9 at any moment leaves the old parts or
-the new ones complete on disk, never neither, and the view counts each unit once):
-
-1. the new parts are written under temporary names (``.<name>.tmp``) and fsynced;
-2. the intent (capevolve._store.rollouts.compact_intent) names the old and new parts;
+1. the new parts are written under temporary names and fsynced;
+2. the intent (:mod:`capevolve._store.compact_intent`) names the old and new parts;
 3. the new parts are renamed into place (directory fsync);
-4. one signed ``parts_compacted`` event records the new parts (sha256, size, rows) and
-   retires the old ones, in the same line;
-5. the old parts are removed, in descending path order (so that a unit's winning row
-   among those left always has the content of the committed one), directory fsync;
+4. one signed ``parts_compacted`` event records the new parts and retires the old ones;
+5. the old parts are removed, last path first, directory fsync;
 6. the intent is removed.
 
-Only recorded parts whose size and sha256 still match their record are compacted (a
-changed part is never laundered into a fresh record): otherwise nothing is done and
-verification reports the part. :func:`settle` (the next evaluate, under the run lock)
-finishes a compaction killed after step 4, undoes one killed before it, and compacts
-complete evaluations that still have several parts.
+Only parts that still match their record are compacted. :func:`settle` finishes a
+compaction killed after step 4, undoes one killed before, and compacts what is left.
 """
 
 from __future__ import annotations

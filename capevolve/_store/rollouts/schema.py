@@ -3,14 +3,6 @@
 Column names are an interface: other tools read the Parquet files. Structured values
 (inputs, tool calls, trace, score parts) are stored as canonical JSON text. The schema is
 versioned: every row carries ``schema_version``.
-
-The storage boundary: :func:`storable_row` is the one place that decides whether a value
-may be stored, whatever built the row (``model_construct`` skips pydantic, a scorer may
-return anything). Every value is checked for its type, its range (reward in [0, 1],
-non-negative tokens, cost and latency), finiteness and UTF-8 encodability. A bad value is
-never stored and never loses the batch: its column is nulled and the row becomes an error
-row of kind ``invalid_value`` whose error names the column (reward null: missing data).
-Only a bad *key* column (set by capevolve itself, never by user code) raises.
 """
 
 from __future__ import annotations
@@ -223,13 +215,7 @@ def safe_text(text: str) -> str:
 
 
 def storable_row(row: Mapping[str, Any]) -> dict:
-    """The row as it may be stored: exactly the schema's columns, every value checked.
-
-    Returns a new dict (unknown keys dropped, missing columns null). A bad value is nulled
-    and turns the row into an ``invalid_value`` error row naming the column (and keeping
-    any error the unit already had); an error row never has a reward. Raises RecordError
-    only for a bad key column. Idempotent: a stored row passes unchanged.
-    """
+    """The row as it may be stored: exactly the schema's columns, every value checked."""
     out = {name: row.get(name) for name in COLUMNS}
     _key_columns(out)
     problems: list[str] = []
