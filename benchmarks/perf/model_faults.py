@@ -6,7 +6,8 @@ Prints, as JSON: the tokens the server served and the tokens capevolve recorded 
 the check probe) with 429s and 500s injected; then, with 429 on every call, the calls made
 before the circuit breaker stopped the evaluation, and the command's exit code.
 
-Run: .venv/bin/python benchmarks/perf/bench_model_faults.py
+Run (needs `make llm-model`; not part of make bench):
+.venv/bin/python benchmarks/perf/model_faults.py
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import capevolve  # noqa: E402
 
 
 def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-model-faults-"))
+    tmp = Path(tempfile.mkdtemp(prefix="model-faults-"))
     out: dict = {}
     with start() as url, FaultProxy(url, ["429", None, "500", None] * 10) as proxy:
         root = tmp / "p"
