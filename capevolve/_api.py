@@ -168,16 +168,24 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
 
 
 def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
-         target: str | None = None) -> GateRecord:
+         target: str | None = None, engine: EngineKind | str | None = None,
+         address: str | None = None) -> GateRecord:
     """Gate ``candidate_id`` against the current best on full val, from stored rollouts,
     with the frozen project's gate settings; records the gate. The result's ``decision`` is
     accept, reject or indecisive (missing data is never a rejection). Both sides are read
     from their evaluations made with the project's num_trials, or with ``n_trials`` (a
     matched higher-power pair: both sides evaluated with that larger count). The verdict is
     the frozen ``gate.policy``'s (strict or keep-best), with the mechanism audit recorded,
-    against ``target`` (a recorded census bucket or a val diagnose cluster) when given."""
+    against ``target`` (a recorded census bucket or a val diagnose cluster) when given.
+    Under ``gate.alpha_spending: confirm`` (the default) a passing screen is confirmed on
+    fresh val trials of both sides, run on ``engine`` / ``address``, and the fresh data
+    alone decides (the record's ``confirmation``)."""
+    opened = _writer(run)
+    chosen = None
+    if engine is not None or address is not None:
+        chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
     return GateRecord.model_validate(decide.gate_candidate(
-        _writer(run), candidate_id, n_trials=n_trials, target=target))
+        opened, candidate_id, n_trials=n_trials, target=target, engine=chosen))
 
 
 def explore_gate(run: RunLike, candidate_id: str, *, k_se: float | None = None,

@@ -92,10 +92,14 @@ class GateConfig(_Section):
     """False-accept probability: a candidate no better than the best is accepted with
     probability at most alpha per gate (``per_gate``) or per run (``run``); the gate is a
     one-sided t-test at the t-quantile for its degrees of freedom."""
-    alpha_spending: AlphaSpending = AlphaSpending.PER_GATE
-    """per_gate: each gate tests at alpha. run: each gate tests at
-    alpha / budget.max_iterations, so the whole loop falsely accepts with probability at
-    most alpha (needs a max_iterations cap and no fixed k_se)."""
+    alpha_spending: AlphaSpending = AlphaSpending.CONFIRM
+    """confirm (the default): a strict gate is a screen at a = sqrt(alpha /
+    budget.max_iterations), and a candidate that passes is confirmed on fresh trials of
+    both sides, the fresh data alone deciding at a, so a loop of max_iterations decisions
+    promotes a no-better candidate with probability at most alpha. run: each gate tests at
+    alpha / budget.max_iterations (the loop at most alpha too). per_gate: each gate tests
+    at alpha (the loop is not bounded). confirm and run need a max_iterations cap and no
+    fixed k_se."""
     k_se: Num | None = Field(None, ge=0)
     """A fixed threshold instead of alpha: accept only if delta > k_se x SE. None (the
     default) derives it from alpha and the df; a fixed k_se gives up alpha's bound (the
@@ -368,13 +372,16 @@ class ProjectConfig(_Section):
 
     @model_validator(mode="after")
     def _run_alpha_needs_a_budget(self) -> ProjectConfig:
-        if self.gate.alpha_spending == AlphaSpending.RUN:
+        spending = self.gate.alpha_spending
+        if spending in (AlphaSpending.RUN, AlphaSpending.CONFIRM):
+            other = " (or set gate.alpha_spending: per_gate)" \
+                if spending == AlphaSpending.CONFIRM else ""
             if self.budget.max_iterations < 1:
-                raise ValueError("gate.alpha_spending run spends alpha over "
-                                 "budget.max_iterations, which must be >= 1")
+                raise ValueError(f"gate.alpha_spending {spending} spends alpha over "
+                                 f"budget.max_iterations, which must be >= 1{other}")
             if self.gate.k_se is not None:
-                raise ValueError("gate.alpha_spending run derives the threshold from alpha;"
-                                 " remove gate.k_se")
+                raise ValueError(f"gate.alpha_spending {spending} derives the threshold from "
+                                 f"alpha; remove gate.k_se{other}")
         return self
 
 

@@ -110,6 +110,8 @@ class AlphaSpending(StrEnum):
 
     PER_GATE = "per_gate"  # every gate may falsely accept with probability <= alpha
     RUN = "run"  # alpha / budget.max_iterations per gate: the whole loop <= alpha
+    CONFIRM = "confirm"  # screen then confirm on fresh trials, each at
+    # sqrt(alpha / budget.max_iterations): the whole loop <= alpha
 
 
 class EngineKind(StrEnum):

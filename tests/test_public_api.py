@@ -50,7 +50,7 @@ SIGNATURES = {
                 "purpose=None, target=None, engine=None, address=None",
     "finalize": "run, *, engine=None, address=None, spend_test_ids=False",
     "explore_gate": "run, candidate_id, *, k_se=None, mode=None, min_delta=None, n_trials=None",
-    "gate": "run, candidate_id, *, n_trials=None, target=None",
+    "gate": "run, candidate_id, *, n_trials=None, target=None, engine=None, address=None",
     "gate_numbers": "current, candidate, current_stderr, candidate_stderr, *, k_se=None, "
                     "min_delta=None, run=None",
     "init_project": "directory, *, kind='adapter'",

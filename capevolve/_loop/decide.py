@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._loop import models_pin
+from capevolve._engine.contract import Engine
+from capevolve._loop import confirm_stage, models_pin
 from capevolve._loop.decision_records import last_gate, record_decision, settle
 from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
@@ -89,7 +90,8 @@ def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig
 
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    mode: GateMode | str | None = None, min_delta: float | None = None,
-                   n_trials: int | None = None, target: str | None = None) -> dict[str, Any]:
+                   n_trials: int | None = None, target: str | None = None,
+                   engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val; records a gate event.
 
     The verdict is the frozen ``gate.policy``'s (strict or keep-best, on the goal's metric
@@ -105,16 +107,20 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
     another trial count is another draw and is never mixed in. An incomplete evaluation on
     either side (an outage, a budget stop) gives an indecisive gate: missing data is never
     a rejection. Under ``gate.alpha_spending: run`` a deciding gate of a new pair is refused
-    once the run's alpha is spent (``capevolve._policy.alpha.run_alpha_refusal``).
+    once the run's alpha is spent (``capevolve._policy.alpha.run_alpha_refusal``). Under
+    ``gate.alpha_spending: confirm`` (the default) a strict deciding gate that passes is
+    confirmed on fresh trials of both sides before it says accept
+    (:mod:`capevolve._loop.confirm_stage`; ``engine`` / ``address`` run those rollouts).
     """
     with run.locked():
         run.require_open("gate")
         return _gate(run, candidate_id, {"k_se": k_se, "mode": mode, "min_delta": min_delta},
-                     n_trials, target)
+                     n_trials, target, engine, address)
 
 
 def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
-          n_trials: int | None, target: str | None = None) -> dict[str, Any]:
+          n_trials: int | None, target: str | None = None, engine: Engine | None = None,
+          address: str | None = None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     best_id = run.best_id
     if candidate_id == best_id:
@@ -151,6 +157,13 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     if unmeasured:
         verdict = GateDecision(Decision.INDECISIVE, unmeasured, verdict.mode,
                                verdict.coverage, k_se=verdict.k_se)
+    confirmation = None
+    if not unmeasured and confirm_stage.applies(
+            frozen, bool(changed), settings.policy == GatePolicy.STRICT):
+        shared = set(cand_eval.excluded_tasks) & set(best_eval.excluded_tasks)
+        verdict, confirmation = confirm_stage.confirm_screen(
+            run, verdict, cand_eval, best_eval, frozen,
+            [t for t in run.splits.val if t not in shared], engine, address)
     if model_edit:
         verdict = replace(verdict, reasons=[
             *verdict.reasons, "the candidate's model.yaml changes the agent model's "
@@ -165,7 +178,8 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
               "n_trials": trials, "exploratory": bool(changed), "overrides": changed,
               "policy": str(settings.policy), "audit": audit.to_dict(), "target": target,
               "tentative": settings.policy == GatePolicy.KEEP_BEST
-              and tentative(verdict.decision, verdict.confidence)}
+              and tentative(verdict.decision, verdict.confidence),
+              "confirmation": confirmation}
     run.record(EventKind.GATE, **result)
     return result
 

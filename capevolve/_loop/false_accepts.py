@@ -10,7 +10,7 @@ from __future__ import annotations
 from capevolve._loop.frozen_config import run_config
 from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import Decision, EventKind
+from capevolve.kinds import Decision, EventKind, GatePolicy
 from capevolve.records import GateEvent
 
 
@@ -21,7 +21,8 @@ def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
     report.
     """
     config = run_config(run)
-    return false_accept_summary(gate_tallies(run), config.gate, config.budget.max_iterations)
+    return false_accept_summary(gate_tallies(run), config.gate, config.budget.max_iterations,
+                                keep_best=config.gate.policy == GatePolicy.KEEP_BEST)
 
 
 def gate_tallies(run: RunDir) -> list[GateTally]:

@@ -6,10 +6,14 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop.loop_status import stop_parse
+from capevolve._policy.power_plan import planned_power
 from capevolve._policy.protect import protected_collisions, protected_patterns
 from capevolve._project.loader import NOT_DETERMINISTIC, check_project_warnings, load_tasks
 from capevolve._project.scaffold import init_project
+from capevolve._project.scoreable import exclusions
 from capevolve._store.candidates import iter_files
+from capevolve._store.splits import make_splits
+from capevolve.adapter import Task
 from capevolve.config import ProjectConfig
 from capevolve.errors import CapevolveError
 from capevolve.kinds import EvaluatorKind
@@ -28,7 +32,8 @@ def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
 def check(project_dir: Path | str) -> dict[str, Any]:
     """Every problem with a project, in words (see ``check_project``), plus its task count.
 
-    Returns ``{"ok", "project", "n_tasks", "problems", "warnings", "metrics", "stop"}``;
+    Returns ``{"ok", "project", "n_tasks", "problems", "warnings", "metrics", "stop",
+    "power"}`` (``power``: the planning figure of ``_policy.power_plan``, None unless ok);
     ``n_tasks`` is None unless ok; ``stop`` is the parse of the stop condition (predicates
     and the clauses that did not parse), None when the config did not load; ``metrics``
     names the metric kinds of a dataset project's evaluators (deterministic and judge),
@@ -45,11 +50,29 @@ def check(project_dir: Path | str) -> dict[str, Any]:
         if w.startswith(NOT_DETERMINISTIC) else "") for w in found]
     if loaded is not None:
         warnings += _protected_seed_files(loaded.capability_dir, loaded.config)
-    n_tasks = len(load_tasks(loaded.adapter())) if loaded and not problems else None
+    n_tasks, power = None, None
+    if loaded is not None and not problems:
+        adapter = loaded.adapter()
+        tasks = load_tasks(adapter)
+        n_tasks, power = len(tasks), _power(loaded.root, loaded.config, adapter, tasks)
     return {"ok": not problems, "project": str(Path(project_dir).resolve()),
             "n_tasks": n_tasks, "problems": problems, "warnings": warnings,
             "metrics": metrics,
-            "stop": stop_parse(loaded.config.stop_condition) if loaded else None}
+            "stop": stop_parse(loaded.config.stop_condition) if loaded else None,
+            "power": power}
+
+
+def _power(root: Path, config: ProjectConfig, adapter: Any,
+           tasks: list[Task]) -> dict[str, Any] | None:
+    """What the gate could detect on the val split ``run`` will freeze (its scoreable tasks
+    x num_trials); None when the tasks cannot be split (``run`` says why)."""
+    try:
+        val = make_splits([t.id for t in tasks], config.splits, root).val
+        excluded = exclusions(adapter, [t for t in tasks if t.id in set(val)])
+    except CapevolveError:
+        return None
+    return planned_power(config.gate, config.budget.max_iterations, len(val) - len(excluded),
+                         config.num_trials)
 
 
 def _protected_seed_files(capability_dir: Path, config: ProjectConfig) -> list[str]:

@@ -11,7 +11,9 @@ from typing import Any
 from capevolve._engine.contract import Engine
 from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.locate import default_run_dir
+from capevolve._policy.power_plan import planned_power
 from capevolve._project import fingerprint as project_fingerprint
 from capevolve._project.loader import check_project
 from capevolve._project.tasks import task_ids
@@ -76,10 +78,14 @@ def start_run(project_dir: Path | str, run_dir: Path | str | None = None,
     """Create the run, score the seed on val (the baseline) and return the handoff."""
     run = create_run(project_dir, run_dir)
     baseline = evaluate(run, SEED_ID, Split.VAL, engine=engine, address=address)
+    config = run_config(run)
+    scoreable = len(run.splits.val) - (baseline.get("excluded") or 0)
     return {
         "run_dir": str(run.root), "best_id": run.best_id,
         "baseline": {k: baseline[k] for k in ("eval_id", "mean", "stderr", "n_tasks",
-                                              "n_scored", "n_errors", "status",
-                                              "incomplete_reason")},
+                                              "n_scored", "n_errors", "status", "excluded",
+                                              "excluded_reasons", "incomplete_reason")},
         "next": next_commands(run),
+        "power": planned_power(config.gate, config.budget.max_iterations, scoreable,
+                               config.num_trials),
     }

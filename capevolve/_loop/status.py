@@ -26,7 +26,7 @@ from capevolve.kinds import EventKind, Split
 from capevolve.records import EvalRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
-             "n_scored", "n_errors", "n_trials", "coverage")
+             "n_scored", "n_errors", "n_trials", "coverage", "excluded", "excluded_reasons")
 
 
 def evaluations(run: RunDir) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from capevolve._policy.loop_alpha import stage_alpha
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision
 from capevolve.stats import t_quantile
@@ -33,10 +34,39 @@ from capevolve.stats.power import t_tail
 
 
 def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
-    """The false-accept probability one gate may spend under ``config.alpha_spending``."""
+    """The one-sided level of one gate's t-test under ``config.alpha_spending`` (under
+    ``confirm``, of each of its two stages)."""
     if config.alpha_spending == AlphaSpending.RUN:
         return config.alpha / max(1, max_iterations)
-    return config.alpha
+    if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1:
+        return stage_alpha(config.alpha, max_iterations)
+    return config.alpha  # (a lone gate under confirm, outside any budgeted run: alpha)
+
+
+def gate_risk(config: GateConfig, max_iterations: int) -> float:
+    """P(a gate accepts a candidate no better than the best): a under per_gate and run,
+    a * a under confirm (two stages on independent trials)."""
+    a = per_gate_alpha(config, max_iterations)
+    return a * a if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1 \
+        else a
+
+
+def guarantee(config: GateConfig, max_iterations: int, keep_best: bool = False) -> str:
+    """What the loop guarantees under these settings, in one sentence."""
+    if keep_best:
+        return ("keep-best keeps point estimates: no bound on promoting a no-better "
+                "candidate (its label says whether the move is shown beyond noise)")
+    if config.k_se is not None:
+        return (f"a fixed k_se {config.k_se:g} bounds neither a gate nor the loop by alpha "
+                "(each gate records the false-accept probability it implies)")
+    if config.alpha_spending == AlphaSpending.PER_GATE:
+        return (f"each gate accepts a no-better candidate with probability at most "
+                f"{config.alpha:g}; the loop is not bounded (up to {config.alpha:g} per gate)")
+    how = ("each gate tests at alpha / max_iterations" if config.alpha_spending
+           == AlphaSpending.RUN else "a screen then a confirmation on fresh trials, each "
+           f"at {per_gate_alpha(config, max_iterations):.4g}")
+    return (f"a loop of at most {max_iterations} decisions promotes a candidate no better "
+            f"than its best with probability at most {config.alpha:g} ({how})")
 
 
 def critical_value(config: GateConfig, df: float | None,
@@ -79,9 +109,12 @@ class FalseAcceptSummary:
     alpha_spending: str
     """per_gate or run."""
     per_gate_alpha: float | None
-    """The a each gate spends (None with a fixed k_se: it depends on each gate's df)."""
+    """The false-accept probability each gate spends (a, or a * a for a two-stage gate
+    under confirm; None with a fixed k_se: it depends on each gate's df)."""
     planned_bound: float | None
     """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
+    guarantee: str = ""
+    """What the loop guarantees at these settings, in one sentence."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -121,12 +154,14 @@ def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iter
 
 
 def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
-                         max_iterations: int) -> FalseAcceptSummary:
-    """Sum the per-gate a of the distinct decisive decision gates of a run."""
+                         max_iterations: int, keep_best: bool = False) -> FalseAcceptSummary:
+    """Sum the per-gate a of the distinct decisive decision gates of a run. The sum bounds
+    the expected number of false accepts under any dependence between the gates (a
+    shared baseline draw included): it is linearity of expectation, not independence."""
     items = list(tallies)
     decisive = _decisive_pairs(items)
     fixed = config.k_se is not None
-    per_gate = None if fixed else per_gate_alpha(config, max_iterations)
+    per_gate = None if fixed else gate_risk(config, max_iterations)
     planned = None
     if per_gate is not None and max_iterations > 0:
         planned = min(1.0, per_gate * max_iterations)
@@ -135,4 +170,4 @@ def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
         exploratory_gates=sum(t.exploratory for t in items), distinct_pairs=len(decisive),
         expected_false_accepts=sum(decisive.values()), alpha=config.alpha,
         alpha_spending=str(config.alpha_spending), per_gate_alpha=per_gate,
-        planned_bound=planned)
+        planned_bound=planned, guarantee=guarantee(config, max_iterations, keep_best))

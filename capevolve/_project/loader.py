@@ -12,6 +12,7 @@ from typing import Any
 
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
+from capevolve._project.record_errors import record_error
 from capevolve._project.scoreable import exclusions
 from capevolve._project.tasks import load_tasks  # noqa: F401 - re-exported
 from capevolve.adapter import Rollout, Score, Task
@@ -154,7 +155,8 @@ def _probe_score(adapter: Any, project: Project, task: Task,
         return ([found], []) if unreachable or not judged else (
             [], [found + " (such answers are error rows, never scores)"])
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
-        return [f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"], []
+        said = record_error(exc) or f"{type(exc).__name__}: {exc}"
+        return [f"probe on task {task.id!r} raised {said}"], []
     if not isinstance(first, Score):
         return [f"score returned {type(first).__name__}, expected Score"], []
     if first != second:

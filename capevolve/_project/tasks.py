@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from capevolve._project.calls import call_sync
+from capevolve._project.record_errors import record_error
 from capevolve._project.scoreable import exclusion
 from capevolve._project.taskfile import TaskFile, TaskFileWriter
 from capevolve._project.tasktable import TaskTable, TaskTableBuilder
@@ -26,7 +27,8 @@ def iter_tasks(adapter: Any) -> Iterator[Task]:
     try:
         raw = call_sync(adapter.tasks)
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
-        raise AdapterError(f"adapter: tasks() raised {type(exc).__name__}: {exc}") from None
+        said = record_error(exc) or f"{type(exc).__name__}: {exc}"
+        raise AdapterError(f"adapter: tasks() raised {said}") from None
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
         raise AdapterError(f"adapter: tasks() returned {type(raw).__name__}, expected a list "
                            "or an iterable of Task")

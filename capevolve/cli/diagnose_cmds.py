@@ -166,6 +166,33 @@ def census_export(*, run_dir: MaybeRunDirOpt = None, tag: Annotated[str, typer.O
                          f"{len(manifest['batches'])} batches under {out}")
 
 
+@census_app.command("template")
+@command
+def census_template(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+                    tag: Annotated[str, typer.Option(
+                        "--tag", "-t", help="The candidate id whose failures are described.")],
+                    split: SplitOpt = "val",
+                    out: Annotated[Path, typer.Option(
+                        "--out", help="The census file to write (never overwritten).")]
+                    = Path("census.json"),
+                    json: JsonOpt = False) -> None:
+    """Write a census.json to fill in: run_dir, split and tag filled, the run's
+    failing_total, described 0, and one bucket showing the fields (name, description,
+    count, examples); `census check` accepts it as it is."""
+    run_dir = resolve_run_dir(run_dir, project)
+    from capevolve import _api
+    from capevolve.diagnose import census as census_lib
+
+    _check_split(split)
+    if out.exists():
+        fail(f"--out {out}: exists; census template never overwrites a census")
+    doc = census_lib.template(_api.run_dir_of(run_dir), split, tag)
+    out.write_text(jsonlib.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    emit({"path": str(out), **doc}, json,
+         f"wrote {out}: {doc['failing_total']} failing datapoints of {tag} on {split} to "
+         f"describe; fill in the buckets, then: capevolve census check {out}")
+
+
 @census_app.command("check")
 @command
 def census_check(file: Annotated[Path, typer.Argument(help="The census.json to check.")],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +23,7 @@ from capevolve.kinds import GateMode
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
-             "target")
+             "target", "excluded", "excluded_reasons")
 NoteOpt = Annotated[str | None, typer.Option("--note", help="Why (recorded in events).")]
 TargetOpt = Annotated[str | None, typer.Option(
     "--target", help="The census bucket (census check --record) or val diagnose cluster the "
@@ -30,12 +31,15 @@ TargetOpt = Annotated[str | None, typer.Option(
 CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")]
 
 
-def _eval_human(record: dict) -> str:
+def _eval_human(record: dict, already: bool = False) -> str:
+    from capevolve.report.words import scored_text
+
     pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record["pass_k"].items()) or "—"
     mean = fmt_mean(record["mean"], record["stderr"])
-    return (f"{record['eval_id']}: {record['split']} mean {mean}"
-            f" ({record['n_scored']}/{record['n_tasks']} tasks scored, {record['n_errors']} "
-            f"errored trials, {record['n_trials']} trials; {pass_k}) [{record['status']}]")
+    scored = scored_text(record["n_scored"], record["n_tasks"], record.get("excluded_reasons"))
+    return (f"{record['eval_id']}: {'already complete, nothing ran: ' if already else ''}"
+            f"{record['split']} mean {mean} ({scored}; {record['n_errors']} errored trials, "
+            f"{record['n_trials']} trials; {pass_k}) [{record['status']}]")
 
 
 @command
@@ -80,10 +84,16 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
     from capevolve.progress.live import live_progress
 
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
     with live_progress():  # on stderr: units, rate, ETA, errors, running mean
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
                                     address=address, target=target).to_dict()
-    emit({k: record.get(k) for k in EVAL_KEYS}, json, _eval_human(record))
+    # a complete evaluation is returned as it was: it finished before this command started
+    already = record["status"] == "complete" and (record.get("finished_at") or "") < started
+    payload = {k: record.get(k) for k in EVAL_KEYS}
+    if already:
+        payload.update(units_run=0, already_complete=True)
+    emit(payload, json, _eval_human(record, already))
     exit_if_breaker(record.get("incomplete_reason"))
 
 
@@ -95,8 +105,11 @@ def _gate_human(result: dict) -> str:
     tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
     if result.get("confidence"):
         tag += f" [{result['confidence']}{', TENTATIVE' if result.get('tentative') else ''}]"
+    from capevolve.report.words import gate_power_text
+
+    power = gate_power_text(result.get("power"))
     return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
-        f"- {r}" for r in result["reasons"])
+        f"- {r}" for r in result["reasons"]) + (f"\n{power}" if power else "")
 
 
 def _run(run_dir: str | None, project: Path | None) -> Path:
@@ -141,10 +154,13 @@ def gate(candidate: Annotated[str, typer.Option(
          target: Annotated[str | None, typer.Option(
              "--target", help="The census bucket (census check --record) or val diagnose "
              "cluster the change targets: the audit checks the gain comes from it.")] = None,
+         engine: EngineOpt = None, address: AddressOpt = None,
          json: JsonOpt = False) -> None:
     """Gate a candidate against the current best on full val, from stored rollouts.
 
-    The run's frozen gate settings decide. --mode, --k-se or --min-delta with another
+    The run's frozen gate settings decide. Under alpha_spending: confirm (the default) a
+    gate whose screen passes runs both sides on fresh val trials (--engine / --address)
+    and the fresh data alone decides. --mode, --k-se or --min-delta with another
     value run an exploratory gate: recorded as such, never a basis for accept. A pair is
     gated on at most two trial counts (the project's and one matched --n-trials pair);
     under alpha_spending: run a deciding gate is refused once the run's alpha is spent.
@@ -161,7 +177,7 @@ def gate(candidate: Annotated[str, typer.Option(
              "directory when it holds a capevolve.yaml), or the raw form with --current")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target).to_dict()
+                                target=target, engine=engine, address=address).to_dict()
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials).to_dict()

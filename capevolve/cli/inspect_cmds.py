@@ -17,6 +17,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 def _status_human(status: dict) -> str:
     from capevolve.report.data import model_spend_lines, standing_text
+    from capevolve.report.words import scored_text
 
     spent, budget = status["spent"], status["budget"]
     best = status["best_val"] or {}
@@ -53,8 +54,12 @@ def _status_human(status: dict) -> str:
     lines.append(f"gates run {gates['gates']} ({gates['exploratory_gates']} exploratory); "
                  f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
                  "gate settings")
+    if gates.get("guarantee"):
+        lines.append(f"the loop guarantees: {gates['guarantee']}")
     for e in status["evaluations"]:
-        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} [{e['status']}]")
+        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} "
+                     f"({scored_text(e['n_scored'], e['n_tasks'], e.get('excluded_reasons'))})"
+                     f" [{e['status']}]")
     lines.append("candidates:")
     for c in status.get("decisions", []):
         gate = f"; gate said {c['gate']}" if c["gate"] else ""

@@ -43,6 +43,8 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
         human += ("\nmetrics: deterministic " + (", ".join(metrics["deterministic"]) or "none")
                   + "; judge " + (", ".join(metrics["judge"]) or "none"))
     human += "".join(f"\nwarning: {w}" for w in payload.get("warnings") or [])
+    if payload.get("power"):
+        human += "\n" + payload["power"]["text"]
     if stop_line(payload.get("stop")):
         human += "\n" + str(stop_line(payload.get("stop")))
     emit(payload, json, human)
@@ -64,10 +66,13 @@ def run(project: ProjectOpt = Path("."),
         handoff = capevolve.start_run(project, run_dir, engine=engine,
                                       address=address).to_dict()
     base = handoff["baseline"]
+    from capevolve.report.words import scored_text
+
     human = "\n".join([
         f"run dir: {handoff['run_dir']}",
         f"baseline (seed on val): {fmt_mean(base['mean'], base['stderr'])} "
-        f"({base['n_scored']}/{base['n_tasks']} tasks scored)",
+        f"({scored_text(base['n_scored'], base['n_tasks'], base.get('excluded_reasons'))})",
+        *([handoff["power"]["text"]] if handoff.get("power") else []),
         "next:", *(f"  {c}" for c in handoff["next"]),
     ])
     emit(handoff, json, human)

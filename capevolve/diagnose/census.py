@@ -4,6 +4,8 @@
 input, output, reference when the targets are available, feedback) plus the project's
 domain notes, and ``census_manifest.json``. Nothing in a batch names a category (no
 kinds, clusters or tags): describers describe in their own words.
+
+``template`` writes a census.json to fill in; ``check`` validates one against the run.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ def export(run: RunDir, split: str, tag: str, batch_size: int, out: Path,
                 "failing_total": len(trials), "batch_size": batch_size, "batches": names}
     jsonfiles.write_atomic(out / MANIFEST, manifest)
     return manifest
+
+
+def template(run: RunDir, split: str, tag: str) -> dict[str, Any]:
+    """A census.json to fill in: what it describes (``run_dir``, ``split``, ``tag``), the
+    run's ``failing_total``, ``described`` 0 and one bucket showing a bucket's fields;
+    :func:`check` accepts it as it is."""
+    return {"run_dir": str(run.root), "split": str(split), "tag": tag,
+            "failing_total": len(failing_trials(run, split, tag)), "described": 0,
+            "buckets": [{"name": "short-name",
+                         "description": "what went wrong and why, in your own words",
+                         "count": 0, "examples": []}]}
 
 
 def _count(doc: dict[str, Any], name: str, problems: list[str]) -> int | None:

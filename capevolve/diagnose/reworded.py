@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import chain, combinations
 
 from capevolve.diagnose.cluster import UnionFind
 
@@ -40,12 +40,18 @@ def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
     failure index and ``specific`` whether its key holds a token (the group of units
     with nothing specific left is never merged); ``task_ids`` and ``short`` (the one
     score part that fell short, or None) are per failure."""
-    trials = [{owners[u] for u in group} if specific[group[0]] else set()
+    trials = [set(map(owners.__getitem__, group)) if specific[group[0]] else set()
               for group in groups]
+    tasks = [set(map(task_ids.__getitem__, failing)) for failing in trials]
+    counts = Counter(chain.from_iterable(tasks))
+    shared = {task for task, n in counts.items() if n > 1}  # in two groups or more
     by_task: dict[str, dict[int, set[int]]] = {}
     for g, failing in enumerate(trials):
+        if tasks[g].isdisjoint(shared):
+            continue
         for f in failing:
-            by_task.setdefault(task_ids[f], {}).setdefault(g, set()).add(f)
+            if (task := task_ids[f]) in shared:
+                by_task.setdefault(task, {}).setdefault(g, set()).add(f)
     support: Counter[tuple[int, int]] = Counter()
     together: set[tuple[int, int]] = set()
     for per_group in by_task.values():
@@ -62,10 +68,10 @@ def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
                 support[(a, b)] += 1
     if not support:
         return groups
-    tasks = [len({task_ids[f] for f in failing}) for failing in trials]
     uf = UnionFind(len(groups))
     for (a, b), n in sorted(support.items()):
-        if (a, b) not in together and n >= max(MIN_TASKS, SHARE * max(tasks[a], tasks[b])):
+        larger = max(len(tasks[a]), len(tasks[b]))
+        if (a, b) not in together and n >= max(MIN_TASKS, SHARE * larger):
             uf.union(a, b)
     merged: dict[int, list[int]] = {}
     for g, group in enumerate(groups):

@@ -90,12 +90,16 @@ class ModelClient:
         return body
 
     def _check_limits(self) -> None:
-        limits, now = self.settings.limits, self.meter.snapshot()
-        spent = {k: now[k] - self._start[k] for k in ("prompt_tokens", "completion_tokens")}
-        tokens = spent["prompt_tokens"] + spent["completion_tokens"]
+        limits = self.settings.limits
         if limits.max_turns is not None and self.calls >= limits.max_turns:
             raise RolloutLimitReached(f"bound reached: {limits.max_turns} model calls "
                                       "(models.rollout.max_turns)", "turns")
+        self._check_spent()
+
+    def _check_spent(self) -> None:
+        limits, now = self.settings.limits, self.meter.snapshot()
+        spent = {k: now[k] - self._start[k] for k in ("prompt_tokens", "completion_tokens")}
+        tokens = spent["prompt_tokens"] + spent["completion_tokens"]
         if limits.max_tokens is not None and tokens >= limits.max_tokens:
             raise RolloutLimitReached(f"bound reached: {tokens} tokens of "
                                       f"{limits.max_tokens} (models.rollout.max_tokens)",
@@ -122,7 +126,9 @@ class ModelClient:
                 break
             attempt += 1
             try:
-                return self._attempt(payload, left)
+                answer = self._attempt(payload, left)
+                self._check_spent()  # an answer that reached a bound ends the rollout too
+                return answer
             except _Retry as exc:
                 last, failure = exc.reason, exc.failure
                 wait = exc.wait

@@ -336,7 +336,7 @@ def _decide(s: Session, p: Planned, child_id: str, val: dict[str, Any],
     already_best = run.best_id == child_id
     if not already_best and (gate is None or gate.get("best_id") != run.best_id):
         try:
-            gate = decide.gate_candidate(run, child_id)
+            gate = decide.gate_candidate(run, child_id, engine=s.engine)
         except GateError as exc:
             return _record(s, p, Outcome.INDECISIVE, child_id=child_id, screen=screen,
                            reasons=[str(exc)])

@@ -262,6 +262,9 @@ class GateRecord(Record):
     """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
     target: str | None = None
     """The ``--target`` (cluster or census bucket) the change was meant to fix."""
+    confirmation: dict[str, Any] | None = None
+    """``alpha_spending: confirm``: the fresh-trial confirmation that decided (its trial
+    range, evaluations and numbers); None when the screen did not pass or none applies."""
 
 
 class EvalSummary(Record):

@@ -47,6 +47,9 @@ class ProjectCheck(Result):
     """A dataset project's metric kinds: ``deterministic`` kinds and ``judge`` names."""
     stop: dict[str, Any] | None
     """How the stop condition parsed (None when the config did not load)."""
+    power: dict[str, Any] | None = None
+    """The smallest gain the gate can detect given the scoreable val tasks and trials
+    (``n_tasks``, ``trials``, ``mde``, ``min_delta``, ``text``); None unless ok."""
 
 
 class EvalLine(Result):
@@ -64,6 +67,10 @@ class EvalLine(Result):
     n_errors: int | None = None
     n_trials: int | None = None
     coverage: float | None = None
+    excluded: int | None = None
+    """Tasks of the split that cannot be scored (never run, in no denominator)."""
+    excluded_reasons: dict[str, int] | None = None
+    """Why they were excluded: reason -> count."""
     incomplete_reason: str | None = None
     """Why an incomplete evaluation is not a measurement."""
 
@@ -75,6 +82,8 @@ class Handoff(Result):
     best_id: str
     baseline: EvalLine
     next: list[str]
+    power: dict[str, Any] | None = None
+    """The smallest gain the gate can detect on this run's val split (as check says it)."""
 
 
 class GateNumbers(Result):

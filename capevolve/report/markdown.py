@@ -30,6 +30,7 @@ from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
 from capevolve.report.data import model_spend_lines, standing_text
 from capevolve.report.loop_section import loop_section
+from capevolve.report.words import gate_power_text, scored_text
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -84,6 +85,7 @@ def render(run: RunDir) -> str:
               "| candidate | eval | mean ± SE | scored | errors | pass^k | gate | decision |",
               "|---|---|---|---|---|---|---|---|"]
     decided = _decisions(run)
+    sensitivity: list[str] = []
     for record in evaluations(run):
         if record["split"] != Split.VAL:
             continue
@@ -97,11 +99,16 @@ def render(run: RunDir) -> str:
                      if gate else "—")
         decision = info.get("decision") or ("baseline" if record["candidate_id"] == "seed"
                                             else "—")
+        scored = scored_text(stats["n_scored"], stats["n_tasks"],
+                             stored.excluded_reasons if stored is not None else None)
         lines.append(
             f"| {record['candidate_id']} | {record['eval_id']} | {_measured(stats, floor)} | "
-            f"{stats['n_scored']}/{stats['n_tasks']} | {stats['n_errors']} | {_pass_k(stats)} "
+            f"{scored} | {stats['n_errors']} | {_pass_k(stats)} "
             f"| {gate_text} | {decision} |")
-    lines += ["", *loop_section(run)]
+        power = gate_power_text(gate.get("power")) if gate else None
+        if power:
+            sensitivity.append(f"- {record['candidate_id']}'s gate: {power}")
+    lines += ["", *sensitivity, *([""] if sensitivity else []), *loop_section(run)]
     lines += ["## Gates", ""] + _gates_section(run)
     lines += ["", "## Held-out test", ""]
     lines += _final_section(run, floor)
@@ -175,6 +182,7 @@ def _gates_section(run: RunDir) -> list[str]:
         f"- expected false accepts so far: {summary.expected_false_accepts:.3f} "
         f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})",
         f"- bound on any false accept over the budgeted iterations: {planned}",
+        f"- the loop guarantees: {summary.guarantee}",
     ]
 
 

@@ -57,7 +57,9 @@ def test_gate_numbers_come_from_the_stored_rollouts(run, tmp_path):
     result = gate_candidate(run, cid)
     _, rows = RolloutStore(run.layout).query(f"""
         WITH m AS (SELECT candidate_id, task_id, avg(reward) r FROM rollouts
-                   WHERE split = 'val' AND reward IS NOT NULL GROUP BY ALL)
+                   WHERE split = 'val' AND reward IS NOT NULL
+                   AND eval_id IN ('{result["candidate_eval"]}', '{result["best_eval"]}')
+                   GROUP BY ALL)
         SELECT avg(c.r - s.r) FROM m c JOIN m s USING (task_id)
         WHERE c.candidate_id = '{cid}' AND s.candidate_id = 'seed'""")
     assert result["delta"] == pytest.approx(rows[0][0])
@@ -235,8 +237,10 @@ def test_false_accept_ledger_counts_the_runs_gates(run, tmp_path):
     gate_candidate(run, cid, k_se=0.5)
     ledger = false_accept_ledger(run)
     assert ledger.gates == 3 and ledger.exploratory_gates == 1 and ledger.distinct_pairs == 1
-    assert ledger.expected_false_accepts == pytest.approx(0.05)
-    assert ledger.planned_bound == pytest.approx(min(1.0, 0.05 * 20))
+    # the default (confirm): each gate risks a * a = alpha / max_iterations, the loop alpha
+    assert ledger.expected_false_accepts == pytest.approx(0.05 / 20)
+    assert ledger.planned_bound == pytest.approx(0.05)
+    assert ledger.guarantee.startswith("a loop of at most 20 decisions")
 
 
 def test_eval_records_state_the_pass_threshold_behind_pass_k(tmp_path):

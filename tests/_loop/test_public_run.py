@@ -42,7 +42,9 @@ def test_the_public_run_only_reads(tmp_path):
     before = _files(run)
     assert run.best_id == "seed" and run.candidate_ids() == ["cand_001", "seed"]
     assert run.candidate("cand_001").hash and run.candidate_dir("seed").is_dir()
-    assert [e.split for e in run.evaluations("val")] == ["val", "val"]
+    # the gate's two evaluations, and its confirmation's fresh trials of both sides
+    assert [(e.split, e.purpose) for e in run.evaluations("val")] == [
+        ("val", "gate"), ("val", "gate"), ("val", "confirm"), ("val", "confirm")]
     assert run.evaluations("train") == [] and not run.finalized
     assert run.manifest.run_id == run.run_id and len(run.splits.val) > 0
     assert run.events(EventKind.GATE)[-1].decision == capevolve.Decision.ACCEPT

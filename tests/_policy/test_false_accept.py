@@ -105,11 +105,14 @@ def test_false_accept_summary_counts_distinct_decisive_decision_gates():
         GateTally(True, Decision.ACCEPT, 0.3, ("c3", "s")),  # exploratory
         GateTally(False, Decision.INDECISIVE, 0.05, ("c4", "s")),
     ]
-    summary = false_accept_summary(tallies, GateConfig(), 20)
+    summary = false_accept_summary(tallies, GateConfig(alpha_spending="per_gate"), 20)
     assert summary.gates == 5 and summary.decision_gates == 4
     assert summary.exploratory_gates == 1 and summary.distinct_pairs == 2
     assert summary.expected_false_accepts == pytest.approx(0.10)
     assert summary.planned_bound == 1.0 and summary.per_gate_alpha == 0.05
+    default = false_accept_summary(tallies, GateConfig(), 20)  # confirm: a * a per gate
+    assert default.per_gate_alpha == pytest.approx(0.0025)
+    assert default.planned_bound == pytest.approx(0.05)
     run = false_accept_summary(tallies[:3], GateConfig(alpha_spending=AlphaSpending.RUN), 20)
     assert run.per_gate_alpha == pytest.approx(0.0025)
     assert run.planned_bound == pytest.approx(0.05)

@@ -61,3 +61,31 @@ def test_retail_seed_meets_the_ari_target(tmp_path):
     figures = bench.bench_retail(tmp_path)
     assert figures["retail/val"]["ari"] >= bench.TARGET_ARI
     assert figures["retail/val"]["per_cause"]["act"]["recall"] >= 0.9
+
+
+def _figures(ari: float, held_out: bool = False) -> dict:
+    figures = {"items": 10, "failing_trials": 8, "rules": 3, "clusters": 4, "unmatched": 0,
+               "ari": ari, "per_cause": {}, "sanity": [], "first_words_ari": 0.1}
+    return {**figures, "held_out": True} if held_out else figures
+
+
+@pytest.mark.parametrize(("airline", "held_out", "status"),
+                         [(0.8, 0.2, 0), (0.6, 0.9, 1), (0.8, 0.9, 0)])
+def test_held_out_rows_report_but_never_decide_the_exit_status(monkeypatch, capsys,
+                                                               airline, held_out, status):
+    """A held-out row has no target (met null) whatever its ARI; the benchmarks the rules
+    were built on decide the exit status."""
+    import bench_diagnose_quality as bench
+    from bench_row import parse_line
+
+    monkeypatch.setattr(bench, "bench_retail", lambda root: {})
+    monkeypatch.setattr(bench, "bench_airline", lambda root: {"airline/val": _figures(airline)})
+    monkeypatch.setattr(bench, "bench_heldout",
+                        lambda root: {"refund_desk/val": _figures(held_out, True)})
+    monkeypatch.setattr(sys, "argv", ["bench_diagnose_quality.py"])
+    assert bench.main() == status
+    rows = [parse_line("q", line) for line in capsys.readouterr().out.splitlines()]
+    rows = {r.figure: r for r in rows if r is not None}
+    held = rows["diagnose clusters vs true causes, ARI, refund_desk/val (held out)"]
+    assert (held.target, held.met, held.error) == ("", None, None)
+    assert rows["diagnose clusters vs true causes, ARI, airline/val"].met is (airline >= 0.7)

@@ -59,8 +59,10 @@ def test_status_after_accept(loop):
     assert status["spent"]["iterations"] == 1
     assert status["best_val"]["eval_id"] == "val__cand_001__k3"
     assert status["candidates"] == ["cand_001", "seed"]
-    assert [e["eval_id"] for e in status["evaluations"]] == ["val__seed__k3",
-                                                             "val__cand_001__k3"]
+    # the gate's two evaluations, then its confirmation's: 6 fresh trials (3..8) per side
+    assert [e["eval_id"] for e in status["evaluations"]] == [
+        "val__seed__k3", "val__cand_001__k3", "val__cand_001__k6__confirm_t3",
+        "val__seed__k6__confirm_t3"]
     assert status["finalized"] is False
 
 
@@ -93,12 +95,13 @@ def test_report_mentions_the_test_delta(loop):
 
 
 def test_query_counts_per_split(loop):
-    """query returns rollout counts per split: two candidates x tasks x trials on val and test."""
+    """query returns rollout counts per split: two candidates x tasks x trials on test, and
+    on val 3 gate trials plus 6 confirmation trials each."""
     splits = _splits(loop)
     payload = one_json(loop.steps["query"])
     assert payload["columns"] == ["split", "n"]
     assert payload["rows"] == [["test", 2 * 3 * len(splits["test"])],
-                               ["val", 2 * 3 * len(splits["val"])]]
+                               ["val", 2 * (3 + 6) * len(splits["val"])]]
 
 
 def test_human_status_after_finalize(loop):

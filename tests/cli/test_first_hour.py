@@ -266,3 +266,72 @@ def test_the_adapter_scaffold_runs_as_written_on_local_ray_and_says_so(tmp_path)
         assert gate["decision"] == "accept"
     finally:
         cli("down", cwd=project, env=env)
+
+
+@pytest.mark.slow
+def test_power_is_said_in_words_at_check_run_and_every_gate(tmp_path):
+    """check and run state the smallest gain the gate can detect on the val split given
+    its scoreable tasks and trials (the noisiest-rewards planning figure, recomputed here
+    from Student t), and the gate's text states its own, from the spread it measured."""
+    from scipy import stats
+
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--json", cwd=tmp_path))
+    power = ok_json(cli("check", "--json", cwd=project))["power"]
+    n, k = power["n_tasks"], power["trials"]
+    assert (n, k) == (8, 3)
+    expected = (stats.t.ppf(0.95, n - 1) + stats.t.ppf(0.8, n - 1)) * (0.5 / (k * n)) ** 0.5
+    assert power["mde"] == pytest.approx(expected, rel=1e-9)
+    said = (f"power: 8 val tasks x 3 trials: the gate detects a true gain of about "
+            f"+{expected:.2f} or more (80% of the time, for pass/fail rewards at 50%, the "
+            "noisiest case); smaller gains mostly read as noise; gate.min_delta is 0.02: more "
+            "val tasks or trials would detect gains that small")
+    assert said in cli("check", cwd=project).stdout.splitlines()
+    run = cli("run", "--engine", "local", cwd=project)
+    assert run.returncode == 0 and said in run.stdout.splitlines()
+    ok_json(cli("checkout", "cand", "--json", cwd=project))
+    _edit("adapter", project / "cand", project)
+    ok_json(cli("evaluate", "--candidate", "cand", "--engine", "local", "--json", cwd=project))
+    gate = cli("gate", "--candidate", "cand_001", cwd=project)
+    recorded = ok_json(cli("gate", "--candidate", "cand_001", "--json", cwd=project))["power"]
+    assert gate.returncode == 0 and gate.stdout.splitlines()[-1].startswith(
+        f"power: this gate ({recorded['n_tasks']} tasks x 3 trials) detects a true gain of "
+        f"about +{recorded['mde']:.3f} (80% of the time, from the spread it measured); a "
+        "smaller one reads as noise")
+
+
+@pytest.mark.slow
+def test_exclusions_and_a_complete_rerun_are_said_wherever_an_evaluation_is_shown(tmp_path):
+    """Datapoints without an expected answer are `scored N / excluded M (reason)` in the
+    handoff, the evaluate line, status, report.md and report.html; evaluating a complete
+    evaluation again says "already complete, nothing ran" and runs 0 units."""
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--kind", "dataset", "--json", cwd=tmp_path))
+    with (project / "data.jsonl").open("a", encoding="utf-8") as data:
+        data.writelines(json.dumps({"id": f"u{i:02d}", "question": f"Unknown {i}?",
+                                    "answer": ""}) + "\n" for i in range(8))
+    run = cli("run", cwd=project)
+    assert run.returncode == 0, run.stderr
+    record = ok_json(cli("status", "--json", cwd=project))["evaluations"][0]
+    m = record["excluded"]
+    assert m >= 1 and record["n_scored"] == record["n_tasks"]
+    said = (f"scored {record['n_scored']}/{record['n_tasks']} / excluded {m} (no expected "
+            "value ('answer') for evaluator(s) exact, overlap)")
+    assert "baseline (seed on val): " in run.stdout and said in run.stdout
+    ok_json(cli("checkout", "cand", "--json", cwd=project))
+    _edit("dataset", project / "cand", project)
+    first = cli("evaluate", "--candidate", "cand", cwd=project)
+    assert said in first.stdout and "nothing ran" not in first.stdout
+    again = cli("evaluate", "--candidate", "cand", cwd=project)
+    assert again.stdout.startswith("val__cand_001__k1: already complete, nothing ran: ")
+    assert said in again.stdout
+    payload = ok_json(cli("evaluate", "--candidate", "cand", "--json", cwd=project))
+    assert payload["units_run"] == 0 and payload["already_complete"] is True
+    status = cli("status", cwd=project).stdout
+    assert status.count(said) == 2  # the seed's and the candidate's evaluation
+    report = cli("report", "--html", cwd=project)
+    assert report.returncode == 0 and said in report.stdout
+    run_dir = Path(ok_json(cli("status", "--json", cwd=project))["run_dir"])
+    assert said in (run_dir / "report.md").read_text(encoding="utf-8")
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert said.replace("'", "&#x27;") in html or said in html

@@ -103,11 +103,16 @@ def test_census_export_then_check_through_the_cli(run, tmp_path):
 def test_human_output_marks_a_tried_and_rejected_cluster(run, tmp_path):
     """A reject whose note targets the cluster shows up beside it in the summary."""
     from capevolve._loop.decide import reject
+    from capevolve.kinds import Decision, EventKind
 
     src = tmp_path / "edit"
     src.mkdir()
     (src / "prompt.md").write_text("amounts in every reply")
-    reject(run, run.snapshot("cand_x", src).id, note="cluster: refund amount; no gain")
+    cid = run.snapshot("cand_x", src).id
+    # reject takes only a gated candidate; this test is about the history it leaves
+    run.record(EventKind.GATE, candidate_id=cid, best_id=run.best_id,
+               decision=Decision.INDECISIVE, reasons=["not measured here"])
+    reject(run, cid, note="cluster: refund amount; no gain")
     result = invoke("diagnose", "--run-dir", run.root, "--tag", "seed")
     assert result.exit_code == 0, result.stderr
     line = next(x for x in result.stdout.splitlines() if "refund amount" in x)

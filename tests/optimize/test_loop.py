@@ -37,10 +37,13 @@ def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
     assert [r["iteration"] for r in stored] == [1, 2, 3, 4, 5]
     first = gates[("cand_001", "seed")]
     assert stored[0]["gate"]["delta"] == first["delta"] and stored[0]["gate"]["se"] == first["se"]
-    assert stored[0]["metric_calls"] == 6 * 2  # 6 val tasks x 2 trials, counted from rows
+    # 6 val tasks x 2 trials, then the confirmation's 4 fresh trials on both sides (counted
+    # from rows); the rejected children are screened out before any confirmation
+    assert stored[0]["metric_calls"] == 6 * 2 + 2 * 6 * 4
     # the no_change iterations paid for nothing
     assert {e for e, _, _ in raw_units(run.root)} == {
-        "val__seed__k2", "val__cand_001__k2", "val__cand_002__k2", "val__cand_003__k2"}
+        "val__seed__k2", "val__cand_001__k2", "val__cand_002__k2", "val__cand_003__k2",
+        "val__cand_001__k4__confirm_t2", "val__seed__k4__confirm_t2"}
 
 
 @pytest.mark.slow

@@ -54,7 +54,9 @@ def test_llm_proposals_go_through_the_gate_and_garbage_is_never_evaluated(tmp_pa
     # diagnosis, iteration 3 (same parent) for nothing
     assert stored[2]["metric_calls"] == 0
     val_evals = {e for e, _, _ in raw_units(run.root) if e.startswith("val__")}
-    assert val_evals == {"val__seed__k2", f"val__{rows[0]['child']}__k2"}
+    child = rows[0]["child"]  # its gate and the confirmation's fresh trials of both sides
+    assert val_evals == {"val__seed__k2", f"val__{child}__k2", f"val__{child}__k4__confirm_t2",
+                         "val__seed__k4__confirm_t2"}
     # what the model saw: train diagnosis only, never a test task's input
     sent = json.dumps([r["body"] for r in server.requests])
     assert "do " in sent  # train inputs are shown

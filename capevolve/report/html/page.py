@@ -11,6 +11,7 @@ from typing import Any
 
 from capevolve.report.html import charts, outcome_charts
 from capevolve.report.html.svg import DECISION_COLOURS, esc
+from capevolve.report.words import gate_power_text, scored_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;
@@ -71,10 +72,14 @@ def _diff(stat: dict[str, Any] | None) -> str:
 
 
 def _power(power: dict[str, Any] | None) -> str:
-    if not power:
-        return "—"
-    mde = power.get("mde")
-    return esc(f"MDE {_num(mde)} at power {power.get('power')}") if mde is not None else "—"
+    return esc(gate_power_text(power) or "—")
+
+
+def _scored(val: dict[str, Any]) -> str:
+    if val.get("n_tasks") is None:
+        return ""
+    return "<br><small>" + esc(scored_text(val.get("n_scored"), val["n_tasks"],
+                                           val.get("excluded_reasons"))) + "</small>"
 
 
 def _standing(cand: dict[str, Any]) -> str:
@@ -88,6 +93,7 @@ def _standing(cand: dict[str, Any]) -> str:
 
 def _candidates_table(data: dict[str, Any]) -> str:
     rows = []
+    shown = {e["candidate_id"]: e for e in data.get("evaluations", []) if e["split"] == "val"}
     for c in data["candidates"]:
         val = c["val"]
         ci = val["ci95"]
@@ -97,7 +103,8 @@ def _candidates_table(data: dict[str, Any]) -> str:
                                             if c["parent_source"] == "gate" else "")
         rows.append([esc(c["id"]), parent, _tag(c["decision"]) + _standing(c),
                      "<br>".join(esc(r) for r in c["reasons"]) or "—", esc(c["note"] or "—"),
-                     _diff(c["diff_stat"]), _power(c["power"]), esc(mean)])
+                     _diff(c["diff_stat"]), _power(c["power"]),
+                     esc(mean) + _scored(shown.get(c["id"], {}))])
     return _table(["candidate", "parent", "decision", "reasons", "note", "diff", "power",
                    "val mean [95% CI]"], rows, "No candidates.")
 
@@ -156,7 +163,8 @@ def render_html(data: dict[str, Any]) -> str:
         ("Lineage", charts.lineage_tree(data["candidates"])),
         ("Gates", charts.forest(data["gates"])
          + f"<p>{esc(ledger['gates'])} gates run, expected false accepts "
-           f"{_num(ledger['expected_false_accepts'])}.</p>"),
+           f"{_num(ledger['expected_false_accepts'])}.</p>"
+         + f"<p>The loop guarantees: {esc(ledger.get('guarantee') or 'not recorded')}.</p>"),
         ("Candidate × task (val means)", charts.heatmap(data["heatmap"], kept, run["best_id"])),
         ("pass^k", outcome_charts.pass_k(data["pass_k"], final)),
         ("Held-out test", (outcome_charts.final_delta(final) if final else "")

@@ -1,0 +1,35 @@
+"""Numbers said in words, the same wherever an evaluation or a gate is shown (the CLI's
+lines, status, report.md and report.html)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def scored_text(n_scored: int | None, n_tasks: int | None,
+                excluded_reasons: Mapping[str, int] | None) -> str:
+    """``scored 14/15 / excluded 2 (no expected value ...)``: the tasks with a score, and
+    the tasks that cannot be scored (never run, in no denominator) with why."""
+    reasons = dict(excluded_reasons or {})
+    excluded = sum(reasons.values())
+    text = f"scored {n_scored if n_scored is not None else 0}/{n_tasks or 0} / excluded {excluded}"
+    if excluded:
+        text += " (" + "; ".join(reason if len(reasons) == 1 else f"{count}: {reason}"
+                                 for reason, count in reasons.items()) + ")"
+    return text
+
+
+def gate_power_text(power: Mapping[str, Any] | None) -> str | None:
+    """A recorded gate's sensitivity (its ``power``: the MDE from the spread it measured,
+    and the trials that would detect ``gate.min_delta``) in words; None without one."""
+    if not power or power.get("mde") is None:
+        return None
+    n, k = power["n_tasks"], power["trials"]
+    text = (f"power: this gate ({n} tasks x {k} trials) detects a true gain of about "
+            f"+{power['mde']:.3f} ({power['power']:.0%} of the time, from the spread it "
+            "measured); a smaller one reads as noise")
+    needed = power.get("trials_for_min_delta")
+    if needed is not None and needed > k:
+        text += f"; {needed} trials per task would detect gate.min_delta"
+    return text
