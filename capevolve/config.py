@@ -217,6 +217,9 @@ class LeakScanConfig(_Section):
     count (short numbers)."""
     ignore: list[str] = Field(default_factory=list)
     """Values too common to count whatever their length (yes, none, true)."""
+    gold_values: Bool = True
+    """false: gold values do not count (a project whose capability is a knowledge base that
+    holds the answers, such as a facts table); task ids and input spans still do."""
     max_tasks_per_value: Int = Field(1, ge=1)
     """A gold value found in the targets of more tasks than this is a label (a class, a
     tool name), not an answer: it does not count."""

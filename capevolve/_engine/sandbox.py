@@ -193,9 +193,8 @@ def _hide(tree: Path, top: Path, reads: Sequence[str], protected: Sequence[str],
             if entry.name in SKIP_DIRS or _inside_any(path.resolve(), skip):
                 visible += 1
                 continue
-            if _matches(rel, entry.name, protected) or (
-                    _matches(rel, entry.name, SCORE_DATA_PATTERNS)
-                    and not _matches(rel, entry.name, reads)):
+            if _matches(rel, entry.name, SCORE_DATA_PATTERNS) \
+                    and not _matches(rel, entry.name, reads):
                 mine_d.append(str(path))
             elif _hide(path, top, reads, protected, skip, files, dirs):
                 mine_d.append(str(path))
@@ -217,15 +216,13 @@ def _hide(tree: Path, top: Path, reads: Sequence[str], protected: Sequence[str],
 
 
 def _visible_file(rel: str, name: str, reads: Sequence[str], protected: Sequence[str]) -> bool:
-    if _matches(rel, name, protected):
-        return False
-    if rel == "capevolve.yaml":  # the project's config (an adapter may read it; no gold)
+    """Python source unless named like a scorer or gold; any other file only when declared
+    read (and not protected); the project's capevolve.yaml (no gold in it)."""
+    if name.endswith(".py"):
+        return not _matches(rel, name, SCORE_DATA_PATTERNS) or _matches(rel, name, reads)
+    if rel == "capevolve.yaml":
         return True
-    if _matches(rel, name, reads):
-        return True
-    if _matches(rel, name, SCORE_DATA_PATTERNS):
-        return False
-    return name.endswith(".py")
+    return _matches(rel, name, reads) and not _matches(rel, name, protected)
 
 
 def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),

@@ -44,7 +44,7 @@ def refuse_leaks(run: RunDir, config: ProjectConfig, candidate_id: str, adapter:
             values += [(v, split_of) for v in mine.values()]
             inputs += list(leaves(task.input))
     for value, split_of in values:  # a value many tasks share is a label, not an answer
-        if shared[tokens(value)] <= rules.max_tasks_per_value:
+        if rules.gold_values and shared[tokens(value)] <= rules.max_tasks_per_value:
             needles.add(value, f"gold value of a {split_of} task")
     found = scan(pack(run.candidate_dir(candidate_id)), needles, inputs,
                  rules.input_span_chars)

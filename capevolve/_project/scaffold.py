@@ -36,6 +36,10 @@ class MyAdapter:
     """Tasks: name the color a word describes. The 'agent' knows a color when the
     capability's system prompt mentions it, and guesses otherwise."""
 
+    # the simulated agent reads the answer (task.target); delete this line once run_target
+    # calls your real agent, which must never see it
+    run_target_sees_target = True
+
     def tasks(self) -> list[Task]:
         things = ["sky", "grass", "sun", "coal", "snow", "plum", "carrot", "cherry"]
         answers = ["blue", "green", "yellow", "black", "white", "purple", "orange", "red"]

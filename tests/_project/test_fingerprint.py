@@ -37,6 +37,14 @@ class A:
 '''
 
 
+def _uncontained(root: Path) -> Path:
+    """The project without the sandbox (``engine.isolation: none``): its candidate then can
+    write the project and the run, which the checks behind the sandbox must catch."""
+    config = root / "capevolve.yaml"
+    config.write_text(config.read_text().replace("retries: 0}", "retries: 0, isolation: none}"))
+    return root
+
+
 def helpers(scorer: str) -> str:
     """The name of the module run_target imports (named unlike a scorer: the sandbox hides
     modules named like one from candidate code)."""
@@ -158,7 +166,7 @@ def test_a_candidate_that_rewrites_a_project_file_mid_evaluation_is_caught(tmp_p
     from capevolve._store.evals import find_eval
 
     scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
-    root = _project(tmp_path / "p", scorer)
+    root = _uncontained(_project(tmp_path / "p", scorer))
     original = (root / f"{scorer}.py").read_text()
     run = create_run(root, tmp_path / "run")
     cand = tmp_path / "cand"
@@ -200,7 +208,7 @@ def test_a_candidate_that_plants_rollout_rows_mid_evaluation_is_caught(tmp_path)
     from capevolve._loop.run import create_run
 
     scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
-    root = _project(tmp_path / "p", scorer)
+    root = _uncontained(_project(tmp_path / "p", scorer))
     run = create_run(root, tmp_path / "run")
     evaluate(run, "seed", "val")
     seed_parts = sorted(run.layout.partition("val", "seed").glob("*.parquet"))
@@ -227,7 +235,7 @@ def test_a_scorer_data_file_under_any_name_is_covered(tmp_path):
     from capevolve._loop.run import create_run
 
     scorer = f"fp_scorer_{uuid.uuid4().hex[:8]}"
-    root = _project(tmp_path / "p", scorer)
+    root = _uncontained(_project(tmp_path / "p", scorer))
     (root / "expected.json").write_text('{"answer": "ok"}')
     run = create_run(root, tmp_path / "run")
     assert "expected.json" in run.manifest.fingerprint
