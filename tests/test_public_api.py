@@ -197,7 +197,7 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     candidate = record.candidate_id
     with pytest.raises(capevolve.TestSealError):
         capevolve.evaluate(run, candidate, "test", engine="local")
-    verdict = capevolve.gate(str(run.root), candidate)
+    verdict = capevolve.gate(str(run.root), candidate, engine="local")  # its confirmation
     assert type(verdict) is capevolve.GateRecord
     assert verdict.decision == capevolve.Decision.ACCEPT, verdict
     accepted = capevolve.accept(run.root, candidate, note="adds the missing rules")

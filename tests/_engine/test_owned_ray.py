@@ -64,7 +64,7 @@ def _project(root: Path) -> Path:
     (root / "capevolve.yaml").write_text(
         "name: owned\nadapter: adapter.py:A\ncapability_path: cap\nnum_trials: 1\n"
         "splits: {train: 0.4, val: 0.4, test: 0.2, seed: 0}\n"
-        "engine: {kind: ray, workers: 1, concurrency: 8}\n", encoding="utf-8")
+        "engine: {kind: ray, workers: 1, concurrency: 8, isolation: none}\n", encoding="utf-8")
     return root
 
 

@@ -172,7 +172,7 @@ def owned_pool(tmp_path_factory):
     (project / "capevolve.yaml").write_text(
         "name: warm\nadapter: adapter.py:A\ncapability_path: cap\nnum_trials: 1\n"
         "splits: {train: 0.4, val: 0.4, test: 0.2, seed: 0}\n"
-        "engine: {kind: ray, workers: 1, concurrency: 8}\n", encoding="utf-8")
+        "engine: {kind: ray, workers: 1, concurrency: 8, isolation: none}\n", encoding="utf-8")
     state = RAY_STATE_ROOT / "warm"
     state.mkdir(parents=True, exist_ok=True)
     env = _env(state)
@@ -286,7 +286,7 @@ def test_an_evaluate_refused_before_its_rollouts_starts_no_ray(tmp_path):
     (project / "capevolve.yaml").write_text(
         "name: refused\nadapter: adapter.py:A\ncapability_path: cap\nnum_trials: 1\n"
         "splits: {train: 0.4, val: 0.4, test: 0.2, seed: 0}\n"
-        "engine: {kind: ray, workers: 1}\n", encoding="utf-8")
+        "engine: {kind: ray, workers: 1, isolation: none}\n", encoding="utf-8")
     made = _cli(env, "run", "--project", project, "--run-dir", tmp_path / "run", "--engine",
                 "local", "--json")
     assert made.returncode == 0, made.stderr

@@ -94,7 +94,7 @@ def test_a_fork_that_never_returns_dies_with_its_worker_even_after_a_kill_9(tmp_
     with SIGKILL mid-evaluation, so nobody can kill the worker's group from outside: the
     worker sees its channel close and takes its group (the fork) down with it."""
     project, _ = make_hostile_project(tmp_path / "p", {"f": "fork_hang", "s": "sleep_long"},
-                                      n_ok=2, engine={"timeout_s": 300})
+                                      n_ok=2, engine={"timeout_s": 300, "isolation": "none"})
     proc = subprocess.Popen([CLI, "run", "--project", str(project), "--run-dir",
                              str(tmp_path / "run"), "--engine", "local", "--json"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -69,4 +69,4 @@ def test_the_gate_coverage_leaves_excluded_tasks_out_of_its_denominator(tmp_path
 
     n = record["scored"]
     row = next(line for line in render(run).splitlines() if "| val__cand_001__k2 |" in line)
-    assert f"| {n}/{n} |" in row  # the report's denominator leaves excluded tasks out too
+    assert f"| scored {n}/{n} / excluded {record['excluded']}" in row  # excluded: in no denominator

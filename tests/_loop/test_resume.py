@@ -148,7 +148,8 @@ def test_evaluating_a_complete_evaluation_runs_nothing(tmp_path):
                                   *flags])
         assert cli.exit_code == 0, cli.output
         payload = json.loads(cli.stdout.strip().splitlines()[-1])
-        assert payload["units_run"] == 12 and payload["eval_id"] == first["eval_id"]
+        assert payload["eval_id"] == first["eval_id"]  # the same evaluation, and said so
+        assert payload["units_run"] == 0 and payload["already_complete"] is True
     assert _parts_of(run.root) == parts
     assert run.spent.to_dict() == spent
     assert len(run.events(EventKind.EVAL_STARTED)) == n_started
