@@ -218,6 +218,7 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.ray  # the CLI gate confirms on the project's engine
 def test_a_verbs_dict_is_the_json_the_cli_prints(tmp_path):
     """``to_dict()`` of a verb's result is what the same command prints with --json (the
     gate's record, the status), and the stored gate event holds the same fields."""
