@@ -6,6 +6,9 @@
   downstream reads delta > 0 as a move toward the goal;
 - ``outputs_changed``: per val task scored on both sides, whether the set of stored outputs
   differs between the two evaluations (the audit's noise-vs-caused rule);
+- ``outputs_vary``: per such task, whether its outputs differ from trial to trial on
+  either side (True), or each side gave one output on at least two scored trials (False);
+  absent when that is not measured (the audit's trial-to-trial rule);
 - ``trial_means``: per trial index, the mean of the goal's metric over that trial's valid
   rows (what ``confirm`` pools);
 - ``target_tasks``: the val task ids of a ``--target``: a census bucket recorded with
@@ -19,6 +22,8 @@ import json
 import math
 from collections import defaultdict
 from typing import Any
+
+import numpy as np
 
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
@@ -82,6 +87,21 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
     """Task -> whether its stored outputs differ between the two evaluations."""
     cand, best = (_outputs(task_rows(store.layout, e)) for e in (cand_eval, best_eval))
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
+
+
+def outputs_vary(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
+    """Task -> whether its outputs differ from trial to trial (module docstring)."""
+    sides = [task_rows(store.layout, e) for e in (cand_eval, best_eval)]
+    outputs = [_outputs(rows) for rows in sides]
+    scored = [dict(zip(rows.tasks, np.diff(rows.offsets).tolist(), strict=True))
+              for rows in sides]
+    found: dict[str, bool] = {}
+    for task in outputs[0].keys() & outputs[1].keys():
+        if any("," in side[task] for side in outputs):  # more than one distinct digest
+            found[task] = True
+        elif all(side[task] >= 2 for side in scored):
+            found[task] = False
+    return found
 
 
 def _outputs(rows: TaskRows) -> dict[str, str]:

@@ -13,11 +13,23 @@ through the shared tolerance (``capevolve._policy.thresholds``):
 3. **target attribution** (only with a target): the gain on the targeted tasks (sum of the
    per-task differences, in the goal's direction) must be positive; a move that comes only
    from tasks the change did not target fails (the change did not do what it claimed);
-4. **noise vs caused regressions**: a flipped-down task whose outputs are the same on both
-   sides (``outputs_changed[task]`` False) is noise (the change did not touch it); one whose
-   output changed is caused. A task with no output comparison is ``unknown``. Regressions
-   are recorded, never a failure of the audit (the strict policy's no-regression veto is
-   the place for that rule).
+4. **noise vs caused regressions**, judged against the trial-to-trial variation the
+   project itself shows: its bar is the pooled within-task sample variance s^2 of both
+   sides' valid trials (over the tasks with at least two trials on a side), and a task's
+   drop is **beyond the variation** when it exceeds ``NOISE_BAND`` standard errors,
+   s * sqrt(1/n_candidate + 1/n_parent). A flipped-down task is
+   - noise when its outputs are the same on both sides (``outputs_changed[task]`` False:
+     the change did not touch it);
+   - caused when its outputs changed and the drop is beyond the variation;
+   - noise when its outputs changed within the variation and its outputs also differ
+     from trial to trial on one side (``outputs_vary[task]`` True: a stochastic program's
+     outputs always differ, so a changed output is no evidence);
+   - caused when its outputs changed and each side gave one output on every one of at
+     least two trials (``outputs_vary[task]`` False: only the change can have changed it);
+   - ``unknown`` otherwise (no output comparison, or neither the reward's nor the
+     outputs' trial-to-trial variation is measured, as with one trial).
+   Regressions are recorded, never a failure of the audit (the strict policy's
+   no-regression veto is the place for that rule).
 
 The audit passes iff the denominator check passes and, with a target, the targeted tasks
 gained. ``reasoning`` states the outcome in one sentence built from these numbers.
@@ -33,7 +45,10 @@ from typing import Any
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._policy.thresholds import exceeds
 
-__all__ = ["Audit", "audit"]
+__all__ = ["NOISE_BAND", "Audit", "audit"]
+
+NOISE_BAND = 2.0
+"""Standard errors of the trial-to-trial variation a task's drop must exceed to be caused."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,8 @@ class Audit:
     noise_regressions: list[str] = field(default_factory=list)
     caused_regressions: list[str] = field(default_factory=list)
     unknown_regressions: list[str] = field(default_factory=list)
+    trial_sd: float | None = None
+    """The pooled trial-to-trial standard deviation s of rule 4 (None: not measured)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in the gate record and the decision record."""
@@ -67,9 +84,46 @@ def _gain(diffs: Mapping[str, float], tasks: Collection[str]) -> float:
     return math.fsum(diffs[t] for t in tasks if t in diffs)
 
 
+def _trial_sd(sides: Sequence[SideOutcomes], tasks: Sequence[str]) -> float | None:
+    """The pooled within-task standard deviation of the sides' trials (rule 4)."""
+    import numpy as np
+
+    terms: list[float] = []
+    dof = 0
+    for side in sides:
+        stats = side.aligned(tasks)
+        spread = stats.n >= 2
+        terms += ((stats.n[spread] - 1) * stats.variance[spread]).tolist()
+        dof += int(np.sum(stats.n[spread] - 1))
+    return math.sqrt(math.fsum(terms) / dof) if dof else None
+
+
+def _regressions(drops: Mapping[str, tuple[float, int, int]], trial_sd: float | None,
+                 changed: Mapping[str, bool],
+                 vary: Mapping[str, bool]) -> tuple[list[str], list[str], list[str]]:
+    """(noise, caused, unknown) among the flipped-down tasks, ``drops`` mapping each to
+    (its drop, the candidate's trials, the parent's trials) (rule 4)."""
+    noise, caused, unknown = [], [], []
+    for task, (drop, n_cand, n_par) in drops.items():
+        beyond = trial_sd is not None and exceeds(
+            drop, NOISE_BAND * trial_sd * math.sqrt(1.0 / n_cand + 1.0 / n_par))
+        if changed.get(task) is False:
+            noise.append(task)
+        elif task not in changed:
+            unknown.append(task)
+        elif beyond or vary.get(task) is False:
+            caused.append(task)
+        elif vary.get(task) is True:
+            noise.append(task)
+        else:
+            unknown.append(task)
+    return noise, caused, unknown
+
+
 def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str], *,
           sign: int = 1, candidate_excluded: Collection[str] = (),
           parent_excluded: Collection[str] = (), outputs_changed: Mapping[str, bool] | None = None,
+          outputs_vary: Mapping[str, bool] | None = None,
           target: str | None = None, target_tasks: Collection[str] = ()) -> Audit:
     """Audit ``candidate`` against ``parent`` over ``val_ids`` (see the module docstring)."""
     import numpy as np  # every task's difference at once
@@ -89,10 +143,12 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
     only_par, only_cand = sorted(par_scored - cand_scored), sorted(cand_scored - par_scored)
     excl_par, excl_cand = sorted(par_excl - cand_excl), sorted(cand_excl - par_excl)
     denominator_ok = not (only_par or only_cand or excl_par or excl_cand)
-    changed = outputs_changed or {}
-    noise = [t for t in down if changed.get(t) is False]
-    caused = [t for t in down if changed.get(t) is True]
-    unknown = [t for t in down if t not in changed]
+    trial_sd = _trial_sd((candidate, parent), both)
+    n_cand = dict(zip(both, candidate.aligned(both).n.tolist(), strict=True))
+    n_par = dict(zip(both, parent.aligned(both).n.tolist(), strict=True))
+    noise, caused, unknown = _regressions(
+        {t: (-diffs[t], n_cand[t], n_par[t]) for t in down}, trial_sd,
+        outputs_changed or {}, outputs_vary or {})
     targeted = sorted(set(target_tasks) & val)
     target_gain = other_gain = None
     if target is not None:
@@ -115,10 +171,12 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
             f"{other_gain:+.4f} elsewhere"
             + ("" if target_ok else " -- the move does not come from the targeted datapoints"))
     if down:
-        reasons.append(f"regressions: {len(caused)} caused (output changed), {len(noise)} "
-                       f"noise (output unchanged), {len(unknown)} not compared")
+        band = ("not measured" if trial_sd is None else
+                f"{NOISE_BAND:g} SE at trial sd {trial_sd:.4f}")
+        reasons.append(f"regressions: {len(caused)} caused, {len(noise)} noise, "
+                       f"{len(unknown)} not comparable (trial-to-trial variation: {band})")
     passed = denominator_ok and target_ok
     sentence = ("audit passed: " if passed else "audit failed: ") + "; ".join(reasons)
     return Audit(passed, sentence, up, down, same, denominator_ok, only_par, only_cand,
                  excl_par, excl_cand, target, targeted, target_gain, other_gain, noise,
-                 caused, unknown)
+                 caused, unknown, trial_sd)

@@ -17,7 +17,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 def _status_human(status: dict) -> str:
     from capevolve.report.data import model_spend_lines, standing_text
-    from capevolve.report.words import scored_text
+    from capevolve.report.words import keep_count, scored_text
 
     spent, budget = status["spent"], status["budget"]
     best = status["best_val"] or {}
@@ -53,7 +53,7 @@ def _status_human(status: dict) -> str:
     gates = status["gates"]
     lines.append(f"gates run {gates['gates']} ({gates['exploratory_gates']} exploratory); "
                  f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
-                 "gate settings")
+                 "gate settings" + keep_count(gates))
     if gates.get("guarantee"):
         lines.append(f"the loop guarantees: {gates['guarantee']}")
     for e in status["evaluations"]:
