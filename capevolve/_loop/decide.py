@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from capevolve._engine.contract import Engine
 from capevolve._loop import confirm_stage, models_pin
 from capevolve._loop.decision_records import last_gate, record_decision, settle
-from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
     false_accept_ledger,
     gate_tallies,
 )
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
@@ -30,6 +30,7 @@ from capevolve._policy.alpha import (
 )
 from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
+from capevolve._store.evals import latest_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import prefetch
 from capevolve._store.rundir import RunDir

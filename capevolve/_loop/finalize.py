@@ -33,8 +33,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
