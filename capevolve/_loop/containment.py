@@ -1,10 +1,5 @@
-"""How a run contains candidate code: the sandbox of each evaluation's workers, and what
-the run says when candidate code was not contained or could see the answers.
-
-The sandbox (:mod:`capevolve._engine.sandbox`) is on unless the frozen config says
-``engine.isolation: none``; an evaluation is refused, before anything is recorded, where it
-cannot be built. The task's ``target`` reaches workers only when the adapter declares
-``run_target_sees_target = True`` (a simulator that needs hidden state).
+"""How a run contains candidate code: the sandbox of each evaluation's workers, and what the run
+says when candidate code was not contained or could see the answers.
 """
 
 from __future__ import annotations
@@ -94,9 +89,8 @@ def _module_name(value: Any) -> str | None:
 
 def sandbox_spec(run: RunDir, project: Project, adapter: Any,
                  calls_model: bool = False) -> SandboxSpec | None:
-    """The sandbox of this run's workers (None with ``engine.isolation: none``);
-    EngineError naming the opt-out where no sandbox can be built. ``calls_model``: the run
-    pins an agent model (the network is then the host's unless the config says none)."""
+    """The sandbox of this run's workers (None with ``engine.isolation: none``); EngineError
+    naming the opt-out where no sandbox can be built."""
     config = project.config
     if config.engine.isolation == "none":
         return None

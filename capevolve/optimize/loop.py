@@ -208,8 +208,8 @@ def _iterate(s: Session, settings: LoopSettings,
 
 def _warm_up() -> None:
     """Load what the first gate would otherwise load on the loop's critical path: SciPy's
-    special functions (the t tail and quantile, :mod:`capevolve.stats.power`), 0.5 s on
-    an idle machine and several seconds under load. Imports only; nothing is computed."""
+    special functions (the t tail and quantile, :mod:`capevolve.stats.power`), 0.5 s on an idle
+    machine and several seconds under load."""
     try:
         import scipy.special  # noqa: F401
     except ImportError:  # pragma: no cover - a dependency; the gate says so itself

@@ -1,14 +1,7 @@
 """report.md: every number recomputed from the stored rollouts by code.
 
-Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as
-"not recorded", and pass^k only for the k every task was measured at. The held-out section
-recomputes the paired test delta (CR1 clustered SE when tasks carry a cluster key) and the
-verdict from the stored test rows; an incomplete test evaluation is "not measured" with
-what is missing, never a delta. It also states how often the project's test ids were
-scored before ("test reused: N earlier finalizes on these ids"), how many gates ran and the
-expected number of false accepts at the run's gate settings.
-
-:func:`write_report` writes report.md holding the run lock; :func:`render` only reads.
+Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as "not
+recorded", and pass^k only for the k every task was measured at.
 """
 
 from __future__ import annotations
