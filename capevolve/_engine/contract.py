@@ -34,6 +34,9 @@ class SandboxSpec:
     """The directory of the package the adapter class is defined in (outside capevolve)."""
     package_reads: tuple[str, ...] = ()
     """Paths (relative to ``package``) of data files run_target reads."""
+    sources: tuple[str, ...] = ()
+    """Python source the adapter imports from outside the project, the environment and
+    ``package`` (a helper module beside the project): module files and package dirs."""
     protected: tuple[str, ...] = ()
     """Globs hidden wherever they match (the project's protected_paths)."""
     hidden: tuple[str, ...] = ()
