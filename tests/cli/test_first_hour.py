@@ -190,19 +190,24 @@ def test_checkout_gives_a_non_root_user_a_writable_copy():
         shutil.rmtree(shared)
 
 
-def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path):
-    """doctor --address at a port nothing listens on exits 2 within seconds with one
-    capevolve error line (no Ray log lines, no minutes of retries)."""
+@pytest.mark.parametrize("given", ["--address", "RAY_ADDRESS"])
+def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path, given):
+    """doctor at a port nothing listens on (--address or RAY_ADDRESS) exits 2 within
+    seconds with one capevolve error line and nothing else: no progress line before it,
+    no Ray log lines, no minutes of retries."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    args, env = (("--address", address), None) if given == "--address" else \
+        ((), {"RAY_ADDRESS": address})
     started = time.monotonic()
-    proc = cli("doctor", "--address", f"127.0.0.1:{port}", cwd=tmp_path, timeout=60)
+    proc = cli("doctor", *args, cwd=tmp_path, env=env, timeout=60)
     assert time.monotonic() - started < 20
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert all(line.startswith("capevolve: ") for line in lines[:-1]), proc.stderr
-    assert lines[-1].startswith(f"error: --address 127.0.0.1:{port}: nothing answers there")
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"error: Ray cluster {address}: nothing answers there")
 
 
 @pytest.mark.slow
