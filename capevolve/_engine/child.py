@@ -1,18 +1,9 @@
 """The local engine's worker process: ``python -m capevolve._engine.child``.
 
-Candidate code runs here, never in the driver. The driver writes one JSON request per line
-on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line from the
-process's original stdout, which is kept private: file descriptor 1 is pointed at stderr
-before any adapter code runs, so whatever the agent prints cannot corrupt the protocol.
-End of stdin (the driver closed it, or died) ends the process at once, and with it every
-process candidate code forked or started in the worker's process group.
-
-A worker started with ``"limited": true`` in its ``init`` holds a permit of its parent's
-limiter while each unit runs: it writes ``{"limiter": "acquire", "id": n}`` on the reply
-channel, starts the unit when ``{"op": "grant", "id": n, "at": t}`` arrives on stdin (any
-time, also during an exchange; ``at``: the start time the permit names, or null), and
-writes ``{"limiter": "release"}`` when the unit ends. A sandboxed worker on Ray reaches
-the cluster-wide limiter this way, through its actor.
+Candidate code runs here, never in the driver. End of stdin (the driver closed it, or died) ends
+the process at once, and with it every process candidate code forked or started in the worker's
+process group. With ``"limited": true`` in ``init``, each unit holds a permit of the parent's
+limiter, asked for on the reply channel (:class:`ChannelLimiter`).
 """
 
 from __future__ import annotations
@@ -44,8 +35,9 @@ class _Replies:
 
 
 class ChannelLimiter:
-    """The WorkerCore's limiter (``acquire`` / ``release``) over the reply channel: the
-    parent holds the real one and answers each acquire with a grant on stdin."""
+    """The WorkerCore's limiter over the reply channel: ``{"limiter": "acquire", "id": n}``
+    out, ``{"op": "grant", "id": n, "at": t}`` back on stdin (``at``: the start time the
+    permit names, or null), ``{"limiter": "release"}`` out when the unit ends."""
 
     def __init__(self, replies: _Replies) -> None:
         self.replies = replies
