@@ -100,12 +100,8 @@ def seed_refusal(run: RunDir) -> str | None:
 
 def finalize(run: RunDir, engine: Engine | None = None, address: str | None = None, *,
              spend_test_ids: bool = False) -> dict[str, Any]:
-    """Burn the seal, score best and seed on test, write final.json; once per run.
-
-    The seal is taken before the run lock, so of two finalize processes the loser fails
-    with TestSealError (not a lock error). A seed best is refused (:class:`SeedIsBest`)
-    unless ``spend_test_ids``. Returns final.json's content.
-    """
+    """Burn the seal, score best and seed on test, write final.json; once per run. A seed best
+    is refused (:class:`SeedIsBest`) unless ``spend_test_ids``. Returns final.json's content."""
     why = None if spend_test_ids else seed_refusal(run)
     if why is not None:
         raise SeedIsBest(why)
