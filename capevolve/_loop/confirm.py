@@ -1,21 +1,11 @@
 """``confirm``: more trials for a kept move, on new trials only, pooled, to relabel it.
 
-``confirm(run, C, trials=K)`` compares C with its reference: the best C was accepted over
-when C is the best (its accept's ``previous_best``), else the current best. Each side's
-existing full-val evaluation with num_trials = n (trials 0 .. n-1; it must satisfy the gate
-rule, :mod:`capevolve._policy.gateable`) is kept, and only trials n .. n+K-1 run, back to
-back on both sides, as evaluations of purpose confirm (``first_trial = n``): their seeds
-derive from the trial index, so they are new seeds shared by both sides, and nothing
-already measured is paid for twice. Each side's per-trial means of the goal's metric
-(``reward``, or ``parts.<name>``: a trial's mean of that score part over the tasks that
-carry it), computed from the stored rows, are pooled over the n + K trials
-(``capevolve._policy.confirm``). Confirming again with the same K reuses the stored
-confirm evaluations (never a second draw).
-
-The result is stored as ``confirmations/<n>.json`` with the label before (the last gate's)
-and after, and is never a basis for moving the best: which candidate is best is unchanged
-(checked before and after). An incomplete evaluation refuses the confirmation (missing
-data); confirm evaluations are never gated (purpose confirm).
+``confirm(run, C, trials=K)`` keeps each side's full-val evaluation of trials 0..n-1 and runs
+trials n..n+K-1 on both (purpose confirm: new seeds shared by both sides, never gated), pools
+each side's per-trial means of the goal's metric (:mod:`capevolve._policy.confirm`) and stores
+``confirmations/<n>.json`` with the label before and after. It never moves the best; an
+incomplete evaluation refuses it; confirming again with the same K reuses the stored
+evaluations.
 """
 
 from __future__ import annotations
