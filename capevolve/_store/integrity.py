@@ -312,6 +312,10 @@ class _Checker:
                 continue
             try:
                 meta = jsonfiles.read(meta_path)
+            except (OSError, ValueError) as exc:
+                self.problem("candidate", f"{rel}/candidate.json", f"unreadable ({exc})")
+                continue
+            try:
                 files = self.run.layout.candidate_files(candidate_id)
                 digests = file_digests(files) if files.is_dir() else None
             except (OSError, ValueError, CapevolveError) as exc:
