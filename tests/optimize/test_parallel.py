@@ -112,7 +112,7 @@ def test_concurrent_evaluations_together_never_pass_the_metric_call_cap(tmp_path
                                 parallel=3, engine="local").to_dict()
     units = _rows(run.root)
     status = capevolve.status(run.root)
-    assert status.spent["metric_calls"] <= 30
+    assert status.spent.metric_calls <= 30
     assert len(units) <= 30
     assert len(units) >= 24  # the cap, not a lack of work, stopped them
     assert "budget" in result["stop_reason"] or "max_metric_calls" in result["stop_reason"]
@@ -165,7 +165,7 @@ def test_kill_9_in_the_middle_of_a_parallel_batch_then_resume_pays_and_counts_no
     assert _decisions(run.root) == _decisions(ref_root)  # one gate and decision per child
     assert [r["iteration"] for r in ledger(run.root)] == list(range(1, len(QUALITIES) + 1))
     # every unit dispatched is paid once: the rows, plus the units the kill left in flight
-    spent = capevolve.status(run.root).spent["metric_calls"]
+    spent = capevolve.status(run.root).spent.metric_calls
     assert len(_rows(run.root)) <= spent <= len(_rows(run.root)) + 3 * 8
     assert not list((run.root / "optimize" / "pending").glob("*.json"))
 
