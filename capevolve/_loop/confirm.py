@@ -16,11 +16,11 @@ from typing import Any
 from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import refusal, require_gateable
+from capevolve._loop.gate_evals import refusal, require_gateable, val_eval
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
-from capevolve._store.evals import latest_eval, load_eval
+from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.config import GoalConfig
@@ -50,7 +50,7 @@ def _complete(record: EvalRecord, what: str) -> EvalRecord:
 
 
 def _existing(run: RunDir, candidate_id: str, n_trials: int) -> EvalRecord:
-    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials)
+    record = val_eval(run, candidate_id, n_trials)
     if record is None:
         raise GateError(f"confirm refused: {candidate_id!r} has no complete full-val "
                         f"evaluation with {n_trials} trials to pool with")

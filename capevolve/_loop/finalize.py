@@ -17,13 +17,11 @@ from typing import Any
 from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
-from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import refusal
+from capevolve._loop.gate_evals import gateable_val
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
-from capevolve._store.evals import latest_complete_eval
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
 from capevolve._store.rundir import RunDir, utc_now
@@ -62,10 +60,8 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
     """The paired val delta of ``best_id`` over the seed (None for the seed itself)."""
     if best_id == SEED_ID:
         return None
-    trials = run_config(run).num_trials  # the evaluations the gate compares
-    best, seed_eval = (latest_complete_eval(run, c, Split.VAL, n_trials=trials)
-                       for c in (best_id, SEED_ID))
-    if best is None or seed_eval is None or refusal(run, best) or refusal(run, seed_eval):
+    best, seed_eval = (gateable_val(run, c) for c in (best_id, SEED_ID))
+    if best is None or seed_eval is None:
         return None
     return paired_delta(with_task_means(run, best), with_task_means(run, seed_eval))["delta"]
 
