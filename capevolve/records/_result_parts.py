@@ -3,6 +3,8 @@ optimize and confirm return inside their top-level fields, typed the same way.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from capevolve.kinds import Confidence, Decision, Standing, TestVerdict
 from capevolve.records._base import Result
 
@@ -146,6 +148,8 @@ class IterationRow(Result):
     val_best: float | None
     delta: float | None
     se: float | None
+    power: dict[str, Any] | None
+    """The gate's sensitivity (its record's ``power``); None when the child was not gated."""
     reason: str | None
     metric_calls: int
     proposer_tokens: int
