@@ -25,6 +25,7 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
 from capevolve.records import (
     Accepted,
+    Checkout,
     ClusterReport,
     Confirmation,
     DiagnosisRecord,
@@ -414,8 +415,8 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
 
 
 def checkout(run: RunLike, dest: str | os.PathLike[str],
-             candidate_id: str | None = None) -> dict[str, Any]:
-    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
-    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
-    part of ``__all__``: the CLI's helper."""
-    return checkouts.checkout(_writer(run), Path(dest), candidate_id)
+             candidate_id: str | None = None) -> Checkout:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest``, which
+    must be new or an empty directory, to edit into the next candidate (snapshots are
+    read-only); nothing in the run changes."""
+    return Checkout.model_validate(checkouts.checkout(_writer(run), Path(dest), candidate_id))

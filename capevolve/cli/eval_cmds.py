@@ -51,12 +51,10 @@ def checkout(dest: Annotated[Path, typer.Argument(
              json: JsonOpt = False) -> None:
     """Copy a candidate's files into DEST as ordinary writable files, to edit into the next
     candidate (snapshots are read-only, so a plain `cp -r` of one is not editable)."""
-    from capevolve import _api
-
-    result = _api.checkout(resolve_run_dir(run_dir, project), dest, candidate)
-    emit(result, json, f"{result['candidate_id']} copied to {result['path']} "
-                       f"({len(result['files'])} files); edit them, then: capevolve evaluate "
-                       f"--candidate {dest} --split val")
+    result = capevolve.checkout(resolve_run_dir(run_dir, project), dest, candidate)
+    emit(result.to_dict(), json, f"{result.candidate_id} copied to {result.path} "
+                                 f"({len(result.files)} files); edit them, then: capevolve "
+                                 f"evaluate --candidate {dest} --split val")
 
 
 @command

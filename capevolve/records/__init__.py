@@ -95,6 +95,7 @@ from capevolve.records._result_parts import (
 )
 from capevolve.records._results import (
     Accepted,
+    Checkout,
     ClusterReport,
     Confirmation,
     Estimate,
@@ -113,6 +114,7 @@ from capevolve.records._results import (
 )
 
 __all__ = [
+    "Checkout",
     "BudgetLeft",
     "CandidateStanding",
     "ConfirmTrials",

@@ -82,6 +82,16 @@ class EvalLine(Result):
     """Why an incomplete evaluation is not a measurement."""
 
 
+class Checkout(Result):
+    """``checkout``: a candidate's files copied as ordinary writable files."""
+
+    candidate_id: str
+    path: str
+    """The copy (absolute)."""
+    files: list[str]
+    """The files copied, relative to it, sorted."""
+
+
 class Handoff(Result):
     """``start_run``: the new run, its baseline and the commands to run next."""
 
