@@ -35,6 +35,7 @@ from capevolve.records import (
     GateNumbers,
     GateRecord,
     Handoff,
+    IterationLine,
     NoChange,
     OptimizeSummary,
     ProbeResult,
@@ -290,7 +291,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                  iterations: int | None = None, parallel: int = 1, focus: str | None = None,
                  timeout_s: float = 900.0, finalize: bool = False, resume: bool = False,
                  engine: EngineKind | str | None = None, address: str | None = None,
-                 on_iteration: Callable[[dict[str, Any]], None] | None = None,
+                 on_iteration: Callable[[IterationLine], None] | None = None,
                  minibatch: int | None = None, spend_test_ids: bool = False) -> OptimizeSummary:
     """Run an optimization loop on ``run`` (the ``capevolve optimize`` command): the
     ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
@@ -317,7 +318,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
 
     def report(record: Any) -> None:
         if on_iteration is not None:
-            on_iteration(iteration_row(record))
+            on_iteration(IterationLine.model_validate(iteration_row(record)))
 
     return OptimizeSummary.model_validate(run_loop(opened, settings, chosen, report))
 

@@ -23,7 +23,7 @@ EXPECTED = [
     "DiagnosisRecord", "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose",
     "EvalRecord", "EvalStatus", "Event", "EventKind", "FinalLine", "FinalRecord", "GateError",
     "GateLedger", "GateMode", "GateNumbers", "GatePolicy", "GateRecord", "Handoff",
-    "IterationRow", "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary",
+    "IterationLine", "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary",
     "ProbeResult", "ProjectCheck", "ProjectInit", "ProposerSpend", "Quarantine", "RecordError",
     "Rejected", "RoleSpend", "Rollout", "RunDir", "RunDirError", "RunManifest", "RunStatus",
     "Score", "Spent", "Split", "Standing", "StopParse", "StopPredicate", "StoreError", "Task",

@@ -22,7 +22,7 @@ from capevolve.records._result_parts import (
     ConfirmTrials,
     FinalLine,
     GateLedger,
-    IterationRow,
+    IterationLine,
     LoopLine,
     LoopSpend,
     MeanLine,
@@ -324,7 +324,7 @@ class OptimizeSummary(Result):
     run_dir: str
     algorithm: str
     proposer: str | None
-    iterations: list[IterationRow]
+    iterations: list[IterationLine]
     stop_reason: str
     plateau: str | None
     best_id: str
