@@ -207,7 +207,9 @@ class PlantingAdapter:
 def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
     """Candidate code of one child forges a part of the other child's evaluation, named
     with that evaluation's live session: the forged rows never count (the file is moved to
-    quarantine and an evaluation that saw it is refused), whichever guard meets it."""
+    quarantine and an evaluation that saw it is refused), whichever guard meets it. The
+    project opts out of the sandbox (``isolation: none``), which hides the run dir from
+    candidate code: the guards behind it are what this checks."""
     project = tmp_path / "proj"
     (project / "seed").mkdir(parents=True)
     (project / "adapter.py").write_text(PLANTER)
@@ -215,7 +217,7 @@ def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
     (project / "capevolve.yaml").write_text(
         "name: planter\nadapter: adapter.py:PlantingAdapter\ncapability_path: seed\n"
         "splits: {train: 0.5, val: 0.25, test: 0.25, seed: 0}\nnum_trials: 2\n"
-        "engine: {kind: local, concurrency: 4, timeout_s: 20, retries: 0}\n"
+        "engine: {kind: local, concurrency: 4, timeout_s: 20, retries: 0, isolation: none}\n"
         'stop_condition: "4 iterations"\n')
     run = capevolve.create_run(project, tmp_path / "run")
     edits = scripted_edits(tmp_path / "edits", [
