@@ -83,7 +83,7 @@ from capevolve.records._result_parts import (
     ConfirmTrials,
     FinalLine,
     GateLedger,
-    IterationRow,
+    IterationLine,
     LoopLine,
     LoopSpend,
     MeanLine,
@@ -95,6 +95,7 @@ from capevolve.records._result_parts import (
 )
 from capevolve.records._results import (
     Accepted,
+    Checkout,
     ClusterReport,
     Confirmation,
     Estimate,
@@ -113,12 +114,13 @@ from capevolve.records._results import (
 )
 
 __all__ = [
+    "Checkout",
     "BudgetLeft",
     "CandidateStanding",
     "ConfirmTrials",
     "FinalLine",
     "GateLedger",
-    "IterationRow",
+    "IterationLine",
     "LoopLine",
     "LoopSpend",
     "MeanLine",

@@ -131,7 +131,7 @@ class LoopLine(Result):
     plateau: str | None
 
 
-class IterationRow(Result):
+class IterationLine(Result):
     """One iteration of an optimize loop (as ``on_iteration`` receives it)."""
 
     iteration: int

@@ -22,7 +22,7 @@ from capevolve.records._result_parts import (
     ConfirmTrials,
     FinalLine,
     GateLedger,
-    IterationRow,
+    IterationLine,
     LoopLine,
     LoopSpend,
     MeanLine,
@@ -80,6 +80,16 @@ class EvalLine(Result):
     """Why they were excluded: reason -> count."""
     incomplete_reason: str | None = None
     """Why an incomplete evaluation is not a measurement."""
+
+
+class Checkout(Result):
+    """``checkout``: a candidate's files copied as ordinary writable files."""
+
+    candidate_id: str
+    path: str
+    """The copy (absolute)."""
+    files: list[str]
+    """The files copied, relative to it, sorted."""
 
 
 class Handoff(Result):
@@ -314,7 +324,7 @@ class OptimizeSummary(Result):
     run_dir: str
     algorithm: str
     proposer: str | None
-    iterations: list[IterationRow]
+    iterations: list[IterationLine]
     stop_reason: str
     plateau: str | None
     best_id: str
