@@ -11,7 +11,7 @@ from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolv
 from capevolve.cli.output import command, emit, fmt_mean, stop_line
 
 if TYPE_CHECKING:
-    from capevolve.records import FinalLine, RunStatus
+    from capevolve.records import Estimate, FinalLine, RunStatus
 
 HtmlOpt = Annotated[bool, typer.Option(
     "--html", help="Also write report.html next to report.md: one self-contained page "
@@ -94,15 +94,15 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     emit({**status.to_dict(), "decisions": decisions}, json, _status_human(status, decisions))
 
 
-def estimate_line(found: dict) -> str:
+def estimate_line(found: Estimate) -> str:
     """One line of an estimate: rollouts, tokens and dollars as ranges."""
-    usd = found["usd"]
-    cost = "cost unknown (no price)" if usd["low"] is None \
-        else f"${usd['low']:.4f} .. ${usd['high']:.4f}"
-    cap = f" (budget.max_usd ${found['max_usd']:g})" if found.get("max_usd") else ""
-    return (f"estimate: {found['rollouts']['low']} .. {found['rollouts']['high']} rollouts, "
-            f"{found['tokens']['low']} .. {found['tokens']['high']} tokens, {cost}{cap}; "
-            f"per rollout from the {found['per_rollout']['source']}")
+    usd = found.usd
+    cost = "cost unknown (no price)" if usd.low is None or usd.high is None \
+        else f"${usd.low:.4f} .. ${usd.high:.4f}"
+    cap = f" (budget.max_usd ${found.max_usd:g})" if found.max_usd else ""
+    return (f"estimate: {found.rollouts.low} .. {found.rollouts.high} rollouts, "
+            f"{found.tokens.low} .. {found.tokens.high} tokens, {cost}{cap}; "
+            f"per rollout from the {found.per_rollout.source}")
 
 
 @command
@@ -115,8 +115,8 @@ def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     iteration's full-val evaluation, finalize) times one rollout's tokens and dollars (the
     stored rollouts', else the check probe's), as a range. Read-only."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    found = capevolve.estimate(run, iterations=iterations).to_dict()
-    emit(found, json, estimate_line(found))
+    found = capevolve.estimate(run, iterations=iterations)
+    emit(found.to_dict(), json, estimate_line(found))
 
 
 @command

@@ -126,9 +126,8 @@ def optimize(
         if not resume:
             from capevolve.cli.inspect_cmds import estimate_line
 
-            found = capevolve.estimate(run_dir, iterations=iterations,
-                                       finalize=finalize).to_dict()
-            if found["per_rollout"]["source"] != "none":  # a run that calls a model
+            found = capevolve.estimate(run_dir, iterations=iterations, finalize=finalize)
+            if found.per_rollout.source != "none":  # a run that calls a model
                 progress(estimate_line(found))
         result = capevolve.optimize_run(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,

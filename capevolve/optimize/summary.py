@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._store.evals import latest_complete_eval
-from capevolve.kinds import Split
+from capevolve._loop.gate_evals import gateable_val
+from capevolve.kinds import SEED_ID
 from capevolve.optimize.session import Session
 from capevolve.records._optimize import IterationRecord
 
@@ -42,10 +42,7 @@ def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
 def loop_summary(s: Session, stop_reason: str, plateau: str | None,
                  final: dict[str, Any] | None, not_finalized: str | None = None
                  ) -> dict[str, Any]:
-    best = latest_complete_eval(s.run, s.run.best_id, Split.VAL,
-                                           n_trials=s.config.num_trials)
-    seed = latest_complete_eval(s.run, "seed", Split.VAL,
-                                           n_trials=s.config.num_trials)
+    best, seed = (gateable_val(s.run, c) for c in (s.run.best_id, SEED_ID))
     return {
         "run_dir": str(s.run.root), "algorithm": s.algorithm.name, "proposer": s.proposer_spec,
         "iterations": [iteration_row(r) for r in s.ledger], "stop_reason": stop_reason,

@@ -83,15 +83,19 @@ from capevolve.records._result_parts import (
     ConfirmTrials,
     FinalLine,
     GateLedger,
+    IntRange,
     IterationLine,
     LoopLine,
     LoopSpend,
     MeanLine,
+    PerRollout,
+    PlannedPower,
     ProposerSpend,
     RoleSpend,
     Spent,
     StopParse,
     StopPredicate,
+    UsdRange,
 )
 from capevolve.records._results import (
     Accepted,
@@ -114,6 +118,10 @@ from capevolve.records._results import (
 )
 
 __all__ = [
+    "IntRange",
+    "PerRollout",
+    "PlannedPower",
+    "UsdRange",
     "Checkout",
     "BudgetLeft",
     "CandidateStanding",

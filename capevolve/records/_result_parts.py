@@ -172,6 +172,43 @@ class LoopSpend(Result):
     optimizer: ProposerSpend
 
 
+class PlannedPower(Result):
+    """The smallest gain the gate can detect, planned from the val size and trials."""
+
+    n_tasks: int
+    """Scoreable val tasks."""
+    trials: int
+    mde: float | None
+    """The minimum detectable effect (None below two scoreable tasks: no paired test)."""
+    min_delta: float
+    """gate.min_delta."""
+    text: str
+    """The figure in one plain sentence."""
+
+
+class IntRange(Result):
+    """A planned count, low and high."""
+
+    low: int
+    high: int
+
+
+class UsdRange(Result):
+    """Planned dollars, low and high (None: no price known)."""
+
+    low: float | None
+    high: float | None
+
+
+class PerRollout(Result):
+    """What one rollout spends, and where the figure comes from."""
+
+    source: str
+    """``stored rollouts``, ``check probe`` or ``none``."""
+    tokens: IntRange
+    usd: UsdRange
+
+
 class ConfirmTrials(Result):
     """The trials of a confirmation: first and last of each draw."""
 
