@@ -1,12 +1,10 @@
 """One in-flight budget shared by every evaluation an engine runs at once.
 
 Each dispatcher joins the :class:`SlotBudget` of ``engine.concurrency`` slots as a
-:class:`Tenant` and asks, before each exchange, how many slots a worker may run
-(:meth:`Tenant.claim`). The rule, under one lock: the bounds ``min(held, cap)`` of all
-workers sum to at most ``total``; tenants are served in :data:`PRIORITY` order (then join
-order), each up to its units left, split evenly over its workers; a cap never drops below
-what a worker may be executing. The units dispatched and not yet durable of all tenants
-together stay within ``queue`` x ``total``, as for one evaluation alone.
+:class:`Tenant` and asks before each exchange how many slots a worker may run
+(:meth:`Tenant.claim`): worker bounds sum to at most ``total``; tenants are served in
+:data:`PRIORITY` order, each up to its units left, split evenly over its workers; a cap never
+drops below what a worker may be executing.
 """
 
 from __future__ import annotations
@@ -144,15 +142,13 @@ class Tenant:
 
     def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
         """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
-        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable.
-        Its bound and its undurable units are recorded as if all of ``send`` went out:
-        :meth:`settle` them with what really did."""
+        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable."""
         return self.budget._claim(self.key, index, held, left, undurable, self.queue)
 
     def settle(self, index: int, held: int, left: int, undurable: int) -> None:
-        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its
-        outcomes came back, or it was lost: 0); the tenant has ``left`` units not yet
-        finished and ``undurable`` not yet durable. The worker's bound can only fall."""
+        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its outcomes
+        came back, or it was lost: 0); the tenant has ``left`` units not yet finished and
+        ``undurable`` not yet durable."""
         self.budget._settle(self.key, index, held, left, undurable)
 
     def durable(self, undurable: int) -> None:

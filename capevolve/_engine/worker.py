@@ -1,11 +1,8 @@
 """WorkerCore: runs ``run_target`` for units of an evaluation and reports outcomes.
 
 This is where candidate code runs, so nothing here scores: each finished unit becomes an
-:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a
-scorer in another process turns into a row. The same core runs in the local engine's
-worker subprocess and inside each Ray rollout actor, so both engines produce identical
-rows for a deterministic adapter. The protocol is submit / drain: the driver submits
-units up to the worker's slot count and drains finished outcomes as they complete.
+:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a scorer
+in another process turns into a row.
 """
 
 from __future__ import annotations
@@ -36,6 +33,8 @@ from capevolve.models import Meter, ModelSettings, scope
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
+START_WAIT_MAX_S = 1.0
+"""The longest a unit waits for the start time its limiter permit names."""
 
 
 class _Failure(Exception):
@@ -78,7 +77,8 @@ class WorkerCore:
         self._executing = 0  # at most ``slots`` execute at once; the rest wait in _queued
         self._queued: deque[tuple[str, WorkUnit]] = deque()
         # An optional cluster-wide gate (the Ray engine's limiter client): ``await
-        # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
+        # limiter.acquire()`` before a unit executes (it may return the wall-clock time
+        # the unit starts at), ``limiter.release()`` after it.
         self.limiter: Any = None
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()  # the loop keeps only weak references
@@ -116,9 +116,7 @@ class WorkerCore:
 
     async def exchange(self, eval_id: str, units: list[WorkUnit], max_wait_s: float,
                        slots: int | None = None) -> list[Outcome]:
-        """Submit ``units`` (may be empty) and drain finished outcomes, in one call. With
-        ``slots``, at most that many units execute from now on (the driver's share of an
-        in-flight budget; it never asks for fewer than may be executing)."""
+        """Submit ``units`` (may be empty) and drain finished outcomes, in one call."""
         if slots is not None and slots >= 0:
             self.slots = slots
             self._start()
@@ -167,11 +165,13 @@ class WorkerCore:
 
     async def _execute_limited(self, eval_id: str, unit: WorkUnit) -> None:
         try:
-            await self.limiter.acquire()
+            start_at = await self.limiter.acquire()
         except Exception as exc:  # noqa: BLE001 - no limiter: an error row, never a hang
             self._fail_unit(unit, time.time(), "limiter unavailable: " + _describe(exc))
             return
         try:
+            if start_at is not None:  # (bounded: the limiter's clock may be another node's)
+                await asyncio.sleep(min(max(0.0, start_at - time.time()), START_WAIT_MAX_S))
             await self._execute(eval_id, unit)
         finally:
             self.limiter.release()

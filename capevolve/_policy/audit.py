@@ -1,38 +1,14 @@
 """The mechanism audit: was a move caused by the change, on the datapoints it targeted? (pure)
 
-Both policies record it on every gate; keep-best requires it to pass. Over the val tasks,
-comparing each task's mean reward on the candidate with the parent's (the current best),
-with every comparison in the goal's direction (``sign`` +1 maximize, -1 minimize) and
-through the shared tolerance (``capevolve._policy.thresholds``):
-
-1. **flips**: each task scored on both sides is flipped up (better), flipped down (worse)
-   or unchanged, with the task ids;
-2. **denominator check**: the candidate's scored set and excluded set must equal the
-   parent's; a move over a different denominator is an artifact (a datapoint dropped out
-   of the mean), so the audit fails and names the tasks that differ;
-3. **target attribution** (only with a target): the gain on the targeted tasks (sum of the
-   per-task differences, in the goal's direction) must be positive; a move that comes only
-   from tasks the change did not target fails (the change did not do what it claimed);
-4. **noise vs caused regressions**, judged against the trial-to-trial variation the
-   project itself shows: its bar is the pooled within-task sample variance s^2 of both
-   sides' valid trials (over the tasks with at least two trials on a side), and a task's
-   drop is **beyond the variation** when it exceeds ``NOISE_BAND`` standard errors,
-   s * sqrt(1/n_candidate + 1/n_parent). A flipped-down task is
-   - noise when its outputs are the same on both sides (``outputs_changed[task]`` False:
-     the change did not touch it);
-   - caused when its outputs changed and the drop is beyond the variation;
-   - noise when its outputs changed within the variation and its outputs also differ
-     from trial to trial on one side (``outputs_vary[task]`` True: a stochastic program's
-     outputs always differ, so a changed output is no evidence);
-   - caused when its outputs changed and each side gave one output on every one of at
-     least two trials (``outputs_vary[task]`` False: only the change can have changed it);
-   - ``unknown`` otherwise (no output comparison, or neither the reward's nor the
-     outputs' trial-to-trial variation is measured, as with one trial).
-   Regressions are recorded, never a failure of the audit (the strict policy's
-   no-regression veto is the place for that rule).
-
-The audit passes iff the denominator check passes and, with a target, the targeted tasks
-gained. ``reasoning`` states the outcome in one sentence built from these numbers.
+Per val task, in the goal's direction: flips up, down or unchanged; the candidate's scored and
+excluded sets must equal the parent's (else the move is an artifact); with a target, the
+targeted tasks must gain. A flipped-down task is judged against the project's own
+trial-to-trial variation (s, the pooled within-task sd of both sides): noise when its outputs
+did not change; caused when they changed and it dropped more than ``NOISE_BAND`` standard
+errors, or when each side gave one output on two or more trials; noise when they changed within
+that band and also differ from trial to trial; else unknown (recorded, never a failure). It
+passes iff the denominators agree and, with a target, the target gained. The statistics page of
+the docs gives the rule in full.
 """
 
 from __future__ import annotations

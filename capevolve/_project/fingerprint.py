@@ -1,23 +1,10 @@
 """The project fingerprint: ``{path: sha256}`` of every file a run's scores depend on.
 
-What is fingerprinted (after the adapter is loaded, so its own ``sys.path`` changes apply):
-
-- the adapter module's file and, transitively, every *user* module it imports, found by
-  reading the ``import`` statements of each file (function-level imports included, so a
-  scorer imported lazily is covered). User code is any module outside the standard
-  library, ``site-packages`` and capevolve itself, wherever it lives;
-- the package the adapter class is defined in, every file of it (code and data such as
-  gold tasks), also when that package is installed (``capevolve_adapters.retail``);
-- every data file (not ``.py``) in the project directory, whatever its name (a scorer may
-  read a rubric or expected outputs from any file), skipping ``capevolve.yaml`` (frozen
-  in run.json), ``.capevolve/`` and other run dirs, hidden, cache and virtualenv dirs, the
-  seed capability and copies of it (a directory holding every top-level entry of the
-  seed). A data file that appears later matters only when it is score data by name
-  (``SCORE_DATA_PATTERNS``); a changed or removed one always does.
-
-Keys are posix paths relative to the project dir, or absolute for files outside it.
-Imports made with ``importlib`` by computed name are not followed. :func:`verify` names
-the first changed, removed or newly imported file in a one-line RunDirError.
+It covers the adapter module and every user module it imports (found by reading import
+statements, function-level ones included), every file of the adapter's package, and every data
+file of the project directory except capevolve.yaml, run dirs, hidden, cache and virtualenv dirs
+and copies of the seed. Imports by computed name are not followed. :func:`verify` names the
+first changed, removed or newly imported file in a one-line RunDirError.
 """
 
 from __future__ import annotations
@@ -58,9 +45,7 @@ def _under(path: Path, root: Path) -> bool:
 
 
 def _module_file(name: str, user_code=None) -> Path | None:
-    """The file of module ``name``: loaded, or located. Locating ``a.b`` imports ``a``;
-    that is done only when ``a`` is loaded already or is user code (``user_code(path)``),
-    so a lazy ``import torch.nn`` never imports a library just to be fingerprinted."""
+    """The file of module ``name``: loaded, or located."""
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None) if module is not None else None
     if file is None and module is None:
@@ -154,9 +139,7 @@ def _is_run_dir(directory: Path) -> bool:
 
 def _protected_data(root: Path, seed: Path) -> set[Path]:
     """Every data file of the project directory: a scorer may read any of them (a rubric,
-    expected outputs, a gold file under any name). Python sources are covered by the
-    import closure instead; capevolve.yaml is frozen in run.json; the seed, copies of it
-    (candidate workdirs), run dirs, virtualenvs and hidden or cache dirs are left out."""
+    expected outputs, a gold file under any name)."""
     seed_entries = {p.name for p in seed.iterdir()} if seed.is_dir() else set()
     found = set()
     for dirpath, dirnames, filenames in os.walk(root):

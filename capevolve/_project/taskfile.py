@@ -1,25 +1,10 @@
-"""The tasks of one split as a file in the run dir, written once per evaluate by the driver
-and read by each worker and scorer process, checked against the driver's digest.
+"""The tasks of one split as a file in the run dir, written once per evaluate by the driver and
+read by each worker and scorer process, checked against the driver's digest.
 
-The driver streams the split's tasks into the file as the adapter produces them
-(:class:`TaskFileWriter`, the same ``add`` as
-:class:`~capevolve._project.tasktable.TaskTableBuilder`) and keeps only a
-:class:`TaskFile`: the path, the file's sha256 and the number of tasks. That small value is
-what an :class:`~capevolve._engine.contract.EvalJob` carries; the driver never holds the
-table (nor writes it into Ray's object store), and every process that needs the tasks
-reads them with :func:`load` into one :class:`TaskTable`.
-
-Integrity: :func:`load` refuses a file whose sha256 is not the one the driver computed
-while writing it (hand-edited, truncated, swapped for another split's or run's file) with
-one :class:`~capevolve.errors.EngineError` naming the file, so no process ever runs or
-scores tasks other than the ones the adapter gave this evaluation. The name is the split
-and the digest (``<split>-<sha256[:16]>.tasks``), put in place with ``os.replace`` from a
-temporary name: a reader never sees a half-written file, and evaluations of one split
-with the same tasks share one file.
-
-Format (stdlib only): the tasks' JSON bytes, then their ids' UTF-8 bytes, then the two
-``int64`` little-endian end-offset arrays, then a 40-byte footer (``MAGIC``, the number of
-tasks, the ids' and the data's byte lengths).
+An :class:`~capevolve._engine.contract.EvalJob` carries only a :class:`TaskFile` (path, sha256,
+count); :func:`load` refuses a file whose sha256 differs with one EngineError naming it. The
+file is ``<split>-<sha256[:16]>.tasks``, put in place with ``os.replace``: the tasks' JSON
+bytes, their ids, two little-endian int64 end-offset arrays, a 40-byte footer.
 """
 
 from __future__ import annotations
@@ -134,10 +119,9 @@ _LOCK = threading.Lock()
 
 def load(ref: TaskFile, keep: bool = True) -> TaskTable:
     """The table of ``ref``'s file, read once per process while anything holds it (with
-    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer
-    actor serving one split; without, e.g. the local engine's driver, a table lives only
-    as long as its job). Raises EngineError naming the file when it is missing,
-    unreadable, not a task file, or not the file the driver wrote (its sha256 differs)."""
+    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer actor
+    serving one split; without, e.g. the local engine's driver, a table lives only as long as
+    its job)."""
     key = (ref.path, ref.sha256)
     with _LOCK:
         table = _HELD.get(key)
@@ -194,9 +178,8 @@ def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[
 
 def without_targets(tasks: Mapping[str, Task] | TaskFile, folder: Path, split: str
                     ) -> Mapping[str, Task] | TaskFile:
-    """The same tasks with every ``target`` removed (None): what workers get, so candidate
-    code never receives what scores it. A task file gives a task file (written in
-    ``folder``, named by its own digest), a mapping a table."""
+    """The same tasks with every ``target`` removed (None): what workers get, so candidate code
+    never receives what scores it."""
     if not isinstance(tasks, TaskFile):
         return TaskTable.of(t.model_copy(update={"target": None}) for t in tasks.values())
     writer = TaskFileWriter(folder, f"{split}.blind")

@@ -1,12 +1,8 @@
 """One read of an evaluation's rows for its summary: every row, as columns, in one query.
 
-The rows come through the ``rollouts`` view (its one-row-per-unit rule is never re-implemented
-here), without DuckDB's sort or duplicate check (both cost more memory than the rows): they
-are ordered here, and a duplicate unit (two equal neighbours) sends the read through the
-ranking view. :func:`read_eval_rows` returns the rows of ``eval_id`` ordered by (task_id,
-trial); ``scored`` is False where the reward is null (``reward`` is then NaN); ``lost`` is
-True where an unscored unit's error begins with ``lost_prefix``. A failing read is one
-StoreError line.
+:func:`read_eval_rows` returns the rows of ``eval_id`` through the ``rollouts`` view, ordered by
+(task_id, trial); ``scored`` is False where the reward is null (then NaN); ``lost`` marks
+unscored units whose error begins with ``lost_prefix``. A failing read is one StoreError line.
 """
 
 from __future__ import annotations
@@ -67,9 +63,9 @@ class EvalRows:
 
 def read_eval_rows(store: RolloutStore, eval_id: str, lost_prefix: str) -> EvalRows:
     """Every row of ``eval_id`` (see the module docstring): one query over the stored rows
-    without the view's duplicate check; only when the rows show a unit twice (a retry
-    after an outage, a copied part) a second query through the ranking view, which keeps
-    one row per unit by its one rule. Without duplicates both views hold the same rows."""
+    without the view's duplicate check; only when the rows show a unit twice (a retry after an
+    outage, a copied part) a second query through the ranking view, which keeps one row per unit
+    by its one rule."""
     rows = _columns(_read(store, eval_id, lost_prefix, every_row=True))
     if rows.has_duplicate_units():
         rows = _columns(_read(store, eval_id, lost_prefix, every_row=False))
