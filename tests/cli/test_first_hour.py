@@ -146,6 +146,7 @@ def _non_root_user() -> str:
     return USER
 
 
+@pytest.mark.slow
 def test_checkout_gives_a_non_root_user_a_writable_copy():
     """A user without root `capevolve checkout`s the best of their run: files that
     user can edit, where `cp -r` of the snapshot gives read-only ones; a checkout into a
