@@ -25,6 +25,7 @@ def test_noop_loops_through_the_cli_stay_within_the_bound_and_never_abort(tmp_pa
     promoted = 0
     for i in range(LOOPS):
         project = loop_project(tmp_path / f"p{i}", tasks=32, quality=0.5)
+        (project / "seed" / "salt.txt").write_text(f"seed-{i}")  # a baseline draw per loop
         edits = scripted_edits(tmp_path / f"e{i}", [{"salt.txt": f"{i}-{k}"}
                                                      for k in range(EDITS)])
         run_dir = tmp_path / f"run{i}"
