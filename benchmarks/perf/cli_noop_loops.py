@@ -85,15 +85,21 @@ def main() -> int:
     parser.add_argument("--loops", type=int, default=40)
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--workers", type=int, default=2, help="loops run at once")
+    parser.add_argument("--from-log", type=Path, default=None,
+                        help="summarise the loop lines an earlier (interrupted) run printed")
     args = parser.parse_args()
     t0 = time.monotonic()
     loops: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory(prefix="cli-noop-") as tmp, \
-            ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for i, done in enumerate(pool.map(lambda k: one_loop(Path(tmp), k),
-                                          range(args.loops))):
-            loops.append(done)
-            print(json.dumps({"loop": i, **done}), flush=True)
+    if args.from_log is not None:
+        loops = [json.loads(line) for line in args.from_log.read_text().splitlines()
+                 if line.startswith('{"loop"')]
+    else:
+        with tempfile.TemporaryDirectory(prefix="cli-noop-") as tmp, \
+                ThreadPoolExecutor(max_workers=args.workers) as pool:
+            for i, done in enumerate(pool.map(lambda k: one_loop(Path(tmp), k),
+                                              range(args.loops))):
+                loops.append(done)
+                print(json.dumps({"loop": i, **done}), flush=True)
     a = math.sqrt(ALPHA / EDITS)
     gates = sum(int(x["gates"]) for x in loops)  # type: ignore[call-overload]
     screens = sum(int(x["screens_passed"]) for x in loops)  # type: ignore[call-overload]
@@ -117,8 +123,9 @@ def main() -> int:
     lines = [f"{n} loops of {EDITS} salted no-op edits through `capevolve run` and `capevolve "
              f"optimize --finalize` (flex project: 8 val tasks x 2 trials, success rate 0.5; "
              f"`budget.max_iterations: {EDITS}`, default gate with `{GATE}`, so each stage "
-             f"tests at a = {a:.3f} and the loop's bound is {ALPHA:g}); {load}; "
-             f"{time.monotonic() - t0:.0f} s. Written by `benchmarks/perf/cli_noop_loops.py`.",
+             f"tests at a = {a:.3f} and the loop's bound is {ALPHA:g}); {load}"
+             + ("" if args.from_log else f"; {time.monotonic() - t0:.0f} s")
+             + ". Written by `benchmarks/perf/cli_noop_loops.py`.",
              "", "| figure | count | rate [95% CI] | bound |", "|---|---|---|---|"]
     for figure, (hits, total, bound) in cells.items():
         lo, hi = wilson(hits, total)
