@@ -3,6 +3,8 @@ optimize and confirm return inside their top-level fields, typed the same way.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from capevolve.kinds import Confidence, Decision, Standing, TestVerdict
 from capevolve.records._base import Result
 
@@ -129,7 +131,7 @@ class LoopLine(Result):
     plateau: str | None
 
 
-class IterationRow(Result):
+class IterationLine(Result):
     """One iteration of an optimize loop (as ``on_iteration`` receives it)."""
 
     iteration: int
@@ -146,6 +148,8 @@ class IterationRow(Result):
     val_best: float | None
     delta: float | None
     se: float | None
+    power: dict[str, Any] | None
+    """The gate's sensitivity (its record's ``power``); None when the child was not gated."""
     reason: str | None
     metric_calls: int
     proposer_tokens: int
@@ -166,6 +170,43 @@ class LoopSpend(Result):
 
     run: Spent
     optimizer: ProposerSpend
+
+
+class PlannedPower(Result):
+    """The smallest gain the gate can detect, planned from the val size and trials."""
+
+    n_tasks: int
+    """Scoreable val tasks."""
+    trials: int
+    mde: float | None
+    """The minimum detectable effect (None below two scoreable tasks: no paired test)."""
+    min_delta: float
+    """gate.min_delta."""
+    text: str
+    """The figure in one plain sentence."""
+
+
+class IntRange(Result):
+    """A planned count, low and high."""
+
+    low: int
+    high: int
+
+
+class UsdRange(Result):
+    """Planned dollars, low and high (None: no price known)."""
+
+    low: float | None
+    high: float | None
+
+
+class PerRollout(Result):
+    """What one rollout spends, and where the figure comes from."""
+
+    source: str
+    """``stored rollouts``, ``check probe`` or ``none``."""
+    tokens: IntRange
+    usd: UsdRange
 
 
 class ConfirmTrials(Result):
