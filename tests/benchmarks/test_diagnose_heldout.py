@@ -12,7 +12,8 @@ from capevolve._project.loader import check_project, load_project
 
 ROOT = Path(__file__).resolve().parents[2]
 HELDOUT = ROOT / "benchmarks" / "diagnose_heldout"
-PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review", "it_helpdesk")
+PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review", "it_helpdesk",
+            "pharmacy_refill", "hotel_desk", "freight_quotes")
 sys.path[:0] = [str(ROOT / "benchmarks" / "perf"), str(HELDOUT)]
 
 
