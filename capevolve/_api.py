@@ -25,6 +25,7 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
 from capevolve.records import (
     Accepted,
+    Checkout,
     ClusterReport,
     Confirmation,
     DiagnosisRecord,
@@ -34,6 +35,7 @@ from capevolve.records import (
     GateNumbers,
     GateRecord,
     Handoff,
+    IterationLine,
     NoChange,
     OptimizeSummary,
     ProbeResult,
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from capevolve._loop import estimate as estimating
     from capevolve._loop import evaluate as evaluating
     from capevolve._loop import finalize as finalizing
+    from capevolve._loop import frozen_config as frozen
     from capevolve._loop import no_change as no_changes
     from capevolve._loop import probe as probing
     from capevolve._loop import project as projects
@@ -72,6 +75,7 @@ else:
     checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
+    frozen = lazy_module("capevolve._loop.frozen_config")
     no_changes = lazy_module("capevolve._loop.no_change")
     probing = lazy_module("capevolve._loop.probe")
     projects = lazy_module("capevolve._loop.project")
@@ -160,7 +164,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
     join_early(opened, engine, address)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
         first_trial=first_trial, purpose=purpose, target=target,
@@ -183,7 +187,7 @@ def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
     opened = _writer(run)
     chosen = None
     if engine is not None or address is not None:
-        chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
+        chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
     return GateRecord.model_validate(decide.gate_candidate(
         opened, candidate_id, n_trials=n_trials, target=target, engine=chosen))
 
@@ -234,7 +238,7 @@ def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
     and store the higher-power numbers and label (confirmations/<n>.json); the best never
     moves."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return Confirmation.model_validate(confirming.confirm(
         opened, candidate_id, trials, engine=engines.engine_for(config, engine, address)))
 
@@ -250,7 +254,7 @@ def probe(run: RunLike, candidate: str | os.PathLike[str], *,
     same tasks; ``suggestion`` is ``no_change`` when none did. Informational: a probe can
     kill a hypothesis, never accept one (no gate reads it)."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return ProbeResult.model_validate(probing.probe(
         opened, os.fspath(candidate), tasks=tasks, cluster=cluster, failing=failing,
         split=_split(split), engine=engines.engine_for(config, engine, address)))
@@ -287,7 +291,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                  iterations: int | None = None, parallel: int = 1, focus: str | None = None,
                  timeout_s: float = 900.0, finalize: bool = False, resume: bool = False,
                  engine: EngineKind | str | None = None, address: str | None = None,
-                 on_iteration: Callable[[dict[str, Any]], None] | None = None,
+                 on_iteration: Callable[[IterationLine], None] | None = None,
                  minibatch: int | None = None, spend_test_ids: bool = False) -> OptimizeSummary:
     """Run an optimization loop on ``run`` (the ``capevolve optimize`` command): the
     ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
@@ -310,11 +314,11 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                             parallel=parallel, focus=focus, timeout_s=timeout_s,
                             finalize=finalize, resume=resume, minibatch=minibatch,
                             spend_test_ids=spend_test_ids)
-    chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
+    chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
 
     def report(record: Any) -> None:
         if on_iteration is not None:
-            on_iteration(iteration_row(record))
+            on_iteration(IterationLine.model_validate(iteration_row(record)))
 
     return OptimizeSummary.model_validate(run_loop(opened, settings, chosen, report))
 
@@ -326,7 +330,7 @@ def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
     does a best that is still the seed unless ``spend_test_ids`` (its test ids then count
     as used)."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return FinalRecord.model_validate(finalizing.finalize(
         opened, engine=engines.engine_for(config, engine, address),
         spend_test_ids=spend_test_ids))
@@ -375,6 +379,14 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport
     return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
 
 
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS):
+    the CLI's doctor checks it before saying it is probing. Not part of ``__all__``."""
+    from capevolve._loop.doctor import refuse_unreachable_cluster as refuse
+
+    refuse(address)
+
+
 def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
     """Record a user event in the run's log: ``note`` or a kind registered with
     :func:`register_event_kind`, its ``fields`` (JSON values) stored under ``data``. The
@@ -412,8 +424,8 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
 
 
 def checkout(run: RunLike, dest: str | os.PathLike[str],
-             candidate_id: str | None = None) -> dict[str, Any]:
-    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
-    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
-    part of ``__all__``: the CLI's helper."""
-    return checkouts.checkout(_writer(run), Path(dest), candidate_id)
+             candidate_id: str | None = None) -> Checkout:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest``, which
+    must be new or an empty directory, to edit into the next candidate (snapshots are
+    read-only); nothing in the run changes."""
+    return Checkout.model_validate(checkouts.checkout(_writer(run), Path(dest), candidate_id))

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 from capevolve._engine.contract import Engine
 from capevolve._loop import confirm_stage, models_pin
 from capevolve._loop.decision_records import last_gate, record_decision, settle
-from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
     false_accept_ledger,
     gate_tallies,
 )
-from capevolve._loop.gate_evals import require_gateable, require_gateable_id
+from capevolve._loop.frozen_config import run_config
+from capevolve._loop.gate_evals import require_gateable, require_gateable_id, val_eval
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
@@ -42,8 +42,7 @@ from capevolve.records import EvalRecord, EvalStarted, GateEvent
 def _val_record(run: RunDir, candidate_id: str, n_trials: int,
                 project_trials: int) -> EvalRecord:
     """The candidate's full-val evaluation made with ``n_trials`` trials (complete or not)."""
-    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials,
-                         statuses=(EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
+    record = val_eval(run, candidate_id, n_trials, incomplete=True)
     if record is None:
         flag = "" if n_trials == project_trials else f" --n-trials {n_trials}"
         raise GateError(f"candidate {candidate_id!r} has no complete evaluation on the full "

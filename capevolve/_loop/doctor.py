@@ -1,11 +1,8 @@
 """capevolve doctor: is this Ray cluster ready for capevolve, before a rollout is paid for?
 
-Contract: :func:`diagnose` joins the cluster (``address``, else RAY_ADDRESS, else a local
-Ray is started, as every engine command does), asks the Ray engine for an overview (the
-driver's environment, and per alive node its resources plus the environment a task pinned
-to that node sees) and adds ``problems``: one line per node that did not answer, cannot
-import capevolve, or runs a different Python (major.minor), Ray or capevolve version than
-the driver. ``ok`` is true when there is none. This module never imports ray itself.
+:func:`diagnose` joins the cluster as every engine command does and returns the Ray engine's
+overview plus ``problems``: one line per node that did not answer, cannot import capevolve, or
+runs another Python, Ray or capevolve version than the driver (``ok`` when there is none).
 """
 
 from __future__ import annotations
@@ -42,14 +39,20 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
     return problems
 
 
-def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS),
+    not Ray's minutes of retries; nothing to check for a local Ray."""
     import os
 
     from capevolve._engine.address import refuse_unreachable
 
-    if address or os.environ.get("RAY_ADDRESS"):  # seconds, not Ray's minutes of retries
+    if address or os.environ.get("RAY_ADDRESS"):
         refuse_unreachable(address or os.environ["RAY_ADDRESS"])
+
+
+def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
+    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+    refuse_unreachable_cluster(address)
     from capevolve._engine.ray.probe import cluster_overview
 
     overview = cluster_overview(address, timeout_s)

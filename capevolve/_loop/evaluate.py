@@ -18,12 +18,11 @@ from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import containment, models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
-from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.leakscan import refuse_leaks
 from capevolve._loop.session import Session
-from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
 from capevolve._policy.breaker import Breaker
@@ -34,14 +33,7 @@ from capevolve._project.scoreable import reason_counts
 from capevolve._project.taskfile import TaskFileWriter, without_targets
 from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
-from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
-    eval_id_for,
-    find_eval,
-    latest_complete_eval,
-    latest_eval,
-    load_eval,
-    write_eval,
-)
+from capevolve._store.evals import find_eval, write_eval
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction

@@ -1,31 +1,11 @@
 """The optimization loop: iterations until a stop predicate, a budget cap or ``--iterations``.
 
-Contract:
-
-- Everything is checked before any rollout: the algorithm and focus, the proposer spec,
-  ``--parallel`` / ``--iterations``, and the stop condition (a non-empty condition that
-  parses to no predicate is a ConfigError, as is a loop nothing would stop).
-- The loop holds the run lock throughout and drives only the public verbs (evaluate ->
-  gate -> accept | reject), so every iteration leaves the artifacts agent mode leaves,
-  plus one ledger line (``optimize/ledger.jsonl``).
-- A proposer that writes outside its prepared directory (the run's documents, the ledger,
-  the rollouts tree) has its batch discarded and the files restored; one that changes the
-  project's frozen files stops the loop (see :mod:`capevolve.optimize.fence`).
-- ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
-  a proposer touches only its own prepared directory), then the K children are evaluated
-  concurrently through the one shared engine and decided in iteration order, each gated
-  against the best at its turn (see :mod:`capevolve.optimize.batch`).
-- Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
-  ``optimize/loop.json`` (algorithm, proposer, focus, and ``iterations`` unless given);
-  finished iterations are the ledger's lines (never counted twice), the iteration in
-  flight continues from its pending file (see :mod:`capevolve.optimize.step`),
-  evaluations resume and recorded gates / decisions are reused (nothing paid twice).
-- The loop stops at the first stop predicate met, a budget cap, ``iterations`` or a
-  proposer with nothing left, records why in ``loop.json`` and, with ``finalize``, seals
-  test once and writes report.md (a loop whose best is still the seed leaves test unscored
-  and the run open, unless ``spend_test_ids``).
-- One-off imports the first gate needs are made in a thread while the baseline's rollouts
-  run (:func:`_warm_up`), so the first iteration does not pay them.
+Everything is checked before any rollout. The loop holds the run lock and drives only the public
+verbs (evaluate -> gate -> accept | reject), one ledger line an iteration; a proposer that
+writes outside its directory has its batch discarded (:mod:`capevolve.optimize.fence`).
+``--parallel K`` proposes and evaluates K children at once and decides them in order
+(:mod:`capevolve.optimize.batch`). ``resume=True`` continues a killed loop without paying
+anything twice. Why it stopped is recorded in ``loop.json``.
 """
 
 from __future__ import annotations
@@ -42,8 +22,10 @@ from capevolve._engine.contract import Engine
 from capevolve._loop import estimate as estimating
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
+from capevolve._loop.frozen_config import run_config
 from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
+from capevolve._store.evals import latest_complete_eval
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import BudgetError, ConfigError
@@ -110,7 +92,7 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
         raise ConfigError(f"--timeout {settings.timeout_s}: must be positive")
     if settings.minibatch is not None and settings.minibatch < 1:
         raise ConfigError(f"--minibatch {settings.minibatch}: must be at least 1")
-    config = evaluating.run_config(run)
+    config = run_config(run)
     files = LoopFiles(run.root)
     ledger = files.read_ledger()
     loop = _resolved(files, settings, len(ledger))
@@ -150,7 +132,7 @@ def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None
         return f"the proposer has nothing more to propose ({ledger[-1].reasons[0]})"
     if iterations is not None and len(ledger) >= iterations:
         return f"--iterations {iterations} reached"
-    best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
+    best = latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
     state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
                       metric_calls=s.run.spent.metric_calls,  # cost: runner + optimizer

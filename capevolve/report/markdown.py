@@ -10,12 +10,13 @@ import os
 from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
-from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._loop.status import evaluations, run_warnings
+from capevolve._loop.summary import summarize
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval

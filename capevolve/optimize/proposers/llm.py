@@ -1,25 +1,10 @@
 """The ``llm`` proposer: GEPA-style reflective mutation through an OpenAI-compatible endpoint.
 
-One proposal rewrites one component file of the parent (round-robin, or the file the
-targeted diagnosis cluster points at; :mod:`.llm_prompt`): the model sees the file's text,
-a seeded minibatch of reflective examples from the parent's train diagnosis, the rejected
-earlier edits of that file and the loop's rules, and must answer with the complete new text
-in one ``<improved_file>`` block. The contract of :class:`LLMProposer.propose`:
-
-- a strict answer with text that differs from the file is written into ``ctx.workdir``:
-  ``Proposal(changed=True)``;
-- an answer that does not parse, is empty, was cut at ``max_tokens`` (even with a closed
-  block: an unfinished answer is never applied), repeats the file unchanged, an endpoint
-  that fails past its retries, or a parent with no file a model may edit: a no_change
-  (``changed=False`` with the blocker), the raw answer stored in ``detail["raw_answer"]``;
-  the workdir is left as it was;
-- the endpoint's reported tokens (prompt + completion) and, when both prices are set, their
-  cost are the proposal's ``spend`` (optimizer spend, never the runner's); unknown cost is
-  None, never 0.
-
-:func:`build` is the registry's entry (``llm[:key=value,...]``, :mod:`.llm_settings`): it
-validates the settings and, unless ``probe=false``, refuses an endpoint that does not answer
-(one ConfigError line, before any rollout).
+One proposal rewrites one component file (:mod:`.llm_prompt`) from one ``<improved_file>``
+block. An answer that does not parse, is empty, was cut at ``max_tokens`` or repeats the file,
+or an endpoint that fails past its retries, is a no_change with the raw answer in
+``detail["raw_answer"]``. The endpoint's tokens and priced cost are optimizer spend (unknown
+cost None). :func:`build` refuses an endpoint that does not answer unless ``probe=false``.
 """
 
 from __future__ import annotations

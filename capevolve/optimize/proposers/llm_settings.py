@@ -1,12 +1,9 @@
 """Settings of the ``llm`` proposer: from the spec's options and the environment, validated.
 
-A spec is ``llm`` or ``llm:key=value,key=value``; every key may also come from the
-environment as ``CAPEVOLVE_LLM_<KEY>`` (upper case; the proposer config's ``env`` first,
-then the process environment); the spec wins. Keys (see :class:`LLMSettings`): base_url,
-model, api_key_env, temperature, max_tokens, usd_per_1m_input, usd_per_1m_output,
-timeout_s, retries, backoff_s, select, minibatch, max_file_chars, probe. The API key itself
-is never a spec option: it is read from the variable ``api_key_env`` names. Anything wrong
-(an unknown key, a value of the wrong type, no base_url or model) is one ConfigError line.
+A spec is ``llm`` or ``llm:key=value,...``; each key (:class:`LLMSettings`) may also come from
+``CAPEVOLVE_LLM_<KEY>`` (the proposer config's ``env``, then the process's); the spec wins. The
+API key is read only from the variable ``api_key_env`` names. Anything wrong is one ConfigError
+line.
 """
 
 from __future__ import annotations
