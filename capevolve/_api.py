@@ -379,6 +379,14 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport
     return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
 
 
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS):
+    the CLI's doctor checks it before saying it is probing. Not part of ``__all__``."""
+    from capevolve._loop.doctor import refuse_unreachable_cluster as refuse
+
+    refuse(address)
+
+
 def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
     """Record a user event in the run's log: ``note`` or a kind registered with
     :func:`register_event_kind`, its ``fields`` (JSON values) stored under ``data``. The

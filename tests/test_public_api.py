@@ -182,6 +182,7 @@ def test_no_internal_module_imports_the_package_root():
     assert importers == set()
 
 
+@pytest.mark.slow
 def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     """start_run -> evaluate -> gate -> accept -> status -> query -> finalize through the
     public verbs on the local engine, each returning its typed record; test is refused to

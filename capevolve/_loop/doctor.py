@@ -1,8 +1,9 @@
 """capevolve doctor: is this Ray cluster ready for capevolve, before a rollout is paid for?
 
 :func:`diagnose` joins the cluster as every engine command does and returns the Ray engine's
-overview plus ``problems``: one line per node that did not answer, cannot import capevolve, or
-runs another Python, Ray or capevolve version than the driver (``ok`` when there is none).
+overview plus ``problems``: one line per node that did not answer, cannot import capevolve,
+runs another Python, Ray or capevolve version than the driver, or cannot build the sandbox
+candidate code runs in (``ok`` when there is none).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
             continue
         if probe.get("capevolve_import"):
             problems.append(f"{name}: capevolve is not importable: {probe['capevolve_import']}")
+        elif probe.get("sandbox"):
+            problems.append(f"{name}: cannot sandbox candidate code ({probe['sandbox']}); "
+                            "its rollouts fail unless engine.isolation: none")
         for key, label in COMPARED:
             mine, theirs = driver.get(key), probe.get(key)
             if key == "python":  # Ray needs the same major.minor; patch levels may differ
@@ -39,14 +43,20 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
     return problems
 
 
-def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS),
+    not Ray's minutes of retries; nothing to check for a local Ray."""
     import os
 
     from capevolve._engine.address import refuse_unreachable
 
-    if address or os.environ.get("RAY_ADDRESS"):  # seconds, not Ray's minutes of retries
+    if address or os.environ.get("RAY_ADDRESS"):
         refuse_unreachable(address or os.environ["RAY_ADDRESS"])
+
+
+def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
+    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+    refuse_unreachable_cluster(address)
     from capevolve._engine.ray.probe import cluster_overview
 
     overview = cluster_overview(address, timeout_s)

@@ -16,6 +16,7 @@ from capevolve.cli.options import (
     resolve_run_dir,
 )
 from capevolve.cli.output import command, emit, fmt_mean, progress
+from capevolve.report.words import gate_power_text
 
 if TYPE_CHECKING:
     from capevolve.records import IterationLine, MeanLine, OptimizeSummary
@@ -26,15 +27,18 @@ def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
 
 
 def iteration_line(row: IterationLine) -> str:
-    """One row of the iteration table."""
+    """One row of the iteration table; a gated child's row goes on with the gate's power
+    sentence on an indented line."""
     what = row.title or row.focus or ""
     screen = f" screen {row.screen}" if row.screen else ""
     numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
                f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
                if row.val_child is not None else "")
     reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
+    power = gate_power_text(row.power)
     return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
-            f"{row.outcome:<12}{screen}{numbers}  {what}{reason}")
+            f"{row.outcome:<12}{screen}{numbers}  {what}{reason}"
+            + (f"\n      {power}" if power else ""))
 
 
 def _val(line: MeanLine | None) -> str:
@@ -117,7 +121,7 @@ def optimize(
                 iteration=row.iteration, candidate_id=row.child or "—", parent=row.parent,
                 proposer=proposer or "as recorded", decision=row.outcome,
                 val_mean=row.val_child, metric_calls=row.metric_calls,
-                cost_usd=row.proposer_cost_usd))
+                cost_usd=row.proposer_cost_usd, power=gate_power_text(row.power)))
 
         if not resume:
             from capevolve.cli.inspect_cmds import estimate_line

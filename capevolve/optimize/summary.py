@@ -24,6 +24,7 @@ def iteration_row(r: IterationRecord) -> dict[str, Any]:
             "screen": None if r.screen is None else r.screen.decision,
             "val_child": g.child_mean if g else None, "val_best": g.parent_mean if g else None,
             "delta": g.delta if g else None, "se": g.se if g else None,
+            "power": g.power if g else None,
             "reason": r.reasons[0] if r.reasons else None, "metric_calls": r.metric_calls,
             "proposer_tokens": r.spend.tokens, "proposer_cost_usd": r.spend.cost_usd,
             "wall_s": round(r.wall_s, 3), "overhead_s": round(r.overhead_s, 3)}

@@ -3,6 +3,8 @@ optimize and confirm return inside their top-level fields, typed the same way.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from capevolve.kinds import Confidence, Decision, Standing, TestVerdict
 from capevolve.records._base import Result
 
@@ -72,7 +74,8 @@ class GateLedger(Result):
     distinct_pairs: int
     """Distinct evaluation pairs among the decisive decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far."""
+    """Upper bound of the expected number of false accepts so far (keep-best: each tentative
+    keep 1, each significant one its gate's risk)."""
     alpha: float
     alpha_spending: str
     per_gate_alpha: float | None
@@ -81,6 +84,10 @@ class GateLedger(Result):
     """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
     guarantee: str
     """What the loop guarantees at these settings, in one sentence."""
+    keep_best: bool = False
+    """The run's policy is keep-best: the ledger counts its keeps as they happen."""
+    tentative_keeps: int = 0
+    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
 
 
 class FinalLine(Result):
@@ -146,6 +153,8 @@ class IterationLine(Result):
     val_best: float | None
     delta: float | None
     se: float | None
+    power: dict[str, Any] | None
+    """The gate's sensitivity (its record's ``power``); None when the child was not gated."""
     reason: str | None
     metric_calls: int
     proposer_tokens: int
