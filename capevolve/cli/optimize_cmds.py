@@ -16,7 +16,6 @@ from capevolve.cli.options import (
     resolve_run_dir,
 )
 from capevolve.cli.output import command, emit, fmt_mean, progress
-from capevolve.report.words import gate_power_text
 
 if TYPE_CHECKING:
     from capevolve.records import IterationLine, MeanLine, OptimizeSummary
@@ -34,6 +33,8 @@ def iteration_line(row: IterationLine) -> str:
     numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
                f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
                if row.val_child is not None else "")
+    from capevolve.report.words import gate_power_text  # not at import: --help stays light
+
     reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
     power = gate_power_text(row.power)
     return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
@@ -113,6 +114,8 @@ def optimize(
     from capevolve.progress.live import live_progress
 
     with live_progress() as display:  # on stderr: each evaluation's units and the table
+        from capevolve.report.words import gate_power_text
+
         def shown(row: IterationLine) -> None:
             if display is None:
                 progress(iteration_line(row))
