@@ -4,7 +4,9 @@ One proposal rewrites one component file of the parent (round-robin, or the file
 targeted diagnosis cluster points at; :mod:`.llm_prompt`): the model sees the file's text,
 a seeded minibatch of reflective examples from the parent's train diagnosis, the rejected
 earlier edits of that file and the loop's rules, and must answer with the complete new text
-in one ``<improved_file>`` block. The contract of :class:`LLMProposer.propose`:
+in one ``<improved_file>`` block, or in the answer's JSON schema where the endpoint takes
+one (``structured``; the client drops it for an endpoint that refuses it). The contract
+of :class:`LLMProposer.propose`:
 
 - a strict answer with text that differs from the file is written into ``ctx.workdir``:
   ``Proposal(changed=True)``;
@@ -12,12 +14,15 @@ in one ``<improved_file>`` block. The contract of :class:`LLMProposer.propose`:
   block: an unfinished answer is never applied), repeats the file unchanged, an endpoint
   that fails past its retries, or a parent with no file a model may edit: a no_change
   (``changed=False`` with the blocker), the raw answer stored in ``detail["raw_answer"]``;
-  the workdir is left as it was;
+  the workdir is left as it was; a prompt that cannot fit the model's context (measured
+  before sending where the endpoint has a tokenizer, or the provider's context-length 400,
+  or an answer cut short of max_tokens) is named as that, never blamed on max_tokens;
 - the endpoint's reported tokens (prompt + completion) and, when both prices are set, their
   cost are the proposal's ``spend`` (optimizer spend, never the runner's); unknown cost is
   None, never 0.
 
-:func:`build` is the registry's entry (``llm[:key=value,...]``, :mod:`.llm_settings`): it
+:func:`build` is the registry's entry (``llm[:key=value,...]`` over the run's pinned
+``models.proposer``, :mod:`.llm_settings`): it
 validates the settings and, unless ``probe=false``, refuses an endpoint that does not answer
 (one ConfigError line, before any rollout).
 """
@@ -28,6 +33,7 @@ import time
 from typing import Any
 
 from capevolve.errors import ConfigError, ModelError
+from capevolve.kinds import ModelFailure
 from capevolve.models import Meter, ModelClient, ModelSettings
 from capevolve.optimize.proposers import llm_prompt as prompts
 from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
@@ -48,7 +54,8 @@ class LLMProposer:
 
     def _ask(self, client: ModelClient, messages: list[dict[str, str]],
              seed: int) -> dict[str, Any]:
-        return client.complete({"messages": messages, "seed": seed})
+        return client.complete({"messages": messages, "seed": seed,
+                                "response_format": prompts.ANSWER_FORMAT})
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Rewrite one component file of ``ctx.workdir`` (see the module docstring)."""
@@ -77,8 +84,11 @@ class LLMProposer:
         except ModelError as exc:
             detail["http_attempts"] = meter.counts["attempts"]
             detail["usage"] = meter.snapshot()
-            return Proposal(changed=False, blocker=f"llm endpoint ({exc.failure}): {exc}",
-                            detail=detail, spend=_spend(meter, t0), focus=path)
+            why = f"llm endpoint ({exc.failure}): {exc}"
+            if exc.failure == ModelFailure.CONTEXT_LENGTH:
+                why = f"the prompt does not fit the model's context ({exc})"
+            return Proposal(changed=False, blocker=why, detail=detail,
+                            spend=_spend(meter, t0), focus=path)
         detail["http_attempts"] = meter.counts["attempts"]
         detail["usage"] = meter.snapshot()
         spend, answer, finish = _spend(meter, t0), *self._read(response)
@@ -86,8 +96,7 @@ class LLMProposer:
         improved = None if finish == "length" else prompts.parse_answer(answer)
         if improved is None:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
-            why = (f"was cut at max_tokens={self.settings.max_tokens} (an unfinished answer "
-                   "is never applied)" if finish == "length" else
+            why = (self._cut(response) if finish == "length" else
                    f"has no single non-empty {prompts.OPEN}...{prompts.CLOSE} block")
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
                             blocker=f"unparseable answer: it {why}")
@@ -104,6 +113,21 @@ class LLMProposer:
         target.write_text(improved, encoding="utf-8")
         detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
+
+    def _cut(self, response: dict[str, Any]) -> str:
+        """Why an answer stopped at ``length``: the answer's bound, or (fewer completion
+        tokens than max_tokens) the model's context window, never blamed on max_tokens."""
+        found = response.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if type(answer) is int and answer < self.settings.max_tokens:
+            window = self.settings.context_tokens
+            return (f"was cut by the model's context window, not max_tokens: prompt {prompt} "
+                    f"+ answer {answer} tokens"
+                    + (f" (context_tokens {window})" if window else "")
+                    + "; an unfinished answer is never applied")
+        return (f"was cut at max_tokens={self.settings.max_tokens} (an unfinished answer is "
+                "never applied)")
 
     def _read(self, response: dict[str, Any]) -> tuple[str | None, str | None]:
         """Answer text and finish reason of a response (any shape tolerated)."""
@@ -125,7 +149,7 @@ def _spend(meter: Meter, t0: float) -> Spend:
 
 def build(options: str, config: ProposerConfig) -> LLMProposer:
     """The ``llm`` proposer of a spec's options (see the module docstring)."""
-    settings = load_settings(options, config.env)
+    settings = load_settings(options, config.model)
     model, key = settings.model_settings(config.timeout_s), api_key(settings, config.env)
     if settings.probe:
         problem = ModelClient(model, api_key=key).probe(timeout_s=min(10.0, settings.timeout_s))

@@ -12,7 +12,9 @@
   ``<current_file>`` tags, so a model that merely echoes the prompt gives no answer block);
   :func:`parse_answer`: the improved text, from exactly one ``<improved_file>`` ...
   ``</improved_file>`` block, each tag on a line of its own; anything else (no block, two
-  blocks, an empty one, tags inside a line) is None.
+  blocks, an empty one, tags inside a line) is None. Where the endpoint takes a JSON
+  schema (:data:`ANSWER_FORMAT`, sent as ``response_format``), the answer may instead be
+  exactly one JSON object ``{"improved_file": "<non-empty text>"}``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ SYSTEM = (
     " and earlier attempts that were rejected. Write a general improvement: never mention a"
     " task id, never copy an expected answer or gold value. Answer with the complete new"
     f" text of the file between a line {OPEN} and a line {CLOSE}, and nothing else between"
-    " them.")
+    " them. Where a JSON answer is required, give that complete text as the field"
+    " improved_file instead.")
+ANSWER_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": "improved_file", "strict": True, "schema": {
+        "type": "object", "additionalProperties": False, "required": ["improved_file"],
+        "properties": {"improved_file": {"type": "string", "minLength": 1}}}}}
+"""The answer's JSON schema, sent as ``response_format`` where the endpoint takes it."""
 
 
 def inside(root: Path, rel: str) -> Path | None:
@@ -175,11 +183,24 @@ def parse_answer(answer: str | None) -> str | None:
     """The improved text of a strict answer, or None (see the module docstring): the tags
     occur once each, on lines of their own (an echo of the instructions, which name them
     inline, is no block), the opening one first, with text between."""
-    if not isinstance(answer, str) or answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
+    if not isinstance(answer, str):
         return None
+    if answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
+        return _structured(answer)
     opens, closes = list(_OPEN_LINE.finditer(answer)), list(_CLOSE_LINE.finditer(answer))
     if len(opens) != 1 or len(closes) != 1 or closes[0].start() < opens[0].end():
         return None
     body = answer[opens[0].end():closes[0].start()]
     body = body[1:] if body.startswith("\n") else body
     return body if body.strip() else None
+
+
+def _structured(answer: str) -> str | None:
+    try:
+        data = json.loads(answer)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) != {"improved_file"}:
+        return None
+    text = data["improved_file"]
+    return text if isinstance(text, str) and text.strip() else None
