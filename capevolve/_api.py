@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from capevolve._loop import estimate as estimating
     from capevolve._loop import evaluate as evaluating
     from capevolve._loop import finalize as finalizing
+    from capevolve._loop import frozen_config as frozen
     from capevolve._loop import no_change as no_changes
     from capevolve._loop import probe as probing
     from capevolve._loop import project as projects
@@ -72,6 +73,7 @@ else:
     checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
+    frozen = lazy_module("capevolve._loop.frozen_config")
     no_changes = lazy_module("capevolve._loop.no_change")
     probing = lazy_module("capevolve._loop.probe")
     projects = lazy_module("capevolve._loop.project")
@@ -160,7 +162,7 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
 
     # Ray's import and join, and claiming the warm actors, overlap the checks below
     join_early(opened, engine, address)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
         first_trial=first_trial, purpose=purpose, target=target,
@@ -183,7 +185,7 @@ def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
     opened = _writer(run)
     chosen = None
     if engine is not None or address is not None:
-        chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
+        chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
     return GateRecord.model_validate(decide.gate_candidate(
         opened, candidate_id, n_trials=n_trials, target=target, engine=chosen))
 
@@ -234,7 +236,7 @@ def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
     and store the higher-power numbers and label (confirmations/<n>.json); the best never
     moves."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return Confirmation.model_validate(confirming.confirm(
         opened, candidate_id, trials, engine=engines.engine_for(config, engine, address)))
 
@@ -250,7 +252,7 @@ def probe(run: RunLike, candidate: str | os.PathLike[str], *,
     same tasks; ``suggestion`` is ``no_change`` when none did. Informational: a probe can
     kill a hypothesis, never accept one (no gate reads it)."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return ProbeResult.model_validate(probing.probe(
         opened, os.fspath(candidate), tasks=tasks, cluster=cluster, failing=failing,
         split=_split(split), engine=engines.engine_for(config, engine, address)))
@@ -310,7 +312,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                             parallel=parallel, focus=focus, timeout_s=timeout_s,
                             finalize=finalize, resume=resume, minibatch=minibatch,
                             spend_test_ids=spend_test_ids)
-    chosen = engines.engine_for(evaluating.run_config(opened).engine, engine, address)
+    chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
 
     def report(record: Any) -> None:
         if on_iteration is not None:
@@ -326,7 +328,7 @@ def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
     does a best that is still the seed unless ``spend_test_ids`` (its test ids then count
     as used)."""
     opened = _writer(run)
-    config = evaluating.run_config(opened).engine
+    config = frozen.run_config(opened).engine
     return FinalRecord.model_validate(finalizing.finalize(
         opened, engine=engines.engine_for(config, engine, address),
         spend_test_ids=spend_test_ids))

@@ -1,11 +1,9 @@
 """capevolve.yaml as pydantic v2 models.
 
-Every model forbids unknown keys, so a typo is an error that names the key's path
-(``gate.k_sE: extra inputs are not permitted``) instead of a silently ignored setting.
-Numbers are strict: a boolean, a quoted number or a float where an integer is meant
-(``num_trials: true``) is refused, and so are NaN and infinities. The YAML itself is
-refused, in one line naming the file, when it is not UTF-8, larger than
-:data:`MAX_CONFIG_BYTES`, nested too deeply, or repeats a key.
+Every model forbids unknown keys, so a typo is an error that names the key's path (``gate.k_sE:
+extra inputs are not permitted``) instead of a silently ignored setting. Numbers are strict: a
+boolean, a quoted number or a float where an integer is meant (``num_trials: true``) is refused,
+and so are NaN and infinities.
 """
 
 from __future__ import annotations
@@ -80,11 +78,7 @@ class SplitsConfig(_Section):
 
 
 class GateConfig(_Section):
-    """When a candidate is accepted over the current best (on the full val split).
-
-    These settings, as frozen in run.json, are the deciding ones: a gate run with any
-    other value (a CLI override) is exploratory and never licenses an accept.
-    """
+    """When a candidate is accepted over the current best (on the full val split)."""
 
     mode: GateMode = GateMode.PAIRED
     """paired (over tasks scored on both sides) or welch (unpaired)."""

@@ -1,9 +1,8 @@
 """The ``models:`` section of capevolve.yaml: every model a project calls, by role.
 
-Each role (``agent``, ``judge``, ``proposer``) names an OpenAI-compatible endpoint and how
-to call it; everything that changes a result lives here and is pinned in the run (the
-environment supplies only API keys, by the variable named in ``api_key_env``). ``rollout``
-bounds one rollout; ``breaker`` stops an evaluation whose endpoint keeps failing.
+Each role (``agent``, ``judge``, ``proposer``) names an OpenAI-compatible endpoint and how to
+call it; everything that changes a result lives here and is pinned in the run (the environment
+supplies only API keys, by the variable named in ``api_key_env``).
 """
 
 from __future__ import annotations

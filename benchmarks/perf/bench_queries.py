@@ -120,7 +120,7 @@ def _table(run, eval_id: str, candidate_id: str, digest: str, task_ids: list[str
 def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
                 rng) -> float:
     """One val evaluation as evaluate leaves it; returns the compaction's seconds."""
-    from capevolve._loop.evaluate import _summary
+    from capevolve._loop.summary import summary as _summary
     from capevolve._store.evals import eval_id_for, write_eval
     from capevolve._store.evals_means import write_task_means
     from capevolve._store.journal.recover import RowSpend, settle
@@ -213,8 +213,8 @@ def _timed_child(figure: str, root: Path, profile: str | None) -> None:
     import duckdb
 
     from capevolve._loop.decide import gate_candidate
-    from capevolve._loop.evaluate import summarize
     from capevolve._loop.status import run_status
+    from capevolve._loop.summary import summarize
     from capevolve._store.rundir import RunDir
     imports = time.perf_counter() - t0
 

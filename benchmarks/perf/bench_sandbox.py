@@ -32,7 +32,8 @@ def measure(work: Path, kind: str, isolation: str, tasks: int, sleep: float) -> 
     from fixtures.projects import make_project
 
     from capevolve._engine import make_engine
-    from capevolve._loop.evaluate import evaluate, run_config
+    from capevolve._loop.evaluate import evaluate
+    from capevolve._loop.frozen_config import run_config
     from capevolve._loop.run import create_run
 
     root = work / f"{kind}-{isolation}"

@@ -1,11 +1,8 @@
 """The local engine's worker process: ``python -m capevolve._engine.child``.
 
-Candidate code runs here, never in the driver. The driver writes one JSON request per line
-on stdin (``init``, ``prepare``, ``exchange``) and reads one JSON reply per line from the
-process's original stdout, which is kept private: file descriptor 1 is pointed at stderr
-before any adapter code runs, so whatever the agent prints cannot corrupt the protocol.
-End of stdin (the driver closed it, or died) ends the process at once, and with it every
-process candidate code forked or started in the worker's process group.
+Candidate code runs here, never in the driver. End of stdin (the driver closed it, or died) ends
+the process at once, and with it every process candidate code forked or started in the worker's
+process group.
 """
 
 from __future__ import annotations

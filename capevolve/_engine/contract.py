@@ -1,12 +1,8 @@
-"""The engine contract: the description of one evaluation's work and the seams between
-the driver, the workers (which run candidate code) and the scorers (which never do).
+"""The engine contract: the description of one evaluation's work and the seams between the
+driver, the workers (which run candidate code) and the scorers (which never do).
 
-This module imports no engine implementation (local, Ray): implementations import it.
-
-Trust boundary: a worker runs ``run_target`` and so imports candidate code; everything it
-sends back is untrusted *data* (an :data:`Outcome`: plain JSON types, the rollout as JSON
-text). A scorer rebuilds the row from the driver's own :class:`ScoreJob` and unit, parses
-the rollout, and calls ``score`` in a process where no candidate module was ever imported.
+Everything a worker sends back is untrusted data (an :data:`Outcome`); a scorer rebuilds each
+row from the driver's own :class:`ScoreJob` and unit.
 """
 
 from __future__ import annotations
@@ -27,9 +23,8 @@ score while a module loaded from such a directory is in their ``sys.modules``.""
 
 @dataclass(frozen=True)
 class SandboxSpec:
-    """How the workers of a job are sandboxed (:mod:`capevolve._engine.sandbox`): what of
-    the project run_target may read, what is hidden, the network. Plain data: every process
-    that starts workers computes the exposure on its own node from it."""
+    """How the workers of a job are sandboxed (:mod:`capevolve._engine.sandbox`): what of the
+    project run_target may read, what is hidden, the network."""
 
     network: str = "none"
     """none (a loopback of its own) or host."""
@@ -39,6 +34,9 @@ class SandboxSpec:
     """The directory of the package the adapter class is defined in (outside capevolve)."""
     package_reads: tuple[str, ...] = ()
     """Paths (relative to ``package``) of data files run_target reads."""
+    sources: tuple[str, ...] = ()
+    """Python source the adapter imports from outside the project, the environment and
+    ``package`` (a helper module beside the project): module files and package dirs."""
     protected: tuple[str, ...] = ()
     """Globs hidden wherever they match (the project's protected_paths)."""
     hidden: tuple[str, ...] = ()
@@ -49,12 +47,7 @@ class SandboxSpec:
 
 @dataclass(frozen=True)
 class ScoreJob:
-    """What a scorer needs to turn an evaluation's outcomes into rows: no candidate files.
-
-    ``untrusted_roots`` are directories holding candidate code (the run's snapshots); a
-    scorer refuses to score while a module loaded from one of them (or from a worker's
-    scratch directory) is in its ``sys.modules``.
-    """
+    """What a scorer needs to turn an evaluation's outcomes into rows: no candidate files."""
 
     run_id: str
     eval_id: str
@@ -73,14 +66,7 @@ class ScoreJob:
 
 @dataclass(frozen=True)
 class EvalJob:
-    """Everything a worker needs to run the units of one evaluation.
-
-    ``candidate_files`` carries the capability itself (``{relative path: bytes}``), so
-    workers need no shared filesystem; ``tasks`` holds only the tasks of the split (a
-    :class:`TaskTable`, or any mapping by task id), or says where they are: a
-    :class:`TaskFile` (path, sha256, count), which each worker and scorer reads and checks
-    when the job is prepared, so the driver need not hold or ship the table.
-    """
+    """Everything a worker needs to run the units of one evaluation."""
 
     run_id: str
     eval_id: str
@@ -121,12 +107,10 @@ candidate code could define): ``task_id``, ``trial``, ``attempts``, ``latency_s`
 (optionally with ``rollout`` for the columns). Untrusted: the scorer validates it."""
 
 class KeyedOutcomes:
-    """A worker's finished outcomes as the driver sees them when it need not read them: the
-    unit key of each (``keys``, untrusted, checked by the dispatcher against the units the
-    worker holds) and an opaque ``payload`` (the outcomes themselves, e.g. a Ray object
-    reference) that only a scorer opens. A scorer given :class:`Picked` outcomes builds
-    each row from the pick's trusted key and seed, and an outcome whose own key differs
-    from its pick is an error row of that unit, never a row of another one."""
+    """A worker's finished outcomes as the driver sees them when it need not read them: the unit
+    key of each (``keys``, untrusted, checked by the dispatcher against the units the worker
+    holds) and an opaque ``payload`` (the outcomes themselves, e.g. a Ray object reference) that
+    only a scorer opens."""
 
     __slots__ = ("keys", "payload")
 
@@ -165,13 +149,9 @@ def picked_items(outcomes: Any, picks: list[list[Any]]) -> list[tuple[Outcome, i
 
 
 class RowBatch:
-    """Finished rows as columns (what a scorer hands back): ``columns`` maps each rollout
-    column to a list of ``n`` values, or to one value every row shares (the key columns of
-    the job); ``started_at`` / ``finished_at`` are POSIX seconds. No per-row objects cross
-    the driver's hot path: the store checks and converts the columns as a whole.
-
-    A batch is also a sequence of row dicts (``batch[i]``, iteration) for code that wants
-    rows; that builds them one by one."""
+    """Finished rows as columns (what a scorer hands back): ``columns`` maps each rollout column
+    to a list of ``n`` values, or to one value every row shares (the key columns of the job);
+    ``started_at`` / ``finished_at`` are POSIX seconds."""
 
     __slots__ = ("columns", "n")
 
@@ -230,15 +210,10 @@ class EngineReport:
 class Engine(Protocol):
     """Runs work units and streams their rows to a sink.
 
-    ``units`` may be a lazy :class:`~capevolve._engine.plan.Plan`: an engine takes units
-    from it as it dispatches them and never holds them all.
-
-    Contract: every unit handed to :meth:`run` yields exactly one row delivered to ``sink``
-    unless ``limit`` allows no more (then undispatched units are left out and the report
-    says so). With a ``ledger``, every unit is recorded there before it is dispatched.
-    Per-unit failures are rows with ``error`` set, never exceptions;
-    :class:`~capevolve.errors.EngineError` means the engine itself failed. Rewards come
-    only from scorers that never imported candidate code.
+    Every unit handed to :meth:`run` yields exactly one row unless ``limit`` allows no more
+    (the report says so); with a ``ledger``, every unit is recorded there before it is
+    dispatched. Per-unit failures are rows with ``error`` set; EngineError means the engine
+    itself failed. Rewards come only from scorers that never imported candidate code.
     """
 
     def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,

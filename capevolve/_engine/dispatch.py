@@ -91,9 +91,8 @@ class Dispatcher:
         return self.report
 
     def _headroom(self) -> int:
-        """Units that may go out now without more than ``capacity`` units dispatched and not
-        yet durable: held by workers, being scored, or in the sink's backlog. So a kill loses
-        at most ``capacity`` finished rows however far the disk falls behind."""
+        """Units that may go out now without more than ``capacity`` units dispatched and not yet
+        durable: held by workers, being scored, or in the sink's backlog."""
         return max(0, self.capacity - self._undurable())
 
     def _undurable(self) -> int:

@@ -1,17 +1,9 @@
 """A WorkerHandle over a worker subprocess (:mod:`capevolve._engine.child`).
 
-Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that
-never comes (the process died, or stopped answering for ``reply_timeout_s``) is
-WorkerLost, and the process is killed. :meth:`prepare` on a dead worker starts a fresh
-process, so the dispatcher's recovery restarts it. Each worker leads its own process
-group (so a Ctrl-C at the terminal reaches the driver only, which then ends its workers),
-and the whole group is killed when the worker ends: whatever candidate code forked or
-left running does not outlive the evaluation.
-
-A job with a :class:`~capevolve._engine.contract.SandboxSpec` starts the process inside
-the OS sandbox (:mod:`capevolve._engine.sandbox`), one per candidate: its files are
-unpacked here, into a directory the sandbox shows read-only (removed when the worker
-ends), and a job for another candidate restarts the process in a sandbox of its own.
+Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that never
+comes (the process died, or stopped answering for ``reply_timeout_s``) is WorkerLost, and the
+process is killed. :meth:`prepare` on a dead worker starts a fresh process. Each worker leads
+its own process group, killed whole when the worker ends.
 """
 
 from __future__ import annotations

@@ -182,9 +182,8 @@ PER_ROW = ("task_id", "trial", "seed", "reward", "feedback", "score_parts", "out
 class RowColumns:
     """Builds one scored batch as columns (a :class:`RowBatch`): the key columns from the
     trusted job and unit only, the worker-reported ones type-checked (bad values become
-    defaults), reward / feedback only from ``score``; reward is null whenever there is an
-    error. Timestamps are POSIX seconds. Rows are kept as given and turned into columns
-    once, one pass over the batch per column (:meth:`batch`)."""
+    defaults), reward / feedback only from ``score``; reward is null whenever there is an error.
+    """
 
     def __init__(self, job: ScoreJob) -> None:
         self.job = job

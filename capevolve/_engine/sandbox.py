@@ -4,8 +4,9 @@ A worker (the local engine's subprocess, or the child a Ray rollout actor starts
 ``bwrap <mounts> -- python -P -m capevolve._engine.child``, one per evaluation and worker:
 
 - read-only: the system (``/usr``, ``/etc``, ``/bin``, ``/lib*``), the Python environment
-  (its prefixes, ``sys.path``, editable installs) and capevolve; the project dir and the
-  adapter's package, minus what is hidden;
+  (its prefixes, ``sys.path``, editable installs) and capevolve; the project dir, the
+  adapter's package and the helper source the adapter imports from elsewhere, minus what
+  is hidden;
 - hidden (an empty file, or an empty read-only directory, in its place): every file of
   the project and of the adapter's package that is not Python source (data, gold,
   answers, rubrics) unless the project declares run_target reads it
@@ -95,12 +96,15 @@ class Exposure:
 
     project_root: str
     user_trees: tuple[str, ...]
-    """Read-only: the project dir and the adapter's package (minus the hidden entries)."""
+    """Read-only: the project dir, the adapter's package and the helper packages the
+    adapter imports (minus the hidden entries)."""
     hidden_files: tuple[str, ...]
     hidden_dirs: tuple[str, ...]
     network: str = "none"
     env_trees: tuple[str, ...] = field(default_factory=tuple)
     """Read-only: the Python environment and capevolve."""
+    user_files: tuple[str, ...] = ()
+    """Read-only: the helper modules (single files) the adapter imports from elsewhere."""
 
 
 def python_trees() -> list[str]:
@@ -127,23 +131,33 @@ def _stdlib(path: str) -> bool:
 def exposure(project_root: Path | str, adapter_package: Path | str | None,
              reads: Sequence[str] = (), package_reads: Sequence[str] = (),
              protected: Sequence[str] = (), hidden: Iterable[Path | str] = (),
-             network: str = "none") -> Exposure:
+             network: str = "none", sources: Sequence[str] = ()) -> Exposure:
     """The exposure of a project: ``reads`` (globs relative to the project) and
     ``package_reads`` (relative to the adapter's package) are data files run_target
     reads; ``protected`` adds globs hidden wherever they match; ``hidden`` are paths
-    (run dir, key dir) hidden when they lie inside a visible tree."""
+    (run dir, key dir) hidden when they lie inside a visible tree; ``sources`` are helper
+    modules and packages the adapter imports from elsewhere (a file named like a scorer or
+    gold stays out)."""
     root = Path(project_root).resolve()
     env = python_trees()
     trees = [root]
+    allowed_in = {root: reads}
     if adapter_package is not None:
         package = Path(adapter_package).resolve()
         if not _inside_any(package, [root]) and not _inside_any(
                 package, [Path(__file__).resolve().parents[1]]):
             trees.append(package)
+            allowed_in[package] = package_reads
+    shown: list[str] = []
+    for source in map(Path, sources):
+        if source.is_dir() and not _inside_any(source, trees):
+            trees.append(source)
+        elif source.is_file() and _visible_file(source.name, source.name, (), ()):
+            shown.append(str(source))
     files: list[str] = []
     dirs: list[str] = []
     for tree in trees:  # an environment dir inside it (a venv in the project) stays whole
-        allowed = reads if tree == root else package_reads
+        allowed = allowed_in.get(tree, ())
         skip = [Path(p) for p in env if not _inside_any(tree, [Path(p)])]
         _hide(tree, tree, allowed, protected, skip, files, dirs)
     dirs.append(str(root / ".capevolve"))
@@ -161,7 +175,7 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
                           f"(more than {MAX_HIDDEN}); put the data in a directory and name it "
                           "in protected_paths so it is hidden whole")
     return Exposure(str(root), tuple(str(t) for t in trees), tuple(sorted(set(files))),
-                    tuple(sorted(set(dirs))), network, tuple(env))
+                    tuple(sorted(set(dirs))), network, tuple(env), tuple(shown))
 
 
 def _inside_any(path: Path, roots: Sequence[Path]) -> bool:
@@ -247,6 +261,9 @@ def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),
         args += ["--tmpfs", os.path.realpath(home)]
     for tree in (*exposure.user_trees, *exposure.env_trees):
         args += ["--ro-bind", tree, tree]
+    for path in exposure.user_files:
+        if os.path.isfile(path):
+            args += ["--ro-bind", path, path]
     for folder in exposure.hidden_dirs:
         if os.path.isdir(folder):
             args += ["--tmpfs", folder, "--remount-ro", folder]
@@ -264,5 +281,5 @@ def exposure_of(spec: SandboxSpec, project_root: str) -> Exposure:
     """The exposure of ``spec`` for the project at ``project_root`` on this node."""
     package = spec.package if spec.package and os.path.isdir(spec.package) else None
     return exposure(project_root, package, spec.reads, spec.package_reads, spec.protected,
-                    spec.hidden, spec.network)
+                    spec.hidden, spec.network, spec.sources)
 

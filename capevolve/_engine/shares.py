@@ -144,15 +144,13 @@ class Tenant:
 
     def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
         """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
-        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable.
-        Its bound and its undurable units are recorded as if all of ``send`` went out:
-        :meth:`settle` them with what really did."""
+        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable."""
         return self.budget._claim(self.key, index, held, left, undurable, self.queue)
 
     def settle(self, index: int, held: int, left: int, undurable: int) -> None:
-        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its
-        outcomes came back, or it was lost: 0); the tenant has ``left`` units not yet
-        finished and ``undurable`` not yet durable. The worker's bound can only fall."""
+        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its outcomes
+        came back, or it was lost: 0); the tenant has ``left`` units not yet finished and
+        ``undurable`` not yet durable."""
         self.budget._settle(self.key, index, held, left, undurable)
 
     def durable(self, undurable: int) -> None:

@@ -89,10 +89,9 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def dumps(value: Any) -> bytes:
     """``value`` as compact JSON (UTF-8, no newline inside): what ``json.dumps`` with
-    ``default=repr`` writes, parsed back to the same values (NaN and infinities as
-    ``NaN`` / ``Infinity``), written by pydantic-core (about 5x faster for a batch of
-    outcomes); text holding a lone surrogate, which UTF-8 cannot carry, goes through
-    ``json.dumps`` and its ``\\ud800`` escapes."""
+    ``default=repr`` writes, parsed back to the same values (NaN and infinities as ``NaN`` /
+    ``Infinity``), written by pydantic-core; text holding a lone surrogate, which UTF-8 cannot
+    carry, goes through ``json.dumps`` and its ``\\ud800`` escapes."""
     try:
         return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants")
     except pydantic_core.PydanticSerializationError:

@@ -1,11 +1,8 @@
 """WorkerCore: runs ``run_target`` for units of an evaluation and reports outcomes.
 
 This is where candidate code runs, so nothing here scores: each finished unit becomes an
-:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a
-scorer in another process turns into a row. The same core runs in the local engine's
-worker subprocess and inside each Ray rollout actor, so both engines produce identical
-rows for a deterministic adapter. The protocol is submit / drain: the driver submits
-units up to the worker's slot count and drains finished outcomes as they complete.
+:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a scorer
+in another process turns into a row.
 """
 
 from __future__ import annotations
@@ -116,9 +113,7 @@ class WorkerCore:
 
     async def exchange(self, eval_id: str, units: list[WorkUnit], max_wait_s: float,
                        slots: int | None = None) -> list[Outcome]:
-        """Submit ``units`` (may be empty) and drain finished outcomes, in one call. With
-        ``slots``, at most that many units execute from now on (the driver's share of an
-        in-flight budget; it never asks for fewer than may be executing)."""
+        """Submit ``units`` (may be empty) and drain finished outcomes, in one call."""
         if slots is not None and slots >= 0:
             self.slots = slots
             self._start()

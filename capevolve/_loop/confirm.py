@@ -24,12 +24,13 @@ import re
 from typing import Any
 
 from capevolve._loop.decision_records import last_gate
-from capevolve._loop.evaluate import evaluate, latest_eval, run_config
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal, require_gateable
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
-from capevolve._store.evals import load_eval
+from capevolve._store.evals import latest_eval, load_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.config import GoalConfig
@@ -127,9 +128,9 @@ def _pooled(store: RolloutStore, existing: EvalRecord, fresh: EvalRecord,
 
 
 def verified_label(run: RunDir, doc: Any) -> Confidence | None:
-    """The label of a stored confirmation recomputed from its evaluations' rows (None when
-    the document does not name two valid sides: a full gate evaluation from trial 0 and a
-    complete confirm evaluation from trial n). The stored label is never trusted."""
+    """The label of a stored confirmation recomputed from its evaluations' rows (None when the
+    document does not name two valid sides: a full gate evaluation from trial 0 and a complete
+    confirm evaluation from trial n)."""
     try:
         sides = (str(doc["candidate_id"]), str(doc["reference_id"]))
         pairs = [(load_eval(run, doc["evals"][c][0]), load_eval(run, doc["evals"][c][1]))

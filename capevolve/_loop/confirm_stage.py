@@ -1,14 +1,8 @@
 """The confirmation stage of ``gate.alpha_spending: confirm`` (the loop-level default).
 
 Under ``confirm`` a strict, deciding gate is a screen at a = sqrt(alpha / max_iterations)
-(:mod:`capevolve._policy.loop_alpha`). When the screen accepts, :func:`confirm_screen`
-evaluates both sides on val again, on ``CONFIRM_FACTOR`` x num_trials fresh trials (the
-first trial index neither side has used on val; purpose confirm, so these evaluations
-never decide anything else), and gates the fresh data only, at the same a. The recorded
-decision is the confirmation's; the screen's reasons and the confirmation's numbers are
-both kept. Gating the same pair of evaluations again reuses the recorded confirmation's
-trial range, and a confirmation killed before its gate was recorded resumes its own
-evaluations (never a second draw to pick from).
+(:mod:`capevolve._policy.loop_alpha`). The recorded decision is the confirmation's; the screen's
+reasons and the confirmation's numbers are both kept.
 """
 
 from __future__ import annotations

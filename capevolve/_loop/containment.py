@@ -1,16 +1,12 @@
-"""How a run contains candidate code: the sandbox of each evaluation's workers, and what
-the run says when candidate code was not contained or could see the answers.
-
-The sandbox (:mod:`capevolve._engine.sandbox`) is on unless the frozen config says
-``engine.isolation: none``; an evaluation is refused, before anything is recorded, where it
-cannot be built. The task's ``target`` reaches workers only when the adapter declares
-``run_target_sees_target = True`` (a simulator that needs hidden state).
+"""How a run contains candidate code: the sandbox of each evaluation's workers, and what the run
+says when candidate code was not contained or could see the answers.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from capevolve._engine import sandbox
@@ -41,11 +37,60 @@ def adapter_package(adapter: Any) -> str | None:
     return str(Path(file).resolve().parent)
 
 
+def adapter_sources(adapter: Any, project_root: Path | str) -> tuple[str, ...]:
+    """The Python source the adapter's module imports from outside the project, the Python
+    environment, capevolve and the adapter's package (a helper module beside the project
+    that the adapter put on ``sys.path``): each module's file, or its top package's
+    directory. Found through module globals from the adapter's module, transitively; a
+    module imported only inside a function is not found."""
+    start = sys.modules.get(type(adapter).__module__)
+    if start is None:
+        return ()
+    package = adapter_package(adapter)
+    known = [Path(p) for p in (*sandbox.python_trees(), project_root, package) if p]
+    known = [p.resolve() for p in known]
+    found: set[str] = set()
+    seen = {start.__name__}
+    todo = [start]
+    while todo:
+        for value in list(vars(todo.pop()).values()):
+            name = _module_name(value)
+            if name is None or name in seen or name not in sys.modules:
+                continue
+            module = sys.modules[name]
+            file = getattr(module, "__file__", None)
+            if not isinstance(file, str):
+                continue
+            seen.add(name)
+            path = Path(file).resolve()
+            if any(path == k or k in path.parents for k in known):
+                continue
+            top = sys.modules.get(name.split(".")[0])
+            top_file = getattr(top, "__file__", None)
+            if "." in name or hasattr(module, "__path__"):
+                if not isinstance(top_file, str):
+                    continue  # a namespace package: no single directory to show
+                found.add(str(Path(top_file).resolve().parent))
+            else:
+                found.add(str(path))
+            todo.append(module)
+    return tuple(sorted(found))
+
+
+def _module_name(value: Any) -> str | None:
+    """The name of the module ``value`` is (or was defined in); None when it says none."""
+    try:
+        name = value.__name__ if isinstance(value, ModuleType) else getattr(
+            value, "__module__", None)
+    except Exception:  # a proxy whose attribute lookup raises
+        return None
+    return name if isinstance(name, str) else None
+
+
 def sandbox_spec(run: RunDir, project: Project, adapter: Any,
                  calls_model: bool = False) -> SandboxSpec | None:
-    """The sandbox of this run's workers (None with ``engine.isolation: none``);
-    EngineError naming the opt-out where no sandbox can be built. ``calls_model``: the run
-    pins an agent model (the network is then the host's unless the config says none)."""
+    """The sandbox of this run's workers (None with ``engine.isolation: none``); EngineError
+    naming the opt-out where no sandbox can be built."""
     config = project.config
     if config.engine.isolation == "none":
         return None
@@ -56,6 +101,7 @@ def sandbox_spec(run: RunDir, project: Project, adapter: Any,
         network=network, reads=tuple(config.engine.sandbox_reads),
         package=adapter_package(adapter),
         package_reads=tuple(str(r) for r in reads) if isinstance(reads, (list, tuple)) else (),
+        sources=adapter_sources(adapter, project.root),
         protected=tuple(config.protected_paths),
         hidden=(str(run.root), str(signing.key_dir()), str(signing.state_dir())),
         per_call=config.engine.isolation == "process")

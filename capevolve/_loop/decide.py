@@ -16,11 +16,11 @@ from pydantic import ValidationError
 from capevolve._engine.contract import Engine
 from capevolve._loop import confirm_stage, models_pin
 from capevolve._loop.decision_records import last_gate, record_decision, settle
-from capevolve._loop.evaluate import latest_eval, run_config
 from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger re-exported
     false_accept_ledger,
     gate_tallies,
 )
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import require_gateable, require_gateable_id
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
@@ -30,6 +30,7 @@ from capevolve._policy.alpha import (
 )
 from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
+from capevolve._store.evals import latest_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import prefetch
 from capevolve._store.rundir import RunDir
@@ -55,10 +56,7 @@ def _val_record(run: RunDir, candidate_id: str, n_trials: int,
 
 def _val_evals(run: RunDir, sides: tuple[str, str], n_trials: int,
                project_trials: int) -> tuple[EvalRecord, EvalRecord]:
-    """Both sides' full-val evaluations, each refused unless it may be gated (by its rows).
-
-    Both sides' rows are read at once, in threads, while SciPy (which every gate's
-    numbers need) loads in this one; the checks then answer from those reads."""
+    """Both sides' full-val evaluations, each refused unless it may be gated (by its rows)."""
     cand = _val_record(run, sides[0], n_trials, project_trials)
     try:
         best = _val_record(run, sides[1], n_trials, project_trials)
@@ -94,23 +92,10 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the current best on full val; records a gate event.
 
-    The verdict is the frozen ``gate.policy``'s (strict or keep-best, on the goal's metric
-    and direction: ``capevolve._loop.policy_gate``), with the mechanism audit recorded
-    (against ``target``, a census bucket or diagnose cluster, when given; else the one the
-    candidate's evaluation was made with, ``evaluate --target``).
-
-    The deciding settings are the run's frozen ``gate`` section: ``k_se``, ``mode`` or
-    ``min_delta`` that differ from it make the gate *exploratory* (recorded with
-    ``exploratory: true``; accept never considers it). Both sides are read from their
-    evaluations made with the project's ``num_trials``, or with ``n_trials`` (a matched
-    higher-power pair: both sides evaluated with the same larger count); an evaluation with
-    another trial count is another draw and is never mixed in. An incomplete evaluation on
-    either side (an outage, a budget stop) gives an indecisive gate: missing data is never
-    a rejection. Under ``gate.alpha_spending: run`` a deciding gate of a new pair is refused
-    once the run's alpha is spent (``capevolve._policy.alpha.run_alpha_refusal``). Under
-    ``gate.alpha_spending: confirm`` (the default) a strict deciding gate that passes is
-    confirmed on fresh trials of both sides before it says accept
-    (:mod:`capevolve._loop.confirm_stage`; ``engine`` / ``address`` run those rollouts).
+    The verdict is the frozen ``gate.policy``'s; settings that differ from the frozen ``gate``
+    section make the gate exploratory (accept never considers it). An incomplete side gives an
+    indecisive gate, never a rejection. Under ``gate.alpha_spending: confirm`` a strict passing
+    gate is confirmed on fresh trials first (:mod:`capevolve._loop.confirm_stage`).
     """
     with run.locked():
         run.require_open("gate")
@@ -213,15 +198,9 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None, *,
            target: str | None = None) -> dict[str, Any]:
     """Make ``candidate_id`` the best; requires a passing full-val gate against the best.
 
-    With ``target`` (a census bucket or val diagnose cluster) the licensing gate must have
-    audited the move against that target: when the latest gate of the pair named another
-    one (or none), the pair is gated again with it (a recorded, deciding gate on the same
-    trial count) and the accept follows that gate's verdict.
-
-    Idempotent: accepting the candidate that is already the best by its accept returns that
-    accept again (``repeated``: True) and records nothing. Refused (GateError) when the
-    candidate was rejected against the current best; refused (BudgetError) once the
-    iteration budget is spent (see capevolve._policy.budget and ._policy.decisions).
+    Idempotent (``repeated``: True, nothing recorded). Refused (GateError) when the candidate
+    was rejected against the current best; refused (BudgetError) once the iteration budget is
+    spent (see capevolve._policy.budget and ._policy.decisions).
     """
     with run.locked():
         run.require_open("accept")
@@ -278,12 +257,8 @@ def _accepted(event: Any, best_id: str | None, repeated: bool) -> dict[str, Any]
 
 def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
     """Record that ``candidate_id`` is rejected against the current best (one iteration).
-
-    Idempotent: rejecting it again against the same best returns the first rejection
-    (``repeated``: True) and records and spends nothing. Refused, spending nothing, when it
-    is the best, was never gated, was accepted against the current best, or once the
-    iteration budget is spent.
-    """
+    Refused, spending nothing, when it is the best, was never gated, was accepted against the
+    current best, or once the iteration budget is spent."""
     with run.locked():
         run.require_open("reject")
         return _reject(run, candidate_id, note)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._loop.evaluate import latest_complete_eval, run_config
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.models_pin import run_settings
+from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError

@@ -1,11 +1,4 @@
-"""What an evaluation covers: its purpose, its task subset and its trial range.
-
-``evaluate(..., tasks=, first_trial=, purpose=)`` resolves its arguments here, once, into an
-:class:`EvalScope` (or one error naming the bad value), and the evaluation id comes from
-the scope (:func:`capevolve._store.evals.eval_id_for`): the same subset (in any order, with
-repeats), trial range and purpose always name the same evaluation, so running it again
-resumes it and never buys a second draw.
-"""
+"""What an evaluation covers: its purpose, its task subset and its trial range."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """Evaluate a candidate on train or val: plan -> engine -> Parquet -> DuckDB -> stats.
 
 An evaluation is identified by (split, candidate, trials): running the same command again
-resumes an incomplete evaluation (only missing units run) and returns a complete one as
-it is, so re-running never buys a second, luckier draw of the same candidate.
-
-Every unit is journalled before it is dispatched and every finished row within about 50 ms
-(:mod:`capevolve._loop.session`, :mod:`capevolve._store.journal`): an evaluation killed at
-any moment loses only its rollouts in flight, and the next evaluate first settles what it
-left (its rows become a part, its dispatched units count as spent), so budget caps hold
-across kills. An interrupt (Ctrl-C) raises :class:`~capevolve.errors.Interrupted` saying
-how many units have a finished rollout on disk; a failed write is one StoreError naming
-the path and the same count.
+resumes an incomplete evaluation (only missing units run) and returns a complete one as it is,
+so re-running never buys a second, luckier draw of the same candidate.
 """
 
 from __future__ import annotations
@@ -26,12 +18,11 @@ from capevolve._engine.contract import Engine, EvalJob
 from capevolve._engine.plan import plan_units
 from capevolve._loop import containment, models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
-from capevolve._loop.frozen_config import run_config  # noqa: F401 - re-exported
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.guard import EvaluationGuard
 from capevolve._loop.intake import refuse_tampering, resolve_candidate
 from capevolve._loop.leakscan import refuse_leaks
 from capevolve._loop.session import Session
-from capevolve._loop.summary import summarize  # noqa: F401 - re-exported
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
 from capevolve._policy.breaker import Breaker
@@ -42,14 +33,7 @@ from capevolve._project.scoreable import reason_counts
 from capevolve._project.taskfile import TaskFileWriter, without_targets
 from capevolve._project.tasks import SplitTasks, load_split_tasks
 from capevolve._store.candidates import pack
-from capevolve._store.evals import (  # noqa: F401 - lookups re-exported for the verbs
-    eval_id_for,
-    find_eval,
-    latest_complete_eval,
-    latest_eval,
-    load_eval,
-    write_eval,
-)
+from capevolve._store.evals import find_eval, write_eval
 from capevolve._store.evals_means import write_task_means
 from capevolve._store.journal import recover as journal
 from capevolve._store.rollouts import compact as compaction
@@ -98,16 +82,8 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
              engine: Engine | None = None, address: str | None = None,
              allow_test: bool = False) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
-
-    Only train and val are accepted: the test split belongs to ``finalize``. ``tasks`` (a
-    subset of the split's ids), ``first_trial`` (run trials ``first_trial ..
-    first_trial + n_trials - 1`` only) and ``purpose`` (gate, probe, screen, confirm)
-    make a subset evaluation with its own id (:mod:`capevolve._loop.eval_scope`): budgeted,
-    resumable and stored like any other, but informational: only a complete full-split
-    evaluation of purpose gate can decide (:mod:`capevolve._policy.gateable`). ``target``
-    (a recorded census bucket or val diagnose cluster) is stored in the record for the
-    gate's mechanism audit; an unknown one is a GateError naming the known ones.
-    """
+    ``target`` (a recorded census bucket or val diagnose cluster) is stored in the record for
+    the gate's mechanism audit; an unknown one is a GateError naming the known ones."""
     split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
@@ -267,11 +243,7 @@ def _intact(run: RunDir, record: EvalRecord) -> bool:
 
 def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
                       stop_reason: str | None) -> str | None:
-    """Why an evaluation is not a measurement (None when it is complete).
-
-    Missing units (a budget stop, a crash) and low coverage (an outage: most units errored)
-    both leave the evaluation incomplete; resuming it runs the missing and errored units.
-    """
+    """Why an evaluation is not a measurement (None when it is complete)."""
     if stats["n_rows"] < n_units:
         return (f"stopped early: {stop_reason}" if stop_reason
                 else f"{n_units - stats['n_rows']} of {n_units} units not run")

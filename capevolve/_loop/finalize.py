@@ -33,8 +33,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
@@ -103,12 +104,8 @@ def seed_refusal(run: RunDir) -> str | None:
 
 def finalize(run: RunDir, engine: Engine | None = None, address: str | None = None, *,
              spend_test_ids: bool = False) -> dict[str, Any]:
-    """Burn the seal, score best and seed on test, write final.json; once per run.
-
-    The seal is taken before the run lock, so of two finalize processes the loser fails
-    with TestSealError (not a lock error). A seed best is refused (:class:`SeedIsBest`)
-    unless ``spend_test_ids``. Returns final.json's content.
-    """
+    """Burn the seal, score best and seed on test, write final.json; once per run. A seed best
+    is refused (:class:`SeedIsBest`) unless ``spend_test_ids``. Returns final.json's content."""
     why = None if spend_test_ids else seed_refusal(run)
     if why is not None:
         raise SeedIsBest(why)

@@ -1,10 +1,8 @@
 """Before a candidate is evaluated, its files are scanned for what it must never carry
-(:mod:`capevolve._policy.leaks`): task ids of any split; gold values of val and test tasks
-(a value the targets of more than ``leak_scan.max_tasks_per_value`` tasks share is a label
-or a tool name, not an answer); long verbatim spans of val and test inputs (train inputs
-are what a proposer may learn from). A hit is refused before any rollout and recorded as
-an indecisive gate whose reasons name the file, the line and the kind of leak, never the
-value. The seed, the user's own baseline, is not scanned.
+(:mod:`capevolve._policy.leaks`): task ids of any split; gold values of val and test tasks (a
+value the targets of more than ``leak_scan.max_tasks_per_value`` tasks share is a label or a
+tool name, not an answer); long verbatim spans of val and test inputs (train inputs are what a
+proposer may learn from).
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ def down(force: bool = False) -> dict[str, Any]:
 
 def join_early(run: RunDir, kind: EngineKind | str | None = None,
                address: str | None = None) -> None:
-    """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and
-    join it in a daemon thread, so it overlaps the command's own imports and checks
+    """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and join
+    it in a daemon thread, so it overlaps the command's own imports and checks
     (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started there; the engine's
-    own start waits for it). An unknown kind is left for the engine's own check."""
+    own start waits for it)."""
     engine = run.manifest.config.engine
     if str(kind or engine.kind) != EngineKind.RAY.value:
         return

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._engine.contract import Engine
-from capevolve._loop.evaluate import evaluate, latest_complete_eval, run_config
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy.probe import failing_tasks, probe_outcome
 from capevolve._policy.splits import refuse_test
+from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import ConfigError, GateError

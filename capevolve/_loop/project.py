@@ -30,17 +30,7 @@ def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
 
 
 def check(project_dir: Path | str) -> dict[str, Any]:
-    """Every problem with a project, in words (see ``check_project``), plus its task count.
-
-    Returns ``{"ok", "project", "n_tasks", "problems", "warnings", "metrics", "stop",
-    "power"}`` (``power``: the planning figure of ``_policy.power_plan``, None unless ok);
-    ``n_tasks`` is None unless ok; ``stop`` is the parse of the stop condition (predicates
-    and the clauses that did not parse), None when the config did not load; ``metrics``
-    names the metric kinds of a dataset project's evaluators (deterministic and judge),
-    None for an adapter project. With a judge evaluator, a scorer that gave two different
-    scores on one probe is a warning recommending at least 5 trials, not a problem.
-    A missing directory or an invalid capevolve.yaml is reported as a problem, not raised.
-    """
+    """Every problem with a project, in words (see ``check_project``), plus its task count."""
     loaded, problems, found = check_project_warnings(project_dir)
     metrics = _metrics(loaded.config) if loaded else None
     judges = ", ".join(metrics["judge"]) if metrics else ""

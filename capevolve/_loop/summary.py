@@ -119,13 +119,9 @@ def _histogram(n_passed: np.ndarray, n_valid: np.ndarray) -> dict[tuple[int, int
 
 def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.ndarray
                 ) -> TaskMeans:
-    """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task:
-    row i is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks``
-    sorted, Python strings or an Arrow string array); tasks without a row are left out.
-    A mean of one or two trials is computed vectorised (``a + b`` rounds once, as
-    ``math.fsum`` does), of more trials with ``math.fsum`` over rows turned into Python
-    floats :data:`~capevolve.stats.estimators.SLICE` at a time: every value equals
-    ``task_means``'."""
+    """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task: row i
+    is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks`` sorted, Python
+    strings or an Arrow string array); tasks without a row are left out."""
     names = tasks if isinstance(tasks, pa.Array) else string_array(list(tasks))
     if not task.size:
         return TaskMeans(names.slice(0, 0), np.zeros(0), np.zeros(0, dtype=np.int64))

@@ -155,9 +155,7 @@ def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iter
 
 def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
                          max_iterations: int, keep_best: bool = False) -> FalseAcceptSummary:
-    """Sum the per-gate a of the distinct decisive decision gates of a run. The sum bounds
-    the expected number of false accepts under any dependence between the gates (a
-    shared baseline draw included): it is linearity of expectation, not independence."""
+    """Sum the per-gate a of the distinct decisive decision gates of a run."""
     items = list(tallies)
     decisive = _decisive_pairs(items)
     fixed = config.k_se is not None

@@ -68,9 +68,9 @@ def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
 
 
 def priced_cost(spent: Spent) -> float:
-    """What the run's rollouts cost for the money cap: the recorded cost plus each rollout
-    of unknown cost (one a killed driver dispatched, say) priced at the mean recorded cost
-    per rollout. With no cost recorded at all it is 0 (nothing to price with)."""
+    """What the run's rollouts cost for the money cap: the recorded cost plus each rollout of
+    unknown cost (one a killed driver dispatched, say) priced at the mean recorded cost per
+    rollout."""
     priced = spent.metric_calls - spent.cost_unrecorded
     if priced <= 0 or spent.cost_usd <= 0:
         return spent.cost_usd

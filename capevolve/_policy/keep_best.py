@@ -20,9 +20,8 @@ def tentative(decision: Decision, label: Confidence | str | None) -> bool:
 
 def standing(decision: Decision | str, label: Confidence | str | None,
              confirmations: Sequence[Confidence | str] = ()) -> Standing | None:
-    """The standing of a decision (None unless it is an accept): significant at its gate,
-    else confirmed once any confirmation of the move was labelled significant, else
-    tentative. ``confirmations`` are the labels confirm computed (recomputed from rows)."""
+    """The standing of a decision (None unless it is an accept): significant at its gate, else
+    confirmed once any confirmation of the move was labelled significant, else tentative."""
     if decision != Decision.ACCEPT:
         return None
     if label == Confidence.SIGNIFICANT:

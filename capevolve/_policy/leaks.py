@@ -1,17 +1,11 @@
 """What a candidate must never carry: task ids, gold values, long spans of task inputs.
 
 Pure: the caller gives the candidate's files and what to look for. Text is normalised
-(case-folded, split into word tokens ``\\w+``) on both sides, so ``Gold-3``, ``'gold 3'``
-and ``GOLD_3`` in a prompt all carry the value ``gold-3`` (but ``142`` does not carry
-``42``). A hit is named by file, line and kind, never by the value it found: the finding
-reaches the proposer, which must not learn an answer from it.
-
-- **task id**: an id of any split, as a whole token sequence;
-- **gold value**: a val or test task's target (every string or number in it), as a whole
-  token sequence; values shorter than ``min_chars`` or in ``ignore`` (yes / no, small
-  numbers) are too common to count;
-- **input span**: ``span_chars`` consecutive characters of a task's input (normalised
-  text), copied verbatim.
+(case-folded, split into word tokens ``\\w+``) on both sides, so ``Gold-3``, ``'gold 3'`` and
+``GOLD_3`` in a prompt all carry the value ``gold-3`` (but ``142`` does not carry ``42``).
+A leak is a task id, a val or test gold value (shorter than ``min_chars`` or in ``ignore``:
+too common to count), or ``span_chars`` consecutive characters of a task input; a hit names
+file, line and kind, never the value.
 """
 
 from __future__ import annotations

@@ -58,9 +58,7 @@ def _under(path: Path, root: Path) -> bool:
 
 
 def _module_file(name: str, user_code=None) -> Path | None:
-    """The file of module ``name``: loaded, or located. Locating ``a.b`` imports ``a``;
-    that is done only when ``a`` is loaded already or is user code (``user_code(path)``),
-    so a lazy ``import torch.nn`` never imports a library just to be fingerprinted."""
+    """The file of module ``name``: loaded, or located."""
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None) if module is not None else None
     if file is None and module is None:
@@ -154,9 +152,7 @@ def _is_run_dir(directory: Path) -> bool:
 
 def _protected_data(root: Path, seed: Path) -> set[Path]:
     """Every data file of the project directory: a scorer may read any of them (a rubric,
-    expected outputs, a gold file under any name). Python sources are covered by the
-    import closure instead; capevolve.yaml is frozen in run.json; the seed, copies of it
-    (candidate workdirs), run dirs, virtualenvs and hidden or cache dirs are left out."""
+    expected outputs, a gold file under any name)."""
     seed_entries = {p.name for p in seed.iterdir()} if seed.is_dir() else set()
     found = set()
     for dirpath, dirnames, filenames in os.walk(root):

@@ -132,11 +132,8 @@ def load_adapter(root: Path, spec: str) -> Any:
 
 def _probe_score(adapter: Any, project: Project, task: Task,
                  meter: Meter) -> tuple[list[str], list[str]]:
-    """(problems, warnings) of scoring one seed rollout twice. With an LLM judge in the
-    scorer (``adapter.judged``), two different scores and a judge answer outside its
-    schema are warnings: the judge is a noisy measurement, its bad answers error rows.
-    The probe rollout runs with the project's agent model; it and the judge's calls are
-    counted on ``meter``."""
+    """(problems, warnings) of scoring one seed rollout twice. The probe rollout runs with the
+    project's agent model; it and the judge's calls are counted on ``meter``."""
     judged = bool(getattr(adapter, "judged", False))
     declared = project.config.models.agent
     settings = None if declared is None else resolve(declared, "agent", project.config.models)
@@ -169,12 +166,7 @@ def _probe_score(adapter: Any, project: Project, task: Task,
 
 def check_project(project_dir: Path | str, meter: Meter | None = None
                   ) -> tuple[Project | None, list[str]]:
-    """Every problem found with a project, in words; an empty list means it is runnable.
-
-    Checks: config valid, adapter importable, tasks non-empty with unique ids that are
-    stable across two calls, and score deterministic on a probe rollout of the seed (the
-    first scoreable task); see :func:`check_project_warnings` for what is only a warning.
-    """
+    """Every problem found with a project, in words; an empty list means it is runnable."""
     project, problems, _ = check_project_warnings(project_dir, meter)
     return project, problems
 

@@ -1,10 +1,9 @@
 """``capevolve init --kind dataset``: a runnable dataset project (no adapter code).
 
 The starter: a JSONL file of questions with expected answers (one without, to show an
-exclusion), a target that answers from the capability's ``knowledge.md`` (a name
-no protected pattern covers, so edits to it can be evaluated), and two
-deterministic evaluators (normalised exact match and token F1). A commented judge
-evaluator shows where an LLM judge goes.
+exclusion), a target that answers from the capability's ``knowledge.md`` (a name no protected
+pattern covers, so edits to it can be evaluated), and two deterministic evaluators (normalised
+exact match and token F1).
 """
 
 from __future__ import annotations

@@ -134,10 +134,9 @@ _LOCK = threading.Lock()
 
 def load(ref: TaskFile, keep: bool = True) -> TaskTable:
     """The table of ``ref``'s file, read once per process while anything holds it (with
-    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer
-    actor serving one split; without, e.g. the local engine's driver, a table lives only
-    as long as its job). Raises EngineError naming the file when it is missing,
-    unreadable, not a task file, or not the file the driver wrote (its sha256 differs)."""
+    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer actor
+    serving one split; without, e.g. the local engine's driver, a table lives only as long as
+    its job)."""
     key = (ref.path, ref.sha256)
     with _LOCK:
         table = _HELD.get(key)
@@ -194,9 +193,8 @@ def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[
 
 def without_targets(tasks: Mapping[str, Task] | TaskFile, folder: Path, split: str
                     ) -> Mapping[str, Task] | TaskFile:
-    """The same tasks with every ``target`` removed (None): what workers get, so candidate
-    code never receives what scores it. A task file gives a task file (written in
-    ``folder``, named by its own digest), a mapping a table."""
+    """The same tasks with every ``target`` removed (None): what workers get, so candidate code
+    never receives what scores it."""
     if not isinstance(tasks, TaskFile):
         return TaskTable.of(t.model_copy(update={"target": None}) for t in tasks.values())
     writer = TaskFileWriter(folder, f"{split}.blind")

@@ -14,9 +14,8 @@ CACHE_SIZE = 4096
 
 
 class TaskIdLog:
-    """What every streaming sink of tasks shares: the ids appended so far as one UTF-8
-    blob with ``array('q')`` end offsets, and :meth:`add` in terms of the sink's
-    ``add_json``. Subclasses keep the tasks' JSON bytes their own way."""
+    """What every streaming sink of tasks shares: the ids appended so far as one UTF-8 blob with
+    ``array('q')`` end offsets, and :meth:`add` in terms of the sink's ``add_json``."""
 
     __slots__ = ("_ids", "_id_ends")
 

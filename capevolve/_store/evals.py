@@ -102,11 +102,9 @@ def _process_alive(pid: int) -> bool:
 
 
 def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
-    """The status to show for ``record``: a ``running`` record whose process is gone
-    (killed, or the machine went down) is :attr:`EvalStatus.INTERRUPTED` (rerun the same
-    evaluate to resume it). It is still running only while the process that started it
-    (its latest ``eval_started`` event) is alive and is the one holding the run lock.
-    Read-only: the lock is never taken to find out."""
+    """The status to show for ``record``: a ``running`` record whose process is gone (killed, or
+    the machine went down) is :attr:`EvalStatus.INTERRUPTED` (rerun the same evaluate to resume
+    it)."""
     if record.status != EvalStatus.RUNNING:
         return record.status
     started = [e for e in run.events(EventKind.EVAL_STARTED)
@@ -120,11 +118,9 @@ def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:
-    """Write an evaluation record atomically, as canonical JSON on one line (sorted keys;
-    the fast encoder: a record holds every task's mean; readers parse JSON, so a record
-    written indented, as older versions did, reads the same). Through a RunDir it is one
-    of the run's own writes, which a concurrent evaluation's guard recognises (see
-    RunDir.write_document)."""
+    """Write an evaluation record atomically, as canonical JSON on one line (sorted keys; the
+    fast encoder: a record holds every task's mean; readers parse JSON, so a record written
+    indented, as older versions did, reads the same)."""
     layout = _layout(where)
     if isinstance(where, Layout):
         jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json(), indent=None)

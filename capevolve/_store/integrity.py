@@ -80,11 +80,7 @@ def relative(root: Path, path: Path) -> str:
 
 
 def part_fields(root: Path, path: Path, n_rows: int) -> dict[str, Any]:
-    """The fields of a ``part_written`` event for the part at ``path``.
-
-    The row count in the Parquet footer must equal ``n_rows`` (what the writer wrote).
-    Arrow is imported here, by the writer that records a part, not by a run's reader.
-    """
+    """The fields of a ``part_written`` event for the part at ``path``."""
     import pyarrow.parquet as pq
 
     try:
@@ -400,9 +396,8 @@ class _Checker:
 
 def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | CompactedPart],
                                                  set[str]]:
-    """The parts the log records now (path -> its record: a ``part_written`` event or a
-    part of a ``parts_compacted`` one), and the parts compactions retired. A
-    ``quarantined`` event or a compaction takes a part out of the record."""
+    """The parts the log records now (path -> its record: a ``part_written`` event or a part of
+    a ``parts_compacted`` one), and the parts compactions retired."""
     recorded: dict[str, PartWritten | CompactedPart] = {}
     retired: set[str] = set()
     for event in events:

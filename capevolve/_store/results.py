@@ -1,9 +1,8 @@
 """Decision records on disk: ``results/<n>.json``, one per decided iteration.
 
-Numbers run 1, 2, ... in the order decisions were taken (the next number is one more than
-the highest stored; callers hold the run lock). Each file is written atomically and never
-rewritten: a number that exists is a RunDirError, so a record is never overwritten. A file
-that does not validate as a DecisionRecord is a RunDirError naming it.
+Numbers run 1, 2, ... in the order decisions were taken (the next number is one more than the
+highest stored; callers hold the run lock). Each file is written atomically and never rewritten:
+a number that exists is a RunDirError, so a record is never overwritten.
 """
 
 from __future__ import annotations

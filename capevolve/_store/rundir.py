@@ -1,35 +1,13 @@
 """RunDir: one run's directory: manifest, frozen splits, candidates, events, spend, best.
 
 The internal reader and writer of a run: the verbs write through it (:meth:`record`,
-:meth:`record_part`, :meth:`write_document` ...); the public ``capevolve.RunDir`` is a
-read-only view of it (:mod:`capevolve._loop.public_run`).
+:meth:`record_part`, :meth:`write_document` ...); the public ``capevolve.RunDir`` is a read-only
+view of it (:mod:`capevolve._loop.public_run`). ``events.jsonl`` is the source of truth;
+``state.json`` caches ``best_id`` and ``spent``.
 
-``events.jsonl`` is the append-only source of truth, read once per process and cached
-(:class:`~capevolve._store.events.EventLog`); ``best_id`` and ``spent`` are derived from it
-incrementally. ``state.json`` is a cache of them, written only by writing calls.
-
-Rules this class enforces (even for internal callers):
-
-- Opening is read-only: :meth:`open`, the properties and every lookup create or modify no
-  file. Every write holds the run lock (:meth:`locked`, re-entrant).
-- :meth:`set_best` moves the best only to a candidate whose latest recorded
-  non-exploratory gate against the current best, on the val evaluations that are still the
-  latest, said accept (:meth:`passing_gate`). The seed at creation is the one exception,
-  recorded by :meth:`create` itself.
-- :meth:`log_event` records only user kinds: ``note`` and kinds registered with
-  :meth:`register_event_kind`; the kinds capevolve records itself are refused.
-- :meth:`update_spent` only adds: finite, non-negative increments of known fields.
-- A finalized run is closed (:meth:`require_open`).
-
-Thread safety (several evaluations of one process write the run at once, each in its own
-thread, under the one process-level run lock): every event append (with its signature and
-head mirror), state.json, every document written through :meth:`write_document` (the
-evaluation records) and every snapshot run under one re-entrant lock (``_appending``), and
-each such document write is remembered (:meth:`own_writes_since`) so an evaluation's guard
-can tell capevolve's own writes made by another thread from candidate code's. The
-non-engine part of an evaluation holds :attr:`serial` (a baton one thread holds at a time;
-the engine's run is the only part done concurrently, see
-:class:`~capevolve._store.baton.Baton`).
+Rules: opening writes nothing, every write holds the run lock (:meth:`locked`); :meth:`set_best`
+needs a passing gate (:meth:`passing_gate`); :meth:`log_event` takes user kinds only;
+:meth:`update_spent` only adds; a finalized run is closed (:meth:`require_open`).
 """
 
 from __future__ import annotations
@@ -177,11 +155,10 @@ class RunDir:
     @classmethod
     def open(cls, root: Path | str) -> Self:
         """Open an existing run dir (read-only): validates run.json and the splits checksum,
-        refuses test rollouts without a seal, and verifies the event log's chain and
-        signatures and every Parquet part against its record
+        refuses test rollouts without a seal, and verifies the event log's chain and signatures
+        and every Parquet part against its record
         (:func:`capevolve._store.integrity.refuse_tampered`: one line naming the first bad
-        record or file). Creates and modifies nothing in the run dir (the hash cache lives
-        outside it)."""
+        record or file)."""
         run = cls(Path(root))
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
@@ -285,11 +262,9 @@ class RunDir:
 
     def record_part(self, path: Path | str, n_rows: int) -> PartWritten:
         """Record a Parquet part of this run that was just durably renamed into place: a
-        ``part_written`` event with its path (relative to the run dir), size, sha256 and
-        row count, which verification (capevolve._store.integrity) checks the part against
-        from then on. The sha256 and the footer's row count are computed here; a footer
-        that disagrees with ``n_rows`` is a RunDirError. Thread-safe: the part-writer
-        thread calls it while the evaluating thread holds the run lock."""
+        ``part_written`` event with its path (relative to the run dir), size, sha256 and row
+        count, which verification (capevolve._store.integrity) checks the part against from then
+        on."""
         from capevolve._store.integrity import part_fields
 
         fields = part_fields(self.root, Path(path), n_rows)
@@ -303,11 +278,7 @@ class RunDir:
 
     @classmethod
     def register_event_kind(cls, name: str) -> None:
-        """Allow :meth:`log_event` to record the user kind ``name`` (in this process).
-
-        ``note`` is always allowed. A name is lowercase letters, digits and ``_`` and may
-        not be a kind capevolve records itself. Registering twice is harmless.
-        """
+        """Allow :meth:`log_event` to record the user kind ``name`` (in this process)."""
         if not re.fullmatch(EVENT_KIND_PATTERN, str(name)):
             raise RecordError(f"event kind {name!r}: use lowercase letters, digits and _")
         if name in {k.value for k in LIBRARY_EVENTS}:
@@ -340,12 +311,7 @@ class RunDir:
         return cast(UserEvent, stored)
 
     def passing_gate(self, candidate_id: str) -> GateEvent:
-        """The gate that licenses making ``candidate_id`` the best, or GateError.
-
-        It is the latest non-exploratory gate of the candidate against the current best;
-        it said accept; and the val evaluations it read are still each side's latest
-        complete ones (a re-evaluation since then needs a new gate).
-        """
+        """The gate that licenses making ``candidate_id`` the best, or GateError."""
         from capevolve._store.evals import latest_complete_eval
 
         best_id = self.best_id
@@ -367,13 +333,7 @@ class RunDir:
         return last
 
     def set_best(self, candidate_id: str, **fields: Any) -> None:
-        """Make ``candidate_id`` the best; it must hold a passing gate (:meth:`passing_gate`).
-
-        ``fields``: ``reason`` (default "accepted") and ``previous_best``. Refused on a
-        closed run, for an unknown candidate, and for the current best. This is the store's
-        rule only; the public ``capevolve.RunDir`` routes ``set_best`` through the accept
-        verb (budget, one decision per pair, the accept record and its iteration).
-        """
+        """Make ``candidate_id`` the best; it must hold a passing gate (:meth:`passing_gate`)."""
         self._promote(candidate_id, **fields)
 
     def _promote(self, candidate_id: str, **fields: Any) -> None:

@@ -1,11 +1,9 @@
 """Census: export failing datapoints for describer agents, then check their synthesis.
 
-``export`` writes ``batch_NNN.json`` files of failing datapoints (id ``task#trial``,
-input, output, reference when the targets are available, feedback) plus the project's
-domain notes, and ``census_manifest.json``. Nothing in a batch names a category (no
-kinds, clusters or tags): describers describe in their own words.
-
-``template`` writes a census.json to fill in; ``check`` validates one against the run.
+``export`` writes ``batch_NNN.json`` files of failing datapoints (id ``task#trial``, input,
+output, reference when the targets are available, feedback) plus the project's domain notes, and
+``census_manifest.json``. Nothing in a batch names a category (no kinds, clusters or tags):
+describers describe in their own words.
 """
 
 from __future__ import annotations

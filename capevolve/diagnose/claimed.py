@@ -1,10 +1,5 @@
-"""claimed_without_matching_action: a final message claims a *specific* state change that
-a tool of the same action family could have made, and none of the rollout's mutating
-calls made it.
-
-narrated_without_action covers a claim with no mutating call at all. This signature covers
-the rest: the agent says "your ticket has been escalated" and did call a write -- but the
-write was ``update_note``, not a transfer.
+"""claimed_without_matching_action: a final message claims a *specific* state change that a tool
+of the same action family could have made, and none of the rollout's mutating calls made it.
 """
 
 from __future__ import annotations

@@ -112,9 +112,8 @@ def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> 
 
 
 def signature_of(keys: list[Key], demote: frozenset[str] = frozenset()) -> str:
-    """The cluster's most frequent tokens, shown in their shortest form; ties go to the
-    token that comes earliest in a feedback's text, then to the token itself. Tokens in
-    ``demote`` come after every other (a split cluster names what sets it apart first)."""
+    """The cluster's most frequent tokens, shown in their shortest form; ties go to the token
+    that comes earliest in a feedback's text, then to the token itself."""
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     position: dict[str, int] = {}

@@ -1,20 +1,10 @@
-"""The too-coarse split: a lexical cluster that holds more than half of the failing trials
-of its feedback part while its units name several distinct causes is split by those causes.
+"""The too-coarse split: a lexical cluster that holds more than half of the failing trials of
+its feedback part while its units name several distinct causes is split by those causes.
 
-Units are clustered per part (``cluster.group_root_cause``), so "most failures" is counted
-among the failing trials with a unit of the cluster's part (every failing trial when the
-feedback has no part labels). What made the units one cluster is the tokens most of them
-share: its *common* tokens are those in at least ``COMMON`` of its units' keys. A unit's
-*residual* is the rest of its key without identifiers (a tool or field name is a failure
-site, not a cause) and without its score-part token (``@<part>``: a sentence that says
-nothing specific does not name a cause because its trial lost another part). Residuals
-that share a token name one cause (union-find); a cause counts when it holds
-``MIN_SHARE`` of the cluster's failing trials and at least ``MIN_TRIALS``. The units with
-an empty residual and those of causes too small to count are the *rest*, which counts as
-one more cause when it is as large. With two causes or more the cluster is split: one
-cluster per cause, the rest last. A cluster of one cause worded many ways seldom holds most
-of its part's failures; one that does, whose residuals scatter into groups too small to
-count, stays whole.
+A unit's *residual* is its key less the cluster's common tokens, identifiers and its part token;
+residuals that share a token name one cause (union-find). A cause counts from ``MIN_SHARE`` of
+the cluster's failing trials and ``MIN_TRIALS``; with two or more the cluster is split, one
+cluster per cause, the rest last.
 """
 
 from __future__ import annotations
@@ -67,9 +57,8 @@ def _components(uf: UnionFind, n: int) -> dict[int, list[int]]:
 
 def _merge_rewordings(uf: UnionFind, n: int, trials: Sequence[int],
                       task_of: Callable[[int], str]) -> None:
-    """Union the components in which one task fails on different trials (each holds a
-    trial of the task the other does not): one cause, worded differently from trial to
-    trial. Components that hold the same trials of a task are causes found together."""
+    """Union the components in which one task fails on different trials (each holds a trial of
+    the task the other does not): one cause, worded differently from trial to trial."""
     changed = True
     while changed:
         changed = False
@@ -124,12 +113,9 @@ def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[f
 def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[str | None],
                  owners: Sequence[int], identifiers_of: Callable[[int], frozenset[str]],
                  task_of: Callable[[int], str]) -> tuple[list[list[int]], list[Split]]:
-    """The groups (of indices into ``keys``, each of one feedback part: ``parts``) with
-    every too-coarse one -- more than ``MOST`` of the failing trials with a unit of its
-    part, several causes -- split (module docstring), and the splits made. ``owners``
-    gives each unit's failure index, ``identifiers_of`` its rollout's identifiers (asked
-    only about the units of a group that may be too coarse), ``task_of`` a failure's
-    task."""
+    """The groups (of indices into ``keys``, each of one feedback part: ``parts``) with every
+    too-coarse one -- more than ``MOST`` of the failing trials with a unit of its part, several
+    causes -- split (module docstring), and the splits made."""
     kinds = set(parts)
     failing: Counter[str | None] = (
         Counter({kinds.pop(): len(set(owners))}) if len(kinds) == 1

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capevolve._loop.evaluate import run_config, run_project
+from capevolve._loop.evaluate import run_project
+from capevolve._loop.frozen_config import run_config
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_project, load_tasks
 from capevolve._store.rundir import RunDir

@@ -117,9 +117,8 @@ def diagnosis_path(run: RunDir, split: str, tag: str,
 
 
 def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
-    """The failures with their cause units (``units`` module: preamble, parts, sentences,
-    pass statements dropped) and, when exactly one score part fell short, that part.
-    Each distinct feedback is cut once, each distinct (feedback, score parts) split once."""
+    """The failures with their cause units (``units`` module: preamble, parts, sentences, pass
+    statements dropped) and, when exactly one score part fell short, that part."""
     counts = Counter(f.feedback for f in failures)
     cuts = preamble_cuts_of(counts)
     stripped: Counter[str] = Counter()
@@ -171,9 +170,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
                     unread: Collection[int] = ()) -> dict[str, Any]:
     """The diagnosis document of ``trials`` (one evaluation of one candidate on a split);
     ``trajectory_dir`` is where the trajectory files of rollouts without one are written,
-    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept).
-    ``unread`` holds the indices of trials whose trace was not read: TraceUnread when one
-    of them needs it (``Analyser.needs_trace``)."""
+    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept)."""
     if options.redact_gold and context.targets is None:
         raise ConfigError("--redact-gold needs the tasks' targets, but the adapter could not "
                           f"be loaded ({context.unavailable}); pass --project")
@@ -293,12 +290,11 @@ def may_hold_judgements(data: bytes) -> bool:
 
 
 def _previous(path: Path) -> dict[str, Any] | None:
-    """The earlier file of the same mode, for its judgements: None when its bytes show that
-    none of its clusters holds one (:func:`may_hold_judgements`), else the document as
-    ``jsonfiles.read`` reads it: parsed from its bytes by pydantic-core's parser (no
-    decoding pass over a document of 100,000 entries), ``jsonfiles.read`` deciding any file
-    that parser refuses. A symlink in its place is not the run's own file: its judgements
-    are not carried (the new file replaces the link, never what it points to)."""
+    """The earlier file of the same mode, for its judgements: None when its bytes show that none
+    of its clusters holds one (:func:`may_hold_judgements`), else the document as
+    ``jsonfiles.read`` reads it: parsed from its bytes by pydantic-core's parser (no decoding
+    pass over a document of 100,000 entries), ``jsonfiles.read`` deciding any file that parser
+    refuses."""
     if path.is_symlink() or not path.is_file():
         return None
     try:
@@ -318,10 +314,9 @@ def _previous(path: Path) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def _no_cycle_collection() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while a diagnosis is built: it allocates
-    millions of acyclic objects (rows, units, entries), each allocation burst would
-    trigger a full collection that frees nothing. Reference counting frees them as
-    always; the collector's previous state is restored."""
+    """Hold the cyclic garbage collector off while a diagnosis is built: it allocates millions
+    of acyclic objects (rows, units, entries), each allocation burst would trigger a full
+    collection that frees nothing."""
     enabled = gc.isenabled()
     gc.disable()
     try:

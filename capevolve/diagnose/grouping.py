@@ -1,16 +1,7 @@
 """From failures to clusters of cause units, and the clusters' JSON records.
 
-Each failure contributes its cause units (``units``); a failure with several units can sit
-in several clusters. Mechanical signatures come first: a failure flagged
-narrated_without_action (or claimed_without_matching_action) puts its units about the
-state (every unit that is not about what was told, ``classify.is_communication``) into
-that cluster -- or, when all its units are about communication, joins it without a unit --
-and its communication units are clustered like any other. The rest is grouped by the
-root-cause key (``cluster.group_root_cause``, per feedback part), the groups a task's
-trials alternate between merged (``reworded.merge_rewordings``) and a group holding most of
-its part's failures with distinct causes split (``coarse.split_coarse``); or, in
-first-words mode, by the feedback's first words (one unit per failure, the whole
-feedback).
+Each failure contributes its cause units (``units``); a failure with several units can sit in
+several clusters.
 """
 
 from __future__ import annotations
@@ -59,12 +50,9 @@ def _mechanical(failure: Failure) -> str | None:
 
 def _lexical_keys(failures: list[Failure], placed: list[Placed],
                   lexical: list[int]) -> tuple[list[int], list[Key]]:
-    """The root-cause key of every lexical unit. A unit without a part label, of a failure
-    whose score parts show exactly one part short, carries that part as one more token
-    (``@<part>``, never shown in a signature): the part is half of the failure site, so
-    units of different parts need more shared words to merge. A failure whose units all
-    have an empty key after its preamble was stripped is keyed by its whole feedback
-    instead (the shared run was its cause)."""
+    """The root-cause key of every lexical unit. A failure whose units all have an empty key
+    after its preamble was stripped is keyed by its whole feedback instead (the shared run was
+    its cause)."""
     keys: list[Key] = []
     cache = KeyCache()  # feedback repeats: tokenise each text once
     key_of_text = cache.key

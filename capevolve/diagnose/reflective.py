@@ -121,10 +121,9 @@ class CallFacts(NamedTuple):
 
 
 class Analyser:
-    """:func:`analyse` with the work done once per distinct value: the facts of the calls
-    once per distinct set of calls (rollouts repeat the same tools and argument names),
-    a final message's unmatched claims once per (words of the writes, message).
-    :meth:`failure` returns exactly ``analyse(trial, calls, guard, redact)``."""
+    """:func:`analyse` with the work done once per distinct value: the facts of the calls once
+    per distinct set of calls (rollouts repeat the same tools and argument names), a final
+    message's unmatched claims once per (words of the writes, message)."""
 
     def __init__(self, guard: GoldGuard | None, redact: bool) -> None:
         self.guard, self.redact = guard, redact
@@ -173,12 +172,11 @@ class Analyser:
         return known
 
     def needs_trace(self, trial: Trial, calls: list[Call]) -> bool:
-        """Whether the facts of the failing ``trial`` read its trace, ``calls`` being
-        its ``tool_calls`` column's (``column_calls``): when the column holds no call
-        (the rollout's calls are then the trace's), when the output is blank (the final
-        message is then the trace's), or when no call mutates and the output claims a
-        state change (narrated_without_action then looks for a mutating call in the
-        trace). Otherwise :meth:`failure` gives the same whatever the trace holds."""
+        """Whether the facts of the failing ``trial`` read its trace, ``calls`` being its
+        ``tool_calls`` column's (``column_calls``): when the column holds no call (the rollout's
+        calls are then the trace's), when the output is blank (the final message is then the
+        trace's), or when no call mutates and the output claims a state change
+        (narrated_without_action then looks for a mutating call in the trace)."""
         if not calls:
             return True
         output = trial.output

@@ -1,22 +1,9 @@
-"""One cause reworded from trial to trial: clusters of one part that a task's trials
-alternate between are merged.
+"""One cause reworded from trial to trial: clusters of one part that a task's trials alternate
+between are merged.
 
-A scorer that writes prose (a rubric model, a person) describes the same failure of the
-same task in different words on different trials ("Coverage check skipped", "Insurance
-eligibility was not verified"); the root-cause key, which compares words, keeps such
-wordings apart. The trials of a task are evidence the words are not: two clusters ``A``
-and ``B`` of the same feedback part are one cause when
-
-1. no failing trial has units in both (two causes found together are two causes), and
-2. at least ``MIN_TASKS`` tasks, and at least a third of the tasks of the larger of the
-   two, *alternate*: the task has failing trials in both, and the trials in ``A`` and
-   those in ``B`` lost the same part -- the clusters' labelled part, or for feedback
-   without part labels, the one score part that fell short (a trial with several parts
-   short supports nothing).
-
-Merging is transitive (union-find). A scorer that says one thing one way (a template)
-never alternates and is never merged; a line every failure may carry (an opener, a closing
-remark) shares trials with most clusters and is blocked by rule 1 or held off by rule 2.
+A scorer that writes prose (a rubric model, a person) describes the same failure of the same
+task in different words on different trials ("Coverage check skipped", "Insurance eligibility
+was not verified"); the root-cause key, which compares words, keeps such wordings apart.
 """
 
 from __future__ import annotations
@@ -35,11 +22,8 @@ def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
                      owners: Sequence[int], task_ids: Sequence[str],
                      short: Sequence[str | None],
                      specific: Sequence[bool]) -> list[list[int]]:
-    """``groups`` (of unit indices, each of one feedback part: ``parts``) with the groups
-    that are one cause reworded merged (module docstring). ``owners`` gives a unit's
-    failure index and ``specific`` whether its key holds a token (the group of units
-    with nothing specific left is never merged); ``task_ids`` and ``short`` (the one
-    score part that fell short, or None) are per failure."""
+    """``groups`` (of unit indices, each of one feedback part: ``parts``) with the groups that
+    are one cause reworded merged (module docstring)."""
     trials = [set(map(owners.__getitem__, group)) if specific[group[0]] else set()
               for group in groups]
     tasks = [set(map(task_ids.__getitem__, failing)) for failing in trials]

@@ -98,12 +98,9 @@ def raw_tokens(feedback: str, identifiers: frozenset[str] = frozenset()) -> list
 
 
 def preamble_cuts(feedbacks: list[str]) -> list[int]:
-    """Per feedback, the character offset where its text starts after the shared preamble:
-    the leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from
-    those that carry it (0 for the others). A run that is the whole feedback of a failure
-    carrying it is that failure's cause, not a preamble: nothing is stripped. When the run
-    reaches past a line break, only its whole lines are stripped. Each distinct feedback
-    is tokenised once, only as far as the run reaches, and counted as often as it occurs."""
+    """Per feedback, the character offset where its text starts after the shared preamble: the
+    leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from those that
+    carry it (0 for the others)."""
     by_text = preamble_cuts_of(Counter(feedbacks))
     return [by_text[f] for f in feedbacks]
 
@@ -218,11 +215,9 @@ _BYTE_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 
 
 def even_digits(text: str) -> str:
-    """``text`` with every ASCII digit written ``0``: the same length, every other
-    character where it was. A rule that treats all digits alike gives both texts the
-    same answer, so its work can be shared by texts that differ only in their digits.
-    (An ASCII text is translated as bytes: a table lookup per byte, not a dict lookup
-    per character.)"""
+    """``text`` with every ASCII digit written ``0``: the same length, every other character
+    where it was. (An ASCII text is translated as bytes: a table lookup per byte, not a dict
+    lookup per character.)"""
     if text.isascii():
         return text.encode("ascii").translate(_BYTE_ZEROS).decode("ascii")
     return text.translate(_ZEROS)

@@ -1,24 +1,9 @@
 """Trajectory files an editor can open, for adapters without a trace store of their own.
 
-When the adapter has no ``trajectories(split)`` and a rollout has no trajectory path of its
-own, diagnose writes each failing rollout to
-``diagnoses/trajectories/<split>__<tag>/<task>__<trial>.json`` (one folder per diagnosis:
-trial 0 of a task is a different rollout for every candidate) and points ``Trajectory``
-there. The file holds the task id, trial, eval id, reward, feedback, input, final output,
-tool calls and trace (the JSON columns as stored; one that is not valid JSON is kept as a
-string). A task id with characters unsafe in a file name is written with them replaced by
-``_`` and a short hash of the id appended, so two ids never share a file. Files of the
-folder that the current diagnosis does not write are removed (stale rollouts). The files
-are derived data: a file whose content is already right is left alone, any other is
-rewritten in place without an fsync (a file torn by a crash is rewritten by the next
-diagnose).
-
-Confinement: the folder must resolve to itself inside the run directory -- a symlinked
-folder (or a symlinked ``diagnoses`` / ``trajectories`` on the way) that leads elsewhere
-is refused before anything is written or removed, and a file of the folder that is a
-symlink is never followed (it is replaced by a regular file, or removed when stale).
-The files are written by a small thread pool: creating 100,000 files is the kernel's work,
-which runs while the next documents are built.
+When the adapter has no ``trajectories(split)`` and a rollout has no trajectory path of its own,
+diagnose writes each failing rollout to
+``diagnoses/trajectories/<split>__<tag>/<task>__<trial>.json`` (one folder per diagnosis: trial
+0 of a task is a different rollout for every candidate) and points ``Trajectory`` there.
 """
 
 from __future__ import annotations
@@ -182,10 +167,9 @@ def _write_chunk(chunk: list[tuple[str, bytes]]) -> None:
 
 
 def write_all(directory: Path, trials: list[Trial], root: Path | None = None) -> None:
-    """Write one file per trial under ``directory`` and remove the folder's stale files;
-    with ``root`` (the run directory) the folder is first checked to be confined in it
-    (:func:`confined`). Documents are built here while the pool writes earlier chunks
-    (at most ``2 * WRITERS`` chunks held); the first write error is raised."""
+    """Write one file per trial under ``directory`` and remove the folder's stale files; with
+    ``root`` (the run directory) the folder is first checked to be confined in it
+    (:func:`confined`)."""
     if root is not None:
         confined(directory, root)
     directory.mkdir(parents=True, exist_ok=True)

@@ -117,10 +117,7 @@ def _opening_labels(feedback: str) -> set[str]:
 
 
 def common_labels_of(counts: Counter[str]) -> frozenset[str]:
-    """:func:`common_labels` of a list of feedbacks given as its counts. A feedback's
-    labels are read once per text with its digits evened out: the segments and the
-    labels' spans treat every digit alike, so where no label of the evened-out text holds
-    a ``0``, the feedback's labels are those very strings; otherwise it is read itself."""
+    """:func:`common_labels` of a list of feedbacks given as its counts."""
     seen: Counter[str] = Counter()
     shared: dict[str, set[str]] = {}
     for feedback, n in counts.items():  # each distinct text read once
@@ -173,10 +170,9 @@ UnitSpans = tuple[tuple[str | None, int, int, int], ...]  # (label, part, start,
 
 def _unit_spans(feedback: str, parts: dict[str, float], labels: frozenset[str],
                 passing: frozenset[str]) -> tuple[list[PartSpans], UnitSpans | None, bool]:
-    """Rules 2-4 as spans: the parts, each unit as (label, part index, start, end) in its
-    part's joined text (None: no unit is left, the stripped feedback is the one unit),
-    and :func:`_part_spans`' digit-free flag. Every test made here (sentence ends, the
-    tokens, the normalised text) treats all digits alike."""
+    """Rules 2-4 as spans: the parts, each unit as (label, part index, start, end) in its part's
+    joined text (None: no unit is left, the stripped feedback is the one unit), and
+    :func:`_part_spans`' digit-free flag."""
     spans, digit_free = _part_spans(feedback, parts, labels)
     units = []
     for index, (label, pieces) in enumerate(spans):

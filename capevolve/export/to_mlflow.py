@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from capevolve._loop.evaluate import run_config
+from capevolve._loop.frozen_config import run_config
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir
 from capevolve.errors import ConfigError

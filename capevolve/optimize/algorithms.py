@@ -1,9 +1,8 @@
 """Search algorithms: which candidate is the next parent, and whether children are screened.
 
-An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candidate's
-full-val task means, the ledger, the parent's train clusters) and picks the parent and the
-focus of one proposal. It never decides acceptance: every child goes through the full-val
-gate against the current best (only the full-val gate accepts), whatever the algorithm.
+An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candidate's full-val
+task means, the ledger, the parent's train clusters) and picks the parent and the focus of one
+proposal.
 """
 
 from __future__ import annotations

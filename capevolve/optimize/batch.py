@@ -52,9 +52,8 @@ def _measure_in_turn(s: Session, p: step.Planned) -> None:
 
 def run_batch(s: Session, batch: list[step.Planned],
               on_iteration: Callable[[IterationRecord], None]) -> str | None:
-    """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget
-    cap stopped it, else None. Each decision is made as soon as its own evaluations and
-    the earlier iterations' decisions are done, while the later evaluations still run."""
+    """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget cap
+    stopped it, else None."""
     measured = [p for p in batch if step.record_proposal(s, p)]
     _snapshot_in_order(s, measured)
     _parents_first(s, measured)

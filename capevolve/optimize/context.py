@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop import evaluate as evaluating
+from capevolve._store.evals import latest_complete_eval
 from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnose, diagnosis_path
 from capevolve.diagnose.kinds import ClusterMode
 from capevolve.errors import CapevolveError
@@ -25,7 +26,7 @@ from capevolve.optimize.workdir import instructions_text, prepare
 def train_diagnosis(s: Session, parent_id: str) -> tuple[dict[str, Any] | None, str | None]:
     """The parent's train diagnosis (made once per parent), or None and why not."""
     path = diagnosis_path(s.run, str(Split.TRAIN), parent_id)
-    record = evaluating.latest_complete_eval(s.run, parent_id, Split.TRAIN,
+    record = latest_complete_eval(s.run, parent_id, Split.TRAIN,
                                              n_trials=TRAIN_TRIALS)
     try:
         if record is None:

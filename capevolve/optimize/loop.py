@@ -42,9 +42,11 @@ from capevolve._engine.contract import Engine
 from capevolve._loop import estimate as estimating
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.models_pin import run_settings
 from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
+from capevolve._store.evals import latest_complete_eval
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import BudgetError, ConfigError
@@ -111,7 +113,7 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
         raise ConfigError(f"--timeout {settings.timeout_s}: must be positive")
     if settings.minibatch is not None and settings.minibatch < 1:
         raise ConfigError(f"--minibatch {settings.minibatch}: must be at least 1")
-    config = evaluating.run_config(run)
+    config = run_config(run)
     files = LoopFiles(run.root)
     ledger = files.read_ledger()
     loop = _resolved(files, settings, len(ledger))
@@ -151,7 +153,7 @@ def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None
         return f"the proposer has nothing more to propose ({ledger[-1].reasons[0]})"
     if iterations is not None and len(ledger) >= iterations:
         return f"--iterations {iterations} reached"
-    best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
+    best = latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
     state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
                       metric_calls=s.run.spent.metric_calls,  # cost: runner + optimizer
@@ -209,8 +211,8 @@ def _iterate(s: Session, settings: LoopSettings,
 
 def _warm_up() -> None:
     """Load what the first gate would otherwise load on the loop's critical path: SciPy's
-    special functions (the t tail and quantile, :mod:`capevolve.stats.power`), 0.5 s on
-    an idle machine and several seconds under load. Imports only; nothing is computed."""
+    special functions (the t tail and quantile, :mod:`capevolve.stats.power`), 0.5 s on an idle
+    machine and several seconds under load."""
     try:
         import scipy.special  # noqa: F401
     except ImportError:  # pragma: no cover - a dependency; the gate says so itself

@@ -24,6 +24,7 @@ from typing import Any
 
 from capevolve._loop import evaluate as evaluating
 from capevolve._policy.thresholds import TOLERANCE
+from capevolve._store.evals import latest_complete_eval
 from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve.kinds import EvalPurpose, EvalStatus, Split
 from capevolve.optimize.session import TRAIN_TRIALS, Session
@@ -32,7 +33,7 @@ from capevolve.optimize.session import TRAIN_TRIALS, Session
 def parent_on(s: Session, parent_id: str, tasks: tuple[str, ...]) -> dict[str, Any]:
     """The parent's record on ``tasks``: ``status``, ``task_means`` (of those tasks) and
     ``eval_id`` (the evaluation its rows come from)."""
-    full = evaluating.latest_complete_eval(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS)
+    full = latest_complete_eval(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS)
     if full is not None:
         every = task_means_of(s.run, full)
         means = {t: every[t] for t in tasks if t in every}

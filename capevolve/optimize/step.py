@@ -221,9 +221,9 @@ def evaluate(s: Session, p: Planned) -> IterationRecord:
 
 
 def measure(s: Session, p: Planned) -> None:
-    """Step 4a: the iteration's evaluations, nothing recorded in the ledger. Safe to run in
-    a thread beside other iterations' (their evaluations share the engine); what it raises
-    is kept for :func:`finish`. Its overhead is its wall time minus its own engine time."""
+    """Step 4a: the iteration's evaluations, nothing recorded in the ledger. Safe to run in a
+    thread beside other iterations' (their evaluations share the engine); what it raises is kept
+    for :func:`finish`."""
     def run() -> None:
         try:
             p.measured = _measure(s, p)

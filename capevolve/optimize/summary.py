@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._loop import evaluate as evaluating
+from capevolve._store.evals import latest_complete_eval
 from capevolve.kinds import Split
 from capevolve.optimize.session import Session
 from capevolve.records._optimize import IterationRecord
@@ -41,9 +41,9 @@ def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
 def loop_summary(s: Session, stop_reason: str, plateau: str | None,
                  final: dict[str, Any] | None, not_finalized: str | None = None
                  ) -> dict[str, Any]:
-    best = evaluating.latest_complete_eval(s.run, s.run.best_id, Split.VAL,
+    best = latest_complete_eval(s.run, s.run.best_id, Split.VAL,
                                            n_trials=s.config.num_trials)
-    seed = evaluating.latest_complete_eval(s.run, "seed", Split.VAL,
+    seed = latest_complete_eval(s.run, "seed", Split.VAL,
                                            n_trials=s.config.num_trials)
     return {
         "run_dir": str(s.run.root), "algorithm": s.algorithm.name, "proposer": s.proposer_spec,

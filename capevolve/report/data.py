@@ -1,10 +1,8 @@
 """The report as structured data: everything report.html draws and ``report --json`` prints.
 
 Read-only and computed from the stored run only (run.json, candidates/, evals/, events.jsonl,
-final.json, diagnoses/): nothing here runs a rollout or writes a file. Values that were
-never recorded are ``None`` (cost "not recorded"), never 0. Lineage uses a candidate's
-``parent`` from candidate.json when it is recorded there, else the best it was gated against
-(``parent_source`` says which).
+final.json, diagnoses/): nothing here runs a rollout or writes a file. Values that were never
+recorded are ``None`` (cost "not recorded"), never 0.
 """
 
 from __future__ import annotations
@@ -137,9 +135,8 @@ def _final(run: RunDir) -> dict[str, Any] | None:
 
 def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
     """One row per candidate: parent, decision (baseline / accept / reject / tampered /
-    no_change / pending), its latest deciding gate's decision, its val mean +- SE, and for
-    an accept its standing (significant / tentative / confirmed) and confidence label.
-    Computes no interval (``capevolve status`` shows none), so it never loads SciPy."""
+    no_change / pending), its latest deciding gate's decision, its val mean +- SE, and for an
+    accept its standing (significant / tentative / confirmed) and confidence label."""
     config = run_config(run)
     val = _val_evals(run, config.num_trials, intervals=False)
     _, candidates = iterations(run, val, _gates(run, intervals=False))

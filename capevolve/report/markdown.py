@@ -1,14 +1,7 @@
 """report.md: every number recomputed from the stored rollouts by code.
 
-Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as
-"not recorded", and pass^k only for the k every task was measured at. The held-out section
-recomputes the paired test delta (CR1 clustered SE when tasks carry a cluster key) and the
-verdict from the stored test rows; an incomplete test evaluation is "not measured" with
-what is missing, never a delta. It also states how often the project's test ids were
-scored before ("test reused: N earlier finalizes on these ids"), how many gates ran and the
-expected number of false accepts at the run's gate settings.
-
-:func:`write_report` writes report.md holding the run lock; :func:`render` only reads.
+Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as "not
+recorded", and pass^k only for the k every task was measured at.
 """
 
 from __future__ import annotations
@@ -17,12 +10,13 @@ import os
 from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
-from capevolve._loop.evaluate import run_config, summarize
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._loop.status import evaluations, run_warnings
+from capevolve._loop.summary import summarize
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval

@@ -115,12 +115,10 @@ DISTINCT_MAX = 4096
 
 
 def sample_stdev(values: Sequence[float] | np.ndarray) -> float | None:
-    """``statistics.stdev(values)`` (sample SD, ddof=1), the same float, computed from
-    the distinct values and their counts: exact sums as fractions, then the correctly
-    rounded square root, as ``statistics`` does. Task means take few distinct values (k /
-    trials), so this is a handful of fraction operations instead of one per task. None
-    with fewer than two values; non-finite values or more than :data:`DISTINCT_MAX`
-    distinct ones go to ``statistics.stdev`` unchanged."""
+    """``statistics.stdev(values)`` (sample SD, ddof=1), the same float, computed from the
+    distinct values and their counts: exact sums as fractions, then the correctly rounded square
+    root, as ``statistics`` does. None with fewer than two values; non-finite values or more
+    than :data:`DISTINCT_MAX` distinct ones go to ``statistics.stdev`` unchanged."""
     import statistics
 
     import numpy as np
@@ -228,10 +226,8 @@ def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
 
 
 def pass_k_table_of_histogram(histogram: Mapping[tuple[int, int], int]) -> dict[str, float]:
-    """:func:`pass_k_table` from how many tasks have each (successes, valid trials): the
-    same floats, without an entry per task. ``math.fsum`` is the exactly rounded sum, so
-    summing each distinct ratio times its count exactly (as fractions) and rounding once
-    gives what ``pass_hat_k`` gives over the tasks one by one."""
+    """:func:`pass_k_table` from how many tasks have each (successes, valid trials): the same
+    floats, without an entry per task."""
     scored = {(c, n): m for (c, n), m in histogram.items() if n > 0 and m > 0}
     for (c, n), m in scored.items():
         if not 0 <= c <= n or m < 0:

@@ -1,8 +1,7 @@
 """How sensitive a design is: detectable effects and trials needed, with Student t.
 
-A paired comparison of N tasks has N - 1 degrees of freedom, so every quantile below is
-Student t's for that df (the normal's z is too optimistic for the few dozen tasks an
-agent eval has). Pure numbers; the gate's use of them is in ``capevolve._policy.power``.
+A paired comparison of N tasks has N - 1 degrees of freedom, so every quantile below is Student
+t's for that df (the normal's z is too optimistic for the few dozen tasks an agent eval has).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from capevolve._loop.evaluate import run_config
+from capevolve._loop.frozen_config import run_config
 from capevolve._store.rundir import RunDir
 from capevolve.errors import CapevolveError
 from capevolve.kinds import Split

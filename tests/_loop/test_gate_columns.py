@@ -15,7 +15,8 @@ from fixtures import gate_oracle as old
 from fixtures.projects import make_candidate, make_project
 
 from capevolve._loop.decide import gate_candidate
-from capevolve._loop.evaluate import evaluate, run_config
+from capevolve._loop.evaluate import evaluate
+from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import stored_units
 from capevolve._loop.run import create_run
 from capevolve._policy.gateable import StoredUnits

@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.projects import make_project
 
-from capevolve._loop.evaluate import evaluate, summarize
+from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
+from capevolve._loop.summary import summarize
 from capevolve._store.evals import find_eval
 from capevolve._store.evals_means import means_name, task_means_of, with_task_means
 from capevolve._store.rundir import RunDir

@@ -1,9 +1,4 @@
-"""The Ray actors: rollout actors run candidate code, scorer actors never do. A job with a
-sandbox (every job unless ``engine.isolation: none``) runs in a worker process the rollout
-actor starts inside the OS sandbox on its own node
-(:class:`~capevolve._engine.process.ProcessWorker`, one per candidate, ended when the
-evaluation releases the actor): the actor then relays units and outcomes and runs no
-candidate code itself."""
+"""The Ray actors: rollout actors run candidate code, scorer actors never do."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """The Ray engine: long-lived async actors fed by the shared dispatcher.
 
-Only :mod:`capevolve._engine.ray` imports ray. Rollout actors (:mod:`.actor`) run many
-rollouts concurrently; the driver submits units in batches (one actor call per batch,
-not per rollout), drains finished outcomes as they complete, and sends each batch of
-outcomes to a scorer actor (one call per batch) that never imported candidate code.
+Only :mod:`capevolve._engine.ray` imports ray.
 """
 
 from __future__ import annotations
@@ -29,10 +26,9 @@ from capevolve.errors import EngineError
 
 
 def ensure_ray(address: str | None, reuse: bool = True) -> None:
-    """Join the given cluster (or RAY_ADDRESS); else the cluster ``ray start`` left running
-    on this machine; else capevolve's own local Ray, started first when none runs (:mod:`.owned`);
-    with ``reuse`` False or CAPEVOLVE_RAY_REUSE=0, a local Ray for this process alone. Safe from
-    any thread; from the main thread it makes SIGTERM end the process through ``sys.exit``."""
+    """Join the given cluster (or RAY_ADDRESS); else the cluster ``ray start`` left running on
+    this machine; else capevolve's own local Ray, started first when none runs (:mod:`.owned`);
+    with ``reuse`` False or CAPEVOLVE_RAY_REUSE=0, a local Ray for this process alone."""
     with owned.JOINING:
         _ensure_ray(address, reuse)
     if threading.current_thread() is threading.main_thread() and \

@@ -11,10 +11,8 @@ import ray
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Limiter:
     """Cluster-wide limits shared by every worker: at most ``max_in_flight`` rollouts hold a
-    permit at once, and permits are handed out no faster than ``rate_per_s`` per second
-    (strict spacing, no burst). Permits are counted per holder (a worker actor id), so a
-    restarted worker returns what its dead incarnation held via :meth:`forget`. A restarted
-    limiter starts from zero (in-flight rollouts of that moment are not counted)."""
+    permit at once, and permits are handed out no faster than ``rate_per_s`` per second (strict
+    spacing, no burst)."""
 
     def __init__(self, max_in_flight: int | None, rate_per_s: float | None) -> None:
         self.cap = max_in_flight

@@ -1,11 +1,10 @@
-"""capevolve's own local Ray, shared by one user's commands: find it, start it, join it, stop it.
+"""capevolve's own local Ray, shared by one user's commands: find it, start it, join it, stop
+it.
 
 Without an address, a ``ray start`` cluster of this machine (:func:`started_here`), or
 ``CAPEVOLVE_RAY_REUSE=0``, the Ray engine joins the owned Ray recorded in the state dir,
-starting a detached daemon first when there is none (under the state dir's lock: two
-commands start one). It stops with ``capevolve down`` or after ``CAPEVOLVE_RAY_IDLE_S``
-(default 900) without a command. Never joined: another user's or a malformed state, a dead
-daemon (replaced), a cluster that does not answer or holds another session id.
+starting a detached daemon first when there is none (under the state dir's lock: two commands
+start one).
 """
 
 from __future__ import annotations
@@ -104,10 +103,8 @@ def connect(directory: Path | None = None) -> OwnedRay:
 
 
 def join_owned(start: bool = True, **init_kwargs: Any) -> OwnedRay | None:
-    """Connect this process to the owned Ray (started first when none is usable; with
-    ``start`` False, None instead, and nothing is started or removed). The state dir's lock
-    is held until this driver is registered, so an idle owned Ray never stops between the
-    check and the join (its daemon takes the same lock to stop)."""
+    """Connect this process to the owned Ray (started first when none is usable; with ``start``
+    False, None instead, and nothing is started or removed)."""
     directory = ensure_dir(state_dir())
     with locked(directory):
         state = _usable(directory) if start else read_state(state_path(directory))
@@ -137,7 +134,7 @@ INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False
 def join_quietly(address: str | None, reuse: bool = True) -> None:
     """Import Ray and join it without starting one, in a thread beside the command's own work:
     the given cluster (or RAY_ADDRESS), a ``ray start`` cluster of this machine, an owned Ray
-    that is running, or nothing. A failure is left for the engine's own start to raise."""
+    that is running, or nothing."""
     import logging
 
     import ray

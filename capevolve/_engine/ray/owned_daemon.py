@@ -82,11 +82,8 @@ def other_drivers(own_job: str) -> tuple[list[int], float]:
 
 
 def watch(idle_s: float, state: Path, hold: ExitStack) -> str:
-    """Block until the owned Ray should stop; returns why. Every poll records the pids of
-    the connected drivers beside ``state`` (``down`` refuses while one runs). An idle
-    stop takes the state dir's lock first (kept in ``hold`` until the daemon is gone), so
-    a command joining right now either registers before the check or waits and then
-    starts a new Ray."""
+    """Block until the owned Ray should stop; returns why. Every poll records the pids of the
+    connected drivers beside ``state`` (``down`` refuses while one runs)."""
     own_job = ray.get_runtime_context().get_job_id()
     directory = state.parent
     busy_until = time.time()

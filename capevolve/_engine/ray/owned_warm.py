@@ -177,9 +177,9 @@ def starts_clean(changes: dict[str, str]) -> bool:
 
 
 def claim(kind: str, n: int, eligible: bool) -> list[tuple[Any, str]]:
-    """Up to ``n`` warm actors of ``kind`` for this process, as ``(handle, claim token)``
-    (see the module docstring); ``eligible`` is the caller's part of the rules (owned Ray
-    joined, no resources asked, environment clean). Each is killed when this process exits."""
+    """Up to ``n`` warm actors of ``kind`` for this process, as ``(handle, claim token)`` (see
+    the module docstring); ``eligible`` is the caller's part of the rules (owned Ray joined, no
+    resources asked, environment clean)."""
     if n <= 0 or not eligible:
         return []
     try:

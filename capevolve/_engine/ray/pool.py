@@ -72,11 +72,11 @@ async def _healthy(actor) -> bool:
 
 
 async def _bounded(handle, ref, expected_s: float, limit_s: float):
-    """Await an actor call that should answer within ``expected_s``: past that (plus
-    GRACE_S) the actor's health is checked, and an actor that does not answer the check
-    within HEALTH_TIMEOUT_S (dead, or its event loop blocked by user code) is killed, to be
-    restarted, and the call is WorkerLost; a call still unanswered after ``limit_s`` in all
-    is lost the same way. So a call on an actor never waits forever."""
+    """Await an actor call that should answer within ``expected_s``: past that (plus GRACE_S)
+    the actor's health is checked, and an actor that does not answer the check within
+    HEALTH_TIMEOUT_S (dead, or its event loop blocked by user code) is killed, to be restarted,
+    and the call is WorkerLost; a call still unanswered after ``limit_s`` in all is lost the
+    same way."""
     call = asyncio.ensure_future(_call(ref))
     started = time.monotonic()
     try:
@@ -178,11 +178,8 @@ _JOB_REFS_KEPT = 16
 
 
 def _shared_ref(job: EvalJob | ScoreJob, ship: bool = False):
-    """Put the job in the object store once per evaluation (the same job object, not an
-    equal key: two runs may share a run name and an eval id); every actor reads it. A
-    job whose tasks are a task file travels as the file's place and digest (a few bytes:
-    each actor reads the file), unless ``ship`` (an actor on a node without the file):
-    then with the table, read and checked here."""
+    """Put the job in the object store once per evaluation (the same job object, not an equal
+    key: two runs may share a run name and an eval id); every actor reads it."""
     with _LOCK:
         for held, shipped_tasks, ref in _JOB_REFS:
             if held is job and shipped_tasks == ship:
@@ -220,11 +217,8 @@ def _limiter(c: EngineConfig):
 
 
 def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[ActorWorker]:
-    """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken
-    for one evaluation: give them back with :func:`release`. With ``shares`` pools meant to
-    run at once, this one gets 1/shares of the actors and CPUs; its actors' slots add up
-    to ``config.concurrency`` (the dispatcher lowers them to its share of the engine's
-    in-flight budget, :mod:`capevolve._engine.shares`)."""
+    """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken for one
+    evaluation: give them back with :func:`release`."""
     c = config
     totals = ray.cluster_resources()
     shares = max(1, shares)

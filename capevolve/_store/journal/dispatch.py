@@ -1,9 +1,5 @@
-"""The dispatch journal: every unit recorded durably, in the order it goes out, before a
-worker sees it (see the package docstring for the file format and why).
-
-Writes are group-committed: batches the dispatcher hands out while an fsync runs are
-written together by the next one, so the journal costs one fsync per few batches, never
-one per rollout, and the event loop never blocks on the disk.
+"""The dispatch journal: every unit recorded durably, in the order it goes out, before a worker
+sees it (see the package docstring for the file format and why).
 """
 
 from __future__ import annotations

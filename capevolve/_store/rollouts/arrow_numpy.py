@@ -84,9 +84,9 @@ def float64_array(data: np.ndarray) -> pa.Array:
 
 
 def string_array(texts: Sequence[str]) -> pa.Array:
-    """The Arrow string array (no nulls) holding ``texts``, in order, as ``pa.array``
-    makes it (large_string past 2 GiB of text), built from one UTF-8 blob and its offsets:
-    no pandas check, no object per text. A lone surrogate raises UnicodeEncodeError."""
+    """The Arrow string array (no nulls) holding ``texts``, in order, as ``pa.array`` makes it,
+    built from one UTF-8 blob and its offsets: no pandas check, no object per text. A lone
+    surrogate raises UnicodeEncodeError."""
     joined = "".join(texts)
     blob = joined.encode("utf-8")
     del joined

@@ -170,9 +170,8 @@ class _Files:
 
 def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
     """Stream the rows of ``sources`` into ``files``: read READ_ROWS at a time, encoded
-    ROW_GROUP_ROWS at a time, so at most about one row group of rows is decoded at once
-    whatever the evaluation's size. False (nothing written) when a part has a schema this
-    version does not write."""
+    ROW_GROUP_ROWS at a time, so at most about one row group of rows is decoded at once whatever
+    the evaluation's size."""
     if not all(_readable(part) for part in sources):
         return False
     buffered: list[pa.Table] = []
@@ -251,10 +250,8 @@ def _retire(run: RunDir, retired: list[str]) -> None:
 
 
 def compact_completed(run: RunDir, record: EvalRecord) -> Compaction | None:
-    """Compact an evaluation that just finished, when it is complete (the completion
-    path of evaluate calls this once). A compaction that cannot be written (a full disk)
-    leaves the old parts as they are, which stay correct, and the next evaluate tries
-    again (:func:`settle`): the evaluation itself is not failed for it."""
+    """Compact an evaluation that just finished, when it is complete (the completion path of
+    evaluate calls this once)."""
     if record.status != EvalStatus.COMPLETE or record.refused:
         return None
     try:

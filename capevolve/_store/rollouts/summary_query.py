@@ -67,9 +67,9 @@ class EvalRows:
 
 def read_eval_rows(store: RolloutStore, eval_id: str, lost_prefix: str) -> EvalRows:
     """Every row of ``eval_id`` (see the module docstring): one query over the stored rows
-    without the view's duplicate check; only when the rows show a unit twice (a retry
-    after an outage, a copied part) a second query through the ranking view, which keeps
-    one row per unit by its one rule. Without duplicates both views hold the same rows."""
+    without the view's duplicate check; only when the rows show a unit twice (a retry after an
+    outage, a copied part) a second query through the ranking view, which keeps one row per unit
+    by its one rule."""
     rows = _columns(_read(store, eval_id, lost_prefix, every_row=True))
     if rows.has_duplicate_units():
         rows = _columns(_read(store, eval_id, lost_prefix, every_row=False))

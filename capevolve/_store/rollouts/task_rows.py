@@ -93,11 +93,10 @@ def task_rows(layout: Layout, eval_id: str) -> TaskRows:
 
 
 def prefetch(layout: Layout, eval_ids: Sequence[str]) -> Future[None]:
-    """Start reading ``eval_ids``' grouped rows, one thread each (DuckDB runs without the
-    GIL, and a compacted evaluation is one part, scanned by one thread), so the caller can
-    do other work meanwhile; ``.result()`` waits for every read and raises the first
-    failure (a one-line StoreError, as :func:`task_rows`). Later :func:`task_rows` calls
-    are answered from the cache."""
+    """Start reading ``eval_ids``' grouped rows, one thread each (DuckDB runs without the GIL,
+    and a compacted evaluation is one part, scanned by one thread), so the caller can do other
+    work meanwhile; ``.result()`` waits for every read and raises the first failure (a one-line
+    StoreError, as :func:`task_rows`)."""
     pool = ThreadPoolExecutor(max_workers=max(1, len(eval_ids)),
                               thread_name_prefix="capevolve-read")
     reads = [pool.submit(task_rows, layout, e) for e in eval_ids]

@@ -64,9 +64,8 @@ def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
 
 @dataclass
 class RowTally:
-    """What the rows taken so far report (each checked by the storage boundary first):
-    how many, their tokens and cost, and how many have no cost. Updated by the writer
-    thread, cost before count, so a reader mid-update sees a conservative mean cost."""
+    """What the rows taken so far report (each checked by the storage boundary first): how many,
+    their tokens and cost, and how many have no cost."""
 
     rows: int = 0
     tokens: int = 0
