@@ -14,7 +14,9 @@ confirm evaluations (never a second draw).
 
 The result is stored as ``confirmations/<n>.json`` with the label before (the last gate's)
 and after, and is never a basis for moving the best: which candidate is best is unchanged
-(checked before and after). An incomplete evaluation refuses the confirmation (missing
+(checked before and after). Evaluations whose rows disagree on the model settings or the
+reported model are refused as the gate refuses them (one side's evaluations among
+themselves, and the two sides). An incomplete evaluation refuses the confirmation (missing
 data); confirm evaluations are never gated (purpose confirm).
 """
 
@@ -27,6 +29,7 @@ from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal, require_gateable
+from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
@@ -93,6 +96,11 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
     if run.best_id != best_before:
         raise GateError("confirm: the best moved while confirming; run it again")
     store = RolloutStore(run.layout)
+    incomparable = pooled_refusal(store, [existing[candidate_id].eval_id,
+                                          fresh[candidate_id].eval_id],
+                                  [existing[reference].eval_id, fresh[reference].eval_id])
+    if incomparable:
+        raise GateError(f"confirm refused: {incomparable}")
     pooled = {c: _pooled(store, existing[c], fresh[c], config.goal) for c in sides}
     numbers = confirm_numbers(pooled[candidate_id], pooled[reference], config.gate.min_delta)
     gate = last_gate(run, candidate_id, reference)

@@ -10,6 +10,8 @@ test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
   contradicted / no_edit; the rule is in ``capevolve._policy.verdict``), from the paired
   test delta and its t-based 95% CI; the SE is the CR1 cluster-robust one (df G - 1) when
   the tasks carry a cluster key;
+- two test evaluations whose rows disagree on the model settings or the model the
+  endpoint reported (as the gate compares them) are **not measured** either;
 - ``test_reuse`` says how many earlier runs of the same project finalized on the same test
   ids ("test reused: N earlier finalizes on these ids").
 
@@ -33,6 +35,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
+from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
 from capevolve._loop.frozen_config import run_config
@@ -44,6 +47,7 @@ from capevolve._store.documents import write_final
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
+from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError, TestSealError
 from capevolve.kinds import SEED_ID, EventKind, Split
@@ -141,8 +145,10 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     baseline = best if best_id == baseline_id else evaluate(
         run, baseline_id, Split.TEST, engine=engine, address=address, allow_test=True)
     best, baseline = with_task_means(run, best), with_task_means(run, baseline)
+    incomparable = None if best is baseline else models_pin.pooled_refusal(
+        RolloutStore(run.layout), [best["eval_id"]], [baseline["eval_id"]])
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
-                         entry.test_ids_sha256)
+                         entry.test_ids_sha256, incomparable)
     final = final.model_copy(update={"containment": run_warnings(run)})
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
@@ -153,11 +159,15 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
 
 def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, Any],
                  test_ids: tuple[str, ...] | list[str], val_delta: float | None,
-                 reuse: TestReuse | None, test_ids_sha256: str) -> FinalRecord:
-    """final.json from the two test evaluation records (see the module docstring)."""
+                 reuse: TestReuse | None, test_ids_sha256: str,
+                 incomparable: str | None = None) -> FinalRecord:
+    """final.json from the two test evaluation records (see the module docstring);
+    ``incomparable`` (their rows disagree on the model) makes the comparison not measured."""
     sides = [rule.TestSide(e["eval_id"], e["status"], e.get("incomplete_reason"),
                            e.get("task_means") or {}) for e in (best, baseline)]
     gap = rule.missing(sides, test_ids)
+    if incomparable:
+        gap.incomplete[str(best["eval_id"])] = f"not comparable: {incomparable}"
     clusters = best.get("clusters") or baseline.get("clusters")
     numbers: dict[str, Any] = {
         "n_compared": len(set(sides[0].task_means) & set(sides[1].task_means))}

@@ -88,3 +88,17 @@ def comparison_refusal(store: RolloutStore, cand_eval: str, best_eval: str
         return (f"the endpoint reported model {', '.join(sorted(cand_models))} for "
                 f"{cand_eval} but {', '.join(sorted(best_models))} for {best_eval}", own)
     return None, own
+
+
+def pooled_refusal(store: RolloutStore, candidate_evals: list[str],
+                   reference_evals: list[str]) -> str | None:
+    """Why evaluations that confirm pools (or finalize compares) may not be used together:
+    the evaluations of one side must agree among themselves, and the two sides' last
+    ones are compared as the gate compares them (:func:`comparison_refusal`)."""
+    for evals in (candidate_evals, reference_evals):
+        for other in evals[1:]:
+            why, _ = comparison_refusal(store, other, evals[0])
+            if why:
+                return why
+    why, _ = comparison_refusal(store, candidate_evals[-1], reference_evals[-1])
+    return why

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from typing import Any
 
@@ -244,6 +245,7 @@ class ModelClient:
         model = body.pop("model")
         timeout = openai.Timeout(left, connect=min(self.settings.connect_timeout_s, left))
         n = self.meter.counts["attempts"] + 1
+        t0 = time.monotonic()
         try:
             response = self._client.chat.completions.create(
                 model=model, messages=messages, extra_body=body, timeout=timeout)
@@ -273,11 +275,12 @@ class ModelClient:
         choice = choices[0]
         cut = choice.get("finish_reason") == "length"
         message = choice.get("message") or {}
+        tools = _tool_answer(body["tools"], message) if body.get("tools") else None
         if cut and message.get("tool_calls"):
             message["tool_calls"] = None
             choice["cut"] = True
         self.meter.answered(data.get("usage"), data.get("model"), self.settings.price,
-                            truncated=cut)
+                            truncated=cut, seconds=time.monotonic() - t0, tools=tools)
         return data
 
     def _refused(self, exc: Any, n: int) -> None:
@@ -307,6 +310,27 @@ class ModelClient:
             raise _Retry(f"HTTP {status}: {detail}", failure,
                          self._backoff(n, _header(exc, "retry-after")))
         raise ModelError(f"HTTP {status} from {self.settings.base_url}: {detail}", str(failure))
+
+
+_CALL_TEXT = re.compile(r'<tool_call>|"(?:name|function)"\s*:\s*"[\w.-]+"\s*,\s*'
+                        r'"(?:arguments|parameters|args)"\s*:')
+
+
+def _tool_answer(tools: Any, message: dict[str, Any]) -> str:
+    """``call`` (the answer has a tool call), ``text`` (none, but its text looks like one:
+    a call's JSON, a ``<tool_call>`` tag, or an offered tool's name followed by ``(``) or
+    ``none``."""
+    if message.get("tool_calls"):
+        return "call"
+    text = message.get("content")
+    if not isinstance(text, str):
+        return "none"
+    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict)] \
+        if isinstance(tools, list) else []
+    if _CALL_TEXT.search(text) or any(isinstance(n, str) and n and re.search(
+            rf"\b{re.escape(n)}\s*\(", text) for n in names):
+        return "text"
+    return "none"
 
 
 class _Retry(Exception):
