@@ -144,7 +144,7 @@ def test_the_root_api_loads_a_verbs_module_when_it_runs(tmp_path):
         f"columns, rows = _api.query({run_dir!r}, 'SELECT count(*) AS n FROM rollouts')\n"
         "seen.append([m for m in heavy if m in sys.modules])\n"
         "print(json.dumps({'seen': seen, 'best': status.best_id, 'n': rows[0][0],"
-        " 'calls': status.spent['metric_calls']}))\n")
+        " 'calls': status.spent.metric_calls}))\n")
     out = subprocess.run([sys.executable, "-c", code], text=True, capture_output=True,
                          timeout=300, check=False, env={**os.environ, "CAPEVOLVE_PROGRESS": "off"})
     assert out.returncode == 0, out.stderr

@@ -17,20 +17,20 @@ REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "benchmarks" / "toy"
 
 EXPECTED = [
-    "Accepted", "Adapter", "AdapterError", "BudgetError", "CandidateError", "CandidateRecord",
-    "CapevolveError", "ClusterReport", "Confidence", "ConfigError", "Confirmation", "Decision",
-    "DiagnosisRecord", "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose",
-    "EvalRecord",
-    "EvalStatus", "Event", "EventKind", "FinalRecord", "GateError", "GateMode", "GateNumbers",
-    "GatePolicy", "GateRecord", "Handoff", "NoChange", "OptimizeSummary", "ProbeResult",
-    "ProjectCheck", "ProjectInit", "Quarantine", "RecordError", "Rejected", "Rollout", "RunDir",
-    "RunDirError", "RunManifest", "RunStatus", "Score", "Split", "Standing", "StoreError",
-    "Task", "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent",
-    "Verification",
+    "Accepted", "Adapter", "AdapterError", "BudgetError", "BudgetLeft", "CandidateError",
+    "CandidateRecord", "CandidateStanding", "CapevolveError", "ClusterReport", "Confidence",
+    "ConfigError", "ConfirmTrials", "Confirmation", "Decision", "DiagnosisRecord",
+    "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose", "EvalRecord",
+    "EvalStatus", "Event", "EventKind", "FinalLine", "FinalRecord", "GateError", "GateLedger",
+    "GateMode", "GateNumbers", "GatePolicy", "GateRecord", "Handoff", "IterationRow",
+    "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary", "ProbeResult",
+    "ProjectCheck", "ProjectInit", "ProposerSpend", "Quarantine", "RecordError", "Rejected",
+    "RoleSpend", "Rollout", "RunDir", "RunDirError", "RunManifest", "RunStatus", "Score",
+    "Spent", "Split", "Standing", "StopParse", "StopPredicate", "StoreError", "Task",
+    "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent", "Verification",
     "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
     "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
-    "log_event",
-    "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
+    "log_event", "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
     "register_event_kind", "reject", "start_run", "status", "verify",
 ]
 
@@ -204,6 +204,11 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     assert type(accepted) is capevolve.Accepted and accepted.best_id == candidate
     status = capevolve.status(run.root)
     assert type(status) is capevolve.RunStatus and status.best_id == candidate
+    assert type(status.spent) is capevolve.Spent and status.spent.metric_calls > 0
+    assert type(status.gates) is capevolve.GateLedger and status.gates.decision_gates >= 1
+    assert type(status.standings[candidate]) is capevolve.CandidateStanding
+    assert status.best_standing == status.standings[candidate] and status.final is None
+    assert status.spent == run.spent and status.best_val.eval_id == verdict.candidate_eval
     columns, rows = capevolve.query(run.root, "SELECT count(*) AS n FROM rollouts")
     assert columns == ["n"] and rows[0][0] > 0
     diagnosis = capevolve.diagnose_candidate(run.root, "seed", "val")
@@ -213,8 +218,27 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
         capevolve.diagnose_candidate(run.root, "seed", "test")
     final = capevolve.finalize(run.root, engine="local", spend_test_ids=True)
     assert type(final) is capevolve.FinalRecord and final.best_id == candidate
+    closed = capevolve.status(run.root).final
+    assert type(closed) is capevolve.FinalLine and closed.verdict == final.verdict
     with pytest.raises(capevolve.TestSealError):
         capevolve.finalize(run.root, engine="local", spend_test_ids=True)
+
+
+def test_results_nest_typed_parts():
+    """No field of a verb's result is a dict of arbitrary values where a typed part exists:
+    status's spend, budget, standings, gates, final and loop; optimize's rows, spend and
+    final; a confirmation's trials and evaluations."""
+    nested = {capevolve.RunStatus: ("spent", "budget", "budget_left", "spent_by_role",
+                                    "standings", "best_standing", "gates", "final", "stop",
+                                    "optimize"),
+              capevolve.OptimizeSummary: ("iterations", "best_val", "seed_val",
+                                          "stop_condition", "spend", "final"),
+              capevolve.Confirmation: ("trials", "evals")}
+    for model, names in nested.items():
+        for name in names:
+            annotation = str(model.model_fields[name].annotation)
+            assert "Any" not in annotation and "dict[str, dict" not in annotation, \
+                (model.__name__, name, annotation)
 
 
 @pytest.mark.slow

@@ -104,7 +104,7 @@ def saturation(root: Path, k: int, engine: str, latency: float) -> dict:
     result = capevolve.optimize_run(loop_run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                                 iterations=k, parallel=k, engine=engine)
     wall = time.monotonic() - t0
-    rows = sum(r["metric_calls"] for r in result.iterations)
+    rows = sum(r.metric_calls for r in result.iterations)
     loop_rate = rows / wall
     ratio = loop_rate / one_rate
     return {"k": k, "engine": engine, "latency_s": latency, "one_eval_rows": one.n_rows,
@@ -123,9 +123,9 @@ def noise(root: Path, loops: int, edits_per_loop: int) -> dict:
         result = capevolve.optimize_run(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                                     iterations=edits_per_loop, engine="local")
         rows = result.iterations
-        gates += sum(1 for r in rows if r["val_child"] is not None)
-        accepts += sum(1 for r in rows if r["outcome"] == "accept")
-        expected += capevolve.status(run).gates["expected_false_accepts"]
+        gates += sum(1 for r in rows if r.val_child is not None)
+        accepts += sum(1 for r in rows if r.outcome == "accept")
+        expected += capevolve.status(run).gates.expected_false_accepts
     low, high = wilson(accepts, gates)
     return {"loops": loops, "gates": gates, "accepts": accepts, "rate": accepts / gates,
             "ci95": [low, high], "stated_rate": ALPHA, "expected_false_accepts": expected,

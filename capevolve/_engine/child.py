@@ -2,7 +2,8 @@
 
 Candidate code runs here, never in the driver. End of stdin (the driver closed it, or died) ends
 the process at once, and with it every process candidate code forked or started in the worker's
-process group.
+process group. With ``"limited": true`` in ``init``, each unit holds a permit of the parent's
+limiter, asked for on the reply channel (:class:`ChannelLimiter`).
 """
 
 from __future__ import annotations
@@ -33,15 +34,73 @@ class _Replies:
             data = data[os.write(self.fd, data):]
 
 
-async def _serve(replies: _Replies) -> None:
-    from capevolve._engine.worker import WorkerCore
+class ChannelLimiter:
+    """The WorkerCore's limiter over the reply channel: ``{"limiter": "acquire", "id": n}``
+    out, ``{"op": "grant", "id": n, "at": t}`` back on stdin (``at``: the start time the
+    permit names, or null), ``{"limiter": "release"}`` out when the unit ends."""
 
+    def __init__(self, replies: _Replies) -> None:
+        self.replies = replies
+        self.waiting: dict[int, asyncio.Future[float | None]] = {}
+        self.next_id = 0
+
+    async def acquire(self) -> float | None:
+        self.next_id += 1
+        ask = self.next_id
+        granted: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
+        self.waiting[ask] = granted
+        self.replies.send({"limiter": "acquire", "id": ask})
+        return await granted
+
+    def release(self) -> None:
+        self.replies.send({"limiter": "release"})
+
+    def grant(self, message: dict[str, Any]) -> None:
+        """A grant (or a refusal, ``error``) from the parent."""
+        waiter = self.waiting.pop(int(message.get("id", -1)), None)
+        if waiter is None or waiter.done():
+            return
+        if "error" in message:
+            waiter.set_exception(CapevolveError(str(message["error"])))
+        else:
+            at = message.get("at")
+            waiter.set_result(float(at) if isinstance(at, (int, float)) else None)
+
+
+async def _serve(replies: _Replies) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    core: WorkerCore | None = None
+    limiter = ChannelLimiter(replies)
+    requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    tasks = {loop.create_task(_read(reader, requests, limiter)),
+             loop.create_task(_handle(requests, replies, limiter))}
+    done, running = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in running:  # end of stdin, or a failure: the process ends
+        task.cancel()
+    for task in done:
+        task.result()
+
+
+async def _read(reader: asyncio.StreamReader, requests: asyncio.Queue[dict[str, Any]],
+                limiter: ChannelLimiter) -> None:
+    """Queue requests until stdin ends; grants are taken at once, while a request runs."""
     while line := await reader.readline():
         request = json.loads(line)
+        if request.get("op") == "grant":
+            limiter.grant(request)
+        else:
+            requests.put_nowait(request)
+
+
+async def _handle(requests: asyncio.Queue[dict[str, Any]], replies: _Replies,
+                  limiter: ChannelLimiter) -> None:
+    """Answer requests one at a time, in order."""
+    from capevolve._engine.worker import WorkerCore
+
+    core: WorkerCore | None = None
+    while True:
+        request = await requests.get()
         op = request.get("op")
         try:
             if op == "init":
@@ -51,6 +110,8 @@ async def _serve(replies: _Replies) -> None:
                                   node_id=request.get("node_id") or socket.gethostname(),
                                   isolation=request["isolation"],
                                   scratch=request.get("scratch"))
+                if request.get("limited"):
+                    core.limiter = limiter
                 settle_worker_heap()  # the project is loaded: never rescanned by the collector
                 replies.send({"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})
             elif op == "prepare" and core is not None:

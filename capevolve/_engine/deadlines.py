@@ -1,13 +1,9 @@
 """Per-rollout deadlines for one worker with one loop timer, not one per rollout.
 
-Every attempt of a worker runs under the same ``timeout_s``, so deadlines fall in the order
-attempts start: the live attempts sit in an insertion-ordered dict, the earliest first, and
-one ``call_at`` handle waits for the earliest. When it fires, every attempt past its
-deadline has its task cancelled and leaves the live set; :meth:`Deadlines.leave`, finding
-its token gone, then tells the attempt that the cancellation was its timeout (and withdraws
-it, as ``asyncio.timeout`` does), so the caller reports a timeout and any other
-cancellation still propagates. The cost per attempt is a dict insert and delete, where
-``asyncio.timeout`` makes a context manager, a timer handle and its cancellation.
+Every attempt runs under the same ``timeout_s``, so deadlines fall in start order: one
+``call_at`` handle waits for the earliest, and when it fires every attempt past its deadline is
+cancelled. :meth:`Deadlines.leave` tells an attempt its cancellation was its timeout
+(withdrawing it, as ``asyncio.timeout`` does); any other cancellation still propagates.
 """
 
 from __future__ import annotations

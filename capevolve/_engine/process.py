@@ -3,7 +3,8 @@
 Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that never
 comes (the process died, or stopped answering for ``reply_timeout_s``) is WorkerLost, and the
 process is killed. :meth:`prepare` on a dead worker starts a fresh process. Each worker leads
-its own process group, killed whole when the worker ends.
+its own process group, killed whole when the worker ends. Given a ``limiter``, each unit holds
+one of its permits, asked for over the channel; a killed process's permits are returned.
 """
 
 from __future__ import annotations
@@ -61,10 +62,14 @@ class ProcessWorker:
     """One worker process running a WorkerCore; restarted on demand after a loss."""
 
     def __init__(self, name: str, slots: int, init: dict[str, Any],
-                 reply_timeout_s: float) -> None:
+                 reply_timeout_s: float, limiter: Any = None) -> None:
         self.name, self.slots = name, slots
-        self.init = {"op": "init", "name": name, "slots": slots, **init}
+        self.init = {"op": "init", "name": name, "slots": slots, **init,
+                     "limited": limiter is not None}
         self.reply_timeout_s = reply_timeout_s
+        self.limiter = limiter
+        self.held = 0  # permits granted to the process and not yet released
+        self.granting: set[asyncio.Task] = set()
         self.proc: asyncio.subprocess.Process | None = None
         self.prepared: dict[str, EvalJob] = {}
         self.sandboxed: str | None = None  # the candidate hash of the running sandbox
@@ -146,10 +151,16 @@ class ProcessWorker:
     async def _call(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         proc = self.proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        deadline = asyncio.get_running_loop().time() + timeout_s
         try:
             proc.stdin.write(encode(message))
             await proc.stdin.drain()
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout=timeout_s)
+            while True:  # limiter requests come before the reply, or between replies
+                line = await asyncio.wait_for(
+                    proc.stdout.readline(),
+                    timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+                if not self._limiter_request(line):
+                    break
         except (TimeoutError, ConnectionError, asyncio.LimitOverrunError, ValueError) as exc:
             line, why = b"", f"{type(exc).__name__}"
         else:
@@ -162,6 +173,51 @@ class ProcessWorker:
             raise EngineError(f"{self.name}: {reply['error']}")
         return reply
 
+    def _limiter_request(self, line: bytes) -> bool:
+        """Serve ``line`` if it is the process asking its limiter (True); a grant is
+        written back when the limiter gives it, without holding up the channel."""
+        if self.limiter is None or not line.startswith(b'{"limiter"'):
+            return False
+        request = json.loads(line)
+        if request.get("limiter") == "release":
+            if self.held > 0:  # never more than were granted to this process
+                self.held -= 1
+                self.limiter.release()
+        elif request.get("limiter") == "acquire":
+            task = asyncio.get_running_loop().create_task(self._grant(request.get("id")))
+            self.granting.add(task)
+            task.add_done_callback(self.granting.discard)
+        return True
+
+    async def _grant(self, ask: Any) -> None:
+        proc = self.proc
+        try:
+            start_at = await self.limiter.acquire()
+        except Exception as exc:  # noqa: BLE001 - the unit becomes an error row
+            granted, answer = False, {"op": "grant", "id": ask,
+                                      "error": f"{type(exc).__name__}: {exc}"}
+        else:
+            granted, answer = True, {"op": "grant", "id": ask, "at": start_at}
+        if proc is None or proc is not self.proc or proc.returncode is not None \
+                or proc.stdin is None:
+            if granted:  # the process that asked is gone
+                self.limiter.release()
+            return
+        try:
+            proc.stdin.write(encode(answer))
+        except (ConnectionError, RuntimeError):
+            if granted:
+                self.limiter.release()
+            return
+        self.held += granted
+
+    def _return_permits(self) -> None:
+        """Give back what a process that ends held (its releases will never come); a
+        grant still on its way is returned when it comes."""
+        while self.held > 0:
+            self.held -= 1
+            self.limiter.release()
+
     async def _kill(self) -> None:
         """Kill the process and everything left in its group (forks, leaked children)."""
         proc = self.proc
@@ -172,6 +228,7 @@ class ProcessWorker:
             proc.kill()
             await proc.wait()
         _kill_group(proc.pid)
+        self._return_permits()
         self.sandboxed = None
         self._drop_scratch()
 

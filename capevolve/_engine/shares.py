@@ -1,12 +1,10 @@
 """One in-flight budget shared by every evaluation an engine runs at once.
 
 Each dispatcher joins the :class:`SlotBudget` of ``engine.concurrency`` slots as a
-:class:`Tenant` and asks, before each exchange, how many slots a worker may run
-(:meth:`Tenant.claim`). The rule, under one lock: the bounds ``min(held, cap)`` of all
-workers sum to at most ``total``; tenants are served in :data:`PRIORITY` order (then join
-order), each up to its units left, split evenly over its workers; a cap never drops below
-what a worker may be executing. The units dispatched and not yet durable of all tenants
-together stay within ``queue`` x ``total``, as for one evaluation alone.
+:class:`Tenant` and asks before each exchange how many slots a worker may run
+(:meth:`Tenant.claim`): worker bounds sum to at most ``total``; tenants are served in
+:data:`PRIORITY` order, each up to its units left, split evenly over its workers; a cap never
+drops below what a worker may be executing.
 """
 
 from __future__ import annotations

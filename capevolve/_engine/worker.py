@@ -33,6 +33,8 @@ from capevolve.models import Meter, ModelSettings, scope
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
+START_WAIT_MAX_S = 1.0
+"""The longest a unit waits for the start time its limiter permit names."""
 
 
 class _Failure(Exception):
@@ -75,7 +77,8 @@ class WorkerCore:
         self._executing = 0  # at most ``slots`` execute at once; the rest wait in _queued
         self._queued: deque[tuple[str, WorkUnit]] = deque()
         # An optional cluster-wide gate (the Ray engine's limiter client): ``await
-        # limiter.acquire()`` before a unit executes, ``limiter.release()`` after it.
+        # limiter.acquire()`` before a unit executes (it may return the wall-clock time
+        # the unit starts at), ``limiter.release()`` after it.
         self.limiter: Any = None
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()  # the loop keeps only weak references
@@ -162,11 +165,13 @@ class WorkerCore:
 
     async def _execute_limited(self, eval_id: str, unit: WorkUnit) -> None:
         try:
-            await self.limiter.acquire()
+            start_at = await self.limiter.acquire()
         except Exception as exc:  # noqa: BLE001 - no limiter: an error row, never a hang
             self._fail_unit(unit, time.time(), "limiter unavailable: " + _describe(exc))
             return
         try:
+            if start_at is not None:  # (bounded: the limiter's clock may be another node's)
+                await asyncio.sleep(min(max(0.0, start_at - time.time()), START_WAIT_MAX_S))
             await self._execute(eval_id, unit)
         finally:
             self.limiter.release()

@@ -1,23 +1,11 @@
 """``confirm``: more trials for a kept move, on new trials only, pooled, to relabel it.
 
-``confirm(run, C, trials=K)`` compares C with its reference: the best C was accepted over
-when C is the best (its accept's ``previous_best``), else the current best. Each side's
-existing full-val evaluation with num_trials = n (trials 0 .. n-1; it must satisfy the gate
-rule, :mod:`capevolve._policy.gateable`) is kept, and only trials n .. n+K-1 run, back to
-back on both sides, as evaluations of purpose confirm (``first_trial = n``): their seeds
-derive from the trial index, so they are new seeds shared by both sides, and nothing
-already measured is paid for twice. Each side's per-trial means of the goal's metric
-(``reward``, or ``parts.<name>``: a trial's mean of that score part over the tasks that
-carry it), computed from the stored rows, are pooled over the n + K trials
-(``capevolve._policy.confirm``). Confirming again with the same K reuses the stored
-confirm evaluations (never a second draw).
-
-The result is stored as ``confirmations/<n>.json`` with the label before (the last gate's)
-and after, and is never a basis for moving the best: which candidate is best is unchanged
-(checked before and after). Evaluations whose rows disagree on the model settings or the
-reported model are refused as the gate refuses them (one side's evaluations among
-themselves, and the two sides). An incomplete evaluation refuses the confirmation (missing
-data); confirm evaluations are never gated (purpose confirm).
+``confirm(run, C, trials=K)`` keeps each side's full-val evaluation of trials 0..n-1 and runs
+trials n..n+K-1 on both (purpose confirm: new seeds shared by both sides, never gated), pools
+each side's per-trial means of the goal's metric (:mod:`capevolve._policy.confirm`) and stores
+``confirmations/<n>.json`` with the label before and after. It never moves the best; an
+incomplete evaluation refuses it, as do evaluations whose rows disagree on the model (as the
+gate compares them); confirming again with the same K reuses the stored evaluations.
 """
 
 from __future__ import annotations
@@ -28,12 +16,12 @@ from typing import Any
 from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import refusal, require_gateable
+from capevolve._loop.gate_evals import refusal, require_gateable, val_eval
 from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
-from capevolve._store.evals import latest_eval, load_eval
+from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.config import GoalConfig
@@ -63,7 +51,7 @@ def _complete(record: EvalRecord, what: str) -> EvalRecord:
 
 
 def _existing(run: RunDir, candidate_id: str, n_trials: int) -> EvalRecord:
-    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials)
+    record = val_eval(run, candidate_id, n_trials)
     if record is None:
         raise GateError(f"confirm refused: {candidate_id!r} has no complete full-val "
                         f"evaluation with {n_trials} trials to pool with")

@@ -21,7 +21,7 @@ from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger 
     gate_tallies,
 )
 from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import require_gateable, require_gateable_id
+from capevolve._loop.gate_evals import require_gateable, require_gateable_id, val_eval
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
@@ -30,7 +30,6 @@ from capevolve._policy.alpha import (
 )
 from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
-from capevolve._store.evals import latest_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import prefetch
 from capevolve._store.rundir import RunDir
@@ -43,8 +42,7 @@ from capevolve.records import EvalRecord, EvalStarted, GateEvent
 def _val_record(run: RunDir, candidate_id: str, n_trials: int,
                 project_trials: int) -> EvalRecord:
     """The candidate's full-val evaluation made with ``n_trials`` trials (complete or not)."""
-    record = latest_eval(run, candidate_id, Split.VAL, n_trials=n_trials,
-                         statuses=(EvalStatus.COMPLETE, EvalStatus.INCOMPLETE))
+    record = val_eval(run, candidate_id, n_trials, incomplete=True)
     if record is None:
         flag = "" if n_trials == project_trials else f" --n-trials {n_trials}"
         raise GateError(f"candidate {candidate_id!r} has no complete evaluation on the full "

@@ -1,11 +1,8 @@
 """capevolve doctor: is this Ray cluster ready for capevolve, before a rollout is paid for?
 
-Contract: :func:`diagnose` joins the cluster (``address``, else RAY_ADDRESS, else a local
-Ray is started, as every engine command does), asks the Ray engine for an overview (the
-driver's environment, and per alive node its resources plus the environment a task pinned
-to that node sees) and adds ``problems``: one line per node that did not answer, cannot
-import capevolve, or runs a different Python (major.minor), Ray or capevolve version than
-the driver. ``ok`` is true when there is none. This module never imports ray itself.
+:func:`diagnose` joins the cluster as every engine command does and returns the Ray engine's
+overview plus ``problems``: one line per node that did not answer, cannot import capevolve, or
+runs another Python, Ray or capevolve version than the driver (``ok`` when there is none).
 """
 
 from __future__ import annotations

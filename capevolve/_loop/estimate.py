@@ -1,12 +1,9 @@
 """What a configured run will spend before it spends it: rollouts x tokens x prices.
 
-The planned rollouts: the baseline (the best on val, unless a complete one exists), each
-iteration's full-val evaluation (``iterations``, else ``budget.max_iterations``, each at
-least one), and finalize (the best and the seed on test), capped by what is left of
-``budget.max_metric_calls``. The low end is the baseline, one iteration and finalize; the
-high end every iteration. Tokens and dollars per rollout are the run's stored rollouts
-(their smallest and largest), else the check's probe rollout; dollars need a price, else
-they are None (unknown, never 0).
+The low end is the baseline, one iteration's full-val evaluation and finalize; the high end
+every iteration, capped by what is left of ``budget.max_metric_calls``. Tokens and dollars per
+rollout come from the run's stored rollouts, else the check's probe rollout; dollars without a
+price are None, never 0.
 """
 
 from __future__ import annotations

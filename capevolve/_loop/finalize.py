@@ -1,31 +1,12 @@
 """Score the best candidate and the seed on the held-out test split, exactly once.
 
-finalize burns the seal (``capevolve._store.seal``), records the finalize in the project's
-ledger (``capevolve._store.ledger``) before any test rollout runs, scores best and seed on
-test, and writes final.json (:class:`~capevolve.records.FinalRecord`):
-
-- an incomplete test evaluation (units not run, or a test task unscored on either side) is
-  **not measured**: no delta, no CI, and ``missing`` names what is missing;
-- a complete one states a **verdict** on the val gain (confirmed / not_confirmed /
-  contradicted / no_edit; the rule is in ``capevolve._policy.verdict``), from the paired
-  test delta and its t-based 95% CI; the SE is the CR1 cluster-robust one (df G - 1) when
-  the tasks carry a cluster key;
-- two test evaluations whose rows disagree on the model settings or the model the
-  endpoint reported (as the gate compares them) are **not measured** either;
-- ``test_reuse`` says how many earlier runs of the same project finalized on the same test
-  ids ("test reused: N earlier finalizes on these ids").
-
-When the best is still the seed there is no gain to confirm: finalize refuses
-(:class:`SeedIsBest`, before the seal and before anything is recorded), so the project's
-test ids stay unused, unless ``spend_test_ids`` says to score the seed anyway (its test ids
-then count as used by the project).
-
-A finalize that died (a kill, an outage) after some test rows is **resumed** by running
-finalize again: the seal names the best and baseline being scored, and the retry evaluates
-exactly those two test evaluations (same eval ids, same task ids and trials), so only their
-units without a row run; nothing else can be scored on test. In between, :func:`progress`
-says "finalize interrupted: N of M test units scored; rerun finalize to complete" (status
-and report show it; final.json is written only by a finalize that completed).
+finalize burns the seal, records the finalize in the project's ledger, scores best and seed on
+test and writes final.json: an incomplete test evaluation, or two whose rows disagree on the
+model (as the gate compares them), is not measured (``missing`` says what); a complete one
+states a verdict on the val gain (:mod:`capevolve._policy.verdict`); ``test_reuse`` counts
+earlier finalizes on the same test ids. A seed best is refused (:class:`SeedIsBest`) before
+anything is recorded. A finalize that died resumes the same two test evaluations when run
+again.
 """
 
 from __future__ import annotations
@@ -38,13 +19,11 @@ from capevolve._engine.contract import Engine
 from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
-from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import refusal
+from capevolve._loop.gate_evals import gateable_val
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
 from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
-from capevolve._store.evals import latest_complete_eval
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
 from capevolve._store.rollouts.query import RolloutStore
@@ -84,10 +63,8 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
     """The paired val delta of ``best_id`` over the seed (None for the seed itself)."""
     if best_id == SEED_ID:
         return None
-    trials = run_config(run).num_trials  # the evaluations the gate compares
-    best, seed_eval = (latest_complete_eval(run, c, Split.VAL, n_trials=trials)
-                       for c in (best_id, SEED_ID))
-    if best is None or seed_eval is None or refusal(run, best) or refusal(run, seed_eval):
+    best, seed_eval = (gateable_val(run, c) for c in (best_id, SEED_ID))
+    if best is None or seed_eval is None:
         return None
     return paired_delta(with_task_means(run, best), with_task_means(run, seed_eval))["delta"]
 

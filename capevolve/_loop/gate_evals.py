@@ -3,22 +3,46 @@
 :func:`capevolve._policy.gateable.gate_refusal` is the rule; this module feeds it the
 split's task ids and the (task, trial) units the evaluation's stored rows hold, so every
 decision path (gate, accept, finalize, confirm) refuses a probe, a screen, a confirm-only
-trial range, a task subset, or a record hand-edited to claim otherwise.
+trial range, a task subset, or a record hand-edited to claim otherwise. :func:`val_eval`
+is how gate, confirm, finalize and status find a candidate's full-val evaluation.
 """
 
 from __future__ import annotations
 
+from capevolve._loop.frozen_config import run_config
 from capevolve._policy.gateable import StoredUnits, gate_refusal
-from capevolve._store.evals import load_eval
-from capevolve._store.rollouts.task_rows import task_rows
+from capevolve._store.evals import latest_eval, load_eval
 from capevolve._store.rundir import RunDir
 from capevolve.errors import GateError
+from capevolve.kinds import EvalStatus, Split
 from capevolve.records import EvalRecord
+
+
+def val_eval(run: RunDir, candidate_id: str, n_trials: int | None = None, *,
+             incomplete: bool = False) -> EvalRecord | None:
+    """The candidate's full-val evaluation with ``n_trials`` trials (default: the frozen
+    project's num_trials), complete (or also incomplete), found by its id; None if none."""
+    trials = run_config(run).num_trials if n_trials is None else n_trials
+    statuses = (EvalStatus.COMPLETE, EvalStatus.INCOMPLETE) if incomplete \
+        else (EvalStatus.COMPLETE,)
+    return latest_eval(run, candidate_id, Split.VAL, n_trials=trials, statuses=statuses)
+
+
+def gateable_val(run: RunDir, candidate_id: str, *, rows: bool = True) -> EvalRecord | None:
+    """:func:`val_eval` when it may decide (the rule of :func:`refusal`), else None. With
+    ``rows`` false the record's own claims are checked and no rows are read (status)."""
+    record = val_eval(run, candidate_id)
+    if record is None:
+        return None
+    why = refusal(run, record) if rows else gate_refusal(record)
+    return None if why else record
 
 
 def stored_units(run: RunDir, eval_id: str) -> StoredUnits:
     """The tasks and trials the stored rows of ``eval_id`` cover (errored rows too), from
     the grouped read the gate makes anyway (one query per evaluation, cached)."""
+    from capevolve._store.rollouts.task_rows import task_rows  # Arrow: only when rows count
+
     rows = task_rows(run.layout, eval_id)
     return StoredUnits(frozenset(rows.tasks), rows.trials)
 

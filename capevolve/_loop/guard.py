@@ -1,28 +1,11 @@
 """What candidate code may have written while an evaluation ran, checked before its rows count.
 
-Workers run candidate code as the same OS user as the driver, so they can reach the disk.
-Three things are checked once the engine has finished (and before any statistic is taken):
-
-- the run's own documents (events.jsonl, run.json, candidates/, evals/ ...): see
-  :class:`EvaluationGuard`; a changed one is restored from the snapshot;
-
-- the project's frozen files (the fingerprint in run.json): one that changed voids the
-  evaluation and names the file;
-- the run's rollouts tree: a part created or changed during the evaluation by anything but
-  this evaluation's own writer (rows planted for some candidate, say) voids it too; new
-  foreign files are moved to the run's quarantine so their rows never count. Detection
-  uses size, mtime and inode, so it catches writes, not a forger who also restores them.
-
-A voided evaluation is stored incomplete with ``refused`` set (it never resumes) and the
-check raises RunDirError naming the first file.
-
-Several evaluations of one process may run at once (``optimize --parallel``): what the
-others write meanwhile is capevolve's own and is told apart by name, not by timing --
-their events (this process's appended lines), their evaluation records (the bytes
-:meth:`RunDir.write_document` remembers) and their parts (recorded by a ``part_written``
-event this process appended, or named with a session still live in this process: each
-such session's own guard checks its files, and a session is no longer live when its own
-guard runs, so a file planted under its name is caught there).
+Once the engine finishes: a changed run document is restored from the snapshot
+(:class:`EvaluationGuard`); a changed frozen project file, or a rollout part created or changed
+by anything but this evaluation's writer (moved to quarantine), voids the evaluation (stored
+incomplete with ``refused`` set; RunDirError naming the first file). Size, mtime and inode catch
+writes, not a forger who restores them. Writes of other evaluations of this process are told
+apart by name, not timing.
 """
 
 from __future__ import annotations

@@ -34,5 +34,6 @@ def loop_status(run: RunDir) -> dict[str, Any] | None:
             "stopped": (loop or {}).get("stopped"),
             "optimizer_spend": {"tokens": sum(r.spend.tokens for r in ledger),
                                 "cost_usd": sum(costs) if costs else None,
+                                "cost_unrecorded": len(ledger) - len(costs),
                                 "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)},
             "plateau": plateau(gated, PLATEAU_WINDOW)}

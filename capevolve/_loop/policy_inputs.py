@@ -1,16 +1,10 @@
 """What the decision policies read from a run: the goal's metric, outputs, targets.
 
-- ``goal_sides``: each side's per-task valid trial values of the goal's metric (``reward``,
-  or ``parts.<name>`` read from the stored score parts; a trial without that part is
-  missing data, never 0), negated for ``direction: minimize`` so that every comparison
-  downstream reads delta > 0 as a move toward the goal;
-- ``outputs_changed``: per val task scored on both sides, whether the set of stored outputs
-  differs between the two evaluations (the audit's noise-vs-caused rule);
-- ``trial_means``: per trial index, the mean of the goal's metric over that trial's valid
-  rows (what ``confirm`` pools);
-- ``target_tasks``: the val task ids of a ``--target``: a census bucket recorded with
-  ``census check --record`` (by its name) or a diagnose cluster of the best's val
-  diagnosis (by its signature); an unknown target is a GateError listing the valid ones.
+``goal_sides`` gives each side's per-task valid trial values of the goal's metric (a trial
+without the part is missing, never 0), negated under ``direction: minimize`` so delta > 0 is
+always toward the goal; ``outputs_changed`` whether a task's stored outputs differ between
+sides; ``trial_means`` the per-trial means ``confirm`` pools; ``target_tasks`` the val tasks of
+a census bucket or diagnose cluster (GateError listing the valid ones).
 """
 
 from __future__ import annotations

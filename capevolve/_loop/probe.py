@@ -1,13 +1,9 @@
 """``probe``: evaluate a candidate on its targeted datapoints only, and count the flips.
 
-``probe(run, C, tasks=IDS | cluster=SIG | failing=True, split=train|val)`` picks the
-targets (the given ids; the tasks of a recorded census bucket or of a diagnose cluster of
-that split; or every task the best fails on that split), evaluates C on them with purpose
-probe (:func:`capevolve._loop.evaluate.evaluate`: budgeted, stored, resumable, and never
-usable by a gate), with the trial count of the best's complete evaluation of the split, and
-compares C's stored rows with the best's rows of the same tasks
-(:func:`capevolve._policy.probe.probe_outcome`). A probe that flips none of the targeted
-failing datapoints suggests a ``no_change``; it never accepts anything.
+The targets are given ids, a census bucket or diagnose cluster, or every task the best fails on
+the split; the evaluation is of purpose probe (budgeted, stored, resumable, never gated), with
+the trial count of the best's complete evaluation, compared with the best's rows
+(:func:`capevolve._policy.probe.probe_outcome`). A probe never accepts anything.
 """
 
 from __future__ import annotations

@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from capevolve._store.evals import all_evals
-from capevolve._store.events import Spend
 from capevolve._store.rundir import RunDir as StoreRunDir
 from capevolve._store.splits import Splits
 from capevolve.kinds import EventKind, Split
-from capevolve.records import CandidateRecord, EvalRecord, Event, RunManifest
+from capevolve.records import CandidateRecord, EvalRecord, Event, RunManifest, Spent
 
 
 class RunDir:
@@ -61,9 +60,9 @@ class RunDir:
         return self._run.best_id
 
     @property
-    def spent(self) -> Spend:
-        """Everything spent so far (a copy)."""
-        return self._run.spent
+    def spent(self) -> Spent:
+        """Everything spent so far."""
+        return Spent.model_validate(self._run.spent.to_dict())
 
     @property
     def finalized(self) -> bool:

@@ -14,15 +14,16 @@ from capevolve._loop.containment import NOT_CONTAINED
 from capevolve._loop.false_accepts import false_accept_ledger
 from capevolve._loop.finalize_progress import progress as finalize_progress
 from capevolve._loop.frozen_config import run_config
+from capevolve._loop.gate_evals import gateable_val
 from capevolve._loop.loop_status import loop_status, stop_parse
 from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
-from capevolve._store.evals import all_evals, displayed_status, latest_complete_eval
+from capevolve._store.evals import all_evals, displayed_status
 from capevolve._store.journal.pending import unsettled
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import EventKind, Split
+from capevolve.kinds import EventKind
 from capevolve.records import EvalRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -53,7 +54,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
     config = run_config(run)
     spent = run.spent
     stall = budget.stall_count(run.events())
-    best_eval = latest_complete_eval(run, run.best_id, Split.VAL, n_trials=config.num_trials)
+    best_eval = gateable_val(run, run.best_id, rows=False)
     kept = standings(run)
     by_role = budget.spend_by_role(run.events())
     return {

@@ -1,21 +1,10 @@
 """verify and quarantine: what of a run is not as capevolve wrote it, and setting it aside.
 
-:func:`verify_run` lists every problem :func:`capevolve._store.integrity.verify` finds (a
-run that fails verification cannot be opened, so these two work on it without
-:meth:`RunDir.open`). :func:`quarantine_run` is the explicit repair, under the run lock:
-
-- a part that is not recorded, or differs from its record, is moved to
-  ``quarantine/<time>/`` (same relative path); a recorded part that is missing is
-  acknowledged. Their units then count as not run, so the next evaluate (or finalize)
-  runs them again;
-- an event log whose chain or signatures break at line N is cut back to the lines before
-  N (the whole log is kept as ``quarantine/<time>/events.jsonl``); a log cut short is
-  acknowledged as it is; the chain head mirror is rewritten;
-- then one ``quarantined`` event records every move and every problem, so the repair is
-  itself part of the signed history.
-
-What cannot be undone this way (a deleted seal.json or final.json, an edited final.json,
-a log whose first line is bad) is listed under ``left`` and nothing is changed for it.
+:func:`verify_run` lists every problem :func:`capevolve._store.integrity.verify` finds.
+:func:`quarantine_run` moves unrecorded or changed parts to ``quarantine/<time>/`` (their units
+then run again), cuts an event log back to the line before its first break (keeping the whole
+log there), and records all of it in one ``quarantined`` event. What cannot be repaired (a
+deleted seal or final.json, a bad first line) is listed under ``left``, unchanged.
 """
 
 from __future__ import annotations

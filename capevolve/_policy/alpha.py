@@ -1,23 +1,10 @@
 """False accepts: the gate's threshold from alpha, and what a run has risked (pure).
 
-A gate accepts only if t = delta / SE exceeds a critical value c. With c the one-sided
-(1 - a) quantile of Student t for the gate's df, a candidate no better than the best is
-accepted with probability at most a. The per-gate a is ``gate.alpha`` (``per_gate``) or
-``gate.alpha / budget.max_iterations`` (``run``: by the union bound the whole loop of at
-most max_iterations decisions falsely accepts with probability at most alpha). A fixed
-``gate.k_se`` replaces c; the gate then records the a it implies, P(T_df > k_se).
-
-``false_accept_summary`` adds up what a run's decision gates risked: the expected number
-of false accepts had every candidate been no better than its best is at most the sum of
-their a (one per distinct pair of evaluations: re-gating the same pair is no new chance).
-
-Under ``run`` spending the bound holds only if there are at most max_iterations chances,
-whether or not each gated candidate is then accepted or rejected, and whether or not it is
-gated at all: a val evaluation shows its numbers, so measuring 50 candidates and gating the
-best-looking one is 50 chances. ``run_alpha_refusal`` therefore refuses a deciding gate of
-a new pair once the distinct pairs already decisively gated, plus this one, or the
-candidates measured on val exceed max_iterations (the alpha is spent); re-gating a pair
-already counted stays allowed.
+A gate accepts iff t > c, c the one-sided (1 - a) Student t quantile for its df; a is
+``gate.alpha`` (``per_gate``) or ``gate.alpha / budget.max_iterations`` (``run``), or a fixed
+``gate.k_se`` with the a it implies. ``false_accept_summary`` sums a over distinct decisive
+pairs (the expected false accepts); under ``run``, ``run_alpha_refusal`` refuses a new pair once
+pairs gated or candidates measured on val would exceed max_iterations.
 """
 
 from __future__ import annotations

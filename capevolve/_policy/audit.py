@@ -1,26 +1,10 @@
 """The mechanism audit: was a move caused by the change, on the datapoints it targeted? (pure)
 
-Both policies record it on every gate; keep-best requires it to pass. Over the val tasks,
-comparing each task's mean reward on the candidate with the parent's (the current best),
-with every comparison in the goal's direction (``sign`` +1 maximize, -1 minimize) and
-through the shared tolerance (``capevolve._policy.thresholds``):
-
-1. **flips**: each task scored on both sides is flipped up (better), flipped down (worse)
-   or unchanged, with the task ids;
-2. **denominator check**: the candidate's scored set and excluded set must equal the
-   parent's; a move over a different denominator is an artifact (a datapoint dropped out
-   of the mean), so the audit fails and names the tasks that differ;
-3. **target attribution** (only with a target): the gain on the targeted tasks (sum of the
-   per-task differences, in the goal's direction) must be positive; a move that comes only
-   from tasks the change did not target fails (the change did not do what it claimed);
-4. **noise vs caused regressions**: a flipped-down task whose outputs are the same on both
-   sides (``outputs_changed[task]`` False) is noise (the change did not touch it); one whose
-   output changed is caused. A task with no output comparison is ``unknown``. Regressions
-   are recorded, never a failure of the audit (the strict policy's no-regression veto is
-   the place for that rule).
-
-The audit passes iff the denominator check passes and, with a target, the targeted tasks
-gained. ``reasoning`` states the outcome in one sentence built from these numbers.
+Per val task, in the goal's direction: flips up, down or unchanged; the candidate's scored and
+excluded sets must equal the parent's (else the move is an artifact); with a target, the
+targeted tasks must gain; a flipped-down task whose outputs did not change is noise, one whose
+outputs changed is caused (recorded, never a failure). It passes iff the denominators agree and,
+with a target, the target gained. The statistics page of the docs gives the rule in full.
 """
 
 from __future__ import annotations

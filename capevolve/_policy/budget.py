@@ -1,12 +1,8 @@
 """Budget caps against what a run has spent (0 in the config means no cap). Pure: no I/O.
 
-The iteration budget counts decisions: each accept or reject that is recorded spends one
-iteration. It is enforced at the decision: once ``max_iterations`` decisions are recorded,
-a further accept or reject is refused (:func:`decision_refusal`), so the count never passes
-the cap and ``status`` never shows "iterations 2 of 1". Repeating a decision already made is
-not a new decision and spends nothing (see :mod:`capevolve._policy.decisions`). The other
-caps (metric calls, money, stall) stop new evaluations, not decisions on evaluations
-already made.
+Each recorded accept or reject spends one iteration; past ``max_iterations`` a further decision
+is refused (:func:`decision_refusal`), and repeating one already made spends nothing. The other
+caps (metric calls, money, stall) stop new evaluations, not decisions.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""Which val tasks a gate may compare, and when missing data makes it indecisive.
+"""Which val tasks a gate may compare, and when missing data makes it indecisive (pure).
 
-Missing data is never a win and never a loss by itself (pure, no I/O):
-
-- coverage = val tasks scored on both sides / val tasks; below ``gate.min_coverage`` the
-  gate is indecisive (an outage is not a rejection);
-- paired mode, the denominator guard: tasks the best scored and the candidate left
-  unscored (errored on every trial, or never run) count against the candidate, as a
-  task mean of 0; if they are more than ``gate.max_missing`` of the best's scored val
-  tasks the gate is indecisive (a candidate cannot shrink its denominator to win);
-- the same guard at the trial level, in both modes: on the tasks scored on both sides,
-  the trials the best scored and the candidate errored on (per task, the best's scored
-  trials minus the candidate's) may be at most ``gate.max_missing`` of the best's scored
-  trials, or the gate is indecisive: a candidate erroring exactly on the trials it would
-  fail would otherwise lift its per-task means with no change in behaviour;
-- welch mode: both sides must be scored on the same tasks, or the gate is indecisive;
-- fewer than 2 tasks to compare: indecisive.
-
-Tasks only the candidate scored are left out: the best's missing data is not the
-candidate's win either.
+Missing data is never a win or a loss by itself: coverage below ``gate.min_coverage``, tasks
+(paired) or trials (both modes) the best scored and the candidate did not beyond
+``gate.max_missing`` of the best's, unequal task sets in welch mode, or fewer than 2 tasks make
+the gate indecisive. Within the guard, a task only the best scored counts as 0 for the
+candidate; a task only the candidate scored is left out.
 """
 
 from __future__ import annotations

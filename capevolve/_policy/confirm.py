@@ -1,17 +1,8 @@
 """Higher-power confirmation of a kept move: pooled trials, the t-test and the raw band (pure).
 
-Each side is a list of per-trial means (the mean reward of one trial index over the val
-tasks), the existing trials pooled with the new ones (new seeds, shared by both sides),
-signed so that a positive delta is a move toward the goal. The numbers (keep-best policy):
-
-- delta = mean(candidate) - mean(best); SE_diff = sqrt(s_c^2/n_c + s_b^2/n_b) with
-  Welch-Satterthwaite df (``capevolve.stats.welch_comparison``); t = delta / SE_diff;
-- the **raw band** (recorded for the audit, never a label): pooled stdev
-  sqrt((s_c^2 + s_b^2) / 2) and whether |delta| > max(pooled stdev, min_delta);
-- the **label** is the t-test's with the min_delta floor (``capevolve._policy.labels``;
-  SE_diff 0 is the zero-variance rule: an exact move). A delta that is not toward the goal
-  is labelled by the same rule (a confirmation that turns against the move says so).
-
+Each side is its per-trial means, existing and new trials pooled, signed toward the goal. delta
+and the Welch SE and df give t; the label is :mod:`capevolve._policy.labels`' with the min_delta
+floor; the raw band (pooled stdev against max(stdev, min_delta)) is recorded, never a label.
 Confirmation relabels; it never decides which candidate is the best.
 """
 

@@ -1,13 +1,9 @@
 """How a measured difference is read: significant, within noise, or negligible (pure).
 
-- NEGLIGIBLE: no move at all, or |delta| below ``min_delta`` (whatever the noise);
-- SIGNIFICANT: |delta| >= min_delta and either the move is exact (no trial noise on
-  either side and every paired difference equal) or |t| reaches the critical value: the
-  gate's own (the one-sided t-quantile at its alpha for the df, or its fixed k_se), so a
-  gate's accept is never labelled within noise; without one, the two-sided 95% quantile
-  of Student t for the comparison's df (the normal's when df is unknown);
-- WITHIN_NOISE: |delta| >= min_delta but not shown beyond the noise (t below the
-  quantile, or the SE unknown or degenerate: equal differences from noisy trials).
+NEGLIGIBLE: |delta| below ``min_delta``. SIGNIFICANT: |delta| >= min_delta and the move is exact
+or |t| reaches the critical value (the gate's own, so a gate's accept is never within noise;
+else the two-sided 95% t quantile). WITHIN_NOISE: otherwise, the SE unknown or degenerate
+included.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""One side of a gate: the valid trial rewards of each val task, as columns (pure, no I/O).
+"""One side of a gate: the valid trial rewards of each val task, as columns (pure).
 
-A side holds its tasks' rewards as three columns (sorted task ids, offsets, rewards) and
-computes each task's statistics once, for every task at once: the number of valid trials,
-the mean (``math.fsum`` of the trials / their count), the sample variance (ddof=1, 0 with
-fewer than two trials: ``math.fsum((x - mean) ** 2) / (k - 1)``) and whether the trials
-have no spread (``capevolve._policy.thresholds.no_spread``). The sums are ``math.fsum``
-per task and the squares ``pow(x, 2)`` as Python computes them, so every number equals the
-per-task scalar computation. numpy loads with the first statistic, never at import.
+Columns of sorted task ids, offsets and rewards; each task's count, mean and sample variance
+(ddof=1, ``math.fsum``) and whether its trials have no spread are computed once for every task,
+each number equal to the per-task scalar computation.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""How sensitive a gate was, from its observed paired differences (pure, no I/O).
+"""How sensitive a gate was, from its observed paired differences (pure).
 
-The minimum detectable effect of the gate as it ran: the true improvement its test
-(t > c, the gate's own critical value) detects with probability 0.8, from the SE it
-used (the paired SE, or CR1 when tasks are clustered) and Student t for its df::
-
-    MDE = (c + t_{0.8, df}) * SE
-
-The trials needed to detect ``min_delta`` split the variance of the per-task
-differences into a part more trials remove and a part they cannot:
-var(d) = sd_between^2 + (s_c^2 + s_b^2) / K, with s^2 the pooled within-task trial
-variance of each side; K is the smallest trial count with (c + t_{0.8}) * sqrt(var(d)/n)
-<= min_delta (None when even infinitely many trials would not do, or no K is needed).
+The minimum detectable effect is ``(c + t_{0.8, df}) * SE`` with the gate's own c and SE; the
+trials needed to detect ``min_delta`` split var(d) into the between-task part and the
+within-task trial variance that more trials remove (None when no trial count would do, or none
+is needed).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""What the held-out test says about the val gain: the finalize verdict. Pure: no I/O.
+"""What the held-out test says about the val gain: the finalize verdict (pure).
 
-The rule, in order:
-
-1. **not_measured** when either side's test evaluation is incomplete: an evaluation that
-   is not complete (units not run, coverage below the floor), or any test task left
-   unscored on either side (errored on every trial). Missing data on test cannot be
-   retried (the split is scored once), and a delta over a subset is not the test result,
-   so there is no delta and no CI: the verdict names what is missing instead.
-2. **no_edit** when the best is the seed: there is no gain to confirm.
-3. Otherwise, with the paired 95% CI [lo, hi] of the test delta (best minus seed; the
-   cluster-robust CR1 SE with G - 1 df when tasks carry a cluster key):
-   **confirmed** when lo > 0, **contradicted** when hi < 0, **not_confirmed** otherwise
-   (the CI contains 0: the test cannot tell the best from the seed). Comparisons with 0
-   use the shared tolerance (``capevolve._policy.thresholds``): a bound that ties with 0
-   confirms or contradicts nothing.
+In order: **not_measured** when either side's test evaluation is incomplete or leaves a task
+unscored (no delta, no CI); **no_edit** when the best is the seed; else, from the paired 95% CI
+[lo, hi] of best minus seed (CR1 with clusters), **confirmed** when lo > 0, **contradicted**
+when hi < 0, **not_confirmed** otherwise, comparisons with 0 through the shared tolerance.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """User code is compiled from its (fingerprinted) sources, never from cached bytecode.
 
-Candidate code runs as the same OS user and can write ``__pycache__/<module>.pyc`` beside a
-project scorer, with a header that matches the untouched source; Python would then run the
-planted bytecode instead of the source that the project fingerprint hashes.
+Candidate code can plant ``__pycache__/<module>.pyc`` beside a project scorer;
 :func:`source_only_user_code` installs, once per process and before any project code is
-imported, an import finder that loads every module outside the standard library,
-site-packages and capevolve itself (the project's modules, an editable adapter package)
-with a loader that ignores and never writes bytecode. Library code keeps its caches.
-
-This closes the bytecode route only: code that runs as the same user can still edit any
-file that user may write (the fingerprint catches edits of the project's files).
+imported, a finder that loads every module outside the standard library, site-packages and
+capevolve from source without reading or writing bytecode. It closes this route only: the
+fingerprint catches edits of the project's files.
 """
 
 from __future__ import annotations

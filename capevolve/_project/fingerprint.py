@@ -1,23 +1,10 @@
 """The project fingerprint: ``{path: sha256}`` of every file a run's scores depend on.
 
-What is fingerprinted (after the adapter is loaded, so its own ``sys.path`` changes apply):
-
-- the adapter module's file and, transitively, every *user* module it imports, found by
-  reading the ``import`` statements of each file (function-level imports included, so a
-  scorer imported lazily is covered). User code is any module outside the standard
-  library, ``site-packages`` and capevolve itself, wherever it lives;
-- the package the adapter class is defined in, every file of it (code and data such as
-  gold tasks), also when that package is installed (``capevolve_adapters.retail``);
-- every data file (not ``.py``) in the project directory, whatever its name (a scorer may
-  read a rubric or expected outputs from any file), skipping ``capevolve.yaml`` (frozen
-  in run.json), ``.capevolve/`` and other run dirs, hidden, cache and virtualenv dirs, the
-  seed capability and copies of it (a directory holding every top-level entry of the
-  seed). A data file that appears later matters only when it is score data by name
-  (``SCORE_DATA_PATTERNS``); a changed or removed one always does.
-
-Keys are posix paths relative to the project dir, or absolute for files outside it.
-Imports made with ``importlib`` by computed name are not followed. :func:`verify` names
-the first changed, removed or newly imported file in a one-line RunDirError.
+It covers the adapter module and every user module it imports (found by reading import
+statements, function-level ones included), every file of the adapter's package, and every data
+file of the project directory except capevolve.yaml, run dirs, hidden, cache and virtualenv dirs
+and copies of the seed. Imports by computed name are not followed. :func:`verify` names the
+first changed, removed or newly imported file in a one-line RunDirError.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
-"""The tasks of one split as a file in the run dir, written once per evaluate by the driver
-and read by each worker and scorer process, checked against the driver's digest.
+"""The tasks of one split as a file in the run dir, written once per evaluate by the driver and
+read by each worker and scorer process, checked against the driver's digest.
 
-The driver streams the split's tasks into the file as the adapter produces them
-(:class:`TaskFileWriter`, the same ``add`` as
-:class:`~capevolve._project.tasktable.TaskTableBuilder`) and keeps only a
-:class:`TaskFile`: the path, the file's sha256 and the number of tasks. That small value is
-what an :class:`~capevolve._engine.contract.EvalJob` carries; the driver never holds the
-table (nor writes it into Ray's object store), and every process that needs the tasks
-reads them with :func:`load` into one :class:`TaskTable`.
-
-Integrity: :func:`load` refuses a file whose sha256 is not the one the driver computed
-while writing it (hand-edited, truncated, swapped for another split's or run's file) with
-one :class:`~capevolve.errors.EngineError` naming the file, so no process ever runs or
-scores tasks other than the ones the adapter gave this evaluation. The name is the split
-and the digest (``<split>-<sha256[:16]>.tasks``), put in place with ``os.replace`` from a
-temporary name: a reader never sees a half-written file, and evaluations of one split
-with the same tasks share one file.
-
-Format (stdlib only): the tasks' JSON bytes, then their ids' UTF-8 bytes, then the two
-``int64`` little-endian end-offset arrays, then a 40-byte footer (``MAGIC``, the number of
-tasks, the ids' and the data's byte lengths).
+An :class:`~capevolve._engine.contract.EvalJob` carries only a :class:`TaskFile` (path, sha256,
+count); :func:`load` refuses a file whose sha256 differs with one EngineError naming it. The
+file is ``<split>-<sha256[:16]>.tasks``, put in place with ``os.replace``: the tasks' JSON
+bytes, their ids, two little-endian int64 end-offset arrays, a 40-byte footer.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The journal of a compaction in progress: ``journal/<token>.compact``.
 
-A compaction (:mod:`capevolve._store.rollouts.compact`) writes this intent, atomically and
-fsynced, after its new parts are durable under temporary names and before the first of
-them is renamed into place; it is removed last, once the old parts are gone. While it is
-on disk the compaction is unfinished: verification (capevolve._store.integrity) then
-tolerates, as notes, the new parts it names that are not recorded yet and the old parts
-it names that are retired but not yet removed, and the next evaluate settles it.
-
-The intent is not signed: it only says which files the settling may look at. What is
-recorded is decided by the signed ``parts_compacted`` event alone.
+Written (atomic, fsynced) once the new parts are durable under temporary names, removed last.
+While it is on disk, verification tolerates as notes the parts it names that are not yet
+recorded or not yet removed, and the next evaluate settles it. Unsigned: what is recorded is
+decided by the signed ``parts_compacted`` event alone.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """The event log (events.jsonl): append-only, typed, read once per process and cached.
 
-Contract: :class:`EventLog` parses each byte of the file once. Every access stats the
-file; bytes appended since (by this or another process) are parsed and folded into the
-cached list and the derived ``best_id`` and ``spent``, so those are never re-derived
-from the whole file. Each complete line must be a valid, versioned event
-(:func:`capevolve.records.parse_event`): anything else is a RunDirError naming
-``events.jsonl:<line>``. A torn line (a kill mid-write leaves bytes that are not JSON)
-is skipped; a partial last line without its newline is left for the next read. A log
-that got shorter than what was already read, or was replaced by another file, was
-rewritten: RunDirError.
-
-The events form a hash chain: each carries ``prev``, the sha256 of the previous event's
-line, set by :meth:`EventLog.append` (which runs under the run lock). A line edited in
-place, removed or inserted anywhere but at the very end breaks the chain at the event
-after it: RunDirError naming that line.
-
-Each line is also signed: ``mac`` is an HMAC under the run's key, which lives outside the
-run dir (:mod:`capevolve._store.signing`; the first event, ``run_created``, names it by
-``key_id``). With the key at hand a line without a valid ``mac`` is a forgery (a correct
-``prev`` does not help it): RunDirError naming the line. Without the key (the run dir was
-copied to another machine) the chain alone is checked, :attr:`EventLog.unsigned` says why,
-and :meth:`EventLog.append` refuses to write. Lines removed from the very end are caught
-by the chain head the run mirrors outside the run dir (capevolve._store.heads).
+Each byte is parsed once; appends since the last read are folded into the cached list and the
+derived ``best_id`` and ``spent``. Every complete line must be a valid versioned event, chained
+to the previous one by ``prev`` (its sha256) and signed by ``mac`` (an HMAC under the run's key,
+:mod:`capevolve._store.signing`); anything else, or a log that shrank or was replaced, is a
+RunDirError naming ``events.jsonl:<line>``. A torn last line is left for the next read. Without
+the key only the chain is checked and :meth:`EventLog.append` refuses to write.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""The chain head of each run, mirrored outside the run dir: beside the run's key
-(``<key dir>/heads/``) and in its project (``<project>/.capevolve/heads/``).
+"""The chain head of each run, mirrored outside the run dir: beside the run's key (``<key
+dir>/heads/``) and in its project (``<project>/.capevolve/heads/``).
 
-The hash chain and the signatures of events.jsonl (capevolve._store.events) show an edited,
-inserted or forged line, but not lines cut off the end: what is left is still a valid,
-signed chain. So after every append the run writes ``<key_id>.json`` in its project's
-``.capevolve/heads/``: the number of events and the sha256 of the last line, signed with
-the run's key, and the same record beside the key. Verification
-(capevolve._store.integrity) refuses a log that ends before either mirrored head or holds
-another line there, and a run whose key is present but whose head beside it is missing
-(the project's copy is writable by whoever can write the project; the key dir is not, and
-candidate code never sees it). A log one event longer is not a problem (a kill
-between the append and the mirror write); lines past the head are signed anyway.
-
-The mirror is named by the run's key id and the run dir's path, so a copy of a run dir at
-another path (a fixture, a backup being inspected) is not judged by the original's head;
-a copy restored over the original's path is (a rollback shows). The project's mirror is
-best effort: a project dir that cannot be written leaves it absent.
+The chain and signatures of events.jsonl do not show lines cut off its end, so after every
+append the run writes the number of events and the last line's sha256, signed, to both mirrors.
+Verification refuses a log that ends before a mirrored head, and a present key without its head.
+A mirror is named by key id and run-dir path: a copy at another path is not judged by it.
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """Whether a run's stored history and rows are the ones capevolve wrote.
 
-Checks (:func:`verify`), each a :class:`Problem` naming the file (and line):
-
-- **events**: events.jsonl parses, its hash chain holds and every line carries the run's
-  signature (capevolve._store.events, capevolve._store.signing); and it does not end
-  before the chain head mirrored in the project (capevolve._store.heads).
-- **parts**: every Parquet part under ``rollouts/`` was recorded by a ``part_written``
-  event (:meth:`RunDir.record_part`) and still has the recorded size and sha256; every
-  recorded part is on disk, unless a ``quarantined`` event set it aside. A part renamed
-  into place but not yet recorded is tolerated, as a note, while another process holds the
-  run lock (a writer is running) or when its writer session died with its journal on disk
-  (killed between the rename and the record: the next evaluate records it if its rows are
-  the journal's, capevolve._store.journal.recover).
-- **documents**: a run whose log says finalize started has its seal.json; one whose log
-  says finalized has final.json with the sha256 recorded in that event; a final.json
-  with no finalize in the log is refused; run.json (the frozen config) hashes to the
-  sha256 in the ``run_created`` event; every candidate snapshot was recorded by a
-  ``snapshot`` event and still hashes to its content hash; an evaluation record that
-  says complete agrees with its evaluation's last ``eval_finished`` event (status, mean,
-  stderr, tasks scored, purpose, first trial, task subset).
-
-Hashing is the expensive part, so verified parts are cached outside the run dir, beside
-the keys (``<key dir>/verified/<key_id>.json``), by size, mtime, ctime and inode: a part
-is hashed again only when one of them changed (an edit that restores mtime moves ctime);
-an evaluation record found agreeing with its event is cached the same way (a record is
-large: one mean per task), and read again when the file or its last event changes.
-Opening a run (:func:`refuse_tampered`) stops at the first problem; ``capevolve verify``
-lists them all. Evidence, not proof: see capevolve._store.signing for what a reader of
-the key can do.
+:func:`verify` returns a :class:`Problem` (naming the file and line) for: an event log whose
+chain, signatures or mirrored head do not hold; a Parquet part not recorded, missing, or changed
+since its ``part_written`` event (a part not yet recorded is a note while its writer runs or its
+journal is on disk); a seal, final.json, run.json, snapshot or complete evaluation record that
+disagrees with the log. Verified parts and records are cached outside the run dir by size,
+mtime, ctime and inode. Evidence, not proof (capevolve._store.signing).
 """
 
 from __future__ import annotations
@@ -334,6 +312,10 @@ class _Checker:
                 continue
             try:
                 meta = jsonfiles.read(meta_path)
+            except (OSError, ValueError) as exc:
+                self.problem("candidate", f"{rel}/candidate.json", f"unreadable ({exc})")
+                continue
+            try:
                 files = self.run.layout.candidate_files(candidate_id)
                 digests = file_digests(files) if files.is_dir() else None
             except (OSError, ValueError, CapevolveError) as exc:

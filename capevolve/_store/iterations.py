@@ -1,19 +1,10 @@
 """The optimization loop's files in a run dir: ``optimize/``.
 
-- ``optimize/ledger.jsonl``: one :class:`IterationRecord` per finished iteration, appended
-  with one O_APPEND write. It is the truth of which iterations happened: a resumed loop
-  counts its lines, so an iteration is never counted twice. A line that is not JSON (torn
-  by a kill mid-write; the next append starts a fresh line) is skipped; a JSON line that
-  does not validate, or an iteration number that is not the next one (a line removed or
-  repeated), is a RunDirError naming ``ledger.jsonl:<line>``.
-- ``optimize/pending/<n>.json``: the iteration in flight (its parent, focus, and once the
-  proposer returned, the proposal and then the child's id). A resumed loop continues it
-  from the last step recorded there and removes it once the iteration is in the ledger.
-- ``<run dir>/../.<run name>.optimize-work/<n>/``: the prepared directory of iteration n
-  (candidate copy, INSTRUCTIONS.md, context/), beside the run dir; removed once the
-  iteration is in the ledger.
-- ``optimize/loop.json``: the loop's settings as first started (algorithm, proposer spec),
-  so ``--resume`` continues the same loop.
+``ledger.jsonl`` holds one :class:`IterationRecord` per finished iteration (the truth of which
+happened; a torn line is skipped, an invalid or out-of-order one is a RunDirError naming its
+line); ``pending/<n>.json`` the iteration in flight, which a resumed loop continues;
+``loop.json`` the loop's first settings, so ``--resume`` continues the same loop. An iteration's
+work dir sits beside the run dir until it is in the ledger.
 """
 
 from __future__ import annotations

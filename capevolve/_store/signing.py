@@ -1,18 +1,10 @@
 """Run keys: the HMAC that tells events capevolve wrote from lines someone else wrote.
 
-Each run gets a random 256-bit key when it is created, stored **outside the run dir** in
-the user's key directory (``$CAPEVOLVE_KEY_DIR``, else ``$XDG_STATE_HOME/capevolve/keys``,
-else ``~/.local/state/capevolve/keys``; the directory is mode 0700, each key 0600), named
-by the run's ``key_id`` (recorded in the ``run_created`` event; it is a name, not a secret).
-Every line of events.jsonl carries ``mac``: HMAC-SHA256 with that key over the line's
-other fields in canonical JSON, its ``prev`` (the hash chain) included.
-
-What it protects against: a line written, edited or re-chained by anything that does not
-hold the key: a hand edit, a script that appends a "gate" or "set_best" line with a correct
-hash chain, a run dir copied or restored from elsewhere and edited. What it cannot protect
-against: someone (or candidate code, which runs as the same OS user) who reads the key file
-and signs forged lines with it; and on a machine without the key (a copied run dir) only the
-hash chain can be checked and writes are refused.
+Each run gets a random 256-bit key, stored outside the run dir (``$CAPEVOLVE_KEY_DIR``, else
+``$XDG_STATE_HOME/capevolve/keys``, else ``~/.local/state/capevolve/keys``; 0700, each key 0600)
+under the run's ``key_id``. Every event line carries ``mac``, HMAC-SHA256 over its other fields.
+It catches hand edits and re-chained lines; it cannot stop whoever (candidate code included)
+reads the key file.
 """
 
 from __future__ import annotations

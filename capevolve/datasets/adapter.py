@@ -1,17 +1,9 @@
 """The built-in adapter of a dataset project (``dataset:`` + ``target:`` + ``evaluators:``).
 
-- ``tasks()``: the JSONL datapoints (``corpus``).
-- ``run_target``: calls the project's ``target(input, candidate_dir)`` (sync or async);
-  its return value is the rollout's output.
-- ``scoreable(task)``: False when the datapoint has no ground truth (no expected value)
-  and an evaluator needs one; such a datapoint is excluded from every evaluation
-  (``capevolve._project.scoreable``), never scored 0.
-- ``score``: each evaluator's score is a score part; the reward is their weighted mean.
-  A python evaluator returning anything but a number in [0, 1] and a judge answer
-  outside its schema raise, so the row is an error (missing data).
-
-It reads the project's ``capevolve.yaml`` (fingerprinted for dataset projects: the
-evaluators and rubric live there) and is built by the loader with the project root.
+``tasks()`` reads the JSONL datapoints; ``run_target`` calls the project's ``target(input,
+candidate_dir)``; ``scoreable`` excludes a datapoint without the expected value an evaluator
+needs (never a 0); ``score`` makes each evaluator's score a part and the reward their weighted
+mean, an out-of-range or unparsable score being an error row.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Read a dataset project's JSONL file into tasks: one JSON object a line.
 
-Ids come from ``dataset.id`` when set (each must be a non-empty string or integer, unique)
-or, without it, from content: ``d_`` + the first 12 hex digits of the sha256 of the line's
-canonical JSON (sorted keys), recorded as ``metadata['id_source'] = 'content'`` (two
-identical lines are one datapoint twice: an error naming both lines). ``Task.input`` is the
-input field, ``Task.target`` the expected field (None when absent); the rest of the record
-stays out of the task, so nothing beyond the input reaches an editor. A record's
-``cluster`` field, when present, becomes ``metadata['cluster']`` (clustered SEs).
-Every malformed line is a ConfigError naming the file and line.
+Ids come from ``dataset.id`` (non-empty string or integer, unique) or from content (``d_`` + 12
+hex digits of the line's canonical JSON sha256; two identical lines are an error).
+``Task.input`` is the input field, ``Task.target`` the expected one, a ``cluster`` field
+``metadata['cluster']``; nothing else reaches the task. A malformed line is a ConfigError naming
+file and line.
 """
 
 from __future__ import annotations

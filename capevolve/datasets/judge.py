@@ -1,27 +1,13 @@
 """The injection-safe LLM judge: one OpenAI-compatible chat call per datapoint.
 
-The prompt (this module's templates: the file is part of the frozen project fingerprint
-of any project with a judge evaluator):
-
-- the system message holds the instructions and the rubric, taken only from the
-  evaluator's ``rubric`` (never from the optimization goal), and the project's
-  ``domain_notes`` in their own trusted block;
-- the user message holds the datapoint (input, output, expected) inside blocks delimited
-  by a per-call random tag (``secrets.token_hex``) that the content cannot forge: a tag
-  found anywhere in the content is drawn again. The instructions say everything between
-  those markers is data to be judged, never instructions.
-
-The call is pinned to the evaluator's own ``model`` at temperature 0 (seed 0), or to the
-project's ``models.judge`` when the evaluator names none, through
-capevolve's model client (counted on the scorer's judge meter), and asks for the verdict's
-JSON schema (``response_format``); an endpoint that refuses it gets the prompt-only form
-from then on (the client's rule). The answer must
-be exactly one JSON object ``{"score": <number in [0, 1]>, "justification": <non-empty
-string>}`` (surrounding whitespace allowed, nothing else): any other answer, a cut answer
-(finish_reason length) or a non-answer is a :class:`~capevolve.errors.JudgeError` (an
-error row: missing data, never a 0, never a guess). An endpoint that stays unreachable
-past the retries is :class:`~capevolve.errors.JudgeUnavailable` (the evaluation is then
-incomplete).
+The system message holds the evaluator's ``rubric`` and the project's ``domain_notes``; the
+datapoint sits in the user message between per-call random tags the content cannot forge, as
+data, never instructions. The call is pinned to the evaluator's own ``model`` (else the
+project's ``models.judge``) at temperature 0, asks for the verdict's JSON schema
+(``response_format``; the client drops it for an endpoint that refuses it) and takes
+``{"score": <0..1>, "justification": <text>}`` exactly: any other or cut answer is a
+JudgeError (an error row, never a 0); an endpoint unreachable past its retries is
+JudgeUnavailable (the evaluation stays incomplete).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """GEPA interop: ``gepa.optimize(...)`` with capevolve as the evaluator and the store.
 
-:class:`GEPAAdapter` is gepa's adapter over a capevolve run: a candidate is ``{relative path:
-text}`` of the base candidate's component files, a data instance a train or val task id
-(test ids are refused). ``evaluate`` snapshots the candidate and answers a minibatch from
-the evaluation of its whole split (made once, stored in the run; ``num_metric_calls`` is the
-rollouts actually run); a task with no scored trial scores 0.0 and is flagged ``unscored``;
-an incomplete evaluation raises. ``make_reflective_dataset`` serves capevolve's diagnosis.
-:meth:`GEPAAdapter.adopt` takes gepa's best through capevolve's own gate: gepa's scores never
-decide. :class:`ChatReflectionLM` is a reflection LM over an OpenAI-compatible endpoint.
+:class:`GEPAAdapter` is gepa's adapter over a run: a candidate is ``{relative path: text}``, a
+data instance a train or val task id (test refused). ``evaluate`` answers a minibatch from the
+stored evaluation of its whole split (a task with no scored trial scores 0.0, flagged
+``unscored``); :meth:`GEPAAdapter.adopt` takes gepa's best through capevolve's own gate.
+:class:`ChatReflectionLM` is a reflection LM over an OpenAI-compatible endpoint.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """The optimization loop: iterations until a stop predicate, a budget cap or ``--iterations``.
 
-Contract:
-
-- Everything is checked before any rollout: the algorithm and focus, the proposer spec,
-  ``--parallel`` / ``--iterations``, and the stop condition (a non-empty condition that
-  parses to no predicate is a ConfigError, as is a loop nothing would stop).
-- The loop holds the run lock throughout and drives only the public verbs (evaluate ->
-  gate -> accept | reject), so every iteration leaves the artifacts agent mode leaves,
-  plus one ledger line (``optimize/ledger.jsonl``).
-- A proposer that writes outside its prepared directory (the run's documents, the ledger,
-  the rollouts tree) has its batch discarded and the files restored; one that changes the
-  project's frozen files stops the loop (see :mod:`capevolve.optimize.fence`).
-- ``--parallel K``: K iterations are planned, their proposers run concurrently (threads:
-  a proposer touches only its own prepared directory), then the K children are evaluated
-  concurrently through the one shared engine and decided in iteration order, each gated
-  against the best at its turn (see :mod:`capevolve.optimize.batch`).
-- Resume: a loop killed at any point is continued by ``resume=True`` with the settings of
-  ``optimize/loop.json`` (algorithm, proposer, focus, and ``iterations`` unless given);
-  finished iterations are the ledger's lines (never counted twice), the iteration in
-  flight continues from its pending file (see :mod:`capevolve.optimize.step`),
-  evaluations resume and recorded gates / decisions are reused (nothing paid twice).
-- The loop stops at the first stop predicate met, a budget cap, ``iterations`` or a
-  proposer with nothing left, records why in ``loop.json`` and, with ``finalize``, seals
-  test once and writes report.md (a loop whose best is still the seed leaves test unscored
-  and the run open, unless ``spend_test_ids``).
-- One-off imports the first gate needs are made in a thread while the baseline's rollouts
-  run (:func:`_warm_up`), so the first iteration does not pay them.
+Everything is checked before any rollout. The loop holds the run lock and drives only the public
+verbs (evaluate -> gate -> accept | reject), one ledger line an iteration; a proposer that
+writes outside its directory has its batch discarded (:mod:`capevolve.optimize.fence`).
+``--parallel K`` proposes and evaluates K children at once and decides them in order
+(:mod:`capevolve.optimize.batch`). ``resume=True`` continues a killed loop without paying
+anything twice. Why it stopped is recorded in ``loop.json``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The pareto screen: a child against its parent on the iteration's train minibatch.
 
-A child of a screening algorithm is first evaluated on a *minibatch* of train tasks (drawn
-per iteration: :meth:`capevolve.optimize.session.Session.minibatch_for`), as a subset
-evaluation of purpose ``screen`` (one trial): never gateable, never acceptable (the gate
-refuses any evaluation that is not a complete full-split one, see
-:mod:`capevolve._policy.gateable`). The parent's numbers on the same tasks come from its
-rows: from its complete full train evaluation when there is one (the diagnosis's), else
-from a screen evaluation of the parent on that minibatch (made once; a resumed or repeated
-minibatch reuses it). Unit seeds depend only on (run seed, task, trial), so the two sides
-met the same randomness on every task.
-
-The child passes when its mean over the minibatch tasks scored on both sides is above the
-parent's over the same tasks (GEPA's rule: a strict improvement on the minibatch); a child
-with no such task, or a screen evaluation that is incomplete, is killed. Killed children
-are never gated; survivors go to the full-val gate.
+The child is evaluated on the minibatch as a subset evaluation of purpose ``screen`` (never
+gateable); the parent's numbers come from its full train evaluation, else one screen evaluation
+of it on the minibatch. The child passes when its mean over the tasks scored on both sides is
+strictly above the parent's (GEPA's rule); otherwise, or when the screen is incomplete, it is
+killed and never gated.
 """
 
 from __future__ import annotations

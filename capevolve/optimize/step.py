@@ -1,21 +1,9 @@
 """One iteration: plan (parent, focus, context) -> propose -> settle -> evaluate -> decide.
 
-Every step leaves a trace a resumed loop continues from (``optimize/pending/<n>.json``):
-
-1. plan: the parent and focus are chosen (once: a resumed iteration keeps them) and the
-   prepared directory is made. A pending file without a finished proposal means the
-   proposer was killed mid-way: its half-made child is discarded and it proposes again.
-2. propose: the proposer edits the candidate copy (the only step that may run in a thread;
-   it touches nothing but the prepared directory).
-3. settle: the child is compared with the parent by content. No change, a failed proposer
-   or a child identical to an existing candidate is a no_change (never an evaluation).
-   Otherwise the proposal and the child's content hash are recorded; a resumed loop reuses
-   the child by that hash (the prepared copy, or the snapshot already made).
-4. evaluate: through the public verbs only -- evaluate (which snapshots and refuses a
-   protected-path edit before any rollout), the train screen for algorithms that screen,
-   evaluate on full val, gate against the current best, accept or reject. Evaluations
-   resume, gates and decisions already recorded are reused, so nothing is paid twice.
-5. record: one IterationRecord in the ledger; the pending file and directory go.
+Each step leaves ``optimize/pending/<n>.json`` for a resumed loop to continue from: the plan is
+kept; a proposer killed mid-way proposes again; a child with no change, or identical to an
+existing candidate, is a no_change; evaluations resume and recorded gates and decisions are
+reused; the finished iteration is one ledger line, and its pending file and directory go.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Documents::
     <project>/.capevolve/finalizes.jsonl   one FinalizeEntry per finalize (with TestReuse)
 
 The verbs that return no stored document return a :class:`Result` (``_results``). The models
-live in ``_base`` (Record, reading), ``_documents``, ``_events`` and ``_results``; import
+live in ``_base`` (Record, Result, reading), ``_documents``, ``_events``, ``_results`` and
+``_result_parts``; import
 them from here.
 """
 
@@ -30,6 +31,7 @@ from capevolve.records._base import (
     FORMAT_VERSION,
     JsonScalar,
     Record,
+    Result,
     check_version,
     parse_record,
 )
@@ -75,6 +77,22 @@ from capevolve.records._events import (
     UserEvent,
     parse_event,
 )
+from capevolve.records._result_parts import (
+    BudgetLeft,
+    CandidateStanding,
+    ConfirmTrials,
+    FinalLine,
+    GateLedger,
+    IterationRow,
+    LoopLine,
+    LoopSpend,
+    MeanLine,
+    ProposerSpend,
+    RoleSpend,
+    Spent,
+    StopParse,
+    StopPredicate,
+)
 from capevolve.records._results import (
     Accepted,
     ClusterReport,
@@ -90,12 +108,25 @@ from capevolve.records._results import (
     ProjectInit,
     Quarantine,
     Rejected,
-    Result,
     RunStatus,
     Verification,
 )
 
 __all__ = [
+    "BudgetLeft",
+    "CandidateStanding",
+    "ConfirmTrials",
+    "FinalLine",
+    "GateLedger",
+    "IterationRow",
+    "LoopLine",
+    "LoopSpend",
+    "MeanLine",
+    "ProposerSpend",
+    "RoleSpend",
+    "Spent",
+    "StopParse",
+    "StopPredicate",
     "Accepted",
     "ClusterReport",
     "Confirmation",

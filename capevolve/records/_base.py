@@ -41,6 +41,16 @@ class Record(BaseModel):
         return self.model_dump(mode="json", exclude_unset=True)
 
 
+class Result(BaseModel):
+    """Base of the verbs' results that are no stored document: frozen, no unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints): the fields the verb set."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
 R = TypeVar("R", bound=Record)
 
 

@@ -10,19 +10,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from capevolve.config import BudgetConfig
 from capevolve.kinds import Confidence, Decision, EvalPurpose, EvalStatus, GateMode, Split
-
-
-class Result(BaseModel):
-    """Base of the verbs' results: frozen, no unknown keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (what ``--json`` prints): the fields the verb set."""
-        return self.model_dump(mode="json", exclude_unset=True)
+from capevolve.records._base import Result
+from capevolve.records._documents import FinalRecord
+from capevolve.records._result_parts import (
+    BudgetLeft,
+    CandidateStanding,
+    ConfirmTrials,
+    FinalLine,
+    GateLedger,
+    IterationRow,
+    LoopLine,
+    LoopSpend,
+    MeanLine,
+    RoleSpend,
+    Spent,
+    StopParse,
+)
 
 
 class ProjectInit(Result):
@@ -45,7 +52,7 @@ class ProjectCheck(Result):
     warnings: list[str]
     metrics: dict[str, list[str]] | None
     """A dataset project's metric kinds: ``deterministic`` kinds and ``judge`` names."""
-    stop: dict[str, Any] | None
+    stop: StopParse | None
     """How the stop condition parsed (None when the config did not load)."""
     power: dict[str, Any] | None = None
     """The smallest gain the gate can detect given the scoreable val tasks and trials
@@ -162,10 +169,9 @@ class Confirmation(Result):
     best_id: str
     extra_trials: int
     metric: str
-    trials: dict[str, list[int]]
-    """``existing`` and ``new``: the first and last trial of each draw."""
-    evals: dict[str, list[str]]
-    """Per side: the existing and the new evaluation."""
+    trials: ConfirmTrials
+    evals: dict[str, tuple[str, str]]
+    """Per side (candidate id): the existing and the new evaluation."""
     pooled_trial_means: dict[str, list[float]]
     n_candidate: int
     n_best: int
@@ -237,13 +243,14 @@ class RunStatus(Result):
     project: str
     best_id: str
     best_val: EvalLine | None
-    best_standing: dict[str, Any] | None
-    standings: dict[str, dict[str, Any]]
-    spent: dict[str, Any]
-    budget: dict[str, Any]
-    budget_left: dict[str, Any]
+    best_standing: CandidateStanding | None
+    standings: dict[str, CandidateStanding]
+    """Accepted candidate id -> its standing."""
+    spent: Spent
+    budget: BudgetConfig
+    budget_left: BudgetLeft
     budget_exhausted: list[str]
-    spent_by_role: dict[str, dict[str, Any]]
+    spent_by_role: dict[str, RoleSpend]
     model_spend: dict[str, dict[str, Any]] = {}
     """Model calls by role (agent, judge, check, proposer): tokens, cost_usd and whether
     the cost is partial (some calls unpriced or of unknown tokens)."""
@@ -253,11 +260,11 @@ class RunStatus(Result):
     candidates: list[str]
     evaluations: list[EvalLine]
     finalized: bool
-    final: dict[str, Any] | None
-    gates: dict[str, Any]
+    final: FinalLine | None
+    gates: GateLedger
     """The gates run and the false accepts they risked."""
-    stop: dict[str, Any] | None
-    optimize: dict[str, Any] | None
+    stop: StopParse | None
+    optimize: LoopLine | None
     containment: list[str] = Field(default_factory=list)
     """What candidate code could do in this run: empty when every evaluation ran in the
     sandbox and never saw the answers; else each warning ("candidate code was not
@@ -307,15 +314,14 @@ class OptimizeSummary(Result):
     run_dir: str
     algorithm: str
     proposer: str | None
-    iterations: list[dict[str, Any]]
-    """One row per iteration (as ``on_iteration`` receives it)."""
+    iterations: list[IterationRow]
     stop_reason: str
     plateau: str | None
     best_id: str
-    best_val: dict[str, float | None] | None
-    seed_val: dict[str, float | None] | None
-    stop_condition: dict[str, Any] | None
-    spend: dict[str, dict[str, Any]]
-    final: dict[str, Any] | None
+    best_val: MeanLine | None
+    seed_val: MeanLine | None
+    stop_condition: StopParse | None
+    spend: LoopSpend
+    final: FinalRecord | None
     not_finalized: str | None = None
     """Why ``finalize`` left test unscored (the best is still the seed), else None."""

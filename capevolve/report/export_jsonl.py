@@ -1,14 +1,9 @@
 """``capevolve export jsonl --eval ID``: one JSON line per datapoint of an evaluation.
 
-Each line, ``id`` first: ``input`` (a snippet of at most ``INPUT_SNIPPET`` characters),
-``output`` (of the lowest valid trial, else of the lowest trial), ``score`` (the mean
-valid reward over the datapoint's trials; null when every trial errored: missing data,
-never 0), ``justification`` (that trial's feedback), ``parts`` (the score parts of that
-trial), ``trials``, ``errors``, and ``error`` (the first error) when there is one. A
-datapoint the evaluation excluded (cannot be scored) is a line with ``score`` null and
-``excluded`` naming the reason. Lines are sorted by id and computed from the stored
-Parquet rows (DuckDB) and the eval record only. Test-split evaluations are never
-exported: the held-out outputs stay in the run dir.
+Each line, sorted by ``id``: an ``input`` snippet, the ``output``, ``justification`` and
+``parts`` of the lowest valid trial, ``score`` (the mean valid reward; null when every trial
+errored), ``trials``, ``errors`` and the first ``error``; an excluded datapoint has ``score``
+null and ``excluded``. Test-split evaluations are never exported.
 """
 
 from __future__ import annotations

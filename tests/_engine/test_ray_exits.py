@@ -56,13 +56,16 @@ def test_an_actor_whose_event_loop_is_blocked_is_restarted_not_waited_on(
 
     monkeypatch.setattr(pool, "GRACE_S", 2.0)
     monkeypatch.setattr(pool, "HEALTH_TIMEOUT_S", 5.0)
+    # without the sandbox (the project's isolation: none) the block is the actor's own
+    # event loop, and run_target can leave its flag beside the adapter
     project, ok = make_hostile_project(tmp_path / "p", {"wedge": "async_block"}, n_ok=8,
-                                       adapter="AsyncHostileAdapter", spec={"block_s": 600})
+                                       adapter="AsyncHostileAdapter", spec={"block_s": 600},
+                                       engine={"isolation": "none"})
     run = create_run(project, tmp_path / "run")
     started = time.monotonic()
     record = evaluate(run, "seed", "val", engine=RayEngine(
         EngineConfig(kind="ray", workers=1, concurrency=2, timeout_s=20, retries=0,
-                     isolation="none")))  # the block is the actor's own event loop
+                     isolation="none")))
     assert time.monotonic() - started < 180  # the block alone would take 600 s
     assert (project / "blocked.flag").exists()  # the block did happen
     assert record["worker_restarts"] >= 1 and record["status"] == "complete"

@@ -199,7 +199,7 @@ def test_two_runs_finalizing_at_once_count_each_other(tmp_path):
     runs = [create_run(project, tmp_path / f"run{i}") for i in range(2)]
     exe = Path(sys.executable).with_name("capevolve")
     procs = [subprocess.Popen([str(exe), "finalize", "--run-dir", str(r.root), "--engine",
-                               "local", "--json"], stdout=subprocess.PIPE,
+                               "local", "--spend-test-ids", "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=clean_env())
              for r in runs]
     outs = [p.communicate(timeout=120) for p in procs]

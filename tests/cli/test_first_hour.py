@@ -68,14 +68,17 @@ def test_every_init_kind_checks_runs_and_takes_an_edit_through_the_gate(tmp_path
     ok_json(cli("init", project, "--kind", kind, "--json", cwd=tmp_path))
     check = ok_json(cli("check", "--json", cwd=project))
     assert check["ok"] and check["warnings"] == [] and check["problems"] == []
-    engine = ("--engine", "local")  # the Ray default runs in the ray test below
+    engine = ("--engine", "local")  # the Ray default runs in the ray test below; the
+    # gate takes it too: its confirmation runs fresh trials on the project's engine
     ok_json(cli("run", *engine, "--json", cwd=project))
     ok_json(cli("checkout", "cand", "--json", cwd=project))
     _edit(kind, project / "cand", project)
     record = ok_json(cli("evaluate", "--candidate", "cand", *engine, "--json", cwd=project))
     assert record["status"] == "complete" and record["n_errors"] == 0
-    gate = ok_json(cli("gate", "--candidate", record["candidate_id"], "--json", cwd=project))
+    gate = ok_json(cli("gate", "--candidate", record["candidate_id"], *engine, "--json",
+                       cwd=project))
     assert gate["decision"] == "accept", gate
+    assert gate["confirmation"] is not None, gate
     accepted = ok_json(cli("accept", "--candidate", record["candidate_id"], "--json",
                            cwd=project))
     assert accepted["best_id"] == record["candidate_id"]
@@ -262,8 +265,9 @@ def test_the_adapter_scaffold_runs_as_written_on_local_ray_and_says_so(tmp_path)
         second = cli("evaluate", "--candidate", "cand", "--json", cwd=project, env=env)
         assert ok_json(second)["n_errors"] == 0
         assert "starting a local Ray" not in second.stderr
-        gate = ok_json(cli("gate", "--candidate", "cand_001", "--json", cwd=project))
-        assert gate["decision"] == "accept"
+        gate = cli("gate", "--candidate", "cand_001", "--json", cwd=project, env=env)
+        assert ok_json(gate)["decision"] == "accept"  # confirmed on fresh trials, same Ray
+        assert "starting a local Ray" not in gate.stderr
     finally:
         cli("down", cwd=project, env=env)
 
@@ -292,8 +296,10 @@ def test_power_is_said_in_words_at_check_run_and_every_gate(tmp_path):
     ok_json(cli("checkout", "cand", "--json", cwd=project))
     _edit("adapter", project / "cand", project)
     ok_json(cli("evaluate", "--candidate", "cand", "--engine", "local", "--json", cwd=project))
-    gate = cli("gate", "--candidate", "cand_001", cwd=project)
-    recorded = ok_json(cli("gate", "--candidate", "cand_001", "--json", cwd=project))["power"]
+    local = ("--engine", "local")  # the gate's confirmation runs fresh trials
+    gate = cli("gate", "--candidate", "cand_001", *local, cwd=project)
+    recorded = ok_json(cli("gate", "--candidate", "cand_001", *local, "--json",
+                           cwd=project))["power"]
     assert gate.returncode == 0 and gate.stdout.splitlines()[-1].startswith(
         f"power: this gate ({recorded['n_tasks']} tasks x 3 trials) detects a true gain of "
         f"about +{recorded['mde']:.3f} (80% of the time, from the spread it measured); a "

@@ -62,7 +62,7 @@ def test_runs_params_metrics_and_artifacts(finalized, tmp_path, view_run):
         val = json.loads((finalized / "evals" / f"val__{cid}__k3.json").read_text())
         assert child.data.metrics["val.k3.mean"] == pytest.approx(val["mean"])
         assert child.data.metrics["val.k3.stderr"] == pytest.approx(val["stderr"])
-        assert child.data.params["hash"] == record.candidate_meta(cid).hash
+        assert child.data.params["hash"] == record.candidate(cid).hash
         files = {f.path for f in client.list_artifacts(mlflow_id, "capability")}
         assert "capability/system_prompt.md" in files
     improved = client.get_run(result["runs"][view_run.improved])

@@ -146,8 +146,8 @@ esac
     assert result["spend"]["optimizer"]["tokens"] == 1234
     assert result["spend"]["optimizer"]["cost_usd"] == 0.5
     by_role = capevolve.status(run.root).spent_by_role
-    assert by_role["optimizer"]["tokens"] == 1234 and by_role["optimizer"]["cost_usd"] == 0.5
-    assert by_role["runner"]["tokens"] != 1234  # the runner's spend is kept apart
+    assert by_role["optimizer"].tokens == 1234 and by_role["optimizer"].cost_usd == 0.5
+    assert by_role["runner"].tokens != 1234  # the runner's spend is kept apart
     # only the fourth child was ever snapshotted and evaluated
     assert run.candidate_ids() == ["cand_001", "seed"]
 
@@ -280,7 +280,7 @@ def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(
     result = _optimize(run, resume=True, iterations=5)
     assert [r["outcome"] for r in result["iterations"]] == ["reject"] * 5
     assert result["plateau"] and "last 5 gated" in result["plateau"]
-    assert capevolve.status(run.root).optimize["plateau"] == result["plateau"]
+    assert capevolve.status(run.root).optimize.plateau == result["plateau"]
     report = render(run)
     assert "## Optimization loop" in report and f"- plateau: {result['plateau']}" in report
     section = report.split("## Optimization loop")[1].split("## Gates")[0]

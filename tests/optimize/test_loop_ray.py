@@ -28,7 +28,10 @@ def test_parallel_children_on_one_ray_engine_match_the_local_loop(tmp_path, ray_
                         for r in on_local["iterations"]]
     assert [o for _, o, _, _ in outcomes] == ["accept", "reject"]
     assert sorted(raw_units(ray_run.root)) == sorted(raw_units(local_run.root))
-    assert [r["metric_calls"] for r in ledger(ray_run.root)] == [12, 12]
+    # the accepted child's count includes its gate's confirmation on fresh trials
+    calls = [r["metric_calls"] for r in ledger(ray_run.root)]
+    assert calls == [r["metric_calls"] for r in ledger(local_run.root)]
+    assert calls[0] > calls[1] == 12
 
 
 def test_parallel_children_run_at_once_in_pools_of_their_own(tmp_path, ray_session):

@@ -112,7 +112,7 @@ def test_concurrent_evaluations_together_never_pass_the_metric_call_cap(tmp_path
                                 parallel=3, engine="local").to_dict()
     units = _rows(run.root)
     status = capevolve.status(run.root)
-    assert status.spent["metric_calls"] <= 30
+    assert status.spent.metric_calls <= 30
     assert len(units) <= 30
     assert len(units) >= 24  # the cap, not a lack of work, stopped them
     assert "budget" in result["stop_reason"] or "max_metric_calls" in result["stop_reason"]
@@ -165,7 +165,7 @@ def test_kill_9_in_the_middle_of_a_parallel_batch_then_resume_pays_and_counts_no
     assert _decisions(run.root) == _decisions(ref_root)  # one gate and decision per child
     assert [r["iteration"] for r in ledger(run.root)] == list(range(1, len(QUALITIES) + 1))
     # every unit dispatched is paid once: the rows, plus the units the kill left in flight
-    spent = capevolve.status(run.root).spent["metric_calls"]
+    spent = capevolve.status(run.root).spent.metric_calls
     assert len(_rows(run.root)) <= spent <= len(_rows(run.root)) + 3 * 8
     assert not list((run.root / "optimize" / "pending").glob("*.json"))
 
@@ -207,7 +207,9 @@ class PlantingAdapter:
 def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
     """Candidate code of one child forges a part of the other child's evaluation, named
     with that evaluation's live session: the forged rows never count (the file is moved to
-    quarantine and an evaluation that saw it is refused), whichever guard meets it."""
+    quarantine and an evaluation that saw it is refused), whichever guard meets it. The
+    project opts out of the sandbox (``isolation: none``), which hides the run dir from
+    candidate code: the guards behind it are what this checks."""
     project = tmp_path / "proj"
     (project / "seed").mkdir(parents=True)
     (project / "adapter.py").write_text(PLANTER)
@@ -215,7 +217,7 @@ def test_a_part_planted_under_a_concurrent_evaluations_name_is_caught(tmp_path):
     (project / "capevolve.yaml").write_text(
         "name: planter\nadapter: adapter.py:PlantingAdapter\ncapability_path: seed\n"
         "splits: {train: 0.5, val: 0.25, test: 0.25, seed: 0}\nnum_trials: 2\n"
-        "engine: {kind: local, concurrency: 4, timeout_s: 20, retries: 0}\n"
+        "engine: {kind: local, concurrency: 4, timeout_s: 20, retries: 0, isolation: none}\n"
         'stop_condition: "4 iterations"\n')
     run = capevolve.create_run(project, tmp_path / "run")
     edits = scripted_edits(tmp_path / "edits", [

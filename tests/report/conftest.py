@@ -50,10 +50,10 @@ def loop_run(root: Path) -> ReportRun:
     run_dir = root / "run"
     capevolve.start_run(project, run_dir, engine="local")
     better = capevolve.evaluate(run_dir, project / "improved_capability", engine="local")
-    assert capevolve.gate(run_dir, better.candidate_id).decision == "accept"
+    assert capevolve.gate(run_dir, better.candidate_id, engine="local").decision == "accept"
     capevolve.accept(run_dir, better.candidate_id, note=HOSTILE_NOTE)
     worse = capevolve.evaluate(run_dir, worse_than_improved(root / "worse"), engine="local")
-    capevolve.gate(run_dir, worse.candidate_id)
+    capevolve.gate(run_dir, worse.candidate_id, engine="local")
     capevolve.reject(run_dir, worse.candidate_id, note="drops the compare rule")
     with pytest.raises(capevolve.CandidateError, match="protected paths"):
         capevolve.evaluate(run_dir, tampering(root / "tampered"), engine="local")

@@ -107,16 +107,12 @@ class RolloutActor:
         """Start (or reuse) the sandboxed worker of ``job``'s candidate on this node."""
         b = self.binding
         assert b is not None and self.core is not None
-        if b.limiter is not None:
-            raise EngineError("engine.max_in_flight and engine.rate_limit_per_s are not "
-                              "enforced inside the sandbox on the Ray engine yet; use the "
-                              "local engine or set engine.isolation: none to use them")
-        if self.box is None:
+        if self.box is None:  # the actor's limiter client: its units ask it for permits
             init = {"project_root": self.core.project_root, "adapter_spec": b.adapter_spec,
                     "timeout_s": b.timeout_s, "retries": b.retries, "isolation": b.isolation,
                     "node_id": self.core.node_id}
             self.box = ProcessWorker(self.core.worker_id, b.slots, init,
-                                     b.timeout_s * (b.retries + 1) + 60.0)
+                                     b.timeout_s * (b.retries + 1) + 60.0, self.core.limiter)
         async with self.relay:
             await self.box.prepare(job)
         self.boxed.add(job.eval_id)

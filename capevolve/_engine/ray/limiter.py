@@ -7,12 +7,15 @@ import time
 
 import ray
 
+LEAD_S = 0.25
+"""How long before its start time a rate-limited permit is handed out."""
+
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Limiter:
     """Cluster-wide limits shared by every worker: at most ``max_in_flight`` rollouts hold a
-    permit at once, and permits are handed out no faster than ``rate_per_s`` per second (strict
-    spacing, no burst)."""
+    permit at once, and units start no faster than ``rate_per_s`` per second (strict spacing,
+    no burst: each permit names its unit's start time)."""
 
     def __init__(self, max_in_flight: int | None, rate_per_s: float | None) -> None:
         self.cap = max_in_flight
@@ -22,7 +25,10 @@ class Limiter:
         self.next_start = 0.0
         self.changed = asyncio.Condition()
 
-    async def acquire(self, holder: str) -> None:
+    async def acquire(self, holder: str) -> float | None:
+        """A permit; with a rate, also the wall-clock time its unit starts at, returned
+        up to :data:`LEAD_S` before it (the holder waits the rest): a grant late on its
+        way to the worker then still starts on time instead of together with the next."""
         if self.cap:
             async with self.changed:
                 await self.changed.wait_for(lambda: self.in_flight < (self.cap or 0))
@@ -30,11 +36,13 @@ class Limiter:
                 self.held[holder] = self.held.get(holder, 0) + 1
                 self.peak = max(self.peak, self.in_flight)
         self.granted += 1
-        if self.interval:
-            now = time.monotonic()
-            start = max(now, self.next_start)
-            self.next_start = start + self.interval
-            await asyncio.sleep(start - now)
+        if not self.interval:
+            return None
+        now = time.monotonic()
+        start = max(now, self.next_start)
+        self.next_start = start + self.interval
+        await asyncio.sleep(max(0.0, start - now - LEAD_S))
+        return time.time() + (start - time.monotonic())
 
     async def release(self, holder: str) -> None:
         if self.cap and self.held.get(holder, 0) > 0:
@@ -59,8 +67,8 @@ class LimiterClient:
     def __init__(self, handle, holder: str) -> None:
         self.handle, self.holder = handle, holder
 
-    async def acquire(self) -> None:
-        await self.handle.acquire.remote(self.holder)
+    async def acquire(self) -> float | None:
+        return await self.handle.acquire.remote(self.holder)
 
     def release(self) -> None:
         self.handle.release.remote(self.holder)  # fire and forget: never delays the row

@@ -1,19 +1,10 @@
 """The daemon of a capevolve-owned local Ray: its head's driver and its idle watchdog.
 
-Run as ``python -m capevolve._engine.ray.owned_daemon --state FILE --session ID`` by
-:func:`capevolve._engine.ray.owned.connect`, detached (its own session, stdio to a log).
-It starts a local Ray (``ray.init(address="local")`` with capevolve's temp dir, token
-auth with the token beside FILE, ``num_cpus`` of this machine), stores its session id in
-the cluster's KV store, then writes FILE (signed; see :mod:`.owned_state`) and starts the
-warm pool's keeper (:mod:`.owned_warm`; ``CAPEVOLVE_RAY_WARM`` rollout actors and their
-scorers, 0 for none). Ray's head processes, and with them the keeper and every warm actor, share the
-daemon's fate: when it exits, or is killed with SIGKILL, they go too.
-
-It stops -- ``ray.shutdown()``, FILE removed if it is still its own, the temp dir
-removed -- on SIGTERM / SIGINT (``capevolve down``), when no driver but itself has been
-connected for ``--idle`` seconds (checked every POLL_S against the GCS job table, so a
-driver killed with SIGKILL counts as gone once Ray notices), and when its cluster stops
-answering.
+Started detached by :func:`capevolve._engine.ray.owned.connect`, it starts a token-authenticated
+local Ray, writes the signed state file and starts the warm pool's keeper (:mod:`.owned_warm`);
+Ray's head processes share its fate. It stops (Ray shut down, its state and temp dir removed) on
+SIGTERM / SIGINT (``capevolve down``), after ``--idle`` seconds without another driver, or when
+its cluster stops answering.
 """
 
 from __future__ import annotations

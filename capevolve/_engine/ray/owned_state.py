@@ -1,20 +1,10 @@
 """Where capevolve's own local Ray is recorded, and the checks before anyone joins it.
 
-The state of an owned Ray is one JSON file per installation (``ray-<key>.json``, the key
-from this Python executable and Ray version) in a per-user directory:
-``CAPEVOLVE_RAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/capevolve``, else
-``~/.cache/capevolve/ray`` (created 0700). Beside it: ``key`` (a per-user secret, 0600)
-that signs every state file with HMAC-SHA256, the cluster's auth token
-(``ray-<key>.token``, 0600; the owned Ray accepts only clients holding it), a lock held
-while a command checks or starts the Ray, and the daemon's log.
-
-Contract of :func:`read_state`: no file is None; a file owned by another user, writable
-by others, malformed, or whose signature does not match (hand-edited, or signed with
-another key) is an EngineError naming the file, so it is never joined. :func:`alive`
-says whether the daemon a verified state names is still the process that wrote it (same
-pid, same uid, its command line carrying the state's session id): a dead pid or a pid
-now used by another process is stale, and the caller starts its own Ray instead.
-This module never imports ray.
+One signed JSON state file per installation (``ray-<key>.json``) in ``CAPEVOLVE_RAY_STATE_DIR``,
+else ``$XDG_RUNTIME_DIR/capevolve``, else ``~/.cache/capevolve/ray`` (0700), beside the signing
+key, the cluster's auth token, a lock and the daemon's log. :func:`read_state` refuses
+(EngineError naming the file) a state of another user, writable by others, malformed or badly
+signed; :func:`alive` tells a live daemon from a stale pid. Never imports ray.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The owned local Ray's warm pool: started actors a command claims instead of starting its own.
 
-The owned Ray's daemon starts a :class:`WarmKeeper` that keeps ``CAPEVOLVE_RAY_WARM``
-(default: the Ray's CPUs) rollout actors, and a scorer per ``SCORERS_PER`` of them, started
-with capevolve's worker code only and no CPU reserved. :meth:`WarmKeeper.claim` hands each
-to exactly one command, which binds it to its project and kills it when done (the keeper
-kills those of a command that died, within REAP_S). :func:`claim` returns nothing (fresh
-actors are started) unless this process joined the owned Ray, the engine asks no CPUs or
-resources, no start-only variable changed (``PROCESS_START_VARS``) and the keeper answers.
+The daemon's :class:`WarmKeeper` keeps ``CAPEVOLVE_RAY_WARM`` (default: the Ray's CPUs) rollout
+actors and their scorers; :meth:`WarmKeeper.claim` hands each to one command, which kills it
+when done (the keeper reaps those of a dead command). :func:`claim` returns nothing unless this
+process joined the owned Ray, asks no CPUs or resources and changed no start-only variable
+(``PROCESS_START_VARS``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Where a driver's actors come from: claimed warm actors of the owned Ray first, then fresh.
 
 :func:`rollout_actors` and :func:`scorer_actors` return ``count`` pairs ``(actor, binding)``:
-first warm actors claimed from the owned Ray's pool (:mod:`.owned_warm`), each sent its
-:class:`~.actor.Binding` with its claim token at once (every later ``prepare`` carries it, so
-an actor Ray restarted is bound again); the rest started fresh (``binding`` None). Warm
-actors are used only when this process joined the owned Ray, the engine asks no CPUs or
-custom resources, and no variable this command changed is read only at process start.
+warm actors claimed from :mod:`.owned_warm`, each bound at once with its claim token, then fresh
+ones (``binding`` None).
 """
 
 from __future__ import annotations

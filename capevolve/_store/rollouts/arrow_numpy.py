@@ -1,19 +1,9 @@
-"""Arrow columns of fixed-width values as numpy arrays, read from their buffers.
+"""Arrow columns of fixed-width values as numpy arrays, read from their buffers (pyarrow's
+``to_numpy`` imports pandas).
 
-pyarrow's own ``to_numpy`` goes through its pandas conversion layer, which imports pandas
-(0.3 s) the first time it runs whenever pandas is installed; a gate or a summary needs
-none of it. The read paths of the store (:mod:`.task_rows`, :mod:`.summary_query`) convert
-their DuckDB results with these functions instead.
-
-Contract: :func:`values` returns the values of an integer, floating-point or boolean
-array (or chunked array) as a numpy array of the matching dtype, in order, the array's
-slice offset honoured; null slots hold ``fill`` (a ValueError when the array has nulls and
-no ``fill`` is given). :func:`valid` is the boolean mask of its non-null slots. Both give
-exactly what ``pyarrow``'s ``to_numpy(zero_copy_only=False)`` and ``is_valid`` give (pinned
-by ``tests/_store/test_arrow_numpy.py``); a view of the Arrow buffer may be read-only, as
-pyarrow's zero-copy arrays are. :func:`int64_array` is the way back for take indices: the
-Arrow int64 array of a numpy integer array, as ``pa.array`` makes it, without its pandas
-check.
+:func:`values` and :func:`valid` give exactly what ``to_numpy(zero_copy_only=False)`` and
+``is_valid`` give, nulls as ``fill`` (ValueError without one); :func:`int64_array` is the way
+back for take indices.
 """
 
 from __future__ import annotations

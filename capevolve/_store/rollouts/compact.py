@@ -1,19 +1,10 @@
 """Compaction: when an evaluation completes, its many small parts become one (or a few).
 
-The new part holds every row of the old parts that counts for the evaluation, in the old
-order (part path, then row), duplicates included, so the view's duplicate rule picks the same
-content from old, new or mixed parts; rows are streamed a row group at a time. The steps,
-each durable before the next (a kill -9 leaves the old parts or the new ones complete):
-
-1. the new parts are written under temporary names and fsynced;
-2. the intent (:mod:`capevolve._store.compact_intent`) names the old and new parts;
-3. the new parts are renamed into place (directory fsync);
-4. one signed ``parts_compacted`` event records the new parts and retires the old ones;
-5. the old parts are removed, last path first, directory fsync;
-6. the intent is removed.
-
-Only parts that still match their record are compacted. :func:`settle` finishes a
-compaction killed after step 4, undoes one killed before, and compacts what is left.
+The new part holds every counted row of the old parts in their order, duplicates included, so
+the view picks the same rows. Each step is durable before the next (new parts under temporary
+names, the intent, the renames, one signed ``parts_compacted`` event, the old parts removed, the
+intent removed), so a kill leaves the old parts or the new ones complete; :func:`settle`
+finishes or undoes a killed compaction.
 """
 
 from __future__ import annotations

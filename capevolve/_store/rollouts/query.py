@@ -1,21 +1,10 @@
 """DuckDB over the run's Parquet parts: the ``rollouts`` view and the queries stats need.
 
-The Parquet files are the source of truth; DuckDB runs in memory over them, so any number
-of readers can query a run while a driver writes it. Every connection is confined
-(:mod:`capevolve._store.rollouts.confine`): it reads the run's parts and nothing else, and
-runs one read-only SELECT.
-
-The parts are the files ``rollouts/split=<s>/candidate=<c>/<eval_id>-*.parquet``; a file
-anywhere else under ``rollouts/`` is not a part and is never read, and a row counts only in
-the part its evaluation and candidate name (a row of eval A inside a part named for eval B,
-or under another candidate's partition, is ignored), so the per-evaluation view and the
-whole-run view always agree.
-
-**One row per unit** (``eval_id``, ``task_id``, ``trial``), by one fixed rule used by every
-query path (the CLI, the gate, finalize, diagnose): a scored row wins over an errored one (a
-retry after an outage), then the earliest ``finished_at`` (null last), then the part whose
-path sorts first, then the earlier row in that part. The order is total, so the same stored
-rows always give the same view, and the same gate never flips.
+The parts (``rollouts/split=<s>/candidate=<c>/<eval_id>-*.parquet``) are the truth; every
+connection is confined to them (:mod:`capevolve._store.rollouts.confine`), and a row counts only
+in the part its evaluation and candidate name. One row per unit (eval, task, trial), by one
+total order every query path uses: scored before errored, then earliest ``finished_at``, then
+part path, then row.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """One read of an evaluation's rows for its summary: every row, as columns, in one query.
 
-The rows come through the ``rollouts`` view (its one-row-per-unit rule is never re-implemented
-here), without DuckDB's sort or duplicate check (both cost more memory than the rows): they
-are ordered here, and a duplicate unit (two equal neighbours) sends the read through the
-ranking view. :func:`read_eval_rows` returns the rows of ``eval_id`` ordered by (task_id,
-trial); ``scored`` is False where the reward is null (``reward`` is then NaN); ``lost`` is
-True where an unscored unit's error begins with ``lost_prefix``. A failing read is one
-StoreError line.
+:func:`read_eval_rows` returns the rows of ``eval_id`` through the ``rollouts`` view, ordered by
+(task_id, trial); ``scored`` is False where the reward is null (then NaN); ``lost`` marks
+unscored units whose error begins with ``lost_prefix``. A failing read is one StoreError line.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """One evaluation's rows grouped by task, as columns: everything the gate reads, in one query.
 
-A gate needs, of each side's evaluation: the valid trial rewards of every task in trial
-order (its statistics), which (task, trial) units the stored rows cover (the rule of
-:func:`capevolve._policy.gateable.gate_refusal`), and per task the set of distinct outputs
-of its scored trials (the audit's noise-vs-caused rule). :func:`task_rows` reads all three
-with one confined DuckDB query over the deduplicated ``rollouts`` view of
-:class:`~capevolve._store.rollouts.query.RolloutStore` (so the one-row-per-unit rule is the
-view's), one result row per task, as Arrow columns: no Python object per rollout.
-
-Contract of :class:`TaskRows`: ``tasks`` are the ids of the tasks with a stored row, sorted
-(Python string order); the valid rewards of ``tasks[i]`` are
-``reward[offsets[i]:offsets[i + 1]]`` in trial order (none: every trial errored);
-``trials`` holds every trial index with a stored row, errored ones too; ``outputs[i]`` is
-the sorted distinct sha256 digests of the outputs of the task's scored trials joined by
-``,`` (None when none is scored), so two tasks ran the same outputs iff the strings are
-equal. Answers are cached per process while the evaluation's parts are unchanged (the
-identity rule of :mod:`capevolve._store.rollouts.evalrows`): a gate and the accept that
-follows it in the same process read each evaluation once.
+:class:`TaskRows`: ``tasks`` sorted; the valid rewards of ``tasks[i]`` are
+``reward[offsets[i]:offsets[i + 1]]`` in trial order; ``trials`` every trial index with a stored
+row (errored ones too); ``outputs[i]`` the sorted distinct output digests of its scored trials
+joined by ``,`` (None when none is scored). Read with one confined DuckDB query over the
+deduplicated ``rollouts`` view, cached per process while the evaluation's parts are unchanged.
 """
 
 from __future__ import annotations

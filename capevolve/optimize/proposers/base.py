@@ -1,24 +1,11 @@
 """The proposer interface: given a parent candidate and its context, edit a working copy.
 
-A proposer is anything with a ``name`` and ``propose(ctx) -> Proposal``. The loop prepares
-``ctx.workdir`` (a writable copy of the parent's files, nothing else), calls ``propose``, and
-then decides from the *files* whether anything changed: the ``Proposal`` only says what the
-proposer believes (``changed``), why it could not (``blocker``), what it spent and any detail
-to store with the iteration (exit status, output tail, raw model answer). A proposer:
-
-- edits ``ctx.workdir`` in place and nothing else (``ctx.parent_dir`` is the read-only
-  snapshot; writing there fails);
-- never sees test data or test rows: ``ctx.diagnosis`` is the parent's diagnosis on the
-  *train* split (or None), ``ctx.ledger`` holds earlier iterations' records;
-- returns ``Proposal(changed=False, blocker="why")`` when it produced nothing (an
-  unparseable answer, a failing command): the iteration is a no_change, never an evaluation;
-- may touch protected paths only to be refused: the loop compares the child with the parent
-  and refuses a child that adds, edits or removes a protected file before any rollout.
-
-Specs: ``scripted:DIR``, ``command:"<cli with {workdir} ...>"`` and ``llm[:options]``;
-:func:`build_proposer` parses one (a bad spec is a ConfigError, before any rollout). The
-``llm`` proposer lives in :mod:`capevolve.optimize.proposers.llm`, imported only for an
-``llm`` spec, as ``build(options: str, config: ProposerConfig) -> Proposer``.
+A proposer has a ``name`` and ``propose(ctx) -> Proposal``; it edits ``ctx.workdir`` and nothing
+else, never sees test data (``ctx.diagnosis`` is of train), and returns
+``Proposal(changed=False, blocker=...)`` when it produced nothing (a no_change). The loop
+decides from the files whether anything changed and refuses a protected-path edit before any
+rollout. :func:`build_proposer` parses ``scripted:DIR``, ``command:"..."`` and ``llm[:options]``
+(a bad spec is a ConfigError).
 """
 
 from __future__ import annotations

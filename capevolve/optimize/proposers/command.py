@@ -1,17 +1,10 @@
 """``command:TEMPLATE``: any program that edits a directory (a coding-agent CLI, a script).
 
-The template is split like a shell line (``shlex``) and its placeholders are filled with
-paths: ``{workdir}`` (required: the writable candidate copy), ``{instructions}``
-(INSTRUCTIONS.md), ``{context}`` (the context directory), ``{root}`` (the prepared
-directory), ``{iteration}`` and ``{parent}``. The program runs in the prepared directory,
-in its own process group, with ``CAPEVOLVE_WORKDIR`` / ``CAPEVOLVE_INSTRUCTIONS`` /
-``CAPEVOLVE_SPEND_FILE`` in its environment; past the timeout the whole group is killed.
-
-Its exit status, the tail of stdout and stderr and its wall time are stored with the
-iteration. A cost it reports -- ``{"tokens": N, "cost_usd": X}`` written to
-``$CAPEVOLVE_SPEND_FILE`` -- is recorded as optimizer spend; anything else there is noted
-and recorded as not reported. A non-zero exit or a timeout is a no_change with the reason
-(a command that exits 0 but changes nothing is found by the loop's diff).
+The template is split like a shell line; ``{workdir}`` (required), ``{instructions}``,
+``{context}``, ``{root}``, ``{iteration}`` and ``{parent}`` become paths. It runs in the
+prepared directory, in its own process group killed at the timeout. ``{"tokens": N, "cost_usd":
+X}`` written to ``$CAPEVOLVE_SPEND_FILE`` is optimizer spend. A non-zero exit or a timeout is a
+no_change.
 """
 
 from __future__ import annotations

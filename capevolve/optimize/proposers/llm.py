@@ -1,30 +1,14 @@
 """The ``llm`` proposer: GEPA-style reflective mutation through an OpenAI-compatible endpoint.
 
-One proposal rewrites one component file of the parent (round-robin, or the file the
-targeted diagnosis cluster points at; :mod:`.llm_prompt`): the model sees the file's text,
-a seeded minibatch of reflective examples from the parent's train diagnosis, the rejected
-earlier edits of that file and the loop's rules, and must answer with the complete new text
-in one ``<improved_file>`` block, or in the answer's JSON schema where the endpoint takes
-one (``structured``; the client drops it for an endpoint that refuses it). The contract
-of :class:`LLMProposer.propose`:
-
-- a strict answer with text that differs from the file is written into ``ctx.workdir``:
-  ``Proposal(changed=True)``;
-- an answer that does not parse, is empty, was cut at ``max_tokens`` (even with a closed
-  block: an unfinished answer is never applied), repeats the file unchanged, an endpoint
-  that fails past its retries, or a parent with no file a model may edit: a no_change
-  (``changed=False`` with the blocker), the raw answer stored in ``detail["raw_answer"]``;
-  the workdir is left as it was; a prompt that cannot fit the model's context (measured
-  before sending where the endpoint has a tokenizer, or the provider's context-length 400,
-  or an answer cut short of max_tokens) is named as that, never blamed on max_tokens;
-- the endpoint's reported tokens (prompt + completion) and, when both prices are set, their
-  cost are the proposal's ``spend`` (optimizer spend, never the runner's); unknown cost is
-  None, never 0.
-
-:func:`build` is the registry's entry (``llm[:key=value,...]`` over the run's pinned
-``models.proposer``, :mod:`.llm_settings`): it
-validates the settings and, unless ``probe=false``, refuses an endpoint that does not answer
-(one ConfigError line, before any rollout).
+One proposal rewrites one component file (:mod:`.llm_prompt`) from one ``<improved_file>``
+block, or the answer's JSON schema where the endpoint takes one. An answer that does not
+parse, is empty, was cut at ``max_tokens`` or repeats the file, or an endpoint that fails past
+its retries, is a no_change with the raw answer in ``detail["raw_answer"]``; a prompt that
+cannot fit the context (measured before sending, the provider's 400, or an answer cut short of
+max_tokens) is named as the context, never blamed on max_tokens. Every attempt's tokens and
+priced cost are optimizer spend (unknown cost None). :func:`build` takes the run's
+``models.proposer`` under the spec's options and refuses an endpoint that does not answer
+unless ``probe=false``.
 """
 
 from __future__ import annotations

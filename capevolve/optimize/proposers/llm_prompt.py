@@ -1,20 +1,10 @@
 """What the ``llm`` proposer shows the model and how it reads the answer (pure functions).
 
-- :func:`component_files`: the parent's files a model may rewrite: UTF-8 text, at most
-  ``max_chars`` long, not matching a protected glob, no symlink (:func:`inside`).
-- :func:`choose_file`: round-robin by iteration, or the file the targeted cluster points
-  at (the one naming most of the cluster's tools and signature words; round-robin when
-  none does). The cluster is the algorithm's focus when it names one, else the top one.
-- :func:`examples`: a minibatch of the diagnosis's reflective entries (of the targeted
-  cluster when it has any), drawn with the proposal's seed. Only a train or val diagnosis
-  is used: a diagnosis of any other split gives no examples (never test data).
-- :func:`build_messages`: the chat messages (the current file is shown between
-  ``<current_file>`` tags, so a model that merely echoes the prompt gives no answer block);
-  :func:`parse_answer`: the improved text, from exactly one ``<improved_file>`` ...
-  ``</improved_file>`` block, each tag on a line of its own; anything else (no block, two
-  blocks, an empty one, tags inside a line) is None. Where the endpoint takes a JSON
-  schema (:data:`ANSWER_FORMAT`, sent as ``response_format``), the answer may instead be
-  exactly one JSON object ``{"improved_file": "<non-empty text>"}``.
+:func:`component_files` are the parent's editable text files; :func:`choose_file` picks one
+round-robin or by the targeted cluster; :func:`examples` draws a seeded minibatch of a train or
+val diagnosis' reflective entries (never test); :func:`parse_answer` takes exactly one
+``<improved_file>`` block with its tags on lines of their own, or exactly one JSON object
+``{"improved_file": <text>}`` (:data:`ANSWER_FORMAT`), else None.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Settings of the ``llm`` proposer: the run's ``models.proposer``, then the spec's options.
 
-A spec is ``llm`` or ``llm:key=value,key=value``. The endpoint comes from the run's pinned
-``models.proposer`` (capevolve.yaml); a spec option overrides it (the spec is recorded in
-``optimize/loop.json``). No setting is read from the environment: only the API key, from
-the variable ``api_key_env`` names. Keys (see :class:`LLMSettings`): base_url, model,
-api_key_env, temperature, max_tokens, context_tokens, usd_per_1m_input, usd_per_1m_output,
-timeout_s, retries, backoff_s, select, minibatch, max_file_chars, probe. Anything wrong
-(an unknown key, a value of the wrong type, no endpoint at all) is one ConfigError line.
+A spec is ``llm`` or ``llm:key=value,...`` (keys: :class:`LLMSettings`) over the run's pinned
+``models.proposer``; the spec wins. No setting comes from the environment: only the API key,
+from the variable ``api_key_env`` names. Anything wrong (an unknown key, a bad value, no
+endpoint at all) is one ConfigError line.
 """
 
 from __future__ import annotations

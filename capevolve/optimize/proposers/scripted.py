@@ -1,13 +1,9 @@
 """``scripted:DIR``: a directory of prepared edits, applied in name order (offline demos).
 
-Iteration ``n`` applies the ``n``-th edit of DIR (so a resumed or parallel loop applies the
-same edit to the same iteration). An edit is either a JSON file ``{"title", "why", "ops"}``
-whose ops each name a ``file`` (relative to the candidate) and one action -- ``append``
-(text added at the end), ``replace`` (``[old, new]``, ``old`` must occur exactly once) or
-``copy_from`` (a file relative to DIR replacing it) -- or a directory whose name starts
-with a digit, whose files are copied over the candidate. An op that cannot apply is a
-no_change with the reason; past the last edit the proposal is a no_change with
-``detail["exhausted"] = True`` (the loop stops there).
+Iteration ``n`` applies the ``n``-th edit: a JSON file ``{"title", "why", "ops"}`` whose ops
+name a ``file`` and one of ``append``, ``replace`` (``[old, new]``, ``old`` exactly once) or
+``copy_from``; or a directory (name starting with a digit) copied over the candidate. An op that
+cannot apply is a no_change; past the last edit, ``detail["exhausted"]`` stops the loop.
 """
 
 from __future__ import annotations
