@@ -134,7 +134,7 @@ class ModelClient:
         self._check_limits()
         s = self.settings
         if s.context_tokens is not None:
-            self._check_context(payload.get("messages") or [], s.context_tokens)
+            self._check_context(payload, s.context_tokens)
         self.calls += 1
         bound = s.deadline_s if deadline_s is None else min(deadline_s, s.deadline_s)
         end, last, failure = time.monotonic() + bound, "no attempt made", ModelFailure.UNREACHABLE
@@ -160,8 +160,8 @@ class ModelClient:
         raise ModelUnavailable(f"model endpoint {s.base_url} unavailable after {attempt} "
                                f"attempts within {bound:g}s: {last}", str(failure))
 
-    def _check_context(self, messages: list[Any], window: int) -> None:
-        measured = self.prompt_tokens(messages)
+    def _check_context(self, payload: dict[str, Any], window: int) -> None:
+        measured = self.prompt_tokens(payload.get("messages") or [], payload.get("tools"))
         if measured is not None and measured + self.settings.max_tokens > window:
             self.meter.failure = str(ModelFailure.CONTEXT_LENGTH)
             raise ModelError(f"not sent: the prompt is {measured} tokens (measured by the "
@@ -169,9 +169,11 @@ class ModelClient:
                              f"than context_tokens {window} of {self.settings.model}",
                              str(ModelFailure.CONTEXT_LENGTH))
 
-    def prompt_tokens(self, messages: list[Any], timeout_s: float = 10.0) -> int | None:
-        """The prompt's tokens by the endpoint's tokenizer (see the module docstring), or
-        None where it offers none. Not counted: no model call."""
+    def prompt_tokens(self, messages: list[Any], tools: Any = None,
+                      timeout_s: float = 10.0) -> int | None:
+        """The prompt's tokens (the messages, and the tools offered) by the endpoint's
+        tokenizer (see the module docstring), or None where it offers none. Not counted:
+        no model call."""
         import openai
 
         root = self.settings.base_url.rstrip("/").removesuffix("/v1")
@@ -185,15 +187,15 @@ class ModelClient:
                                       options={"timeout": timeout_s})
             return found if isinstance(found, dict) else {}
 
+        chat: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
         try:
             try:
-                counted = post("/tokenize", {"model": self.settings.model,
-                                             "messages": messages}).get("count")
+                counted = post("/tokenize", {"model": self.settings.model, **chat}).get("count")
                 if isinstance(counted, int):
                     return counted  # vLLM
             except openai.APIStatusError:
                 pass
-            prompt = post("/apply-template", {"messages": messages}).get("prompt")
+            prompt = post("/apply-template", chat).get("prompt")
             if isinstance(prompt, str):  # llama.cpp
                 tokens = post("/tokenize", {"content": prompt, "add_special": True})
                 if isinstance(tokens.get("tokens"), list):
