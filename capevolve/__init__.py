@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from capevolve._api import (
         accept,
         check_project,
+        checkout,
         confirm,
         create_run,
         diagnose_candidate,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         BudgetLeft,
         CandidateRecord,
         CandidateStanding,
+        Checkout,
         ClusterReport,
         Confirmation,
         ConfirmTrials,
@@ -89,12 +91,15 @@ if TYPE_CHECKING:
         GateNumbers,
         GateRecord,
         Handoff,
-        IterationRow,
+        IntRange,
+        IterationLine,
         LoopLine,
         LoopSpend,
         MeanLine,
         NoChange,
         OptimizeSummary,
+        PerRollout,
+        PlannedPower,
         ProbeResult,
         ProjectCheck,
         ProjectInit,
@@ -107,6 +112,7 @@ if TYPE_CHECKING:
         Spent,
         StopParse,
         StopPredicate,
+        UsdRange,
         UserEvent,
         Verification,
     )
@@ -115,13 +121,14 @@ __version__ = "0.1.0"
 
 _KINDS = ("Confidence", "Decision", "EngineKind", "EvalPurpose", "EvalStatus", "EventKind",
           "GateMode", "GatePolicy", "Split", "Standing", "TestVerdict")
-_RECORDS = ("Accepted", "BudgetLeft", "CandidateRecord", "CandidateStanding", "ClusterReport",
-            "ConfirmTrials", "Confirmation", "DiagnosisRecord", "Estimate", "EvalLine",
-            "EvalRecord", "Event", "FinalLine", "FinalRecord", "GateLedger", "GateNumbers",
-            "GateRecord", "Handoff", "IterationRow", "LoopLine", "LoopSpend", "MeanLine",
-            "NoChange", "OptimizeSummary", "ProbeResult", "ProjectCheck", "ProjectInit",
-            "ProposerSpend", "Quarantine", "Rejected", "RoleSpend", "RunManifest", "RunStatus",
-            "Spent", "StopParse", "StopPredicate", "UserEvent", "Verification")
+_RECORDS = ("Accepted", "BudgetLeft", "CandidateRecord", "CandidateStanding", "Checkout",
+            "ClusterReport", "ConfirmTrials", "Confirmation", "DiagnosisRecord", "Estimate",
+            "EvalLine", "EvalRecord", "Event", "FinalLine", "FinalRecord", "GateLedger",
+            "GateNumbers", "GateRecord", "Handoff", "IntRange", "IterationLine", "LoopLine",
+            "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary", "PerRollout",
+            "PlannedPower", "ProbeResult", "ProjectCheck", "ProjectInit", "ProposerSpend",
+            "Quarantine", "Rejected", "RoleSpend", "RunManifest", "RunStatus", "Spent",
+            "StopParse", "StopPredicate", "UsdRange", "UserEvent", "Verification")
 _ADAPTER = ("Adapter", "Rollout", "Score", "Task", "ToolCall", "TransientError")
 
 # where each lazily loaded name lives (pydantic records load on first use: `--help` stays fast)
@@ -131,10 +138,10 @@ _LAZY = {"RunDir": "capevolve._loop.public_run",
          **{n: "capevolve.records" for n in _RECORDS}}
 
 _VERBS = frozenset({
-    "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
-    "log_event", "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
-    "register_event_kind", "reject", "start_run", "status", "verify",
+    "accept", "check_project", "checkout", "confirm", "create_run", "diagnose_candidate",
+    "doctor", "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers",
+    "init_project", "log_event", "no_change", "open_run", "optimize_run", "probe",
+    "quarantine", "query", "register_event_kind", "reject", "start_run", "status", "verify",
 })
 
 _SUBPACKAGES = frozenset({"diagnose", "optimize", "stats"})
@@ -149,6 +156,7 @@ __all__ = [
     "CandidateRecord",
     "CandidateStanding",
     "CapevolveError",
+    "Checkout",
     "ClusterReport",
     "Confidence",
     "ConfigError",
@@ -174,12 +182,15 @@ __all__ = [
     "GatePolicy",
     "GateRecord",
     "Handoff",
-    "IterationRow",
+    "IntRange",
+    "IterationLine",
     "LoopLine",
     "LoopSpend",
     "MeanLine",
     "NoChange",
     "OptimizeSummary",
+    "PerRollout",
+    "PlannedPower",
     "ProbeResult",
     "ProjectCheck",
     "ProjectInit",
@@ -205,10 +216,12 @@ __all__ = [
     "TestVerdict",
     "ToolCall",
     "TransientError",
+    "UsdRange",
     "UserEvent",
     "Verification",
     "accept",
     "check_project",
+    "checkout",
     "confirm",
     "create_run",
     "diagnose_candidate",

@@ -25,6 +25,7 @@ from capevolve.errors import ConfigError
 from capevolve.kinds import EngineKind, Split
 from capevolve.records import (
     Accepted,
+    Checkout,
     ClusterReport,
     Confirmation,
     DiagnosisRecord,
@@ -34,6 +35,7 @@ from capevolve.records import (
     GateNumbers,
     GateRecord,
     Handoff,
+    IterationLine,
     NoChange,
     OptimizeSummary,
     ProbeResult,
@@ -289,7 +291,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
                  iterations: int | None = None, parallel: int = 1, focus: str | None = None,
                  timeout_s: float = 900.0, finalize: bool = False, resume: bool = False,
                  engine: EngineKind | str | None = None, address: str | None = None,
-                 on_iteration: Callable[[dict[str, Any]], None] | None = None,
+                 on_iteration: Callable[[IterationLine], None] | None = None,
                  minibatch: int | None = None, spend_test_ids: bool = False) -> OptimizeSummary:
     """Run an optimization loop on ``run`` (the ``capevolve optimize`` command): the
     ``algorithm`` (``hill-climb`` or ``pareto``) picks parents, the ``proposer`` spec
@@ -316,7 +318,7 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
 
     def report(record: Any) -> None:
         if on_iteration is not None:
-            on_iteration(iteration_row(record))
+            on_iteration(IterationLine.model_validate(iteration_row(record)))
 
     return OptimizeSummary.model_validate(run_loop(opened, settings, chosen, report))
 
@@ -377,6 +379,14 @@ def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport
     return ClusterReport.model_validate(cluster_diagnose(address, timeout_s))
 
 
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS):
+    the CLI's doctor checks it before saying it is probing. Not part of ``__all__``."""
+    from capevolve._loop.doctor import refuse_unreachable_cluster as refuse
+
+    refuse(address)
+
+
 def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
     """Record a user event in the run's log: ``note`` or a kind registered with
     :func:`register_event_kind`, its ``fields`` (JSON values) stored under ``data``. The
@@ -414,8 +424,8 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
 
 
 def checkout(run: RunLike, dest: str | os.PathLike[str],
-             candidate_id: str | None = None) -> dict[str, Any]:
-    """A writable copy of ``candidate_id`` (default: the current best) in ``dest`` (new or
-    empty), to edit into the next candidate: ``{"candidate_id", "path", "files"}``. Not
-    part of ``__all__``: the CLI's helper."""
-    return checkouts.checkout(_writer(run), Path(dest), candidate_id)
+             candidate_id: str | None = None) -> Checkout:
+    """A writable copy of ``candidate_id`` (default: the current best) in ``dest``, which
+    must be new or an empty directory, to edit into the next candidate (snapshots are
+    read-only); nothing in the run changes."""
+    return Checkout.model_validate(checkouts.checkout(_writer(run), Path(dest), candidate_id))

@@ -18,20 +18,21 @@ TOY = REPO / "benchmarks" / "toy"
 
 EXPECTED = [
     "Accepted", "Adapter", "AdapterError", "BudgetError", "BudgetLeft", "CandidateError",
-    "CandidateRecord", "CandidateStanding", "CapevolveError", "ClusterReport", "Confidence",
-    "ConfigError", "ConfirmTrials", "Confirmation", "Decision", "DiagnosisRecord",
-    "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose", "EvalRecord",
-    "EvalStatus", "Event", "EventKind", "FinalLine", "FinalRecord", "GateError", "GateLedger",
-    "GateMode", "GateNumbers", "GatePolicy", "GateRecord", "Handoff", "IterationRow",
-    "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary", "ProbeResult",
-    "ProjectCheck", "ProjectInit", "ProposerSpend", "Quarantine", "RecordError", "Rejected",
-    "RoleSpend", "Rollout", "RunDir", "RunDirError", "RunManifest", "RunStatus", "Score",
-    "Spent", "Split", "Standing", "StopParse", "StopPredicate", "StoreError", "Task",
-    "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UserEvent", "Verification",
-    "accept", "check_project", "confirm", "create_run", "diagnose_candidate", "doctor",
-    "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers", "init_project",
-    "log_event", "no_change", "open_run", "optimize_run", "probe", "quarantine", "query",
-    "register_event_kind", "reject", "start_run", "status", "verify",
+    "CandidateRecord", "CandidateStanding", "CapevolveError", "Checkout", "ClusterReport",
+    "Confidence", "ConfigError", "ConfirmTrials", "Confirmation", "Decision",
+    "DiagnosisRecord", "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose",
+    "EvalRecord", "EvalStatus", "Event", "EventKind", "FinalLine", "FinalRecord", "GateError",
+    "GateLedger", "GateMode", "GateNumbers", "GatePolicy", "GateRecord", "Handoff", "IntRange",
+    "IterationLine", "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary",
+    "PerRollout", "PlannedPower", "ProbeResult", "ProjectCheck", "ProjectInit",
+    "ProposerSpend", "Quarantine", "RecordError", "Rejected", "RoleSpend", "Rollout", "RunDir",
+    "RunDirError", "RunManifest", "RunStatus", "Score", "Spent", "Split", "Standing",
+    "StopParse", "StopPredicate", "StoreError", "Task", "TestSealError", "TestVerdict",
+    "ToolCall", "TransientError", "UsdRange", "UserEvent", "Verification",
+    "accept", "check_project", "checkout", "confirm", "create_run", "diagnose_candidate",
+    "doctor", "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers",
+    "init_project", "log_event", "no_change", "open_run", "optimize_run", "probe",
+    "quarantine", "query", "register_event_kind", "reject", "start_run", "status", "verify",
 ]
 
 # The verbs' parameters (name=default, "*" before keyword-only ones): changing one is a
@@ -40,6 +41,7 @@ EXPECTED = [
 SIGNATURES = {
     "accept": "run, candidate_id, note=None, *, target=None",
     "check_project": "project",
+    "checkout": "run, dest, candidate_id=None",
     "confirm": "run, candidate_id, *, trials=None, engine=None, address=None",
     "create_run": "project, run_dir=None",
     "diagnose_candidate": "run, candidate_id, split='val', *, cluster='root-cause', "
@@ -180,6 +182,7 @@ def test_no_internal_module_imports_the_package_root():
     assert importers == set()
 
 
+@pytest.mark.slow
 def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     """start_run -> evaluate -> gate -> accept -> status -> query -> finalize through the
     public verbs on the local engine, each returning its typed record; test is refused to
@@ -209,6 +212,12 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
     assert type(status.standings[candidate]) is capevolve.CandidateStanding
     assert status.best_standing == status.standings[candidate] and status.final is None
     assert status.spent == run.spent and status.best_val.eval_id == verdict.candidate_eval
+    copy = capevolve.checkout(run, tmp_path / "next")
+    assert type(copy) is capevolve.Checkout and copy.candidate_id == candidate
+    edited = Path(copy.path) / copy.files[0]
+    edited.write_text(edited.read_text() + "\n")  # an ordinary writable file
+    with pytest.raises(capevolve.ConfigError, match="not an empty directory"):
+        capevolve.checkout(run, tmp_path / "next", "seed")
     columns, rows = capevolve.query(run.root, "SELECT count(*) AS n FROM rollouts")
     assert columns == ["n"] and rows[0][0] > 0
     diagnosis = capevolve.diagnose_candidate(run.root, "seed", "val")

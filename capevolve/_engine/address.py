@@ -17,6 +17,7 @@ def refuse_unreachable(address: str) -> None:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3.0):
             return
     except OSError as exc:
-        raise EngineError(f"--address {address}: nothing answers there "
-                          f"({exc.strerror or type(exc).__name__}); start the cluster first "
-                          "(`ray start --head`) or leave --address out for a local Ray") from None
+        raise EngineError(f"Ray cluster {address}: nothing answers there "
+                          f"({exc.strerror or type(exc).__name__}); start it first "
+                          "(`ray start --head`) or leave the address out (--address, "
+                          "RAY_ADDRESS, engine.address) for a local Ray") from None

@@ -39,14 +39,20 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
     return problems
 
 
-def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+def refuse_unreachable_cluster(address: str | None) -> None:
+    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS),
+    not Ray's minutes of retries; nothing to check for a local Ray."""
     import os
 
     from capevolve._engine.address import refuse_unreachable
 
-    if address or os.environ.get("RAY_ADDRESS"):  # seconds, not Ray's minutes of retries
+    if address or os.environ.get("RAY_ADDRESS"):
         refuse_unreachable(address or os.environ["RAY_ADDRESS"])
+
+
+def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
+    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+    refuse_unreachable_cluster(address)
     from capevolve._engine.ray.probe import cluster_overview
 
     overview = cluster_overview(address, timeout_s)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 import capevolve
+from capevolve import _api
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
 
@@ -44,6 +45,7 @@ def doctor(address: AddressOpt = None,
     """Connect to the cluster, list nodes, CPUs, object store, Python / Ray / capevolve
     versions on the driver and every node; exit 1 if a node mismatches or cannot import
     capevolve."""
+    _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
     report = capevolve.doctor(address, timeout_s).to_dict()
     emit(report, json, render(report))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from capevolve.cli.options import (
 )
 from capevolve.cli.output import command, emit, exit_if_breaker, fail, fmt_mean, progress
 from capevolve.kinds import GateMode
+
+if TYPE_CHECKING:
+    from capevolve.records import GateNumbers, GateRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
@@ -51,12 +54,10 @@ def checkout(dest: Annotated[Path, typer.Argument(
              json: JsonOpt = False) -> None:
     """Copy a candidate's files into DEST as ordinary writable files, to edit into the next
     candidate (snapshots are read-only, so a plain `cp -r` of one is not editable)."""
-    from capevolve import _api
-
-    result = _api.checkout(resolve_run_dir(run_dir, project), dest, candidate)
-    emit(result, json, f"{result['candidate_id']} copied to {result['path']} "
-                       f"({len(result['files'])} files); edit them, then: capevolve evaluate "
-                       f"--candidate {dest} --split val")
+    result = capevolve.checkout(resolve_run_dir(run_dir, project), dest, candidate)
+    emit(result.to_dict(), json, f"{result.candidate_id} copied to {result.path} "
+                                 f"({len(result.files)} files); edit them, then: capevolve "
+                                 f"evaluate --candidate {dest} --split val")
 
 
 @command
@@ -97,19 +98,21 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
     exit_if_breaker(record.get("incomplete_reason"))
 
 
-def _gate_human(result: dict) -> str:
+def _gate_human(result: GateRecord | GateNumbers) -> str:
     names = {"delta": "delta", "se": "se", "t": "t",
              "p_one_sided": "p one-sided (the decision's)", "p_value": "p two-sided"}
-    numbers = ", ".join(f"{label} {result[k]:.4f}" for k, label in names.items()
-                        if result.get(k) is not None)
-    tag = " (exploratory: not a basis for accept)" if result.get("exploratory") else ""
-    if result.get("confidence"):
-        tag += f" [{result['confidence']}{', TENTATIVE' if result.get('tentative') else ''}]"
+    numbers = ", ".join(f"{label} {getattr(result, k):.4f}" for k, label in names.items()
+                        if getattr(result, k) is not None)
+    recorded = result if isinstance(result, capevolve.GateRecord) else None
+    tag = " (exploratory: not a basis for accept)" if recorded and recorded.exploratory else ""
+    if result.confidence:
+        tentative = ", TENTATIVE" if recorded and recorded.tentative else ""
+        tag += f" [{result.confidence}{tentative}]"
     from capevolve.report.words import gate_power_text
 
-    power = gate_power_text(result.get("power"))
-    return f"{result['decision'].upper()}{tag}: {numbers}\n" + "\n".join(
-        f"- {r}" for r in result["reasons"]) + (f"\n{power}" if power else "")
+    power = gate_power_text(result.power)
+    return f"{str(result.decision).upper()}{tag}: {numbers}\n" + "\n".join(
+        f"- {r}" for r in result.reasons) + (f"\n{power}" if power else "")
 
 
 def _run(run_dir: str | None, project: Path | None) -> Path:
@@ -118,7 +121,7 @@ def _run(run_dir: str | None, project: Path | None) -> Path:
 
 def _raw_gate(candidate: str, current: float, current_stderr: float | None,
               candidate_stderr: float | None, k_se: float | None, min_delta: float | None,
-              run_dir: str | None) -> dict:
+              run_dir: str | None) -> GateNumbers:
     if current_stderr is None or candidate_stderr is None:
         fail("raw gate: --current-stderr and --candidate-stderr are required with --current")
     try:
@@ -126,7 +129,7 @@ def _raw_gate(candidate: str, current: float, current_stderr: float | None,
     except ValueError:
         fail(f"raw gate: --candidate {candidate!r} must be a number with --current")
     return capevolve.gate_numbers(current, cand_mean, current_stderr, candidate_stderr,
-                                  k_se=k_se, min_delta=min_delta, run=run_dir).to_dict()
+                                  k_se=k_se, min_delta=min_delta, run=run_dir)
 
 
 @command
@@ -169,6 +172,7 @@ def gate(candidate: Annotated[str, typer.Option(
     --current X --candidate Y --current-stderr a --candidate-stderr b [--k-se K]
     [--min-delta D]; other settings come from --run-dir's gate, else the defaults.
     """
+    result: GateRecord | GateNumbers
     if current is not None:
         result = _raw_gate(candidate, current, current_stderr, candidate_stderr, k_se,
                            min_delta, run_dir)
@@ -177,11 +181,11 @@ def gate(candidate: Annotated[str, typer.Option(
              "directory when it holds a capevolve.yaml), or the raw form with --current")
     elif k_se is None and mode is None and min_delta is None:
         result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target, engine=engine, address=address).to_dict()
+                                target=target, engine=engine, address=address)
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
-                                        min_delta=min_delta, n_trials=n_trials).to_dict()
-    emit(result, json, _gate_human(result))
+                                        min_delta=min_delta, n_trials=n_trials)
+    emit(result.to_dict(), json, _gate_human(result))
 
 
 @command
@@ -193,11 +197,9 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
     Accepting the same candidate again changes nothing. With ``--target`` the pair is gated
     again against that target first unless its last gate used it, and the accept follows
     that gate."""
-    result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note,
-                              target=target).to_dict()
-    label = (f" ({result['confidence']}, TENTATIVE until confirmed)" if result.get("tentative")
-             else "")
-    emit(result, json, f"accepted {candidate}: best is now {result['best_id']}{label}")
+    result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note, target=target)
+    label = f" ({result.confidence}, TENTATIVE until confirmed)" if result.tentative else ""
+    emit(result.to_dict(), json, f"accepted {candidate}: best is now {result.best_id}{label}")
 
 
 @command
@@ -206,8 +208,8 @@ def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
     """Record a rejected candidate (one iteration spent; refused, spending nothing, for a
     candidate never gated and once the iteration budget is spent). Rejecting the same
     candidate again against the same best changes nothing."""
-    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note).to_dict()
-    emit(result, json, f"rejected {candidate}: best stays {result['best_id']}")
+    result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note)
+    emit(result.to_dict(), json, f"rejected {candidate}: best stays {result.best_id}")
 
 
 @command
@@ -230,15 +232,13 @@ def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
     with live_progress():
         final = capevolve.finalize(run, engine=engine, address=address,
-                                   spend_test_ids=spend_test_ids).to_dict()
-    t, b = final["test"], final["test_baseline"]
-    ci = final["ci95"]
-    human = (f"test: best {final['best_id']} {fmt_mean(t['mean'], t['stderr'])} vs seed "
-             f"{fmt_mean(b['mean'], b['stderr'])}; paired delta "
-             + ("—" if final["delta"] is None else f"{final['delta']:+.3f}")
+                                   spend_test_ids=spend_test_ids)
+    t, b, ci = final.test, final.test_baseline, final.ci95
+    human = (f"test: best {final.best_id} {fmt_mean(t.mean, t.stderr)} vs seed "
+             f"{fmt_mean(b.mean, b.stderr)}; paired delta "
+             + ("—" if final.delta is None else f"{final.delta:+.3f}")
              + (f" (95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}])" if ci else ""))
-    human += "\n" + final["verdict_text"] + "".join(f"\n  missing: {m}"
-                                                    for m in final["missing"])
-    if final.get("test_reuse"):
-        human += "\n" + final["test_reuse"]["message"]
-    emit(final, json, human)
+    human += "\n" + final.verdict_text + "".join(f"\n  missing: {m}" for m in final.missing)
+    if final.test_reuse:
+        human += "\n" + final.test_reuse.message
+    emit(final.to_dict(), json, human)

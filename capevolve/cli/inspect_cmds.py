@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,72 +10,74 @@ import capevolve
 from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolve_run_dir
 from capevolve.cli.output import command, emit, fmt_mean, stop_line
 
+if TYPE_CHECKING:
+    from capevolve.records import Estimate, FinalLine, RunStatus
+
 HtmlOpt = Annotated[bool, typer.Option(
     "--html", help="Also write report.html next to report.md: one self-contained page "
     "with the plots (no network needed to open it).")]
 
 
-def _status_human(status: dict) -> str:
+def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
     from capevolve.report.data import model_spend_lines, standing_text
-    from capevolve.report.words import scored_text
+    from capevolve.report.words import keep_count, scored_text
 
-    spent, budget = status["spent"], status["budget"]
-    best = status["best_val"] or {}
-    cost = "not recorded" if spent["cost_usd"] is None else f"${spent['cost_usd']:.4f}"
+    spent, budget, best = status.spent, status.budget, status.best_val
+    cost = "not recorded" if spent.cost_usd is None else f"${spent.cost_usd:.4f}"
+    standing = status.best_standing.to_dict() if status.best_standing else {}
 
     def cap(value: float) -> str:
         return f" of {value:g}" if value else " (no cap)"
 
     lines = [
-        f"run {status['run_id']} ({status['project']}): best {status['best_id']}"
-        f"{standing_text(status.get('best_standing') or {})} val "
-        f"{fmt_mean(best.get('mean'), best.get('stderr'))}",
-        f"iterations {spent['iterations']}{cap(budget['max_iterations'])}; metric calls "
-        f"{spent['metric_calls']}{cap(budget['max_metric_calls'])}; tokens "
-        f"{spent['tokens'] or 'not recorded'}; cost {cost}{cap(budget['max_usd'])}; "
-        f"wall {spent['wall_s']:.1f}s",
-        f"stop condition: {status['stop_condition'] or '—'}; stall {status['stall']}",
-        *(f"model calls, {line}" for line in model_spend_lines(status.get("model_spend") or {})),
+        f"run {status.run_id} ({status.project}): best {status.best_id}"
+        f"{standing_text(standing)} val "
+        f"{fmt_mean(best.mean, best.stderr) if best else fmt_mean(None, None)}",
+        f"iterations {spent.iterations}{cap(budget.max_iterations)}; metric calls "
+        f"{spent.metric_calls}{cap(budget.max_metric_calls)}; tokens "
+        f"{spent.tokens or 'not recorded'}; cost {cost}{cap(budget.max_usd)}; "
+        f"wall {spent.wall_s:.1f}s",
+        f"stop condition: {status.stop_condition or '—'}; stall {status.stall}",
+        *(f"model calls, {line}" for line in model_spend_lines(status.model_spend)),
     ]
-    lines += [f"WARNING: {w}" for w in status.get("containment") or []]
-    if stop_line(status.get("stop")):
-        lines.append(str(stop_line(status.get("stop"))))
-    loop = status.get("optimize")
+    lines += [f"WARNING: {w}" for w in status.containment]
+    stop = stop_line(status.stop.to_dict() if status.stop else None)
+    if stop:
+        lines.append(stop)
+    loop = status.optimize
     if loop:
-        outcomes = ", ".join(f"{k} {v}" for k, v in loop["outcomes"].items()) or "none yet"
-        lines.append(f"optimize loop ({loop['algorithm']}, {loop['proposer']}): "
-                     f"{loop['iterations']} iterations ({outcomes}); "
-                     f"{'stopped: ' + loop['stopped'] if loop['stopped'] else 'not stopped'}")
-        if loop["plateau"]:
-            lines.append(loop["plateau"])
-    if status["budget_exhausted"]:
-        lines.append("budget exhausted: " + "; ".join(status["budget_exhausted"]))
-    gates = status["gates"]
-    lines.append(f"gates run {gates['gates']} ({gates['exploratory_gates']} exploratory); "
-                 f"expected false accepts {gates['expected_false_accepts']:.3f} at the run's "
-                 "gate settings")
-    if gates.get("guarantee"):
-        lines.append(f"the loop guarantees: {gates['guarantee']}")
-    for e in status["evaluations"]:
-        lines.append(f"  {e['eval_id']}: {fmt_mean(e['mean'], e['stderr'])} "
-                     f"({scored_text(e['n_scored'], e['n_tasks'], e.get('excluded_reasons'))})"
-                     f" [{e['status']}]")
+        outcomes = ", ".join(f"{k} {v}" for k, v in loop.outcomes.items()) or "none yet"
+        lines.append(f"optimize loop ({loop.algorithm}, {loop.proposer}): "
+                     f"{loop.iterations} iterations ({outcomes}); "
+                     f"{'stopped: ' + loop.stopped if loop.stopped else 'not stopped'}")
+        if loop.plateau:
+            lines.append(loop.plateau)
+    if status.budget_exhausted:
+        lines.append("budget exhausted: " + "; ".join(status.budget_exhausted))
+    gates = status.gates
+    lines.append(f"gates run {gates.gates} ({gates.exploratory_gates} exploratory); "
+                 f"expected false accepts {gates.expected_false_accepts:.3f} at the run's "
+                 "gate settings" + keep_count(gates.to_dict()))
+    if gates.guarantee:
+        lines.append(f"the loop guarantees: {gates.guarantee}")
+    for e in status.evaluations:
+        lines.append(f"  {e.eval_id}: {fmt_mean(e.mean, e.stderr)} "
+                     f"({scored_text(e.n_scored, e.n_tasks, e.excluded_reasons)}) [{e.status}]")
     lines.append("candidates:")
-    for c in status.get("decisions", []):
+    for c in decisions:
         gate = f"; gate said {c['gate']}" if c["gate"] else ""
         lines.append(f"  {c['candidate_id']} (parent {c['parent'] or '—'}): {c['decision']}"
                      f"{standing_text(c)}{gate}; val {fmt_mean(c['val_mean'], c['val_stderr'])}")
-    final = status["final"]
+    return "\n".join(lines + _final_lines(status.final))
+
+
+def _final_lines(final: FinalLine | None) -> list[str]:
     if final is None:
-        lines.append("not finalized")
-    elif final.get("interrupted"):
-        lines.append(final["verdict_text"])
-    else:
-        lines.append(f"finalized: {final['verdict_text']}")
-        lines += [f"  missing: {item}" for item in final["missing"]]
-        if final["test_reuse"]:
-            lines.append(f"  {final['test_reuse']}")
-    return "\n".join(lines)
+        return ["not finalized"]
+    if final.interrupted:
+        return [final.verdict_text]
+    return [f"finalized: {final.verdict_text}", *(f"  missing: {m}" for m in final.missing),
+            *([f"  {final.test_reuse}"] if final.test_reuse else [])]
 
 
 @command
@@ -87,20 +89,20 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     from capevolve.report.data import candidate_decisions
 
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    result = {**capevolve.status(run).to_dict(),
-              "decisions": candidate_decisions(_api.run_dir_of(run))}
-    emit(result, json, _status_human(result))
+    status = capevolve.status(run)
+    decisions = candidate_decisions(_api.run_dir_of(run))
+    emit({**status.to_dict(), "decisions": decisions}, json, _status_human(status, decisions))
 
 
-def estimate_line(found: dict) -> str:
+def estimate_line(found: Estimate) -> str:
     """One line of an estimate: rollouts, tokens and dollars as ranges."""
-    usd = found["usd"]
-    cost = "cost unknown (no price)" if usd["low"] is None \
-        else f"${usd['low']:.4f} .. ${usd['high']:.4f}"
-    cap = f" (budget.max_usd ${found['max_usd']:g})" if found.get("max_usd") else ""
-    return (f"estimate: {found['rollouts']['low']} .. {found['rollouts']['high']} rollouts, "
-            f"{found['tokens']['low']} .. {found['tokens']['high']} tokens, {cost}{cap}; "
-            f"per rollout from the {found['per_rollout']['source']}")
+    usd = found.usd
+    cost = "cost unknown (no price)" if usd.low is None or usd.high is None \
+        else f"${usd.low:.4f} .. ${usd.high:.4f}"
+    cap = f" (budget.max_usd ${found.max_usd:g})" if found.max_usd else ""
+    return (f"estimate: {found.rollouts.low} .. {found.rollouts.high} rollouts, "
+            f"{found.tokens.low} .. {found.tokens.high} tokens, {cost}{cap}; "
+            f"per rollout from the {found.per_rollout.source}")
 
 
 @command
@@ -113,8 +115,8 @@ def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     iteration's full-val evaluation, finalize) times one rollout's tokens and dollars (the
     stored rollouts', else the check probe's), as a range. Read-only."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
-    found = capevolve.estimate(run, iterations=iterations).to_dict()
-    emit(found, json, estimate_line(found))
+    found = capevolve.estimate(run, iterations=iterations)
+    emit(found.to_dict(), json, estimate_line(found))
 
 
 @command

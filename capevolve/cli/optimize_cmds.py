@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,46 +16,55 @@ from capevolve.cli.options import (
     resolve_run_dir,
 )
 from capevolve.cli.output import command, emit, fmt_mean, progress
+from capevolve.report.words import gate_power_text
+
+if TYPE_CHECKING:
+    from capevolve.records import IterationLine, MeanLine, OptimizeSummary
 
 
 def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
     return "—" if value is None else fmt.format(value)
 
 
-def iteration_line(row: dict[str, Any]) -> str:
-    """One row of the iteration table."""
-    what = row["title"] or row["focus"] or ""
-    screen = f" screen {row['screen']}" if row["screen"] else ""
-    numbers = (f" val {_num(row['val_child'], '{:.3f}')} vs {_num(row['val_best'], '{:.3f}')}"
-               f" delta {_num(row['delta'])} se {_num(row['se'], '{:.3f}')}"
-               if row["val_child"] is not None else "")
-    reason = f" ({row['reason']})" if row["outcome"] != "accept" and row["reason"] else ""
-    return (f"{row['iteration']:>4}  {row['parent']:>8} -> {row['child'] or '—':<8} "
-            f"{row['outcome']:<12}{screen}{numbers}  {what}{reason}")
+def iteration_line(row: IterationLine) -> str:
+    """One row of the iteration table; a gated child's row goes on with the gate's power
+    sentence on an indented line."""
+    what = row.title or row.focus or ""
+    screen = f" screen {row.screen}" if row.screen else ""
+    numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
+               f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
+               if row.val_child is not None else "")
+    reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
+    power = gate_power_text(row.power)
+    return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
+            f"{row.outcome:<12}{screen}{numbers}  {what}{reason}"
+            + (f"\n      {power}" if power else ""))
 
 
-def render(result: dict[str, Any]) -> str:
+def _val(line: MeanLine | None) -> str:
+    return fmt_mean(None, None) if line is None else fmt_mean(line.mean, line.stderr)
+
+
+def render(result: OptimizeSummary) -> str:
     """The iteration table, why the loop stopped, and the sealed test result."""
-    lines = [f"optimize {result['algorithm']} with {result['proposer']} on {result['run_dir']}",
-             "iter    parent -> child    outcome", *map(iteration_line, result["iterations"]),
-             f"stopped: {result['stop_reason']}"]
-    if result["plateau"]:
-        lines.append(result["plateau"])
-    best, seed = result["best_val"] or {}, result["seed_val"] or {}
-    lines.append(f"best {result['best_id']} val {fmt_mean(best.get('mean'), best.get('stderr'))}"
-                 f" (seed {fmt_mean(seed.get('mean'), seed.get('stderr'))})")
-    opt = result["spend"]["optimizer"]
-    cost = "not recorded" if opt["cost_usd"] is None else f"${opt['cost_usd']:.4f}"
-    lines.append(f"spend: {result['spend']['run']['metric_calls']} metric calls; "
-                 f"optimizer {opt['tokens']} tokens, {cost}, {opt['wall_s']:.1f}s")
-    final = result["final"]
+    lines = [f"optimize {result.algorithm} with {result.proposer} on {result.run_dir}",
+             "iter    parent -> child    outcome", *map(iteration_line, result.iterations),
+             f"stopped: {result.stop_reason}"]
+    if result.plateau:
+        lines.append(result.plateau)
+    lines.append(f"best {result.best_id} val {_val(result.best_val)} "
+                 f"(seed {_val(result.seed_val)})")
+    opt = result.spend.optimizer
+    cost = "not recorded" if opt.cost_usd is None else f"${opt.cost_usd:.4f}"
+    lines.append(f"spend: {result.spend.run.metric_calls} metric calls; "
+                 f"optimizer {opt.tokens} tokens, {cost}, {opt.wall_s:.1f}s")
+    final = result.final
     if final:
-        test, base = final["test"], final["test_baseline"]
-        lines.append(f"sealed test: {final['best_id']} {fmt_mean(test['mean'], test['stderr'])}"
-                     f" vs seed {fmt_mean(base['mean'], base['stderr'])}: "
-                     f"{final['verdict_text']}")
-    elif result.get("not_finalized"):
-        lines.append(f"not finalized: {result['not_finalized']}")
+        test, base = final.test, final.test_baseline
+        lines.append(f"sealed test: {final.best_id} {fmt_mean(test.mean, test.stderr)}"
+                     f" vs seed {fmt_mean(base.mean, base.stderr)}: {final.verdict_text}")
+    elif result.not_finalized:
+        lines.append(f"not finalized: {result.not_finalized}")
     return "\n".join(lines)
 
 
@@ -104,28 +113,26 @@ def optimize(
     from capevolve.progress.live import live_progress
 
     with live_progress() as display:  # on stderr: each evaluation's units and the table
-        def shown(row: dict[str, Any]) -> None:
+        def shown(row: IterationLine) -> None:
             if display is None:
                 progress(iteration_line(row))
                 return
             display.iteration(IterationRow(
-                iteration=row["iteration"], candidate_id=row["child"] or "—",
-                parent=row["parent"], proposer=proposer or "as recorded",
-                decision=row["outcome"],
-                val_mean=row["val_child"], metric_calls=row["metric_calls"],
-                cost_usd=row["proposer_cost_usd"]))
+                iteration=row.iteration, candidate_id=row.child or "—", parent=row.parent,
+                proposer=proposer or "as recorded", decision=row.outcome,
+                val_mean=row.val_child, metric_calls=row.metric_calls,
+                cost_usd=row.proposer_cost_usd, power=gate_power_text(row.power)))
 
         if not resume:
             from capevolve.cli.inspect_cmds import estimate_line
 
-            found = capevolve.estimate(run_dir, iterations=iterations,
-                                       finalize=finalize).to_dict()
-            if found["per_rollout"]["source"] != "none":  # a run that calls a model
+            found = capevolve.estimate(run_dir, iterations=iterations, finalize=finalize)
+            if found.per_rollout.source != "none":  # a run that calls a model
                 progress(estimate_line(found))
         result = capevolve.optimize_run(
             run_dir, algorithm=algorithm, proposer=proposer, iterations=iterations,
             parallel=parallel, focus=focus, timeout_s=timeout, finalize=finalize,
             resume=resume, engine=None if engine is None else str(engine), address=address,
             on_iteration=shown, minibatch=minibatch,
-            spend_test_ids=spend_test_ids).to_dict()
-    emit(result, json, render(result))
+            spend_test_ids=spend_test_ids)
+    emit(result.to_dict(), json, render(result))

@@ -23,9 +23,9 @@ def init(directory: Annotated[Path, typer.Argument(help="Where to create the pro
          json: JsonOpt = False) -> None:
     """Scaffold a runnable project: config, adapter skeleton (or dataset, target and
     evaluators with --kind dataset), seed capability, PROJECT.md."""
-    result = capevolve.init_project(directory, kind=kind).to_dict()
-    emit(result, json, f"created {directory}: {', '.join(result['files'])}\n"
-                       f"next: capevolve check --project {directory}")
+    result = capevolve.init_project(directory, kind=kind)
+    emit(result.to_dict(), json, f"created {directory}: {', '.join(result.files)}\n"
+                                 f"next: capevolve check --project {directory}")
 
 
 @command
@@ -34,20 +34,21 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
 
     Exits 1 with every problem listed when the project is not runnable.
     """
-    payload = capevolve.check_project(project).to_dict()
-    problems = payload["problems"]
-    human = (f"ok: {payload['n_tasks']} tasks, adapter and scorer check out" if not problems
+    result = capevolve.check_project(project)
+    problems = result.problems
+    human = (f"ok: {result.n_tasks} tasks, adapter and scorer check out" if not problems
              else "problems:\n" + "\n".join(f"- {p}" for p in problems))
-    metrics = payload.get("metrics")
+    metrics = result.metrics
     if metrics:
         human += ("\nmetrics: deterministic " + (", ".join(metrics["deterministic"]) or "none")
                   + "; judge " + (", ".join(metrics["judge"]) or "none"))
-    human += "".join(f"\nwarning: {w}" for w in payload.get("warnings") or [])
-    if payload.get("power"):
-        human += "\n" + payload["power"]["text"]
-    if stop_line(payload.get("stop")):
-        human += "\n" + str(stop_line(payload.get("stop")))
-    emit(payload, json, human)
+    human += "".join(f"\nwarning: {w}" for w in result.warnings)
+    if result.power:
+        human += "\n" + result.power.text
+    stop = stop_line(result.stop.to_dict() if result.stop else None)
+    if stop:
+        human += "\n" + stop
+    emit(result.to_dict(), json, human)
     if problems:
         raise typer.Exit(1)
 
@@ -63,17 +64,16 @@ def run(project: ProjectOpt = Path("."),
     from capevolve.progress.live import live_progress
 
     with live_progress():  # the baseline's progress on stderr
-        handoff = capevolve.start_run(project, run_dir, engine=engine,
-                                      address=address).to_dict()
-    base = handoff["baseline"]
+        handoff = capevolve.start_run(project, run_dir, engine=engine, address=address)
+    base = handoff.baseline
     from capevolve.report.words import scored_text
 
     human = "\n".join([
-        f"run dir: {handoff['run_dir']}",
-        f"baseline (seed on val): {fmt_mean(base['mean'], base['stderr'])} "
-        f"({scored_text(base['n_scored'], base['n_tasks'], base.get('excluded_reasons'))})",
-        *([handoff["power"]["text"]] if handoff.get("power") else []),
-        "next:", *(f"  {c}" for c in handoff["next"]),
+        f"run dir: {handoff.run_dir}",
+        f"baseline (seed on val): {fmt_mean(base.mean, base.stderr)} "
+        f"({scored_text(base.n_scored, base.n_tasks, base.excluded_reasons)})",
+        *([handoff.power.text] if handoff.power else []),
+        "next:", *(f"  {c}" for c in handoff.next),
     ])
-    emit(handoff, json, human)
-    exit_if_breaker(base.get("incomplete_reason"))
+    emit(handoff.to_dict(), json, human)
+    exit_if_breaker(base.incomplete_reason)

@@ -186,7 +186,8 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
     delta = g.get("delta", cm - pm if cm is not None and pm is not None else None)
     return GateNumbers(split=str(split), against=against, decision=decision, parent_mean=pm,
                        child_mean=cm, delta=delta, se=g.get("se"),
-                       threshold=g.get("threshold"), n_tasks=g.get("n_compared"))
+                       threshold=g.get("threshold"), n_tasks=g.get("n_compared"),
+                       power=g.get("power"))
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve._store.evals import latest_complete_eval
-from capevolve.kinds import Split
+from capevolve._loop.gate_evals import gateable_val
+from capevolve.kinds import SEED_ID
 from capevolve.optimize.session import Session
 from capevolve.records._optimize import IterationRecord
 
@@ -24,6 +24,7 @@ def iteration_row(r: IterationRecord) -> dict[str, Any]:
             "screen": None if r.screen is None else r.screen.decision,
             "val_child": g.child_mean if g else None, "val_best": g.parent_mean if g else None,
             "delta": g.delta if g else None, "se": g.se if g else None,
+            "power": g.power if g else None,
             "reason": r.reasons[0] if r.reasons else None, "metric_calls": r.metric_calls,
             "proposer_tokens": r.spend.tokens, "proposer_cost_usd": r.spend.cost_usd,
             "wall_s": round(r.wall_s, 3), "overhead_s": round(r.overhead_s, 3)}
@@ -41,10 +42,7 @@ def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
 def loop_summary(s: Session, stop_reason: str, plateau: str | None,
                  final: dict[str, Any] | None, not_finalized: str | None = None
                  ) -> dict[str, Any]:
-    best = latest_complete_eval(s.run, s.run.best_id, Split.VAL,
-                                           n_trials=s.config.num_trials)
-    seed = latest_complete_eval(s.run, "seed", Split.VAL,
-                                           n_trials=s.config.num_trials)
+    best, seed = (gateable_val(s.run, c) for c in (s.run.best_id, SEED_ID))
     return {
         "run_dir": str(s.run.root), "algorithm": s.algorithm.name, "proposer": s.proposer_spec,
         "iterations": [iteration_row(r) for r in s.ledger], "stop_reason": stop_reason,

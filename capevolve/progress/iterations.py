@@ -27,6 +27,8 @@ class IterationRow:
     val_se: float | None = None
     metric_calls: int | None = None
     cost_usd: float | None = None
+    power: str | None = None
+    """The gate's power sentence (the smallest gain it detects), for a gated child."""
 
 
 def _mean(row: IterationRow) -> str:
@@ -42,9 +44,10 @@ def _spend(row: IterationRow) -> str:
 
 
 def iteration_line(row: IterationRow) -> str:
-    """The row as one plain line."""
+    """The row as one plain line (and the gate's power sentence on an indented one)."""
     return (f"iteration {row.iteration}: {row.candidate_id} (parent {row.parent or '—'}, "
-            f"{row.proposer}) val {_mean(row)} -> {row.decision}; spend {_spend(row)}")
+            f"{row.proposer}) val {_mean(row)} -> {row.decision}; spend {_spend(row)}"
+            + (f"\n  {row.power}" if row.power else ""))
 
 
 def iteration_table(rows: list[IterationRow]) -> Table:

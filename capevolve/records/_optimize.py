@@ -65,6 +65,8 @@ class GateNumbers(BaseModel):
     se: float | None = None
     threshold: float | None = None
     n_tasks: int | None = None
+    power: dict[str, Any] | None = None
+    """The gate's own sensitivity (its record's ``power``); None for a screen."""
 
 
 class IterationRecord(Record):

@@ -3,6 +3,8 @@ optimize and confirm return inside their top-level fields, typed the same way.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from capevolve.kinds import Confidence, Decision, Standing, TestVerdict
 from capevolve.records._base import Result
 
@@ -72,7 +74,8 @@ class GateLedger(Result):
     distinct_pairs: int
     """Distinct evaluation pairs among the decisive decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far."""
+    """Upper bound of the expected number of false accepts so far (keep-best: each tentative
+    keep 1, each significant one its gate's risk)."""
     alpha: float
     alpha_spending: str
     per_gate_alpha: float | None
@@ -81,6 +84,10 @@ class GateLedger(Result):
     """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
     guarantee: str
     """What the loop guarantees at these settings, in one sentence."""
+    keep_best: bool = False
+    """The run's policy is keep-best: the ledger counts its keeps as they happen."""
+    tentative_keeps: int = 0
+    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
 
 
 class FinalLine(Result):
@@ -129,7 +136,7 @@ class LoopLine(Result):
     plateau: str | None
 
 
-class IterationRow(Result):
+class IterationLine(Result):
     """One iteration of an optimize loop (as ``on_iteration`` receives it)."""
 
     iteration: int
@@ -146,6 +153,8 @@ class IterationRow(Result):
     val_best: float | None
     delta: float | None
     se: float | None
+    power: dict[str, Any] | None
+    """The gate's sensitivity (its record's ``power``); None when the child was not gated."""
     reason: str | None
     metric_calls: int
     proposer_tokens: int
@@ -166,6 +175,43 @@ class LoopSpend(Result):
 
     run: Spent
     optimizer: ProposerSpend
+
+
+class PlannedPower(Result):
+    """The smallest gain the gate can detect, planned from the val size and trials."""
+
+    n_tasks: int
+    """Scoreable val tasks."""
+    trials: int
+    mde: float | None
+    """The minimum detectable effect (None below two scoreable tasks: no paired test)."""
+    min_delta: float
+    """gate.min_delta."""
+    text: str
+    """The figure in one plain sentence."""
+
+
+class IntRange(Result):
+    """A planned count, low and high."""
+
+    low: int
+    high: int
+
+
+class UsdRange(Result):
+    """Planned dollars, low and high (None: no price known)."""
+
+    low: float | None
+    high: float | None
+
+
+class PerRollout(Result):
+    """What one rollout spends, and where the figure comes from."""
+
+    source: str
+    """``stored rollouts``, ``check probe`` or ``none``."""
+    tokens: IntRange
+    usd: UsdRange
 
 
 class ConfirmTrials(Result):

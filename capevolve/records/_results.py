@@ -22,13 +22,17 @@ from capevolve.records._result_parts import (
     ConfirmTrials,
     FinalLine,
     GateLedger,
-    IterationRow,
+    IntRange,
+    IterationLine,
     LoopLine,
     LoopSpend,
     MeanLine,
+    PerRollout,
+    PlannedPower,
     RoleSpend,
     Spent,
     StopParse,
+    UsdRange,
 )
 
 
@@ -54,9 +58,9 @@ class ProjectCheck(Result):
     """A dataset project's metric kinds: ``deterministic`` kinds and ``judge`` names."""
     stop: StopParse | None
     """How the stop condition parsed (None when the config did not load)."""
-    power: dict[str, Any] | None = None
-    """The smallest gain the gate can detect given the scoreable val tasks and trials
-    (``n_tasks``, ``trials``, ``mde``, ``min_delta``, ``text``); None unless ok."""
+    power: PlannedPower | None = None
+    """The smallest gain the gate can detect given the scoreable val tasks and trials;
+    None unless ok."""
 
 
 class EvalLine(Result):
@@ -82,6 +86,16 @@ class EvalLine(Result):
     """Why an incomplete evaluation is not a measurement."""
 
 
+class Checkout(Result):
+    """``checkout``: a candidate's files copied as ordinary writable files."""
+
+    candidate_id: str
+    path: str
+    """The copy (absolute)."""
+    files: list[str]
+    """The files copied, relative to it, sorted."""
+
+
 class Handoff(Result):
     """``start_run``: the new run, its baseline and the commands to run next."""
 
@@ -89,7 +103,7 @@ class Handoff(Result):
     best_id: str
     baseline: EvalLine
     next: list[str]
-    power: dict[str, Any] | None = None
+    power: PlannedPower | None = None
     """The smallest gain the gate can detect on this run's val split (as check says it)."""
 
 
@@ -221,14 +235,13 @@ class ProbeResult(Result):
 class Estimate(Result):
     """``estimate``: what the configured run will spend, as a range, before it spends it."""
 
-    rollouts: dict[str, int]
+    rollouts: IntRange
     """low (the baseline, one iteration, finalize) and high (every iteration)."""
-    per_rollout: dict[str, Any]
-    """source (stored rollouts, check probe, none), tokens and usd of one rollout."""
-    tokens: dict[str, int]
-    """Planned tokens, low and high."""
-    usd: dict[str, float | None]
-    """Planned dollars, low and high (None: no price known)."""
+    per_rollout: PerRollout
+    tokens: IntRange
+    """Planned tokens."""
+    usd: UsdRange
+    """Planned dollars."""
     max_usd: float | None
     """budget.max_usd (None: no cap)."""
     spent_usd: float
@@ -314,7 +327,7 @@ class OptimizeSummary(Result):
     run_dir: str
     algorithm: str
     proposer: str | None
-    iterations: list[IterationRow]
+    iterations: list[IterationLine]
     stop_reason: str
     plateau: str | None
     best_id: str

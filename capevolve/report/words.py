@@ -28,8 +28,17 @@ def gate_power_text(power: Mapping[str, Any] | None) -> str | None:
     n, k = power["n_tasks"], power["trials"]
     text = (f"power: this gate ({n} tasks x {k} trials) detects a true gain of about "
             f"+{power['mde']:.3f} ({power['power']:.0%} of the time, from the spread it "
-            "measured); a smaller one reads as noise")
+            "measured); a smaller one mostly reads as noise")
     needed = power.get("trials_for_min_delta")
     if needed is not None and needed > k:
         text += f"; {needed} trials per task would detect gate.min_delta"
     return text
+
+
+def keep_count(ledger: Mapping[str, Any]) -> str:
+    """How a keep-best ledger counts (empty for the strict policy, whose figure is the sum
+    of the gates' alpha): ``; keep-best counts each of its 3 tentative keeps as 1``."""
+    if not ledger.get("keep_best"):
+        return ""
+    return (f"; keep-best counts each of its {ledger['tentative_keeps']} keeps not shown "
+            "beyond noise as 1 (a possible false keep)")

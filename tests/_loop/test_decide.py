@@ -29,6 +29,7 @@ def test_gate_needs_a_complete_full_val_evaluation(run, tmp_path):
         gate_candidate(run, "cand_001")
 
 
+@pytest.mark.slow
 def test_accept_requires_a_passing_gate_against_the_current_best(run, tmp_path):
     """accept is refused without a gate, after a rejecting gate, and once the best moved."""
     good = evaluate(run, make_candidate(tmp_path / "good", 0.95), "val")["candidate_id"]

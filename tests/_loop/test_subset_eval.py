@@ -10,7 +10,9 @@ from fixtures.projects import make_candidate, make_project
 from capevolve._engine.plan import derive_seed
 from capevolve._loop.decide import accept, gate_candidate
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.finalize import val_gain
 from capevolve._loop.run import start_run
+from capevolve._loop.status import run_status
 from capevolve._store import jsonfiles
 from capevolve._store.evals import eval_id_for, latest_eval, task_subset
 from capevolve._store.rundir import RunDir
@@ -210,3 +212,20 @@ def test_the_pareto_frontier_reads_full_gate_evaluations_only(tmp_path):
     session = SimpleNamespace(run=run, config=run.manifest.config, ledger=[])
     view = search_view(session)  # type: ignore[arg-type]
     assert set(view.val_task_means) == {"seed"}
+
+
+def test_status_and_finalize_read_the_best_through_the_gate_rule(tmp_path):
+    """status's best val and finalize's val gain find the best's full-val evaluation as the
+    gate does and apply its rule: once the record is edited to claim a probe, neither
+    shows it as the best's val nor counts a gain from it."""
+    _, run = _run(tmp_path, n=40, trials=2)
+    good = evaluate(run, make_candidate(tmp_path / "c", 1.0), "val")
+    cid = good["candidate_id"]
+    assert gate_candidate(run, cid)["decision"] == "accept"
+    accept(run, cid)
+    assert run_status(run)["best_val"]["eval_id"] == good["eval_id"]
+    assert val_gain(run, cid) is not None
+    forged = {**jsonfiles.read(run.layout.eval_json(good["eval_id"])), "purpose": "probe"}
+    jsonfiles.write_atomic(run.layout.eval_json(good["eval_id"]), forged)
+    assert run_status(run)["best_val"] is None
+    assert val_gain(run, cid) is None

@@ -147,6 +147,7 @@ def test_accept_without_gate(fresh_run, toy_copy):
                            "--json"))["best_id"] == "cand_001"
 
 
+@pytest.mark.slow
 def test_accept_ignores_an_evaluation_with_another_trial_count(fresh_run, toy_copy):
     """A val evaluation with another --n-trials after the passing gate is another draw the
     gate never compares: it neither licenses nor blocks the accept, and status shows the

@@ -146,6 +146,7 @@ def _non_root_user() -> str:
     return USER
 
 
+@pytest.mark.slow
 def test_checkout_gives_a_non_root_user_a_writable_copy():
     """A user without root `capevolve checkout`s the best of their run: files that
     user can edit, where `cp -r` of the snapshot gives read-only ones; a checkout into a
@@ -190,19 +191,24 @@ def test_checkout_gives_a_non_root_user_a_writable_copy():
         shutil.rmtree(shared)
 
 
-def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path):
-    """doctor --address at a port nothing listens on exits 2 within seconds with one
-    capevolve error line (no Ray log lines, no minutes of retries)."""
+@pytest.mark.parametrize("given", ["--address", "RAY_ADDRESS"])
+def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path, given):
+    """doctor at a port nothing listens on (--address or RAY_ADDRESS) exits 2 within
+    seconds with one capevolve error line and nothing else: no progress line before it,
+    no Ray log lines, no minutes of retries."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    args, env = (("--address", address), None) if given == "--address" else \
+        ((), {"RAY_ADDRESS": address})
     started = time.monotonic()
-    proc = cli("doctor", "--address", f"127.0.0.1:{port}", cwd=tmp_path, timeout=60)
+    proc = cli("doctor", *args, cwd=tmp_path, env=env, timeout=60)
     assert time.monotonic() - started < 20
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert all(line.startswith("capevolve: ") for line in lines[:-1]), proc.stderr
-    assert lines[-1].startswith(f"error: --address 127.0.0.1:{port}: nothing answers there")
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"error: Ray cluster {address}: nothing answers there")
 
 
 @pytest.mark.slow
@@ -303,7 +309,7 @@ def test_power_is_said_in_words_at_check_run_and_every_gate(tmp_path):
     assert gate.returncode == 0 and gate.stdout.splitlines()[-1].startswith(
         f"power: this gate ({recorded['n_tasks']} tasks x 3 trials) detects a true gain of "
         f"about +{recorded['mde']:.3f} (80% of the time, from the spread it measured); a "
-        "smaller one reads as noise")
+        "smaller one mostly reads as noise")
 
 
 @pytest.mark.slow
@@ -341,3 +347,35 @@ def test_exclusions_and_a_complete_rerun_are_said_wherever_an_evaluation_is_show
     assert said in (run_dir / "report.md").read_text(encoding="utf-8")
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert said.replace("'", "&#x27;") in html or said in html
+
+
+@pytest.mark.slow
+def test_optimize_says_each_gated_iterations_power(tmp_path):
+    """`capevolve optimize` says each iteration as it ends (stderr) and in its final table
+    (stdout); a gated child's line goes on with that gate's power sentence, from the MDE the
+    gate recorded in the run's log."""
+    project = tmp_path / "mine"
+    ok_json(cli("init", project, "--json", cwd=tmp_path))
+    (project / "edits").mkdir()
+    (project / "edits" / "01_colors.json").write_text(json.dumps({
+        "title": "name the colors", "why": "a test edit",
+        "ops": [{"file": "system_prompt.md", "append": "The sun is yellow, coal black, snow "
+                 "white, a plum purple, a carrot orange, a cherry red.\n"}]}))
+    ok_json(cli("run", "--engine", "local", "--json", cwd=project))
+    done = cli("optimize", "--algorithm", "hill-climb", "--proposer", "scripted:edits",
+               "--engine", "local", cwd=project)
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(ok_json(cli("status", "--json", cwd=project))["run_dir"])
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    (gate,) = [e for e in events if e["kind"] == "gate"]
+    power = gate["power"]
+    assert gate["decision"] == "accept" and power["mde"] > 0, gate
+    said = (f"power: this gate ({power['n_tasks']} tasks x {power['trials']} trials) detects "
+            f"a true gain of about +{power['mde']:.3f} (80% of the time, from the spread it "
+            "measured); a smaller one mostly reads as noise")
+    for out, first in ((done.stderr, "iteration 1: cand_001 (parent seed, scripted:edits)"),
+                       (done.stdout, "   1      seed -> cand_001 accept")):
+        lines = out.splitlines()
+        row = next(i for i, line in enumerate(lines) if line.startswith(first))
+        assert lines[row + 1].strip().startswith(said), out
+    assert out.count("power: this gate") == 1  # the no_change iteration was not gated
