@@ -104,7 +104,7 @@ def test_the_optimize_page_scripted_edit_and_census_template_work_as_written(tmp
     default Ray); census template writes a census that census check accepts as it is."""
     found = blocks("docs/optimize.md", "## Scripted edits")
     (edit,) = [b[2] for b in found if b[0] == "json"]
-    (command,) = re.findall(r"`(capevolve optimize --project \. [^`]+)`",
+    (command,) = re.findall(r"`(capevolve optimize --project \. [^`]+scripted:[^`]+)`",
                             (REPO / "docs" / "optimize.md").read_text(encoding="utf-8"))
     cli("init", "mine", cwd=tmp_path)
     project = tmp_path / "mine"
@@ -123,3 +123,40 @@ def test_the_optimize_page_scripted_edit_and_census_template_work_as_written(tmp
     checked = json.loads(cli("census", "check", census, "--json", cwd=tmp_path).stdout)
     assert checked["ok"] and checked["coverage"] == \
         f"0 of {json.loads(census.read_text())['failing_total']} failures described"
+
+
+@pytest.mark.slow
+def test_the_optimize_page_command_proposer_runs_as_written(tmp_path):
+    """The optimize page's propose.py, saved beside a `capevolve init` project's
+    capevolve.yaml, runs through its optimize command line (a shell expands $PWD): the first
+    proposal sees no earlier iteration and the parent's diagnosis, the second sees the
+    first's outcome; each edit is gated, and the spend file it writes is read."""
+    (script,) = [b[2] for b in blocks("docs/optimize.md", "## The workdir of a command proposer")
+                 if b[0] == "python"]
+    (command,) = re.findall(r"`(capevolve optimize --project \. [^`]+command:[^`]+)`",
+                            (REPO / "docs" / "optimize.md").read_text(encoding="utf-8"))
+    cli("init", "mine", cwd=tmp_path)
+    project = tmp_path / "mine"
+    (project / "propose.py").write_text(script, encoding="utf-8")
+    local = {"CAPEVOLVE_ENGINE": "local"}
+    cli("run", cwd=project, env=local)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CAPEVOLVE_RUN_DIR", "CAPEVOLVE_PROJECT")}
+    env.update(local, PATH=f"{CLI.parent}{os.pathsep}{env['PATH']}")  # capevolve, python3
+    proc = subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    run_dir = Path(json.loads(cli("status", "--json", cwd=project).stdout)["run_dir"])
+    ledger = [json.loads(line) for line in
+              (run_dir / "optimize" / "ledger.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in ledger] == [1, 2]
+    first, second = ledger
+    assert all(r["gate"] and r["outcome"] in ("accept", "reject") for r in ledger), ledger
+    assert all(r["detail"]["exit_status"] == 0 and "spend_note" not in r["detail"]
+               and r["spend"]["cost_usd"] == 0 for r in ledger), ledger
+    said = first["detail"]["stdout_tail"].splitlines()
+    assert said[0].startswith("0 earlier iterations; the parent has ")
+    assert int(said[0].split()[6]) >= 1  # the seed fails on train: its clusters are shown
+    said = second["detail"]["stdout_tail"].splitlines()
+    assert said[0].startswith("1 earlier iterations; the parent has ")
+    assert said[1] == f"iteration 1: {first['child_id']} {first['outcome']}"
