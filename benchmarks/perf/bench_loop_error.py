@@ -4,11 +4,13 @@ still finds real gains, per rollout spent.
 Run with ``.venv/bin/python benchmarks/perf/bench_loop_error.py`` (``--quick``: fewer loops).
 Each loop is a hill-climb of 20 edits on 30 val tasks in 6 clusters x 3 trials. A task's
 true success rate is logistic(cluster effect + task effect), drawn per loop; a trial's
-reward is Bernoulli(p) or partial credit (4 graded parts: Binomial(4, p) / 4). An edit is a
-no-op (the parent's rates) or a real gain (every rate + 0.10, clipped to [0, 1]); the true
-gain of a best is the mean of its rates minus the seed's. Every decision is the real pure
-gate, ``capevolve._policy.gate.decide`` (CR1 SE, df = clusters - 1), at the level each
-procedure asks for:
+reward is Bernoulli(p) or partial credit (4 graded parts: Binomial(4, p) / 4). An edit
+moves every rate of its parent by its effect (clipped to [0, 1]); the true gain of a best is
+the mean of its rates minus the seed's. The proposer draws effects from a stated
+distribution: all no-ops (the no-op loops), or the mixed stream ``EFFECTS`` (mostly null,
+some harmful, some helpful). Every decision is the real pure gate,
+``capevolve._policy.gate.decide`` (CR1 SE, df = clusters - 1), at the level each procedure
+asks for:
 
 - ``per_gate``: every gate at alpha; the best's own evaluation is the bar for later edits;
 - ``alpha_spending run``: every gate at alpha / 20 (Bonferroni over the budget);
@@ -17,6 +19,11 @@ procedure asks for:
   only, at the same level; the promoted best's screen evaluation stays its bar (as in the
   CLI, where only an evaluation from trial 0 is a gate evaluation); a variant measures the
   promoted best again on fresh trials to be the next bar;
+- ``keep-best``: the real keep-best verdict (``capevolve._policy.keep_best`` over the gate
+  and the mechanism audit): keep any move of the point estimate;
+- ``GEPA-style``: the child and its parent on a minibatch of 5 tasks x 1 trial; a child
+  that scores higher there is measured on full val and kept when its val mean beats the
+  best's (point estimates, as GEPA's reflective loop does);
 - ``LORD++`` (Javanmard & Montanari 2018, W0 = alpha / 2, their gamma sequence): the
   online level alpha_t, which earns alpha back after each promotion;
 - ``sequential``: the candidate's trials arrive one at a time (3 looks); Pocock-type alpha
@@ -24,12 +31,18 @@ procedure asks for:
   clear win at any look and for a loss (delta <= 0) at looks 1 and 2.
 
 Figures per procedure, with 95% intervals (Wilson for rates, mean +- 1.96 SE otherwise):
-the share of all-no-op loops that end with a promoted no-op (Bernoulli and partial
-credit), the power at +0.10 (real edits promoted / real edits, in loops where each edit is
-real with probability 0.25), the true gain found per 1,000 rollouts in those loops, and
-the rollouts per decision. Seeded ``numpy.random.Generator``; exits 1 when the default
-procedure (screen+confirm) promotes a no-op in more than alpha of the loops beyond the
-sampling error (the upper end of a 95% interval of alpha at this many loops).
+the share of all-no-op loops that end with a promoted no-op, i.e. whose final best is no
+better than the seed although it moved (Bernoulli and partial credit); no-op promotions
+per no-op loop, measured, beside what the run's false-accept ledger
+(``capevolve._policy.alpha.false_accept_summary``, what ``status`` prints) says for the
+procedures the CLI has; in mixed loops the power at +0.05 / +0.10 / +0.20 (edits of that
+effect promoted / such edits), the share of loops whose final best is worse than the seed,
+the true gain found per 1,000 rollouts and the rollouts per decision; and the winner's
+curse: the power at +0.10 of a child whose best is a no-op the procedure just promoted
+(a lucky best), beside the power against a best measured without selection. Seeded
+``numpy.random.Generator``; exits 1 when the default procedure (screen+confirm) promotes a
+no-op in more than alpha of the loops beyond the sampling error (the upper end of a 95%
+interval of alpha at this many loops).
 """
 
 from __future__ import annotations
@@ -47,12 +60,20 @@ import numpy as np
 from bench_row import emit, load_note
 from scipy import stats
 
+from capevolve._policy.alpha import GateTally, false_accept_summary
+from capevolve._policy.audit import audit
 from capevolve._policy.gate import SideOutcomes, decide
+from capevolve._policy.keep_best import keep_best, tentative
 from capevolve._policy.loop_alpha import CONFIRM_FACTOR, stage_alpha
 from capevolve.config import GateConfig
-from capevolve.kinds import Decision
+from capevolve.kinds import AlphaSpending, Decision, GatePolicy
 
-ALPHA, EDITS, TASKS, CLUSTERS, TRIALS, GAIN, P_REAL = 0.05, 20, 30, 6, 3, 0.10, 0.25
+ALPHA, EDITS, TASKS, CLUSTERS, TRIALS, GAIN = 0.05, 20, 30, 6, 3, 0.10
+EFFECTS = {0.0: 0.55, -0.10: 0.15, 0.05: 0.10, 0.10: 0.10, 0.20: 0.10}
+"""The mixed loops' proposer: effect on every rate -> probability."""
+POWERS = (0.05, 0.10, 0.20)
+MINIBATCH = 5
+"""GEPA-style: tasks in the minibatch (one trial each, both sides)."""
 IDS = [f"t{i:02d}" for i in range(TASKS)]
 GROUPS = {t: f"g{i % CLUSTERS}" for i, t in enumerate(IDS)}
 CONFIRM_TRIALS = CONFIRM_FACTOR * TRIALS
@@ -87,16 +108,31 @@ def passes(cand: SideOutcomes, bar: SideOutcomes, alpha: float) -> bool:
     return decide(cand, bar, IDS, config, clusters=GROUPS).decision == Decision.ACCEPT
 
 
+KEEP_BEST = GateConfig(alpha=ALPHA, min_delta=0.0, policy=GatePolicy.KEEP_BEST,
+                       alpha_spending=AlphaSpending.PER_GATE)
+
+
+def kept(cand: SideOutcomes, bar: SideOutcomes) -> tuple[bool, bool]:
+    """(kept, tentative): the real keep-best verdict over the gate and the audit."""
+    verdict = keep_best(decide(cand, bar, IDS, KEEP_BEST, clusters=GROUPS),
+                        audit(cand, bar, IDS))
+    return (verdict.decision == Decision.ACCEPT,
+            tentative(verdict.decision, verdict.confidence))
+
+
 @dataclass
 class Loop:
     """What one loop did."""
 
     promoted_noop: bool = False
-    real: int = 0
-    real_found: int = 0
+    noop_promotions: int = 0
+    edits: dict[float, int] = field(default_factory=dict)
+    found: dict[float, int] = field(default_factory=dict)
     gain: float = 0.0
     rollouts: int = 0
     decisions: int = 0
+    ledger: float | None = None
+    """What the run's false-accept ledger says (None: the CLI has no such procedure)."""
 
 
 @dataclass
@@ -107,38 +143,71 @@ class State:
     best: np.ndarray
     bar: SideOutcomes
     extra: dict[str, float] = field(default_factory=dict)
+    tallies: list[GateTally] = field(default_factory=list)
+    """The gates as the CLI's ledger would count them."""
 
 
 Step = Callable[[World, State, np.ndarray, int], bool]
 """(world, state, child's rates, edit index 1..EDITS) -> promote?"""
 
 
-def per_gate(w: World, s: State, child: np.ndarray, _: int) -> bool:
+def _tally(s: State, t: int, promoted: bool, risk: float, is_tentative: bool = False) -> None:
+    s.tallies.append(GateTally(False, Decision.ACCEPT if promoted else Decision.REJECT, risk,
+                               (f"c{t}", f"b{len(s.tallies)}"), tentative=is_tentative))
+
+
+def per_gate(w: World, s: State, child: np.ndarray, t: int) -> bool:
     cand = w.measure(child)
-    if passes(cand, s.bar, ALPHA):
+    ok = passes(cand, s.bar, ALPHA)
+    _tally(s, t, ok, ALPHA)
+    if ok:
         s.bar = cand  # the selected evaluation becomes the bar (as the per-gate loop does)
-        return True
-    return False
+    return ok
 
 
-def run_spending(w: World, s: State, child: np.ndarray, _: int) -> bool:
+def run_spending(w: World, s: State, child: np.ndarray, t: int) -> bool:
     cand = w.measure(child)
-    if passes(cand, s.bar, ALPHA / EDITS):
+    ok = passes(cand, s.bar, ALPHA / EDITS)
+    _tally(s, t, ok, ALPHA / EDITS)
+    if ok:
         s.bar = cand
-        return True
-    return False
+    return ok
 
 
-def screen_confirm(w: World, s: State, child: np.ndarray, remeasure: bool) -> bool:
+def screen_confirm(w: World, s: State, child: np.ndarray, t: int, remeasure: bool) -> bool:
     level = stage_alpha(ALPHA, EDITS)
     screen = w.measure(child)
-    if not passes(screen, s.bar, level):
+    ok = passes(screen, s.bar, level)
+    if ok:
+        fresh = CONFIRM_TRIALS  # only the fresh data decides
+        ok = passes(w.measure(child, fresh), w.measure(s.best, fresh), level)
+    _tally(s, t, ok, level * level)
+    if ok:
+        s.bar = w.measure(child) if remeasure else screen
+    return ok
+
+
+def keep_best_step(w: World, s: State, child: np.ndarray, t: int) -> bool:
+    cand = w.measure(child)
+    ok, is_tentative = kept(cand, s.bar)
+    _tally(s, t, ok, ALPHA, is_tentative)
+    if ok:
+        s.bar = cand
+    return ok
+
+
+def gepa(w: World, s: State, child: np.ndarray, _: int) -> bool:
+    batch = np.sort(w.rng.choice(TASKS, MINIBATCH, replace=False))
+    w.rollouts += 2 * MINIBATCH
+    draw = (lambda p: w.rng.binomial(4, p) / 4.0) if w.partial else \
+        (lambda p: (w.rng.random(p.size) < p).astype(float))
+    if float(np.sum(draw(child[batch]))) <= float(np.sum(draw(s.best[batch]))):
         return False
-    fresh = CONFIRM_TRIALS
-    if not passes(w.measure(child, fresh), w.measure(s.best, fresh), level):
-        return False  # only the fresh data decides
-    s.bar = w.measure(child) if remeasure else screen
-    return True
+    cand = w.measure(child)
+    ok = bool(cand.aligned(IDS).mean.mean() > s.bar.aligned(IDS).mean.mean())
+    if ok:
+        s.bar = cand
+    return ok
 
 
 GAMMA = np.array([0.07720838 * math.log(max(j, 2)) / (j * math.exp(math.sqrt(math.log(j))))
@@ -185,12 +254,22 @@ def sequential(w: World, s: State, child: np.ndarray, _: int) -> bool:
 PROCEDURES: dict[str, Step] = {
     "per_gate (alpha 0.05 each)": per_gate,
     "alpha_spending run (alpha / 20 each)": run_spending,
-    DEFAULT: lambda w, s, c, _: screen_confirm(w, s, c, remeasure=False),
-    "screen+confirm, best re-measured as the bar": lambda w, s, c, _: screen_confirm(
-        w, s, c, remeasure=True),
+    DEFAULT: lambda w, s, c, t: screen_confirm(w, s, c, t, remeasure=False),
+    "screen+confirm, best re-measured as the bar": lambda w, s, c, t: screen_confirm(
+        w, s, c, t, remeasure=True),
+    "keep-best": keep_best_step,
+    "GEPA-style (minibatch, then full val)": gepa,
     "LORD++ online": lord,
     "sequential (3 looks, alpha / 20 each)": sequential,
 }
+LEDGERS: dict[str, GateConfig] = {
+    "per_gate (alpha 0.05 each)": GateConfig(alpha_spending=AlphaSpending.PER_GATE),
+    "alpha_spending run (alpha / 20 each)": GateConfig(alpha_spending=AlphaSpending.RUN),
+    DEFAULT: GateConfig(),
+    "screen+confirm, best re-measured as the bar": GateConfig(),
+    "keep-best": KEEP_BEST,
+}
+"""The procedures the CLI runs, with the gate settings its ledger counts them under."""
 
 
 def seed_rates(rng: np.random.Generator) -> np.ndarray:
@@ -199,23 +278,56 @@ def seed_rates(rng: np.random.Generator) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-logits))
 
 
-def one_loop(step: Step, rng: np.random.Generator, partial: bool, p_real: float) -> Loop:
+def one_loop(name: str, rng: np.random.Generator, partial: bool, mixed: bool) -> Loop:
+    step = PROCEDURES[name]
     w = World(rng, partial)
     seed = seed_rates(rng)
     s = State(seed, seed.copy(), w.measure(seed))
     out = Loop()
+    sizes, weights = list(EFFECTS), list(EFFECTS.values())
     for t in range(1, EDITS + 1):
-        real = rng.random() < p_real
-        child = np.clip(s.best + GAIN, 0.0, 1.0) if real else s.best.copy()
-        out.real += real
+        effect = float(rng.choice(sizes, p=weights)) if mixed else 0.0
+        child = np.clip(s.best + effect, 0.0, 1.0)
+        out.edits[effect] = out.edits.get(effect, 0) + 1
         out.decisions += 1
         if step(w, s, child, t):
-            out.real_found += real
-            out.promoted_noop |= not real
+            out.found[effect] = out.found.get(effect, 0) + 1
+            if effect == 0.0:
+                out.promoted_noop = True
+                out.noop_promotions += 1
             s.best = child
     out.gain = float(np.mean(s.best - s.seed))
     out.rollouts = w.rollouts
+    if name in LEDGERS:
+        config = LEDGERS[name]
+        out.ledger = false_accept_summary(
+            s.tallies, config, EDITS,
+            keep_best=config.policy == GatePolicy.KEEP_BEST).expected_false_accepts
     return out
+
+
+LUCKY_TRIES = 4000
+"""No-op children tried per lucky-best draw before giving up on it."""
+UNLUCKY = ("LORD++ online", "sequential (3 looks, alpha / 20 each)")
+"""Procedures whose levels depend on the edit's index: no lucky-best figure."""
+
+
+def lucky_power(name: str, rng: np.random.Generator, bias_free: bool) -> tuple[bool, bool]:
+    """(a lucky best was made, a +0.10 child of it was promoted): no-op children of the
+    seed until the procedure promotes one (a best chosen because it looked better than
+    it is), then one real +0.10 child. ``bias_free``: the seed's own evaluation is the bar
+    instead (a best measured without selection)."""
+    step = PROCEDURES[name]
+    w = World(rng, False)
+    seed = seed_rates(rng)
+    s = State(seed, seed.copy(), w.measure(seed))
+    if not bias_free:
+        for t in range(1, LUCKY_TRIES + 1):
+            if step(w, s, seed.copy(), min(t, EDITS)):
+                break
+        else:
+            return False, False
+    return True, step(w, s, np.clip(seed + GAIN, 0.0, 1.0), EDITS)
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:
@@ -235,26 +347,43 @@ def mean_ci(values: list[float]) -> tuple[float, float, float]:
 def study(loops: int, seed: int) -> dict[str, dict[str, object]]:
     """Every procedure on the same seeded worlds (common random numbers per scenario)."""
     results: dict[str, dict[str, object]] = {}
-    for name, step in PROCEDURES.items():
+    for name in PROCEDURES:
         row: dict[str, object] = {}
         for label, partial in (("bernoulli", False), ("partial", True)):
             rng = np.random.default_rng([seed, 1, int(partial)])
-            runs = [one_loop(step, rng, partial, 0.0) for _ in range(loops)]
+            runs = [one_loop(name, rng, partial, mixed=False) for _ in range(loops)]
             hits = sum(r.promoted_noop for r in runs)
             row[f"noop_{label}"] = (hits, loops, *wilson(hits, loops))
+            if label == "bernoulli":
+                row["noop_promotions"] = mean_ci([r.noop_promotions for r in runs])
+                row["ledger"] = (mean_ci([r.ledger for r in runs if r.ledger is not None])
+                                 if name in LEDGERS else None)
         rng = np.random.default_rng([seed, 2])
-        mixed = [one_loop(step, rng, False, P_REAL) for _ in range(loops)]
-        real, found = sum(r.real for r in mixed), sum(r.real_found for r in mixed)
-        row["power"] = (found, real, *wilson(found, real))
+        mixed = [one_loop(name, rng, False, mixed=True) for _ in range(loops)]
+        for effect in POWERS:
+            edits = sum(r.edits.get(effect, 0) for r in mixed)
+            found = sum(r.found.get(effect, 0) for r in mixed)
+            row[f"power_{effect:.2f}"] = (found, edits, *wilson(found, edits))
+        worse = sum(r.gain < 0 for r in mixed)
+        row["worse"] = (worse, loops, *wilson(worse, loops))
         row["gain_per_1k"] = mean_ci([1000 * r.gain / r.rollouts for r in mixed])
         row["gain"] = mean_ci([r.gain for r in mixed])
         row["rollouts_per_decision"] = mean_ci([r.rollouts / r.decisions for r in mixed])
-        row["mixed_noop_promoted"] = sum(r.promoted_noop for r in mixed) / loops
+        for key, free in (("lucky", False), ("unselected", True)):
+            if name in UNLUCKY:
+                row[key] = None
+                continue
+            rng = np.random.default_rng([seed, 3, int(free)])
+            draws = [lucky_power(name, rng, free) for _ in range(max(10, loops // 4))]
+            made = [hit for ok, hit in draws if ok]
+            row[key] = (sum(made), len(made), *wilson(sum(made), max(1, len(made))))
         results[name] = row
-        print(f"{name:40s} no-op loops promoting: bernoulli {row['noop_bernoulli'][0]}/{loops}"
-              f", partial {row['noop_partial'][0]}/{loops}; power {found}/{real}; gain/1k "
+        print(f"{name:45s} no-op loops promoting: bernoulli {row['noop_bernoulli'][0]}/{loops}"
+              f", partial {row['noop_partial'][0]}/{loops}; power +0.10 "
+              f"{row['power_0.10'][0]}/{row['power_0.10'][1]}; gain/1k "
               f"{row['gain_per_1k'][0]:.4f}; rollouts/decision "
-              f"{row['rollouts_per_decision'][0]:.1f}", flush=True)
+              f"{row['rollouts_per_decision'][0]:.1f}; after a lucky best "
+              f"{row['lucky'][:2] if row['lucky'] else '-'}", flush=True)
     return results
 
 
@@ -274,10 +403,16 @@ def rows(results: dict[str, dict[str, object]], loops: int) -> bool:
                  round(100 * hits / n, 2), "%", target,
                  note=f"95% CI {lo:.1%} .. {hi:.1%}; {n} loops; bound {ALPHA:.0%} + "
                       f"sampling error; {load}")
-        found, real, lo, hi = row["power"]  # type: ignore[misc]
-        emit(f"loop: power at +0.10 (real edits promoted), {name}",
-             round(100 * found / real, 2), "%",
-             note=f"95% CI {lo:.1%} .. {hi:.1%}; {real} real edits in {loops} loops")
+        mean, lo, hi = row["noop_promotions"]  # type: ignore[misc]
+        ledger = row["ledger"]
+        emit(f"loop: no-op promotions per no-op loop, {name}", round(mean, 3), "promotions",
+             note=f"95% CI {lo:.3f} .. {hi:.3f}; the run's ledger says "
+                  + ("-" if ledger is None else f"{ledger[0]:.3f}"))  # type: ignore[index]
+        for effect in POWERS:
+            found, real, lo, hi = row[f"power_{effect:.2f}"]  # type: ignore[misc]
+            emit(f"loop: power at +{effect:.2f} (edits promoted), {name}",
+                 round(100 * found / max(1, real), 2), "%",
+                 note=f"95% CI {lo:.1%} .. {hi:.1%}; {real} such edits in {loops} loops")
         mean, lo, hi = row["gain_per_1k"]  # type: ignore[misc]
         emit(f"loop: true gain found per 1,000 rollouts, {name}", round(mean, 4),
              "gain/1k rollouts", note=f"95% CI {lo:.4f} .. {hi:.4f}; final best's true "
@@ -285,30 +420,52 @@ def rows(results: dict[str, dict[str, object]], loops: int) -> bool:
         mean, lo, hi = row["rollouts_per_decision"]  # type: ignore[misc]
         emit(f"loop: rollouts per decision, {name}", round(mean, 1), "rollouts",
              note=f"95% CI {lo:.1f} .. {hi:.1f}")
+        if row["lucky"] is not None:
+            found, made, lo, hi = row["lucky"]  # type: ignore[misc]
+            emit(f"loop: power at +0.10 after a lucky best, {name}",
+                 round(100 * found / max(1, made), 2), "%",
+                 note=f"95% CI {lo:.1%} .. {hi:.1%}; {made} lucky bests")
     return ok
 
 
 def markdown(results: dict[str, dict[str, object]], loops: int, seed: int) -> str:
-    """The study as one markdown table (the docs include it: docs/statistics.md)."""
+    """The study as two markdown tables (the docs include them: docs/statistics.md)."""
     def rate(cell: object) -> str:
+        if cell is None:
+            return "—"
         hits, n, lo, hi = cell  # type: ignore[misc]
-        return f"{hits / n:.1%} [{lo:.1%}, {hi:.1%}]"
+        return f"{hits / max(1, n):.1%} [{lo:.1%}, {hi:.1%}]"
 
     def mean(cell: object, digits: int) -> str:
+        if cell is None:
+            return "—"
         m, lo, hi = cell  # type: ignore[misc]
         return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
+    lucky = max(10, loops // 4)
+    effects = ", ".join(f"{p:.0%} {e:+.2f}" for e, p in EFFECTS.items())
     lines = [f"Loops of {EDITS} edits, {TASKS} val tasks in {CLUSTERS} clusters x {TRIALS} "
              f"trials, alpha {ALPHA:g}; {loops} loops per procedure and case, seed {seed}; "
              f"{load_note()}; 95% intervals in brackets. Written by "
              "`benchmarks/perf/bench_loop_error.py` (part of `make bench`).", "",
-             "| procedure | no-op loops ending with a promoted no-op (Bernoulli) | "
-             "same, partial credit | power at +0.10 | true gain per 1,000 rollouts | "
-             "rollouts per decision |", "|---|---|---|---|---|---|"]
+             "**No-op loops** (every edit a no-op):", "",
+             "| procedure | loops ending with a promoted no-op (Bernoulli) | same, partial "
+             "credit | no-op promotions per loop | the run's ledger says |",
+             "|---|---|---|---|---|"]
     for name, row in results.items():
         lines.append(f"| {name} | {rate(row['noop_bernoulli'])} | {rate(row['noop_partial'])}"
-                     f" | {rate(row['power'])} | {mean(row['gain_per_1k'], 4)} | "
-                     f"{mean(row['rollouts_per_decision'], 1)} |")
+                     f" | {mean(row['noop_promotions'], 3)} | {mean(row['ledger'], 3)} |")
+    lines += ["", f"**Mixed loops** (each edit's effect on every rate: {effects}; Bernoulli; "
+              f"the lucky-best columns over {lucky} draws each):", "",
+              "| procedure | power at +0.05 | at +0.10 | at +0.20 | loops ending worse than "
+              "the seed | true gain per 1,000 rollouts | rollouts per decision | power at "
+              "+0.10 after a lucky best | against an unselected best |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in results.items():
+        lines.append(f"| {name} | {rate(row['power_0.05'])} | {rate(row['power_0.10'])} | "
+                     f"{rate(row['power_0.20'])} | {rate(row['worse'])} | "
+                     f"{mean(row['gain_per_1k'], 4)} | {mean(row['rollouts_per_decision'], 1)}"
+                     f" | {rate(row['lucky'])} | {rate(row['unselected'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -46,7 +46,7 @@ SCRIPTS = [
     Script("bench_optimize", HERE / "bench_optimize.py", timeout_s=600, quick_timeout_s=240),
     Script("bench_cluster", HERE / "bench_cluster.py", timeout_s=480, quick_timeout_s=300),
     Script("bench_gate", HERE / "bench_gate.py", timeout_s=300, quick_timeout_s=90),
-    Script("bench_loop_error", HERE / "bench_loop_error.py", timeout_s=900, quick_timeout_s=240),
+    Script("bench_loop_error", HERE / "bench_loop_error.py", timeout_s=1800, quick_timeout_s=300),
     Script("bench_verify", HERE / "bench_verify.py", timeout_s=120, quick_timeout_s=60),
     Script("bench_sandbox", HERE / "bench_sandbox.py", timeout_s=300, quick_timeout_s=120),
     Script("bench_diagnose_quality", HERE / "bench_diagnose_quality.py", timeout_s=240,

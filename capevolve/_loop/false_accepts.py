@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from capevolve._loop.frozen_config import run_config
 from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
+from capevolve._policy.keep_best import tentative
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import Decision, EventKind, GatePolicy
+from capevolve.kinds import Confidence, Decision, EventKind, GatePolicy
 from capevolve.records import GateEvent
 
 
@@ -26,7 +27,23 @@ def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
 
 
 def gate_tallies(run: RunDir) -> list[GateTally]:
-    """What each recorded gate contributes to the false-accept ledger."""
+    """What each recorded gate contributes to the false-accept ledger (a keep-best keep is
+    tentative while its label is not significant and no confirmation has made it so)."""
+    gates = [g for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
+    confirmed = _confirmed(run) if any(g.policy == GatePolicy.KEEP_BEST for g in gates) \
+        else set()
     return [GateTally(exploratory=bool(g.exploratory), decision=Decision(g.decision),
-                      alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""))
-            for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
+                      alpha=g.alpha, pair=(g.candidate_eval or "", g.best_eval or ""),
+                      tentative=(g.policy == GatePolicy.KEEP_BEST
+                                 and tentative(Decision(g.decision), g.confidence)
+                                 and (g.candidate_id, str(g.best_id)) not in confirmed))
+            for g in gates]
+
+
+def _confirmed(run: RunDir) -> set[tuple[str, str]]:
+    """(candidate id, best id) of every kept move a stored confirmation labelled
+    significant (rows are read only when the run has a confirmation at all)."""
+    from capevolve._loop.standing import stored_confirmations
+
+    return {(cand, str(ref)) for cand, ref, label in stored_confirmations(run)
+            if label == Confidence.SIGNIFICANT}

@@ -9,7 +9,7 @@ strict policy records the audit but is not changed by it.
 
 from __future__ import annotations
 
-from capevolve._loop.policy_inputs import goal_sides, outputs_changed, target_tasks
+from capevolve._loop.policy_inputs import goal_sides, outputs_changed, outputs_vary, target_tasks
 from capevolve._policy.audit import Audit, audit
 from capevolve._policy.gate import GateDecision, decide
 from capevolve._policy.keep_best import keep_best
@@ -38,6 +38,7 @@ def policy_verdict(run: RunDir, store: RolloutStore, cand_eval: EvalRecord,
                   candidate_excluded=cand_eval.excluded_tasks,
                   parent_excluded=best_eval.excluded_tasks,
                   outputs_changed=outputs_changed(store, cand_eval.eval_id, best_eval.eval_id),
+                  outputs_vary=outputs_vary(store, cand_eval.eval_id, best_eval.eval_id),
                   target=target, target_tasks=targeted)
     if settings.policy == GatePolicy.KEEP_BEST:
         return keep_best(strict, check), check

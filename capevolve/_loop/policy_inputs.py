@@ -3,8 +3,10 @@
 ``goal_sides`` gives each side's per-task valid trial values of the goal's metric (a trial
 without the part is missing, never 0), negated under ``direction: minimize`` so delta > 0 is
 always toward the goal; ``outputs_changed`` whether a task's stored outputs differ between
-sides; ``trial_means`` the per-trial means ``confirm`` pools; ``target_tasks`` the val tasks of
-a census bucket or diagnose cluster (GateError listing the valid ones).
+sides; ``outputs_vary`` whether they differ from trial to trial on a side (True), or each side
+gave one output on two or more scored trials (False; absent when not measured);
+``trial_means`` the per-trial means ``confirm`` pools; ``target_tasks`` the val tasks of a
+census bucket or diagnose cluster (GateError listing the valid ones).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import math
 from collections import defaultdict
 from typing import Any
+
+import numpy as np
 
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
@@ -76,6 +80,21 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
     """Task -> whether its stored outputs differ between the two evaluations."""
     cand, best = (_outputs(task_rows(store.layout, e)) for e in (cand_eval, best_eval))
     return {t: cand[t] != best[t] for t in cand.keys() & best.keys()}
+
+
+def outputs_vary(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
+    """Task -> whether its outputs differ from trial to trial (module docstring)."""
+    sides = [task_rows(store.layout, e) for e in (cand_eval, best_eval)]
+    outputs = [_outputs(rows) for rows in sides]
+    scored = [dict(zip(rows.tasks, np.diff(rows.offsets).tolist(), strict=True))
+              for rows in sides]
+    found: dict[str, bool] = {}
+    for task in outputs[0].keys() & outputs[1].keys():
+        if any("," in side[task] for side in outputs):  # more than one distinct digest
+            found[task] = True
+        elif all(side[task] >= 2 for side in scored):
+            found[task] = False
+    return found
 
 
 def _outputs(rows: TaskRows) -> dict[str, str]:

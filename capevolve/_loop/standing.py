@@ -16,7 +16,7 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
     a strict accept), the
     gate's ``confidence``, the ``policy`` and how many confirmations checked out."""
     confirmed: dict[tuple[str, str], list[str]] = {}
-    for cand, ref, label in _confirmations(run):
+    for cand, ref, label in stored_confirmations(run):
         confirmed.setdefault((cand, ref), []).append(str(label))
     out: dict[str, dict[str, Any]] = {}
     for event in run.events(EventKind.ACCEPT):
@@ -35,7 +35,7 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _confirmations(run: RunDir) -> list[tuple[str, Any, Any]]:
+def stored_confirmations(run: RunDir) -> list[tuple[str, Any, Any]]:
     """The stored confirmations that check out; the rows they are recomputed from are
     read (Arrow, DuckDB) only when a run has a confirmation at all, so ``status`` of a run
     without one stays light."""

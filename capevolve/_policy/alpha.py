@@ -3,8 +3,10 @@
 A gate accepts iff t > c, c the one-sided (1 - a) Student t quantile for its df; a is
 ``gate.alpha`` (``per_gate``) or ``gate.alpha / budget.max_iterations`` (``run``), or a fixed
 ``gate.k_se`` with the a it implies. ``false_accept_summary`` sums a over distinct decisive
-pairs (the expected false accepts); under ``run``, ``run_alpha_refusal`` refuses a new pair once
-pairs gated or candidates measured on val would exceed max_iterations.
+pairs (the expected false accepts); under keep-best, whose level bounds nothing, it counts the
+keeps as they happen instead (a tentative keep 1, a significant one its a, a refusal 0). Under
+``run``, ``run_alpha_refusal`` refuses a new pair once pairs gated or candidates measured on
+val would exceed max_iterations.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class GateTally:
     alpha: float | None
     pair: tuple[str, str]
     """(candidate eval id, best eval id) the gate compared."""
+    tentative: bool = False
+    """keep-best: the gate kept the move without showing it beyond noise, and no
+    confirmation has labelled it significant since."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,8 @@ class FalseAcceptSummary:
     distinct_pairs: int
     """Distinct evaluation pairs among the decisive (accept/reject) decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far."""
+    """Upper bound of the expected number of false accepts so far (keep-best: the count of
+    the module docstring)."""
     alpha: float
     """gate.alpha."""
     alpha_spending: str
@@ -99,22 +105,33 @@ class FalseAcceptSummary:
     """The false-accept probability each gate spends (a, or a * a for a two-stage gate
     under confirm; None with a fixed k_se: it depends on each gate's df)."""
     planned_bound: float | None
-    """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
+    """Bound on P(any false accept) over the budgeted iterations (None: no cap, k_se or
+    keep-best)."""
     guarantee: str = ""
     """What the loop guarantees at these settings, in one sentence."""
+    keep_best: bool = False
+    """The run's policy is keep-best (the ledger counts keeps as they happen)."""
+    tentative_keeps: int = 0
+    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return dict(self.__dict__)
 
 
-def _decisive_pairs(tallies: Iterable[GateTally]) -> dict[tuple[str, str], float]:
-    """The a spent per distinct pair of evaluations by decisive decision gates."""
+def _decisive_pairs(tallies: Iterable[GateTally],
+                    keep_best: bool = False) -> dict[tuple[str, str], float]:
+    """The a spent per distinct pair of evaluations by decisive decision gates (under
+    keep-best, what each pair counts: see the module docstring)."""
     spent: dict[tuple[str, str], float] = {}
     for tally in tallies:
         if tally.exploratory or tally.decision == Decision.INDECISIVE:
             continue
-        spent[tally.pair] = max(spent.get(tally.pair, 0.0), tally.alpha or 0.0)
+        risk = tally.alpha or 0.0
+        if keep_best:
+            risk = 0.0 if tally.decision != Decision.ACCEPT else 1.0 if tally.tentative \
+                else risk
+        spent[tally.pair] = max(spent.get(tally.pair, 0.0), risk)
     return spent
 
 
@@ -144,15 +161,18 @@ def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
                          max_iterations: int, keep_best: bool = False) -> FalseAcceptSummary:
     """Sum the per-gate a of the distinct decisive decision gates of a run."""
     items = list(tallies)
-    decisive = _decisive_pairs(items)
+    decisive = _decisive_pairs(items, keep_best)
     fixed = config.k_se is not None
     per_gate = None if fixed else gate_risk(config, max_iterations)
     planned = None
-    if per_gate is not None and max_iterations > 0:
+    if per_gate is not None and max_iterations > 0 and not keep_best:
         planned = min(1.0, per_gate * max_iterations)
+    tentative = {t.pair for t in items if t.tentative and not t.exploratory
+                 and t.decision == Decision.ACCEPT} if keep_best else set()
     return FalseAcceptSummary(
         gates=len(items), decision_gates=sum(not t.exploratory for t in items),
         exploratory_gates=sum(t.exploratory for t in items), distinct_pairs=len(decisive),
         expected_false_accepts=sum(decisive.values()), alpha=config.alpha,
         alpha_spending=str(config.alpha_spending), per_gate_alpha=per_gate,
-        planned_bound=planned, guarantee=guarantee(config, max_iterations, keep_best))
+        planned_bound=planned, guarantee=guarantee(config, max_iterations, keep_best),
+        keep_best=keep_best, tentative_keeps=len(tentative))

@@ -2,9 +2,13 @@
 
 Per val task, in the goal's direction: flips up, down or unchanged; the candidate's scored and
 excluded sets must equal the parent's (else the move is an artifact); with a target, the
-targeted tasks must gain; a flipped-down task whose outputs did not change is noise, one whose
-outputs changed is caused (recorded, never a failure). It passes iff the denominators agree and,
-with a target, the target gained. The statistics page of the docs gives the rule in full.
+targeted tasks must gain. A flipped-down task is judged against the project's own
+trial-to-trial variation (s, the pooled within-task sd of both sides): noise when its outputs
+did not change; caused when they changed and it dropped more than ``NOISE_BAND`` standard
+errors, or when each side gave one output on two or more trials; noise when they changed within
+that band and also differ from trial to trial; else unknown (recorded, never a failure). It
+passes iff the denominators agree and, with a target, the target gained. The statistics page of
+the docs gives the rule in full.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from typing import Any
 from capevolve._policy.outcomes import SideOutcomes
 from capevolve._policy.thresholds import exceeds
 
-__all__ = ["Audit", "audit"]
+__all__ = ["NOISE_BAND", "Audit", "audit"]
+
+NOISE_BAND = 2.0
+"""Standard errors of the trial-to-trial variation a task's drop must exceed to be caused."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,8 @@ class Audit:
     noise_regressions: list[str] = field(default_factory=list)
     caused_regressions: list[str] = field(default_factory=list)
     unknown_regressions: list[str] = field(default_factory=list)
+    trial_sd: float | None = None
+    """The pooled trial-to-trial standard deviation s of rule 4 (None: not measured)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in the gate record and the decision record."""
@@ -51,9 +60,46 @@ def _gain(diffs: Mapping[str, float], tasks: Collection[str]) -> float:
     return math.fsum(diffs[t] for t in tasks if t in diffs)
 
 
+def _trial_sd(sides: Sequence[SideOutcomes], tasks: Sequence[str]) -> float | None:
+    """The pooled within-task standard deviation of the sides' trials (rule 4)."""
+    import numpy as np
+
+    terms: list[float] = []
+    dof = 0
+    for side in sides:
+        stats = side.aligned(tasks)
+        spread = stats.n >= 2
+        terms += ((stats.n[spread] - 1) * stats.variance[spread]).tolist()
+        dof += int(np.sum(stats.n[spread] - 1))
+    return math.sqrt(math.fsum(terms) / dof) if dof else None
+
+
+def _regressions(drops: Mapping[str, tuple[float, int, int]], trial_sd: float | None,
+                 changed: Mapping[str, bool],
+                 vary: Mapping[str, bool]) -> tuple[list[str], list[str], list[str]]:
+    """(noise, caused, unknown) among the flipped-down tasks, ``drops`` mapping each to
+    (its drop, the candidate's trials, the parent's trials) (rule 4)."""
+    noise, caused, unknown = [], [], []
+    for task, (drop, n_cand, n_par) in drops.items():
+        beyond = trial_sd is not None and exceeds(
+            drop, NOISE_BAND * trial_sd * math.sqrt(1.0 / n_cand + 1.0 / n_par))
+        if changed.get(task) is False:
+            noise.append(task)
+        elif task not in changed:
+            unknown.append(task)
+        elif beyond or vary.get(task) is False:
+            caused.append(task)
+        elif vary.get(task) is True:
+            noise.append(task)
+        else:
+            unknown.append(task)
+    return noise, caused, unknown
+
+
 def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str], *,
           sign: int = 1, candidate_excluded: Collection[str] = (),
           parent_excluded: Collection[str] = (), outputs_changed: Mapping[str, bool] | None = None,
+          outputs_vary: Mapping[str, bool] | None = None,
           target: str | None = None, target_tasks: Collection[str] = ()) -> Audit:
     """Audit ``candidate`` against ``parent`` over ``val_ids`` (see the module docstring)."""
     import numpy as np  # every task's difference at once
@@ -73,10 +119,12 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
     only_par, only_cand = sorted(par_scored - cand_scored), sorted(cand_scored - par_scored)
     excl_par, excl_cand = sorted(par_excl - cand_excl), sorted(cand_excl - par_excl)
     denominator_ok = not (only_par or only_cand or excl_par or excl_cand)
-    changed = outputs_changed or {}
-    noise = [t for t in down if changed.get(t) is False]
-    caused = [t for t in down if changed.get(t) is True]
-    unknown = [t for t in down if t not in changed]
+    trial_sd = _trial_sd((candidate, parent), both)
+    n_cand = dict(zip(both, candidate.aligned(both).n.tolist(), strict=True))
+    n_par = dict(zip(both, parent.aligned(both).n.tolist(), strict=True))
+    noise, caused, unknown = _regressions(
+        {t: (-diffs[t], n_cand[t], n_par[t]) for t in down}, trial_sd,
+        outputs_changed or {}, outputs_vary or {})
     targeted = sorted(set(target_tasks) & val)
     target_gain = other_gain = None
     if target is not None:
@@ -99,10 +147,12 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
             f"{other_gain:+.4f} elsewhere"
             + ("" if target_ok else " -- the move does not come from the targeted datapoints"))
     if down:
-        reasons.append(f"regressions: {len(caused)} caused (output changed), {len(noise)} "
-                       f"noise (output unchanged), {len(unknown)} not compared")
+        band = ("not measured" if trial_sd is None else
+                f"{NOISE_BAND:g} SE at trial sd {trial_sd:.4f}")
+        reasons.append(f"regressions: {len(caused)} caused, {len(noise)} noise, "
+                       f"{len(unknown)} not comparable (trial-to-trial variation: {band})")
     passed = denominator_ok and target_ok
     sentence = ("audit passed: " if passed else "audit failed: ") + "; ".join(reasons)
     return Audit(passed, sentence, up, down, same, denominator_ok, only_par, only_cand,
                  excl_par, excl_cand, target, targeted, target_gain, other_gain, noise,
-                 caused, unknown)
+                 caused, unknown, trial_sd)

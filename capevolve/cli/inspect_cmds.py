@@ -20,7 +20,7 @@ HtmlOpt = Annotated[bool, typer.Option(
 
 def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
     from capevolve.report.data import model_spend_lines, standing_text
-    from capevolve.report.words import scored_text
+    from capevolve.report.words import keep_count, scored_text
 
     spent, budget, best = status.spent, status.budget, status.best_val
     cost = "not recorded" if spent.cost_usd is None else f"${spent.cost_usd:.4f}"
@@ -41,7 +41,7 @@ def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
         *(f"model calls, {line}" for line in model_spend_lines(status.model_spend)),
     ]
     lines += [f"WARNING: {w}" for w in status.containment]
-    stop = stop_line(status.stop.to_dict() if status.stop else None)
+    stop = stop_line(status.stop)
     if stop:
         lines.append(stop)
     loop = status.optimize
@@ -57,7 +57,7 @@ def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
     gates = status.gates
     lines.append(f"gates run {gates.gates} ({gates.exploratory_gates} exploratory); "
                  f"expected false accepts {gates.expected_false_accepts:.3f} at the run's "
-                 "gate settings")
+                 "gate settings" + keep_count(gates.to_dict()))
     if gates.guarantee:
         lines.append(f"the loop guarantees: {gates.guarantee}")
     for e in status.evaluations:

@@ -74,7 +74,8 @@ class GateLedger(Result):
     distinct_pairs: int
     """Distinct evaluation pairs among the decisive decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far."""
+    """Upper bound of the expected number of false accepts so far (keep-best: each tentative
+    keep 1, each significant one its gate's risk)."""
     alpha: float
     alpha_spending: str
     per_gate_alpha: float | None
@@ -83,6 +84,10 @@ class GateLedger(Result):
     """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
     guarantee: str
     """What the loop guarantees at these settings, in one sentence."""
+    keep_best: bool = False
+    """The run's policy is keep-best: the ledger counts its keeps as they happen."""
+    tentative_keeps: int = 0
+    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
 
 
 class FinalLine(Result):

@@ -24,7 +24,7 @@ from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind, Split
 from capevolve.report.data import model_spend_lines, standing_text
 from capevolve.report.loop_section import loop_section
-from capevolve.report.words import gate_power_text, scored_text
+from capevolve.report.words import gate_power_text, keep_count, scored_text
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -174,7 +174,8 @@ def _gates_section(run: RunDir) -> list[str]:
         f"- gates run: {summary.gates} ({summary.decision_gates} deciding, "
         f"{summary.exploratory_gates} exploratory)",
         f"- expected false accepts so far: {summary.expected_false_accepts:.3f} "
-        f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})",
+        f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})"
+        f"{keep_count(summary.to_dict())}",
         f"- bound on any false accept over the budgeted iterations: {planned}",
         f"- the loop guarantees: {summary.guarantee}",
     ]

@@ -33,3 +33,12 @@ def gate_power_text(power: Mapping[str, Any] | None) -> str | None:
     if needed is not None and needed > k:
         text += f"; {needed} trials per task would detect gate.min_delta"
     return text
+
+
+def keep_count(ledger: Mapping[str, Any]) -> str:
+    """How a keep-best ledger counts (empty for the strict policy, whose figure is the sum
+    of the gates' alpha): ``; keep-best counts each of its 3 tentative keeps as 1``."""
+    if not ledger.get("keep_best"):
+        return ""
+    return (f"; keep-best counts each of its {ledger['tentative_keeps']} keeps not shown "
+            "beyond noise as 1 (a possible false keep)")

@@ -98,8 +98,16 @@ def test_the_recorded_gate_equals_the_oracle(gated):
     outs = {e: r.outputs() for e, r in records.items()}
     changed = {t: outs[cand_eval.eval_id][t] != outs[best_eval.eval_id][t]
                for t in outs[cand_eval.eval_id].keys() & outs[best_eval.eval_id].keys()}
+    scored = {e: r.outcomes().rewards for e, r in records.items()}
+    vary = {}  # differing outputs on a side; one output on >= 2 scored trials of each
+    for t in changed:
+        if any(len(outs[e][t]) > 1 for e in outs):
+            vary[t] = True
+        elif all(len(scored[e][t]) >= 2 for e in scored):
+            vary[t] = False
     check = old.audit(cand, best, run.splits.val, candidate_excluded=cand_eval.excluded_tasks,
-                      parent_excluded=best_eval.excluded_tasks, outputs_changed=changed)
+                      parent_excluded=best_eval.excluded_tasks, outputs_changed=changed,
+                      outputs_vary=vary)
     assert repr(result["audit"]) == repr(check.to_dict())
     assert result["n_compared"] > 20 and result["delta"] is not None
     assert result["power"] is not None and result["audit"]["flipped_down"]

@@ -10,6 +10,7 @@ from fixtures.projects import clean_env, make_candidate, make_project
 
 from capevolve._loop.decide import accept, gate_candidate, reject
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.false_accepts import false_accept_ledger
 from capevolve._loop.no_change import no_change
 from capevolve._loop.run import start_run
 from capevolve._store import results
@@ -45,6 +46,10 @@ def test_keep_best_keeps_a_within_noise_gain_as_tentative_and_strict_refuses_it(
     assert record["t_stat"] == kept["t"] and record["flipped_up"] == kept["audit"]["flipped_up"]
     assert record["before_mean"] == kept["best_mean"] and record["scored"] == 10
     assert "could be noise" in record["reasoning"] and record["spend"]["iterations"] == 1
+    ledger = false_accept_ledger(run)  # the keep counts as it happened: 1, not alpha
+    assert ledger.keep_best and ledger.tentative_keeps == 1
+    assert ledger.expected_false_accepts == 1.0 and ledger.planned_bound is None
+    assert false_accept_ledger(outcomes["strict"][0]).expected_false_accepts < 0.05
 
 
 def test_keep_best_refuses_a_gain_over_a_shrunk_denominator(tmp_path):

@@ -57,6 +57,10 @@ def test_a_kept_move_is_tentative_everywhere_until_confirmed(kept):
     assert "tentative: within_noise" in shown["html"]
     assert shown["report"]["standing"] == "tentative"
     assert shown["view"]["standing"] == "tentative"
+    gates = shown["status"]["gates"]  # the keep counts 1 in the ledger, everywhere
+    assert gates["expected_false_accepts"] == 1.0 and gates["tentative_keeps"] == 1
+    counted = "keep-best counts each of its 1 keeps not shown beyond noise as 1"
+    assert counted in shown["text"] and counted in shown["md"] and counted in shown["html"]
 
 
 def test_a_forged_confirmation_changes_nothing_and_a_real_one_confirms(kept):
@@ -80,3 +84,5 @@ def test_a_forged_confirmation_changes_nothing_and_a_real_one_confirms(kept):
     assert shown["status"]["standings"][cid]["confirmations"] == 1
     assert f"best {cid} (confirmed)" in shown["text"] and "accept (confirmed)" in shown["md"]
     assert ">confirmed</small>" in shown["html"] and shown["view"]["standing"] == "confirmed"
+    gates = shown["status"]["gates"]  # confirmed: its gate's alpha, no longer a whole keep
+    assert gates["tentative_keeps"] == 0 and gates["expected_false_accepts"] < 0.06

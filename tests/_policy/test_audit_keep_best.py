@@ -1,5 +1,6 @@
 """The mechanism audit and the keep-best rule, on hand-built outcomes (pure)."""
 
+import numpy as np
 import pytest
 
 from capevolve._policy.audit import audit
@@ -48,12 +49,70 @@ def test_a_gain_away_from_the_target_fails_the_audit():
 
 
 def test_regressions_are_noise_when_the_output_did_not_change():
-    parent = _side({"t0": [1.0], "t1": [1.0], "t2": [1.0]})
-    cand = _side({"t0": [0.0], "t1": [0.0], "t2": [0.0]})
+    parent = _side({"t0": [1.0, 1.0], "t1": [1.0, 1.0], "t2": [1.0, 1.0]})
+    cand = _side({"t0": [0.0, 0.0], "t1": [0.0, 0.0], "t2": [0.0, 0.0]})
     result = audit(cand, parent, ["t0", "t1", "t2"],
                    outputs_changed={"t0": False, "t1": True})
     assert result.noise_regressions == ["t0"] and result.caused_regressions == ["t1"]
     assert result.unknown_regressions == ["t2"] and result.passed  # recorded, not a failure
+    assert result.trial_sd == 0.0  # no trial-to-trial variation: any drop is beyond it
+
+
+def test_a_changed_output_is_caused_only_beyond_the_projects_trial_to_trial_variation():
+    """A stochastic program's outputs differ on every trial: a changed output alone is no
+    evidence; the drop is compared with the pooled trial-to-trial spread of both sides."""
+    tasks = [f"t{i}" for i in range(8)]
+    parent = _side({t: [0.0, 1.0, 1.0, 1.0] for t in tasks})  # sd 0.5 on every task
+    cand = _side({**{t: [0.0, 1.0, 1.0, 1.0] for t in tasks},
+                  "t0": [0.0, 1.0, 0.0, 1.0],  # -0.25: within 2 SE (2 * 0.5 * sqrt(1/2))
+                  "t1": [0.0, 0.0, 0.0, 0.0]})  # -0.75: beyond
+    stochastic = audit(cand, parent, tasks, outputs_changed=dict.fromkeys(tasks, True),
+                       outputs_vary=dict.fromkeys(tasks, True))
+    assert stochastic.flipped_down == ["t0", "t1"]
+    assert stochastic.noise_regressions == ["t0"] and stochastic.caused_regressions == ["t1"]
+    assert stochastic.trial_sd is not None and 0.4 < stochastic.trial_sd < 0.5
+    assert "1 caused, 1 noise" in stochastic.reasoning
+    # the same drop within the variation on a task whose outputs never vary: caused
+    steady = audit(cand, parent, tasks, outputs_changed=dict.fromkeys(tasks, True),
+                   outputs_vary={"t0": False})
+    assert steady.caused_regressions == ["t0", "t1"]
+    # within the variation and the outputs' own variation not measured: not comparable
+    unmeasured = audit(cand, parent, tasks, outputs_changed=dict.fromkeys(tasks, True))
+    assert unmeasured.unknown_regressions == ["t0"] and unmeasured.caused_regressions == ["t1"]
+
+
+def test_one_trial_measures_no_variation_so_a_changed_output_is_not_comparable():
+    parent, cand = _side({"t0": [1.0], "t1": [1.0]}), _side({"t0": [0.0], "t1": [1.0]})
+    result = audit(cand, parent, ["t0", "t1"], outputs_changed={"t0": True, "t1": True})
+    assert result.trial_sd is None and result.unknown_regressions == ["t0"]
+    assert "not measured" in result.reasoning
+
+
+def test_noop_edits_of_a_stochastic_program_are_mostly_noise_real_harm_is_caused():
+    """Known truth: 200 no-op comparisons of a program whose outputs differ on every trial
+    (every output changed) call few tasks caused; a task whose success rate fell from 0.9
+    to 0.1 is caused."""
+    rng = np.random.default_rng(7)
+    tasks = [f"t{i:02d}" for i in range(30)]
+    noop_caused = noop_down = harmed_caused = 0
+    for _ in range(200):
+        rates = rng.uniform(0.1, 0.9, len(tasks))
+        rates[0] = 0.9
+        after = rates.copy()
+        after[0] = 0.1
+
+        def draw(p: np.ndarray) -> SideOutcomes:
+            return _side({t: (rng.random(5) < q).astype(float).tolist()
+                          for t, q in zip(tasks, p, strict=True)})
+
+        result = audit(draw(after), draw(rates), tasks,
+                       outputs_changed=dict.fromkeys(tasks, True),
+                       outputs_vary=dict.fromkeys(tasks, True))
+        noop_down += sum(t != "t00" for t in result.flipped_down)
+        noop_caused += sum(t != "t00" for t in result.caused_regressions)
+        harmed_caused += "t00" in result.caused_regressions
+    assert noop_caused / noop_down < 0.15, noop_caused / noop_down  # the former rule: 1.0
+    assert harmed_caused / 200 > 0.8, harmed_caused / 200
 
 
 def _noisy(mean_shift: float) -> tuple[SideOutcomes, SideOutcomes]:

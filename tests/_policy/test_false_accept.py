@@ -139,3 +139,35 @@ def test_run_spending_refuses_chances_beyond_the_budget():
             GateTally(False, Decision.INDECISIVE, 0.025, ("c8", "s"))]
     assert run_alpha_refusal(free, run, 1, ("c1", "s"), 1) is None
     assert run_alpha_refusal(spent, GateConfig(), 2, ("c3", "c2"), 50) is None
+
+
+def test_keep_best_counts_each_tentative_keep_as_one_false_keep():
+    """keep-best keeps any move of the point estimate: a tentative keep counts 1 (in a
+    loop of no-op edits every keep is a false keep), a significant keep its gate's a, a
+    refused move 0; no loop bound is claimed."""
+    tallies = [
+        GateTally(False, Decision.ACCEPT, 0.05, ("c1", "s"), tentative=True),
+        GateTally(False, Decision.ACCEPT, 0.05, ("c1", "s"), tentative=True),  # re-gated
+        GateTally(False, Decision.ACCEPT, 0.05, ("c2", "c1"), tentative=True),
+        GateTally(False, Decision.ACCEPT, 0.05, ("c3", "c2")),  # significant
+        GateTally(False, Decision.REJECT, 0.05, ("c4", "c3")),
+        GateTally(True, Decision.ACCEPT, 0.3, ("c5", "c3"), tentative=True),  # exploratory
+    ]
+    config = GateConfig(policy="keep-best", alpha_spending="per_gate")
+    kept = false_accept_summary(tallies, config, 20, keep_best=True)
+    assert kept.expected_false_accepts == pytest.approx(2.05)
+    assert kept.tentative_keeps == 2 and kept.keep_best and kept.planned_bound is None
+    assert "no bound" in kept.guarantee
+    strict = false_accept_summary(tallies, config, 20)  # the strict reading of the same
+    assert strict.expected_false_accepts == pytest.approx(0.20) and strict.tentative_keeps == 0
+
+
+def test_keep_count_says_how_a_keep_best_ledger_counts():
+    from capevolve.report.words import keep_count
+
+    config = GateConfig(policy="keep-best", alpha_spending="per_gate")
+    tally = GateTally(False, Decision.ACCEPT, 0.05, ("c1", "s"), tentative=True)
+    assert keep_count(false_accept_summary([tally], config, 20, keep_best=True).to_dict()) \
+        == "; keep-best counts each of its 1 keeps not shown beyond noise as 1 (a possible " \
+           "false keep)"
+    assert keep_count(false_accept_summary([tally], GateConfig(), 20).to_dict()) == ""

@@ -115,8 +115,10 @@ def test_decide_and_audit_equal_the_scalar_oracle(seed: int) -> None:
         old.regressions(old_c, old_b, tasks, config.regression_drop)
     target = [t for t in val if rng.random() < 0.3]
     changed = {t: bool(rng.random() < 0.5) for t in val if rng.random() < 0.8}
-    options = {"outputs_changed": changed, "target": "bucket" if target else None,
-               "target_tasks": target, "candidate_excluded": val[:1],
+    vary = {t: bool(rng.random() < 0.5) for t in val if rng.random() < 0.6}
+    options = {"outputs_changed": changed, "outputs_vary": vary,
+               "target": "bucket" if target else None, "target_tasks": target,
+               "candidate_excluded": val[:1],
                "parent_excluded": val[:int(rng.integers(0, 2))]}
     assert _same(audit(new_c, new_b, val, **options).to_dict(),
                  old.audit(old_c, old_b, val, **options).to_dict())

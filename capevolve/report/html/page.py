@@ -11,7 +11,7 @@ from typing import Any
 
 from capevolve.report.html import charts, outcome_charts
 from capevolve.report.html.svg import DECISION_COLOURS, esc
-from capevolve.report.words import gate_power_text, scored_text
+from capevolve.report.words import gate_power_text, keep_count, scored_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;
@@ -163,7 +163,7 @@ def render_html(data: dict[str, Any]) -> str:
         ("Lineage", charts.lineage_tree(data["candidates"])),
         ("Gates", charts.forest(data["gates"])
          + f"<p>{esc(ledger['gates'])} gates run, expected false accepts "
-           f"{_num(ledger['expected_false_accepts'])}.</p>"
+           f"{_num(ledger['expected_false_accepts'])}{esc(keep_count(ledger))}.</p>"
          + f"<p>The loop guarantees: {esc(ledger.get('guarantee') or 'not recorded')}.</p>"),
         ("Candidate × task (val means)", charts.heatmap(data["heatmap"], kept, run["best_id"])),
         ("pass^k", outcome_charts.pass_k(data["pass_k"], final)),
