@@ -7,7 +7,6 @@ from typing import Annotated, Any
 import typer
 
 import capevolve
-from capevolve import _api
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
 
@@ -53,6 +52,8 @@ def doctor(address: AddressOpt = None,
     """Connect to the cluster, list nodes, CPUs, object store, Python / Ray / capevolve
     versions on the driver and every node, and whether each can build the sandbox; exit 1
     if a node mismatches, cannot import capevolve or cannot build the sandbox."""
+    from capevolve import _api
+
     _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
     report = capevolve.doctor(address, timeout_s).to_dict()
