@@ -52,7 +52,7 @@ def doctor(address: AddressOpt = None,
     """Connect to the cluster, list nodes, CPUs, object store, Python / Ray / capevolve
     versions on the driver and every node, and whether each can build the sandbox; exit 1
     if a node mismatches, cannot import capevolve or cannot build the sandbox."""
-    from capevolve import _api  # not at import: --help loads no record or store
+    from capevolve import _api
 
     _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it
     progress(f"capevolve: probing {address or 'a local Ray'} ...")

@@ -181,8 +181,11 @@ def gate(candidate: Annotated[str, typer.Option(
         fail("gate: --run-dir R or --project P is required (P's latest run; the current "
              "directory when it holds a capevolve.yaml), or the raw form with --current")
     elif k_se is None and mode is None and min_delta is None:
-        result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target, engine=engine, address=address)
+        from capevolve.progress.live import live_progress
+
+        with live_progress():  # a confirmation's evaluations: units, rate, ETA on stderr
+            result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
+                                    target=target, engine=engine, address=address)
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials)

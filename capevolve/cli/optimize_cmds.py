@@ -33,9 +33,9 @@ def iteration_line(row: IterationLine) -> str:
     numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
                f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
                if row.val_child is not None else "")
-    from capevolve.report.words import gate_power_text  # not at import: --help stays light
-
     reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
+    from capevolve.report.words import gate_power_text
+
     power = gate_power_text(row.power)
     return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
             f"{row.outcome:<12}{screen}{numbers}  {what}{reason}"
@@ -112,10 +112,9 @@ def optimize(
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve.progress.iterations import IterationRow
     from capevolve.progress.live import live_progress
+    from capevolve.report.words import gate_power_text
 
     with live_progress() as display:  # on stderr: each evaluation's units and the table
-        from capevolve.report.words import gate_power_text
-
         def shown(row: IterationLine) -> None:
             if display is None:
                 progress(iteration_line(row))
