@@ -41,7 +41,7 @@ def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
         *(f"model calls, {line}" for line in model_spend_lines(status.model_spend)),
     ]
     lines += [f"WARNING: {w}" for w in status.containment]
-    stop = stop_line(status.stop.to_dict() if status.stop else None)
+    stop = stop_line(status.stop)
     if stop:
         lines.append(stop)
     loop = status.optimize
