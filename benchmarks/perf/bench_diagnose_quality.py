@@ -59,8 +59,10 @@ TARGET_ARI = 0.7
 RETAIL = Path(__file__).resolve().parents[1] / "retail"
 HELDOUT = Path(__file__).resolve().parents[1] / "diagnose_heldout"
 HELDOUT_PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review",
-                    "it_helpdesk", "pharmacy_refill", "hotel_desk", "freight_quotes")
-DESIGNED_ON = frozenset({"refund_desk", "clinic_booking", "sales_lookup", "expense_review"})
+                    "it_helpdesk", "pharmacy_refill", "hotel_desk", "freight_quotes",
+                    "car_rental", "payroll_query")
+DESIGNED_ON = frozenset({"refund_desk", "clinic_booking", "sales_lookup", "expense_review",
+                         "hotel_desk"})
 """Held-out projects a rule was designed on after they were written (their figures measure
 a rule that has seen them); the others were never used to design one."""
 

@@ -13,7 +13,7 @@ from capevolve._project.loader import check_project, load_project
 ROOT = Path(__file__).resolve().parents[2]
 HELDOUT = ROOT / "benchmarks" / "diagnose_heldout"
 PROJECTS = ("refund_desk", "clinic_booking", "sales_lookup", "expense_review", "it_helpdesk",
-            "pharmacy_refill", "hotel_desk", "freight_quotes")
+            "pharmacy_refill", "hotel_desk", "freight_quotes", "car_rental", "payroll_query")
 sys.path[:0] = [str(ROOT / "benchmarks" / "perf"), str(HELDOUT)]
 
 
