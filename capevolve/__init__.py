@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         LoopLine,
         LoopSpend,
         MeanLine,
+        ModelSpend,
         NoChange,
         OptimizeSummary,
         PerRollout,
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
         Rejected,
         RoleSpend,
         RunManifest,
+        RunProblem,
         RunStatus,
         Spent,
         StopParse,
@@ -125,10 +127,10 @@ _RECORDS = ("Accepted", "BudgetLeft", "CandidateRecord", "CandidateStanding", "C
             "ClusterReport", "ConfirmTrials", "Confirmation", "DiagnosisRecord", "Estimate",
             "EvalLine", "EvalRecord", "Event", "FinalLine", "FinalRecord", "GateLedger",
             "GateNumbers", "GateRecord", "Handoff", "IntRange", "IterationLine", "LoopLine",
-            "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary", "PerRollout",
+            "LoopSpend", "MeanLine", "ModelSpend", "NoChange", "OptimizeSummary", "PerRollout",
             "PlannedPower", "ProbeResult", "ProjectCheck", "ProjectInit", "ProposerSpend",
-            "Quarantine", "Rejected", "RoleSpend", "RunManifest", "RunStatus", "Spent",
-            "StopParse", "StopPredicate", "UsdRange", "UserEvent", "Verification")
+            "Quarantine", "Rejected", "RoleSpend", "RunManifest", "RunProblem", "RunStatus",
+            "Spent", "StopParse", "StopPredicate", "UsdRange", "UserEvent", "Verification")
 _ADAPTER = ("Adapter", "Rollout", "Score", "Task", "ToolCall", "TransientError")
 
 # where each lazily loaded name lives (pydantic records load on first use: `--help` stays fast)
@@ -187,6 +189,7 @@ __all__ = [
     "LoopLine",
     "LoopSpend",
     "MeanLine",
+    "ModelSpend",
     "NoChange",
     "OptimizeSummary",
     "PerRollout",
@@ -203,6 +206,7 @@ __all__ = [
     "RunDir",
     "RunDirError",
     "RunManifest",
+    "RunProblem",
     "RunStatus",
     "Score",
     "Spent",

@@ -261,15 +261,16 @@ class EvaluatorConfig(_Section):
     """judge: what a score of 1 and of 0 mean; the only instructions the judge gets
     about scoring (never the optimization goal)."""
     base_url: str | None = None
-    """judge: an OpenAI-compatible endpoint (``http://host:port/v1``)."""
+    """judge: an OpenAI-compatible endpoint (``http://host:port/v1``); with model, instead
+    of ``models.judge`` (None: ``models.judge`` is the judge)."""
     model: str | None = None
     """judge: the model id, pinned (recorded in run.json with the config)."""
     api_key_env: str | None = None
     """judge: the environment variable holding the API key (None: no key sent)."""
     timeout_s: float = Field(60.0, gt=0)
-    """judge: per-call deadline, retries included."""
+    """judge with its own base_url: per-call deadline, retries included."""
     max_tokens: int = Field(256, ge=16)
-    """judge: the answer's token bound."""
+    """judge with its own base_url: the answer's token bound."""
     needs_expected: bool = True
     """Whether a datapoint without an expected value is unscoreable for this evaluator
     (judge: set False for a rubric that needs no reference answer)."""
@@ -281,10 +282,11 @@ class EvaluatorConfig(_Section):
         if self.kind == EvaluatorKind.JSON_FIELD and not self.field:
             raise ValueError(f"evaluator {self.name!r}: kind json_field needs field")
         if self.kind == EvaluatorKind.JUDGE:
-            missing = [k for k in ("rubric", "base_url", "model") if not getattr(self, k)]
-            if missing:
-                raise ValueError(f"evaluator {self.name!r}: kind judge needs "
-                                 f"{', '.join(missing)}")
+            if not self.rubric:
+                raise ValueError(f"evaluator {self.name!r}: kind judge needs rubric")
+            if bool(self.base_url) != bool(self.model):
+                raise ValueError(f"evaluator {self.name!r}: give both base_url and model, or "
+                                 "neither to use models.judge")
         if self.kind == EvaluatorKind.REGEX and self.pattern:
             import re
             try:
@@ -365,6 +367,10 @@ class ProjectConfig(_Section):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"evaluators: duplicate names {', '.join(duplicates)}")
+        for ev in self.evaluators:
+            if ev.kind == EvaluatorKind.JUDGE and not ev.model and self.models.judge is None:
+                raise ValueError(f"evaluator {ev.name!r}: kind judge needs a model: declare "
+                                 "models.judge (or give the evaluator base_url and model)")
         return self
 
     @model_validator(mode="after")

@@ -23,12 +23,13 @@ EXPECTED = [
     "DiagnosisRecord", "EngineError", "EngineKind", "Estimate", "EvalLine", "EvalPurpose",
     "EvalRecord", "EvalStatus", "Event", "EventKind", "FinalLine", "FinalRecord", "GateError",
     "GateLedger", "GateMode", "GateNumbers", "GatePolicy", "GateRecord", "Handoff", "IntRange",
-    "IterationLine", "LoopLine", "LoopSpend", "MeanLine", "NoChange", "OptimizeSummary",
-    "PerRollout", "PlannedPower", "ProbeResult", "ProjectCheck", "ProjectInit",
-    "ProposerSpend", "Quarantine", "RecordError", "Rejected", "RoleSpend", "Rollout", "RunDir",
-    "RunDirError", "RunManifest", "RunStatus", "Score", "Spent", "Split", "Standing",
-    "StopParse", "StopPredicate", "StoreError", "Task", "TestSealError", "TestVerdict",
-    "ToolCall", "TransientError", "UsdRange", "UserEvent", "Verification",
+    "IterationLine", "LoopLine", "LoopSpend", "MeanLine", "ModelSpend", "NoChange",
+    "OptimizeSummary", "PerRollout", "PlannedPower", "ProbeResult", "ProjectCheck",
+    "ProjectInit", "ProposerSpend", "Quarantine", "RecordError", "Rejected", "RoleSpend",
+    "Rollout", "RunDir", "RunDirError", "RunManifest", "RunProblem", "RunStatus", "Score",
+    "Spent", "Split", "Standing", "StopParse", "StopPredicate", "StoreError", "Task",
+    "TestSealError", "TestVerdict", "ToolCall", "TransientError", "UsdRange", "UserEvent",
+    "Verification",
     "accept", "check_project", "checkout", "confirm", "create_run", "diagnose_candidate",
     "doctor", "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers",
     "init_project", "log_event", "no_change", "open_run", "optimize_run", "probe",
@@ -234,12 +235,16 @@ def test_the_verbs_run_a_whole_loop_on_the_toy_project(tmp_path):
 
 
 def test_results_nest_typed_parts():
-    """No field of a verb's result is a dict of arbitrary values where a typed part exists:
-    status's spend, budget, standings, gates, final and loop; optimize's rows, spend and
-    final; a confirmation's trials and evaluations."""
+    """No field of a verb's result is a dict of arbitrary values where a typed part exists
+    (status's spend, budget, standings, gates, final, loop and model calls; check's and
+    the handoff's power; the estimate's ranges; verify's problems; optimize's rows, spend
+    and final; a confirmation's trials and evaluations)."""
     nested = {capevolve.RunStatus: ("spent", "budget", "budget_left", "spent_by_role",
                                     "standings", "best_standing", "gates", "final", "stop",
-                                    "optimize"),
+                                    "optimize", "model_spend"),
+              capevolve.ProjectCheck: ("power", "stop"), capevolve.Handoff: ("power",),
+              capevolve.Estimate: ("rollouts", "per_rollout", "tokens", "usd"),
+              capevolve.Verification: ("problems",),
               capevolve.OptimizeSummary: ("iterations", "best_val", "seed_val",
                                           "stop_condition", "spend", "final"),
               capevolve.Confirmation: ("trials", "evals")}

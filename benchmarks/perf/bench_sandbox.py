@@ -1,6 +1,7 @@
-"""What the sandbox costs: one evaluation of the same latency-bound project with and without
-it (``engine.isolation: sandbox`` vs ``none``), on the local engine and, with ``--ray``, on
-the Ray engine.
+"""What the sandbox costs: one evaluation of the same latency-bound project without it
+(``engine.isolation: none``) and in it (``sandbox``: one per worker and candidate), on the
+local engine and, with ``--ray``, on the Ray engine; and what starting one sandbox costs
+(what a sandbox per rollout would add to each rollout).
 
     .venv/bin/python benchmarks/perf/bench_sandbox.py [--tasks 400] [--sleep 0.1] [--ray] [--quick]
 
@@ -8,8 +9,9 @@ Each rollout of the test suite's flex adapter awaits ``--sleep`` seconds; 64 are
 each mode runs twice, alternated, and the faster run counts.
 Printed per engine and mode: rollouts/s (units / wall time of ``evaluate``, process and
 sandbox start included) and the latency-bound ratio (wall time / the ideal
-ceil(units / 64) x sleep); the sandboxed rows have the uncontained ones as reference.
-``--quick``: 80 tasks.
+ceil(units / 64) x sleep), with the uncontained run as reference. Then the median wall time
+of starting the project's sandbox around a Python that imports the worker, and of the same
+Python without it. ``--quick``: 80 tasks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 CONCURRENCY = 64
+MODES = ("none", "sandbox")
 
 
 def measure(work: Path, kind: str, isolation: str, tasks: int, sleep: float) -> float:
@@ -50,6 +56,38 @@ def measure(work: Path, kind: str, isolation: str, tasks: int, sleep: float) -> 
     return wall
 
 
+def start_ms(work: Path, repeats: int = 10) -> dict[str, float]:
+    """Medians, in milliseconds, of the wall time of a Python that imports the worker in the
+    sandbox of a project like the measured one (``boxed``) and without it (``bare``), and
+    the CPU time (user + system) of the one without it (``bare_cpu``; inside the sandbox
+    the process is reaped in its own PID namespace, so its CPU time is not ours to read)."""
+    from fixtures.projects import make_project
+
+    from capevolve._engine import sandbox
+    from capevolve._loop.containment import sandbox_spec
+    from capevolve._loop.evaluate import run_project
+    from capevolve._loop.run import create_run
+
+    project = make_project(work / "start" / "p", 8, trials=1, sleep=0.0)
+    run = create_run(project, work / "start" / "run")
+    loaded = run_project(run)
+    spec = sandbox_spec(run, loaded, loaded.adapter())
+    assert spec is not None
+    argv = [sys.executable, "-P", "-c", "import capevolve._engine.worker"]
+    boxed = sandbox.command(sandbox.exposure_of(spec, str(project)), argv)
+    times: dict[str, list[float]] = {"boxed": [], "bare": [], "bare_cpu": []}
+    for _ in range(repeats):
+        for name, cmd in (("boxed", boxed), ("bare", argv)):
+            before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times[name].append(1000 * (time.perf_counter() - start))
+            if name == "bare":
+                times["bare_cpu"].append(1000 * (after.ru_utime - before.ru_utime
+                                                 + after.ru_stime - before.ru_stime))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=400)
@@ -69,7 +107,7 @@ def main() -> None:
     for kind in ["local", *(["ray"] if args.ray else [])]:
         walls: dict[str, float] = {}
         for round_ in range(2):  # alternated, best of two (the first pays the warm-up)
-            for mode in ("none", "sandbox"):
+            for mode in MODES:
                 wall = measure(work / str(round_), kind, mode, args.tasks, args.sleep)
                 walls[mode] = min(wall, walls.get(mode, wall))
         for mode, wall in walls.items():
@@ -77,7 +115,7 @@ def main() -> None:
             print(f"{kind} {mode}: {units} rollouts in {wall:.2f} s: {rate:.0f}/s, "
                   f"{ratio:.2f}x the latency-bound ideal {ideal:.2f} s")
         base = walls["none"]
-        for mode in ("none", "sandbox"):
+        for mode in MODES:
             wall = walls[mode]
             ref = "" if mode == "none" else f"uncontained {units / base:.0f}/s"
             emit(f"{kind} engine, isolation {mode}: rollouts/s ({units} x {args.sleep:g} s, "
@@ -87,6 +125,18 @@ def main() -> None:
                  round(wall / ideal, 2), "x",
                  reference="" if mode == "none" else f"uncontained {base / ideal:.2f}x",
                  note=load_note())
+    start = start_ms(work)
+    cores = os.cpu_count() or 1
+    print(f"start: Python importing the worker {start['boxed']:.0f} ms in the sandbox, "
+          f"{start['bare']:.0f} ms ({start['bare_cpu']:.0f} ms CPU) without it (medians of "
+          f"10): a process per rollout caps {cores} cores at "
+          f"{cores * 1000 / start['bare_cpu']:.1f} rollouts/s")
+    emit("one sandbox started (bwrap + Python importing the worker): wall time",
+         round(start["boxed"]), "ms", reference=f"without the sandbox {start['bare']:.0f} ms; "
+         f"a rollout here awaits {1000 * args.sleep:.0f} ms", note=load_note())
+    emit("a Python importing the worker (the least a process per rollout costs): CPU time",
+         round(start["bare_cpu"]), "ms", reference=f"caps {cores} cores at "
+         f"{cores * 1000 / start['bare_cpu']:.1f} rollouts/s", note=load_note())
 
 
 if __name__ == "__main__":

@@ -56,8 +56,14 @@ in ``protected_paths`` so it is hidden as one directory."""
 
 @functools.cache
 def unavailable() -> str | None:
-    """Why a sandbox cannot be built on this machine (None when it can): bwrap is run once
-    per process with the namespaces and mounts a worker gets."""
+    """Why a sandbox cannot be built on this machine (None when it can), checked once per
+    process (:func:`check`)."""
+    return check()
+
+
+def check() -> str | None:
+    """Why a sandbox cannot be built on this machine, or None: bwrap is run with the
+    namespaces and mounts a worker gets."""
     if not sys.platform.startswith("linux"):
         return f"no OS sandbox on {sys.platform} (capevolve uses bubblewrap, Linux only)"
     exe = shutil.which(BWRAP)

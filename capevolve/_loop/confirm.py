@@ -4,8 +4,8 @@
 trials n..n+K-1 on both (purpose confirm: new seeds shared by both sides, never gated), pools
 each side's per-trial means of the goal's metric (:mod:`capevolve._policy.confirm`) and stores
 ``confirmations/<n>.json`` with the label before and after. It never moves the best; an
-incomplete evaluation refuses it; confirming again with the same K reuses the stored
-evaluations.
+incomplete evaluation refuses it, as do evaluations whose rows disagree on the model (as the
+gate compares them); confirming again with the same K reuses the stored evaluations.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from capevolve._loop.decision_records import last_gate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal, require_gateable, val_eval
+from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import trial_means
 from capevolve._policy.confirm import confirm_numbers
 from capevolve._store import jsonfiles
@@ -83,6 +84,11 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
     if run.best_id != best_before:
         raise GateError("confirm: the best moved while confirming; run it again")
     store = RolloutStore(run.layout)
+    incomparable = pooled_refusal(store, [existing[candidate_id].eval_id,
+                                          fresh[candidate_id].eval_id],
+                                  [existing[reference].eval_id, fresh[reference].eval_id])
+    if incomparable:
+        raise GateError(f"confirm refused: {incomparable}")
     pooled = {c: _pooled(store, existing[c], fresh[c], config.goal) for c in sides}
     numbers = confirm_numbers(pooled[candidate_id], pooled[reference], config.gate.min_delta)
     gate = last_gate(run, candidate_id, reference)

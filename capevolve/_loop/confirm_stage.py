@@ -12,6 +12,7 @@ from typing import Any
 
 from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
+from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import goal_sides
 from capevolve._policy.gate import GateDecision, decide
 from capevolve._policy.loop_alpha import CONFIRM_FACTOR, stage_alpha
@@ -86,6 +87,11 @@ def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
     record: dict[str, Any] = {
         "first_trial": first, "n_trials": trials, "alpha": level,
         "candidate_eval": fresh[sides[0]].eval_id, "best_eval": fresh[sides[1]].eval_id}
+    incomparable = pooled_refusal(
+        store, [cand_eval.eval_id, fresh[sides[0]].eval_id],
+        [best_eval.eval_id, fresh[sides[1]].eval_id])
+    if incomparable:
+        missing.append(f"not comparable: {incomparable}")
     if missing:
         return replace(screen, decision=Decision.INDECISIVE, alpha=bound, reasons=[
             *screen.reasons, *(f"confirmation: {m}" for m in missing)]), record

@@ -1,8 +1,9 @@
 """capevolve doctor: is this Ray cluster ready for capevolve, before a rollout is paid for?
 
 :func:`diagnose` joins the cluster as every engine command does and returns the Ray engine's
-overview plus ``problems``: one line per node that did not answer, cannot import capevolve, or
-runs another Python, Ray or capevolve version than the driver (``ok`` when there is none).
+overview plus ``problems``: one line per node that did not answer, cannot import capevolve,
+runs another Python, Ray or capevolve version than the driver, or cannot build the sandbox
+candidate code runs in (``ok`` when there is none).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
             continue
         if probe.get("capevolve_import"):
             problems.append(f"{name}: capevolve is not importable: {probe['capevolve_import']}")
+        elif probe.get("sandbox"):
+            problems.append(f"{name}: cannot sandbox candidate code ({probe['sandbox']}); "
+                            "its rollouts fail unless engine.isolation: none")
         for key, label in COMPARED:
             mine, theirs = driver.get(key), probe.get(key)
             if key == "python":  # Ray needs the same major.minor; patch levels may differ

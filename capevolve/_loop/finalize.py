@@ -1,11 +1,12 @@
 """Score the best candidate and the seed on the held-out test split, exactly once.
 
 finalize burns the seal, records the finalize in the project's ledger, scores best and seed on
-test and writes final.json: an incomplete test evaluation is not measured (``missing`` says
-what); a complete one states a verdict on the val gain (:mod:`capevolve._policy.verdict`);
-``test_reuse`` counts earlier finalizes on the same test ids. A seed best is refused
-(:class:`SeedIsBest`) before anything is recorded. A finalize that died resumes the same two
-test evaluations when run again.
+test and writes final.json: an incomplete test evaluation, or two whose rows disagree on the
+model (as the gate compares them), is not measured (``missing`` says what); a complete one
+states a verdict on the val gain (:mod:`capevolve._policy.verdict`); ``test_reuse`` counts
+earlier finalizes on the same test ids. A seed best is refused (:class:`SeedIsBest`) before
+anything is recorded. A finalize that died resumes the same two test evaluations when run
+again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from capevolve._engine.contract import Engine
+from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
 from capevolve._loop.gate_evals import gateable_val
@@ -24,6 +26,7 @@ from capevolve._store import ledger, seal
 from capevolve._store.documents import write_final
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
+from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError, TestSealError
 from capevolve.kinds import SEED_ID, EventKind, Split
@@ -119,8 +122,10 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     baseline = best if best_id == baseline_id else evaluate(
         run, baseline_id, Split.TEST, engine=engine, address=address, allow_test=True)
     best, baseline = with_task_means(run, best), with_task_means(run, baseline)
+    incomparable = None if best is baseline else models_pin.pooled_refusal(
+        RolloutStore(run.layout), [best["eval_id"]], [baseline["eval_id"]])
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
-                         entry.test_ids_sha256)
+                         entry.test_ids_sha256, incomparable)
     final = final.model_copy(update={"containment": run_warnings(run)})
     write_final(run.layout, final)
     seal.complete(run.layout, taken)
@@ -131,11 +136,15 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
 
 def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, Any],
                  test_ids: tuple[str, ...] | list[str], val_delta: float | None,
-                 reuse: TestReuse | None, test_ids_sha256: str) -> FinalRecord:
-    """final.json from the two test evaluation records (see the module docstring)."""
+                 reuse: TestReuse | None, test_ids_sha256: str,
+                 incomparable: str | None = None) -> FinalRecord:
+    """final.json from the two test evaluation records (see the module docstring);
+    ``incomparable`` (their rows disagree on the model) makes the comparison not measured."""
     sides = [rule.TestSide(e["eval_id"], e["status"], e.get("incomplete_reason"),
                            e.get("task_means") or {}) for e in (best, baseline)]
     gap = rule.missing(sides, test_ids)
+    if incomparable:
+        gap.incomplete[str(best["eval_id"])] = f"not comparable: {incomparable}"
     clusters = best.get("clusters") or baseline.get("clusters")
     numbers: dict[str, Any] = {
         "n_compared": len(set(sides[0].task_means) & set(sides[1].task_means))}

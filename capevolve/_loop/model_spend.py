@@ -55,7 +55,7 @@ def model_spend(run: RunDir, proposer: dict[str, Any] | None = None) -> dict[str
         out["check"] = _role(check.get("prompt_tokens", 0) + check.get("completion_tokens", 0),
                              check.get("cost_usd") if priced > 0 else None,
                              bool(check.get("unknown_attempts") or check.get("unpriced_calls")))
-    if proposer and proposer.get("tokens"):
+    if proposer and (proposer.get("tokens") or proposer.get("cost_unrecorded")):
         out["proposer"] = _role(proposer["tokens"], proposer.get("cost_usd"),
                                 bool(proposer.get("cost_unrecorded")))
     return out

@@ -10,6 +10,8 @@ from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.config import ProjectConfig
 from capevolve.errors import ConfigError, StoreError
+from capevolve.kinds import EvaluatorKind
+from capevolve.models.prices import table_price
 from capevolve.models.settings import ModelSettings, differences, resolve, with_candidate
 
 ROLES = ("agent", "judge", "proposer")
@@ -17,7 +19,8 @@ ROLES = ("agent", "judge", "proposer")
 
 def pinned(config: ProjectConfig, source: str = "capevolve.yaml") -> dict[str, Any]:
     """run.json's ``models`` and ``models_fingerprint`` for ``config``; ConfigError when
-    ``budget.max_usd`` is set and a declared model has no known price."""
+    ``budget.max_usd`` is set and a declared model (a role, or a judge evaluator's own)
+    has no known price."""
     models: dict[str, dict[str, Any]] = {}
     for role in ROLES:
         declared = getattr(config.models, role)
@@ -28,6 +31,13 @@ def pinned(config: ProjectConfig, source: str = "capevolve.yaml") -> dict[str, A
             raise ConfigError(f"{source}: budget.max_usd is set but model {settings.model!r} "
                               f"(models.{role}) has no known price; set models.{role}.price")
         models[role] = settings.model_dump(mode="json")
+    for ev in config.evaluators:  # a judge evaluator with its own endpoint: no price option
+        if config.budget.max_usd > 0 and ev.model and ev.kind == EvaluatorKind.JUDGE \
+                and table_price(ev.model, ev.base_url) is None:
+            raise ConfigError(f"{source}: budget.max_usd is set but model {ev.model!r} "
+                              f"(evaluator {ev.name!r}) has no known price; declare it as "
+                              "models.judge with a price and drop the evaluator's base_url "
+                              "and model")
     compared = {role: ModelSettings.model_validate(models[role]).compared()
                 for role in ("agent", "judge") if role in models}
     digest = hashlib.sha256(json.dumps(compared, sort_keys=True).encode()).hexdigest() \
@@ -78,3 +88,17 @@ def comparison_refusal(store: RolloutStore, cand_eval: str, best_eval: str
         return (f"the endpoint reported model {', '.join(sorted(cand_models))} for "
                 f"{cand_eval} but {', '.join(sorted(best_models))} for {best_eval}", own)
     return None, own
+
+
+def pooled_refusal(store: RolloutStore, candidate_evals: list[str],
+                   reference_evals: list[str]) -> str | None:
+    """Why evaluations that confirm pools (or finalize compares) may not be used together:
+    the evaluations of one side must agree among themselves, and the two sides' last
+    ones are compared as the gate compares them (:func:`comparison_refusal`)."""
+    for evals in (candidate_evals, reference_evals):
+        for other in evals[1:]:
+            why, _ = comparison_refusal(store, other, evals[0])
+            if why:
+                return why
+    why, _ = comparison_refusal(store, candidate_evals[-1], reference_evals[-1])
+    return why

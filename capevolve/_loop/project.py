@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._loop.loop_status import stop_parse
+from capevolve._loop.models_check import model_warnings
 from capevolve._policy.power_plan import planned_power
 from capevolve._policy.protect import protected_collisions, protected_patterns
 from capevolve._project.loader import NOT_DETERMINISTIC, check_project_warnings, load_tasks
@@ -17,6 +18,7 @@ from capevolve.adapter import Task
 from capevolve.config import ProjectConfig
 from capevolve.errors import CapevolveError
 from capevolve.kinds import EvaluatorKind
+from capevolve.models import Meter
 
 
 def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
@@ -31,7 +33,8 @@ def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
 
 def check(project_dir: Path | str) -> dict[str, Any]:
     """Every problem with a project, in words (see ``check_project``), plus its task count."""
-    loaded, problems, found = check_project_warnings(project_dir)
+    probe = Meter()
+    loaded, problems, found = check_project_warnings(project_dir, probe)
     metrics = _metrics(loaded.config) if loaded else None
     judges = ", ".join(metrics["judge"]) if metrics else ""
     trials = loaded.config.num_trials if loaded else 0
@@ -40,6 +43,7 @@ def check(project_dir: Path | str) -> dict[str, Any]:
         if w.startswith(NOT_DETERMINISTIC) else "") for w in found]
     if loaded is not None:
         warnings += _protected_seed_files(loaded.capability_dir, loaded.config)
+        warnings += model_warnings(loaded.config, probe.snapshot())
     n_tasks, power = None, None
     if loaded is not None and not problems:
         adapter = loaded.adapter()

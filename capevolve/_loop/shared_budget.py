@@ -94,10 +94,3 @@ def ending(run: RunDir, token: str) -> Iterator[None]:
             yield
         finally:
             reg.live.pop(token, None)
-
-
-def live_count(run: RunDir) -> int:
-    """Evaluations of ``run`` dispatching in this process now."""
-    reg = _registry(run)
-    with reg.lock:
-        return len(reg.live)

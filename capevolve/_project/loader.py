@@ -24,7 +24,7 @@ from capevolve.errors import (
     JudgeError,
     JudgeUnavailable,
 )
-from capevolve.models import Meter, resolve, scope
+from capevolve.models import Meter, judging, resolve, scope
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
 
@@ -133,7 +133,7 @@ def load_adapter(root: Path, spec: str) -> Any:
 def _probe_score(adapter: Any, project: Project, task: Task,
                  meter: Meter) -> tuple[list[str], list[str]]:
     """(problems, warnings) of scoring one seed rollout twice. The probe rollout runs with the
-    project's agent model, counted on ``meter``."""
+    project's agent model; it and the judge's calls are counted on ``meter``."""
     judged = bool(getattr(adapter, "judged", False))
     declared = project.config.models.agent
     settings = None if declared is None else resolve(declared, "agent", project.config.models)
@@ -145,8 +145,9 @@ def _probe_score(adapter: Any, project: Project, task: Task,
             return [f"run_target returned {type(rollout).__name__}, expected Rollout"], []
         if rollout.error:
             return [f"run_target on task {task.id!r} reported an error: {rollout.error}"], []
-        first = call_sync(adapter.score, task, rollout)
-        second = call_sync(adapter.score, task, rollout)
+        with judging(meter):  # the judge's calls are the check's spend too
+            first = call_sync(adapter.score, task, rollout)
+            second = call_sync(adapter.score, task, rollout)
     except JudgeError as exc:
         found = f"probe on task {task.id!r} raised {type(exc).__name__}: {exc}"
         unreachable = isinstance(exc, JudgeUnavailable)

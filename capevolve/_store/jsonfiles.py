@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,20 +62,3 @@ def append_line(path: Path, obj: Any) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def read_lines(path: Path) -> Iterator[dict]:
-    """Every complete JSON record in an append-only log; a torn line is skipped."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        return
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            yield record

@@ -30,9 +30,9 @@ def no_change(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     unreachable): the best is carried forward, results/<n>.json is written with the reason,
     and no iteration is spent (excluded from every aggregate)."""
     run_dir = resolve_run_dir(run_dir, project)
-    result = capevolve.no_change(run_dir, reason, candidate).to_dict()
-    emit(result, json, f"no_change recorded as result {result['result']}: best stays "
-                       f"{result['best_id']}")
+    result = capevolve.no_change(run_dir, reason, candidate)
+    emit(result.to_dict(), json, f"no_change recorded as result {result.result}: best stays "
+                                 f"{result.best_id}")
 
 
 @command
@@ -46,15 +46,14 @@ def confirm(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     (t-test and raw band) and the confidence label. It never changes which candidate is
     best."""
     run_dir = resolve_run_dir(run_dir, project)
-    r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine,
-                          address=address).to_dict()
-    t = "—" if r["t"] is None else f"{r['t']:.2f}"
-    emit(r, json, f"{candidate} vs {r['reference_id']} over {r['n_candidate']}+{r['n_best']} "
-                  f"trials: delta {r['delta']:+.4f}, SE_diff {r['se_diff']:.4f}, t {t}: "
-                  f"{r['confidence']} (was {r['label_before']})"
-                  + (", still TENTATIVE" if r["tentative"] else "")
-                  + f"; raw band {'cleared' if r['raw_band_cleared'] else 'not cleared'}; "
-                  f"best stays {r['best_id']}")
+    r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine, address=address)
+    t = "—" if r.t is None else f"{r.t:.2f}"
+    emit(r.to_dict(), json,
+         f"{candidate} vs {r.reference_id} over {r.n_candidate}+{r.n_best} trials: delta "
+         f"{r.delta:+.4f}, SE_diff {r.se_diff:.4f}, t {t}: {r.confidence} (was "
+         f"{r.label_before})" + (", still TENTATIVE" if r.tentative else "")
+         + f"; raw band {'cleared' if r.raw_band_cleared else 'not cleared'}; "
+         f"best stays {r.best_id}")
 
 
 @command
@@ -78,7 +77,7 @@ def probe(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
     split_or_fail(split, "probe")
     ids = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]
     r = capevolve.probe(run_dir, candidate, tasks=ids, cluster=cluster, failing=failing,
-                        split=split, engine=engine, address=address).to_dict()
+                        split=split, engine=engine, address=address)
     hint = ("; suggestion: record `capevolve no-change --reason ...`"
-            if r["suggestion"] == "no_change" else "")
-    emit(r, json, f"{r['eval_id']} [{r['status']}]: {r['reasoning']}{hint}")
+            if r.suggestion == "no_change" else "")
+    emit(r.to_dict(), json, f"{r.eval_id} [{r.status}]: {r.reasoning}{hint}")

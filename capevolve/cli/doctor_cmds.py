@@ -7,7 +7,6 @@ from typing import Annotated, Any
 import typer
 
 import capevolve
-from capevolve import _api
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
 
@@ -21,7 +20,8 @@ def render(report: dict[str, Any]) -> str:
              (f"driver: Python {d['python']}, Ray {d['ray_version']}, "
              f"capevolve {d['capevolve_version']} on {d['hostname']}"),
              (f"{'node':<14} {'address':<16} {'head':<5} {'CPU':>5} {'GPU':>4} "
-             f"{'obj store':>10} {'Python':<8} {'Ray':<8} {'capevolve':<10} custom")]
+             f"{'obj store':>10} {'Python':<8} {'Ray':<8} {'capevolve':<10} {'sandbox':<8} "
+             "custom")]
     for n in report["nodes"]:
         p = n.get("probe") or {}
         custom = ", ".join(f"{k}={v:g}" for k, v in n["custom_resources"].items()) or "-"
@@ -29,12 +29,19 @@ def render(report: dict[str, Any]) -> str:
             f"{n['node_id'][:12]:<14} {n['address']!s:<16} {'yes' if n['is_head'] else '':<5} "
             f"{n['cpus']:>5g} {n['gpus']:>4g} {n['object_store_bytes'] / GIB:>8.2f}Gi "
             f"{p.get('python', '?')!s:<8} {p.get('ray_version', '?')!s:<8} "
-            f"{p.get('capevolve_version', '?')!s:<10} {custom}")
+            f"{p.get('capevolve_version', '?')!s:<10} {_sandbox(p):<8} {custom}")
     if report["problems"]:
         lines += ["problems:", *(f"- {line}" for line in report["problems"])]
     else:
         lines.append("ok: every node matches the driver")
     return "\n".join(lines)
+
+
+def _sandbox(probe: dict[str, Any]) -> str:
+    """Whether the node can build the sandbox: yes, no, or ? (not probed)."""
+    if "sandbox" not in probe:
+        return "?"
+    return "no" if probe["sandbox"] else "yes"
 
 
 @command
@@ -43,8 +50,10 @@ def doctor(address: AddressOpt = None,
                "--timeout", min=1, help="Seconds to wait for every node's probe.")] = 60.0,
            json: JsonOpt = False) -> None:
     """Connect to the cluster, list nodes, CPUs, object store, Python / Ray / capevolve
-    versions on the driver and every node; exit 1 if a node mismatches or cannot import
-    capevolve."""
+    versions on the driver and every node, and whether each can build the sandbox; exit 1
+    if a node mismatches, cannot import capevolve or cannot build the sandbox."""
+    from capevolve import _api
+
     _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
     report = capevolve.doctor(address, timeout_s).to_dict()

@@ -22,7 +22,7 @@ from capevolve.cli.output import command, emit, exit_if_breaker, fail, fmt_mean,
 from capevolve.kinds import GateMode
 
 if TYPE_CHECKING:
-    from capevolve.records import GateNumbers, GateRecord
+    from capevolve.records import EvalRecord, GateNumbers, GateRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
              "n_scored", "n_errors", "n_trials", "pass_k", "coverage", "units_run", "purpose",
@@ -34,15 +34,15 @@ TargetOpt = Annotated[str | None, typer.Option(
 CandidateIdOpt = Annotated[str, typer.Option("--candidate", "-c", help="Candidate id.")]
 
 
-def _eval_human(record: dict, already: bool = False) -> str:
+def _eval_human(record: EvalRecord, already: bool = False) -> str:
     from capevolve.report.words import scored_text
 
-    pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record["pass_k"].items()) or "—"
-    mean = fmt_mean(record["mean"], record["stderr"])
-    scored = scored_text(record["n_scored"], record["n_tasks"], record.get("excluded_reasons"))
-    return (f"{record['eval_id']}: {'already complete, nothing ran: ' if already else ''}"
-            f"{record['split']} mean {mean} ({scored}; {record['n_errors']} errored trials, "
-            f"{record['n_trials']} trials; {pass_k}) [{record['status']}]")
+    pass_k = ", ".join(f"pass^{k} {v:.3f}" for k, v in record.pass_k.items()) or "—"
+    mean = fmt_mean(record.mean, record.stderr)
+    scored = scored_text(record.n_scored, record.n_tasks, record.excluded_reasons)
+    return (f"{record.eval_id}: {'already complete, nothing ran: ' if already else ''}"
+            f"{record.split} mean {mean} ({scored}; {record.n_errors} errored trials, "
+            f"{record.n_trials} trials; {pass_k}) [{record.status}]")
 
 
 @command
@@ -88,14 +88,15 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
     started = dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
     with live_progress():  # on stderr: units, rate, ETA, errors, running mean
         record = capevolve.evaluate(run, candidate, split, n_trials=n_trials, engine=engine,
-                                    address=address, target=target).to_dict()
+                                    address=address, target=target)
     # a complete evaluation is returned as it was: it finished before this command started
-    already = record["status"] == "complete" and (record.get("finished_at") or "") < started
-    payload = {k: record.get(k) for k in EVAL_KEYS}
+    already = record.status == "complete" and (record.finished_at or "") < started
+    data = record.to_dict()
+    payload = {k: data.get(k) for k in EVAL_KEYS}
     if already:
         payload.update(units_run=0, already_complete=True)
     emit(payload, json, _eval_human(record, already))
-    exit_if_breaker(record.get("incomplete_reason"))
+    exit_if_breaker(record.incomplete_reason)
 
 
 def _gate_human(result: GateRecord | GateNumbers) -> str:
@@ -180,8 +181,11 @@ def gate(candidate: Annotated[str, typer.Option(
         fail("gate: --run-dir R or --project P is required (P's latest run; the current "
              "directory when it holds a capevolve.yaml), or the raw form with --current")
     elif k_se is None and mode is None and min_delta is None:
-        result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                target=target, engine=engine, address=address)
+        from capevolve.progress.live import live_progress
+
+        with live_progress():  # a confirmation's evaluations: units, rate, ETA on stderr
+            result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
+                                    target=target, engine=engine, address=address)
     else:
         result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
                                         min_delta=min_delta, n_trials=n_trials)

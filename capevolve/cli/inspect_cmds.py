@@ -38,10 +38,11 @@ def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
         f"{spent.tokens or 'not recorded'}; cost {cost}{cap(budget.max_usd)}; "
         f"wall {spent.wall_s:.1f}s",
         f"stop condition: {status.stop_condition or '—'}; stall {status.stall}",
-        *(f"model calls, {line}" for line in model_spend_lines(status.model_spend)),
+        *(f"model calls, {line}" for line in model_spend_lines(
+            {role: spend.to_dict() for role, spend in status.model_spend.items()})),
     ]
     lines += [f"WARNING: {w}" for w in status.containment]
-    stop = stop_line(status.stop.to_dict() if status.stop else None)
+    stop = stop_line(status.stop)
     if stop:
         lines.append(stop)
     loop = status.optimize

@@ -16,7 +16,6 @@ from capevolve.cli.options import (
     resolve_run_dir,
 )
 from capevolve.cli.output import command, emit, fmt_mean, progress
-from capevolve.report.words import gate_power_text
 
 if TYPE_CHECKING:
     from capevolve.records import IterationLine, MeanLine, OptimizeSummary
@@ -35,6 +34,8 @@ def iteration_line(row: IterationLine) -> str:
                f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
                if row.val_child is not None else "")
     reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
+    from capevolve.report.words import gate_power_text
+
     power = gate_power_text(row.power)
     return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
             f"{row.outcome:<12}{screen}{numbers}  {what}{reason}"
@@ -111,6 +112,7 @@ def optimize(
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve.progress.iterations import IterationRow
     from capevolve.progress.live import live_progress
+    from capevolve.report.words import gate_power_text
 
     with live_progress() as display:  # on stderr: each evaluation's units and the table
         def shown(row: IterationLine) -> None:

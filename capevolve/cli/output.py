@@ -15,12 +15,15 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from capevolve import telemetry as otel
 from capevolve.errors import CapevolveError, Interrupted
+
+if TYPE_CHECKING:
+    from capevolve.records import StopParse
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -173,11 +176,11 @@ def fmt_mean(mean: float | None, stderr: float | None) -> str:
     return f"{mean:.3f} ± {stderr:.3f}" if stderr is not None else f"{mean:.3f}"
 
 
-def stop_line(stop: dict[str, Any] | None) -> str | None:
+def stop_line(stop: StopParse | None) -> str | None:
     """How the stop condition parsed: its predicates, and every clause that did not parse."""
-    if not stop or not stop["text"]:
+    if not stop or not stop.text:
         return None
-    means = "; ".join(p["means"] for p in stop["predicates"]) or "nothing"
-    unparsed = (f"; NOT PARSED: {'; '.join(repr(u) for u in stop['unparsed'])}"
-                if stop["unparsed"] else "")
+    means = "; ".join(p.means for p in stop.predicates) or "nothing"
+    unparsed = (f"; NOT PARSED: {'; '.join(repr(u) for u in stop.unparsed)}"
+                if stop.unparsed else "")
     return f"stop condition parsed as: {means}{unparsed}"

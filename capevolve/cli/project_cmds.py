@@ -45,7 +45,7 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
     human += "".join(f"\nwarning: {w}" for w in result.warnings)
     if result.power:
         human += "\n" + result.power.text
-    stop = stop_line(result.stop.to_dict() if result.stop else None)
+    stop = stop_line(result.stop)
     if stop:
         human += "\n" + stop
     emit(result.to_dict(), json, human)

@@ -77,7 +77,8 @@ class DatasetAdapter:
         if ev.kind == EvaluatorKind.JUDGE:
             judge = self._judges.get(ev.name)
             if judge is None:
-                judge = self._judges[ev.name] = Judge(ev, self.config.domain_notes)
+                judge = Judge(ev, self.config.domain_notes, self.config.models)
+                self._judges[ev.name] = judge
             return judge.score(task.input, output, task.target)
         function = self._functions.get(ev.name)
         if function is None:

@@ -2,8 +2,10 @@
 
 The system message holds the evaluator's ``rubric`` and the project's ``domain_notes``; the
 datapoint sits in the user message between per-call random tags the content cannot forge, as
-data, never instructions. The call is pinned to the evaluator's ``model`` at temperature 0 and
-asks for ``{"score": <0..1>, "justification": <text>}`` exactly: any other or cut answer is a
+data, never instructions. The call is pinned to the evaluator's own ``model`` (else the
+project's ``models.judge``) at temperature 0, asks for the verdict's JSON schema
+(``response_format``; the client drops it for an endpoint that refuses it) and takes
+``{"score": <0..1>, "justification": <text>}`` exactly: any other or cut answer is a
 JudgeError (an error row, never a 0); an endpoint unreachable past its retries is
 JudgeUnavailable (the evaluation stays incomplete).
 """
@@ -16,9 +18,9 @@ import secrets
 from typing import Any
 
 from capevolve.config import EvaluatorConfig
-from capevolve.config_models import ModelConfig
-from capevolve.errors import JudgeError, JudgeUnavailable, ModelError, ModelUnavailable
-from capevolve.models import ModelClient, current_judge_meter, resolve
+from capevolve.config_models import ModelConfig, ModelsConfig
+from capevolve.errors import ConfigError, JudgeError, JudgeUnavailable, ModelError, ModelUnavailable
+from capevolve.models import ModelClient, ModelSettings, current_judge_meter, resolve
 
 SYSTEM_TEMPLATE = """\
 You are a strict evaluator. You score one datapoint against the RUBRIC below and nothing else.
@@ -113,52 +115,49 @@ def parse_verdict(content: Any) -> tuple[float, str]:
     return float(score), why.strip()
 
 
-class Judge:
-    """One judge evaluator bound to its endpoint (``kind: judge`` in ``evaluators``)."""
-
-    def __init__(self, evaluator: EvaluatorConfig, domain_notes: str = "") -> None:
-        self.evaluator = evaluator
-        self.domain_notes = domain_notes
-        self.settings = resolve(ModelConfig(
-            base_url=str(evaluator.base_url), model=str(evaluator.model),
+def judge_settings(evaluator: EvaluatorConfig, models: ModelsConfig | None) -> ModelSettings:
+    """The model settings of a judge evaluator (see :class:`Judge`); ConfigError when it
+    names no model and ``models.judge`` is not declared."""
+    if evaluator.base_url and evaluator.model:
+        return resolve(ModelConfig(
+            base_url=evaluator.base_url, model=evaluator.model,
             api_key_env=evaluator.api_key_env, temperature=0.0,
             max_tokens=evaluator.max_tokens, deadline_s=evaluator.timeout_s, retries=2,
             backoff_s=0.5), "judge")
-        self.schema_refused = False  # the endpoint refused response_format once: prompt only
+    if models is None or models.judge is None:
+        raise ConfigError(f"evaluator {evaluator.name!r}: kind judge needs a model: declare "
+                          "models.judge (or give the evaluator base_url and model)")
+    return resolve(models.judge, "judge", models)
+
+
+class Judge:
+    """One judge evaluator bound to its endpoint (``kind: judge`` in ``evaluators``)."""
+
+    def __init__(self, evaluator: EvaluatorConfig, domain_notes: str = "",
+                 models: ModelsConfig | None = None) -> None:
+        """The evaluator's own endpoint when it gives ``base_url`` and ``model``, else the
+        project's ``models.judge`` (all its settings: bounds, retries, price)."""
+        self.evaluator = evaluator
+        self.domain_notes = domain_notes
+        self.settings = judge_settings(evaluator, models)
 
     def payload(self, input_: Any, output: Any, expected: Any) -> dict[str, Any]:
         """The request body (the client adds the pinned model, temperature 0 and the
-        answer's bound): the messages, seed 0 and, unless refused, the verdict's JSON
-        schema as ``response_format``."""
+        answer's bound and drops the schema for an endpoint that refused one): the
+        messages, seed 0 and the verdict's JSON schema as ``response_format``."""
         body: dict[str, Any] = {
             "seed": 0, "messages": build_messages(str(self.evaluator.rubric),
                                                   self.domain_notes, input_, output, expected)}
-        if not self.schema_refused:
-            body["response_format"] = VERDICT_FORMAT
-        return body
-
-    def _complete(self, client: ModelClient, payload: dict[str, Any]) -> dict[str, Any]:
-        """One call; an endpoint that refuses response_format is asked again without it
-        (and never again with it)."""
-        try:
-            return client.complete(payload)
-        except ModelError as exc:
-            said = str(exc).lower()
-            if isinstance(exc, ModelUnavailable) or "response_format" not in payload \
-                    or exc.failure != "bad_request" \
-                    or not any(w in said for w in ("response_format", "json_schema", "schema")):
-                raise
-        self.schema_refused = True
-        return client.complete({k: v for k, v in payload.items() if k != "response_format"})
+        return {**body, "response_format": VERDICT_FORMAT}
 
     def score(self, input_: Any, output: Any, expected: Any) -> tuple[float, str]:
         """(score, justification), or JudgeError / JudgeUnavailable (see the module); the
         call is counted on the scorer's judge meter when one is open."""
         client = ModelClient(self.settings, current_judge_meter())
         try:
-            body = self._complete(client, self.payload(input_, output, expected))
+            body = client.complete(self.payload(input_, output, expected))
         except ModelUnavailable as exc:
-            raise JudgeUnavailable(f"judge unreachable at {self.evaluator.base_url}: "
+            raise JudgeUnavailable(f"judge unreachable at {self.settings.base_url}: "
                                    f"{exc}") from None
         except ModelError as exc:
             raise JudgeError(f"judge call failed: {exc}") from None
@@ -169,5 +168,5 @@ class Judge:
             raise JudgeError("judge answer breaks the schema: no choices[0].message") from None
         if choice.get("finish_reason") == "length":
             raise JudgeError(f"judge answer was cut at max_tokens "
-                             f"{self.evaluator.max_tokens}: {_snippet(str(content))}")
+                             f"{self.settings.max_tokens}: {_snippet(str(content))}")
         return parse_verdict(content)

@@ -1,10 +1,13 @@
-"""The too-coarse split: a lexical cluster that holds more than half of the failing trials of
-its feedback part while its units name several distinct causes is split by those causes.
+"""The too-coarse split: a lexical cluster whose units name several distinct causes is split
+by those causes.
 
 A unit's *residual* is its key less the cluster's common tokens, identifiers and its part token;
-residuals that share a token name one cause (union-find). A cause counts from ``MIN_SHARE`` of
-the cluster's failing trials and ``MIN_TRIALS``; with two or more the cluster is split, one
-cluster per cause, the rest last.
+residuals that share a token name one cause (union-find), and so do residuals a task's trials
+alternate between (one cause reworded). A cause counts from ``MIN_SHARE`` of the cluster's
+failing trials and ``MIN_TRIALS``; in a cluster that holds no more than ``MOST`` of the failing
+trials of its feedback part, a cause must also be said by ``MIN_TASKS`` tasks (a word only one
+task says is more likely that task's item or name than a cause). With two causes or more the
+cluster is split, one cluster per cause, the rest last.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ MOST = 0.5
 COMMON = 0.5
 MIN_SHARE = 0.1
 MIN_TRIALS = 2
+MIN_TASKS = 2
 
 
 class Split(NamedTuple):
@@ -34,8 +38,15 @@ class Split(NamedTuple):
 
 
 def common_tokens(keys: Sequence[Key]) -> frozenset[str]:
-    """The tokens at least ``COMMON`` of the keys hold."""
-    counts: Counter[str] = Counter(t for key in keys for t in key.tokens)
+    """The tokens at least ``COMMON`` of the keys hold (keys repeat: each counted once)."""
+    distinct: dict[int, tuple[Key, int]] = {}
+    for key in keys:
+        seen = distinct.get(id(key))
+        distinct[id(key)] = (key, seen[1] + 1 if seen else 1)
+    counts: Counter[str] = Counter()
+    for key, n in distinct.values():
+        for t in key.tokens:
+            counts[t] += n
     return frozenset(t for t, n in counts.items() if n >= COMMON * len(keys))
 
 
@@ -43,32 +54,33 @@ def residuals(keys: Sequence[Key], identifiers: Sequence[frozenset[str]]) -> lis
     """Each unit's key beyond its cluster's common tokens, identifiers (an underscore, or a
     tool / field of the unit's rollout) and part tokens left out."""
     common = common_tokens(keys)
-    return [frozenset(t for t in key.tokens - common
-                      if not t.startswith("@") and "_" not in t and t not in ids)
-            for key, ids in zip(keys, identifiers, strict=True)]
-
-
-def _components(uf: UnionFind, n: int) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for i in range(n):
-        out.setdefault(uf.find(i), []).append(i)
+    known: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
+    out = []
+    for key, ids in zip(keys, identifiers, strict=True):
+        rest = known.get((id(key), ids))
+        if rest is None:
+            rest = known[(id(key), ids)] = frozenset(
+                t for t in key.tokens - common
+                if not t.startswith("@") and "_" not in t and t not in ids)
+        out.append(rest)
     return out
 
 
-def _merge_rewordings(uf: UnionFind, n: int, trials: Sequence[int],
+def _merge_rewordings(uf: UnionFind, nodes: Sequence[int], trials: Sequence[int],
                       task_of: Callable[[int], str]) -> None:
     """Union the components in which one task fails on different trials (each holds a trial of
-    the task the other does not): one cause, worded differently from trial to trial."""
+    the task the other does not): one cause, worded differently from trial to trial.
+    ``nodes`` is each unit's node, ``trials`` its failing trial."""
+    by_task: dict[str, dict[int, set[int]]] = {}
+    for node, f in zip(nodes, trials, strict=True):
+        by_task.setdefault(task_of(f), {}).setdefault(node, set()).add(f)
     changed = True
     while changed:
         changed = False
-        seen: dict[str, dict[int, set[int]]] = {}
-        for root, members in _components(uf, n).items():
-            for i in members:
-                if i < len(trials):
-                    seen.setdefault(task_of(trials[i]), {}).setdefault(root, set()).add(
-                        trials[i])
-        for by_root in seen.values():
+        for per_node in by_task.values():
+            by_root: dict[int, set[int]] = {}
+            for node, failing in per_node.items():
+                by_root.setdefault(uf.find(node), set()).update(failing)
             roots = sorted(by_root)
             for x, a in enumerate(roots):
                 for b in roots[x + 1:]:
@@ -79,31 +91,41 @@ def _merge_rewordings(uf: UnionFind, n: int, trials: Sequence[int],
 
 
 def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[frozenset[str]],
-              trials: Sequence[int], task_of: Callable[[int], str]) -> list[list[int]] | None:
+              trials: Sequence[int], task_of: Callable[[int], str],
+              min_tasks: int = 1) -> list[list[int]] | None:
     """The cluster of ``units`` (indices into ``keys``) split by the causes its residuals
     name, the rest last when it is not empty (None when fewer than two causes hold enough
-    trials); ``identifiers`` and ``trials`` (failure indices) are each unit's, in the
-    order of ``units``; ``task_of`` gives a failure's task."""
-    rest = residuals([keys[u] for u in units], identifiers)
-    n = len(units)
-    uf = UnionFind(n + 1)  # node n: the rest (units with an empty residual)
+    trials and ``min_tasks`` tasks); ``identifiers`` and ``trials`` (failure indices) are
+    each unit's, in the order of ``units``; ``task_of`` gives a failure's task."""
+    node_of: dict[frozenset[str], int] = {}  # units with one residual are one node
+    nodes = [node_of.setdefault(rest, len(node_of))
+             for rest in residuals([keys[u] for u in units], identifiers)]
+    empty = len(node_of)  # the rest: units with an empty residual
+    uf = UnionFind(empty + 1)
     first: dict[str, int] = {}
-    for i, tokens in enumerate(rest):
+    for node, tokens in enumerate(node_of):
         if not tokens:
-            uf.union(i, n)
+            uf.union(node, empty)
         for t in tokens:
-            uf.union(i, first.setdefault(t, i))
-    _merge_rewordings(uf, n + 1, trials, task_of)
+            uf.union(node, first.setdefault(t, node))
+    _merge_rewordings(uf, nodes, trials, task_of)
+    members: dict[int, list[int]] = {}
+    for i, node in enumerate(nodes):
+        members.setdefault(uf.find(node), []).append(i)
     need = max(MIN_TRIALS, MIN_SHARE * len(set(trials)))
+
+    def enough(group: list[int]) -> bool:
+        return len({trials[i] for i in group}) >= need and len(
+            {task_of(trials[i]) for i in group}) >= min_tasks
+
+    rest = uf.find(empty)
     causes, leftover = [], []
-    for root, members in _components(uf, n + 1).items():
-        members = [i for i in members if i < n]
-        if root != uf.find(n) and len({trials[i] for i in members}) >= need:
-            causes.append(members)
+    for root, group in members.items():
+        if root != rest and enough(group):
+            causes.append(group)
         else:
-            leftover += members
-    named = len(causes) + (len({trials[i] for i in leftover}) >= need)
-    if named < 2:
+            leftover += group
+    if len(causes) + enough(leftover) < 2:
         return None
     causes.sort(key=min)
     out = [[units[i] for i in g] for g in causes]
@@ -114,8 +136,7 @@ def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[s
                  owners: Sequence[int], identifiers_of: Callable[[int], frozenset[str]],
                  task_of: Callable[[int], str]) -> tuple[list[list[int]], list[Split]]:
     """The groups (of indices into ``keys``, each of one feedback part: ``parts``) with every
-    too-coarse one -- more than ``MOST`` of the failing trials with a unit of its part, several
-    causes -- split (module docstring), and the splits made."""
+    too-coarse one split (module docstring), and the splits made."""
     kinds = set(parts)
     failing: Counter[str | None] = (
         Counter({kinds.pop(): len(set(owners))}) if len(kinds) == 1
@@ -123,13 +144,15 @@ def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[s
     out: list[list[int]] = []
     splits: list[Split] = []
     for group in groups:
-        found, of_part = None, failing[parts[group[0]]] if group else 0
-        if len(group) > MOST * of_part:  # units: at least as many as trials
-            trials = [owners[u] for u in group]
-            size = len(set(trials))
-            if size > MOST * of_part:
-                found = causes_of(group, keys, [identifiers_of(u) for u in group], trials,
-                                  task_of)
+        of_part = failing[parts[group[0]]] if group else 0
+        trials = [owners[u] for u in group]
+        size = len(set(trials))
+        most = size > MOST * of_part  # most of its part: any cause; less: of several tasks
+        found = None
+        if size >= 2 * MIN_TRIALS and (most or len(
+                set(map(task_of, trials))) >= 2 * MIN_TASKS):  # room for two causes
+            found = causes_of(group, keys, [identifiers_of(u) for u in group], trials, task_of,
+                              1 if most else MIN_TASKS)
         if found is None:
             out.append(group)
             continue

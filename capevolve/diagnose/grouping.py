@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from capevolve.diagnose.classify import is_communication
+from capevolve.diagnose.classify import TOLERANCE, is_communication
 from capevolve.diagnose.cluster import (
     Cluster,
     group_root_cause,
@@ -29,7 +29,7 @@ from capevolve.diagnose.kinds import (
 from capevolve.diagnose.reflective import Failure
 from capevolve.diagnose.reworded import merge_rewordings
 from capevolve.diagnose.signature import Key, KeyCache, first_words
-from capevolve.diagnose.units import Unit
+from capevolve.diagnose.units import Unit, score_parts
 
 PART_TOKEN = "@"  # prefix of the score-part token an unlabelled unit's key carries
 
@@ -140,7 +140,8 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
         lexical_groups, splits = split_coarse(
             merge_rewordings(group_root_cause(keys, parts), parts, owners, task_ids,
                              [f.inferred_part for f in failures],
-                             [bool(key.tokens) for key in keys]), keys, parts, owners,
+                             [bool(key.tokens) for key in keys], parts_lost(failures)),
+            keys, parts, owners,
             lambda j: failures[owners[j]].identifiers, task_ids.__getitem__)
         first = len(clusters)
         demote = {g: split.shared for split in splits for g in split.groups}
@@ -157,6 +158,20 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
              + ", ".join(repr(c.signature) for c in pieces)
              for split, pieces in zip(splits, made, strict=True)]
     return clusters, placed, unit_keys, notes
+
+
+def parts_lost(failures: list[Failure]) -> list[frozenset[str]]:
+    """The score parts each failure fell short on (score parts repeat: parsed once each)."""
+    known: dict[str | None, frozenset[str]] = {}
+    out = []
+    for f in failures:
+        text = f.trial.score_parts
+        lost = known.get(text)
+        if lost is None:
+            lost = known[text] = frozenset(
+                k for k, v in score_parts(text).items() if v < 1 - TOLERANCE)
+        out.append(lost)
+    return out
 
 
 def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:

@@ -8,11 +8,13 @@ or score parts ``{"db": 0, "messages": 1}``); each is a separate cause. The rule
    it no longer turns stripping off). It is not stripped where it is the whole feedback;
    when the shared run reaches past a line break, only the whole lines are stripped (so a
    part label that every failure opens its next line with stays).
-2. **Parts**: a line, or a ``;``-separated segment, that opens with a ``label:`` starts a
-   part. A label counts only when it names a score part of that trial (equal, a prefix,
-   or its letters in order: ``db`` names ``database``) or, without score parts, when it is
-   one of the labels that open parts in at least two failures. Text before the first label
-   and lines without one belong to the part before (``None`` when there is none).
+2. **Parts**: a line, or a ``;``-separated segment, that opens with a ``label:``, or with
+   a ``[label]`` after a bullet mark or not, starts a part. A label counts only when it
+   names a score part of that trial (equal, a prefix, or its letters in order: ``db``
+   names ``database``) or, without score parts, when it is a ``label:`` that opens parts
+   in at least two failures (a ``[tag]`` counts only where it names a score part: it is
+   more often the scorer's name). Text before the first label and lines without one
+   belong to the part before (``None`` when there is none).
 3. **Units**: a part's text is split into sentences; each sentence is a unit.
 4. **Dropped**: a unit whose part maps to a score part that scored full marks, and a unit
    whose normalised text (lowercase, digits and quoted literals removed) also occurs in a
@@ -38,6 +40,7 @@ __all__ = ["Unit", "preamble_cuts", "preamble_cuts_of", "units_of"]
 
 TOLERANCE = 1e-9
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*:\s+")
+_TAG = re.compile(r"^\s*(?:[-*+\u2022]\s+)?\[\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*\]\s*:?\s+")
 _SEGMENTS = re.compile(r"\n+|;\s+(?=[A-Za-z][A-Za-z0-9_ \-]{0,30}?:\s)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _NORMAL = re.compile(r'"[^"\n]*"|`[^`\n]*`|\d+(?:[.,]\d+)*|[^a-z_]+')
@@ -141,6 +144,8 @@ def _part_spans(text: str, parts: dict[str, float], labels: frozenset[str]
     digit_free = True
     for a, b in _segments(text):
         match = _LABEL.match(text[a:b])  # sliced: ``^`` anchors at the segment's start
+        if match is None and parts:  # a [tag] counts where it names a score part
+            match = _TAG.match(text[a:b])
         label = match.group(1).strip().lower() if match else None
         if label is not None and _DIGITS.search(label):
             digit_free = False

@@ -22,7 +22,7 @@ from capevolve._policy.protect import protected_patterns
 from capevolve.diagnose import DiagnoseOptions, diagnose
 from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
 from capevolve.kinds import Decision
-from capevolve.models import Meter, ModelClient
+from capevolve.models import Meter, ModelClient, ModelSettings
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
 
 try:
@@ -99,6 +99,12 @@ class GEPAAdapter:
 
     def _metric_calls(self) -> int:
         return api.open_run(self.run.root).spent.metric_calls
+
+    @property
+    def proposer_model(self) -> ModelSettings | None:
+        """The run's pinned ``models.proposer`` (for :class:`ChatReflectionLM`), if any."""
+        data = self.run.manifest.models.get("proposer")
+        return None if data is None else ModelSettings.model_validate(data)
 
     def _evaluate_split(self, candidate: Mapping[str, str], split: str) -> dict[str, Any]:
         """The evaluation record, with ``rollouts_run``: the rollouts this call ran (the
@@ -204,9 +210,13 @@ def _task_rows(run: api.RunDir, eval_id: str) -> dict[str, list[tuple[float | No
 class ChatReflectionLM:
     """A gepa ``LanguageModel`` (``prompt -> text``) over an OpenAI-compatible endpoint."""
 
-    def __init__(self, options: str, *, deadline_s: float = 300.0,
-                 env: Mapping[str, str] | None = None) -> None:
-        self.settings: LLMSettings = load_settings(options, env)
+    def __init__(self, options: str = "", *, deadline_s: float = 300.0,
+                 env: Mapping[str, str] | None = None,
+                 model: ModelSettings | None = None) -> None:
+        """``options`` as the ``llm`` proposer's spec, over ``model`` (a run's pinned
+        ``models.proposer``, e.g. ``GEPAAdapter.proposer_model``) when given; ``env`` only
+        supplies the API key."""
+        self.settings: LLMSettings = load_settings(options, model)
         self.meter = Meter()
         self.client = ModelClient(self.settings.model_settings(deadline_s), self.meter,
                                   api_key(self.settings, env))

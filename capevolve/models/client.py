@@ -8,18 +8,28 @@ and dropped connections with jittered exponential backoff (``Retry-After`` honou
 of the call's deadline (a slow prefill is not cut off). Then :class:`ModelUnavailable`;
 any other refusal is :class:`ModelError` at once, its ``failure`` naming the kind (auth,
 context_length, bad_request). With ``token_param: auto`` a refusal of ``max_tokens`` that
-asks for ``max_completion_tokens`` switches the field and resends (not a retry).
+asks for ``max_completion_tokens`` switches the field and resends (not a retry); likewise
+a 400 refusing the payload's ``response_format`` (a JSON schema) resends without it, and
+that endpoint is never sent one again in this process (nor by settings with
+``structured: false``).
 
 Every attempt is counted on the client's :class:`Meter`. A tool call cut at the token
 bound (finish_reason ``length``) never reaches the caller: its ``tool_calls`` are removed
 from the returned message and ``choices[0]["cut"]`` is true. The per-rollout limits of the
 settings are checked before each call (:class:`RolloutLimitReached`).
+
+With ``context_tokens`` declared, the prompt is measured by the endpoint's own tokenizer
+before sending, where the server offers one (vLLM's ``/tokenize`` with the messages,
+llama.cpp's ``/apply-template`` then ``/tokenize``; an endpoint with neither is not
+measured): a prompt whose tokens plus ``max_tokens`` exceed the window is refused unsent,
+a :class:`ModelError` of kind ``context_length`` naming the three numbers.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from typing import Any
 
@@ -33,6 +43,10 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 BACKOFF_CAP_S = 30.0
 _CONTEXT_WORDS = ("context length", "context_length", "context size", "context window",
                   "maximum context", "too many tokens", "prompt is too long")
+_untokenized: set[str] = set()
+"""Endpoints with no tokenizer route (measured once per process, never asked again)."""
+_unstructured: set[tuple[str, str]] = set()
+"""Endpoints (base_url, model) that refused a response_format in this process."""
 _switched: dict[tuple[str, str], str] = {}
 """Endpoints (base_url, model) that refused max_tokens in this process: later clients send
 max_completion_tokens at once (a cache of the provider's behaviour, not a setting)."""
@@ -70,6 +84,7 @@ class ModelClient:
         self.calls = 0
         self._token_key = self._first_token_key()
         self._client: Any = None
+        self._formatted = False  # the last attempt carried a response_format
 
     def _first_token_key(self) -> str:
         if self.settings.token_param != TokenParam.AUTO:
@@ -81,6 +96,8 @@ class ModelClient:
         s = self.settings
         body = {k: v for k, v in payload.items()
                 if k not in ("max_tokens", "max_completion_tokens", "temperature", "top_p")}
+        if not s.structured or (s.base_url, s.model) in _unstructured:
+            body.pop("response_format", None)
         body["model"] = s.model
         body[self._token_key] = s.max_tokens
         if s.temperature is not None:
@@ -115,8 +132,10 @@ class ModelClient:
         """One chat completion (see the module docstring); ``deadline_s`` lowers this call's
         deadline, never raises it."""
         self._check_limits()
-        self.calls += 1
         s = self.settings
+        if s.context_tokens is not None:
+            self._check_context(payload, s.context_tokens)
+        self.calls += 1
         bound = s.deadline_s if deadline_s is None else min(deadline_s, s.deadline_s)
         end, last, failure = time.monotonic() + bound, "no attempt made", ModelFailure.UNREACHABLE
         attempt = 0
@@ -140,6 +159,53 @@ class ModelClient:
         self.meter.failure = str(failure)
         raise ModelUnavailable(f"model endpoint {s.base_url} unavailable after {attempt} "
                                f"attempts within {bound:g}s: {last}", str(failure))
+
+    def _check_context(self, payload: dict[str, Any], window: int) -> None:
+        measured = self.prompt_tokens(payload.get("messages") or [], payload.get("tools"))
+        if measured is not None and measured + self.settings.max_tokens > window:
+            self.meter.failure = str(ModelFailure.CONTEXT_LENGTH)
+            raise ModelError(f"not sent: the prompt is {measured} tokens (measured by the "
+                             f"endpoint) and max_tokens is {self.settings.max_tokens}, more "
+                             f"than context_tokens {window} of {self.settings.model}",
+                             str(ModelFailure.CONTEXT_LENGTH))
+
+    def prompt_tokens(self, messages: list[Any], tools: Any = None,
+                      timeout_s: float = 10.0) -> int | None:
+        """The prompt's tokens (the messages, and the tools offered) by the endpoint's
+        tokenizer (see the module docstring), or None where it offers none. Not counted:
+        no model call."""
+        import openai
+
+        root = self.settings.base_url.rstrip("/").removesuffix("/v1")
+        if root in _untokenized:
+            return None
+        if self._client is None:
+            self._client = _sdk(self.settings, self._api_key)
+
+        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            found = self._client.post(f"{root}{path}", cast_to=object, body=body,
+                                      options={"timeout": timeout_s})
+            return found if isinstance(found, dict) else {}
+
+        chat: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
+        try:
+            try:
+                counted = post("/tokenize", {"model": self.settings.model, **chat}).get("count")
+                if isinstance(counted, int):
+                    return counted  # vLLM
+            except openai.APIStatusError:
+                pass
+            prompt = post("/apply-template", chat).get("prompt")
+            if isinstance(prompt, str):  # llama.cpp
+                tokens = post("/tokenize", {"content": prompt, "add_special": True})
+                if isinstance(tokens.get("tokens"), list):
+                    return len(tokens["tokens"])
+        except openai.APIStatusError:
+            pass
+        except (openai.OpenAIError, ValueError):
+            return None  # not measured this time; the provider's own 400 still counts
+        _untokenized.add(root)
+        return None
 
     def probe(self, timeout_s: float = 5.0) -> str | None:
         """None when the endpoint answers at all (any status but 401 / 403), else why it
@@ -176,10 +242,12 @@ class ModelClient:
         if self._client is None:
             self._client = _sdk(self.settings, self._api_key)
         body = self.body(payload)
+        self._formatted = "response_format" in body
         messages = body.pop("messages")
         model = body.pop("model")
         timeout = openai.Timeout(left, connect=min(self.settings.connect_timeout_s, left))
         n = self.meter.counts["attempts"] + 1
+        t0 = time.monotonic()
         try:
             response = self._client.chat.completions.create(
                 model=model, messages=messages, extra_body=body, timeout=timeout)
@@ -209,11 +277,12 @@ class ModelClient:
         choice = choices[0]
         cut = choice.get("finish_reason") == "length"
         message = choice.get("message") or {}
+        tools = _tool_answer(body["tools"], message) if body.get("tools") else None
         if cut and message.get("tool_calls"):
             message["tool_calls"] = None
             choice["cut"] = True
         self.meter.answered(data.get("usage"), data.get("model"), self.settings.price,
-                            truncated=cut)
+                            truncated=cut, seconds=time.monotonic() - t0, tools=tools)
         return data
 
     def _refused(self, exc: Any, n: int) -> None:
@@ -227,6 +296,11 @@ class ModelClient:
             self._token_key = "max_completion_tokens"
             _switched[(self.settings.base_url, self.settings.model)] = self._token_key
             raise _Resend
+        if status == 400 and self._formatted \
+                and any(w in lowered for w in ("response_format", "json_schema", "schema")):
+            self.meter.failed(unknown=False)
+            _unstructured.add((self.settings.base_url, self.settings.model))
+            raise _Resend
         retry = status in RETRY_STATUSES if should not in ("true", "false") else should == "true"
         failure = (ModelFailure.QUOTA if status == 429 else ModelFailure.AUTH
                    if status in (401, 403) else ModelFailure.SERVER if status >= 500
@@ -238,6 +312,27 @@ class ModelClient:
             raise _Retry(f"HTTP {status}: {detail}", failure,
                          self._backoff(n, _header(exc, "retry-after")))
         raise ModelError(f"HTTP {status} from {self.settings.base_url}: {detail}", str(failure))
+
+
+_CALL_TEXT = re.compile(r'<tool_call>|"(?:name|function)"\s*:\s*"[\w.-]+"\s*,\s*'
+                        r'"(?:arguments|parameters|args)"\s*:')
+
+
+def _tool_answer(tools: Any, message: dict[str, Any]) -> str:
+    """``call`` (the answer has a tool call), ``text`` (none, but its text looks like one:
+    a call's JSON, a ``<tool_call>`` tag, or an offered tool's name followed by ``(``) or
+    ``none``."""
+    if message.get("tool_calls"):
+        return "call"
+    text = message.get("content")
+    if not isinstance(text, str):
+        return "none"
+    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict)] \
+        if isinstance(tools, list) else []
+    if _CALL_TEXT.search(text) or any(isinstance(n, str) and n and re.search(
+            rf"\b{re.escape(n)}\s*\(", text) for n in names):
+        return "text"
+    return "none"
 
 
 class _Retry(Exception):

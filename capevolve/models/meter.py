@@ -17,7 +17,10 @@ from typing import Any
 from capevolve.models.prices import Price
 
 _COUNTS = ("attempts", "prompt_tokens", "completion_tokens", "unknown_attempts",
-           "rejected_attempts", "unpriced_calls", "truncated")
+           "rejected_attempts", "unpriced_calls", "truncated", "tool_offers", "tool_answers",
+           "call_text")
+"""Counted per attempt; ``tool_offers``: answers to a request that offered tools, of which
+``tool_answers`` carried a tool call and ``call_text`` had none but text that looks like one."""
 
 
 class Meter:
@@ -27,16 +30,25 @@ class Meter:
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(_COUNTS, 0)
         self.cost = 0.0
+        self.answered_s = 0.0  # wall seconds of the answered attempts
         self.models: set[str] = set()
         self.failure: str | None = None
 
     def answered(self, usage: Any, model: Any, price: Price | None,
-                 truncated: bool = False) -> None:
-        """An attempt the endpoint answered (``usage`` as it reported it, maybe None)."""
+                 truncated: bool = False, seconds: float = 0.0,
+                 tools: str | None = None) -> None:
+        """An attempt the endpoint answered (``usage`` as it reported it, maybe None) in
+        ``seconds``; ``tools`` when the request offered tools: ``call`` (a tool call came
+        back), ``text`` (none, but text that looks like one) or ``none``."""
         prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
         with self._lock:
             self.counts["attempts"] += 1
             self.counts["truncated"] += truncated
+            self.answered_s += max(0.0, seconds)
+            if tools is not None:
+                self.counts["tool_offers"] += 1
+                self.counts["tool_answers"] += tools == "call"
+                self.counts["call_text"] += tools == "text"
             if isinstance(model, str) and model:
                 self.models.add(model)
             if prompt is None:
@@ -77,8 +89,8 @@ class Meter:
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON of the meter."""
         with self._lock:
-            return {**self.counts, "cost_usd": self.cost, "models": sorted(self.models),
-                    "failure": self.failure}
+            return {**self.counts, "cost_usd": self.cost, "answered_s": self.answered_s,
+                    "models": sorted(self.models), "failure": self.failure}
 
     def merge(self, data: Any) -> None:
         """Add a :meth:`snapshot` (from another process); malformed parts are ignored."""
@@ -89,10 +101,14 @@ class Meter:
                 value = data.get(key)
                 if type(value) is int and value >= 0:
                     self.counts[key] += value
-            cost = data.get("cost_usd")
-            if isinstance(cost, (int, float)) and not isinstance(cost, bool) \
-                    and 0 <= cost < float("inf"):
-                self.cost += float(cost)
+            for key in ("cost_usd", "answered_s"):
+                value = data.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                        and 0 <= value < float("inf"):
+                    if key == "cost_usd":
+                        self.cost += float(value)
+                    else:
+                        self.answered_s += float(value)
             self.models.update(m for m in data.get("models") or () if isinstance(m, str))
             if isinstance(data.get("failure"), str):
                 self.failure = data["failure"]

@@ -23,6 +23,7 @@ from capevolve._loop import estimate as estimating
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._loop.frozen_config import run_config
+from capevolve._loop.models_pin import run_settings
 from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
 from capevolve._store.evals import latest_complete_eval
@@ -99,7 +100,7 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
     algorithm = build_algorithm(str(loop["algorithm"]), str(loop.get("focus") or "all"))
     proposer = build_proposer(str(loop["proposer"]), ProposerConfig(
         project_dir=Path(run.manifest.project_dir), timeout_s=settings.timeout_s,
-        seed=config.seed))
+        seed=config.seed, model=run_settings(run, "proposer")))
     stop = parse_stop(config.stop_condition)
     if config.stop_condition.strip() and not stop.predicates:
         raise ConfigError(f"stop_condition {config.stop_condition!r} parses to nothing "

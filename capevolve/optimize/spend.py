@@ -12,16 +12,23 @@ from capevolve.records._optimize import IterationRecord
 
 def record_optimizer_spend(s: Session, record: IterationRecord) -> None:
     """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
-    iteration: a resumed iteration finds its event by session and records none)."""
+    iteration: a resumed iteration finds its event by session and records none). A
+    proposal whose cost is unknown or partial (no price, or a model attempt of unknown
+    tokens: a timeout, a dropped connection) counts one ``cost_unrecorded``; one that made
+    only such attempts is recorded too, never as nothing."""
     spend = record.spend
-    if not spend.tokens and not spend.cost_usd:
+    usage = record.detail.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    unknown = any(isinstance(usage.get(k), int) and usage[k] > 0
+                  for k in ("unknown_attempts", "unpriced_calls"))
+    if not spend.tokens and not spend.cost_usd and not unknown:
         return
     session = f"optimize:{record.iteration:04d}"
     if any(getattr(e, "session", None) == session for e in s.run.events(EventKind.SPEND)):
         return
     s.run.record(EventKind.SPEND, role=SpendRole.OPTIMIZER, session=session,
                   tokens=spend.tokens, cost_usd=float(spend.cost_usd or 0.0),
-                  cost_unrecorded=0 if spend.cost_usd is not None else 1)
+                  cost_unrecorded=0 if spend.cost_usd is not None and not unknown else 1)
 
 
 def since(started: str) -> float:

@@ -88,10 +88,12 @@ from capevolve.records._result_parts import (
     LoopLine,
     LoopSpend,
     MeanLine,
+    ModelSpend,
     PerRollout,
     PlannedPower,
     ProposerSpend,
     RoleSpend,
+    RunProblem,
     Spent,
     StopParse,
     StopPredicate,
@@ -118,6 +120,8 @@ from capevolve.records._results import (
 )
 
 __all__ = [
+    "ModelSpend",
+    "RunProblem",
     "IntRange",
     "PerRollout",
     "PlannedPower",

@@ -152,9 +152,9 @@ class SpendEvent(EventBase):
     metric_calls: int = Field(0, ge=0, strict=True)
     """Rollouts dispatched (each unit handed to a worker counts, finished or not)."""
     tokens: int = Field(0, ge=0, strict=True)
-    """Tokens the rollouts reported."""
+    """Tokens the rollouts (and their judge calls) reported."""
     cost_usd: float = Field(0.0, ge=0, strict=True)
-    """Money the rollouts reported."""
+    """Money the rollouts (and their judge calls) reported."""
     cost_unrecorded: int = Field(0, ge=0, strict=True)
     """Rollouts whose cost is unknown."""
     wall_s: float = Field(0.0, ge=0, strict=True)

@@ -40,6 +40,33 @@ class RoleSpend(Result):
     wall_s: float
 
 
+class ModelSpend(Result):
+    """The model calls of one role (agent, judge, check, proposer)."""
+
+    tokens: int
+    cost_usd: float | None
+    """None: no call was priced."""
+    partial: bool
+    """Some calls had no price or unknown tokens: the cost is a lower bound."""
+    rollouts: int | None = None
+    """agent: the rollouts that called a model."""
+    unknown_attempts: int | None = None
+    """agent: attempts whose tokens are unknown."""
+    rows: int | None = None
+    """judge: the scored rows a judge graded."""
+
+
+class RunProblem(Result):
+    """One thing in a run that is not as capevolve wrote it."""
+
+    kind: str
+    """events, head, part_unrecorded, part_changed, part_missing, document or candidate."""
+    path: str
+    """The file, relative to the run dir (absolute when outside it)."""
+    what: str
+    """What is wrong, in one line."""
+
+
 class ProposerSpend(Result):
     """What the proposers spent over the loop's iterations (from its ledger)."""
 

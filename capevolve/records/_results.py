@@ -27,9 +27,11 @@ from capevolve.records._result_parts import (
     LoopLine,
     LoopSpend,
     MeanLine,
+    ModelSpend,
     PerRollout,
     PlannedPower,
     RoleSpend,
+    RunProblem,
     Spent,
     StopParse,
     UsdRange,
@@ -264,7 +266,7 @@ class RunStatus(Result):
     budget_left: BudgetLeft
     budget_exhausted: list[str]
     spent_by_role: dict[str, RoleSpend]
-    model_spend: dict[str, dict[str, Any]] = {}
+    model_spend: dict[str, ModelSpend] = {}
     """Model calls by role (agent, judge, check, proposer): tokens, cost_usd and whether
     the cost is partial (some calls unpriced or of unknown tokens)."""
     unsettled_units: int
@@ -289,7 +291,7 @@ class Verification(Result):
 
     run_dir: str
     ok: bool
-    problems: list[dict[str, Any]]
+    problems: list[RunProblem]
     notes: list[str]
     events: int
     parts: int

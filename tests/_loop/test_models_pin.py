@@ -120,3 +120,41 @@ def test_max_usd_with_an_unknown_price_is_refused_at_run(tmp_path):
     with pytest.raises(ConfigError, match="model 'm' \\(models.agent\\) has no known price"):
         capevolve.create_run(project, tmp_path / "run")
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+class _Picky(_Endpoint):
+    """Says yes only to a prompt that says please; reports ``served``, or ``swapped`` for
+    the polite prompts when set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.swapped: str | None = None
+
+    def __call__(self, body):
+        polite = "please" in body["messages"][-1]["content"]
+        reply = completion("yes" if polite else "no", prompt_tokens=40, completion_tokens=2)
+        return {**reply, "model": self.swapped if polite and self.swapped else self.served}
+
+
+def test_confirm_and_finalize_compare_the_model_as_the_gate_does(tmp_path):
+    """After an accept, the endpoint swaps its model: confirm refuses to pool the new
+    trials with the old ones, naming both models; finalize's test comparison of two
+    evaluations that report different models is not measured, and says why."""
+    endpoint = _Picky()
+    with ChatServer(default=endpoint) as server:
+        run = tmp_path / "run"
+        capevolve.start_run(_project(tmp_path / "p", server.base_url), run, engine="local")
+        record = capevolve.evaluate(run, _candidate(tmp_path / "c"), "val",
+                                    engine="local").to_dict()
+        gate = capevolve.gate(run, record["candidate_id"], engine="local").to_dict()
+        assert gate["decision"] == "accept", gate["reasons"]
+        capevolve.accept(run, record["candidate_id"])
+        endpoint.served = "other-m"
+        with pytest.raises(GateError, match="confirm refused: the endpoint reported model "
+                                            "other-m .* but served-m"):
+            capevolve.confirm(run, record["candidate_id"], trials=1, engine="local")
+        endpoint.served, endpoint.swapped = "served-m", "swapped-m"
+        final = capevolve.finalize(run, engine="local").to_dict()
+    assert final["verdict"] == "not_measured" and final["delta"] is None
+    assert any("not comparable: the endpoint reported model swapped-m" in m
+               for m in final["missing"]), final["missing"]

@@ -203,7 +203,7 @@ def test_deleting_seal_and_final_and_moving_test_rows_cannot_buy_a_second_test(f
     assert not finalized.layout.final.exists()
     assert not finalized.layout.split_rollouts("test").exists()
     found = capevolve.verify(finalized.root)
-    kinds = {p["kind"] for p in found.problems}
+    kinds = {p.kind for p in found.problems}
     assert {"document", "part_missing"} <= kinds and not found.ok
     assert any(line.startswith("seal.json: missing, though finalize started")
                for line in found.lines)

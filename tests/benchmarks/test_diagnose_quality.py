@@ -63,10 +63,10 @@ def test_retail_seed_meets_the_ari_target(tmp_path):
     assert figures["retail/val"]["per_cause"]["act"]["recall"] >= 0.9
 
 
-def _figures(ari: float, held_out: bool = False) -> dict:
+def _figures(ari: float, held_out: bool = False, designed_on: bool = False) -> dict:
     figures = {"items": 10, "failing_trials": 8, "rules": 3, "clusters": 4, "unmatched": 0,
                "ari": ari, "per_cause": {}, "sanity": [], "first_words_ari": 0.1}
-    return {**figures, "held_out": True} if held_out else figures
+    return {**figures, "held_out": True, "designed_on": designed_on} if held_out else figures
 
 
 @pytest.mark.parametrize(("airline", "held_out", "status"),
@@ -81,11 +81,15 @@ def test_held_out_rows_report_but_never_decide_the_exit_status(monkeypatch, caps
     monkeypatch.setattr(bench, "bench_retail", lambda root: {})
     monkeypatch.setattr(bench, "bench_airline", lambda root: {"airline/val": _figures(airline)})
     monkeypatch.setattr(bench, "bench_heldout",
-                        lambda root: {"refund_desk/val": _figures(held_out, True)})
+                        lambda root: {"refund_desk/val": _figures(held_out, True, True),
+                                      "hotel_desk/val": _figures(held_out, True)})
     monkeypatch.setattr(sys, "argv", ["bench_diagnose_quality.py"])
     assert bench.main() == status
     rows = [parse_line("q", line) for line in capsys.readouterr().out.splitlines()]
     rows = {r.figure: r for r in rows if r is not None}
     held = rows["diagnose clusters vs true causes, ARI, refund_desk/val (held out)"]
     assert (held.target, held.met, held.error) == ("", None, None)
+    assert held.note.endswith("; rules designed on it")  # the row says what it measures
+    fresh = rows["diagnose clusters vs true causes, ARI, hotel_desk/val (held out)"]
+    assert fresh.note.endswith("; no rule designed on it") and fresh.met is None
     assert rows["diagnose clusters vs true causes, ARI, airline/val"].met is (airline >= 0.7)

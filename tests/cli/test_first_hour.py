@@ -63,7 +63,8 @@ def _edit(kind: str, copy: Path, project: Path) -> None:
 def test_every_init_kind_checks_runs_and_takes_an_edit_through_the_gate(tmp_path, kind):
     """init KIND, then check (ok, no warning), run, checkout, edit, evaluate, gate: the
     edit is evaluated (never refused as touching a protected file) and the gate accepts it;
-    every command reads the project from the current directory."""
+    every command reads the project from the current directory; the gate's confirmation
+    on fresh trials shows its progress as an evaluation does."""
     project = tmp_path / "mine"
     ok_json(cli("init", project, "--kind", kind, "--json", cwd=tmp_path))
     check = ok_json(cli("check", "--json", cwd=project))
@@ -75,10 +76,13 @@ def test_every_init_kind_checks_runs_and_takes_an_edit_through_the_gate(tmp_path
     _edit(kind, project / "cand", project)
     record = ok_json(cli("evaluate", "--candidate", "cand", *engine, "--json", cwd=project))
     assert record["status"] == "complete" and record["n_errors"] == 0
-    gate = ok_json(cli("gate", "--candidate", record["candidate_id"], *engine, "--json",
-                       cwd=project))
+    gated = cli("gate", "--candidate", record["candidate_id"], *engine, "--json", cwd=project)
+    gate = ok_json(gated)
     assert gate["decision"] == "accept", gate
-    assert gate["confirmation"] is not None, gate
+    confirmation = gate["confirmation"]  # the screen passed: both sides on fresh trials,
+    said = [line.split(": ")[0] for line in gated.stderr.splitlines()  # said while they run
+            if line.endswith(" units to run")]
+    assert said == [confirmation["candidate_eval"], confirmation["best_eval"]], gated.stderr
     accepted = ok_json(cli("accept", "--candidate", record["candidate_id"], "--json",
                            cwd=project))
     assert accepted["best_id"] == record["candidate_id"]

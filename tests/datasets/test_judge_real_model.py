@@ -45,7 +45,7 @@ def test_real_answers_are_scores_only_when_they_fit_the_schema(llama_url):  # no
                                   base_url=llama_url, model="gemma", max_tokens=48,
                                   timeout_s=120))
     assert None not in _verdicts(judge)
-    judge.schema_refused = True  # the prompt-only form
+    judge.settings = judge.settings.model_copy(update={"structured": False})  # prompt only
     assert None in _verdicts(judge), "a 270M base model is not expected to answer the schema"
 
 

@@ -57,8 +57,10 @@ def test_an_unusable_expected_value_is_an_error_not_a_score():
 def test_settings_each_kind_needs_are_config_errors():
     from pydantic import ValidationError
     for kind, match in (("python", "needs function"), ("json_field", "needs field"),
-                        ("judge", "needs rubric, base_url, model")):
+                        ("judge", "needs rubric")):
         with pytest.raises(ValidationError, match=match):
             EvaluatorConfig(name="m", kind=kind)
+    with pytest.raises(ValidationError, match="both base_url and model, or neither"):
+        EvaluatorConfig(name="m", kind="judge", rubric="r", model="x")
     with pytest.raises(ValidationError, match="pattern"):
         EvaluatorConfig(name="m", kind="regex", pattern="(")

@@ -115,3 +115,18 @@ def test_the_one_failing_score_part_is_half_of_an_unlabelled_units_site():
     assert len(apart["clusters"]) == 2 and len(together["clusters"]) == 1
     assert not any("@" in c["signature"] or "@" in "".join(c["sites"])
                    for c in together["clusters"])
+
+
+def test_bracket_tags_after_a_bullet_mark_are_part_labels():
+    """'- [billing] ...' opens the billing part as 'billing: ...' would; a tag that names
+    no score part is text of the part before."""
+    feedback = ("- [billing] rate not re-quoted after the date change.\n"
+                "- [guest] reply omits the updated confirmation code.\n"
+                "- [note] seen by the night shift.")
+    result = build([trial(f"t{i}", 0.0, feedback, score_parts={"billing": 0.0, "guest": 0.0})
+                    for i in range(2)])
+    entry = result["reflective_dataset"][0]
+    assert [(c["part"], c["text"]) for c in entry["causes"]] == [
+        ("billing", "rate not re-quoted after the date change."),
+        ("guest", "reply omits the updated confirmation code."),
+        ("guest", "- [note] seen by the night shift.")]

@@ -83,3 +83,36 @@ def test_a_template_scorer_that_never_alternates_is_left_alone():
                for n in range(2)]
     clusters = _clusters(build(trials + _filler()))
     assert ["a0", "a1", "a2"] in clusters and ["b0", "b1", "b2"] in clusters
+
+
+BOTH = {"value": 0.0, "scope": 0.0}
+SCOPE = "The region filter also counted the partner channel's rows."
+
+
+def _two_causes(n_tasks: int, lost: dict = BOTH, second: tuple[str, str] = (SCOPE, SCOPE)
+                ) -> list:
+    """Tasks t0.. losing two parts on two trials: a shared scope sentence (or ``second``)
+    beside wording A on trial 0 and B on trial 1, unlabelled."""
+    return [trial(f"t{i}", 0.0, f"{text} {other}", n=n, score_parts=lost)
+            for i in range(n_tasks)
+            for n, (text, other) in enumerate(((A, second[0]), (B, second[1])))]
+
+
+def test_trials_that_lost_the_same_parts_and_differ_by_one_wording_are_one_cause():
+    """Unlabelled feedback, two causes a trial: what two trials of a task do not share,
+    one wording each, is one cause reworded; the shared sentence stays its own cause."""
+    clusters = _clusters(build(_two_causes(3) + _filler()))
+    assert clusters.count(["t0", "t1", "t2"]) == 2  # A and B merged; the scope sentence
+
+
+def test_trials_that_lost_different_parts_or_differ_by_two_wordings_say_nothing():
+    """The guard: trials of a task that lost other parts, or that share no cause (two
+    wordings left on each side), vouch for no merge."""
+    other = "Returns were left in the total."
+    mixed = [trial(f"t{i}", 0.0, f"{A} {SCOPE}", n=0, score_parts=BOTH) for i in range(3)]
+    mixed += [trial(f"t{i}", 0.0, f"{B} {SCOPE}", n=1,
+                    score_parts={"value": 0.0, "scope": 0.0, "format": 0.0})
+              for i in range(3)]
+    assert _clusters(build(mixed + _filler())).count(["t0", "t1", "t2"]) == 3
+    apart = _two_causes(3, second=(SCOPE, other))
+    assert _clusters(build(apart + _filler())).count(["t0", "t1", "t2"]) == 4

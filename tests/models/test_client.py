@@ -154,3 +154,23 @@ def test_unknown_price_leaves_cost_none_and_partial():
         client, _ = _call(server.base_url)
     assert client.settings.price is None and client.meter.cost_usd is None
     assert client.meter.partial
+
+
+def test_a_prompt_over_the_context_is_refused_unsent_where_the_endpoint_measures_it():
+    """With context_tokens, the endpoint's tokenizer measures the prompt first: over the
+    window with max_tokens it is a context_length ModelError, nothing sent or counted;
+    within it the call is sent. An endpoint without a tokenizer is asked once, then its
+    prompts are sent unmeasured (its own 400 still names the context)."""
+    with ChatServer([completion("ok")], tokenizer=lambda m: 900) as server:
+        unsent, refused = _call(server.base_url, context_tokens=1000, max_tokens=200)
+        client, answered = _call(server.base_url, context_tokens=1100, max_tokens=200)
+        assert isinstance(refused, ModelError) and refused.failure == "context_length"
+        assert "prompt is 900 tokens" in str(refused) and "context_tokens 1000" in str(refused)
+        assert isinstance(answered, dict) and len(server.requests) == 1
+        assert unsent.meter.counts["attempts"] == 0
+        assert unsent.meter.failure == "context_length"
+    with ChatServer([completion("ok"), completion("ok")]) as server:
+        first, _ = _call(server.base_url, context_tokens=10, max_tokens=5)
+        _call(server.base_url, context_tokens=10, max_tokens=5)
+        assert len(server.requests) == 2 and len(server.tokenized) == 2  # asked once
+    assert first.meter.counts["attempts"] == 1

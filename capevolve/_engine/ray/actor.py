@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import os
 from dataclasses import dataclass, field
@@ -113,6 +114,9 @@ class RolloutActor:
                     "node_id": self.core.node_id}
             self.box = ProcessWorker(self.core.worker_id, b.slots, init,
                                      b.timeout_s * (b.retries + 1) + 60.0, self.core.limiter)
+        if job.project_root != self.core.project_root:
+            # the sandbox shows the project where this node has it (a job's working_dir)
+            job = dataclasses.replace(job, project_root=self.core.project_root)
         async with self.relay:
             await self.box.prepare(job)
         self.boxed.add(job.eval_id)

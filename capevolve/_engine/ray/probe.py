@@ -29,8 +29,10 @@ def _make_probe():
         try:
             import capevolve._engine.scorer  # noqa: F401 - the import a scorer actor needs
             import capevolve._engine.worker  # noqa: F401 - the import a worker actor needs
+            from capevolve._engine import sandbox
 
             info["capevolve_import"] = None
+            info["sandbox"] = sandbox.check()  # None: rollouts can be sandboxed here
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             info["capevolve_import"] = f"{type(exc).__name__}: {exc}"
         return info

@@ -239,7 +239,15 @@ class PartWriter:
 
 
 def table_spend(table: pa.Table) -> tuple[int, int, float, int]:
-    """(rows, tokens, cost_usd, rows without a cost) of a table of rollout rows."""
+    """(rows, tokens, cost_usd, rows without a cost) of a table of rollout rows: a row's
+    spend is its rollout's plus its judge calls' (so the run's caps count the judge); it
+    has no cost when neither is recorded."""
     tokens = pc.sum(table["tokens"]).as_py() or 0
     cost = pc.sum(table["cost_usd"]).as_py() or 0.0
-    return table.num_rows, int(tokens), float(cost), table["cost_usd"].null_count
+    unrecorded = table["cost_usd"].null_count
+    if "judge_tokens" in table.column_names and table["judge_tokens"].null_count < table.num_rows:
+        tokens += pc.sum(table["judge_tokens"]).as_py() or 0
+        cost += pc.sum(table["judge_cost_usd"]).as_py() or 0.0
+        neither = pc.and_(pc.is_null(table["cost_usd"]), pc.is_null(table["judge_cost_usd"]))
+        unrecorded = pc.sum(neither.cast(pa.int64())).as_py() or 0
+    return table.num_rows, int(tokens), float(cost), int(unrecorded)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from capevolve.models.settings import ModelSettings
 from capevolve.records._optimize import IterationRecord, Spend
 
 __all__ = ["Proposal", "ProposalContext", "Proposer", "ProposerConfig", "Spend"]
@@ -90,4 +91,6 @@ class ProposerConfig:
     tail_chars: int = 2000
     """How much of a command's stdout / stderr (the end) is stored with the iteration."""
     env: Mapping[str, str] = field(default_factory=dict)
-    """Extra environment for proposers that read settings from it (e.g. an API key name)."""
+    """Extra environment (secrets only: e.g. the variable an API key is read from)."""
+    model: ModelSettings | None = None
+    """The run's pinned ``models.proposer`` (the ``llm`` proposer's endpoint), if any."""

@@ -1,10 +1,14 @@
 """The ``llm`` proposer: GEPA-style reflective mutation through an OpenAI-compatible endpoint.
 
 One proposal rewrites one component file (:mod:`.llm_prompt`) from one ``<improved_file>``
-block. An answer that does not parse, is empty, was cut at ``max_tokens`` or repeats the file,
-or an endpoint that fails past its retries, is a no_change with the raw answer in
-``detail["raw_answer"]``. The endpoint's tokens and priced cost are optimizer spend (unknown
-cost None). :func:`build` refuses an endpoint that does not answer unless ``probe=false``.
+block, or the answer's JSON schema where the endpoint takes one. An answer that does not
+parse, is empty, was cut at ``max_tokens`` or repeats the file, or an endpoint that fails past
+its retries, is a no_change with the raw answer in ``detail["raw_answer"]``; a prompt that
+cannot fit the context (measured before sending, the provider's 400, or an answer cut short of
+max_tokens) is named as the context, never blamed on max_tokens. Every attempt's tokens and
+priced cost are optimizer spend (unknown cost None). :func:`build` takes the run's
+``models.proposer`` under the spec's options and refuses an endpoint that does not answer
+unless ``probe=false``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import time
 from typing import Any
 
 from capevolve.errors import ConfigError, ModelError
+from capevolve.kinds import ModelFailure
 from capevolve.models import Meter, ModelClient, ModelSettings
 from capevolve.optimize.proposers import llm_prompt as prompts
 from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
@@ -33,7 +38,8 @@ class LLMProposer:
 
     def _ask(self, client: ModelClient, messages: list[dict[str, str]],
              seed: int) -> dict[str, Any]:
-        return client.complete({"messages": messages, "seed": seed})
+        return client.complete({"messages": messages, "seed": seed,
+                                "response_format": prompts.ANSWER_FORMAT})
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Rewrite one component file of ``ctx.workdir`` (see the module docstring)."""
@@ -62,8 +68,11 @@ class LLMProposer:
         except ModelError as exc:
             detail["http_attempts"] = meter.counts["attempts"]
             detail["usage"] = meter.snapshot()
-            return Proposal(changed=False, blocker=f"llm endpoint ({exc.failure}): {exc}",
-                            detail=detail, spend=_spend(meter, t0), focus=path)
+            why = f"llm endpoint ({exc.failure}): {exc}"
+            if exc.failure == ModelFailure.CONTEXT_LENGTH:
+                why = f"the prompt does not fit the model's context ({exc})"
+            return Proposal(changed=False, blocker=why, detail=detail,
+                            spend=_spend(meter, t0), focus=path)
         detail["http_attempts"] = meter.counts["attempts"]
         detail["usage"] = meter.snapshot()
         spend, answer, finish = _spend(meter, t0), *self._read(response)
@@ -71,8 +80,7 @@ class LLMProposer:
         improved = None if finish == "length" else prompts.parse_answer(answer)
         if improved is None:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
-            why = (f"was cut at max_tokens={self.settings.max_tokens} (an unfinished answer "
-                   "is never applied)" if finish == "length" else
+            why = (self._cut(response) if finish == "length" else
                    f"has no single non-empty {prompts.OPEN}...{prompts.CLOSE} block")
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
                             blocker=f"unparseable answer: it {why}")
@@ -89,6 +97,21 @@ class LLMProposer:
         target.write_text(improved, encoding="utf-8")
         detail["chars"] = {"before": len(texts[path]), "after": len(improved)}
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
+
+    def _cut(self, response: dict[str, Any]) -> str:
+        """Why an answer stopped at ``length``: the answer's bound, or (fewer completion
+        tokens than max_tokens) the model's context window, never blamed on max_tokens."""
+        found = response.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if type(answer) is int and answer < self.settings.max_tokens:
+            window = self.settings.context_tokens
+            return (f"was cut by the model's context window, not max_tokens: prompt {prompt} "
+                    f"+ answer {answer} tokens"
+                    + (f" (context_tokens {window})" if window else "")
+                    + "; an unfinished answer is never applied")
+        return (f"was cut at max_tokens={self.settings.max_tokens} (an unfinished answer is "
+                "never applied)")
 
     def _read(self, response: dict[str, Any]) -> tuple[str | None, str | None]:
         """Answer text and finish reason of a response (any shape tolerated)."""
@@ -110,7 +133,7 @@ def _spend(meter: Meter, t0: float) -> Spend:
 
 def build(options: str, config: ProposerConfig) -> LLMProposer:
     """The ``llm`` proposer of a spec's options (see the module docstring)."""
-    settings = load_settings(options, config.env)
+    settings = load_settings(options, config.model)
     model, key = settings.model_settings(config.timeout_s), api_key(settings, config.env)
     if settings.probe:
         problem = ModelClient(model, api_key=key).probe(timeout_s=min(10.0, settings.timeout_s))

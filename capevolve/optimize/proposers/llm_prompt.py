@@ -3,7 +3,8 @@
 :func:`component_files` are the parent's editable text files; :func:`choose_file` picks one
 round-robin or by the targeted cluster; :func:`examples` draws a seeded minibatch of a train or
 val diagnosis' reflective entries (never test); :func:`parse_answer` takes exactly one
-``<improved_file>`` block with its tags on lines of their own, else None.
+``<improved_file>`` block with its tags on lines of their own, or exactly one JSON object
+``{"improved_file": <text>}`` (:data:`ANSWER_FORMAT`), else None.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ SYSTEM = (
     " and earlier attempts that were rejected. Write a general improvement: never mention a"
     " task id, never copy an expected answer or gold value. Answer with the complete new"
     f" text of the file between a line {OPEN} and a line {CLOSE}, and nothing else between"
-    " them.")
+    " them. Where a JSON answer is required, give that complete text as the field"
+    " improved_file instead.")
+ANSWER_FORMAT = {"type": "json_schema", "json_schema": {
+    "name": "improved_file", "strict": True, "schema": {
+        "type": "object", "additionalProperties": False, "required": ["improved_file"],
+        "properties": {"improved_file": {"type": "string", "minLength": 1}}}}}
+"""The answer's JSON schema, sent as ``response_format`` where the endpoint takes it."""
 
 
 def inside(root: Path, rel: str) -> Path | None:
@@ -166,11 +173,24 @@ def parse_answer(answer: str | None) -> str | None:
     """The improved text of a strict answer, or None (see the module docstring): the tags
     occur once each, on lines of their own (an echo of the instructions, which name them
     inline, is no block), the opening one first, with text between."""
-    if not isinstance(answer, str) or answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
+    if not isinstance(answer, str):
         return None
+    if answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:
+        return _structured(answer)
     opens, closes = list(_OPEN_LINE.finditer(answer)), list(_CLOSE_LINE.finditer(answer))
     if len(opens) != 1 or len(closes) != 1 or closes[0].start() < opens[0].end():
         return None
     body = answer[opens[0].end():closes[0].start()]
     body = body[1:] if body.startswith("\n") else body
     return body if body.strip() else None
+
+
+def _structured(answer: str) -> str | None:
+    try:
+        data = json.loads(answer)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) != {"improved_file"}:
+        return None
+    text = data["improved_file"]
+    return text if isinstance(text, str) and text.strip() else None

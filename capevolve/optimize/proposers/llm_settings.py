@@ -1,9 +1,9 @@
-"""Settings of the ``llm`` proposer: from the spec's options and the environment, validated.
+"""Settings of the ``llm`` proposer: the run's ``models.proposer``, then the spec's options.
 
-A spec is ``llm`` or ``llm:key=value,...``; each key (:class:`LLMSettings`) may also come from
-``CAPEVOLVE_LLM_<KEY>`` (the proposer config's ``env``, then the process's); the spec wins. The
-API key is read only from the variable ``api_key_env`` names. Anything wrong is one ConfigError
-line.
+A spec is ``llm`` or ``llm:key=value,...`` (keys: :class:`LLMSettings`) over the run's pinned
+``models.proposer``; the spec wins. No setting comes from the environment: only the API key,
+from the variable ``api_key_env`` names. Anything wrong (an unknown key, a bad value, no
+endpoint at all) is one ConfigError line.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from capevolve.config_models import TokenParam
 from capevolve.errors import ConfigError
 from capevolve.models import ModelSettings, Price
-
-ENV_PREFIX = "CAPEVOLVE_LLM_"
 
 
 class Select(StrEnum):
@@ -40,6 +39,12 @@ class LLMSettings(BaseModel):
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(2048, ge=1, le=1_000_000)
     """Bound of one answer; the improved file must fit in it."""
+    context_tokens: int | None = Field(None, ge=1)
+    """The model's context window: a prompt that cannot fit with max_tokens is not sent
+    (measured by the endpoint's tokenizer where it offers one)."""
+    token_param: TokenParam = TokenParam.AUTO
+    structured: bool = True
+    """Ask for the answer's JSON schema (response_format) where the endpoint takes it."""
     usd_per_1m_input: float | None = Field(None, ge=0)
     usd_per_1m_output: float | None = Field(None, ge=0)
     """Prices per million prompt / completion tokens; cost is recorded only with both."""
@@ -64,7 +69,9 @@ class LLMSettings(BaseModel):
         bound = self.timeout_s if deadline_s is None else min(self.timeout_s, deadline_s)
         return ModelSettings(role="proposer", base_url=self.base_url, model=self.model,
                              api_key_env=self.api_key_env, temperature=self.temperature,
-                             max_tokens=self.max_tokens, deadline_s=bound,
+                             max_tokens=self.max_tokens, context_tokens=self.context_tokens,
+                             token_param=self.token_param, structured=self.structured,
+                             deadline_s=bound,
                              retries=self.retries, backoff_s=self.backoff_s, price=price,
                              price_source="none" if price is None else "config")
 
@@ -93,7 +100,23 @@ def parse_options(options: str) -> dict[str, str]:
     return pairs
 
 
-def load_settings(options: str, env: Mapping[str, str] | None = None) -> LLMSettings:
+def declared(pinned: ModelSettings | None) -> dict[str, object]:
+    """The options ``models.proposer`` (as the run pinned it) gives."""
+    if pinned is None:
+        return {}
+    price = pinned.price
+    return {"base_url": pinned.base_url, "model": pinned.model,
+            "api_key_env": pinned.api_key_env or LLMSettings.model_fields["api_key_env"].default,
+            "temperature": 0.0 if pinned.temperature is None else pinned.temperature,
+            "max_tokens": pinned.max_tokens, "context_tokens": pinned.context_tokens,
+            "token_param": pinned.token_param, "timeout_s": pinned.deadline_s,
+            "retries": pinned.retries, "backoff_s": pinned.backoff_s,
+            "structured": pinned.structured,
+            "usd_per_1m_input": None if price is None else price.input,
+            "usd_per_1m_output": None if price is None else price.output}
+
+
+def load_settings(options: str, pinned: ModelSettings | None = None) -> LLMSettings:
     """The settings of an ``llm`` spec (see the module docstring); ConfigError if invalid."""
     given = parse_options(options)
     known = set(LLMSettings.model_fields)
@@ -101,20 +124,11 @@ def load_settings(options: str, env: Mapping[str, str] | None = None) -> LLMSett
     if unknown:
         raise ConfigError(f"--proposer llm: unknown option {unknown[0]!r} "
                           f"(expected some of {', '.join(sorted(known))})")
-    sources = [env or {}, os.environ]
-    values: dict[str, str] = {}
-    for key in known:
-        if key in given:
-            values[key] = given[key]
-            continue
-        for source in sources:
-            if source.get(ENV_PREFIX + key.upper()):
-                values[key] = source[ENV_PREFIX + key.upper()]
-                break
+    values = {**declared(pinned), **given}
     for key in ("base_url", "model"):
         if not values.get(key):
-            raise ConfigError(f"--proposer llm: no {key} (give llm:{key}=... or set "
-                              f"{ENV_PREFIX}{key.upper()})")
+            raise ConfigError(f"--proposer llm: no {key}: declare models.proposer in "
+                              f"capevolve.yaml (or give llm:{key}=...)")
     try:
         return LLMSettings.model_validate(values)
     except ValidationError as exc:

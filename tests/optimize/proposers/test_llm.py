@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 from fixtures.chat_server import ChatServer, Drop, Raw, Reply, Sleep, completion
 
+from capevolve.config_models import ModelConfig, PriceConfig
 from capevolve.errors import ConfigError
+from capevolve.models import ModelSettings, resolve
 from capevolve.optimize.proposers.base import ProposalContext, ProposerConfig
 from capevolve.optimize.proposers.llm import build
 from capevolve.optimize.proposers.registry import build_proposer
@@ -143,7 +146,8 @@ def test_the_block_may_sit_inside_a_longer_answer(tmp_path):
 def test_an_answer_cut_at_max_tokens_is_never_applied(tmp_path, content):
     """finish_reason=length is a no_change naming the cut, even when a closed block made it
     into the cut answer."""
-    with ChatServer([completion(content, finish_reason="length")]) as server:
+    with ChatServer([completion(content, finish_reason="length",
+                                completion_tokens=300)]) as server:
         proposal = _proposer(server).propose(_ctx(tmp_path))
     assert not proposal.changed and "max_tokens=300" in proposal.blocker
     assert (tmp_path / "work" / "tools.py").read_text() == TOOLS
@@ -267,23 +271,86 @@ def test_a_refused_api_key_is_refused_at_build(tmp_path):
     ("base_url=http://x/v1,model=m,model=n", "given twice"),
     ("base_url=http://x/v1,model", "not key=value"),
 ])
-def test_bad_options_are_one_config_error_line(tmp_path, options, fragment, monkeypatch):
+def test_bad_options_are_one_config_error_line(tmp_path, options, fragment):
     """Each bad option names itself in one line (checked before any probe)."""
-    for name in ("BASE_URL", "MODEL"):
-        monkeypatch.delenv(f"CAPEVOLVE_LLM_{name}", raising=False)
     with pytest.raises(ConfigError) as info:
         build(options + ",probe=false", ProposerConfig(project_dir=tmp_path))
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-def test_settings_come_from_the_environment_and_the_spec_wins(tmp_path):
-    """CAPEVOLVE_LLM_* fill what the spec leaves out; the key comes from api_key_env."""
-    env = {"CAPEVOLVE_LLM_BASE_URL": "http://127.0.0.1:9/v1", "CAPEVOLVE_LLM_MODEL": "env-m",
-           "CAPEVOLVE_LLM_API_KEY_ENV": "MY_KEY", "MY_KEY": "k", "CAPEVOLVE_LLM_PROBE": "false"}
-    proposer = build("model=spec-m", ProposerConfig(project_dir=tmp_path, env=env))
-    assert proposer.settings.model == "spec-m"
-    assert proposer.settings.base_url == "http://127.0.0.1:9/v1"
-    assert proposer.api_key == "k"
+def _pinned(url: str = "http://127.0.0.1:9/v1", **over: object) -> ModelSettings:
+    fields: dict = {"base_url": url, "model": "pinned-m", "api_key_env": "MY_KEY",
+                    "temperature": 0.3, "max_tokens": 700, "context_tokens": 4096,
+                    "price": PriceConfig(input=2, output=4), **over}
+    config = ModelConfig(**fields)
+    return resolve(config, "proposer")
+
+
+def test_models_proposer_is_the_default_and_the_spec_overrides_it(tmp_path, monkeypatch):
+    """With models.proposer pinned, `llm` alone uses it (endpoint, sampling, bounds,
+    price); a spec option overrides one setting; no setting comes from the environment
+    (CAPEVOLVE_LLM_* is ignored), only the key from the variable api_key_env names."""
+    monkeypatch.setenv("CAPEVOLVE_LLM_MODEL", "env-m")
+    monkeypatch.setenv("CAPEVOLVE_LLM_TEMPERATURE", "1.5")
+    env = {"MY_KEY": "k"}
+    proposer = build("probe=false", ProposerConfig(project_dir=tmp_path, env=env,
+                                                   model=_pinned()))
+    s = proposer.settings
+    assert (s.model, s.base_url, s.temperature, s.max_tokens, s.context_tokens) == \
+        ("pinned-m", "http://127.0.0.1:9/v1", 0.3, 700, 4096)
+    assert (s.usd_per_1m_input, s.usd_per_1m_output) == (2, 4)
+    assert proposer.api_key == "k" and proposer.name == "llm:pinned-m"
+    assert proposer.model.context_tokens == 4096 and proposer.model.role == "proposer"
+    over = build("probe=false,temperature=0.9", ProposerConfig(project_dir=tmp_path,
+                                                               model=_pinned()))
+    assert over.settings.temperature == 0.9 and over.settings.model == "pinned-m"
+    with pytest.raises(ConfigError, match="declare models.proposer"):
+        build("probe=false", ProposerConfig(project_dir=tmp_path))
+
+
+@pytest.mark.parametrize("style", ["vllm", "llama.cpp"])
+def test_a_prompt_that_cannot_fit_the_context_is_never_sent(tmp_path, style):
+    """The endpoint's tokenizer measures the prompt before sending: prompt + max_tokens
+    over context_tokens is a no_change naming the three numbers and the context (not
+    max_tokens), with no chat request and nothing spent; one that fits is sent."""
+    def tokens(messages: list) -> int:
+        return len(json.dumps(messages)) // 4
+
+    with ChatServer([_answer(TOOLS + "# v2\n")], tokenizer=tokens, style=style) as server:
+        pinned = _pinned(server.base_url, context_tokens=600)
+        proposer = build("probe=false", ProposerConfig(project_dir=tmp_path, model=pinned))
+        refused = proposer.propose(_ctx(tmp_path / "a"))
+        assert server.requests == [] and server.tokenized
+        wide = build("probe=false,context_tokens=100000",
+                     ProposerConfig(project_dir=tmp_path, model=pinned))
+        sent = wide.propose(_ctx(tmp_path / "b"))
+    assert not refused.changed and "does not fit the model's context" in refused.blocker
+    assert "max_tokens is 700" in refused.blocker and "context_tokens 600" in refused.blocker
+    assert "tokens (measured by the endpoint)" in refused.blocker
+    assert refused.spend.tokens == 0 and refused.detail["http_attempts"] == 0
+    assert sent.changed and len(server.requests) == 1
+
+
+def test_a_context_length_400_and_a_cut_short_of_max_tokens_name_the_context(tmp_path):
+    """The provider's context-length 400 is final (one attempt) and named as the context;
+    an answer stopped at `length` with fewer completion tokens than max_tokens was cut by
+    the context window, and the ledger says so instead of blaming max_tokens."""
+    too_long = Reply(400, {"error": {"message": "This model's maximum context length is "
+                                                "4096 tokens", "code": "context_length"}})
+    short = completion("<improved_file>\nhalf", prompt_tokens=3990, completion_tokens=106,
+                       finish_reason="length")
+    full = completion("<improved_file>\nhalf", prompt_tokens=100, completion_tokens=300,
+                      finish_reason="length")
+    with ChatServer([too_long, short, full]) as server:
+        proposer = _proposer(server)
+        first = proposer.propose(_ctx(tmp_path / "a"))
+        second = proposer.propose(_ctx(tmp_path / "b"))
+        third = proposer.propose(_ctx(tmp_path / "c"))
+    assert "does not fit the model's context" in first.blocker
+    assert first.detail["http_attempts"] == 1
+    assert "cut by the model's context window, not max_tokens" in second.blocker
+    assert "prompt 3990 + answer 106" in second.blocker and second.spend.tokens == 4096
+    assert "cut at max_tokens=300" in third.blocker
 
 
 def test_a_symlinked_component_is_never_read(tmp_path):
@@ -327,3 +394,23 @@ def test_concurrent_proposals_keep_their_own_counts(tmp_path):
                                     [_ctx(tmp_path / "a"), _ctx(tmp_path / "b")]))
     assert all(r.changed for r in results)
     assert sorted(r.detail["http_attempts"] for r in results) == [1, 2]
+
+
+def test_the_answer_schema_is_requested_and_a_json_answer_is_applied(tmp_path):
+    """The request carries the answer's JSON schema; an answer in it is applied like a
+    block. An endpoint that refuses the schema gets the prompt-only form at once (one
+    rejected attempt, not a retry), and `structured=false` never sends it."""
+    new_tools = TOOLS + "# json\n"
+    refusal = Reply(400, {"error": "response_format is not supported by this server"})
+    with ChatServer([completion(json.dumps({"improved_file": new_tools})), refusal,
+                     _answer(new_tools), _answer(new_tools)]) as server:
+        structured = _proposer(server).propose(_ctx(tmp_path / "a"))
+        refused = _proposer(server).propose(_ctx(tmp_path / "b"))
+        plain = build(f"base_url={server.base_url},model=other,structured=false,probe=false",
+                      ProposerConfig(project_dir=Path("."))).propose(_ctx(tmp_path / "c"))
+    assert structured.changed and (tmp_path / "a" / "work" / "tools.py").read_text() == new_tools
+    assert refused.changed and refused.detail["http_attempts"] == 2
+    assert plain.changed
+    formats = [r["body"].get("response_format", {}).get("json_schema", {}).get("name")
+               for r in server.requests if r["method"] == "POST"]
+    assert formats == ["improved_file", "improved_file", None, None]

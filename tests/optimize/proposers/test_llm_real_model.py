@@ -32,12 +32,12 @@ def _ctx(tmp_path: Path) -> ProposalContext:
 
 def test_a_real_model_answer_is_parsed_strictly_and_its_tokens_are_spend(
         llama_url, tmp_path):  # noqa: F811
-    """Through the registry, probe included: the base model's answer is not one strict
-    <improved_file> block, so the proposal is a no_change with the raw answer stored and
-    the file untouched (never a child to score); the reported tokens are optimizer spend
-    and max_tokens bounds the call."""
+    """Through the registry, probe included, asked in the prompt only: the base model's
+    answer is not one strict <improved_file> block, so the proposal is a no_change with
+    the raw answer stored and the file untouched (never a child to score); the reported
+    tokens are optimizer spend and max_tokens bounds the call."""
     proposer = build_proposer(f"llm:base_url={llama_url},model=gemma,temperature=0,"
-                              "max_tokens=48,timeout_s=120,retries=1",
+                              "max_tokens=48,timeout_s=120,retries=1,structured=false",
                               ProposerConfig(project_dir=tmp_path))
     t0 = time.monotonic()
     proposal = proposer.propose(_ctx(tmp_path))
@@ -49,6 +49,19 @@ def test_a_real_model_answer_is_parsed_strictly_and_its_tokens_are_spend(
     assert (tmp_path / "work" / "policy.md").read_text() == POLICY
     assert proposal.spend.tokens > 0 and proposal.spend.cost_usd is None
     assert took < 120
+
+
+def test_the_answer_schema_makes_the_real_model_answer_parse(llama_url, tmp_path):  # noqa: F811
+    """With the answer's JSON schema (the default), llama.cpp constrains the answer: the
+    270M base model's text arrives as {"improved_file": ...} and is written into the
+    working copy as the child (whatever its quality: the gate decides that)."""
+    proposer = build_proposer(f"llm:base_url={llama_url},model=gemma,temperature=0,"
+                              "max_tokens=200,timeout_s=300,retries=1",
+                              ProposerConfig(project_dir=tmp_path))
+    proposal = proposer.propose(_ctx(tmp_path))
+    assert proposal.detail["finish_reason"] == "stop", proposal.detail
+    assert proposal.changed and proposal.blocker is None
+    assert (tmp_path / "work" / "policy.md").read_text() != POLICY
 
 
 def test_the_loop_with_a_real_model_records_garbage_as_no_change(
@@ -64,7 +77,7 @@ def test_the_loop_with_a_real_model_records_garbage_as_no_change(
     result = capevolve.optimize_run(
         run.root, engine="local", algorithm="hill-climb", iterations=2,
         proposer=f"llm:base_url={llama_url},model=gemma,temperature=0,max_tokens=48,"
-                 "timeout_s=120,retries=1").to_dict()
+                 "timeout_s=120,retries=1,structured=false").to_dict()
     assert [r["outcome"] for r in result["iterations"]] == ["no_change", "no_change"]
     assert result["best_id"] == "seed"
     for row in ledger(run.root):
