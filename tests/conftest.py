@@ -14,8 +14,6 @@ from tier_guard import (  # noqa: F401 - hooks and fixture that keep the tier ma
     ray_only_in_ray_tests,
 )
 
-pytest_plugins = ["known_failures"]
-
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "benchmarks" / "toy"
 
