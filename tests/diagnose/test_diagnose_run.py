@@ -248,7 +248,9 @@ def test_the_cyclic_collector_is_restored_and_nothing_is_left_frozen(tmp_path, f
     try:
         held = gc.get_freeze_count()
         diagnose(run, DiagnoseOptions("val", "seed"))
-        assert gc.isenabled() and gc.get_freeze_count() == held
+        # A frozen object the run lets go of leaves the count (a few, in a long-lived test
+        # process); unfreezing the caller's would drop it to 0, freezing diagnose's raise it.
+        assert gc.isenabled() and held - held // 1000 <= gc.get_freeze_count() <= held
         gc.disable()
         try:
             diagnose(run, DiagnoseOptions("val", "seed"))
