@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve.kinds import Confidence, Decision, Standing, TestVerdict
+from capevolve.kinds import Confidence, Standing, TestVerdict
 from capevolve.records._base import Result
 
 
@@ -174,8 +174,8 @@ class IterationLine(Result):
     title: str | None
     files: int
     """Files the edit added, modified or removed."""
-    screen: Decision | None
-    """The screen gate's decision (None: no screen)."""
+    screen: str | None
+    """The train-minibatch screen's outcome, ``pass`` or ``killed`` (None: no screen)."""
     val_child: float | None
     val_best: float | None
     delta: float | None
