@@ -14,11 +14,13 @@ asks for:
 
 - ``per_gate``: every gate at alpha; the best's own evaluation is the bar for later edits;
 - ``alpha_spending run``: every gate at alpha / 20 (Bonferroni over the budget);
-- ``screen+confirm`` (``capevolve._policy.loop_alpha``, the default): the gate at
-  sqrt(alpha / 20), then both sides on 2 x 3 fresh trials and the gate on the fresh data
-  only, at the same level; the promoted best's screen evaluation stays its bar (as in the
-  CLI, where only an evaluation from trial 0 is a gate evaluation); a variant measures the
-  promoted best again on fresh trials to be the next bar;
+- ``screen+confirm`` (``capevolve._policy.loop_alpha``): the gate at sqrt(alpha / 20),
+  then both sides on 2 x 3 fresh trials and the gate on the fresh data only, at the same
+  level; the promoted best's screen evaluation stays its bar (as in the CLI, where only an
+  evaluation from trial 0 is a gate evaluation). The default (``gate.first_look``) runs the
+  child's first trial alone first and stops a child that does not lead the bar there (a
+  futility stop: it only rejects); variants run every child in full, add the same look to
+  the confirmation's first half, or measure the promoted best again as the next bar;
 - ``keep-best``: the real keep-best verdict (``capevolve._policy.keep_best`` over the gate
   and the mechanism audit): keep any move of the point estimate;
 - ``GEPA-style``: the child and its parent on a minibatch of 5 tasks x 1 trial; a child
@@ -79,7 +81,10 @@ GROUPS = {t: f"g{i % CLUSTERS}" for i, t in enumerate(IDS)}
 CONFIRM_TRIALS = CONFIRM_FACTOR * TRIALS
 """Fresh trials per side in a confirmation (``capevolve._policy.loop_alpha``)."""
 OFFSETS = {k: np.arange(0, TASKS * k + 1, k) for k in range(1, CONFIRM_TRIALS + 1)}
-DEFAULT = "screen+confirm"
+DEFAULT = "screen+confirm with a first look"
+WITHOUT_LOOK = "screen+confirm, every child in full"
+ALPHA_STAGE = stage_alpha(ALPHA, EDITS)
+"""Each stage's one-sided level under screen+confirm."""
 TABLE = Path(__file__).resolve().parent / "loop_error.md"
 """The markdown table a full run writes (docs/statistics.md includes it)."""
 
@@ -174,15 +179,48 @@ def run_spending(w: World, s: State, child: np.ndarray, t: int) -> bool:
     return ok
 
 
-def screen_confirm(w: World, s: State, child: np.ndarray, t: int, remeasure: bool) -> bool:
-    level = stage_alpha(ALPHA, EDITS)
-    screen = w.measure(child)
-    ok = passes(screen, s.bar, level)
+def _joined(parts: list[SideOutcomes]) -> SideOutcomes:
+    """One side's looks as one evaluation (each task's trials side by side)."""
+    values = np.hstack([p.values.reshape(TASKS, -1) for p in parts])
+    return SideOutcomes.from_columns(IDS, OFFSETS[values.shape[1]], values.ravel())
+
+
+def _losing(cand: SideOutcomes, bar: SideOutcomes) -> bool:
+    return float(np.mean(cand.aligned(IDS).mean - bar.aligned(IDS).mean)) <= 0
+
+
+def _screen(w: World, s: State, child: np.ndarray, futile: bool) -> SideOutcomes | None:
+    """The child's screen evaluation; with ``futile`` its first trial is a look of its own,
+    and a delta <= 0 there stops it (None: a binding futility stop, which only rejects)."""
+    if not futile:
+        return w.measure(child)
+    first = w.measure(child, 1)
+    return None if _losing(first, s.bar) else _joined([first, w.measure(child, TRIALS - 1)])
+
+
+def _confirmation(w: World, s: State, child: np.ndarray, futile: bool) -> bool:
+    """Both sides on fresh trials, decided on those only; with ``futile``, in two halves,
+    the first of which stops a child that does not lead."""
+    if not futile:
+        return passes(w.measure(child, CONFIRM_TRIALS), w.measure(s.best, CONFIRM_TRIALS),
+                      ALPHA_STAGE)
+    half = CONFIRM_TRIALS // 2
+    cand, base = w.measure(child, half), w.measure(s.best, half)
+    if _losing(cand, base):
+        return False
+    return passes(_joined([cand, w.measure(child, half)]),
+                  _joined([base, w.measure(s.best, half)]), ALPHA_STAGE)
+
+
+def screen_confirm(w: World, s: State, child: np.ndarray, t: int, remeasure: bool,
+                   first_look: bool = False, confirm_look: bool = False) -> bool:
+    level = ALPHA_STAGE
+    screen = _screen(w, s, child, first_look)
+    ok = screen is not None and passes(screen, s.bar, level)
     if ok:
-        fresh = CONFIRM_TRIALS  # only the fresh data decides
-        ok = passes(w.measure(child, fresh), w.measure(s.best, fresh), level)
+        ok = _confirmation(w, s, child, confirm_look)
     _tally(s, t, ok, level * level)
-    if ok:
+    if ok and screen is not None:
         s.bar = w.measure(child) if remeasure else screen
     return ok
 
@@ -254,9 +292,12 @@ def sequential(w: World, s: State, child: np.ndarray, _: int) -> bool:
 PROCEDURES: dict[str, Step] = {
     "per_gate (alpha 0.05 each)": per_gate,
     "alpha_spending run (alpha / 20 each)": run_spending,
-    DEFAULT: lambda w, s, c, t: screen_confirm(w, s, c, t, remeasure=False),
+    DEFAULT: lambda w, s, c, t: screen_confirm(w, s, c, t, remeasure=False, first_look=True),
+    WITHOUT_LOOK: lambda w, s, c, t: screen_confirm(w, s, c, t, remeasure=False),
     "screen+confirm, best re-measured as the bar": lambda w, s, c, t: screen_confirm(
         w, s, c, t, remeasure=True),
+    "screen+confirm, a first look in the confirmation too": lambda w, s, c, t:
+        screen_confirm(w, s, c, t, remeasure=False, first_look=True, confirm_look=True),
     "keep-best": keep_best_step,
     "GEPA-style (minibatch, then full val)": gepa,
     "LORD++ online": lord,
@@ -266,6 +307,7 @@ LEDGERS: dict[str, GateConfig] = {
     "per_gate (alpha 0.05 each)": GateConfig(alpha_spending=AlphaSpending.PER_GATE),
     "alpha_spending run (alpha / 20 each)": GateConfig(alpha_spending=AlphaSpending.RUN),
     DEFAULT: GateConfig(),
+    WITHOUT_LOOK: GateConfig(first_look=False),
     "screen+confirm, best re-measured as the bar": GateConfig(),
     "keep-best": KEEP_BEST,
 }
