@@ -119,6 +119,11 @@ class GateConfig(_Section):
     """strict: accept only a gain shown beyond noise. keep-best: keep a move of the point
     estimate in the goal's direction that passes the mechanism audit, labelled with its
     confidence and tentative until confirmed."""
+    first_look: Bool = True
+    """optimize, strict policy: a child's val evaluation runs its first trial first, and a
+    child whose mean there does not lead the best's is stopped, never gated (a futility
+    stop: it only rejects, so alpha's bound holds; it saves the rollouts of most losing
+    children). A stopped child has no gate or reject event."""
 
 
 class GoalConfig(_Section):

@@ -1,6 +1,7 @@
 """What a configured run will spend before it spends it: rollouts x tokens x prices.
 
-The low end is the baseline, one iteration's full-val evaluation and finalize; the high end
+The low end is the baseline, one iteration's full-val evaluation (its first trial when the
+first look may stop it) and finalize; the high end
 every iteration, capped by what is left of ``budget.max_metric_calls``. Tokens and dollars per
 rollout come from the run's stored rollouts, else the check's probe rollout; dollars without a
 price are None, never 0.
@@ -16,7 +17,7 @@ from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
-from capevolve.kinds import Split
+from capevolve.kinds import GatePolicy, Split
 
 
 def _per_rollout(run: RunDir) -> tuple[str, list[int], list[float | None]]:
@@ -53,7 +54,10 @@ def estimate(run: RunDir, iterations: int | None = None, finalize: bool = True
     steps = iterations if iterations is not None else config.budget.max_iterations
     base = (0 if done else val) + (2 * test if finalize and not run.layout.final.is_file()
                                    else 0)
-    rollouts = [base + val * min(1, steps), base + val * steps]
+    gate = config.gate
+    looked = gate.first_look and gate.policy == GatePolicy.STRICT
+    least = val // trials if looked else val  # a child stopped at its first look
+    rollouts = [base + least * min(1, steps), base + val * steps]
     cap = config.budget.max_metric_calls
     if cap:
         left = max(0, cap - run.spent.metric_calls)

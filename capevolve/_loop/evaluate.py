@@ -80,10 +80,12 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
              tasks: Sequence[str] | None = None, first_trial: int = 0,
              purpose: EvalPurpose | str | None = None, target: str | None = None,
              engine: Engine | None = None, address: str | None = None,
-             allow_test: bool = False) -> dict[str, Any]:
+             allow_test: bool = False, trials_now: int | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
     ``target`` (a recorded census bucket or val diagnose cluster) is stored in the record for
-    the gate's mechanism audit; an unknown one is a GateError naming the known ones."""
+    the gate's mechanism audit; an unknown one is a GateError naming the known ones.
+    ``trials_now`` runs only the first that many trials (a look): the evaluation stays
+    incomplete until it is evaluated again without it."""
     split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
@@ -125,7 +127,8 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         running.add(eval_id)
         try:
             return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
-                            address, resumed=previous is not None, limit=limit, scope=scope)
+                            address, resumed=previous is not None, limit=limit, scope=scope,
+                            trials_now=trials_now)
         finally:
             running.discard(eval_id)
 
@@ -133,7 +136,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
              candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
              resumed: bool, limit: BudgetConfig | None,
-             scope: EvalScope) -> dict[str, Any]:
+             scope: EvalScope, trials_now: int | None = None) -> dict[str, Any]:
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
@@ -148,6 +151,12 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     excluded = loaded.excluded
     task_ids = tuple(t for t in selected if t not in excluded)
     done = eval_rows(run.layout, eval_id).done_units(valid_only=resumed)
+    paused = None
+    if trials_now is not None and trials_now < n_trials:  # a look: the later trials wait
+        start = scope.first_trial + trials_now
+        done = {*done, *((t, k) for t in task_ids
+                         for k in range(start, scope.first_trial + n_trials))}
+        paused = f"paused at a look after {trials_now} of {n_trials} trials"
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,
@@ -209,7 +218,8 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
     why = breaker.reason or incomplete_reason(
-        stats, len(task_ids) * n_trials, config.gate.min_coverage, report.stop_reason) \
+        stats, len(task_ids) * n_trials, config.gate.min_coverage,
+        report.stop_reason or paused) \
         or _judge_unreachable(judge_lost)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
                   incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,

@@ -6,16 +6,24 @@ Read-only."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from capevolve._policy.stop import PLATEAU_WINDOW, parse_stop, plateau
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
+from capevolve.records._optimize import IterationRecord
 
 
 def stop_parse(stop_condition: str) -> dict[str, Any]:
     """The stop condition's predicates and unparsed clauses (see capevolve._policy.stop)."""
     return parse_stop(stop_condition).to_dict()
+
+
+def accept_flags(ledger: Sequence[IterationRecord]) -> list[bool]:
+    """Accepted or not, per decided iteration (gated, or stopped at the first look)."""
+    return [r.outcome == "accept" for r in ledger
+            if r.gate is not None or (r.screen is not None and r.screen.split == "val")]
 
 
 def loop_status(run: RunDir) -> dict[str, Any] | None:
@@ -25,7 +33,7 @@ def loop_status(run: RunDir) -> dict[str, Any] | None:
     ledger = files.read_ledger()
     if loop is None and not ledger:
         return None
-    gated = [r.outcome == "accept" for r in ledger if r.gate is not None]
+    gated = accept_flags(ledger)
     costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
     return {"algorithm": (loop or {}).get("algorithm"), "proposer": (loop or {}).get("proposer"),
             "iterations": len(ledger),

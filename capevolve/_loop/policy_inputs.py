@@ -32,20 +32,25 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig) -> SideOutcomes:
-    """One evaluation's per-task values of the goal's metric (direction applied)."""
+def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
+               below_trial: int | None = None) -> SideOutcomes:
+    """One evaluation's per-task values of the goal's metric (direction applied); with
+    ``below_trial``, of its trials below that index only."""
     sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
-    if goal.metric == "reward":  # one grouped read, cached: the columns as they come
+    if goal.metric == "reward" and below_trial is None:  # one grouped read, cached
         rows = task_rows(store.layout, eval_id)
         return SideOutcomes.from_columns(rows.tasks, rows.offsets, rows.reward, sign)
-    part = goal.metric.split(".", 1)[1]
+    part = goal.metric.split(".", 1)[1] if goal.metric != "reward" else None
+    trials = "" if below_trial is None else f" AND trial < {int(below_trial)}"
     _, found = store.query(
         f"SELECT task_id, trial, reward, score_parts FROM rollouts "
-        f"WHERE eval_id = {_lit(eval_id)} ORDER BY task_id, trial", eval_id)
+        f"WHERE eval_id = {_lit(eval_id)}{trials} ORDER BY task_id, trial", eval_id)
     rewards: dict[str, list[float]] = defaultdict(list)
     for task_id, _trial, reward, parts in found:
         rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
-        value = _part(parts, part) if reward is not None else None
+        if reward is None:
+            continue
+        value = float(reward) if part is None else _part(parts, part)
         if value is not None:
             rewards[task_id].append(value)
     return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})

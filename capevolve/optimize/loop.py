@@ -23,6 +23,7 @@ from capevolve._loop import estimate as estimating
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import finalize as finalizing
 from capevolve._loop.frozen_config import run_config
+from capevolve._loop.loop_status import accept_flags
 from capevolve._loop.models_pin import run_settings
 from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, LoopState, first_met, parse_stop, plateau
@@ -220,8 +221,7 @@ def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
         evaluating.evaluate(run, run.best_id, Split.VAL, engine=session.engine)  # baseline
         warm.join()
         why = _iterate(session, settings, on_iteration or (lambda r: None))
-        gated = [r.outcome == Outcome.ACCEPT for r in session.ledger if r.gate is not None]
-        signal = plateau(gated, PLATEAU_WINDOW)
+        signal = plateau(accept_flags(session.ledger), PLATEAU_WINDOW)
         session.files.write_loop({**loop, "settings": asdict(settings), "stopped": why,
                                   "stopped_at": utc_now(), "plateau": signal})
         final, unsealed = None, None

@@ -24,6 +24,7 @@ from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
 from capevolve.kinds import Decision, EvalPurpose, EvalStatus, EventKind, Split
+from capevolve.optimize import look as looks
 from capevolve.optimize import screening
 from capevolve.optimize.algorithms import SearchView
 from capevolve.optimize.context import build_context, train_diagnosis
@@ -302,6 +303,18 @@ def _measure(s: Session, p: Planned) -> Measured:
         if not verdict.passed:
             return Measured(child_id=child["candidate_id"], screen=screen, early=(
                 Outcome.SCREENED_OUT, [verdict.reason(p.parent_id)]))
+    if looks.applies(s):
+        look = looks.first_look(s, _candidate(s, p))
+        if look is not None:
+            p.pending["child_id"] = look.child["candidate_id"]
+            if look.stops:
+                numbers = GateNumbers(
+                    split=str(Split.VAL), against=look.best_id, decision="killed",
+                    parent_mean=look.best_mean, child_mean=look.child_mean,
+                    delta=None if look.child_mean is None or look.best_mean is None
+                    else look.child_mean - look.best_mean, n_tasks=look.n_tasks)
+                return Measured(child_id=look.child["candidate_id"], screen=numbers,
+                                early=(Outcome.SCREENED_OUT, [look.reason()]))
     val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
                               engine=s.engine)
     p.pending["child_id"] = val["candidate_id"]

@@ -16,7 +16,7 @@ class Outcome(StrEnum):
     ACCEPT = "accept"            # gated on full val against the best and accepted
     REJECT = "reject"            # gated and rejected
     INDECISIVE = "indecisive"    # gated, indecisive (kept as a frontier member, never best)
-    SCREENED_OUT = "screened_out"  # killed on the train minibatch; never gated
+    SCREENED_OUT = "screened_out"  # killed on the train minibatch or at the first look
     NO_CHANGE = "no_change"      # the proposer produced nothing to evaluate (blocker says why)
     REFUSED = "refused"          # the child touched a protected path; no rollout ran
 

@@ -23,8 +23,8 @@ def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
     edits = scripted_edits(tmp_path / "edits", [0.95, 0.2, 0.2, {"notes.md": "hi\n"}])
     result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}")
     rows = result["iterations"]
-    assert [r["outcome"] for r in rows] == ["accept", "reject", "no_change", "reject",
-                                            "no_change"]
+    assert [r["outcome"] for r in rows] == ["accept", "screened_out", "no_change",
+                                            "screened_out", "no_change"]
     assert "identical to cand_002" in rows[2]["reason"]
     assert result["stop_reason"].startswith("the proposer has nothing more")
     assert result["best_id"] == "cand_001"
@@ -38,7 +38,7 @@ def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
     first = gates[("cand_001", "seed")]
     assert stored[0]["gate"]["delta"] == first["delta"] and stored[0]["gate"]["se"] == first["se"]
     # 6 val tasks x 2 trials, then the confirmation's 4 fresh trials on both sides (counted
-    # from rows); the rejected children are screened out before any confirmation
+    # from rows); the losing children are stopped at their first val trial
     assert stored[0]["metric_calls"] == 6 * 2 + 2 * 6 * 4
     # the no_change iterations paid for nothing
     assert {e for e, _, _ in raw_units(run.root)} == {
@@ -175,7 +175,7 @@ def test_rejected_approaches_are_shown_to_the_next_proposal(tmp_path):
     _optimize(run, algorithm="hill-climb", iterations=2,
               proposer=f"command:{script} {{workdir}} {{instructions}} {{iteration}}")
     second = (seen / "2.md").read_text()
-    assert "iteration 1 on seed: reject" in second
+    assert "iteration 1 on seed: screened_out" in second and "first look" in second
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -243,7 +243,8 @@ def test_a_met_stop_condition_stops_finalizes_and_status_shows_the_parse(tmp_pat
 
 @pytest.mark.slow
 def test_parallel_children_are_proposed_concurrently_and_decided_in_order(tmp_path):
-    run = loop_run(tmp_path)
+    run = loop_run(tmp_path, extra='stop_condition: "12 iterations"\n'
+                   "gate: {first_look: false}\n")  # every child gated
     stamps = tmp_path / "stamps"
     stamps.mkdir()
     script = _script(tmp_path, f"""
@@ -272,7 +273,8 @@ python3 -c 'import time; print(time.time())' > {stamps}/$2.end
 def test_a_plateau_is_reported_in_status_and_the_report_after_five_gated_misses(tmp_path):
     from capevolve.report.markdown import render
 
-    run = loop_run(tmp_path)
+    run = loop_run(tmp_path, extra='stop_condition: "12 iterations"\n'
+                   "gate: {first_look: false}\n")  # every child gated
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.25, 0.3, 0.35, 0.15])
     result = _optimize(run, algorithm="hill-climb", proposer=f"scripted:{edits}",
                        iterations=4)

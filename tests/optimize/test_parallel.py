@@ -95,8 +95,10 @@ def test_a_parallel_batch_leaves_the_rows_records_and_decisions_of_a_sequential_
     assert [r["iteration"] for r in ledger(par_root)] == list(range(1, 7))
     # the batch's evaluations really ran at once
     assert _overlapped(par_root, "val__cand_001__k2", "val__cand_002__k2")
-    # every evaluation is complete and nothing was voided as foreign writes
-    assert all(e["status"] == "complete" for e in _evals(par_root).values())
+    # every evaluation is complete (or a child stopped at its first look: 6 tasks x 1
+    # trial) and nothing was voided as foreign writes
+    assert all(e["status"] == "complete" or e["n_rows"] == e["units_run"] == 6
+               for e in _evals(par_root).values())
     assert not (par_root / "quarantine").exists()
     assert capevolve.verify(par_root).ok  # the chain, the parts and their records agree
 

@@ -60,7 +60,8 @@ def test_parallel_3_over_concurrency_4_keeps_all_4_slots_busy_while_work_remains
     slot-time; what is missing is the hand-over of a freed slot at an exchange)."""
     project = make_project(tmp_path / "proj", 48, sleep=0.15,
                            engine={"workers": 2, "concurrency": 4},
-                           extra='stop_condition: "3 iterations"\n')
+                           extra='stop_condition: "3 iterations"\n'
+                           "gate: {first_look: false}\n")  # every child in full
     run = create_run(project, tmp_path / "run")
     capevolve.evaluate(run.root, "seed", "val", engine="local")
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.3, 0.25])

@@ -1,0 +1,75 @@
+"""The first look: a child's first val trial against the best's gate evaluation.
+
+Under a strict gate with ``gate.first_look``, a child's full-val evaluation runs its first
+trial on every task first. A child whose mean there, over the tasks scored on both sides,
+does not lead the best's is stopped and never gated: a binding futility stop, which can only
+reject, so the loop's bound holds; its later trials never run. Otherwise the same evaluation
+resumes to every trial. The look reads only the first trial's rows, so a resumed loop sees
+the same look.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from capevolve._loop import evaluate as evaluating
+from capevolve._loop.gate_evals import val_eval
+from capevolve._loop.policy_inputs import goal_sides
+from capevolve._store.rollouts.query import RolloutStore
+from capevolve.kinds import EvalStatus, GatePolicy, Split
+from capevolve.optimize.session import Session
+
+
+@dataclass(frozen=True)
+class Look:
+    """The look's numbers: each side's mean over the ``n_tasks`` tasks scored on both."""
+
+    best_id: str
+    child: dict[str, Any]
+    """The child's (incomplete) evaluation record."""
+    child_mean: float | None
+    best_mean: float | None
+    n_tasks: int
+
+    @property
+    def stops(self) -> bool:
+        return self.n_tasks == 0 or self.child_mean is None or self.best_mean is None \
+            or self.child_mean <= self.best_mean
+
+    def reason(self) -> str:
+        if self.child_mean is None or self.best_mean is None:
+            return ("first look: no val task scored on both sides in the child's first "
+                    "trial (stopped, never gated)")
+        return (f"first look: child mean {self.child_mean:.4g} over its first val trial "
+                f"({self.n_tasks} tasks) does not lead best {self.best_id}'s "
+                f"{self.best_mean:.4g} (stopped, never gated)")
+
+
+def applies(s: Session) -> bool:
+    gate = s.config.gate
+    return gate.first_look and gate.policy == GatePolicy.STRICT and s.config.num_trials > 1
+
+
+def first_look(s: Session, candidate: str) -> Look | None:
+    """The look for ``candidate``; None when there is none to take (the best has no
+    complete gate evaluation, or the child's evaluation is already complete)."""
+    run, trials = s.run, s.config.num_trials
+    best = val_eval(run, run.best_id)
+    if best is None:
+        return None
+    child = evaluating.evaluate(run, candidate, Split.VAL, n_trials=trials, trials_now=1,
+                                engine=s.engine)
+    if child["status"] == EvalStatus.COMPLETE:
+        return None
+    store = RolloutStore(run.layout)
+    mine = goal_sides(store, child["eval_id"], s.config.goal, below_trial=1)
+    theirs = goal_sides(store, best.eval_id, s.config.goal)
+    tasks = sorted(set(mine.tasks) & set(theirs.tasks))
+    a, b = mine.aligned(tasks).mean, theirs.aligned(tasks).mean
+    both = ~(np.isnan(a) | np.isnan(b))
+    n = int(both.sum())
+    return Look(run.best_id, child, float(a[both].mean()) if n else None,
+                float(b[both].mean()) if n else None, n)
