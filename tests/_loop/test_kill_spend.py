@@ -78,11 +78,16 @@ def _log(project: Path) -> Path:
 
 def _start(run: RunDir, candidate: Path, split: str = "train",
            preexec=None, engine: str = "local") -> subprocess.Popen:
+    def setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job ignores it
+        if preexec is not None:
+            preexec()
+
     return subprocess.Popen(
         [str(CAPEVOLVE), "evaluate", "--run-dir", str(run.root), "--candidate",
          str(candidate), "--split", split, "--engine", engine, "--json"],
         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=preexec, restore_signals=preexec is None)
+        preexec_fn=setup, restore_signals=preexec is None)
 
 
 def _wait_for_ends(project: Path, count: int, proc: subprocess.Popen,

@@ -169,7 +169,8 @@ def test_overview_is_live_while_the_run_changes(tmp_path, view_run):
 def test_cli_serves_on_loopback_and_stops_on_sigint(view_run):
     proc = subprocess.Popen([CLI, "view", "--run-dir", str(view_run.path), "--port", "0",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True,  # a shell's background job ignores SIGINT
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         info = json.loads(line)
