@@ -66,8 +66,8 @@ system-deps:
 test: $(STAMP)
 	$(PY) -m pytest
 
-# The quick tier: no Ray, nothing slow, on FAST_JOBS processes (about 5 CPU-minutes, so some
-# 3 minutes of wall on 2 idle cores).
+# The quick tier: no Ray, nothing slow, on FAST_JOBS processes (about 5 CPU-minutes and
+# 5 minutes of wall on 2 idle cores, measured).
 FAST_JOBS ?= 2
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(FAST_JOBS) -m "not ray and not slow and not cluster and not llm and not browser"
