@@ -9,7 +9,8 @@ every loop would share one baseline draw), with ``budget.max_iterations`` = EDIT
 and the default gate (``alpha_spending: confirm``), so the loop's bound is alpha itself.
 The gate's no-regression veto is off and min_delta 0 (``GATE``): the bound must hold for the
 t-tests alone, and the veto would otherwise refuse most noisy screens before the t-test.
-Counted from every run's gate events: screens passed / gates (each at most
+Counted from every run's ledger and gate events: children stopped at their first look
+(``gate.first_look``: never gated), screens passed / children (each at most
 a = sqrt(alpha / EDITS)), confirmations passed / confirmations run (each at most a), and
 loops that promoted (at most alpha); every exit code and any "terminate called" in
 stderr. Writes ``cli_noop_loops.md`` beside it (docs/statistics.md includes it) unless
@@ -74,7 +75,13 @@ def one_loop(root: Path, i: int) -> dict[str, object]:
     gates = [e for e in events if e.get("kind") == "gate" and not e.get("exploratory")]
     confirmed = [g for g in gates if g.get("confirmation")]
     best = json.loads(procs[-1].stdout).get("best_id") if procs[-1].returncode == 0 else None
+    ledger = run_dir / "optimize" / "ledger.jsonl"
+    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()] \
+        if ledger.is_file() else []
+    children = [r for r in rows if r.get("child_id")]
+    stopped = [r for r in children if (r.get("screen") or {}).get("split") == "val"]
     return {"ok": all(p.returncode == 0 for p in procs), "aborted": aborted,
+            "children": len(children), "looks_stopped": len(stopped),
             "gates": len(gates), "screens_passed": len(confirmed),
             "accepted": sum(g.get("decision") == "accept" for g in confirmed),
             "promoted": best not in (None, "seed"), "codes": [p.returncode for p in procs]}
@@ -101,7 +108,6 @@ def main() -> int:
                 loops.append(done)
                 print(json.dumps({"loop": i, **done}), flush=True)
     a = math.sqrt(ALPHA / EDITS)
-    gates = sum(int(x["gates"]) for x in loops)  # type: ignore[call-overload]
     screens = sum(int(x["screens_passed"]) for x in loops)  # type: ignore[call-overload]
     accepted = sum(int(x["accepted"]) for x in loops)  # type: ignore[call-overload]
     promoted = sum(bool(x["promoted"]) for x in loops)
@@ -109,13 +115,18 @@ def main() -> int:
     failed = sum(not x["ok"] for x in loops)
     n = len(loops)
     load = load_note()
+    children = sum(int(x.get("children", 0)) for x in loops)  # type: ignore[call-overload]
+    stopped = sum(int(x.get("looks_stopped", 0)) for x in loops)  # type: ignore[call-overload]
     cells = {"loops promoting a no-op": (promoted, n, ALPHA),
-             "screens passed per no-op gate": (screens, gates, a),
+             "children stopped at their first look (never gated)": (stopped, children, None),
+             "screens passed per no-op child (a stopped child did not pass)":
+                 (screens, children, a),
              "confirmations passed per confirmation": (accepted, screens, a)}
     for figure, (hits, total, bound) in cells.items():
         lo, hi = wilson(hits, total)
         emit(f"cli no-op loops: {figure}", round(100 * hits / max(1, total), 2), "%",
-             note=f"{hits}/{total}; 95% CI {lo:.1%} .. {hi:.1%}; bound {bound:.3f}; {load}")
+             note=f"{hits}/{total}; 95% CI {lo:.1%} .. {hi:.1%}; bound "
+                  f"{'—' if bound is None else f'{bound:.3f}'}; {load}")
     emit("cli no-op loops: processes that died natively", aborts, "loops", "== 0",
          note=f"{n} loops; {failed} with a non-zero exit")
     low, _ = wilson(promoted, n)
@@ -130,7 +141,7 @@ def main() -> int:
     for figure, (hits, total, bound) in cells.items():
         lo, hi = wilson(hits, total)
         lines.append(f"| {figure} | {hits} / {total} | {hits / max(1, total):.1%} "
-                     f"[{lo:.1%}, {hi:.1%}] | {bound:.3f} |")
+                     f"[{lo:.1%}, {hi:.1%}] | {'—' if bound is None else f'{bound:.3f}'} |")
     lines.append(f"| processes that died natively (rc 134, a signal, \"terminate called\") | "
                  f"{aborts} / {n} loops | | 0 |")
     if not args.no_write:
