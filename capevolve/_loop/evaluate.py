@@ -46,6 +46,9 @@ from capevolve.errors import BudgetError, Interrupted, RunDirError, StoreError
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 
+PAUSED = "paused at a look"
+"""Begins the stop reason of an evaluation run with ``trials_now`` (see :func:`evaluate`)."""
+
 
 def run_project(run: RunDir) -> Project:
     """The project a run belongs to, with the run's frozen config."""
@@ -156,7 +159,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
         start = scope.first_trial + trials_now
         done = {*done, *((t, k) for t in task_ids
                          for k in range(start, scope.first_trial + n_trials))}
-        paused = f"paused at a look after {trials_now} of {n_trials} trials"
+        paused = f"{PAUSED} after {trials_now} of {n_trials} trials"
     units = plan_units(task_ids, n_trials, config.seed, done, first_trial=scope.first_trial)
     record = {"eval_id": eval_id, "candidate_id": candidate_id, "split": str(split),
               "n_trials": n_trials, "candidate_hash": job.candidate_hash,

@@ -5,7 +5,9 @@ trial on every task first. A child whose mean there, over the tasks scored on bo
 does not lead the best's is stopped and never gated: a binding futility stop, which can only
 reject, so the loop's bound holds; its later trials never run. Otherwise the same evaluation
 resumes to every trial. The look reads only the first trial's rows, so a resumed loop sees
-the same look.
+the same look. A first trial that stopped for another reason (a breaker, the budget) or
+scored too few tasks (below ``gate.min_coverage``) decides nothing: missing data is never
+a loss, so the evaluation goes on and the gate says what is missing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from capevolve._loop import evaluate as evaluating
+from capevolve._loop.evaluate import PAUSED
 from capevolve._loop.gate_evals import val_eval
 from capevolve._loop.policy_inputs import goal_sides
 from capevolve._store.rollouts.query import RolloutStore
@@ -30,19 +33,15 @@ class Look:
     best_id: str
     child: dict[str, Any]
     """The child's (incomplete) evaluation record."""
-    child_mean: float | None
-    best_mean: float | None
+    child_mean: float
+    best_mean: float
     n_tasks: int
 
     @property
     def stops(self) -> bool:
-        return self.n_tasks == 0 or self.child_mean is None or self.best_mean is None \
-            or self.child_mean <= self.best_mean
+        return self.child_mean <= self.best_mean
 
     def reason(self) -> str:
-        if self.child_mean is None or self.best_mean is None:
-            return ("first look: no val task scored on both sides in the child's first "
-                    "trial (stopped, never gated)")
         return (f"first look: child mean {self.child_mean:.4g} over its first val trial "
                 f"({self.n_tasks} tasks) does not lead best {self.best_id}'s "
                 f"{self.best_mean:.4g} (stopped, never gated)")
@@ -62,14 +61,15 @@ def first_look(s: Session, candidate: str) -> Look | None:
         return None
     child = evaluating.evaluate(run, candidate, Split.VAL, n_trials=trials, trials_now=1,
                                 engine=s.engine)
-    if child["status"] == EvalStatus.COMPLETE:
-        return None
+    if child["status"] == EvalStatus.COMPLETE or PAUSED not in (
+            child.get("incomplete_reason") or ""):
+        return None  # complete already, or stopped for another reason: nothing to judge
     store = RolloutStore(run.layout)
     mine = goal_sides(store, child["eval_id"], s.config.goal, below_trial=1)
     theirs = goal_sides(store, best.eval_id, s.config.goal)
-    tasks = sorted(set(mine.tasks) & set(theirs.tasks))
-    a, b = mine.aligned(tasks).mean, theirs.aligned(tasks).mean
+    a, b = mine.aligned(theirs.tasks).mean, theirs.aligned(theirs.tasks).mean
     both = ~(np.isnan(a) | np.isnan(b))
     n = int(both.sum())
-    return Look(run.best_id, child, float(a[both].mean()) if n else None,
-                float(b[both].mean()) if n else None, n)
+    if n == 0 or n < s.config.gate.min_coverage * len(theirs.tasks):
+        return None  # missing data is never a loss
+    return Look(run.best_id, child, float(a[both].mean()), float(b[both].mean()), n)

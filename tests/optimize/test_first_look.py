@@ -95,3 +95,18 @@ def test_the_estimates_low_end_is_one_childs_first_look(tmp_path):
     capevolve.evaluate(off.root, "seed", "val", engine="local")
     assert capevolve.estimate(off.root).to_dict()["rollouts"]["low"] == \
         val * 2 + 2 * test * 2
+
+
+@pytest.mark.slow
+def test_an_outage_in_the_first_trial_is_missing_data_never_a_stop(tmp_path):
+    """Every first-trial rollout of the child errors (the upstream is down): the look
+    decides nothing, the evaluation goes on and the gate calls it indecisive."""
+    run = loop_run(tmp_path)
+    capevolve.evaluate(run.root, "seed", "val", engine="local")
+    (tmp_path / "proj" / "outage.flag").write_text("down")
+    edits = scripted_edits(tmp_path / "edits", [0.95])
+    rows = _optimize(run, proposer=f"scripted:{edits}", iterations=1)["iterations"]
+    assert rows[0]["outcome"] == "indecisive" and rows[0]["screen"] is None
+    assert "first look" not in rows[0]["reason"]
+    units = {(t, k) for e, t, k in raw_units(run.root) if e == "val__cand_001__k2"}
+    assert {k for _, k in units} == {0, 1}  # past the first trial: nothing was judged there
