@@ -13,11 +13,12 @@ from typing import Any
 
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.models_pin import run_settings
+from capevolve._policy import loop_alpha
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
-from capevolve.kinds import GatePolicy, Split
+from capevolve.kinds import Split
 
 
 def _per_rollout(run: RunDir) -> tuple[str, list[int], list[float | None]]:
@@ -54,8 +55,7 @@ def estimate(run: RunDir, iterations: int | None = None, finalize: bool = True
     steps = iterations if iterations is not None else config.budget.max_iterations
     base = (0 if done else val) + (2 * test if finalize and not run.layout.final.is_file()
                                    else 0)
-    gate = config.gate
-    looked = gate.first_look and gate.policy == GatePolicy.STRICT
+    looked = loop_alpha.first_look(config.gate, trials)
     least = val // trials if looked else val  # a child stopped at its first look
     rollouts = [base + least * min(1, steps), base + val * steps]
     cap = config.budget.max_metric_calls

@@ -21,8 +21,9 @@ from capevolve._loop import evaluate as evaluating
 from capevolve._loop.evaluate import PAUSED
 from capevolve._loop.gate_evals import val_eval
 from capevolve._loop.policy_inputs import goal_sides
+from capevolve._policy import loop_alpha
 from capevolve._store.rollouts.query import RolloutStore
-from capevolve.kinds import EvalStatus, GatePolicy, Split
+from capevolve.kinds import EvalStatus, Split
 from capevolve.optimize.session import Session
 
 
@@ -48,8 +49,7 @@ class Look:
 
 
 def applies(s: Session) -> bool:
-    gate = s.config.gate
-    return gate.first_look and gate.policy == GatePolicy.STRICT and s.config.num_trials > 1
+    return loop_alpha.first_look(s.config.gate, s.config.num_trials)
 
 
 def first_look(s: Session, candidate: str) -> Look | None:

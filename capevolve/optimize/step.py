@@ -311,8 +311,7 @@ def _measure(s: Session, p: Planned) -> Measured:
                 numbers = GateNumbers(
                     split=str(Split.VAL), against=look.best_id, decision="killed",
                     parent_mean=look.best_mean, child_mean=look.child_mean,
-                    delta=None if look.child_mean is None or look.best_mean is None
-                    else look.child_mean - look.best_mean, n_tasks=look.n_tasks)
+                    delta=look.child_mean - look.best_mean, n_tasks=look.n_tasks)
                 return Measured(child_id=look.child["candidate_id"], screen=numbers,
                                 early=(Outcome.SCREENED_OUT, [look.reason()]))
     val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
