@@ -1,8 +1,5 @@
-"""``diagnose annotate``: record a person's judgement on one cluster of a diagnosis file.
-
-Validated before anything is written: the file is a diagnosis inside this run's ``diagnoses/``
-folder, the cluster signature exists in it, the tag is a JudgementTag, and every blast-radius
-task id belongs to the diagnosis' split and currently passes (is in its ``kept_good``).
+"""``diagnose annotate``: record a person's judgement on one cluster of a diagnosis file, after
+checking the file, cluster, tag, and that blast-radius tasks pass.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Census: export failing datapoints for describer agents, then check their synthesis.
 
-``export`` writes ``batch_NNN.json`` files of failing datapoints (id ``task#trial``, input,
-output, reference when the targets are available, feedback) plus the project's domain notes, and
-``census_manifest.json``. Nothing in a batch names a category (no kinds, clusters or tags):
-describers describe in their own words.
+Batches name no category, so describers use their own words.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ INSTRUCTIONS = ("For each datapoint, describe in your own words what went wrong 
 
 
 def failing_trials(run: RunDir, split: str, tag: str) -> list[Trial]:
-    """The failing datapoints of a candidate's evaluation on a split (by task, trial)."""
+    """A candidate's failing datapoints on a split, by (task, trial)."""
     return [t for t in load_trials(run, split, tag) if is_failure(t)]
 
 
@@ -63,9 +60,7 @@ def export(run: RunDir, split: str, tag: str, batch_size: int, out: Path,
 
 
 def template(run: RunDir, split: str, tag: str) -> dict[str, Any]:
-    """A census.json to fill in: what it describes (``run_dir``, ``split``, ``tag``), the
-    run's ``failing_total``, ``described`` 0 and one bucket showing a bucket's fields;
-    :func:`check` accepts it as it is."""
+    """A census.json to fill in, which :func:`check` accepts as is."""
     return {"run_dir": str(run.root), "split": str(split), "tag": tag,
             "failing_total": len(failing_trials(run, split, tag)), "described": 0,
             "buckets": [{"name": "short-name",
@@ -82,8 +77,8 @@ def _count(doc: dict[str, Any], name: str, problems: list[str]) -> int | None:
 
 
 def check(doc: Any, failing: list[Trial] | None) -> dict[str, Any]:
-    """Problems of a census document (``failing``: the run's failing datapoints, or None
-    when they cannot be resolved) and its coverage line."""
+    """Problems and coverage line of a census document; ``failing``: the run's failing datapoints,
+    or None."""
     if not isinstance(doc, dict):
         return {"ok": False, "problems": ["census: expected a JSON object"], "coverage": None}
     problems: list[str] = []

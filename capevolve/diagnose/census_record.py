@@ -1,5 +1,6 @@
-"""``census check --record``: store a checked census in its run dir (see
-``capevolve._store.censuses`` for the rule: named, described buckets; never overwritten)."""
+"""``census check --record``: store a checked census in its run dir
+(rules: ``capevolve._store.censuses``).
+"""
 
 from __future__ import annotations
 

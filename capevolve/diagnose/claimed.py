@@ -1,5 +1,5 @@
-"""claimed_without_matching_action: a final message claims a *specific* state change that a tool
-of the same action family could have made, and none of the rollout's mutating calls made it.
+"""claimed_without_matching_action: a final message claims a specific change a tool of that
+action family could make, and no mutating call of the rollout made it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 def family(verb: str) -> frozenset[str]:
-    """The stems a claimed verb is matched against (itself when it has no family)."""
+    """The stems a claimed verb matches (its own when it has no family)."""
     root = stem(IRREGULAR.get(verb.lower(), verb.lower()))
     return FAMILIES.get(root, frozenset({root}))
 
@@ -51,26 +51,24 @@ def name_words(name: str) -> frozenset[str]:
 
 
 def is_specific(verb: str) -> bool:
-    """A claimed verb that names a particular action: neither generic nor a verdict."""
+    """A claimed verb naming a particular action, neither generic nor a verdict."""
     return verb not in GENERIC_STATES and verb not in VERDICTS
 
 
 def tool_words(names: Iterable[str]) -> frozenset[str]:
-    """The stemmed name words of tools, together (what :func:`makeable` checks against)."""
+    """The stemmed name words of tools, together."""
     return frozenset().union(*map(name_words, names))
 
 
 def makeable(verbs: Iterable[str], words: frozenset[str]) -> tuple[str, ...]:
-    """The claimed verbs some tool could have made: ``words`` (:func:`tool_words` of the
-    mutating tools the agent had) hold a word of the verb's family."""
+    """The claimed verbs whose family holds one of ``words``."""
     return tuple(v for v in verbs if family(v) & words)
 
 
 def unmatched_claims(output: str | None, calls: list[Call], trace: str | None,
                      tools: Iterable[str] | None = None) -> list[str]:
-    """The specific claimed verbs no mutating call matches (empty unless flagged);
-    ``tools``: the names of the mutating tools the agent had (None: not known, every
-    specific claim counts)."""
+    """The specific claimed verbs no mutating call matches (only those ``tools`` could make, when
+    given)."""
     writes = [c for c in calls if call_mutates(c.name, c.mutates)]
     if not writes:
         return []
@@ -85,5 +83,5 @@ def unmatched_claims(output: str | None, calls: list[Call], trace: str | None,
 def claimed_without_matching_action(output: str | None, calls: list[Call],
                                     trace: str | None = None,
                                     tools: Iterable[str] | None = None) -> bool:
-    """The module's rule over one rollout's final message and recorded calls."""
+    """The module's rule for one rollout."""
     return bool(unmatched_claims(output, calls, trace, tools))

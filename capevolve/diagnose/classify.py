@@ -1,17 +1,8 @@
-"""Classify scored trials and tasks: failure kinds, flaky vs always-failing, kept-good.
+"""Classify scored trials and tasks.
 
-A trial fails when it has a reward below 1. An errored trial (reward None) is missing
-data: it is never a failure and never a pass. Per task, the graded mean over its scored
-trials is the honest signal (one trial's feedback may disagree with it):
-
-- ``always_failing``: every scored trial failed with reward ~ 0 (a root-cause fix);
-- ``consistently_partial``: every scored trial failed with the same partial reward
-  (0 < r < 1, equal within the tolerance): there is no passing trial to learn from, so it
-  is not flaky;
-- ``flaky``: the trials disagree -- at least one passes (reward ~ 1) and one fails, or the
-  failing rewards vary (a consistency fix: find what the better trials do);
-- ``kept_good``: a task with at least one scored trial, every one of them passing
-  (the set a no-regression check protects).
+A trial fails below reward 1; an errored trial (reward None) neither fails nor passes. A failing
+task is ``always_failing`` (rewards ~ 0), ``consistently_partial`` (one partial reward) or
+``flaky``; a task whose scored trials all pass is kept good.
 """
 
 from __future__ import annotations
@@ -51,14 +42,13 @@ def is_pass(reward: float | None) -> bool:
 
 
 def is_failure(trial: Trial) -> bool:
-    """A scored trial with a reward below 1 (errored trials are never failures)."""
+    """A scored trial with a reward below 1."""
     return trial.reward is not None and not is_pass(trial.reward)
 
 
 @lru_cache(maxsize=4096)
 def _communication_parts(score_parts: str | None) -> bool:
-    """True when only communication-like score parts fell short of 1 (once per distinct
-    score-parts text)."""
+    """Whether only communication-like score parts fell short."""
     try:
         parts = loads(score_parts) if score_parts else None
     except ValueError:
@@ -70,18 +60,13 @@ def _communication_parts(score_parts: str | None) -> bool:
 
 
 def is_communication(label: str | None, text: str) -> bool:
-    """Whether one cause unit is about what was told: its part's label names
-    communication (messages, inform, ...) or its text reports an omission in the reply
-    (the omission regex, which reads every digit alike, runs once per text with its
-    digits evened out)."""
+    """Whether a cause unit is about what was told (by label, or an omission in its text)."""
     return bool(label and _COMM_PART.search(label.lower())) or _reports_omission(
         even_digits(text))
 
 
 def _may_report_omission(feedback: str) -> bool:
-    """False only when ``_COMM_FEEDBACK`` cannot match: an ASCII text (where the regex's
-    case-insensitive match is exactly ``lower()``'s) holding neither a reply word nor both a
-    negation and a telling verb, each of which some branch of the regex spells literally."""
+    """False only when ``_COMM_FEEDBACK`` cannot match, judged by substrings of ASCII text."""
     if not feedback.isascii():
         return True
     text = feedback.lower()
@@ -96,9 +81,6 @@ def _reports_omission(feedback: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def _communication(score_parts: str | None, feedback: str) -> bool:
-    """Whether the score parts or the feedback show an omission in what was told (once
-    per distinct pair; the omission regex reads every digit alike, so it runs once per
-    feedback with its digits evened out)."""
     return _communication_parts(score_parts) or _reports_omission(even_digits(feedback))
 
 
@@ -107,7 +89,7 @@ _NEAR_MISS, _PARTIAL = FailureKind.NEAR_MISS, FailureKind.PARTIAL  # trial (enum
 
 
 def failure_kind(trial: Trial) -> FailureKind:
-    """The kind of one failing trial; communication wins where it is detectable."""
+    """The kind of one failing trial; communication wins where detectable."""
     if _communication(trial.score_parts, trial.feedback or ""):
         return _COMMUNICATION
     reward = trial.reward or 0.0
@@ -118,7 +100,7 @@ def failure_kind(trial: Trial) -> FailureKind:
 
 @dataclass
 class TaskOutcome:
-    """One task's scored rewards and errored count across its trials."""
+    """One task's scored rewards and errored-trial count."""
 
     task_id: str
     rewards: list[float] = field(default_factory=list)
@@ -131,7 +113,7 @@ class TaskOutcome:
 
     @property
     def pattern(self) -> TaskPattern | None:
-        """The pattern of a task with a failing trial (module docstring); None otherwise."""
+        """The pattern of a task with a failing trial, else None."""
         if not self.rewards:
             return None
         low, high = min(self.rewards), max(self.rewards)
@@ -178,7 +160,7 @@ class TaskGroups:
 
 
 def group_tasks(outcomes: dict[str, TaskOutcome]) -> TaskGroups:
-    """Split tasks into kept-good, the three patterns and unscored (each sorted)."""
+    """Tasks split into kept-good, the three patterns and unscored."""
     groups: dict[object, list[str]] = {"good": [], "none": [],
                                        **{p: [] for p in TaskPattern}}
     for task_id in sorted(outcomes):

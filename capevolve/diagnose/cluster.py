@@ -1,7 +1,5 @@
-"""Group cause units into clusters, share their lost score, and name them.
-
-Root-cause grouping (``group_root_cause``): only units of the same feedback part are
-compared (the part is half of the failure site). Two keys merge iff
+"""Group cause units into clusters, share their lost score, and name them; units of different
+feedback parts never merge.
 """
 
 from __future__ import annotations
@@ -43,10 +41,7 @@ class UnionFind:
 
 
 def token_weights(keys: list[frozenset[str]]) -> dict[str, float]:
-    """Smoothed inverse document frequency over the distinct keys,
-    ``1 + ln((D + K) / (df + K))`` with ``K = SMOOTHING``: a token in every key (a scorer's
-    template word such as "customer") weighs 1, a rare one more; with few distinct keys
-    every weight stays near 1 (too little evidence to call a word a template word)."""
+    """Smoothed IDF over distinct keys, ``1 + ln((D + K) / (df + K))`` with ``K = SMOOTHING``."""
     df: Counter[str] = Counter(t for key in keys for t in key)
     n = len(keys)
     return {t: 1.0 + math.log((n + SMOOTHING) / (d + SMOOTHING)) for t, d in df.items()}
@@ -54,9 +49,8 @@ def token_weights(keys: list[frozenset[str]]) -> dict[str, float]:
 
 def overlaps(shared: int, len_a: int, len_b: int, shared_weight: float | None = None,
              weight_a: float = 0.0, weight_b: float = 0.0) -> bool:
-    """The merge rule: at least half of the smaller key's tokens are shared, and (when
-    weights are given) the shared tokens carry at least ``LARGER_SHARE`` of the larger
-    key's weight -- so two keys that share only template words do not merge."""
+    """The merge rule: half the smaller key's tokens shared and, with weights, ``LARGER_SHARE`` of
+    the larger's weight."""
     if 2 * shared < min(len_a, len_b):
         return False
     if shared_weight is None:
@@ -65,8 +59,6 @@ def overlaps(shared: int, len_a: int, len_b: int, shared_weight: float | None = 
 
 
 def _merge(keys: list[frozenset[str]], weights: dict[str, float]) -> UnionFind:
-    """Union-find over distinct keys by the rule; only keys that share a token (found
-    through a token -> keys index) are compared."""
     uf = UnionFind(len(keys))
     totals = [sum(weights[t] for t in key) for key in keys]
     postings: dict[str, list[int]] = {}
@@ -89,8 +81,7 @@ def _merge(keys: list[frozenset[str]], weights: dict[str, float]) -> UnionFind:
 
 
 def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> list[list[int]]:
-    """Indices of keys grouped by the root-cause rule (groups unordered); with ``parts``,
-    only keys of the same feedback part are merged (the part is half the failure site)."""
+    """Indices of keys grouped by the root-cause rule (unordered); with ``parts``, within a part."""
     distinct: dict[tuple[str, frozenset[str]], list[int]] = {}
     empty: list[int] = []
     for i, key in enumerate(keys):
@@ -112,8 +103,8 @@ def group_root_cause(keys: list[Key], parts: list[str | None] | None = None) -> 
 
 
 def signature_of(keys: list[Key], demote: frozenset[str] = frozenset()) -> str:
-    """The cluster's most frequent tokens, shown in their shortest form; ties go to the token
-    that comes earliest in a feedback's text, then to the token itself."""
+    """The cluster's most frequent tokens (``demote`` last) as shortest words; ties by first
+    position, then token."""
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     position: dict[str, int] = {}
@@ -142,7 +133,7 @@ def signature_of(keys: list[Key], demote: frozenset[str] = frozenset()) -> str:
 
 @dataclass
 class Cluster:
-    """A group of cause units (one root cause) and the failing trials they come from."""
+    """A group of cause units (one root cause) and their failing trials."""
 
     signature: str
     units: list[int]  # indices into the diagnosis' flat unit list
@@ -168,17 +159,15 @@ def make_cluster(signature: str, units: list[int], unit_trial: list[int],
 
 
 def share_score_lost(clusters: list[Cluster], rewards: list[float]) -> None:
-    """Each failing trial's lost score (1 - reward) shared equally among the distinct
-    clusters it sits in; a cluster's score_lost is the sum of its shares, so the clusters'
-    score_lost adds up to the total lost score."""
+    """Share each failing trial's lost score equally among its distinct clusters."""
     count: Counter[int] = Counter(i for c in clusters for i in c.trials)
     for cluster in clusters:
         cluster.score_lost = round(sum((1.0 - rewards[i]) / count[i] for i in cluster.trials), 6)
 
 
 def unique_signatures(clusters: list[Cluster]) -> list[Cluster]:
-    """Clusters in (score_lost desc, size desc, signature, tasks) order, duplicate
-    signatures suffixed " (2)", " (3)" in that order (byte-identical run to run)."""
+    """Clusters in (score_lost desc, size desc, signature, tasks) order, repeated signatures
+    numbered."""
     ordered = sorted(clusters, key=lambda c: (-c.score_lost, -c.size, c.signature, c.tasks))
     seen: Counter[str] = Counter()
     for cluster in ordered:

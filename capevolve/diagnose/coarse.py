@@ -1,13 +1,8 @@
-"""The too-coarse split: a lexical cluster whose units name several distinct causes is split
-by those causes.
+"""Split a too-coarse lexical cluster by the distinct causes its units name.
 
-A unit's *residual* is its key less the cluster's common tokens, identifiers and its part token;
-residuals that share a token name one cause (union-find), and so do residuals a task's trials
-alternate between (one cause reworded). A cause counts from ``MIN_SHARE`` of the cluster's
-failing trials and ``MIN_TRIALS``; in a cluster that holds no more than ``MOST`` of the failing
-trials of its feedback part, a cause must also be said by ``MIN_TASKS`` tasks (a word only one
-task says is more likely that task's item or name than a cause). With two causes or more the
-cluster is split, one cluster per cause, the rest last.
+Residuals (keys less common tokens, identifiers and part token) sharing a token, or alternated
+between by a task's trials, are one cause. A cause needs ``MIN_TRIALS`` and ``MIN_SHARE`` of the
+trials, and ``MIN_TASKS`` tasks unless the cluster holds over ``MOST`` of its part's failures.
 """
 
 from __future__ import annotations
@@ -27,9 +22,7 @@ MIN_TASKS = 2
 
 
 class Split(NamedTuple):
-    """One split: the size of the cluster that was split and the failing trials of its
-    part (both in failing trials), and the groups it became (indices into the grouping's
-    group list)."""
+    """One split: the cluster's size, its part's failing trials, and the groups it became."""
 
     size: int
     failing: int
@@ -38,7 +31,7 @@ class Split(NamedTuple):
 
 
 def common_tokens(keys: Sequence[Key]) -> frozenset[str]:
-    """The tokens at least ``COMMON`` of the keys hold (keys repeat: each counted once)."""
+    """The tokens at least ``COMMON`` of the keys hold."""
     distinct: dict[int, tuple[Key, int]] = {}
     for key in keys:
         seen = distinct.get(id(key))
@@ -51,8 +44,7 @@ def common_tokens(keys: Sequence[Key]) -> frozenset[str]:
 
 
 def residuals(keys: Sequence[Key], identifiers: Sequence[frozenset[str]]) -> list[frozenset[str]]:
-    """Each unit's key beyond its cluster's common tokens, identifiers (an underscore, or a
-    tool / field of the unit's rollout) and part tokens left out."""
+    """Each unit's key less its cluster's common tokens, identifiers and part tokens."""
     common = common_tokens(keys)
     known: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
     out = []
@@ -68,9 +60,7 @@ def residuals(keys: Sequence[Key], identifiers: Sequence[frozenset[str]]) -> lis
 
 def _merge_rewordings(uf: UnionFind, nodes: Sequence[int], trials: Sequence[int],
                       task_of: Callable[[int], str]) -> None:
-    """Union the components in which one task fails on different trials (each holds a trial of
-    the task the other does not): one cause, worded differently from trial to trial.
-    ``nodes`` is each unit's node, ``trials`` its failing trial."""
+    """Union the components a task's trials alternate between."""
     by_task: dict[str, dict[int, set[int]]] = {}
     for node, f in zip(nodes, trials, strict=True):
         by_task.setdefault(task_of(f), {}).setdefault(node, set()).add(f)
@@ -93,10 +83,8 @@ def _merge_rewordings(uf: UnionFind, nodes: Sequence[int], trials: Sequence[int]
 def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[frozenset[str]],
               trials: Sequence[int], task_of: Callable[[int], str],
               min_tasks: int = 1) -> list[list[int]] | None:
-    """The cluster of ``units`` (indices into ``keys``) split by the causes its residuals
-    name, the rest last when it is not empty (None when fewer than two causes hold enough
-    trials and ``min_tasks`` tasks); ``identifiers`` and ``trials`` (failure indices) are
-    each unit's, in the order of ``units``; ``task_of`` gives a failure's task."""
+    """``units`` split by their residuals' causes, the rest last; None when fewer than two groups
+    have enough trials and ``min_tasks`` tasks."""
     node_of: dict[frozenset[str], int] = {}  # units with one residual are one node
     nodes = [node_of.setdefault(rest, len(node_of))
              for rest in residuals([keys[u] for u in units], identifiers)]
@@ -135,8 +123,7 @@ def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[f
 def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[str | None],
                  owners: Sequence[int], identifiers_of: Callable[[int], frozenset[str]],
                  task_of: Callable[[int], str]) -> tuple[list[list[int]], list[Split]]:
-    """The groups (of indices into ``keys``, each of one feedback part: ``parts``) with every
-    too-coarse one split (module docstring), and the splits made."""
+    """The groups (one part each) with every too-coarse one split, and the splits made."""
     kinds = set(parts)
     failing: Counter[str | None] = (
         Counter({kinds.pop(): len(set(owners))}) if len(kinds) == 1

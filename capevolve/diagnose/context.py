@@ -1,9 +1,5 @@
-"""What diagnosis needs from the project's adapter: task targets, inputs and trajectories.
-
-With ``--project`` the adapter of that project directory is used (an error there is the
-user's). Without it the run's own project is tried (``run_project``); when that cannot be
-loaded the context is empty and says why: the gold-leakage guard then reports itself
-unavailable and trajectories point at the stored rollouts.
+"""What diagnosis needs from the project's adapter: targets, inputs and trajectories. Without
+``--project``, an unloadable run project gives an empty context saying why.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ class AdapterContext:
 
 
 def adapter_context(run: RunDir, split: str, project: Path | None = None) -> AdapterContext:
-    """Consult the adapter once (see the module docstring)."""
+    """Consult the adapter once."""
     try:
         if project is not None:
             loaded = load_project(project, config=run_config(run))

@@ -1,7 +1,5 @@
-"""``diagnose``: one candidate's stored rollouts on a split -> reflective dataset, clusters,
-task groups, history and sanity checks, written to ``diagnoses/<split>__<tag>.json``
-(``<split>__<tag>.first-words.json`` in that mode), plus trajectory files for rollouts
-that have no trajectory of their own.
+"""``diagnose``: a candidate's rollouts on a split -> ``diagnoses/<split>__<tag>.json`` and
+missing trajectory files.
 """
 
 from __future__ import annotations
@@ -76,9 +74,7 @@ class DiagnoseOptions:
 
 
 def canonical_json(value: Any) -> bytes:
-    """The canonical bytes of a JSON value: compact (no space after ``,`` or ``:``), object
-    keys sorted, UTF-8 without ASCII escaping, one trailing newline -- a pure function of
-    the value, so equal documents are byte-identical files."""
+    """Canonical JSON bytes (compact, sorted keys, UTF-8, trailing newline)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
@@ -89,8 +85,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def document_bytes(doc: dict[str, Any]) -> bytes:
-    """The canonical JSON (:func:`canonical_json`) of ``doc`` validated as a
-    DiagnosisRecord."""
+    """:func:`canonical_json` of ``doc`` validated as a DiagnosisRecord."""
     bulky = {"reflective_dataset": doc["reflective_dataset"], "clusters": doc["clusters"]}
     envelope = diagnosis_record({**doc, "reflective_dataset": [], "clusters": []}).to_json()
     if all(all(map(isinstance, values, repeat(dict))) for values in bulky.values()):
@@ -102,23 +97,20 @@ def document_bytes(doc: dict[str, Any]) -> bytes:
 
 
 def write_document(path: Path, doc: dict[str, Any]) -> None:
-    """Validate ``doc`` as a DiagnosisRecord, then write its canonical compact JSON
-    (:func:`document_bytes`) atomically: temp file, fsync, rename."""
+    """Write ``doc``'s :func:`document_bytes` atomically."""
     jsonfiles.write_bytes_atomic(path, document_bytes(doc))
 
 
 def diagnosis_path(run: RunDir, split: str, tag: str,
                    mode: ClusterMode | str = ClusterMode.ROOT_CAUSE) -> Path:
-    """``diagnoses/<split>__<tag>.json`` of a run (root-cause mode), or
-    ``diagnoses/<split>__<tag>.first-words.json``: each mode has its own file, so the
-    comparison mode never replaces the root-cause diagnosis and its judgements."""
+    """``diagnoses/<split>__<tag>.json``; other modes add ``.<mode>``, so each keeps its
+    judgements."""
     suffix = "" if ClusterMode(mode) == ClusterMode.ROOT_CAUSE else f".{ClusterMode(mode).value}"
     return run.layout.diagnoses / f"{split}__{tag}{suffix}.json"
 
 
 def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Failure]:
-    """The failures with their cause units (``units`` module: preamble, parts, sentences, pass
-    statements dropped) and, when exactly one score part fell short, that part."""
+    """The failures with their cause units and, if only one score part fell short, that part."""
     counts = Counter(f.feedback for f in failures)
     cuts = preamble_cuts_of(counts)
     stripped: Counter[str] = Counter()
@@ -147,8 +139,8 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
 
 
 def carry_judgements(previous: dict[str, Any] | None, records: list[dict[str, Any]]) -> None:
-    """Keep ``tag`` / ``blast_radius`` recorded earlier for a cluster whose signature
-    remains, or (signature changed) for the one cluster with the same tasks and size."""
+    """Carry earlier ``tag`` / ``blast_radius`` to the cluster of the same signature, else of the
+    same tasks and size."""
     if not previous:
         return
     earlier = [c for c in previous.get("clusters", []) if isinstance(c, dict)
@@ -168,9 +160,8 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
                     trajectory_dir: Path | str, history: list[TriedFix] | None = None,
                     previous: dict[str, Any] | None = None,
                     unread: Collection[int] = ()) -> dict[str, Any]:
-    """The diagnosis document of ``trials`` (one evaluation of one candidate on a split);
-    ``trajectory_dir`` is where the trajectory files of rollouts without one are written,
-    ``history`` the run's tried fixes, ``previous`` the earlier file (judgements kept)."""
+    """The diagnosis document of one evaluation's ``trials``. Raises TraceUnread when a needed
+    trace is in ``unread``."""
     if options.redact_gold and context.targets is None:
         raise ConfigError("--redact-gold needs the tasks' targets, but the adapter could not "
                           f"be loaded ({context.unavailable}); pass --project")
@@ -267,9 +258,8 @@ _TOP_TAG = re.compile(rb'"tag"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]
 
 
 def _set_members(data: bytes, name: bytes) -> list[int]:
-    """Where the quoted ``name`` stands before a colon and a value other than null: every
-    object member of that name whose value is not null, and perhaps more (a string
-    ending in the name, as a key)."""
+    """Offsets of the quoted ``name`` before a non-null value: every such member, and maybe
+    more."""
     found, at = [], data.find(name)
     while at >= 0:
         colon = _COLON.match(data, at + len(name))
@@ -280,9 +270,8 @@ def _set_members(data: bytes, name: bytes) -> list[int]:
 
 
 def may_hold_judgements(data: bytes) -> bool:
-    """False only when no cluster of the JSON document ``data`` can hold a judgement (a
-    ``tag`` or ``blast_radius`` that is not null), read from the bytes without parsing
-    them; True means "parse to know"."""
+    """False only when no ``tag`` or ``blast_radius`` in ``data`` can be non-null; True means
+    "parse to know"."""
     if _ESCAPE_U.search(data) or _set_members(data, b'"blast_radius"'):
         return True
     tags = _set_members(data, b'"tag"')
@@ -290,11 +279,7 @@ def may_hold_judgements(data: bytes) -> bool:
 
 
 def _previous(path: Path) -> dict[str, Any] | None:
-    """The earlier file of the same mode, for its judgements: None when its bytes show that none
-    of its clusters holds one (:func:`may_hold_judgements`), else the document as
-    ``jsonfiles.read`` reads it: parsed from its bytes by pydantic-core's parser (no decoding
-    pass over a document of 100,000 entries), ``jsonfiles.read`` deciding any file that parser
-    refuses."""
+    """The earlier file of this mode when it may hold judgements, else None."""
     if path.is_symlink() or not path.is_file():
         return None
     try:
@@ -314,9 +299,7 @@ def _previous(path: Path) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def _no_cycle_collection() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while a diagnosis is built: it allocates millions
-    of acyclic objects (rows, units, entries), each allocation burst would trigger a full
-    collection that frees nothing."""
+    """Hold the cyclic garbage collector off: a diagnosis allocates many acyclic objects."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -330,16 +313,14 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def load_trials(run: RunDir, split: str, tag: str, every_trace: bool) -> TrialRows:
-    """The evaluation's trials (``source.read_trials``): every trace when ``every_trace``
-    (trajectory files are written from them), else only those ``TRACE_MAY_BE_NEEDED``
-    guesses are needed."""
+    """The evaluation's trials, with all traces when ``every_trace``, else those
+    ``TRACE_MAY_BE_NEEDED`` selects."""
     return read_trials(run, split, tag, None if every_trace else TRACE_MAY_BE_NEEDED)
 
 
 def diagnose(run: RunDir, options: DiagnoseOptions,
              context: AdapterContext | None = None) -> dict[str, Any]:
-    """Diagnose ``options.tag`` on ``options.split`` (test refused) and write the file
-    (and, for rollouts without a trajectory of their own, their trajectory files)."""
+    """Diagnose ``options.tag`` on ``options.split`` (never test) and write the file."""
     split = refuse_test(options.split)
     with _no_cycle_collection():
         run.candidate_meta(options.tag)  # an unknown candidate is refused before the adapter

@@ -1,8 +1,6 @@
 """Gold-leakage guard: find (and optionally redact) a task's target values in feedback.
 
-Feedback that quotes the answer teaches an optimizer to memorise the eval set. A target's
-leaf values (strings of two or more characters, and numbers; booleans and None are
-ignored) are searched verbatim, case-insensitively, not inside a longer word or number.
+Leaf strings and numbers match verbatim, ignoring case, never inside a longer word or number.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ def _longest_first(text: str) -> tuple[int, str]:
 
 
 def gold_pattern(target: Any) -> re.Pattern | None:
-    """One regex matching any of the target's values verbatim; None when there are none."""
+    """One regex for all the target's values; None when there are none."""
     parts = []
     for text in gold_values(target):
         head = r"(?<![\w.])" if text[0].isalnum() or text[0] == "_" else ""
@@ -54,8 +52,8 @@ def gold_pattern(target: Any) -> re.Pattern | None:
 
 
 class GoldGuard:
-    """Per-task target values from ``{task_id: target}``; a task's regex is compiled only
-    when one of its values occurs in a feedback as a plain substring."""
+    """Per-task target values from ``{task_id: target}``; a regex is compiled only after a
+    substring hit."""
 
     def __init__(self, targets: dict[str, Any]) -> None:
         self._targets = targets

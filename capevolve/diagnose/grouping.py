@@ -1,8 +1,4 @@
-"""From failures to clusters of cause units, and the clusters' JSON records.
-
-Each failure contributes its cause units (``units``); a failure with several units can sit in
-several clusters.
-"""
+"""From failures to clusters of cause units (a failure may sit in several), and their records."""
 
 from __future__ import annotations
 
@@ -37,9 +33,8 @@ _MECHANICAL = {NARRATED_SIGNATURE: NARRATED_NOTE, CLAIMED_SIGNATURE: CLAIMED_NOT
 
 
 Placed = tuple[int, Unit | None]
-"""One member of a cluster: a failure's index and the unit that put it there (None when a
-mechanical signature holds a failure none of whose units is about the state); a plain
-tuple, one per cause unit."""
+"""A failure's index and the unit that placed it (None: a mechanical cluster's member with no
+state unit)."""
 
 
 def _mechanical(failure: Failure) -> str | None:
@@ -50,9 +45,8 @@ def _mechanical(failure: Failure) -> str | None:
 
 def _lexical_keys(failures: list[Failure], placed: list[Placed],
                   lexical: list[int]) -> tuple[list[int], list[Key]]:
-    """The root-cause key of every lexical unit. A failure whose units all have an empty key
-    after its preamble was stripped is keyed by its whole feedback instead (the shared run was
-    its cause)."""
+    """Each lexical unit's key; a failure whose units all key empty after a preamble cut is keyed
+    whole."""
     keys: list[Key] = []
     cache = KeyCache()  # feedback repeats: tokenise each text once
     key_of_text = cache.key
@@ -114,10 +108,8 @@ def place_units(failures: list[Failure], mode: ClusterMode
 
 def cluster_failures(failures: list[Failure], mode: ClusterMode
                      ) -> tuple[list[Cluster], list[Placed], dict[int, Key], list[str]]:
-    """Clusters over every failure's units (module docstring), score_lost shared, in the
-    stable order of ``unique_signatures``; the flat unit list they index; the root-cause
-    key of each lexically clustered unit; and a line per too-coarse cluster that was split
-    (``coarse.split_coarse``)."""
+    """The clusters in ``unique_signatures`` order, the unit list they index, each lexical unit's
+    key, and the split notes."""
     placed, mechanical, lexical = place_units(failures, mode)
     owner = [i for i, _ in placed]
     task_ids = [f.trial.task_id for f in failures]
@@ -161,7 +153,7 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
 
 
 def parts_lost(failures: list[Failure]) -> list[frozenset[str]]:
-    """The score parts each failure fell short on (score parts repeat: parsed once each)."""
+    """The score parts each failure fell short on."""
     known: dict[str | None, frozenset[str]] = {}
     out = []
     for f in failures:
@@ -175,7 +167,7 @@ def parts_lost(failures: list[Failure]) -> list[frozenset[str]]:
 
 
 def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
-    """The failure site a unit names: the identifiers (tools, fields) in its key."""
+    """The identifiers (tools, fields) a unit's key names."""
     if key is None:
         return []
     return sorted(t for t in key.tokens
@@ -183,8 +175,7 @@ def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
 
 
 def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:
-    """Tools called by at least half of the cluster's failing trials, sorted (the trials'
-    tool sets counted first: rollouts repeat the same set)."""
+    """Tools called by at least half of the cluster's failing trials, sorted."""
     counts: Counter[str] = Counter()
     for tools, n in Counter(failures[i].tools for i in cluster.trials).items():
         for tool in tools:
@@ -193,15 +184,13 @@ def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:
 
 
 def suggest_blast_radius(tools: list[str], passing_tools: dict[str, frozenset[str]]) -> list[str]:
-    """Passing tasks whose rollouts call every one of the cluster's tools (sorted)."""
+    """Sorted passing tasks whose rollouts call all the cluster's tools."""
     if not tools:
         return []
     return sorted(t for t, used in passing_tools.items() if used.issuperset(tools))
 
 
 def _expand(counts: Counter, names: dict) -> Counter[str]:
-    """Counts of distinct values turned into counts of the names each value stands for
-    (``names[value]``: a str, or an iterable of them)."""
     out: Counter[str] = Counter()
     for value, n in counts.items():
         for name in names[value]:
@@ -212,9 +201,7 @@ def _expand(counts: Counter, names: dict) -> Counter[str]:
 def cluster_records(clusters: list[Cluster], placed: list[Placed], failures: list[Failure],
                     passing_tools: dict[str, frozenset[str]],
                     unit_keys: dict[int, Key]) -> list[dict[str, Any]]:
-    """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement).
-    Kinds and sites are counted per distinct value (a kind, a key with the identifiers
-    of its rollout), then named."""
+    """JSON records of the clusters; ``tag`` and ``blast_radius`` stay None (judgement)."""
     records = []
     known: dict[tuple[int, frozenset[str]], list[str]] = {}  # keys are shared: sites once
     key_by_id = {id(key): key for key in unit_keys.values()}

@@ -1,4 +1,4 @@
-"""The run's history of refuted fixes, and marking clusters that were already tried."""
+"""The run's refuted fixes, and marking the clusters they targeted."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def reject_events(run: RunDir) -> list[TriedFix]:
 
 
 def ledger_iterations(run: RunDir) -> list[TriedFix]:
-    """Tried fixes from the optimize ledger: rejected or screened-out children whose
-    proposal targeted a cluster (iteration = the loop's iteration number)."""
+    """Tried fixes from the optimize ledger: rejected or screened-out children with a focus
+    cluster."""
     files = LoopFiles(run.root)
     if not files.ledger.is_file():
         return []
@@ -77,8 +77,8 @@ SOURCES: tuple[Callable[[RunDir], list[TriedFix]], ...] = (reject_events, ledger
 
 
 def tried_fixes(run: RunDir) -> list[TriedFix]:
-    """Every source's tried fixes, by iteration then candidate; a fix that names no cluster
-    is dropped when another source gives the same candidate's targeted cluster."""
+    """Every source's tried fixes by iteration and candidate, a cluster-less one dropped when
+    another names its candidate's."""
     fixes = [fix for source in SOURCES for fix in source(run)]
     targeted = {f.candidate_id for f in fixes if f.cluster}
     fixes = [f for f in fixes if f.cluster or f.candidate_id not in targeted]

@@ -8,10 +8,8 @@ from typing import Any
 from pydantic_core import from_json
 
 SURROGATES = "backslashreplace"
-"""How diagnose encodes its JSON text: a lone surrogate (a string that is not Unicode, such
-as ``"\\ud800"`` decoded from a task's JSON) can stand only inside a JSON string, where
-``backslashreplace`` spells it ``\\udXXXX``, its JSON escape, so the file reads back as the
-same string; any other text is plain UTF-8."""
+"""The encoding error handler of diagnose's JSON text: a lone surrogate becomes its ``\\udXXXX``
+escape."""
 
 
 def loads(text: str) -> Any:
@@ -27,7 +25,7 @@ def loads(text: str) -> Any:
 
 
 def load_or_none(text: str | None) -> Any:
-    """The value of a JSON column; None for an empty, missing or malformed one."""
+    """A JSON column's value; None when empty, missing or malformed."""
     if not text:
         return None
     try:

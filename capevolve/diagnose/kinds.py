@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class FailureKind(StrEnum):
-    """What kind of failure one scored trial (reward < 1) is."""
+    """The kind of a failing scored trial."""
 
     ZERO = "zero"  # reward ~ 0: the task was not achieved
     PARTIAL = "partial"  # 0 < reward < 0.7: partial credit
@@ -15,7 +15,7 @@ class FailureKind(StrEnum):
 
 
 class TaskPattern(StrEnum):
-    """How a task with at least one failing trial behaves across its scored trials."""
+    """How a failing task behaves across its scored trials."""
 
     ALWAYS_FAILING = "always_failing"  # every scored trial ~ 0
     CONSISTENTLY_PARTIAL = "consistently_partial"  # the same partial reward on every trial
@@ -30,7 +30,7 @@ class ClusterMode(StrEnum):
 
 
 class JudgementTag(StrEnum):
-    """A person's (or an editor agent's) judgement of a cluster; never set mechanically."""
+    """A person's or editor agent's judgement of a cluster, never set mechanically."""
 
     KNOWLEDGE = "KNOWLEDGE"
     BEHAVIORAL = "BEHAVIORAL"

@@ -37,7 +37,7 @@ _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 @lru_cache(maxsize=4096)
 def leading_verb(name: str) -> str:
-    """The first word of a tool name (snake, kebab, dotted or camel case), lowercased."""
+    """The first word of a tool name in any case style, lowercased."""
     parts = _NAME_PARTS.findall(name.rsplit(".", 1)[-1])
     return parts[0].lower() if parts else ""
 
@@ -50,7 +50,7 @@ def call_mutates(name: str, mutates: bool | None) -> bool:
 
 
 class Call(NamedTuple):
-    """One recorded tool call: its name and its explicit ``mutates`` flag, if any."""
+    """One recorded tool call: name, explicit ``mutates`` flag, argument names."""
 
     name: str
     mutates: bool | None
@@ -73,16 +73,11 @@ def _fields(arguments: Any) -> tuple[str, ...]:
 
 @lru_cache(maxsize=65536)
 def _plain_call(name: str, flag: bool | None, keys: tuple[str, ...]) -> Call:
-    """The Call of a str name, a bool-or-None flag and an arguments object's keys (in
-    their order): one shared object per distinct call shape, its fields sorted once."""
     return Call(name, flag, tuple(sorted(keys)))
 
 
 def calls_of(data: Any) -> list[Call]:
-    """The calls of a parsed ``tool_calls`` column (the rule :func:`column_calls` applies):
-    every object item with a truthy ``name`` (a name that is not a string as its text), its
-    ``mutates`` when a boolean, its argument names (``arguments`` an object, or JSON text
-    of one)."""
+    """The calls of a parsed ``tool_calls`` value (object items with a truthy ``name``)."""
     if not isinstance(data, list):
         return []
     calls = []
@@ -96,8 +91,7 @@ def calls_of(data: Any) -> list[Call]:
 
 
 def column_calls(tool_calls: str | None) -> list[Call]:
-    """Calls recorded in the ``tool_calls`` column (a JSON list of {name, mutates, ...}):
-    ``calls_of`` its JSON value (``load_or_none``: None for a text that is not JSON)."""
+    """:func:`calls_of` the ``tool_calls`` column's JSON."""
     if not tool_calls:
         return []
     try:
@@ -157,8 +151,8 @@ _ESCAPE_U = re.compile(r"\\u")  # searched by re: faster than `in` where "\\" is
 
 
 def trace_may_write(trace: str | None) -> bool:
-    """False only when no call :func:`trace_calls` could find in ``trace`` mutates, read
-    from the text without parsing it; True means "parse to know"."""
+    """False only when no call :func:`trace_calls` finds in ``trace`` can mutate; True means
+    "parse to know"."""
     if not trace or ('"tool_calls"' not in trace and '"function_call"' not in trace):
         return False
     if '"mutates"' in trace or _ESCAPE_U.search(trace):
@@ -170,7 +164,7 @@ def trace_may_write(trace: str | None) -> bool:
 
 
 def final_message(output: str | None, trace: str | None) -> str:
-    """The output, or the last assistant message's text in the trace when it is empty."""
+    """The output or, when it is blank, the trace's last assistant text."""
     if output and not output.isspace():  # (strip's whitespace: no stripped copy made)
         return output
     messages = [n for n in _walk(_load(trace)) if n.get("role") == "assistant"
@@ -180,8 +174,7 @@ def final_message(output: str | None, trace: str | None) -> str:
 
 @lru_cache(maxsize=16384)
 def claims_in(message: str) -> tuple[str, ...]:
-    """:func:`claimed_states` as a tuple, computed once per distinct message (final
-    messages repeat across rollouts)."""
+    """:func:`claimed_states` as a tuple, cached per message."""
     found = []
     for match in _CLAIM.finditer(message):
         before = message[max(0, match.start() - 12):match.end()]
@@ -191,24 +184,23 @@ def claims_in(message: str) -> tuple[str, ...]:
 
 
 def claimed_states(message: str) -> list[str]:
-    """The state verbs the message says happened, lowercased, in text order (negated
-    phrases such as "has not been updated" excluded)."""
+    """The state verbs the message says happened, lowercased, in order (negations excluded)."""
     return list(claims_in(message))
 
 
 def claims_state_change(message: str) -> bool:
-    """True when the message says a state change happened (negated phrases excluded)."""
+    """True when the message claims a state change."""
     return bool(claims_in(message))
 
 
 def rollout_calls(tool_calls: str | None, trace: str | None) -> list[Call]:
-    """A rollout's calls: the ``tool_calls`` column, or the trace's when the column is empty."""
+    """The ``tool_calls`` column's calls, else the trace's."""
     return column_calls(tool_calls) or trace_calls(trace)
 
 
 def narrated_without_action(output: str | None, calls: list[Call],
                             trace: str | None = None) -> bool:
-    """The module's rule over one rollout's final message and recorded calls."""
+    """The module's rule for one rollout; a rollout without call records is never flagged."""
     if any(call_mutates(c.name, c.mutates) for c in calls):
         return False
     if not claims_state_change(final_message(output, trace)):

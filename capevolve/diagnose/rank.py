@@ -15,7 +15,7 @@ def is_structural(record: dict[str, Any]) -> bool:
 
 
 def priority(record: dict[str, Any]) -> float:
-    """score_lost, weighted for a structural cluster (rule 2)."""
+    """score_lost, times ``STRUCTURAL_WEIGHT`` for a structural cluster."""
     weight = STRUCTURAL_WEIGHT if is_structural(record) else 1.0
     return round(record["score_lost"] * weight, 6)
 

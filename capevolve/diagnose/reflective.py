@@ -1,13 +1,5 @@
-"""Per-failure facts and the reflective-dataset entry an editor reads.
-
-An entry is one failing trial (a scored trial with reward < 1), ordered by (task, trial):
-``task_id``, ``trial``, ``Inputs``, ``Generated Outputs``, ``Feedback``, ``Trajectory``
-(a path, never parsed), ``kind``, ``narrated_without_action``,
-``claimed_without_matching_action`` (with the unmatched ``claimed_verbs``), the trial's
-``reward``, the task's graded ``task_mean`` and ``pattern``, ``gold_in_feedback`` (None when
-the targets were unavailable), ``causes`` (each cause unit: its ``part``, ``text`` and
-``cluster``), and ``cluster`` / ``secondary_cluster``: the highest- and second-ranked
-distinct clusters the failure sits in (one edit can take the primary and the residual).
+"""Per-failure facts and the reflective-dataset entries an editor reads, one per failing trial
+in (task, trial) order.
 """
 
 from __future__ import annotations
@@ -42,7 +34,7 @@ from capevolve.diagnose.units import Unit
 
 
 class Failure(NamedTuple):
-    """What diagnosis derives from one failing trial (a tuple: 100,000 are made at once)."""
+    """What diagnosis derives from one failing trial."""
 
     trial: Trial
     kind: FailureKind
@@ -51,8 +43,7 @@ class Failure(NamedTuple):
     identifiers: frozenset[str]  # tool names and argument names, lowercased
     feedback: str  # as shown (redacted when asked)
     gold_leak: bool | None
-    claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches (that a
-    # tool of the evaluation could have made, once ``with_makeable_claims`` has run)
+    claimed: tuple[str, ...] = ()  # specific claimed verbs no mutating call matches
     units: tuple[Unit, ...] = ()  # cause units, set once every failure is known
     cut: int = 0  # characters of shared preamble stripped before the units were cut
     inferred_part: str | None = None  # the one score part that fell short, if exactly one
@@ -64,14 +55,12 @@ class Failure(NamedTuple):
 
 
 def tool_names(calls: list[Call]) -> frozenset[str]:
-    """The distinct tool names of a rollout's calls."""
     return frozenset(c.name for c in calls)
 
 
 def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
             redact: bool, tools: Iterable[str] | None = None) -> Failure:
-    """The facts of one failing trial (calls already extracted from its columns);
-    ``tools``: the mutating tools the agent had (``claimed.unmatched_claims``)."""
+    """The facts of one failing trial; ``tools``: the agent's mutating tools."""
     feedback = trial.feedback or ""
     leak = None if guard is None else guard.leaks(trial.task_id, feedback)
     if redact and guard is not None:
@@ -88,10 +77,8 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
 
 def with_makeable_claims(failures: list[Failure],
                          write_words: Iterable[frozenset[str]]) -> list[Failure]:
-    """The failures with only the claimed verbs a tool of the evaluation could have made:
-    ``write_words`` are the name words of its mutating calls (``CallFacts.write_words``
-    of every failing rollout and of every rollout of a task kept good), the claim's
-    family must hold one of them."""
+    """The failures keeping only claimed verbs whose family meets ``write_words`` (the name words
+    of mutating calls)."""
     words = frozenset().union(*write_words)
     return [f if not f.claimed else f._replace(claimed=makeable(f.claimed, words))
             for f in failures]
@@ -101,18 +88,14 @@ TRACE_MAY_BE_NEEDED = (
     "reward IS NOT NULL AND (tool_calls IS NULL OR NOT contains(tool_calls, '\"name\"') "
     "OR output IS NULL OR NOT regexp_matches(output, '[0-9A-Za-z]') "
     f"OR regexp_matches(output, '(?i){STATE_PATTERN}|ship'))")
-"""A guess, in DuckDB SQL, of the rows whose trace a diagnosis reads (those that satisfy
-it are read with the other columns, the rest left unread): a scored row whose
-``tool_calls`` may hold no call, whose output may be blank, or whose output may claim a
-state change. :meth:`Analyser.needs_trace` is the exact rule; a row that needs its trace
-and was left unread makes diagnose read every trace and start again."""
+"""DuckDB SQL guessing which rows' traces diagnosis reads; :meth:`Analyser.needs_trace` is exact."""
 
 
 _new = tuple.__new__  # a NamedTuple from all its fields, without its Python-level __new__
 
 
 class CallFacts(NamedTuple):
-    """What a rollout's recorded calls say, the same for every rollout with equal calls."""
+    """What a rollout's recorded calls say."""
 
     tools: frozenset[str]
     identifiers: frozenset[str]
@@ -121,9 +104,7 @@ class CallFacts(NamedTuple):
 
 
 class Analyser:
-    """:func:`analyse` with the work done once per distinct value: the facts of the calls once
-    per distinct set of calls (rollouts repeat the same tools and argument names), a final
-    message's unmatched claims once per (words of the writes, message)."""
+    """:func:`analyse`, caching work per distinct set of calls."""
 
     def __init__(self, guard: GoldGuard | None, redact: bool) -> None:
         self.guard, self.redact = guard, redact
@@ -131,8 +112,7 @@ class Analyser:
         self._claimed: dict[tuple[frozenset[frozenset[str]], str], tuple[str, ...]] = {}
 
     def facts(self, calls: list[Call]) -> CallFacts:
-        """The :class:`CallFacts` of ``calls``, computed once per distinct *set* of calls:
-        every fact is a function of the set (order and repeats change none of them)."""
+        """The :class:`CallFacts` of ``calls``; order and repeats change none."""
         key = frozenset(calls)
         known = self._calls.get(key)
         if known is None:
@@ -144,13 +124,11 @@ class Analyser:
         return known
 
     def write_words(self) -> list[frozenset[str]]:
-        """The name words of every mutating call of the call sets :meth:`facts` was asked
-        for (in a diagnosis: every failing rollout's and every kept-good task's)."""
+        """The name words of every mutating call :meth:`facts` has seen."""
         return [w for facts in self._calls.values() for w in facts.write_words]
 
     def _narrated(self, facts: CallFacts, calls: list[Call], message: str,
                   trace: str | None) -> bool:
-        """``narrated_without_action`` from the calls' facts and the final message."""
         if facts.mutating or not claims_in(message):
             return False
         if calls and not trace_may_write(trace):
@@ -161,8 +139,7 @@ class Analyser:
         return not any(call_mutates(c.name, c.mutates) for c in more)
 
     def _unmatched(self, facts: CallFacts, message: str) -> tuple[str, ...]:
-        """``unmatched_claims`` from the calls' facts, once per (distinct name words of
-        the mutating calls, message): the result depends on nothing else."""
+        """Cached ``unmatched_claims`` from the calls' facts."""
         key = (facts.write_words, message)
         known = self._claimed.get(key)
         if known is None:
@@ -172,11 +149,8 @@ class Analyser:
         return known
 
     def needs_trace(self, trial: Trial, calls: list[Call]) -> bool:
-        """Whether the facts of the failing ``trial`` read its trace, ``calls`` being its
-        ``tool_calls`` column's (``column_calls``): when the column holds no call (the rollout's
-        calls are then the trace's), when the output is blank (the final message is then the
-        trace's), or when no call mutates and the output claims a state change
-        (narrated_without_action then looks for a mutating call in the trace)."""
+        """Whether ``trial``'s facts need its trace: no call in ``calls``, a blank output, or a
+        state claim without a mutating call."""
         if not calls:
             return True
         output = trial.output
@@ -185,7 +159,7 @@ class Analyser:
         return bool(claims_in(output)) and not self.facts(calls).mutating
 
     def failure(self, trial: Trial, calls: list[Call]) -> Failure:
-        """The facts of one failing trial, as :func:`analyse` gives them."""
+        """The facts of one failing trial (:func:`analyse`)."""
         feedback = trial.feedback or ""
         guard = self.guard
         leak = None if guard is None else guard.leaks(trial.task_id, feedback)
@@ -201,8 +175,7 @@ class Analyser:
 
 @lru_cache(maxsize=8192)
 def input_text(inputs: str | None) -> str:
-    """The task input as text: a JSON string decoded, anything else as its JSON text
-    (computed once per distinct input: a task's trials share theirs)."""
+    """The task input as text: a JSON string decoded, anything else unchanged."""
     if inputs is None:
         return ""
     try:
@@ -213,9 +186,7 @@ def input_text(inputs: str | None) -> str:
 
 
 class TaskSummary(NamedTuple):
-    """A task's graded mean and pattern, computed once for all its failing trials, with
-    their JSON values (the mean rounded to 6 places, the pattern as text); a tuple: one
-    is made per task."""
+    """A task's graded mean and pattern, with their JSON values."""
 
     mean: float | None
     pattern: TaskPattern | None
@@ -235,9 +206,8 @@ _KIND_TEXT = {kind: str(kind) for kind in FailureKind}
 def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
           causes: list[dict[str, Any]], cluster: str | None,
           secondary: str | None) -> dict[str, Any]:
-    """The reflective-dataset entry of one failure (see the module docstring);
-    ``cluster`` and ``secondary`` are the best- and second-ranked distinct clusters it
-    sits in (None when there is none)."""
+    """The reflective-dataset entry of one failure; ``cluster`` / ``secondary`` are its best- and
+    second-ranked distinct clusters."""
     trial = failure.trial
     summary = outcome if isinstance(outcome, TaskSummary) else TaskSummary.of(outcome)
     kind = failure.kind

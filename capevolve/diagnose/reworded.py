@@ -1,17 +1,9 @@
-"""One cause reworded from trial to trial: clusters of one part that a task's trials alternate
-between are merged.
+"""Merge clusters of one part a task's trials alternate between: one cause, reworded.
 
-A scorer that writes prose (a rubric model, a person) describes the same failure of the same
-task in different words on different trials ("Coverage check skipped", "Insurance eligibility
-was not verified"); the root-cause key, which compares words, keeps such wordings apart.
-
-Two groups of one part are one cause reworded when no failing trial holds both, and at least
-``MIN_TASKS`` tasks (and ``SHARE`` of the larger group's tasks) vouch for it. A task vouches
-when its trials alternate between the two groups and lost the same part (the labelled part,
-or for unlabelled feedback the one score part that fell short); or, for unlabelled feedback
-whose trials each lost the same several parts, when two of its trials differ in exactly one
-group each (the groups they share are the causes they share: what is left is one cause,
-worded twice).
+Two groups of one part merge when no failing trial holds both and ``MIN_TASKS`` tasks (and
+``SHARE`` of the larger group's) vouch. A task vouches when its trials alternate between the
+groups having lost the same part, or when two of its trials with the same several lost parts
+differ by one group each.
 """
 
 from __future__ import annotations
@@ -30,9 +22,8 @@ def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
                      owners: Sequence[int], task_ids: Sequence[str],
                      short: Sequence[str | None], specific: Sequence[bool],
                      lost: Sequence[frozenset[str]] | None = None) -> list[list[int]]:
-    """``groups`` (of unit indices, each of one feedback part: ``parts``) with the groups that
-    are one cause reworded merged (module docstring); ``short`` is each failure's one score
-    part that fell short (or None), ``lost`` all the parts that did."""
+    """``groups`` (one part each) with rewordings merged; ``short``: each failure's sole short part,
+    ``lost``: all its short parts."""
     trials = [set(map(owners.__getitem__, group)) if specific[group[0]] else set()
               for group in groups]
     tasks = [set(map(task_ids.__getitem__, failing)) for failing in trials]
@@ -79,8 +70,8 @@ def merge_rewordings(groups: list[list[int]], parts: Sequence[str | None],
 def _aligned(groups: list[list[int]], parts: Sequence[str | None], trials: Sequence[set[int]],
              task_ids: Sequence[str], lost: Sequence[frozenset[str]]
              ) -> Iterator[tuple[tuple[int, int], str]]:
-    """The pairs of unlabelled groups two trials of one task that lost the same several
-    parts differ by, one group each (module docstring), with the task."""
+    """Pairs of unlabelled groups two trials of a task with equal lost parts differ by, with the
+    task."""
     held: dict[int, set[int]] = {}  # failing trial -> its unlabelled specific groups
     for g, failing in enumerate(trials):
         if parts[groups[g][0]] is None:

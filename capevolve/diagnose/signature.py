@@ -1,20 +1,8 @@
-"""The clustering key of one failure's feedback (root-cause mode) and the old lexical key.
+"""The root-cause key of a failure's feedback, and the old first-words key.
 
-Root-cause key, computed over every failure of a diagnosis at once:
-
-1. tokens: quoted literals ("...", '...', `...`) are removed, except a quoted identifier
-   that contains an underscore or names a tool / field of the trace; words are lowercased;
-2. preamble: the leading token run that *every* failure's feedback shares is stripped,
-   unless it is the whole of that feedback (or nothing specific would be left of it:
-   then the shared run was the cause, not a preamble);
-3. numbers and codes (tokens with a digit and no underscore) and stopwords are dropped;
-   identifiers (an underscore, or a tool / field name from the trace) are kept verbatim;
-   every other word has its inflection collapsed (confirm / confirmed / confirmation ->
-   ``confirm``), and only *then* the outcome-generic words (failed, wrong, missing,
-   expected, invalid, ...) are dropped, so an inflected generic word cannot leak through.
-
-The key is a frozenset of tokens; ``surface`` maps a collapsed token back to a word a
-person reads (the shortest form seen).
+Quoted literals are dropped except identifiers; the shared preamble is stripped unless nothing
+specific is left; numbers, codes and stopwords are dropped; identifiers stay verbatim; other
+words are stemmed before generic outcome words are dropped, so no inflection leaks through.
 """
 
 from __future__ import annotations
@@ -57,8 +45,7 @@ redacted
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """Collapse inflections: plural, then one suffix (ed, ing, ation, ion, ment, ly, al),
-    then a final e and a doubled final consonant (cancelled -> cancel, changes -> chang)."""
+    """Collapse inflections: plural, one suffix, final e, doubled final consonant."""
     w = word
     if len(w) <= 3:
         return w
@@ -98,16 +85,13 @@ def raw_tokens(feedback: str, identifiers: frozenset[str] = frozenset()) -> list
 
 
 def preamble_cuts(feedbacks: list[str]) -> list[int]:
-    """Per feedback, the character offset where its text starts after the shared preamble: the
-    leading token run shared by ``PREAMBLE_SHARE`` of the feedbacks, stripped from those that
-    carry it (0 for the others)."""
+    """Per feedback, its offset past the token run leading ``PREAMBLE_SHARE`` of them (else 0)."""
     by_text = preamble_cuts_of(Counter(feedbacks))
     return [by_text[f] for f in feedbacks]
 
 
 def preamble_cuts_of(counts: Counter[str]) -> dict[str, int]:
-    """:func:`preamble_cuts` of a list of feedbacks given as its counts (each distinct
-    text and how often it occurs): the cut of each distinct text."""
+    """:func:`preamble_cuts` per distinct text, from counts."""
     texts = list(counts)
     total = sum(counts.values())
     if total < 2:
@@ -117,8 +101,6 @@ def preamble_cuts_of(counts: Counter[str]) -> dict[str, int]:
 
 
 def _distinct_cuts(feedbacks: list[str], weights: list[int], total: int) -> list[int]:
-    """:func:`preamble_cuts` over distinct texts, each standing for ``weights[i]`` feedbacks
-    (``total`` in all): the counts, and so the run and the ties, are those of the full list."""
     lowered = [f.lower() for f in feedbacks]
     seen: list[list[tuple[str, int]]] = [[] for _ in feedbacks]
     common = os.path.commonprefix(lowered)
@@ -166,14 +148,14 @@ def _distinct_cuts(feedbacks: list[str], weights: list[int], total: int) -> list
 
 @dataclass(frozen=True)
 class Key:
-    """One failure's root-cause key and the surface word of each of its tokens."""
+    """A root-cause key and each token's shortest word, in text order."""
 
     tokens: frozenset[str]
     surface: tuple[tuple[str, str], ...]  # (token, shortest word as written), in text order
 
 
 def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
-    """Step 3 of the module docstring over already preamble-stripped tokens."""
+    """The root-cause key of already preamble-stripped tokens."""
     kept: dict[str, str] = {}
     for word in tokens:
         word = word.split("'", 1)[0] if word.endswith("'s") else word
@@ -192,9 +174,7 @@ def key_of(tokens: list[str], identifiers: frozenset[str]) -> Key:
 
 
 def _loose_tokens(text: str) -> tuple[list[str], frozenset[str]]:
-    """``raw_tokens(text)`` with no identifiers, and the words whose treatment an
-    identifier set could change: every token without an underscore (kept verbatim when it
-    names an identifier) and every quoted word without one (kept when it names one)."""
+    """``raw_tokens(text)`` without identifiers, and the words identifiers could change."""
     quoted: list[str] = []
 
     def drop(match: re.Match) -> str:
@@ -215,18 +195,15 @@ _BYTE_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 
 
 def even_digits(text: str) -> str:
-    """``text`` with every ASCII digit written ``0``: the same length, every other character
-    where it was. (An ASCII text is translated as bytes: a table lookup per byte, not a dict
-    lookup per character.)"""
+    """``text`` with each ASCII digit written ``0``."""
     if text.isascii():
         return text.encode("ascii").translate(_BYTE_ZEROS).decode("ascii")
     return text.translate(_ZEROS)
 
 
 class KeyCache:
-    """Root-cause keys of texts, each text tokenised once: a failure whose identifiers
-    touch none of a text's sensitive words (``_loose_tokens``) gets the shared key,
-    exactly ``key_of(raw_tokens(text, ids), ids)``; any other is keyed on its own."""
+    """Root-cause keys equal to ``key_of(raw_tokens(text, ids), ids)``, each text tokenised once
+    unless ``ids`` touch its sensitive words."""
 
     def __init__(self) -> None:
         self._known: dict[str, tuple[Key, frozenset[str], bool]] = {}
@@ -266,7 +243,7 @@ class KeyCache:
 
 
 def root_cause_keys(feedbacks: list[str], identifiers: list[frozenset[str]]) -> list[Key]:
-    """The root-cause key of every failure's whole feedback (module docstring)."""
+    """The root-cause key of every failure's whole feedback."""
     keys = []
     for text, cut, ids in zip(feedbacks, preamble_cuts(feedbacks), identifiers, strict=True):
         key = key_of(raw_tokens(text[cut:], ids), ids)

@@ -1,10 +1,5 @@
-"""Read one candidate's trials on one split from the store, in one statement over the
-candidate's own parts: the evaluation is picked from the key columns, then only its rows
-are read, as Arrow columns.
-
-Which evaluation is read: a candidate may have several evaluations on a split (different
-trial counts). The one with the most stored rows is used; ties go to the one whose last
-row finished latest, then to the larger eval id. Rows come back ordered by (task, trial).
+"""Read a candidate's trials on a split in (task, trial) order, from its evaluation with the most
+rows (then the latest, then the larger eval id).
 """
 
 from __future__ import annotations
@@ -27,8 +22,7 @@ _COLUMNS = ("eval_id", "task_id", "trial", "reward", "feedback", "score_parts", 
 
 
 class Trial(NamedTuple):
-    """One stored rollout row, as diagnosis needs it (JSON columns kept as text; a tuple:
-    a diagnosis reads every row of an evaluation at once)."""
+    """One stored rollout row (JSON columns as text)."""
 
     eval_id: str
     task_id: str
@@ -46,7 +40,7 @@ class Trial(NamedTuple):
 
     @property
     def errored(self) -> bool:
-        """True when the trial has no reward (infrastructure failure)."""
+        """True when the trial has no reward."""
         return self.reward is None
 
     @property
@@ -56,7 +50,7 @@ class Trial(NamedTuple):
 
 
 def refuse_test(split: str) -> Split:
-    """The split as a Split; the held-out test split is refused (it is never diagnosed)."""
+    """The split as a Split; the held-out test split is refused."""
     return policy_splits.refuse_test(split, "diagnose")
 
 
@@ -78,28 +72,25 @@ assert _COLUMNS == Trial._fields
 
 
 class TraceUnread(Exception):
-    """A row whose trace was left unread (:func:`read_trials`' ``trace_where``) needs it."""
+    """A needed trace was left unread (``trace_where``)."""
 
 
 class TrialRows(NamedTuple):
-    """The trials of one evaluation, and the indices of those whose trace was left unread
-    (their ``trace`` is None whatever is stored)."""
+    """An evaluation's trials and the indices of those read without their trace."""
 
     trials: list[Trial]
     unread: Collection[int]
 
 
 def load_trials(run: RunDir, split: str, candidate_id: str) -> list[Trial]:
-    """Every stored trial of ``candidate_id`` on ``split`` (see the module docstring for
-    which evaluation), traces included; CandidateError for an unknown candidate or one
-    with no rollouts (:func:`read_trials`)."""
+    """Every stored trial of ``candidate_id`` on ``split``, traces included."""
     return read_trials(run, split, candidate_id).trials
 
 
 def read_trials(run: RunDir, split: str, candidate_id: str,
                 trace_where: str | None = None) -> TrialRows:
-    """Every stored trial of ``candidate_id`` on ``split``, with the trace of each row
-    that satisfies the SQL condition ``trace_where`` (every trace without one)."""
+    """Every stored trial of ``candidate_id`` on ``split``, traces where ``trace_where`` holds (all
+    without one). CandidateError when there is none."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
     where = _where(split, candidate_id)
@@ -117,11 +108,7 @@ def read_trials(run: RunDir, split: str, candidate_id: str,
 
 
 def trials_of(table: pa.Table) -> TrialRows:
-    """The rows of an Arrow table of ``_COLUMNS`` as Trials (trial as int, reward as float
-    or None) ordered by (task, trial), built from whole columns: the order is computed on
-    the two key columns (byte order of the task id, as DuckDB's ORDER BY; a unit is one
-    row, so the order is total) and applied to the rows once they are made, so no column
-    is moved by a sort (DuckDB's parallel scan hands the parts' rows back in any order)."""
+    """An Arrow table of ``_COLUMNS`` as Trials ordered by (task, trial)."""
     keys = [("task_id", "ascending"), ("trial", "ascending")]
     order = pc.sort_indices(table.select(["task_id", "trial"]), sort_keys=keys).to_pylist()
     stored_in_order = order == list(range(len(order)))  # parts written in unit order

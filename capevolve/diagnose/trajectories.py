@@ -1,9 +1,6 @@
-"""Trajectory files an editor can open, for adapters without a trace store of their own.
-
-When the adapter has no ``trajectories(split)`` and a rollout has no trajectory path of its own,
-diagnose writes each failing rollout to
-``diagnoses/trajectories/<split>__<tag>/<task>__<trial>.json`` (one folder per diagnosis: trial
-0 of a task is a different rollout for every candidate) and points ``Trajectory`` there.
+"""Trajectory files for failing rollouts without one of their own, under
+``diagnoses/trajectories/<split>__<tag>/``: one folder per diagnosis, as trial 0 is a different
+rollout for every candidate.
 """
 
 from __future__ import annotations
@@ -45,9 +42,8 @@ def file_name(trial: Trial) -> str:
 
 
 def _json_text(text: str | None, valid: bool | None = None) -> str:
-    """A JSON column as it goes into the file: the stored JSON text itself when it parses
-    (no re-encoding), else the text as a JSON string; ``valid`` is ``is_json(text)`` when
-    the caller knows it already."""
+    """A JSON column as written: its stored text if JSON (``valid`` when known), else a JSON
+    string."""
     if text is None:
         return "null"
     return text if (is_json(text) if valid is None else valid) else encode_basestring(text)
@@ -58,9 +54,7 @@ def _text(value: str | None) -> str:
 
 
 def _plain(trial: Trial) -> str:
-    """``json.dumps`` of the plain fields (sorted keys, ``ensure_ascii=False``,
-    ``allow_nan=False``), spelled out for the common types; any other value (a reward
-    that is not a finite float, ...) goes through ``json.dumps`` itself."""
+    """``json.dumps`` of the plain fields (sorted keys, no ASCII escaping, no NaN)."""
     reward, ids = trial.reward, (trial.eval_id, trial.task_id)
     if (type(trial.trial) is int and all(type(v) is str for v in ids)
             and all(v is None or type(v) is str for v in (trial.feedback, trial.output))
@@ -77,9 +71,8 @@ def _plain(trial: Trial) -> str:
 
 def document(trial: Trial, valid: tuple[bool | None, bool | None, bool | None] | None = None
              ) -> str:
-    """The JSON text of one trajectory file (module docstring): the plain fields in sorted
-    order, then ``inputs``, ``tool_calls`` and ``trace``; ``valid`` holds ``is_json`` of
-    those three columns where the caller decided it already (None: decided here)."""
+    """One trajectory file's JSON text; ``valid``: ``is_json`` of inputs, tool_calls and trace,
+    where known."""
     plain = _plain(trial)
     inputs, calls, trace = valid or (None, None, None)
     return (f'{plain[:-1]}, "inputs": {_json_text(trial.inputs, inputs)}, '
@@ -105,8 +98,8 @@ def _holds(path: str, data: bytes) -> bool:
 
 
 def _write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` unless it holds it already; a symlink there is replaced
-    by a regular file (its target is never opened)."""
+    """Write ``data`` to ``path`` unless it holds it; a symlink there is replaced, never
+    followed."""
     if _holds(path, data):
         return  # a stored rollout never changes: most re-runs write nothing
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
@@ -126,8 +119,8 @@ def _write(path: str, data: bytes) -> None:
 
 
 def confined(directory: Path, root: Path) -> Path:
-    """``directory`` when every existing step from ``root`` to it is a real directory
-    (no symlink, no ``..``) inside ``root``; RunDirError naming it otherwise."""
+    """``directory`` if no existing step to it from ``root`` is a symlink or ``..``, else
+    RunDirError."""
     try:
         relative = Path(os.path.abspath(directory)).relative_to(Path(os.path.abspath(root)))
     except ValueError:
@@ -167,9 +160,8 @@ def _write_chunk(chunk: list[tuple[str, bytes]]) -> None:
 
 
 def write_all(directory: Path, trials: list[Trial], root: Path | None = None) -> None:
-    """Write one file per trial under ``directory`` and remove the folder's stale files; with
-    ``root`` (the run directory) the folder is first checked to be confined in it
-    (:func:`confined`)."""
+    """Write one file per trial in ``directory`` (confined to ``root`` when given) and drop
+    stale ones."""
     if root is not None:
         confined(directory, root)
     directory.mkdir(parents=True, exist_ok=True)

@@ -1,25 +1,13 @@
-"""A failure's feedback as cause units: the preamble stripped, one unit per failing part.
+"""A failure's feedback as cause units.
 
-A scorer often writes several findings into one feedback ("database: ...\\nmessages: ...",
-or score parts ``{"db": 0, "messages": 1}``); each is a separate cause. The rules:
-
-1. **Preamble**: the leading token run shared by a large majority (``signature.PREAMBLE_SHARE``) of
-   the failures' feedback is stripped from every feedback that has it (one failure without
-   it no longer turns stripping off). It is not stripped where it is the whole feedback;
-   when the shared run reaches past a line break, only the whole lines are stripped (so a
-   part label that every failure opens its next line with stays).
-2. **Parts**: a line, or a ``;``-separated segment, that opens with a ``label:``, or with
-   a ``[label]`` after a bullet mark or not, starts a part. A label counts only when it
-   names a score part of that trial (equal, a prefix, or its letters in order: ``db``
-   names ``database``) or, without score parts, when it is a ``label:`` that opens parts
-   in at least two failures (a ``[tag]`` counts only where it names a score part: it is
-   more often the scorer's name). Text before the first label and lines without one
-   belong to the part before (``None`` when there is none).
-3. **Units**: a part's text is split into sentences; each sentence is a unit.
-4. **Dropped**: a unit whose part maps to a score part that scored full marks, and a unit
-   whose normalised text (lowercase, digits and quoted literals removed) also occurs in a
-   passing trial's feedback (a pass statement such as "the end state matches the
-   reference"). When nothing is left the stripped feedback is one unit of part ``None``.
+1. **Preamble**: the token run leading ``PREAMBLE_SHARE`` of the failures' feedback is stripped
+   (whole lines if it spans lines), unless it is the whole feedback.
+2. **Parts**: a segment opening with ``label:`` or ``[label]`` naming a score part, or, without
+   score parts, a ``label:`` opening parts in two failures, starts a part; other text joins the
+   part before it.
+3. **Units**: each sentence of a part.
+4. **Dropped**: units of a full-marks part or said in passing feedback; if none is left, the
+   stripped feedback is one unit.
 """
 
 from __future__ import annotations
@@ -48,8 +36,7 @@ _DIGITS = re.compile(r"\d")
 
 
 class Unit(NamedTuple):
-    """One cause unit of a failure: the part it belongs to and its sentence (a tuple:
-    one is made per distinct feedback and cause)."""
+    """A cause unit: its part and its sentence."""
 
     part: str | None
     text: str
@@ -61,7 +48,7 @@ def normalise(text: str) -> str:
 
 
 def score_parts(text: str | None) -> dict[str, float]:
-    """The numeric score parts of a trial (empty when absent or malformed)."""
+    """A trial's numeric score parts (empty when absent or malformed)."""
     try:
         parts = loads(text) if text else None
     except ValueError:
@@ -92,14 +79,12 @@ PartSpans = tuple[str | None, tuple[Span, ...]]  # a part's label and the pieces
 
 
 def _stripped(text: str, start: int, end: int) -> Span:
-    """The span of ``text[start:end].strip()``."""
     piece = text[start:end]
     left = len(piece) - len(piece.lstrip())
     return start + left, start + len(piece.rstrip()) if piece.strip() else start + left
 
 
 def _segments(text: str) -> list[Span]:
-    """Spans of the non-blank pieces between ``_SEGMENTS`` separators."""
     spans, start = [], 0
     for match in _SEGMENTS.finditer(text):
         spans.append((start, match.start()))
@@ -114,13 +99,12 @@ def common_labels(feedbacks: list[str]) -> frozenset[str]:
 
 
 def _opening_labels(feedback: str) -> set[str]:
-    """The labels (lowercased) that open the segments of one feedback."""
     return {m.group(1).strip().lower() for a, b in _segments(feedback)
             if (m := _LABEL.match(feedback[a:b]))}
 
 
 def common_labels_of(counts: Counter[str]) -> frozenset[str]:
-    """:func:`common_labels` of a list of feedbacks given as its counts."""
+    """:func:`common_labels` from the feedbacks' counts."""
     seen: Counter[str] = Counter()
     shared: dict[str, set[str]] = {}
     for feedback, n in counts.items():  # each distinct text read once
@@ -137,9 +121,7 @@ def common_labels_of(counts: Counter[str]) -> frozenset[str]:
 
 def _part_spans(text: str, parts: dict[str, float], labels: frozenset[str]
                 ) -> tuple[list[PartSpans], bool]:
-    """Rule 2 of the module docstring as spans: each part's label and the stripped
-    pieces of ``text`` it joins (with one space); and whether every label read (known or
-    not) is free of digits (then the parts of a text with other digits are the same)."""
+    """Rule 2 as spans: each part's label and pieces, and whether every label read is digit-free."""
     out: list[tuple[str | None, list[Span]]] = []
     digit_free = True
     for a, b in _segments(text):
@@ -166,7 +148,7 @@ def _joined(text: str, pieces: tuple[Span, ...]) -> str:
 
 def split_parts(text: str, parts: dict[str, float],
                 labels: frozenset[str]) -> list[tuple[str | None, str]]:
-    """``(label, text)`` of each part of a feedback (rule 2 of the module docstring)."""
+    """``(label, text)`` of each part of a feedback (rule 2)."""
     return [(label, _joined(text, pieces)) for label, pieces in _part_spans(text, parts, labels)[0]]
 
 
@@ -175,9 +157,7 @@ UnitSpans = tuple[tuple[str | None, int, int, int], ...]  # (label, part, start,
 
 def _unit_spans(feedback: str, parts: dict[str, float], labels: frozenset[str],
                 passing: frozenset[str]) -> tuple[list[PartSpans], UnitSpans | None, bool]:
-    """Rules 2-4 as spans: the parts, each unit as (label, part index, start, end) in its part's
-    joined text (None: no unit is left, the stripped feedback is the one unit), and
-    :func:`_part_spans`' digit-free flag."""
+    """Rules 2-4 as spans: the parts, the units (None when none is left) and the digit-free flag."""
     spans, digit_free = _part_spans(feedback, parts, labels)
     units = []
     for index, (label, pieces) in enumerate(spans):
@@ -212,10 +192,7 @@ def units_of(feedback: str, parts: dict[str, float], labels: frozenset[str],
 
 
 class UnitCache:
-    """:func:`units_of` of many feedbacks, computed once per feedback with its ASCII digits
-    evened out (``0``): the rules treat every digit alike except in a label's name, so
-    where no label read holds a digit, a feedback's units are the evened-out text's unit
-    spans cut from the feedback itself; otherwise it is split on its own."""
+    """:func:`units_of`, cached per digit-evened feedback unless a label holds a digit."""
 
     def __init__(self, parts: dict[str, float], labels: frozenset[str],
                  passing: frozenset[str]) -> None:
