@@ -8,7 +8,7 @@ from capevolve.kinds import EngineKind
 
 
 def make_engine(config: EngineConfig, address: str | None = None) -> Engine:
-    """Build the configured engine; Ray is imported only when the Ray engine is chosen."""
+    """The configured engine; ray is imported only for the Ray engine."""
     if config.kind == EngineKind.LOCAL:
         from capevolve._engine.local import LocalEngine
 

@@ -1,4 +1,4 @@
-"""A cluster address that answers, checked before Ray is imported or asked to join it."""
+"""Check a cluster address answers before Ray is asked to join it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from capevolve.errors import EngineError
 
 
 def refuse_unreachable(address: str) -> None:
-    """An EngineError within seconds when nothing accepts connections at a ``host:port``
-    address (Ray itself retries for minutes); other forms (``auto``) are Ray's to resolve."""
+    """Raise EngineError fast when nothing listens at a ``host:port`` address (Ray would retry
+    for minutes); other forms are left to Ray."""
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not port.isdigit():
         return

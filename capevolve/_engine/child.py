@@ -1,10 +1,4 @@
-"""The local engine's worker process: ``python -m capevolve._engine.child``.
-
-Candidate code runs here, never in the driver. End of stdin (the driver closed it, or died) ends
-the process at once, and with it every process candidate code forked or started in the worker's
-process group. With ``"limited": true`` in ``init``, each unit holds a permit of the parent's
-limiter, asked for on the reply channel (:class:`ChannelLimiter`).
-"""
+"""The local worker process, where candidate code runs; end of stdin ends it and its group."""
 
 from __future__ import annotations
 
@@ -35,9 +29,8 @@ class _Replies:
 
 
 class ChannelLimiter:
-    """The WorkerCore's limiter over the reply channel: ``{"limiter": "acquire", "id": n}``
-    out, ``{"op": "grant", "id": n, "at": t}`` back on stdin (``at``: the start time the
-    permit names, or null), ``{"limiter": "release"}`` out when the unit ends."""
+    """The parent's limiter over the channel: ``{"limiter": "acquire", "id": n}`` out,
+    ``{"op": "grant", "id": n, "at": t}`` in, ``{"limiter": "release"}`` out."""
 
     def __init__(self, replies: _Replies) -> None:
         self.replies = replies
@@ -56,7 +49,7 @@ class ChannelLimiter:
         self.replies.send({"limiter": "release"})
 
     def grant(self, message: dict[str, Any]) -> None:
-        """A grant (or a refusal, ``error``) from the parent."""
+        """Resolve a waiting acquire with the parent's grant or ``error``."""
         waiter = self.waiting.pop(int(message.get("id", -1)), None)
         if waiter is None or waiter.done():
             return
@@ -84,7 +77,6 @@ async def _serve(replies: _Replies) -> None:
 
 async def _read(reader: asyncio.StreamReader, requests: asyncio.Queue[dict[str, Any]],
                 limiter: ChannelLimiter) -> None:
-    """Queue requests until stdin ends; grants are taken at once, while a request runs."""
     while line := await reader.readline():
         request = json.loads(line)
         if request.get("op") == "grant":
@@ -95,7 +87,6 @@ async def _read(reader: asyncio.StreamReader, requests: asyncio.Queue[dict[str, 
 
 async def _handle(requests: asyncio.Queue[dict[str, Any]], replies: _Replies,
                   limiter: ChannelLimiter) -> None:
-    """Answer requests one at a time, in order."""
     from capevolve._engine.worker import WorkerCore
 
     core: WorkerCore | None = None
@@ -133,7 +124,7 @@ async def _handle(requests: asyncio.Queue[dict[str, Any]], replies: _Replies,
 
 
 def main() -> None:
-    """Keep the reply channel private, then serve requests until stdin closes."""
+    """Keep the reply channel private, serve until stdin closes, then end the group."""
     replies = _Replies(os.dup(1))
     os.dup2(2, 1)
     end_forks_of((replies.fd,))  # a fork made by candidate code never speaks for us
@@ -147,8 +138,7 @@ def main() -> None:
 
 
 def _end_group() -> None:
-    """SIGTERM every other process of this worker's group (what candidate code forked or
-    started), also when the driver died and cannot kill the group itself."""
+    """SIGTERM the rest of this worker's group, in case the driver died."""
     if os.getpgid(0) != os.getpid():
         return  # not a group leader (started by hand): the group is not ours
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 YOUNG = 10_000
-"""Net allocations of tracked objects between young collections (CPython's default: 700)."""
+"""Net tracked allocations between young collections."""
 
 _lock = threading.Lock()
 _inside = 0
@@ -16,8 +16,8 @@ _saved: tuple[int, ...] = ()
 
 
 def settle_worker_heap() -> None:
-    """Collect, freeze what is loaded, and collect young objects every :data:`YOUNG`
-    allocations (for a process capevolve owns; idempotent, and cheap to call again)."""
+    """Collect, freeze what is loaded, and raise the young threshold to :data:`YOUNG`, in a
+    process capevolve owns; idempotent."""
     gc.collect()
     gc.freeze()
     young, older, oldest = gc.get_threshold()
@@ -26,8 +26,8 @@ def settle_worker_heap() -> None:
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    """Raise the young threshold to :data:`YOUNG` for the duration (nested or concurrent
-    uses in threads share one change; the thresholds found are restored by the last)."""
+    """Raise the young threshold to :data:`YOUNG` meanwhile; nested and threaded uses share
+    it, and the last one out restores it."""
     global _inside, _saved
     with _lock:
         if _inside == 0:

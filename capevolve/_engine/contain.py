@@ -1,5 +1,5 @@
-"""Containment of user code's exits: an exit, an interrupt or a fork of an adapter call is
-an error of that call, never the end (or a copy) of the process that made it.
+"""An exit, interrupt or fork inside an adapter call is that call's error, never the end (or a
+copy) of the process that made it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 _REAL_EXIT = os._exit
 _IN_CALL: ContextVar[tuple[str, int] | None] = ContextVar("capevolve_user_call", default=None)
-"""``(where, pid)`` while a wrapped call runs in this context."""
+"""``(where, pid)`` during a wrapped call."""
 
 
 def _exit_of_user_code(status: int) -> NoReturn:
@@ -25,11 +25,11 @@ def _exit_of_user_code(status: int) -> NoReturn:
 
 
 class UserExit(Exception):
-    """User code raised SystemExit or KeyboardInterrupt (the message says which, where)."""
+    """User code exited or was interrupted; the message says how and where."""
 
 
 def exit_message(where: str, exc: BaseException) -> str:
-    """The error text of an exit raised by user code in ``where``."""
+    """Error text for an exit user code raised in ``where``."""
     if isinstance(exc, SystemExit):
         return (f"{where} called sys.exit({exc.code!r}) (SystemExit): an exit of user code "
                 "is an error of the unit, not an outcome")
@@ -38,16 +38,15 @@ def exit_message(where: str, exc: BaseException) -> str:
 
 
 def _leave(token: Token, pid: int) -> None:
-    """End a wrapped call: its context variable back, and a forked copy ends here."""
+    """Reset the call's context; a forked copy exits here."""
     _IN_CALL.reset(token)
     if os.getpid() != pid:
         _REAL_EXIT(0)
 
 
 def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
-    """``fn`` (sync or async, and staying so) with exits turned into :class:`UserExit` and
-    forked copies ended when they return (written out in each wrapper, not as a context
-    manager: this runs once per rollout)."""
+    """``fn``, sync or async as it was, with exits raised as :class:`UserExit` and forked
+    copies ended when they return."""
     os._exit = _exit_of_user_code  # idempotent; exits for real outside wrapped calls
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
@@ -76,9 +75,8 @@ def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
 
 
 def end_forks_of(private_fds: tuple[int, ...]) -> None:
-    """In every process later forked from this one (``os.fork``), close ``private_fds``
-    and put ``/dev/null`` on stdin before the fork returns: a fork of a worker never reads
-    the driver's requests nor writes replies."""
+    """In every later fork, close ``private_fds`` and put ``/dev/null`` on stdin, so a fork
+    of a worker never talks to the driver."""
 
     def in_child() -> None:
         for fd in private_fds:

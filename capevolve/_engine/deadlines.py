@@ -1,10 +1,4 @@
-"""Per-rollout deadlines for one worker with one loop timer, not one per rollout.
-
-Every attempt runs under the same ``timeout_s``, so deadlines fall in start order: one
-``call_at`` handle waits for the earliest, and when it fires every attempt past its deadline is
-cancelled. :meth:`Deadlines.leave` tells an attempt its cancellation was its timeout
-(withdrawing it, as ``asyncio.timeout`` does); any other cancellation still propagates.
-"""
+"""Attempt deadlines under one loop timer: one ``timeout_s``, so they fall in start order."""
 
 from __future__ import annotations
 
@@ -13,7 +7,7 @@ import itertools
 
 
 class Deadlines:
-    """The deadlines of the attempts running in one event loop (see the module docstring)."""
+    """Deadlines of the attempts running in one event loop."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
@@ -23,7 +17,7 @@ class Deadlines:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def enter(self) -> int:
-        """Start the deadline of the current task's attempt; returns its token."""
+        """Start the current task's deadline; returns its token."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None, "an attempt runs in a task"
@@ -35,8 +29,8 @@ class Deadlines:
         return token
 
     def leave(self, token: int) -> bool:
-        """End the attempt's deadline; True when it expired (its task was cancelled for it:
-        that cancellation is withdrawn here, so only the caller's TimeoutError remains)."""
+        """End the deadline; True when it expired, its cancellation then withdrawn (as
+        ``asyncio.timeout`` does); other cancellations still propagate."""
         if self._live.pop(token, None) is not None:
             return False
         task = asyncio.current_task()

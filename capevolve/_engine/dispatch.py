@@ -91,22 +91,20 @@ class Dispatcher:
         return self.report
 
     def _headroom(self) -> int:
-        """Units that may go out now without more than ``capacity`` units dispatched and not yet
-        durable: held by workers, being scored, or in the sink's backlog."""
+        """Units that may go out keeping undurable ones within ``capacity``."""
         return max(0, self.capacity - self._undurable())
 
     def _undurable(self) -> int:
         return len(self.outstanding) + self.scoring_units + self.backlog
 
     def _deliver(self, rows: list[dict] | RowBatch) -> None:
-        """Hand rows to the sink (``[]`` polls it) and keep its backlog."""
         backlog = self.sink(rows)
         self.backlog = backlog if isinstance(backlog, int) and backlog > 0 else 0
         if self.tenant is not None:  # rows became durable: the others may use the room
             self.tenant.durable(self._undurable())
 
     def _room(self, wanted: int) -> int:
-        """How many of ``wanted`` units may be dispatched now (the budget limit)."""
+        """How many of ``wanted`` units ``limit`` lets out now."""
         if self.limit is None or not self.pending:
             return wanted
         allowed, reason = self.limit(self.dispatched)
@@ -154,14 +152,12 @@ class Dispatcher:
             self._settle(index, in_flight)
 
     def _settle(self, index: int, in_flight: dict) -> None:
-        """Tell the shared budget what worker ``index`` holds now (its bound only falls)."""
         if self.tenant is not None:
             self.tenant.settle(index, len(in_flight), len(self.pending) + len(self.outstanding),
                                self._undurable())
 
     async def _collect(self, outcomes: list[Outcome] | KeyedOutcomes, in_flight: dict
                        ) -> None:
-        """Keep the fresh outcomes of this worker's units and send them to a scorer."""
         fresh: list[tuple[Outcome, int]] | Picked
         if isinstance(outcomes, KeyedOutcomes):  # keys only: the scorer opens the payload
             picks = []
@@ -187,8 +183,7 @@ class Dispatcher:
         task.add_done_callback(self.scoring.discard)
 
     def _accept(self, key: tuple[str, int] | None, in_flight: dict) -> WorkUnit | None:
-        """The unit of ``key`` if this worker holds it and it is still outstanding (once:
-        a late duplicate, a forged key or a unit never given is None)."""
+        """The unit of ``key`` if this worker holds it outstanding (once), else None."""
         if key is None or key not in in_flight:
             return None
         del in_flight[key]
@@ -222,10 +217,8 @@ class Dispatcher:
             self.room.release()
 
     async def _prepare(self, handle, job) -> None:
-        """Start one worker or scorer for this evaluation. A loss while it starts (its
-        process killed, a Ray actor dying as it comes up) counts against the restart budget
-        and the handle is started again, as a loss mid-run is; past the budget it is one
-        EngineError saying it could not start."""
+        """Start a worker or scorer; a loss while starting counts against the restart budget
+        like one mid-run, and past it raises EngineError."""
         try:
             await handle.prepare(job)
         except WorkerLost as exc:
@@ -244,7 +237,6 @@ class Dispatcher:
         await self._restart(worker, self.job, exc)
 
     async def _restart(self, handle, job, exc: Exception) -> None:
-        """Count a loss against the restart budget, then bring ``handle`` back."""
         self.report.worker_restarts += 1
         if self.report.worker_restarts > self.max_restarts:
             left = len(self.pending) + len(self.outstanding)
@@ -264,8 +256,8 @@ class Dispatcher:
 
 
 class _Pending:
-    """The units not dispatched yet: lost units to re-send first, then the plan's, taken
-    from its iterator only as they go out (a lazy plan is never materialised)."""
+    """Undispatched units: lost ones first, then the plan's, drawn from a sized plan only as
+    they go out."""
 
     def __init__(self, units: Iterable[WorkUnit]) -> None:
         self.retry: deque[WorkUnit] = deque()
@@ -279,7 +271,6 @@ class _Pending:
         return len(self.retry) + (self.left or 0)
 
     def take(self, k: int) -> list[WorkUnit]:
-        """Up to ``k`` units, lost ones first."""
         batch = [self.retry.popleft() for _ in range(min(k, len(self.retry)))]
         if len(batch) < k and self.left:
             fresh = list(itertools.islice(self.fresh, k - len(batch)))
@@ -290,7 +281,6 @@ class _Pending:
         return batch
 
     def put_back(self, units: list[WorkUnit]) -> None:
-        """Units a lost worker held: sent again before any fresh unit."""
         self.retry.extendleft(reversed(units))
 
     def clear(self) -> None:
@@ -299,7 +289,6 @@ class _Pending:
 
 
 def _key_of(key: object) -> tuple[str, int] | None:
-    """A unit key reported as ``(task_id, trial)`` (untrusted input), or None."""
     if isinstance(key, (tuple, list)) and len(key) == 2:
         task_id, trial = key
         if isinstance(task_id, str) and type(trial) is int:
@@ -308,7 +297,6 @@ def _key_of(key: object) -> tuple[str, int] | None:
 
 
 def _key(raw: object) -> tuple[str, int] | None:
-    """The unit key of an outcome, or None when it has none (untrusted input)."""
     if not isinstance(raw, dict):
         return None
     task_id, trial = raw.get("task_id"), raw.get("trial")

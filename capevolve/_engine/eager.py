@@ -1,4 +1,4 @@
-"""Run many coroutines concurrently, each as its own Task, with the first step run at once."""
+"""Run coroutines concurrently as Tasks whose first step runs at once."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 
 
 async def gather_eager(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
-    """The results of ``coros`` in order (like ``asyncio.gather``: the first exception
-    propagates, and the Tasks still running are cancelled)."""
+    """Results of ``coros`` in order; the first exception propagates and cancels the rest."""
     loop = asyncio.get_running_loop()
     started: list[asyncio.Future] = []
     try:
@@ -43,15 +42,14 @@ async def gather_eager(coros: list[Coroutine[Any, Any, Any]]) -> list[Any]:
 
 def _eager_task(coro: Coroutine[Any, Any, Any], loop: asyncio.AbstractEventLoop
                 ) -> asyncio.Future:
-    """A Task for ``coro`` whose first step has run (no current task may be set)."""
+    """A Task for ``coro`` with its first step run; no current task may be set."""
     if sys.version_info >= (3, 12):
         return asyncio.Task(coro, loop=loop, eager_start=True)
     return _EagerTask(coro, loop)
 
 
 class _EagerTask(_tasks._PyTask):  # type: ignore[name-defined]
-    """asyncio's pure-Python Task (Python 3.11), its first step taken in the constructor,
-    in its own context, instead of queued on the loop; from then on an ordinary Task."""
+    """Python 3.11's pure-Python Task, its first step run in the constructor."""
 
     def __init__(self, coro: Coroutine[Any, Any, Any],
                  loop: asyncio.AbstractEventLoop) -> None:

@@ -32,9 +32,8 @@ def _signal_name(code: int | None) -> str:
 async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, task: Task,
                        trial: int, seed: int, timeout_s: float,
                        settings: ModelSettings | None = None, meter: Meter | None = None) -> Any:
-    """The child's Rollout; raises ChildCrash, asyncio.TimeoutError, TransientError,
-    UserExit (the call exited), or RuntimeError carrying the child's exception text. The
-    child runs in a model scope of ``settings``; its meter's counts are added to ``meter``."""
+    """The child's Rollout, run in a model scope of ``settings`` with usage merged into
+    ``meter``. Raises ChildCrash, TimeoutError, TransientError, UserExit or RuntimeError."""
     fd, result_path = tempfile.mkstemp(prefix="capevolve-isolated-", suffix=".json")
     os.close(fd)
     request = json.dumps([project_root, adapter_spec, str(candidate),
@@ -70,8 +69,8 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
 
 
 def _rollout(payload: Any) -> Any:
-    """The child's Rollout; one with bad fields (built with ``model_construct``) is rebuilt
-    the same way, so the scorer names its bad field as it does without isolation."""
+    """The child's Rollout; an invalid one is rebuilt with ``model_construct``, as without
+    isolation."""
     if not isinstance(payload, dict):
         return payload  # not a Rollout: the caller reports the wrong type
     try:
@@ -82,7 +81,7 @@ def _rollout(payload: Any) -> Any:
 
 
 def kill_group(pgid: int) -> None:
-    """SIGKILL every process left in the session of an isolated child (it is the leader)."""
+    """SIGKILL what is left of an isolated child's process group."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -84,8 +84,7 @@ class LocalEngine:
 
     @property
     def shares(self) -> int:
-        """How many evaluations are meant to run at once through this engine: each starts
-        that share of ``engine.workers`` processes (the slots are shared whatever it is)."""
+        """Evaluations meant to run at once; each starts its share of ``engine.workers``."""
         return self.shares_hint
 
     @shares.setter
@@ -93,8 +92,8 @@ class LocalEngine:
         self.shares_hint = max(1, int(k))
 
     def worker_pids(self) -> list[int]:
-        """Process ids of the running worker processes (for fault-injection tests)."""
+        """Pids of the running worker processes (for tests)."""
         return [w.pid for w in self.workers if w.pid is not None]
 
     def close(self) -> None:
-        """Nothing to release: worker processes live only during :meth:`run`."""
+        """Nothing to release: workers live only during :meth:`run`."""

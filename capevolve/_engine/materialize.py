@@ -1,4 +1,4 @@
-"""Materialise a shipped candidate (``{relative path: bytes}``) in a worker's scratch dir."""
+"""Unpack a shipped candidate (``{relative path: bytes}``) in a worker's scratch dir."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from capevolve.errors import EngineError
 
 
 def unpack(files: dict[str, bytes], dest: Path) -> Path:
-    """Write ``files`` under ``dest`` atomically (a no-op when ``dest`` exists)."""
+    """Write ``files`` under ``dest`` atomically, unless it exists; EngineError on an unsafe
+    path."""
     if dest.is_dir():
         return dest
     tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")

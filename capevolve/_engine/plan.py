@@ -1,9 +1,4 @@
-"""Pure planning: the work units of an evaluation and their seeds (no I/O).
-
-A plan is lazy: :class:`Plan` knows how many units it holds and yields them one at a time,
-so an evaluation of 200,000 units never holds 200,000 unit objects on the driver (the
-dispatcher takes them as it has room; the seed of each is derived as it is taken).
-"""
+"""An evaluation's work units and seeds, yielded lazily by a :class:`Plan` of known length."""
 
 from __future__ import annotations
 
@@ -27,14 +22,14 @@ class WorkUnit:
 
 
 def derive_seed(run_seed: int, task_id: str, trial: int) -> int:
-    """The seed of a unit: sha256 of (run seed, task id, trial), 63 bits (never ``hash()``)."""
+    """63 bits of sha256(run seed, task id, trial); stable across processes, unlike ``hash()``."""
     digest = hashlib.sha256(f"{run_seed}:{task_id}:{trial}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
 class Plan(Sequence[WorkUnit]):
-    """Every (task, trial) with trial in ``[first_trial, first_trial + n_trials)`` not in
-    ``done``, task-major in task order, produced lazily."""
+    """Each (task, trial), trial in ``[first_trial, first_trial + n_trials)``, not in ``done``,
+    task-major, produced lazily."""
 
     __slots__ = ("task_ids", "trials", "run_seed", "done", "_len")
 
@@ -63,7 +58,7 @@ class Plan(Sequence[WorkUnit]):
                     yield WorkUnit(task_id, trial, derive_seed(seed, task_id, trial))
 
     def __getitem__(self, index):
-        """The unit at ``index`` (walks the plan: for tests and small plans)."""
+        """The unit at ``index``, found by walking the plan."""
         if isinstance(index, slice):
             return list(self)[index]
         if index < 0:
@@ -78,6 +73,5 @@ def plan_units(
     task_ids: Sequence[str], n_trials: int, run_seed: int,
     done: AbstractSet[tuple[str, int]] = frozenset(), *, first_trial: int = 0,
 ) -> Plan:
-    """Every (task, trial) not in ``done``, task-major in task order (a lazy :class:`Plan`);
-    trials ``first_trial .. first_trial + n_trials - 1``."""
+    """The lazy :class:`Plan` of these tasks and trials."""
     return Plan(task_ids, n_trials, run_seed, done, first_trial)

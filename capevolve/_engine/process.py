@@ -1,10 +1,5 @@
-"""A WorkerHandle over a worker subprocess (:mod:`capevolve._engine.child`).
-
-Requests and replies are JSON lines (see :mod:`capevolve._engine.wire`); a reply that never
-comes (the process died, or stopped answering for ``reply_timeout_s``) is WorkerLost, and the
-process is killed. :meth:`prepare` on a dead worker starts a fresh process. Each worker leads
-its own process group, killed whole when the worker ends. Given a ``limiter``, each unit holds
-one of its permits, asked for over the channel; a killed process's permits are returned.
+"""A WorkerHandle over a worker subprocess (:mod:`capevolve._engine.child`): a missing reply
+kills its process group and is WorkerLost, and the permits it held are returned.
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ START_TIMEOUT_S = 120.0
 
 
 def _child_env() -> dict[str, str]:
-    """The driver's environment; when the driver found capevolve through ``sys.path``
-    (a source checkout), that directory goes first on the child's path too."""
+    """The driver's environment, with a source checkout of capevolve first on PYTHONPATH."""
     env = dict(os.environ)
     here = str(Path(__file__).resolve().parents[2])  # the folder holding capevolve/
     if here in {str(Path(p).resolve()) for p in sys.path if p}:
@@ -59,7 +53,7 @@ def _how(code: int | None) -> str:
 
 
 class ProcessWorker:
-    """One worker process running a WorkerCore; restarted on demand after a loss."""
+    """A worker process running a WorkerCore; restarted on demand after a loss."""
 
     def __init__(self, name: str, slots: int, init: dict[str, Any],
                  reply_timeout_s: float, limiter: Any = None) -> None:
@@ -77,7 +71,6 @@ class ProcessWorker:
 
     @property
     def pid(self) -> int | None:
-        """The live process id (for fault-injection tests), or None."""
         return self.proc.pid if self.proc is not None and self.proc.returncode is None else None
 
     async def _start(self, job: EvalJob) -> None:
@@ -96,8 +89,7 @@ class ProcessWorker:
         await self._call(init, START_TIMEOUT_S)
 
     def _sandboxed(self, job: EvalJob, argv: list[str]) -> tuple[list[str], str]:
-        """The sandbox's command line for ``job``'s candidate, and the scratch directory
-        its files were unpacked into (shown read-only at the same path)."""
+        """The sandbox argv for ``job``'s candidate and the scratch dir it was unpacked into."""
         assert job.sandbox is not None
         sandbox.require()
         exposure = sandbox.exposure_of(job.sandbox, job.project_root)
@@ -110,8 +102,7 @@ class ProcessWorker:
         return sandbox.command(exposure, argv, [self.scratch], str(empty)), self.scratch
 
     def _in_sandbox(self, job: EvalJob) -> EvalJob:
-        """``job`` as the sandboxed worker gets it: its task file (targets removed, see the
-        loop) linked into the scratch directory, so no path of the run dir is shown."""
+        """``job`` with its task file linked into the scratch dir, hiding the run dir."""
         if self.scratch is None or not isinstance(job.tasks, TaskFile):
             return job
         inside = Path(self.scratch) / f"{job.eval_id}.tasks"
@@ -174,8 +165,7 @@ class ProcessWorker:
         return reply
 
     def _limiter_request(self, line: bytes) -> bool:
-        """Serve ``line`` if it is the process asking its limiter (True); a grant is
-        written back when the limiter gives it, without holding up the channel."""
+        """Serve ``line`` if it is a limiter request (True); grants are written back later."""
         if self.limiter is None or not line.startswith(b'{"limiter"'):
             return False
         request = json.loads(line)
@@ -212,14 +202,11 @@ class ProcessWorker:
         self.held += granted
 
     def _return_permits(self) -> None:
-        """Give back what a process that ends held (its releases will never come); a
-        grant still on its way is returned when it comes."""
         while self.held > 0:
             self.held -= 1
             self.limiter.release()
 
     async def _kill(self) -> None:
-        """Kill the process and everything left in its group (forks, leaked children)."""
         proc = self.proc
         if proc is None:
             return
@@ -233,7 +220,7 @@ class ProcessWorker:
         self._drop_scratch()
 
     async def close(self) -> None:
-        """End the process: close its stdin (it exits at once), kill it if it lingers."""
+        """Close the process's stdin; kill it if it lingers."""
         proc = self.proc
         if proc is None:
             return

@@ -1,4 +1,4 @@
-"""Outcomes and rows: what a worker reports for a unit, and the storage row built from it."""
+"""Worker outcomes, and the rows a scorer builds from them."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ _TEXT_OF_STR = json.encoder.encode_basestring  # what _CANONICAL writes for a st
 
 
 def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by its repr (JSON has no NaN)."""
+    """``value`` with non-finite floats as their repr."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
     if isinstance(value, dict):
@@ -35,8 +35,7 @@ def _finite(value: Any) -> Any:
 
 
 def to_json_text(value: Any) -> str | None:
-    """Canonical, strict JSON text of a value (None stays None; unserialisable values as
-    their repr, non-finite numbers as ``"nan"`` / ``"inf"``)."""
+    """Canonical JSON of ``value`` (None stays None); unwritable values become their repr."""
     if value is None:
         return None
     kind = type(value)  # scalars as _CANONICAL writes them, without building an encoder
@@ -53,17 +52,17 @@ def to_json_text(value: Any) -> str | None:
 
 
 def output_text(value: Any) -> str | None:
-    """The agent's output as text: strings as they are, anything else as JSON."""
+    """Strings as they are, anything else as JSON."""
     return value if isinstance(value, str) or value is None else to_json_text(value)
 
 
 def bounded(message: str) -> str:
-    """An error message cut to a bounded length."""
+    """``message`` cut to MAX_ERROR_CHARS."""
     return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + " [...]"
 
 
 def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
-    """A Rollout as JSON text for the trip to a scorer, and the problem found, if any."""
+    """A Rollout as JSON, unwritable fields reset and named as the problem."""
     if _plain(rollout):
         try:
             return _WIRE.to_json(rollout, warnings=False, fallback=repr).decode(), None
@@ -87,16 +86,14 @@ def rollout_json(rollout: Rollout) -> tuple[str, str | None]:
 
 _WIRE = pydantic_core.SchemaSerializer(Rollout.__pydantic_core_schema__,
                                        {"ser_json_inf_nan": "constants"})
-"""Rollout's own serializer writing NaN and infinities inside ``Any`` fields as such."""
+"""Rollout's serializer, keeping NaN and infinities inside ``Any`` fields."""
 _OPTIONAL_INT, _OPTIONAL_STR, _OPTIONAL_BOOL = (int, type(None)), (str, type(None)), \
     (bool, type(None))
 
 
 def _plain(rollout: Rollout) -> bool:
-    """True when :data:`_WIRE` writes exactly what the field-by-field path would: a Rollout
-    (not a subclass: its own fields), a finite cost, and every typed field holding a value
-    of exactly its type (a ``model_construct`` may put anything there, which the typed
-    serializer would coerce)."""
+    """True when :data:`_WIRE` writes what the field-by-field path would: exact field types,
+    which ``model_construct`` can break."""
     cost = rollout.cost_usd
     if type(rollout) is not Rollout or not (
             cost is None or (type(cost) is float and math.isfinite(cost))) \
@@ -122,7 +119,7 @@ def _writable(value: Any) -> bool:
 
 
 def parse_rollout(raw: Outcome) -> tuple[Rollout | None, str | None]:
-    """The outcome's rollout and the problem found in it, if any."""
+    """The rollout, invalid fields dropped and named; ValueError when unusable."""
     text = raw.get("rollout")
     if text is None:
         return None, None
@@ -157,8 +154,7 @@ def outcome(task_id: str, trial: int, *, attempts: int, latency_s: float, starte
             finished: float, worker_id: str, node_id: str, rollout: str | None = None,
             error: str | None = None, error_kind: ErrorKind | None = None,
             usage: dict[str, Any] | None = None) -> Outcome:
-    """A worker's report on one unit (plain JSON types only); ``usage`` is the unit's model
-    meter snapshot (every attempt's calls)."""
+    """A worker's report on one unit."""
     return {"task_id": task_id, "trial": trial, "attempts": attempts, "latency_s": latency_s,
             "started": started, "finished": finished, "worker_id": worker_id,
             "node_id": node_id, "rollout": rollout,
@@ -176,14 +172,12 @@ PER_ROW = ("task_id", "trial", "seed", "reward", "feedback", "score_parts", "out
            "latency_s", "tokens", "cost_usd", "worker_id", "node_id", "started_at",
            "finished_at", "model", "usage", "unknown_attempts", "judge_tokens",
            "judge_cost_usd", "model_failure")
-"""The columns a scorer fills row by row; the others come from its job, once per batch."""
+"""Per-row columns; the rest come from the job."""
 
 
 class RowColumns:
-    """Builds one scored batch as columns (a :class:`RowBatch`): the key columns from the
-    trusted job and unit only, the worker-reported ones type-checked (bad values become
-    defaults), reward / feedback only from ``score``; reward is null whenever there is an error.
-    """
+    """Builds a :class:`RowBatch`: keys from the trusted job and unit, worker values type-checked,
+    reward only from ``score`` and null on error."""
 
     def __init__(self, job: ScoreJob) -> None:
         self.job = job
@@ -238,9 +232,8 @@ _FAILURES = {str(kind) for kind in ModelFailure}
 
 
 def _usage_columns(raws: list[Outcome], rollouts: list[Rollout | None]) -> dict[str, list]:
-    """tokens, cost_usd and the model columns of each row: from the unit's model meter
-    (every attempt, retries included) when its calls went through capevolve's client,
-    else as the adapter reported them. Unknown stays None, never 0."""
+    """Token, cost and model columns, from the model meter if it counted calls, else the
+    adapter's; unknown stays None, never 0."""
     out: dict[str, list] = {k: [] for k in ("tokens", "cost_usd", "model", "usage",
                                             "unknown_attempts", "model_failure")}
     for raw, r in zip(raws, rollouts, strict=True):
@@ -272,7 +265,7 @@ def _text(value: Any) -> str | None:
 
 
 def reported_error(raw: Outcome) -> tuple[str, ErrorKind] | None:
-    """The worker's error and its kind, or None; a malformed error is a worker error."""
+    """The worker's error and kind, or None."""
     error, kind = raw.get("error"), raw.get("error_kind")
     if error is None and kind is None:
         return None

@@ -1,31 +1,9 @@
-"""The OS sandbox every worker process that runs candidate code starts in (bubblewrap).
+"""The bubblewrap sandbox every worker running candidate code starts in.
 
-A worker (the local engine's subprocess, or the child a Ray rollout actor starts) is
-``bwrap <mounts> -- python -P -m capevolve._engine.child``, one per evaluation and worker:
-
-- read-only: the system (``/usr``, ``/etc``, ``/bin``, ``/lib*``), the Python environment
-  (its prefixes, ``sys.path``, editable installs) and capevolve; the project dir, the
-  adapter's package and the helper source the adapter imports from elsewhere, minus what
-  is hidden;
-- hidden (an empty file, or an empty read-only directory, in its place): every file of
-  the project and of the adapter's package that is not Python source (data, gold,
-  answers, rubrics) unless the project declares run_target reads it
-  (``engine.sandbox_reads``, or the adapter's ``run_target_reads``); every Python file
-  named like a scorer or gold data (``SCORE_DATA_PATTERNS``) or matched by
-  ``protected_paths``; the project's ``.capevolve/``, the run dir (other candidates,
-  rollouts, events), the key dir and ``$HOME``;
-- the candidate's files and the worker's task file (targets removed) bound read-only at
-  the paths the worker knows them by;
-- a private ``/tmp`` (tmpfs: gone with the sandbox), its own PID, IPC, UTS and user
-  namespaces, no capabilities (``--cap-drop ALL``: a root worker cannot unmount what hides
-  the gold), a new session, and ``--die-with-parent``: when the worker ends, every process
-  candidate code started ends with it;
-- the network: none (a loopback of its own), or the host's with ``engine.network: host``
-  (an agent that calls a model endpoint).
-
-Where the sandbox cannot be built (no bwrap, no user namespaces, not Linux) the command
-refuses in one line naming ``engine.isolation: none``, the opt-out (:func:`require`).
-The sandbox does not stop a kernel exploit or a side channel (timing, shared CPU caches).
+Read-only: system, Python environment, project, adapter package. Hidden: non-Python files not
+declared read or in ``protected_paths``, scorer/gold-named files, ``.capevolve/``, run dir, key
+dir, ``$HOME``. Own namespaces and ``/tmp``, no capabilities, dies with its parent, no network
+unless ``engine.network: host``. No defence against kernel exploits or side channels.
 """
 
 from __future__ import annotations
@@ -50,20 +28,17 @@ SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/li
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".mypy_cache",
                        ".pytest_cache", ".ruff_cache", ".tox", ".nox"})
 MAX_HIDDEN = 4000
-"""More hidden entries than this (each one a mount) is refused: declare the data directory
-in ``protected_paths`` so it is hidden as one directory."""
+"""Most hidden entries (each a mount) allowed."""
 
 
 @functools.cache
 def unavailable() -> str | None:
-    """Why a sandbox cannot be built on this machine (None when it can), checked once per
-    process (:func:`check`)."""
+    """:func:`check`, once per process."""
     return check()
 
 
 def check() -> str | None:
-    """Why a sandbox cannot be built on this machine, or None: bwrap is run with the
-    namespaces and mounts a worker gets."""
+    """Why no sandbox can be built here, or None."""
     if not sys.platform.startswith("linux"):
         return f"no OS sandbox on {sys.platform} (capevolve uses bubblewrap, Linux only)"
     exe = shutil.which(BWRAP)
@@ -82,7 +57,7 @@ def check() -> str | None:
 
 
 def require() -> None:
-    """EngineError in one line, naming the opt-out, when no sandbox can be built here."""
+    """Raise EngineError naming the opt-out when no sandbox can be built."""
     why = unavailable()
     if why is not None:
         raise EngineError(f"candidate code cannot be contained: {why}; to run it without a "
@@ -97,24 +72,21 @@ _NAMESPACES = ("--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshar
 
 @dataclass(frozen=True)
 class Exposure:
-    """What the sandbox of a project shows and hides, computed once per evaluation in the
-    process that starts workers: plain paths, the same for every worker of it."""
+    """What a project's sandbox shows and hides, as plain paths."""
 
     project_root: str
     user_trees: tuple[str, ...]
-    """Read-only: the project dir, the adapter's package and the helper packages the
-    adapter imports (minus the hidden entries)."""
+    """Read-only project, adapter and helper trees."""
     hidden_files: tuple[str, ...]
     hidden_dirs: tuple[str, ...]
     network: str = "none"
     env_trees: tuple[str, ...] = field(default_factory=tuple)
-    """Read-only: the Python environment and capevolve."""
+    """Read-only Python environment and capevolve."""
     user_files: tuple[str, ...] = ()
-    """Read-only: the helper modules (single files) the adapter imports from elsewhere."""
+    """Read-only single-file helper modules."""
 
 
 def python_trees() -> list[str]:
-    """The directories the Python environment and capevolve live in (read-only)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.realpath(sys.executable)),
              str(Path(__file__).resolve().parents[1])}  # capevolve itself
@@ -138,12 +110,8 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
              reads: Sequence[str] = (), package_reads: Sequence[str] = (),
              protected: Sequence[str] = (), hidden: Iterable[Path | str] = (),
              network: str = "none", sources: Sequence[str] = ()) -> Exposure:
-    """The exposure of a project: ``reads`` (globs relative to the project) and
-    ``package_reads`` (relative to the adapter's package) are data files run_target
-    reads; ``protected`` adds globs hidden wherever they match; ``hidden`` are paths
-    (run dir, key dir) hidden when they lie inside a visible tree; ``sources`` are helper
-    modules and packages the adapter imports from elsewhere (a file named like a scorer or
-    gold stays out)."""
+    """A project's exposure; arguments as in :class:`SandboxSpec`. Raises EngineError past
+    :data:`MAX_HIDDEN`."""
     root = Path(project_root).resolve()
     env = python_trees()
     trees = [root]
@@ -194,8 +162,7 @@ def _matches(rel: str, name: str, patterns: Iterable[str]) -> bool:
 
 def _hide(tree: Path, top: Path, reads: Sequence[str], protected: Sequence[str],
           skip: Sequence[Path], files: list[str], dirs: list[str]) -> bool:
-    """Add what is hidden under ``tree``; True when nothing under it stays visible (the
-    caller then hides the directory whole)."""
+    """Collect what to hide under ``tree``; True when all of it is hidden."""
     try:
         entries = list(os.scandir(tree))
     except OSError:
@@ -236,8 +203,7 @@ def _hide(tree: Path, top: Path, reads: Sequence[str], protected: Sequence[str],
 
 
 def _visible_file(rel: str, name: str, reads: Sequence[str], protected: Sequence[str]) -> bool:
-    """Python source unless named like a scorer or gold; any other file only when declared
-    read (and not protected); the project's capevolve.yaml (no gold in it)."""
+    """Python source unless scorer/gold-named; capevolve.yaml; unprotected declared reads."""
     if name.endswith(".py"):
         return not _matches(rel, name, SCORE_DATA_PATTERNS) or _matches(rel, name, reads)
     if rel == "capevolve.yaml":
@@ -247,10 +213,8 @@ def _visible_file(rel: str, name: str, reads: Sequence[str], protected: Sequence
 
 def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),
             empty: str = "/dev/null") -> list[str]:
-    """The bwrap command line running ``argv`` in the sandbox of ``exposure``; ``binds``
-    are more paths shown read-only at their own path (the candidate's files, the worker's
-    task file); each hidden file shows ``empty`` (an empty regular file: a hidden module
-    imports as an empty one)."""
+    """bwrap argv running ``argv`` in ``exposure``; ``binds`` shown read-only, hidden files
+    as ``empty``."""
     exe = shutil.which(BWRAP) or BWRAP
     args = [exe, *_NAMESPACES]
     if exposure.network != "host":
@@ -284,7 +248,6 @@ def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),
 
 
 def exposure_of(spec: SandboxSpec, project_root: str) -> Exposure:
-    """The exposure of ``spec`` for the project at ``project_root`` on this node."""
     package = spec.package if spec.package and os.path.isdir(spec.package) else None
     return exposure(project_root, package, spec.reads, spec.package_reads, spec.protected,
                     spec.hidden, spec.network, spec.sources)

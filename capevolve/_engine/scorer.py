@@ -1,6 +1,4 @@
-"""ScorerCore: turns workers' outcomes into rows by calling ``score`` where no candidate
-code was ever imported.
-"""
+"""ScorerCore: turns outcomes into rows by calling ``score`` where no candidate code is loaded."""
 
 from __future__ import annotations
 
@@ -38,17 +36,12 @@ def _module_file(module: Any) -> str | None:
 
 
 _PATHS: dict[str, str | None] = {}
-"""Resolved file of every module seen in ``sys.modules`` (None: no file). Resolving costs
-~0.2 s for a full ``sys.modules``, so only names new since the last scan are resolved
-(a module replaced under a known name is not looked at again: that takes code already
-running in this process)."""
+"""Resolved file per module name seen; only new names are resolved."""
 _HITS: dict[tuple[str, ...], tuple[set[str], dict[str, str]]] = {}
-"""Per set of untrusted prefixes: the names checked against them, and the hits."""
 
 
 def tainted_modules(untrusted_roots: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
-    """``(module name, file)`` of every loaded module whose file lies in an untrusted root
-    or in a worker scratch directory (``<tempdir>/capevolve-worker-*``)."""
+    """``(name, file)`` of loaded modules from an untrusted root or a worker scratch dir."""
     roots = tuple(os.path.realpath(r) for r in untrusted_roots)
     prefixes = tuple(r.rstrip(os.sep) + os.sep for r in roots)
     prefixes += (os.path.join(os.path.realpath(tempfile.gettempdir()), SCRATCH_PREFIX),)
@@ -66,7 +59,7 @@ def tainted_modules(untrusted_roots: tuple[str, ...] | list[str]) -> list[tuple[
 
 
 def refuse_if_tainted(job: ScoreJob) -> None:
-    """Raise EngineError if candidate code is loaded in this process (see the module doc)."""
+    """Raise EngineError if candidate code is loaded in this process."""
     found = tainted_modules(job.untrusted_roots)
     if found:
         name, file = found[0]
@@ -76,7 +69,7 @@ def refuse_if_tainted(job: ScoreJob) -> None:
 
 
 class ScorerCore:
-    """Scores outcomes of evaluations with the project's adapter; one per scorer process."""
+    """Scores outcomes with the project's adapter; one per scorer process."""
 
     def __init__(self, project_root: str, adapter_spec: str, scorer_id: str = "scorer",
                  keep_tasks: bool = True) -> None:
@@ -89,16 +82,14 @@ class ScorerCore:
         self._score_fn = contained(self.adapter.score, "score")
 
     def prepare(self, job: ScoreJob) -> None:
-        """Remember a job (replacing another job of the same eval id), its tasks loaded (a
-        task file is read and checked against the job's digest: EngineError naming it
-        when it differs)."""
+        """Keep ``job`` by eval id, tasks loaded; EngineError on a digest mismatch."""
         self.jobs[job.eval_id] = dataclasses.replace(
             job, tasks=taskfile.resolve(job.tasks, self.keep_tasks))
         self._inputs[job.eval_id] = {}
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]) -> RowBatch:
-        """One row per ``(outcome, trusted seed)``, in order, as columns; refuses when
-        tainted."""
+        """One row per ``(outcome, trusted seed)``, in order; EngineError when tainted before
+        or after scoring."""
         job = self.jobs.get(eval_id)
         if job is None:
             raise KeyError(f"job {eval_id} not prepared on {self.scorer_id}")
@@ -127,8 +118,7 @@ class ScorerCore:
         return columns.batch()
 
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
-        """``(task, trial, seed, raw, rollout, error)`` for one outcome; error is
-        ``(text, kind)``."""
+        """``(task, trial, seed, raw, rollout, error)``; error is ``(text, kind)`` or None."""
         task: Task = job.tasks[raw["task_id"]]  # type: ignore[index]  # loaded by prepare
         inputs = self._inputs[job.eval_id]
         if task.id not in inputs:

@@ -1,10 +1,5 @@
-"""One in-flight budget shared by every evaluation an engine runs at once.
-
-Each dispatcher joins the :class:`SlotBudget` of ``engine.concurrency`` slots as a
-:class:`Tenant` and asks before each exchange how many slots a worker may run
-(:meth:`Tenant.claim`): worker bounds sum to at most ``total``; tenants are served in
-:data:`PRIORITY` order, each up to its units left, split evenly over its workers; a cap never
-drops below what a worker may be executing.
+"""One in-flight budget shared by an engine's concurrent evaluations: worker bounds sum to at
+most ``total``, tenants served in :data:`PRIORITY` order, split evenly over their workers.
 """
 
 from __future__ import annotations
@@ -14,25 +9,21 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 PRIORITY: ContextVar[int | None] = ContextVar("capevolve_slot_priority", default=None)
-"""The priority of the evaluations the current thread starts (lower first; None: after
-every prioritised one, in join order)."""
+"""Priority of evaluations this thread starts; lower first, None last."""
 
 
 @dataclass(frozen=True)
 class Grant:
-    """What one worker of a tenant may do at this exchange."""
+    """What one worker may do at this exchange."""
 
     slots: int
-    """The cap the exchange carries: at most this many of its units execute at once."""
+    """Most of its units that may execute at once."""
     send: int
-    """At most this many new units may go to it now (its queue, up to queue x slots)."""
+    """Most new units that may go to it now."""
     capacity: int
-    """The tenant's durable-row bound now: its units not yet durable plus the room the
-    shared bound (queue x total) leaves."""
+    """The tenant's bound on undurable units."""
     short: bool = False
-    """Other tenants have work too, or its cap is below its target (others still hold
-    those slots): its exchange should come back soon, so that slots move as they are
-    freed instead of after its next rollout ends."""
+    """Come back soon, so slots move as they free."""
 
 
 @dataclass
@@ -56,14 +47,13 @@ class SlotBudget:
     def __init__(self, total: int) -> None:
         self.total = max(1, int(total))
         self.peak = 0
-        """The highest sum of the workers' bounds seen (never above ``total``)."""
+        """Highest sum of worker bounds seen."""
         self._lock = threading.Lock()
         self._tenants: dict[int, _TenantState] = {}
         self._joined = 0
 
     def join(self, n_workers: int, queue: int) -> Tenant:
-        """A dispatcher with ``n_workers`` workers (each queueing up to ``queue`` x its
-        cap) joins; it must :meth:`Tenant.leave` when its evaluation ends."""
+        """Join with ``n_workers`` workers; :meth:`Tenant.leave` when done."""
         first = PRIORITY.get()
         with self._lock:
             self._joined += 1
@@ -73,7 +63,7 @@ class SlotBudget:
         return Tenant(self, key, queue)
 
     def in_flight(self) -> int:
-        """The sum of every worker's bound now: rollouts that may be executing."""
+        """Sum of worker bounds: rollouts that may be executing."""
         with self._lock:
             return self._sum()
 
@@ -81,7 +71,7 @@ class SlotBudget:
         return sum(w.bound for t in self._tenants.values() for w in t.workers)
 
     def _targets(self) -> dict[int, int]:
-        """``total`` handed out in join order, each tenant up to its units left."""
+        """``total`` split in priority order, up to each tenant's units left."""
         out, room = {}, self.total
         for key, state in sorted(self._tenants.items(), key=lambda kv: kv[1].order):
             out[key] = min(state.left, room)
@@ -135,27 +125,24 @@ class SlotBudget:
 
 
 class Tenant:
-    """One dispatcher's view of the budget (thread-safe; see the module docstring)."""
+    """One dispatcher's thread-safe view of the budget."""
 
     def __init__(self, budget: SlotBudget, key: int, queue: int) -> None:
         self.budget, self.key, self.queue = budget, key, queue
 
     def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
-        """Worker ``index`` (holding ``held`` units) is about to exchange; the tenant has
-        ``left`` units not yet finished and ``undurable`` dispatched and not yet durable."""
+        """Grant worker ``index``, holding ``held``, its next exchange; its cap never drops below
+        what it may be executing."""
         return self.budget._claim(self.key, index, held, left, undurable, self.queue)
 
     def settle(self, index: int, held: int, left: int, undurable: int) -> None:
-        """Worker ``index`` now holds ``held`` units (fewer were sent than granted, its outcomes
-        came back, or it was lost: 0); the tenant has ``left`` units not yet finished and
-        ``undurable`` not yet durable."""
+        """Worker ``index`` now holds ``held`` units (0 when lost)."""
         self.budget._settle(self.key, index, held, left, undurable)
 
     def durable(self, undurable: int) -> None:
-        """The tenant's rows reached the disk: it has ``undurable`` units not yet durable
-        (the count can only fall here; a dispatch raises it through :meth:`claim`)."""
+        """Rows reached the disk; ``undurable`` can only fall here."""
         self.budget._durable(self.key, undurable)
 
     def leave(self) -> None:
-        """The evaluation ended: its workers' slots go back to the budget."""
+        """Return the workers' slots to the budget."""
         self.budget._leave(self.key)

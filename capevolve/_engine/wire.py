@@ -1,5 +1,4 @@
-"""JSON forms of what crosses a pipe to a worker process (no pickle: nothing a worker
-sends back can make the driver import or run code; it is parsed as plain JSON)."""
+"""JSON forms of what crosses a worker pipe; no pickle, so a worker's reply cannot run code."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ MAX_LINE = 1 << 30
 
 
 def job_to_wire(job: EvalJob) -> dict[str, Any]:
-    """An EvalJob as JSON data (file bytes as base64, tasks as their JSON form)."""
+    """An EvalJob as JSON data (file bytes as base64)."""
     return {
         "run_id": job.run_id, "eval_id": job.eval_id, "split": job.split,
         "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
@@ -49,9 +48,7 @@ def job_from_wire(data: dict[str, Any]) -> EvalJob:
 
 
 def _tasks_to_wire(tasks: Mapping[str, Task] | TaskFile) -> dict[str, Any]:
-    """A task file as where it is (the worker reads and checks it); a table as the ids as
-    a list and the tasks' JSON as one newline-joined string: no object per task is built
-    on either side."""
+    """A task file by path and digest; a table as its ids and newline-joined task JSON."""
     if isinstance(tasks, TaskFile):
         return {"file": tasks.path, "sha256": tasks.sha256, "count": tasks.count}
     table = as_table(tasks)
@@ -88,10 +85,8 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def dumps(value: Any) -> bytes:
-    """``value`` as compact JSON (UTF-8, no newline inside): what ``json.dumps`` with
-    ``default=repr`` writes, parsed back to the same values (NaN and infinities as ``NaN`` /
-    ``Infinity``), written by pydantic-core; text holding a lone surrogate, which UTF-8 cannot
-    carry, goes through ``json.dumps`` and its ``\\ud800`` escapes."""
+    """Compact one-line JSON read back as ``json.dumps(default=repr)`` would be (NaN and
+    Infinity kept); a lone surrogate falls back to ``json.dumps`` escapes."""
     try:
         return pydantic_core.to_json(value, fallback=repr, inf_nan_mode="constants")
     except pydantic_core.PydanticSerializationError:

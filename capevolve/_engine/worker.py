@@ -1,9 +1,4 @@
-"""WorkerCore: runs ``run_target`` for units of an evaluation and reports outcomes.
-
-This is where candidate code runs, so nothing here scores: each finished unit becomes an
-:data:`~capevolve._engine.contract.Outcome` (plain data, the Rollout as JSON text) that a scorer
-in another process turns into a row.
-"""
+"""WorkerCore: runs ``run_target`` for units and reports outcomes; never scores."""
 
 from __future__ import annotations
 
@@ -34,7 +29,7 @@ from capevolve.models import Meter, ModelSettings, scope
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 START_WAIT_MAX_S = 1.0
-"""The longest a unit waits for the start time its limiter permit names."""
+"""Longest a unit waits for the start time its limiter permit names."""
 
 
 class _Failure(Exception):
@@ -84,9 +79,8 @@ class WorkerCore:
         self._tasks: set[asyncio.Task] = set()  # the loop keeps only weak references
 
     def prepare(self, job: EvalJob) -> None:
-        """Materialise the job's candidate locally and load its tasks (a task file is read
-        and checked against the job's digest: EngineError naming it when it differs), once
-        per job; idempotent, no awaits."""
+        """Unpack the candidate and load the tasks, once per job; EngineError on a digest
+        mismatch."""
         if job.eval_id not in self.jobs:
             job = dataclasses.replace(job, tasks=taskfile.resolve(job.tasks))
             path = unpack(job.candidate_files, self.scratch / job.candidate_hash[:32])
@@ -95,9 +89,7 @@ class WorkerCore:
                 else ModelSettings.from_json(job.agent_model)
 
     def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
-        """Queue ``units``; each starts as soon as one of the ``slots`` is free, so the
-        worker refills itself without a round trip to the driver. Returns the number of
-        units submitted and not yet finished."""
+        """Queue ``units`` to start as slots free up; returns the units not yet finished."""
         if eval_id not in self.jobs:
             raise KeyError(f"job {eval_id} not prepared on this worker")
         self._queued.extend((eval_id, unit) for unit in units)
@@ -106,8 +98,6 @@ class WorkerCore:
         return self.running
 
     def _start(self) -> None:
-        """Start queued units while a slot is free (a task per unit only once it runs:
-        no task waits on a semaphore, which costs a scan of its waiters per release)."""
         loop = asyncio.get_running_loop() if self._queued else None
         while self._queued and self._executing < self.slots:
             eval_id, unit = self._queued.popleft()
@@ -116,7 +106,6 @@ class WorkerCore:
 
     async def exchange(self, eval_id: str, units: list[WorkUnit], max_wait_s: float,
                        slots: int | None = None) -> list[Outcome]:
-        """Submit ``units`` (may be empty) and drain finished outcomes, in one call."""
         if slots is not None and slots >= 0:
             self.slots = slots
             self._start()
@@ -125,8 +114,8 @@ class WorkerCore:
         return await self.drain(max_wait_s)
 
     async def drain(self, max_wait_s: float = 1.0, linger_s: float = 0.005) -> list[Outcome]:
-        """Outcomes finished since the last drain; waits up to ``max_wait_s`` for the first
-        one, then ``linger_s`` more to batch outcomes that finish close together."""
+        """Outcomes finished since the last drain, waiting up to ``max_wait_s`` for the first
+        and ``linger_s`` more to batch close finishes."""
         if not self.finished and self.running:
             try:
                 await asyncio.wait_for(self._ready.wait(), timeout=max_wait_s)
@@ -157,7 +146,6 @@ class WorkerCore:
             self._start()
 
     def _fail_unit(self, unit: WorkUnit, started: float, message: str) -> None:
-        """Report a unit that could not run as an error outcome."""
         self.finished.append(outcome(
             unit.task_id, unit.trial, attempts=0, latency_s=0.0, started=started,
             finished=time.time(), worker_id=self.worker_id, node_id=self.node_id,
@@ -256,7 +244,7 @@ class WorkerCore:
         return rollout
 
     def close(self) -> None:
-        """Stop the thread pool (running sync adapter calls finish in the background)."""
+        """Stop the thread pool; running sync calls finish in the background."""
         self.executor.shutdown(wait=False)
 
 

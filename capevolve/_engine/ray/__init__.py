@@ -1,1 +1,1 @@
-"""The Ray engine (the only package that imports ray): engine, pool, actor, limiter, probe."""
+"""The Ray engine; the only package that imports ray."""

@@ -25,10 +25,7 @@ from capevolve.errors import EngineError
 
 @dataclass(frozen=True)
 class Binding:
-    """What a warm (unbound) actor needs to become a command's worker or scorer: the
-    project (``project_root``, ``adapter_spec``, ``project_rel``), the worker settings (a
-    scorer reads only the project fields) and ``env``, the variables of the command that
-    the actor's process does not have with that value (applied before the adapter loads)."""
+    """What binds a warm actor to a command; ``env`` is applied before the adapter loads."""
 
     project_root: str
     adapter_spec: str
@@ -40,13 +37,12 @@ class Binding:
     limiter: Any = None
     env: dict[str, str] = field(default_factory=dict)
     token: str = ""
-    """The claim token the keeper gave the claimant: a warm actor binds only with it."""
+    """The claim token a warm actor requires."""
 
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class RolloutActor:
-    """One worker process: a WorkerCore behind async actor methods (unbound until
-    :meth:`bind` when started without arguments)."""
+    """A WorkerCore behind async actor methods; started without arguments, unbound."""
 
     def __init__(self, project_root: str | None = None, adapter_spec: str = "", slots: int = 1,
                  timeout_s: float = 60.0, retries: int = 0, isolation: str = "none",
@@ -79,16 +75,14 @@ class RolloutActor:
         settle_worker_heap()  # the project is loaded: never rescanned by the collector
 
     async def bind(self, binding: Binding) -> str:
-        """Load the project into this (warm) actor; idempotent. Returns its worker id."""
+        """Load the project; idempotent. Returns the worker id."""
         if self.core is None:
             self._bind(binding)
         assert self.core is not None
         return self.core.worker_id
 
     async def prepare(self, job: EvalJob, binding: Binding | None = None) -> str:
-        """Take ``job`` (its task file read and checked here); returns the worker id, or
-        :data:`NEED_TASKS` when the job's task file is not on this node (the driver then
-        sends the table itself)."""
+        """Take ``job``; return the worker id, or :data:`NEED_TASKS` without its task file."""
         if self.core is None:
             if binding is None:
                 raise EngineError("a warm rollout actor was given a job before its project")
@@ -105,7 +99,6 @@ class RolloutActor:
         return self.core.worker_id
 
     async def _prepare_boxed(self, job: EvalJob) -> str:
-        """Start (or reuse) the sandboxed worker of ``job``'s candidate on this node."""
         b = self.binding
         assert b is not None and self.core is not None
         if self.box is None:  # the actor's limiter client: its units ask it for permits
@@ -123,8 +116,7 @@ class RolloutActor:
         return self.core.worker_id
 
     async def end_sandbox(self) -> None:
-        """End the sandboxed worker (an evaluation released this actor): whatever the
-        candidate started in it ends too."""
+        """End the sandboxed worker and everything the candidate started in it."""
         box, self.box, self.boxed = self.box, None, set()
         if box is not None:
             async with self.relay:
@@ -147,8 +139,7 @@ class RolloutActor:
     async def exchange_keyed(self, eval_id: str, units: list[list[Any]],
                              max_wait_s: float, slots: int | None = None
                              ) -> tuple[list[list[Any]], list[Outcome]]:
-        """As :meth:`exchange`, as two objects: the outcomes' keys (which the driver reads)
-        and the outcomes (which go on to a scorer without the driver reading them)."""
+        """:meth:`exchange` as two objects: keys for the driver, outcomes for a scorer."""
         outcomes = await self.exchange(eval_id, units, max_wait_s, slots)
         return outcome_keys(outcomes), outcomes
 
@@ -158,7 +149,7 @@ class RolloutActor:
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
 class ScorerActor:
-    """One scorer process: a ScorerCore behind async actor methods."""
+    """A ScorerCore behind async actor methods."""
 
     def __init__(self, project_root: str | None = None, adapter_spec: str = "",
                  project_rel: str | None = None, token: str = "") -> None:
@@ -177,14 +168,14 @@ class ScorerActor:
         settle_worker_heap()
 
     async def bind(self, binding: Binding) -> str:
-        """Load the project's adapter into this (warm) scorer; idempotent."""
+        """Load the project's adapter; idempotent."""
         if self.core is None:
             self._bind(binding)
         assert self.core is not None
         return self.core.scorer_id
 
     async def prepare(self, job: ScoreJob, binding: Binding | None = None) -> str:
-        """As :meth:`RolloutActor.prepare`: the scorer id, or :data:`NEED_TASKS`."""
+        """The scorer id, or :data:`NEED_TASKS`."""
         if self.core is None:
             if binding is None:
                 raise EngineError("a warm scorer actor was given a job before its project")
@@ -204,8 +195,7 @@ class ScorerActor:
 
     async def score_picked(self, eval_id: str, outcomes: list[Outcome],
                            picks: list[list[Any]]) -> tuple[dict, int]:
-        """Score the outcomes the driver accepted (a worker's payload, fetched here from
-        the object store): each row from its pick's trusted key and seed."""
+        """Score accepted outcomes by their picks' trusted keys and seeds."""
         return await self.score(eval_id, picked_items(outcomes, picks))
 
     async def pid(self) -> int:
@@ -213,48 +203,35 @@ class ScorerActor:
 
 
 def outcome_keys(outcomes: list[Outcome]) -> list[list[Any]]:
-    """Each outcome's ``[task_id, trial]`` (lists, which Ray packs as msgpack; a tuple
-    would be pickled on its own)."""
+    """Each outcome's ``[task_id, trial]``."""
     return [[o["task_id"], o["trial"]] for o in outcomes]
 
 
 SCORERS_PER = 2
-"""Rollout actors per scorer actor. A scorer's work per rollout is a fraction of a
-rollout's (a ``score`` call is CPU work or one awaited judge call, run concurrently), so
-one scorer serves two rollout actors: on the perf benchmark's 2-core machine a scorer per
-rollout actor cost about 20% more CPU per rollout across the cluster (two more processes
-taking turns on the cores, each call paid twice), with no scoring backlog either way."""
+"""Rollout actors per scorer actor."""
 
 
 def scorers_for(rollout_actors: int) -> int:
-    """How many scorer actors serve ``rollout_actors`` rollout actors: one per
-    :data:`SCORERS_PER`, rounded up."""
+    """One scorer per :data:`SCORERS_PER` rollout actors, rounded up."""
     return -(-rollout_actors // SCORERS_PER)
 
 
 NEED_TASKS = "capevolve:need-tasks"
-"""What ``prepare`` answers when the job's task file is not on the actor's node (another
-machine of a cluster without a shared filesystem): the driver sends the job again with
-its tasks as a table in the object store."""
+"""``prepare``'s answer without the task file: resend with the table."""
 
 
 def _tasks_here(job: EvalJob | ScoreJob) -> bool:
-    """False when the job names a task file that does not exist on this node. A file that
-    exists is read and checked against the job's digest by the core's ``prepare``."""
     return not isinstance(job.tasks, TaskFile) or os.path.exists(job.tasks.path)
 
 
 def _check_token(expected: str, binding: Binding) -> None:
-    """A warm actor binds only with the token its keeper gave the claimant: code of another
-    command (a candidate finding the pool's named actors) cannot load a project into a free
-    warm actor before the command that will claim it."""
+    """Refuse a binding without the claim token, so no other code can bind a warm actor."""
     if expected and not hmac.compare_digest(expected, binding.token):
         raise EngineError("this warm actor was not claimed with that token; refusing to bind")
 
 
 def project_location(project_root: str) -> tuple[str, str | None]:
-    """Where actors find the project: ``(absolute driver path, path relative to the job's
-    working_dir or None)``."""
+    """``(driver path, path relative to the job's working_dir or None)``."""
     if not ray.get_runtime_context().runtime_env.get("working_dir"):
         return project_root, None
     try:
@@ -265,7 +242,7 @@ def project_location(project_root: str) -> tuple[str, str | None]:
 
 
 def resolve_project_root(project_root: str, project_rel: str | None) -> str:
-    """The project directory on this node (inside an actor): the working-dir copy first."""
+    """The project dir here, the working-dir copy first."""
     if project_rel is not None:
         local = Path.cwd() / project_rel
         if local.is_dir():

@@ -1,7 +1,4 @@
-"""The Ray engine: long-lived async actors fed by the shared dispatcher.
-
-Only :mod:`capevolve._engine.ray` imports ray.
-"""
+"""The Ray engine: long-lived async actors fed by the shared dispatcher."""
 
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ from capevolve.errors import EngineError
 
 
 def ensure_ray(address: str | None, reuse: bool = True) -> None:
-    """Join the given cluster (or RAY_ADDRESS); else the cluster ``ray start`` left running on
-    this machine; else capevolve's own local Ray, started first when none runs (:mod:`.owned`);
-    with ``reuse`` False or CAPEVOLVE_RAY_REUSE=0, a local Ray for this process alone."""
+    """Join ``address`` or RAY_ADDRESS, else a local ``ray start`` cluster, else the owned Ray
+    (started if needed); without reuse, a private local Ray. EngineError on failure."""
     with owned.JOINING:
         _ensure_ray(address, reuse)
     if threading.current_thread() is threading.main_thread() and \
@@ -60,8 +56,7 @@ def _ensure_ray(address: str | None, reuse: bool) -> None:
 
 
 class RayEngine:
-    """Runs units on Ray rollout actors and scores them on scorer actors; local Ray is
-    started on demand."""
+    """Runs units on Ray rollout actors and scores them on scorer actors."""
 
     def __init__(self, config: EngineConfig, address: str | None = None) -> None:
         self.config = config
@@ -86,10 +81,8 @@ class RayEngine:
 
     @property
     def shares(self) -> int:
-        """How many evaluations are meant to run at once through this engine (threads of
-        this driver): each gets its own candidate's pool with 1/shares of the actors and
-        CPUs; every pool's actors can hold all of engine.concurrency, which the evaluations
-        share as one in-flight budget (:mod:`capevolve._engine.shares`)."""
+        """Evaluations meant to run at once; each pool gets 1/shares of the actors and CPUs,
+        and all share one in-flight budget."""
         return self.shares_hint
 
     @shares.setter
@@ -97,5 +90,4 @@ class RayEngine:
         self.shares_hint = max(1, int(k))
 
     def close(self) -> None:
-        """Actors are kept for the next evaluation of this process; see
-        :func:`capevolve._engine.ray.pool.shutdown_pool`."""
+        """Actors stay for the next evaluation; :func:`.pool.shutdown_pool` ends them."""

@@ -1,4 +1,4 @@
-"""The cluster-wide limiter actor: a cap on rollouts in flight and on starts per second."""
+"""The cluster-wide limiter actor: caps rollouts in flight and starts per second."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import time
 import ray
 
 LEAD_S = 0.25
-"""How long before its start time a rate-limited permit is handed out."""
+"""How early a rate-limited permit is handed out before its start time."""
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Limiter:
-    """Cluster-wide limits shared by every worker: at most ``max_in_flight`` rollouts hold a
-    permit at once, and units start no faster than ``rate_per_s`` per second (strict spacing,
-    no burst: each permit names its unit's start time)."""
+    """At most ``max_in_flight`` permits held at once, and starts spaced strictly at
+    ``rate_per_s`` (no burst); a restarted holder's permits are returned by :meth:`forget`."""
 
     def __init__(self, max_in_flight: int | None, rate_per_s: float | None) -> None:
         self.cap = max_in_flight
@@ -26,9 +25,8 @@ class Limiter:
         self.changed = asyncio.Condition()
 
     async def acquire(self, holder: str) -> float | None:
-        """A permit; with a rate, also the wall-clock time its unit starts at, returned
-        up to :data:`LEAD_S` before it (the holder waits the rest): a grant late on its
-        way to the worker then still starts on time instead of together with the next."""
+        """A permit, and with a rate its unit's wall-clock start time, returned up to
+        :data:`LEAD_S` early so a grant slow in transit still starts on time."""
         if self.cap:
             async with self.changed:
                 await self.changed.wait_for(lambda: self.in_flight < (self.cap or 0))
@@ -62,7 +60,7 @@ class Limiter:
 
 
 class LimiterClient:
-    """The WorkerCore's view of the limiter (see ``WorkerCore.limiter``)."""
+    """The WorkerCore's handle on the limiter."""
 
     def __init__(self, handle, holder: str) -> None:
         self.handle, self.holder = handle, holder

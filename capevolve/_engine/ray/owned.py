@@ -1,10 +1,5 @@
-"""capevolve's own local Ray, shared by one user's commands: find it, start it, join it, stop
-it.
-
-Without an address, a ``ray start`` cluster of this machine (:func:`started_here`), or
-``CAPEVOLVE_RAY_REUSE=0``, the Ray engine joins the owned Ray recorded in the state dir,
-starting a detached daemon first when there is none (under the state dir's lock: two commands
-start one).
+"""capevolve's own local Ray, shared by one user's commands: find, start, join and stop it.
+Starting holds the state dir's lock, so concurrent commands start one daemon.
 """
 
 from __future__ import annotations
@@ -47,19 +42,18 @@ REUSE_ENV = "CAPEVOLVE_RAY_REUSE"
 IDLE_ENV = "CAPEVOLVE_RAY_IDLE_S"
 DEFAULT_IDLE_S = 900.0
 START_TIMEOUT_S = 300.0
-"""How long the first command waits for the owned Ray to come up."""
+"""Longest wait for the owned Ray to come up."""
 STOP_TIMEOUT_S = 60.0
 
 
 def reuse_enabled(configured: bool = True) -> bool:
-    """Whether commands share an owned local Ray: ``configured`` unless CAPEVOLVE_RAY_REUSE
-    says 0 / false / no / off."""
+    """``configured``, unless CAPEVOLVE_RAY_REUSE is 0 / false / no / off."""
     flag = os.environ.get(REUSE_ENV, "").strip().lower()
     return configured and flag not in ("0", "false", "no", "off")
 
 
 def idle_timeout() -> float:
-    """Seconds without a driver before an owned Ray started now stops itself."""
+    """Seconds without a driver before a new owned Ray stops itself."""
     raw = os.environ.get(IDLE_ENV)
     try:
         value = float(raw) if raw else DEFAULT_IDLE_S
@@ -71,7 +65,7 @@ def idle_timeout() -> float:
 
 
 def env_changes(state: OwnedRay) -> dict[str, str]:
-    """This command's variables whose value the owned Ray's workers would not see."""
+    """Variables whose values the owned Ray's workers lack."""
     mine = dict(os.environ)
     return {k: mine[k] for k, digest in env_digest(mine).items() if state.env.get(k) != digest}
 
@@ -86,9 +80,7 @@ def _reachable(address: str) -> bool:
 
 
 def started_here() -> str | None:
-    """The address of the cluster ``ray start`` last started on this machine (Ray's
-    ``ray_current_cluster`` file under ``$RAY_TMPDIR/ray``), when it accepts
-    connections; None otherwise."""
+    """The local ``ray start`` cluster's address if it answers, else None."""
     from ray._private.utils import read_ray_address
 
     address = read_ray_address()
@@ -96,15 +88,14 @@ def started_here() -> str | None:
 
 
 def connect(directory: Path | None = None) -> OwnedRay:
-    """The owned Ray of this installation, started first when none is usable."""
+    """This installation's owned Ray, started first when none is usable."""
     directory = ensure_dir(directory or state_dir())
     with locked(directory):
         return _usable(directory)
 
 
 def join_owned(start: bool = True, **init_kwargs: Any) -> OwnedRay | None:
-    """Connect this process to the owned Ray (started first when none is usable; with ``start``
-    False, None instead, and nothing is started or removed)."""
+    """Join the owned Ray, starting one if none is usable (without ``start``: None)."""
     directory = ensure_dir(state_dir())
     with locked(directory):
         state = _usable(directory) if start else read_state(state_path(directory))
@@ -115,7 +106,7 @@ def join_owned(start: bool = True, **init_kwargs: Any) -> OwnedRay | None:
 
 
 def _usable(directory: Path) -> OwnedRay:
-    """Under the lock: the recorded owned Ray if it is alive and answers, else a new one."""
+    """Under the lock: the recorded owned Ray if reachable, else a new one."""
     path = state_path(directory)
     state = read_state(path)
     if state is not None and alive(state) and _reachable(state.address):
@@ -126,15 +117,12 @@ def _usable(directory: Path) -> OwnedRay:
 
 
 JOINING = threading.Lock()
-"""Held while this process starts or joins Ray (the engine's start, :func:`join_quietly`)."""
+"""Held while this process starts or joins Ray."""
 INIT_KWARGS: dict[str, Any] = {"log_to_driver": True, "configure_logging": False}
-"""The ``ray.init`` options of a command's driver."""
 
 
 def join_quietly(address: str | None, reuse: bool = True) -> None:
-    """Import Ray and join it without starting one, in a thread beside the command's own work:
-    the given cluster (or RAY_ADDRESS), a ``ray start`` cluster of this machine, an owned Ray
-    that is running, or nothing."""
+    """Join, never start, a running Ray, ignoring errors (the engine's start raises them)."""
     import logging
 
     import ray
@@ -163,19 +151,18 @@ def join_quietly(address: str | None, reuse: bool = True) -> None:
 
 
 _JOINED: dict[str, Any] = {}
-"""The owned Ray this process joined (``state``) and its environment ``changes``."""
+"""``state`` and env ``changes`` of the owned Ray joined."""
 
 
 def joined() -> tuple[OwnedRay, dict[str, str]] | None:
-    """``(state, env changes)`` of the owned Ray this process joined as a driver (checked
-    to be the one capevolve started), None when it joined none (an address, a private Ray)."""
+    """``(state, env changes)`` of the owned Ray joined, or None."""
     if not _JOINED:
         return None
     return _JOINED["state"], _JOINED["changes"]
 
 
 def join(state: OwnedRay, **init_kwargs: Any) -> None:
-    """Connect this process to ``state``'s cluster as a driver and check it is that one."""
+    """Join ``state``'s cluster as a driver; EngineError when its session does not match."""
     import ray
     from ray.experimental import internal_kv
 
@@ -192,13 +179,12 @@ def join(state: OwnedRay, **init_kwargs: Any) -> None:
 
 
 def auth_env(token: Path) -> dict[str, str]:
-    """The variables that make a Ray process use the owned Ray's token (and only it)."""
+    """Variables making Ray authenticate with ``token``."""
     return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
 
 
 def use_token(token: Path) -> None:
-    """Make this process (ray already imported) authenticate with ``token``: Ray reads its
-    auth settings when it is imported, so its cached config and token are reloaded."""
+    """Authenticate with ``token``; Ray read its auth settings on import, so reload them."""
     from ray._raylet import (  # type: ignore[attr-defined]  # private; checked by its test
         AuthenticationTokenLoader,
         Config,
@@ -252,8 +238,7 @@ def _last_line(path: Path) -> str:
 
 
 def _stop(state: OwnedRay, path: Path) -> bool:
-    """Stop ``state``'s daemon if it still runs (SIGTERM, then SIGKILL), remove its files.
-    True when a daemon was running."""
+    """Stop ``state``'s daemon (SIGTERM, then SIGKILL) and remove its files; True if it ran."""
     running = alive(state)
     if running:
         os.kill(state.pid, signal.SIGTERM)
@@ -273,11 +258,8 @@ def _stop(state: OwnedRay, path: Path) -> bool:
 
 
 def down(directory: Path | None = None, force: bool = False) -> dict[str, Any]:
-    """Stop this installation's owned Ray and remove its state. While another command is
-    connected to it (its evaluation would lose its rollouts in flight) this is an
-    EngineError naming the pids, unless ``force``. An invalid (hand-edited, malformed)
-    state file is removed without signalling anything; one of another user is an
-    EngineError. Returns what was done (``stopped``, ``address``, ``pid``, ``message``)."""
+    """Stop the owned Ray, remove its state and say what was done. EngineError while commands
+    use it (unless ``force``) or if it is another user's; an invalid state is just removed."""
     directory = directory or state_dir()
     path = state_path(directory)
     if not path.exists():

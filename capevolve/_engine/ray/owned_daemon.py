@@ -1,10 +1,5 @@
-"""The daemon of a capevolve-owned local Ray: its head's driver and its idle watchdog.
-
-Started detached by :func:`capevolve._engine.ray.owned.connect`, it starts a token-authenticated
-local Ray, writes the signed state file and starts the warm pool's keeper (:mod:`.owned_warm`);
-Ray's head processes share its fate. It stops (Ray shut down, its state and temp dir removed) on
-SIGTERM / SIGINT (``capevolve down``), after ``--idle`` seconds without another driver, or when
-its cluster stops answering.
+"""The owned Ray's daemon. It stops, removing its state, on SIGTERM / SIGINT, after ``--idle``
+seconds without another driver, or when its cluster stops answering.
 """
 
 from __future__ import annotations
@@ -41,7 +36,7 @@ POLL_MAX_S = 5.0
 
 
 class _Stop(Exception):
-    """Raised by the SIGTERM / SIGINT handler: stop now, even mid-sleep."""
+    """Raised by the SIGTERM / SIGINT handler to stop even mid-sleep."""
 
 
 def _stop(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
@@ -59,8 +54,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def other_drivers(own_job: str) -> tuple[list[int], float]:
-    """``(pids, last_end)``: the drivers connected now besides this one, and when (epoch s)
-    the last other driver disconnected (0 when none ever did)."""
+    """``(pids, last_end)``: other connected drivers, and when the last other one left (0:
+    never)."""
     pids, last_end = [], 0.0
     for job in ray_state.jobs():  # the GCS job table; no dashboard needed
         if job.get("JobID") == own_job:
@@ -73,8 +68,8 @@ def other_drivers(own_job: str) -> tuple[list[int], float]:
 
 
 def watch(idle_s: float, state: Path, hold: ExitStack) -> str:
-    """Block until the owned Ray should stop; returns why. Every poll records the pids of the
-    connected drivers beside ``state`` (``down`` refuses while one runs)."""
+    """Block until the owned Ray should stop and return why; each poll records the connected
+    drivers' pids for ``down``."""
     own_job = ray.get_runtime_context().get_job_id()
     directory = state.parent
     busy_until = time.time()
@@ -102,7 +97,6 @@ def watch(idle_s: float, state: Path, hold: ExitStack) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start the owned Ray, record it, watch it, stop it (see the module docstring)."""
     args = _parse(sys.argv[1:] if argv is None else argv)
     hold = ExitStack()  # the state dir's lock once an idle stop took it; released at exit
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -141,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> None:
-    """Stop Ray, remove the state file if it still names this daemon, remove the temp dir."""
+    """Stop Ray; remove the state files if still this daemon's, and the temp dir."""
     for signum in (signal.SIGTERM, signal.SIGINT):  # a second `down` must not cut this short
         signal.signal(signum, signal.SIG_IGN)
     try:

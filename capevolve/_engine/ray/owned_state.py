@@ -1,10 +1,6 @@
-"""Where capevolve's own local Ray is recorded, and the checks before anyone joins it.
-
-One signed JSON state file per installation (``ray-<key>.json``) in ``CAPEVOLVE_RAY_STATE_DIR``,
-else ``$XDG_RUNTIME_DIR/capevolve``, else ``~/.cache/capevolve/ray`` (0700), beside the signing
-key, the cluster's auth token, a lock and the daemon's log. :func:`read_state` refuses
-(EngineError naming the file) a state of another user, writable by others, malformed or badly
-signed; :func:`alive` tells a live daemon from a stale pid. Never imports ray.
+"""The signed state file of capevolve's own local Ray, one per installation, and the checks
+before joining it: :func:`read_state` refuses a state of another user, writable by others,
+malformed or badly signed; :func:`alive` tells a live daemon from a stale pid. No ray import.
 """
 
 from __future__ import annotations
@@ -27,49 +23,50 @@ from capevolve.errors import EngineError
 
 FORMAT_VERSION = 1
 DAEMON_MODULE = "capevolve._engine.ray.owned_daemon"
-"""The module the daemon runs as (``python -m``); its command line names it."""
+"""The daemon's module, named on its command line."""
 KV_NAMESPACE = "capevolve"
 KV_KEY = b"owned_session"
-"""Where the daemon keeps its session id in the cluster's KV store (checked on joining)."""
+"""KV key of the daemon's session id, checked on joining."""
 WARM_NAMESPACE = "capevolve-warm"
 WARM_KEEPER = "keeper"
-"""The Ray namespace of the warm pool's actors, and its keeper's name (:mod:`.owned_warm`)."""
+"""The warm pool's namespace and keeper name."""
 _UNTRACKED = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
-"""Shell bookkeeping that differs per command and never matters to an adapter."""
+"""Shell variables that never matter to an adapter."""
 
 
 class OwnedRay(BaseModel):
-    """One capevolve-owned local Ray, as its daemon recorded it."""
+    """An owned local Ray, as its daemon recorded it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     format_version: int = Field(FORMAT_VERSION, ge=FORMAT_VERSION, le=FORMAT_VERSION)
     address: str
-    """The GCS address drivers join (host:port)."""
+    """The GCS address drivers join."""
     pid: int = Field(gt=1)
-    """The daemon: the head's driver and its watchdog (the Ray processes share its fate)."""
+    """The daemon; Ray's processes share its fate."""
     uid: int = Field(ge=0)
-    """The user who started it (the only one who may join it)."""
+    """The only user who may join."""
     session: str = Field(min_length=16)
-    """A random id, on the daemon's command line and in the cluster's KV store."""
+    """Random id on the daemon's command line and in the KV."""
     ray_version: str
     python: str
-    """The Python executable of the daemon (the workers' Python)."""
+    """The daemon's (and workers') Python."""
     temp_dir: str
-    """Ray's temp dir (sessions, sockets, logs); removed when the daemon stops."""
+    """Ray's temp dir, removed when the daemon stops."""
     num_cpus: int = Field(ge=1)
     idle_timeout_s: float = Field(gt=0)
     started_at: float
     state_file: str
-    """Where this record lives (the token and lock are beside it)."""
+    """This record's path."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Name -> short sha256 of each variable the daemon (so every worker) started with."""
+    """Name -> short sha256 of the daemon's environment."""
     mac: str = ""
-    """HMAC-SHA256 of every other field under the per-user key."""
+    """HMAC-SHA256 of the other fields."""
 
 
 def state_dir() -> Path:
-    """The per-user directory of owned-Ray state (see the module docstring)."""
+    """``CAPEVOLVE_RAY_STATE_DIR``, else ``$XDG_RUNTIME_DIR/capevolve``, else
+    ``~/.cache/capevolve/ray``."""
     explicit = os.environ.get("CAPEVOLVE_RAY_STATE_DIR")
     if explicit:
         return Path(explicit)
@@ -80,7 +77,7 @@ def state_dir() -> Path:
 
 
 def ray_version() -> str:
-    """The installed Ray's version, read without importing ray."""
+    """Ray's version, without importing ray."""
     try:
         return version("ray")
     except PackageNotFoundError:
@@ -88,28 +85,24 @@ def ray_version() -> str:
 
 
 def install_key() -> str:
-    """Which installation a state file belongs to: this Python and this Ray version."""
+    """Hash of this Python and Ray version."""
     return hashlib.sha256(f"{sys.executable}\0{ray_version()}".encode()).hexdigest()[:12]
 
 
 def state_path(directory: Path | None = None) -> Path:
-    """The state file of this installation's owned Ray."""
     return (directory or state_dir()) / f"ray-{install_key()}.json"
 
 
 def token_path(state: Path) -> Path:
-    """The cluster auth token beside a state file."""
     return state.with_suffix(".token")
 
 
 def drivers_path(state: Path) -> Path:
-    """The pids of the drivers connected at the daemon's last poll, beside a state file."""
     return state.with_suffix(".drivers")
 
 
 def connected_drivers(state: Path) -> list[int]:
-    """The drivers the daemon saw connected at its last poll that still run (empty when
-    it never polled); read-only, no Ray."""
+    """Drivers at the daemon's last poll that still run."""
     try:
         pids = json.loads(drivers_path(state).read_text(encoding="utf-8")).get("pids", [])
     except (OSError, ValueError, AttributeError):
@@ -118,7 +111,7 @@ def connected_drivers(state: Path) -> list[int]:
 
 
 def ensure_dir(directory: Path) -> Path:
-    """Create the state directory (0700) and refuse one another user owns."""
+    """Create the state dir (0700); refuse one another user owns."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = directory.stat()
     if info.st_uid != os.getuid():
@@ -129,13 +122,13 @@ def ensure_dir(directory: Path) -> Path:
 
 
 def env_digest(env: dict[str, str]) -> dict[str, str]:
-    """Name -> short sha256 of each variable workers could see (no values are stored)."""
+    """Name -> short sha256 of each variable; values are not stored."""
     return {k: hashlib.sha256(v.encode(errors="replace")).hexdigest()[:16]
             for k, v in env.items() if not k.startswith("RAY_") and k not in _UNTRACKED}
 
 
 def _secret(directory: Path) -> bytes:
-    """The per-user signing key (made on first use, 0600)."""
+    """The per-user signing key, made on first use."""
     path = directory / "key"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -152,7 +145,7 @@ def _mac(directory: Path, state: OwnedRay) -> str:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (0600) atomically: a reader sees the old or the new file."""
+    """Write ``text`` to ``path`` (0600) atomically."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -161,14 +154,14 @@ def write_private(path: Path, text: str) -> None:
 
 
 def write_state(path: Path, state: OwnedRay) -> OwnedRay:
-    """Sign ``state`` and write it to ``path``; returns the signed state."""
+    """Sign and write ``state``; return it signed."""
     signed = state.model_copy(update={"mac": _mac(path.parent, state)})
     write_private(path, signed.model_dump_json())
     return signed
 
 
 def read_state(path: Path) -> OwnedRay | None:
-    """The verified state at ``path``, None when there is no file (see the module docstring)."""
+    """The verified state, or None without a file; EngineError on a failed check."""
     try:
         info = path.stat()
         text = path.read_text(encoding="utf-8")
@@ -196,8 +189,7 @@ def read_state(path: Path) -> OwnedRay | None:
 
 @contextmanager
 def locked(directory: Path, wait: bool = True) -> Iterator[bool]:
-    """Hold the state dir's lock (every check, start, join and stop happens under it).
-    With ``wait`` False, yield False at once when someone else holds it."""
+    """Hold the state dir's lock; without ``wait``, yield False if it is taken."""
     fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -219,7 +211,7 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def alive(state: OwnedRay) -> bool:
-    """True when the daemon ``state`` names still runs as that daemon (not a reused pid)."""
+    """True when ``state``'s daemon still runs (not a reused pid)."""
     try:
         if os.stat(f"/proc/{state.pid}").st_uid != state.uid:
             return False

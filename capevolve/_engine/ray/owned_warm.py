@@ -1,10 +1,5 @@
-"""The owned local Ray's warm pool: started actors a command claims instead of starting its own.
-
-The daemon's :class:`WarmKeeper` keeps ``CAPEVOLVE_RAY_WARM`` (default: the Ray's CPUs) rollout
-actors and their scorers; :meth:`WarmKeeper.claim` hands each to one command, which kills it
-when done (the keeper reaps those of a dead command). :func:`claim` returns nothing unless this
-process joined the owned Ray, asks no CPUs or resources and changed no start-only variable
-(``PROCESS_START_VARS``).
+"""The owned Ray's warm pool: started actors a command claims instead of starting its own.
+Each goes to one command, which kills it when done; the keeper reaps a dead command's.
 """
 
 from __future__ import annotations
@@ -27,24 +22,19 @@ NAMESPACE = WARM_NAMESPACE
 KEEPER = WARM_KEEPER
 ROLLOUT, SCORER = "rollout", "scorer"
 REAP_S = 1.0
-"""How often the keeper looks for claimed actors whose command is gone."""
+"""Seconds between reaps."""
 CLAIM_TIMEOUT_S = 5.0
 RETRY_S = 5.0
-"""How long the keeper waits after a warm actor failed to start before trying again."""
+"""Seconds before retrying a failed start."""
 REFILL_DELAY_S = 1.0
-"""How long a replacement waits before it starts: creating an actor holds the keeper's
-event loop, and a command's next claim (its scorers, right after its rollout actors)
-should not wait behind it."""
+"""Replacements start late: creating one blocks the keeper, and the next claim waits."""
 PROCESS_START_VARS = ("PYTHON", "LD_", "LC_", "LANG", "TZ", "MALLOC_", "OMP_", "MKL_",
                       "OPENBLAS_", "CUDA_")
-"""Prefixes of variables a process reads when it starts (interpreter, loader, locale,
-libraries already imported): a command that changes one gets fresh actors."""
+"""Variables read at process start; changing one means fresh actors."""
 
 
 def warm_size(num_cpus: int) -> int:
-    """How many warm rollout actors the daemon keeps (and scorers for them, see
-    :meth:`WarmKeeper.wanted`): CAPEVOLVE_RAY_WARM (0 turns the pool off), else
-    ``num_cpus``. A value that is not a whole number >= 0 is 0."""
+    """CAPEVOLVE_RAY_WARM (0 or invalid: off), else ``num_cpus``."""
     raw = os.environ.get(WARM_ENV, "").strip()
     if not raw:
         return max(0, num_cpus)
@@ -55,8 +45,7 @@ def warm_size(num_cpus: int) -> int:
 
 
 def _started_at(pid: int) -> str | None:
-    """The start time of process ``pid`` (field 22 of /proc/<pid>/stat), None when gone:
-    with the pid, it names one process even after the pid is reused."""
+    """Start time of ``pid`` (None: gone), to tell pid reuse."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -66,8 +55,7 @@ def _started_at(pid: int) -> str | None:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class WarmKeeper:
-    """Keeps ``size`` warm rollout actors and their scorers free and hands them out (see
-    the module)."""
+    """Keeps ``size`` warm rollout actors and their scorers, and hands them out."""
 
     def __init__(self, prefix: str, size: int) -> None:
         self.prefix, self.size, self.seq = prefix, size, 0
@@ -83,14 +71,13 @@ class WarmKeeper:
         task.add_done_callback(self.tasks.discard)
 
     async def start(self) -> int:
-        """Start filling the pool and reaping (call once); returns the pool size."""
+        """Start filling and reaping, once; returns the size."""
         self._fill()
         self._spawn(self._reap_forever())
         return self.size
 
     def wanted(self, kind: str) -> int:
-        """How many free actors of ``kind`` the pool keeps: ``size`` rollout actors, and
-        as many scorers as they would use (one per ``SCORERS_PER``)."""
+        """Free actors of ``kind`` to keep."""
         return self.size if kind == ROLLOUT else scorers_for(self.size)
 
     def _fill(self, delay_s: float = 0.0) -> None:
@@ -120,8 +107,7 @@ class WarmKeeper:
         self.free[kind].append((name, handle, token))
 
     async def claim(self, kind: str, n: int, pid: int) -> list[tuple[str, str]]:
-        """Up to ``n`` free warm actors of ``kind`` for the process ``pid``: ``(name, claim
-        token)`` of each, each handed out once; replacements start at once."""
+        """Up to ``n`` free actors for process ``pid`` as ``(name, token)``, each given once."""
         taken = self.free.get(kind, [])[:max(0, n)]
         del self.free[kind][:len(taken)]
         born = _started_at(pid)
@@ -132,8 +118,7 @@ class WarmKeeper:
         return [(name, token) for name, _, token in taken]
 
     async def stats(self) -> dict[str, Any]:
-        """What the pool holds now (free names per kind, claimed names), what it keeps
-        (``wanted`` per kind) and its counts."""
+        """What the pool holds, wants and has counted."""
         return {"free": {k: [n for n, _, _ in v] for k, v in self.free.items()},
                 "starting": dict(self.starting), "claimed": sorted(self.claims),
                 "size": self.size, "wanted": {k: self.wanted(k) for k in self.free},
@@ -153,7 +138,7 @@ class WarmKeeper:
 
 
 def start_keeper(session: str, num_cpus: int) -> Any | None:
-    """In the daemon: start the keeper of this owned Ray (None when the pool is off)."""
+    """Start the keeper (None: pool off)."""
     size = warm_size(num_cpus)
     if size <= 0:
         return None
@@ -169,15 +154,13 @@ _AT_EXIT: list[bool] = []
 
 
 def starts_clean(changes: dict[str, str]) -> bool:
-    """True when none of ``changes`` (this command's variables a warm actor would not have
-    had when it started) is read only at a process's start."""
+    """True when ``changes`` holds no process-start variable."""
     return not any(k.startswith(PROCESS_START_VARS) for k in changes)
 
 
 def claim(kind: str, n: int, eligible: bool) -> list[tuple[Any, str]]:
-    """Up to ``n`` warm actors of ``kind`` for this process, as ``(handle, claim token)`` (see
-    the module docstring); ``eligible`` is the caller's part of the rules (owned Ray joined, no
-    resources asked, environment clean)."""
+    """Up to ``n`` warm actors as ``(handle, token)``; none unless ``eligible`` and a keeper
+    answers."""
     if n <= 0 or not eligible:
         return []
     try:
@@ -197,8 +180,7 @@ def claim(kind: str, n: int, eligible: bool) -> list[tuple[Any, str]]:
 
 
 def kill_claimed() -> None:
-    """Kill every warm actor this process claimed (they are detached: nothing else ends
-    them with this process; the keeper would, within REAP_S)."""
+    """Kill the (detached) warm actors this process claimed."""
     with _CLAIMED_LOCK:
         handles, _CLAIMED[:] = list(_CLAIMED), []
     for handle in handles:
@@ -209,7 +191,7 @@ def kill_claimed() -> None:
 
 
 def keeper_stats() -> dict[str, Any] | None:
-    """The keeper's :meth:`WarmKeeper.stats`, None without a keeper (for tests, doctor)."""
+    """:meth:`WarmKeeper.stats`, or None without a keeper."""
     try:
         keeper = ray.get_actor(KEEPER, namespace=NAMESPACE)
         stats: Any = ray.get(keeper.stats.remote(), timeout=CLAIM_TIMEOUT_S)

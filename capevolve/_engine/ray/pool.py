@@ -1,4 +1,4 @@
-"""The Ray actor pools of this driver: rollout actors (+ limiter) and scorer actors."""
+"""This driver's Ray actor pools: rollout actors, their limiter, scorer actors."""
 
 from __future__ import annotations
 
@@ -39,16 +39,16 @@ from capevolve.errors import EngineError
 
 _LOST = (RayActorError, ActorDiedError, ActorUnavailableError)
 START_TIMEOUT_S = 180.0
-"""How long an actor may take to start (scheduling, process start, imports, adapter)."""
+"""Longest an actor may take to start."""
 GRACE_S = 15.0
-"""How long past its own wait a call may take before the actor's health is checked."""
+"""Slack past a call's expected wait before a health check."""
 HEALTH_TIMEOUT_S = 15.0
-"""How long a live actor may take to answer a health check (its event loop is served)."""
+"""Longest a live actor may take to answer a health check."""
 REPLY_MARGIN_S = 60.0
 
 
 async def _call(ref):
-    """Await an actor call; a dead actor (or one that lost its job) is WorkerLost."""
+    """Await a call; a dead actor or lost job is WorkerLost."""
     try:
         return await ref
     except _LOST as exc:
@@ -63,7 +63,6 @@ async def _call(ref):
 
 
 async def _healthy(actor) -> bool:
-    """True when the actor answers a health check within HEALTH_TIMEOUT_S."""
     try:
         await asyncio.wait_for(_call(actor.pid.remote()), timeout=HEALTH_TIMEOUT_S)
     except (TimeoutError, WorkerLost, EngineError):
@@ -72,11 +71,8 @@ async def _healthy(actor) -> bool:
 
 
 async def _bounded(handle, ref, expected_s: float, limit_s: float):
-    """Await an actor call that should answer within ``expected_s``: past that (plus GRACE_S)
-    the actor's health is checked, and an actor that does not answer the check within
-    HEALTH_TIMEOUT_S (dead, or its event loop blocked by user code) is killed, to be restarted,
-    and the call is WorkerLost; a call still unanswered after ``limit_s`` in all is lost the
-    same way."""
+    """Await a call; an actor failing a health check after ``expected_s`` + GRACE_S, or silent
+    past ``limit_s``, is killed for Ray to restart, and the call is WorkerLost."""
     call = asyncio.ensure_future(_call(ref))
     started = time.monotonic()
     try:
@@ -99,9 +95,7 @@ async def _bounded(handle, ref, expected_s: float, limit_s: float):
 
 
 async def _prepare(handle, job: EvalJob | ScoreJob) -> None:
-    """Prepare ``job`` on the handle's actor: it reads the job's task file itself, or, on
-    a node without that file, is sent the job again with the table (read and checked
-    here, put in the object store once per job)."""
+    """Prepare ``job``; a node without the task file gets the table."""
     reply = await _started(handle, handle.actor.prepare.remote(_shared_ref(job), handle.binding))
     if reply == NEED_TASKS:
         await _started(handle, handle.actor.prepare.remote(_shared_ref(job, ship=True),
@@ -109,7 +103,6 @@ async def _prepare(handle, job: EvalJob | ScoreJob) -> None:
 
 
 async def _started(handle, ref):
-    """Await ``prepare`` (which waits for the actor to start) for at most START_TIMEOUT_S."""
     try:
         return await asyncio.wait_for(_call(ref), timeout=START_TIMEOUT_S)
     except TimeoutError:
@@ -119,9 +112,8 @@ async def _started(handle, ref):
 
 
 class ActorWorker:
-    """A WorkerHandle over a RolloutActor; every call is bounded (see :func:`_bounded`).
-    A claimed warm actor carries its ``binding`` (every prepare binds it if Ray restarted
-    it unbound)."""
+    """A bounded WorkerHandle over a RolloutActor; a warm actor's ``binding`` is re-sent on
+    prepare."""
 
     def __init__(self, actor, name: str, slots: int, reply_timeout_s: float,
                  binding: Binding | None = None) -> None:
@@ -141,14 +133,12 @@ class ActorWorker:
 
 
 def wire_units(units: list[WorkUnit]) -> list[list[Any]]:
-    """Units as ``[task_id, trial, seed]`` lists for an actor call: Ray packs lists (and
-    strings and ints) as msgpack, while every tuple would be pickled on its own (about
-    1 us a unit each way)."""
+    """Units as ``[task_id, trial, seed]`` lists, which Ray sends as msgpack, not pickle."""
     return [[u.task_id, u.trial, u.seed] for u in units]
 
 
 class ActorScorer:
-    """A ScorerHandle over a ScorerActor; every call is bounded (see :func:`_bounded`)."""
+    """A bounded ScorerHandle over a ScorerActor."""
 
     def __init__(self, actor, name: str, reply_timeout_s: float,
                  binding: Binding | None = None) -> None:
@@ -169,17 +159,16 @@ class ActorScorer:
 
 
 _POOL: dict = {"key": None, "actors": [], "limiter": None, "scorer_key": None, "scorers": []}
-"""The latest pool built (``actors``), the shared limiter and the scorers."""
+"""The latest pool, the shared limiter and the scorers."""
 _POOLS: dict[tuple, dict] = {}
-"""Every live rollout pool: key -> {"actors": [...], "users": evaluations using it}."""
+"""Live rollout pools by key."""
 _LOCK = threading.RLock()
 _JOB_REFS: list[tuple] = []
 _JOB_REFS_KEPT = 16
 
 
 def _shared_ref(job: EvalJob | ScoreJob, ship: bool = False):
-    """Put the job in the object store once per evaluation (the same job object, not an equal
-    key: two runs may share a run name and an eval id); every actor reads it."""
+    """One object-store ref per job object (equal eval ids may be two runs)."""
     with _LOCK:
         for held, shipped_tasks, ref in _JOB_REFS:
             if held is job and shipped_tasks == ship:
@@ -197,8 +186,7 @@ def _shared_ref(job: EvalJob | ScoreJob, ship: bool = False):
 
 
 def _limiter(c: EngineConfig):
-    """The limiter of a new pool: the one pools in use share when its settings are the
-    same (their caps hold together), else a fresh one (the idle one is killed)."""
+    """The shared limiter when settings match, so caps hold across pools; else a new one."""
     if not (c.max_in_flight or c.rate_limit_per_s):
         return None
     key = (c.max_in_flight, c.rate_limit_per_s)
@@ -217,8 +205,7 @@ def _limiter(c: EngineConfig):
 
 
 def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[ActorWorker]:
-    """The rollout actors for ``job``'s candidate (built, or rebuilt, as needed), taken for one
-    evaluation: give them back with :func:`release`."""
+    """Rollout actors for ``job``'s candidate; :func:`release` them after."""
     c = config
     totals = ray.cluster_resources()
     shares = max(1, shares)
@@ -245,8 +232,7 @@ def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[Ac
 
 
 def release(actors: list[ActorWorker]) -> None:
-    """An evaluation is done with ``actors`` (they stay cached until a pool for another
-    candidate needs the room); once no evaluation uses them, their sandboxed workers end."""
+    """Give ``actors`` back; once unused their sandboxes end, the actors stay cached."""
     idle = False
     with _LOCK:
         for held in _POOLS.values():
@@ -269,13 +255,12 @@ def _kill_idle_pools() -> None:
 
 
 def reply_timeout_s(config: EngineConfig) -> float:
-    """The longest a live actor may take to answer for one unit (every attempt timing out,
-    plus a margin), as the local engine's workers."""
+    """Longest one unit may take: every attempt timing out, plus a margin."""
     return config.timeout_s * (config.retries + 1) + REPLY_MARGIN_S
 
 
 def scorer_pool(job: EvalJob, workers: int, config: EngineConfig) -> list[ActorScorer]:
-    """The scorer actors for the project (kept across candidates)."""
+    """The project's scorer actors, kept across candidates."""
     root, rel = project_location(job.project_root)
     count = max(1, scorers_for(workers))
     key = (root, rel, job.adapter_spec, count, reply_timeout_s(config))
@@ -295,8 +280,6 @@ def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list
 
 def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
                  options: dict[str, Any], limiter) -> list[ActorWorker]:
-    """``workers`` rollout actors for one candidate (claimed warm ones first, see
-    :mod:`.spawn`)."""
     return [ActorWorker(actor, name=f"actor-{i}", slots=slots,
                         reply_timeout_s=reply_timeout_s(c), binding=bound)
             for i, (actor, bound) in enumerate(
@@ -305,7 +288,6 @@ def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
 
 def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
                  config: EngineConfig) -> list[ActorScorer]:
-    """``count`` scorer actors (claimed warm ones first, see :mod:`.spawn`)."""
     return [ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
                         binding=bound)
             for i, (actor, bound) in enumerate(spawn.scorer_actors(config, job, root, rel,
@@ -313,9 +295,8 @@ def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
 
 
 def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
-    """How many rollout actors: ``workers`` if set, else as many as the cluster's resources
-    fit (one per CPU by default); never more than ``concurrency``. Raises EngineError when
-    no node offers a requested custom resource (the actors would wait forever)."""
+    """``workers``, or as many actors as resources fit, at most ``concurrency``; EngineError
+    when the cluster lacks a requested resource."""
     wanted = {**config.resources, **({"CPU": config.num_cpus} if config.num_cpus else {})}
     missing = [f"{name} (wants {amount:g}, cluster has {totals.get(name, 0):g})"
                for name, amount in wanted.items() if amount > 0 and totals.get(name, 0) < amount]
@@ -345,7 +326,7 @@ def _kill_rollout_actors() -> None:
 
 
 def shutdown_pool() -> None:
-    """Kill the cached actors, scorers and the limiter (frees their resources)."""
+    """Kill the cached actors, scorers and limiter."""
     with _LOCK:
         _kill_rollout_actors()
         for scorer in _POOL["scorers"]:
@@ -354,15 +335,15 @@ def shutdown_pool() -> None:
 
 
 def limiter_stats() -> dict | None:
-    """The live pool's limiter counters (in_flight, peak, granted), or None without one."""
+    """Limiter counters, or None."""
     return None if _POOL.get("limiter") is None else ray.get(_POOL["limiter"].stats.remote())
 
 
 def actor_pids() -> list[int]:
-    """Process ids of the live pool's rollout actors (for fault-injection tests)."""
+    """Pids of the live rollout actors (for tests)."""
     return ray.get([w.actor.pid.remote() for w in _POOL["actors"]])
 
 
 def scorer_pids() -> list[int]:
-    """Process ids of the live scorer actors (for fault-injection tests)."""
+    """Pids of the live scorer actors (for tests)."""
     return ray.get([s.actor.pid.remote() for s in _POOL["scorers"]])

@@ -1,5 +1,4 @@
-"""The cluster probe behind ``capevolve doctor``: every alive node's resources and the
-environment a zero-CPU task pinned to it sees."""
+"""The cluster probe behind ``capevolve doctor``: each alive node's resources and environment."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from capevolve._engine.ray.engine import ensure_ray
 
 
 def _make_probe():
-    """The environment probe, built as a closure so Ray ships it by value: it must run on a
-    node where capevolve itself may not be importable (that is what it checks)."""
+    """The probe as a closure, so Ray ships it by value to nodes that may lack capevolve."""
 
     def probe() -> dict:
         import importlib.metadata as md
@@ -55,8 +53,8 @@ def _node_row(node: dict) -> dict:
 
 
 def cluster_overview(address: str | None, timeout_s: float = 60.0) -> dict:
-    """Join (or start) Ray and describe it: the driver's environment and, for every alive
-    node, its resources and the environment seen by a zero-CPU task pinned to it."""
+    """Join or start Ray; the driver's environment, and each alive node's resources and the
+    environment a zero-CPU task pinned there sees."""
     ensure_ray(address)
     probe = _make_probe()
     remote_probe = ray.remote(num_cpus=0, max_retries=0)(probe)

@@ -1,9 +1,4 @@
-"""Where a driver's actors come from: claimed warm actors of the owned Ray first, then fresh.
-
-:func:`rollout_actors` and :func:`scorer_actors` return ``count`` pairs ``(actor, binding)``:
-warm actors claimed from :mod:`.owned_warm`, each bound at once with its claim token, then fresh
-ones (``binding`` None).
-"""
+"""A driver's actors as ``(actor, binding)``: claimed warm ones first, then fresh (None)."""
 
 from __future__ import annotations
 
@@ -19,8 +14,8 @@ Spawned = list[tuple[Any, Binding | None]]
 
 
 def warm_binding(config: EngineConfig, job: EvalJob, **worker: Any) -> Binding | None:
-    """The binding for warm actors (without its token), None when this command may not
-    use them (see the module docstring)."""
+    """The binding for warm actors, without token; None when this command may not use them
+    (no owned Ray joined, resources asked, or a start-only variable changed)."""
     mine = owned.joined()
     if mine is None or config.num_cpus is not None or config.resources:
         return None
@@ -32,8 +27,7 @@ def warm_binding(config: EngineConfig, job: EvalJob, **worker: Any) -> Binding |
 
 
 def _bound(claimed: list[tuple[Any, str]], binding: Binding | None) -> Spawned:
-    """Send each claimed warm actor its binding with its claim token (prepare binds it
-    again if that failed)."""
+    """Bind each claimed warm actor with its token; prepare retries a failed bind."""
     out: Spawned = []
     for actor, token in claimed:
         mine = dataclasses.replace(binding, token=token) if binding else None
@@ -57,7 +51,7 @@ def rollout_actors(c: EngineConfig, job: EvalJob, count: int, slots: int,
 
 def scorer_actors(config: EngineConfig, job: EvalJob, root: str, rel: str | None,
                   count: int) -> Spawned:
-    """``count`` scorer actors (``num_cpus=0``) for the project."""
+    """``count`` zero-CPU scorer actors for the project."""
     binding = warm_binding(config, job)
     warm = _bound(owned_warm.claim(owned_warm.SCORER, count, binding is not None), binding)
     fresh: Spawned = [(ScorerActor.options(  # type: ignore[attr-defined]
