@@ -1,10 +1,5 @@
-"""User code is compiled from its (fingerprinted) sources, never from cached bytecode.
-
-Candidate code can plant ``__pycache__/<module>.pyc`` beside a project scorer;
-:func:`source_only_user_code` installs, once per process and before any project code is
-imported, a finder that loads every module outside the standard library, site-packages and
-capevolve from source without reading or writing bytecode. It closes this route only: the
-fingerprint catches edits of the project's files.
+"""User code is compiled from its sources, never from cached bytecode (candidate code could
+plant ``__pycache__/<module>.pyc`` beside a project scorer).
 """
 
 from __future__ import annotations
@@ -20,8 +15,7 @@ _FRAMEWORK = Path(__file__).resolve().parents[1]
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that never reads or writes bytecode (``path_stats`` fails, so
-    ``get_code`` compiles the source and caches nothing)."""
+    """A source loader that never reads or writes bytecode."""
 
     def path_stats(self, path: str) -> dict[str, int]:
         raise OSError("capevolve: user code is compiled from source")
@@ -35,8 +29,6 @@ def _library_roots() -> list[Path]:
 
 
 class _SourceOnlyFinder:
-    """Finds user modules with :class:`SourceOnlyLoader` (see the module docstring)."""
-
     def __init__(self) -> None:
         self.trusted = [*_library_roots(), _FRAMEWORK]
 
@@ -53,6 +45,6 @@ class _SourceOnlyFinder:
 
 
 def source_only_user_code() -> None:
-    """Install the finder once per process (idempotent)."""
+    """Install the source-only finder before project code is imported (idempotent)."""
     if not any(isinstance(f, _SourceOnlyFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _SourceOnlyFinder())

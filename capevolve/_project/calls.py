@@ -1,4 +1,4 @@
-"""Calling adapter methods that may be sync or async, from sync or async code."""
+"""Calling sync or async adapter methods from sync or async code."""
 
 from __future__ import annotations
 

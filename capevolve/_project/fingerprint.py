@@ -1,10 +1,6 @@
 """The project fingerprint: ``{path: sha256}`` of every file a run's scores depend on.
 
-It covers the adapter module and every user module it imports (found by reading import
-statements, function-level ones included), every file of the adapter's package, and every data
-file of the project directory except capevolve.yaml, run dirs, hidden, cache and virtualenv dirs
-and copies of the seed. Imports by computed name are not followed. :func:`verify` names the
-first changed, removed or newly imported file in a one-line RunDirError.
+The adapter, the user modules it imports statically, its package and the project's data files.
 """
 
 from __future__ import annotations
@@ -45,7 +41,6 @@ def _under(path: Path, root: Path) -> bool:
 
 
 def _module_file(name: str, user_code=None) -> Path | None:
-    """The file of module ``name``: loaded, or located."""
     module = sys.modules.get(name)
     file = getattr(module, "__file__", None) if module is not None else None
     if file is None and module is None:
@@ -63,7 +58,7 @@ def _module_file(name: str, user_code=None) -> Path | None:
 
 
 def _imported_names(path: Path, package: str | None) -> list[str]:
-    """Module names the file imports (``from a import b`` yields ``a`` and ``a.b``)."""
+    """Names the file imports (``from a import b``: ``a`` and ``a.b``)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (SyntaxError, ValueError, OSError):
@@ -115,7 +110,7 @@ def _import_closure(start: Path, start_name: str, own_package: Path | None) -> s
 
 
 def _class_package(adapter: object) -> Path | None:
-    """The directory of the package the adapter class is defined in, if it is one."""
+    """The adapter class's package directory, if any (never capevolve's)."""
     module = sys.modules.get(type(adapter).__module__)
     package = getattr(module, "__package__", None)
     init = getattr(sys.modules.get(package or ""), "__file__", None)
@@ -138,8 +133,7 @@ def _is_run_dir(directory: Path) -> bool:
 
 
 def _protected_data(root: Path, seed: Path) -> set[Path]:
-    """Every data file of the project directory: a scorer may read any of them (a rubric,
-    expected outputs, a gold file under any name)."""
+    """Every data file of the project dir (a scorer may read any)."""
     seed_entries = {p.name for p in seed.iterdir()} if seed.is_dir() else set()
     found = set()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -159,8 +153,7 @@ def _protected_data(root: Path, seed: Path) -> set[Path]:
 
 
 def _new_matters(path: Path, root: Path) -> bool:
-    """A file that appeared since the run started matters when it is code the adapter now
-    imports, or score data by name (a new note or log in the project dir does not)."""
+    """Whether a new file matters: code, or score data by name."""
     if path.suffix == ".py" or not _under(path, root):
         return True
     rel = path.relative_to(root).as_posix()
@@ -168,7 +161,6 @@ def _new_matters(path: Path, root: Path) -> bool:
 
 
 def _adapter_entry(project: Project) -> tuple[Path, str] | None:
-    """The adapter module's file and module name."""
     target = project.config.adapter.rpartition(":")[0]
     if target.endswith(".py") or "/" in target:
         path = (project.root / target).resolve()
@@ -187,9 +179,8 @@ def _entry(root: Path, spec: str) -> tuple[Path, str] | None:
 
 
 def _dataset_sources(project: Project) -> set[Path]:
-    """A dataset project's scores also depend on capevolve.yaml (its evaluators and
-    rubric are read by the scorer), the target's and python evaluators' import closures,
-    and, with a judge evaluator, the judge's prompt templates (capevolve.datasets.judge)."""
+    """A dataset project's extra sources: capevolve.yaml, its target's and python evaluators'
+    import closures, the judge module."""
     config = project.config
     if config.dataset is None:
         return set()
@@ -208,7 +199,7 @@ def _dataset_sources(project: Project) -> set[Path]:
 
 
 def sources(project: Project) -> dict[str, Path]:
-    """Every fingerprinted file, by key (see the module docstring)."""
+    """Every fingerprinted file by key (root-relative when under the root)."""
     root = project.root.resolve()
     adapter = load_adapter(root, project.config.adapter)
     own = _class_package(adapter)
@@ -247,8 +238,8 @@ def changes(project: Project, frozen: dict[str, str], new: bool = True) -> list[
 
 
 def verify(project: Project, frozen: dict[str, str], when: str = "since the run started") -> None:
-    """Raise RunDirError naming the first file that differs from ``frozen`` (an empty
-    ``frozen`` is refused too: every run records at least its adapter)."""
+    """Raise RunDirError naming the first file that differs from ``frozen``; an empty
+    ``frozen`` is refused (every run records its adapter)."""
     if not frozen:
         raise RunDirError(f"{project.root}: the run records no project fingerprint, so "
                           "changes to the adapter or scorer cannot be detected; start a new run")

@@ -29,13 +29,12 @@ from capevolve.models import Meter, judging, resolve, scope
 REQUIRED_METHODS = ("tasks", "run_target", "score")
 
 NOT_DETERMINISTIC = "score is not deterministic on task"
-"""How the probe's non-determinism finding begins (a warning, not a problem, for a
-project whose scorer includes an LLM judge)."""
+"""How the probe's non-determinism finding begins (a warning when an LLM judge scores)."""
 
 
 @dataclass(frozen=True)
 class Project:
-    """A loaded project: where it lives, its config, and how to build its adapter."""
+    """A loaded project: its root and config."""
 
     root: Path
     config: ProjectConfig
@@ -46,7 +45,7 @@ class Project:
         return (self.root / self.config.capability_path).resolve()
 
     def adapter(self) -> Any:
-        """A fresh adapter instance (imports the adapter module on first use)."""
+        """A fresh adapter instance."""
         return load_adapter(self.root, self.config.adapter)
 
 
@@ -94,8 +93,8 @@ def _import_target(root: Path, target: str) -> Any:
 
 
 def import_callable(root: Path, spec: str, what: str) -> Any:
-    """The function named by ``file.py:function`` or ``module:function`` (relative to the
-    project); AdapterError naming ``what`` (the config key) when it cannot be had."""
+    """The function a ``file.py:function`` or ``module:function`` spec names; AdapterError
+    naming ``what`` (the config key) otherwise."""
     target, sep, name = spec.rpartition(":")
     if not sep or not target or not name:
         raise AdapterError(f"{what}: {spec!r} must look like 'module.py:function'")
@@ -132,8 +131,7 @@ def load_adapter(root: Path, spec: str) -> Any:
 
 def _probe_score(adapter: Any, project: Project, task: Task,
                  meter: Meter) -> tuple[list[str], list[str]]:
-    """(problems, warnings) of scoring one seed rollout twice. The probe rollout runs with the
-    project's agent model; it and the judge's calls are counted on ``meter``."""
+    """(problems, warnings) of scoring one seed rollout twice."""
     judged = bool(getattr(adapter, "judged", False))
     declared = project.config.models.agent
     settings = None if declared is None else resolve(declared, "agent", project.config.models)
@@ -166,16 +164,15 @@ def _probe_score(adapter: Any, project: Project, task: Task,
 
 def check_project(project_dir: Path | str, meter: Meter | None = None
                   ) -> tuple[Project | None, list[str]]:
-    """Every problem found with a project, in words; an empty list means it is runnable."""
+    """Every problem found with a project, in words (empty: runnable)."""
     project, problems, _ = check_project_warnings(project_dir, meter)
     return project, problems
 
 
 def check_project_warnings(project_dir: Path | str, meter: Meter | None = None
                            ) -> tuple[Project | None, list[str], list[str]]:
-    """(project, problems, warnings): :func:`check_project` plus the findings that do not
-    stop a run (an LLM judge's non-determinism or off-schema answer on the probe); the
-    probe's model calls are counted on ``meter``."""
+    """(project, problems, warnings): warnings (an LLM judge's non-determinism or off-schema
+    answer) do not stop a run; probe calls count on ``meter``."""
     try:
         project = load_project(project_dir)
         adapter = project.adapter()

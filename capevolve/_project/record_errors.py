@@ -1,7 +1,5 @@
-"""A record the adapter built wrong (a Task, Rollout, ToolCall or Score), said in one line.
-
-Pydantic's message is several lines about ``extra_forbidden``; a person needs the field they
-mistyped, the name it probably meant, and the fields the record has.
+"""An adapter record built wrong, in one line: the bad field, the name it probably meant and
+the record's fields.
 """
 
 from __future__ import annotations
@@ -16,9 +14,7 @@ RECORDS = {cls.__name__: cls for cls in (Task, Rollout, ToolCall, Score)}
 
 
 def record_error(exc: BaseException) -> str | None:
-    """``ToolCall: unknown field 'args' (did you mean 'arguments'?); ToolCall fields: name,
-    arguments, mutates (docs/adapter.md, The records)``, or None when ``exc`` is not a
-    validation error of one of the adapter records."""
+    """The one-line message, or None when ``exc`` is not a validation error of a record."""
     if not isinstance(exc, ValidationError) or exc.title not in RECORDS:
         return None
     fields = list(RECORDS[exc.title].model_fields)

@@ -1,9 +1,5 @@
-"""``capevolve init --kind dataset``: a runnable dataset project (no adapter code).
-
-The starter: a JSONL file of questions with expected answers (one without, to show an
-exclusion), a target that answers from the capability's ``knowledge.md`` (a name no protected
-pattern covers, so edits to it can be evaluated), and two deterministic evaluators (normalised
-exact match and token F1).
+"""``capevolve init --kind dataset``: a runnable dataset project; its capability file,
+``knowledge.md``, is a name no protected pattern covers, so edits to it count.
 """
 
 from __future__ import annotations

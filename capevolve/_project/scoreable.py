@@ -1,8 +1,5 @@
-"""Which tasks can be scored: the adapter's ``scoreable(task)`` hook, with its reasons.
-
-A task that cannot be scored (no ground truth for its evaluators, no label) is excluded
-from an evaluation: it is never run, and it is in neither the numerator nor the
-denominator of any mean (never a 0). This is the one place the hook is called.
+"""The adapter's ``scoreable(task)`` hook, called only here: an excluded task is never run and
+is in no mean (never a 0).
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ DEFAULT_REASON = "adapter scoreable(task) returned False"
 
 
 def _call(hook: Any, name: str, task: Task) -> Any:
-    """``hook(task)``; an exception is one AdapterError line naming the hook and task."""
     try:
         return call_sync(hook, task)
     except Exception as exc:
@@ -35,8 +31,7 @@ def _reason(adapter: Any, task: Task) -> str:
 
 
 def exclusion(adapter: Any, task: Task) -> str | None:
-    """Why the adapter says ``task`` cannot be scored, or None when it can (or the adapter
-    has no ``scoreable`` hook)."""
+    """Why ``task`` cannot be scored, or None when it can (or there is no hook)."""
     hook = getattr(adapter, "scoreable", None)
     if not callable(hook):
         return None
@@ -48,7 +43,7 @@ def exclusion(adapter: Any, task: Task) -> str | None:
 
 
 def exclusions(adapter: Any, tasks: Iterable[Task]) -> dict[str, str]:
-    """``{task_id: reason}`` of every task the adapter says cannot be scored (sorted)."""
+    """``{task_id: reason}`` of the tasks that cannot be scored (sorted)."""
     if not callable(getattr(adapter, "scoreable", None)):
         return {}
     out: dict[str, str] = {}

@@ -1,11 +1,4 @@
-"""The tasks of one split as a file in the run dir, written once per evaluate by the driver and
-read by each worker and scorer process, checked against the driver's digest.
-
-An :class:`~capevolve._engine.contract.EvalJob` carries only a :class:`TaskFile` (path, sha256,
-count); :func:`load` refuses a file whose sha256 differs with one EngineError naming it. The
-file is ``<split>-<sha256[:16]>.tasks``, put in place with ``os.replace``: the tasks' JSON
-bytes, their ids, two little-endian int64 end-offset arrays, a 40-byte footer.
-"""
+"""The tasks of one split as a file in the run dir, checked against the driver's sha256."""
 
 from __future__ import annotations
 
@@ -28,16 +21,14 @@ from capevolve.errors import EngineError
 MAGIC = b"CEVTASK1"
 _FOOTER = struct.Struct("<8sQQQQ")  # magic, n, id bytes, data bytes, reserved
 CHUNK = 1 << 20
-"""Bytes of task JSON buffered before they are written and hashed."""
+"""Task JSON bytes buffered before a write."""
 CACHED = 2
-"""Verified tables a process keeps beyond the jobs that hold them (a scorer serves many
-evaluations of one split)."""
+"""Verified tables a process keeps after their jobs let go."""
 
 
 @dataclass(frozen=True, slots=True)
 class TaskFile:
-    """Where the tasks of a job are (``path``), the sha256 of that file as the driver wrote
-    it and how many tasks it holds. Small: this is what travels to the workers."""
+    """A job's task file: path, sha256 and count (what travels to workers)."""
 
     path: str
     sha256: str
@@ -48,8 +39,7 @@ class TaskFile:
 
 
 class TaskFileWriter(TaskIdLog):
-    """Streams tasks into ``<folder>/<split>-<digest>.tasks`` (see the module docstring);
-    :meth:`build` puts the file in place and returns its :class:`TaskFile`."""
+    """Streams tasks into ``<folder>/<split>-<digest>.tasks``; :meth:`build` places it."""
 
     def __init__(self, folder: Path, split: str) -> None:
         super().__init__()
@@ -63,7 +53,7 @@ class TaskFileWriter(TaskIdLog):
         self._size = 0
 
     def add_json(self, task_id: str, data: bytes) -> None:
-        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        """Append one task's id and JSON bytes (trusted to match)."""
         self._add_id(task_id)
         self._chunk += data
         self._size += len(data)
@@ -118,10 +108,8 @@ _LOCK = threading.Lock()
 
 
 def load(ref: TaskFile, keep: bool = True) -> TaskTable:
-    """The table of ``ref``'s file, read once per process while anything holds it (with
-    ``keep``, the last :data:`CACHED` are also kept after their jobs let go: a scorer actor
-    serving one split; without, e.g. the local engine's driver, a table lives only as long as
-    its job)."""
+    """The table of ``ref``'s file, read once per process while held; with ``keep`` the last
+    :data:`CACHED` outlive their jobs."""
     key = (ref.path, ref.sha256)
     with _LOCK:
         table = _HELD.get(key)
@@ -138,7 +126,7 @@ def load(ref: TaskFile, keep: bool = True) -> TaskTable:
 
 
 def read(ref: TaskFile) -> TaskTable:
-    """The table of ``ref``'s file, read and checked now (not kept: see :func:`load`)."""
+    """The table of ``ref``'s file, read now; EngineError when its sha256 differs."""
     where = f"task file {ref.path}"
     try:
         with open(ref.path, "rb") as f:
@@ -171,15 +159,13 @@ def read(ref: TaskFile) -> TaskTable:
 
 
 def resolve(tasks: Mapping[str, Task] | TaskFile, keep: bool = True) -> Mapping[str, Task]:
-    """A job's tasks as a mapping by id: a :class:`TaskFile` is loaded (and checked, see
-    :func:`load`), any other mapping is returned as it is."""
+    """A job's tasks by id (a :class:`TaskFile` is loaded and checked)."""
     return load(tasks, keep) if isinstance(tasks, TaskFile) else tasks
 
 
 def without_targets(tasks: Mapping[str, Task] | TaskFile, folder: Path, split: str
                     ) -> Mapping[str, Task] | TaskFile:
-    """The same tasks with every ``target`` removed (None): what workers get, so candidate code
-    never receives what scores it."""
+    """The tasks with every ``target`` None: what workers get, so candidate code never sees it."""
     if not isinstance(tasks, TaskFile):
         return TaskTable.of(t.model_copy(update={"target": None}) for t in tasks.values())
     writer = TaskFileWriter(folder, f"{split}.blind")

@@ -1,4 +1,4 @@
-"""Loading an adapter's tasks: validated one at a time, as the adapter produces them."""
+"""Loading an adapter's tasks, validated one at a time as produced."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ SHOWN_DUPLICATES = 10
 
 
 def iter_tasks(adapter: Any) -> Iterator[Task]:
-    """Every task ``adapter.tasks()`` gives, validated, in its order, as it is produced
-    (no uniqueness check: see :class:`UniqueIds`)."""
+    """Every task of ``adapter.tasks()``, validated, as produced (ids not checked unique)."""
     try:
         raw = call_sync(adapter.tasks)
     except (Exception, SystemExit) as exc:  # sys.exit() in user code is its error
@@ -54,7 +53,7 @@ def iter_tasks(adapter: Any) -> Iterator[Task]:
 
 
 class UniqueIds:
-    """Checks that the ids seen are unique, keeping one 8-byte hash per id."""
+    """Checks that ids are unique, keeping one 8-byte hash per id."""
 
     def __init__(self) -> None:
         self.hashes = array("q")
@@ -66,8 +65,8 @@ class UniqueIds:
         return len(self.hashes)
 
     def check(self, adapter: Any) -> None:
-        """Raise AdapterError naming the duplicate ids, or (none seen) that there are no
-        tasks. A repeated hash is confirmed by reading the adapter's ids again."""
+        """AdapterError on duplicate ids or no tasks (a repeated hash is confirmed by re-reading
+        the ids)."""
         if not self.hashes:
             raise AdapterError("adapter: tasks() returned no tasks")
         ordered = sorted(self.hashes)  # stdlib only: `capevolve check` loads no numpy
@@ -83,7 +82,7 @@ class UniqueIds:
 
 
 def load_tasks(adapter: Any) -> list[Task]:
-    """Every task as a list, validated; ids must be unique and there must be at least one."""
+    """Every task, validated; ids unique, at least one task."""
     unique, tasks = UniqueIds(), []
     for task in iter_tasks(adapter):
         unique.see(task.id)
@@ -93,8 +92,7 @@ def load_tasks(adapter: Any) -> list[Task]:
 
 
 def task_ids(adapter: Any) -> list[str]:
-    """Every task id in the adapter's order (validated as :func:`load_tasks` does), without
-    keeping the tasks."""
+    """Every task id in order, validated as :func:`load_tasks` does, without the tasks."""
     unique, ids = UniqueIds(), []
     for task in iter_tasks(adapter):
         unique.see(task.id)
@@ -108,23 +106,21 @@ class SplitTasks:
     """What one pass over the adapter's tasks gives an evaluation."""
 
     table: TaskTable | TaskFile
-    """The tasks of the split, in the adapter's order (a file when loaded ``into`` one)."""
+    """The split's tasks in order (a file when loaded ``into`` one)."""
     excluded: dict[str, str] = field(default_factory=dict)
-    """``{task id: reason}`` of the scored tasks the adapter says cannot be scored (sorted)."""
+    """``{task id: reason}`` of scored tasks the adapter cannot score (sorted)."""
     clusters: dict[str, str] = field(default_factory=dict)
-    """``{task id: cluster key}`` of the split's tasks with ``metadata['cluster']``."""
+    """``{task id: cluster key}`` from ``metadata['cluster']``."""
     missing: list[str] = field(default_factory=list)
-    """Ids of the split the adapter no longer returns (sorted)."""
+    """Split ids the adapter no longer returns (sorted)."""
 
 
 def load_split_tasks(adapter: Any, split_ids: Collection[str],
                      scored: Collection[str] = (),
                      into: TaskTableBuilder | TaskFileWriter | None = None) -> SplitTasks:
-    """One pass over ``adapter.tasks()``: the tasks whose id is in ``split_ids`` as a table
-    (or, ``into`` a :class:`~capevolve._project.taskfile.TaskFileWriter`, streamed into a
-    task file and never held), the exclusions of those in ``scored`` (the adapter's
-    ``scoreable`` hook) and the cluster keys; the same validation as :func:`load_tasks`
-    over every task."""
+    """One pass over ``adapter.tasks()``, validated as by :func:`load_tasks`: the tasks in
+    ``split_ids`` (streamed ``into`` a task file when given), exclusions among ``scored`` and
+    clusters."""
     wanted = split_ids if isinstance(split_ids, (set, frozenset)) else set(split_ids)
     hooked = callable(getattr(adapter, "scoreable", None))
     to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \

@@ -10,12 +10,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from capevolve.adapter import Task
 
 CACHE_SIZE = 4096
-"""Decoded tasks a table keeps (least recently used first out)."""
+"""Decoded tasks a table keeps (first in, first out)."""
 
 
 class TaskIdLog:
-    """What every streaming sink of tasks shares: the ids appended so far as one UTF-8 blob with
-    ``array('q')`` end offsets, and :meth:`add` in terms of the sink's ``add_json``."""
+    """Ids added so far, as one UTF-8 blob with ``array('q')`` end offsets."""
 
     __slots__ = ("_ids", "_id_ends")
 
@@ -23,7 +22,7 @@ class TaskIdLog:
         self._ids, self._id_ends = bytearray(), array("q")
 
     def add(self, task: Task) -> None:
-        """Append one task (its JSON form as pydantic writes it)."""
+        """Append one task (its JSON as pydantic writes it)."""
         self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
 
     def add_json(self, task_id: str, data: bytes) -> None:
@@ -45,7 +44,7 @@ class TaskIdLog:
 
 
 class TaskTableBuilder(TaskIdLog):
-    """Appends tasks one at a time (their id and JSON bytes); :meth:`build` makes the table."""
+    """Appends tasks; :meth:`build` makes the table."""
 
     __slots__ = ("_data", "_data_ends")
 
@@ -54,13 +53,13 @@ class TaskTableBuilder(TaskIdLog):
         self._data, self._data_ends = bytearray(), array("q")
 
     def add_json(self, task_id: str, data: bytes) -> None:
-        """Append one task given as its id and its JSON bytes (trusted to match)."""
+        """Append one task's id and JSON bytes (trusted to match)."""
         self._add_id(task_id)
         self._data += data
         self._data_ends.append(len(self._data))
 
     def build(self) -> TaskTable:
-        """The table of every task added, in the order added."""
+        """The table of every task added, in order."""
         # the buffers themselves (no copy): the builder is done with them
         table = TaskTable(self._ids, self._id_ends, self._data, self._data_ends)
         self._ids, self._data = bytearray(), bytearray()
@@ -69,8 +68,8 @@ class TaskTableBuilder(TaskIdLog):
 
 
 class TaskTable(Mapping[str, Task]):
-    """The tasks of one evaluation by id, in the order they were added (see the module
-    docstring). Read-only; equal tables hold the same tasks in the same order."""
+    """The tasks of one evaluation by id, in order added; read-only, equal when the same
+    tasks are in the same order."""
 
     __slots__ = ("_ids", "_id_ends", "_data", "_data_ends", "_index", "_cache", "_lock",
                  "__weakref__")
@@ -86,7 +85,7 @@ class TaskTable(Mapping[str, Task]):
 
     @classmethod
     def of(cls, tasks: Iterable[Task]) -> TaskTable:
-        """A table of ``tasks`` (by id, in order; a later task of the same id is dropped)."""
+        """A table of ``tasks`` (a later task with a seen id is dropped)."""
         builder, seen = TaskTableBuilder(), set()
         for task in tasks:
             if task.id not in seen:
@@ -95,7 +94,7 @@ class TaskTable(Mapping[str, Task]):
         return builder.build()
 
     def json_lines(self) -> str:
-        """Every task's JSON, one per line, in order (JSON text never holds a raw newline)."""
+        """Every task's JSON, one per line, in order."""
         data, ends, start, out = self._data, self._data_ends, 0, []
         for end in ends:
             out.append(data[start:end])
@@ -148,7 +147,7 @@ class TaskTable(Mapping[str, Task]):
         return len(self._id_ends)
 
     def nbytes(self) -> int:
-        """The bytes the table's buffers hold (not counting the index and the cache)."""
+        """Bytes in the table's buffers (not the index or cache)."""
         return (len(self._ids) + len(self._data)
                 + self._id_ends.itemsize * (len(self._id_ends) + len(self._data_ends)))
 

@@ -1,9 +1,6 @@
 """The built-in adapter of a dataset project (``dataset:`` + ``target:`` + ``evaluators:``).
 
-``tasks()`` reads the JSONL datapoints; ``run_target`` calls the project's ``target(input,
-candidate_dir)``; ``scoreable`` excludes a datapoint without the expected value an evaluator
-needs (never a 0); ``score`` makes each evaluator's score a part and the reward their weighted
-mean, an out-of-range or unparsable score being an error row.
+A datapoint missing an expected value an evaluator needs is excluded, never scored 0.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from capevolve.kinds import EvaluatorKind
 
 
 class DatasetAdapter:
-    """Adapter over a dataset project's config (see the module docstring)."""
+    """Adapter over a dataset project's config (``dataset:`` and ``target:`` required)."""
 
     takes_project_root = True
 
@@ -41,8 +38,7 @@ class DatasetAdapter:
 
     @property
     def judged(self) -> bool:
-        """Whether an LLM judge is among the evaluators (the check's probe then treats
-        non-determinism and off-schema answers as warnings)."""
+        """Whether an LLM judge scores (its probe findings are then warnings)."""
         return any(e.kind == EvaluatorKind.JUDGE for e in self.config.evaluators)
 
     def tasks(self) -> list[Task]:
@@ -67,7 +63,7 @@ class DatasetAdapter:
         return has_ground_truth(task.target) or not self._needs_expected()
 
     def exclusion_reason(self, task: Task) -> str:
-        """Why :meth:`scoreable` said no, naming the field and the evaluators."""
+        """Why :meth:`scoreable` said no."""
         field = self.dataset.expected or "expected"
         return f"no expected value ({field!r}) for evaluator(s) {', '.join(self._needs_expected())}"
 
@@ -92,7 +88,8 @@ class DatasetAdapter:
         return float(value), f"{ev.function} returned {value:g}"
 
     def score(self, task: Task, rollout: Rollout) -> Score:
-        """Every evaluator as a part; the reward is their weighted mean."""
+        """Every evaluator as a part, the reward their weighted mean; AdapterError for a python
+        evaluator's value outside [0, 1]."""
         parts: dict[str, float] = {}
         notes: list[str] = []
         total = weight = 0.0

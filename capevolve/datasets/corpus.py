@@ -1,10 +1,5 @@
-"""Read a dataset project's JSONL file into tasks: one JSON object a line.
-
-Ids come from ``dataset.id`` (non-empty string or integer, unique) or from content (``d_`` + 12
-hex digits of the line's canonical JSON sha256; two identical lines are an error).
-``Task.input`` is the input field, ``Task.target`` the expected one, a ``cluster`` field
-``metadata['cluster']``; nothing else reaches the task. A malformed line is a ConfigError naming
-file and line.
+"""Read a dataset project's JSONL file (one JSON object a line) into tasks; only the input,
+expected and ``cluster`` fields reach a task.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ MISSING = object()
 
 
 def content_id(record: dict[str, Any]) -> str:
-    """The deterministic id of a record without an id field."""
+    """``d_`` + 12 hex digits of the record's canonical JSON sha256."""
     canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "d_" + hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -59,7 +54,7 @@ def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def load_corpus(root: Path, config: DatasetConfig) -> list[Task]:
-    """Every datapoint as a Task, in file order (see the module docstring)."""
+    """Every datapoint as a Task, in file order; ids unique."""
     path = (root / config.path).resolve()
     tasks: list[Task] = []
     seen: dict[str, int] = {}

@@ -1,13 +1,7 @@
 """The injection-safe LLM judge: one OpenAI-compatible chat call per datapoint.
 
-The system message holds the evaluator's ``rubric`` and the project's ``domain_notes``; the
-datapoint sits in the user message between per-call random tags the content cannot forge, as
-data, never instructions. The call is pinned to the evaluator's own ``model`` (else the
-project's ``models.judge``) at temperature 0, asks for the verdict's JSON schema
-(``response_format``; the client drops it for an endpoint that refuses it) and takes
-``{"score": <0..1>, "justification": <text>}`` exactly: any other or cut answer is a
-JudgeError (an error row, never a 0); an endpoint unreachable past its retries is
-JudgeUnavailable (the evaluation stays incomplete).
+The datapoint sits between random per-call tags as data, never instructions; an off-schema
+answer is a JudgeError (an error row, never a 0).
 """
 
 from __future__ import annotations
@@ -54,11 +48,11 @@ VERDICT_FORMAT = {"type": "json_schema", "json_schema": {
         "required": ["score", "justification"],
         "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
                        "justification": {"type": "string", "minLength": 1}}}}}
-"""The verdict's JSON schema, sent as ``response_format`` where the endpoint takes it."""
+"""The verdict's JSON schema, sent as ``response_format``."""
 
 
 def as_text(value: Any) -> str:
-    """A datapoint value as prompt text (strings as they are, anything else as JSON)."""
+    """A datapoint value as prompt text (non-strings as JSON)."""
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True,
                                                            ensure_ascii=False)
 
@@ -73,7 +67,7 @@ def fresh_tag(contents: list[str]) -> str:
 
 def build_messages(rubric: str, domain_notes: str, input_: Any, output: Any,
                    expected: Any, tag: str | None = None) -> list[dict[str, str]]:
-    """The two chat messages of one judge call (see the module docstring)."""
+    """The system and user messages of one judge call."""
     blocks = {"input": as_text(input_), "output": as_text(output)}
     if expected is not None:
         blocks["expected"] = as_text(expected)
@@ -116,8 +110,8 @@ def parse_verdict(content: Any) -> tuple[float, str]:
 
 
 def judge_settings(evaluator: EvaluatorConfig, models: ModelsConfig | None) -> ModelSettings:
-    """The model settings of a judge evaluator (see :class:`Judge`); ConfigError when it
-    names no model and ``models.judge`` is not declared."""
+    """The evaluator's own ``base_url`` and ``model``, else ``models.judge``; ConfigError
+    when neither is given."""
     if evaluator.base_url and evaluator.model:
         return resolve(ModelConfig(
             base_url=evaluator.base_url, model=evaluator.model,
@@ -131,28 +125,25 @@ def judge_settings(evaluator: EvaluatorConfig, models: ModelsConfig | None) -> M
 
 
 class Judge:
-    """One judge evaluator bound to its endpoint (``kind: judge`` in ``evaluators``)."""
+    """One judge evaluator (``kind: judge``) bound to its endpoint."""
 
     def __init__(self, evaluator: EvaluatorConfig, domain_notes: str = "",
                  models: ModelsConfig | None = None) -> None:
-        """The evaluator's own endpoint when it gives ``base_url`` and ``model``, else the
-        project's ``models.judge`` (all its settings: bounds, retries, price)."""
         self.evaluator = evaluator
         self.domain_notes = domain_notes
         self.settings = judge_settings(evaluator, models)
 
     def payload(self, input_: Any, output: Any, expected: Any) -> dict[str, Any]:
-        """The request body (the client adds the pinned model, temperature 0 and the
-        answer's bound and drops the schema for an endpoint that refused one): the
-        messages, seed 0 and the verdict's JSON schema as ``response_format``."""
+        """The messages, seed 0 and the verdict schema (the client pins the model and drops a
+        refused schema)."""
         body: dict[str, Any] = {
             "seed": 0, "messages": build_messages(str(self.evaluator.rubric),
                                                   self.domain_notes, input_, output, expected)}
         return {**body, "response_format": VERDICT_FORMAT}
 
     def score(self, input_: Any, output: Any, expected: Any) -> tuple[float, str]:
-        """(score, justification), or JudgeError / JudgeUnavailable (see the module); the
-        call is counted on the scorer's judge meter when one is open."""
+        """(score, justification), or JudgeError / JudgeUnavailable; counted on the open
+        judge meter."""
         client = ModelClient(self.settings, current_judge_meter())
         try:
             body = client.complete(self.payload(input_, output, expected))

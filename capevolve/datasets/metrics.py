@@ -31,8 +31,7 @@ def _text(value: Any) -> str:
 
 
 def exact(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
-    """1 when the output equals the expected value (strings compared without outer
-    whitespace; other values by JSON equality)."""
+    """1 when output equals expected (strings compared without outer whitespace)."""
     if isinstance(expected, str):
         same = isinstance(output, str) and output.strip() == expected.strip()
     else:
@@ -69,7 +68,7 @@ def _items(value: Any) -> set[str]:
 
 
 def set_overlap(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
-    """Jaccard overlap of the two item sets (lists, or strings split on , ; and newlines)."""
+    """Jaccard overlap of the item sets (lists, or strings split on , ; and newlines)."""
     got, want = _items(output), _items(expected)
     if not got and not want:
         return 1.0, "both empty"
@@ -79,7 +78,7 @@ def set_overlap(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
 
 
 def regex(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
-    """1 when the pattern (the evaluator's, else the expected value) is found in the output."""
+    """1 when the pattern (the evaluator's, else the expected value) matches the output."""
     pattern = ev.pattern if ev.pattern is not None else str(expected)
     try:
         found = re.search(pattern, _text(output)) is not None
@@ -99,7 +98,7 @@ def _number(value: Any) -> float | None:
 
 
 def numeric(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
-    """1 when |output - expected| <= tolerance; an output that is no number scores 0."""
+    """1 when |output - expected| <= tolerance; a non-number output scores 0."""
     want = _number(expected)
     if want is None:
         raise ValueError(f"evaluator {ev.name!r}: the expected value is not a number")
@@ -123,8 +122,8 @@ def _walk(value: Any, path: str) -> Any:
 
 
 def json_field(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
-    """1 when ``field`` of the output (parsed as JSON when a string) equals ``field`` of
-    the expected value (or the expected value itself when it is not an object)."""
+    """1 when ``field`` of the output (JSON-parsed when a string) equals ``field`` of the
+    expected value (or the value itself when not an object)."""
     path = str(ev.field)
     try:
         want = _walk(expected, path) if isinstance(expected, dict) else expected
@@ -150,4 +149,4 @@ DETERMINISTIC: dict[EvaluatorKind, Callable[[EvaluatorConfig, Any, Any], Verdict
     EvaluatorKind.REGEX: regex, EvaluatorKind.NUMERIC: numeric,
     EvaluatorKind.JSON_FIELD: json_field,
 }
-"""The metric of each deterministic kind (python and judge live in ``adapter`` / ``judge``)."""
+"""The metric of each deterministic evaluator kind."""

@@ -1,4 +1,4 @@
-"""``export mlflow``: log a run to an MLflow tracking store, from stored data only."""
+"""``export mlflow``: log a run to an MLflow tracking store from stored data."""
 
 from __future__ import annotations
 
@@ -25,9 +25,8 @@ def _client(tracking_uri: str | None) -> Any:
 
 
 def artifact_root(tracking_uri: str | None) -> str | None:
-    """Where a new experiment keeps its artifacts: beside a local sqlite store's file
-    (``<dir>/mlartifacts``), never the current directory; None lets MLflow decide (a
-    tracking server has its own artifact store)."""
+    """A new experiment's artifact root: ``<dir>/mlartifacts`` beside a sqlite store, never
+    the current directory; None lets MLflow decide."""
     if tracking_uri and tracking_uri.startswith("sqlite:///"):
         db = Path(tracking_uri[len("sqlite:///"):])
         return (db.parent / "mlartifacts").resolve().as_uri()
@@ -35,7 +34,7 @@ def artifact_root(tracking_uri: str | None) -> str | None:
 
 
 def _sql_errors() -> tuple[type[BaseException], ...]:
-    """The SQL store's own error base class, when SQLAlchemy is installed."""
+    """SQLAlchemy's error base, when installed."""
     try:
         from sqlalchemy.exc import SQLAlchemyError
     except ImportError:
@@ -60,7 +59,7 @@ def _finite(value: Any) -> float | None:
 
 
 class _Logger:
-    """Idempotent logging into one MLflow run (skips what is already there)."""
+    """Logs into one MLflow run, skipping what is already there."""
 
     def __init__(self, client: Any, run_id: str) -> None:
         self.client, self.run_id = client, run_id
@@ -107,9 +106,8 @@ def _find_or_create(client: Any, experiment_id: str, tags: dict[str, str],
 
 def export_mlflow(run: RunDir, tracking_uri: str | None = None,
                   experiment: str | None = None) -> dict[str, Any]:
-    """Log ``run`` to the tracking store at ``tracking_uri`` (MLflow's default when None);
-    returns the experiment id, the parent MLflow run id and one run id per candidate. A
-    store that cannot be opened or written is one-line ConfigError naming the URI."""
+    """Log ``run`` to ``tracking_uri`` (MLflow's default when None); returns the experiment, parent
+    and per-candidate run ids. ConfigError without mlflow or when the store fails."""
     try:
         from mlflow.exceptions import MlflowException
     except ImportError:

@@ -1,10 +1,6 @@
-"""GEPA interop: ``gepa.optimize(...)`` with capevolve as the evaluator and the store.
+"""GEPA interop: ``gepa.optimize(...)`` with capevolve as evaluator and store.
 
-:class:`GEPAAdapter` is gepa's adapter over a run: a candidate is ``{relative path: text}``, a
-data instance a train or val task id (test refused). ``evaluate`` answers a minibatch from the
-stored evaluation of its whole split (a task with no scored trial scores 0.0, flagged
-``unscored``); :meth:`GEPAAdapter.adopt` takes gepa's best through capevolve's own gate.
-:class:`ChatReflectionLM` is a reflection LM over an OpenAI-compatible endpoint.
+A candidate is ``{relative path: text}``, a data instance a train or val task id.
 """
 
 from __future__ import annotations
@@ -38,7 +34,7 @@ REFLECTIVE_FIELDS = ("Inputs", "Generated Outputs", "Feedback")
 
 
 class GEPAAdapter:
-    """gepa's adapter protocol over a capevolve run (see the module docstring)."""
+    """gepa's adapter protocol over a capevolve run."""
 
     propose_new_texts = None  # gepa's own reflective proposer (with its reflection_lm)
 
@@ -62,19 +58,18 @@ class GEPAAdapter:
                               "are never components)")
         self.components = {c: texts[c] for c in wanted}
         self.evaluations: list[dict[str, Any]] = []
-        """Every evaluation record this adapter obtained, in order, each with
-        ``rollouts_run`` (what that call ran)."""
+        """Every evaluation record obtained, in order, with ``rollouts_run``."""
 
     def seed_candidate(self) -> dict[str, str]:
-        """The base candidate's component texts: gepa's ``seed_candidate``."""
+        """The base candidate's component texts."""
         return dict(self.components)
 
     def trainset(self) -> list[str]:
-        """The run's train task ids (gepa's trainset)."""
+        """The run's train task ids."""
         return list(self.run.splits.train)
 
     def valset(self) -> list[str]:
-        """The run's val task ids (gepa's valset)."""
+        """The run's val task ids."""
         return list(self.run.splits.val)
 
     def _split_of(self, batch: Sequence[str]) -> str:
@@ -85,8 +80,8 @@ class GEPAAdapter:
                           "split (test belongs to finalize)")
 
     def snapshot(self, candidate: Mapping[str, str]) -> Path:
-        """A temporary directory holding the base files with ``candidate`` laid over them
-        (the caller removes it); unknown component names are a ConfigError."""
+        """A temporary copy of the base with ``candidate`` over it (the caller removes it);
+        ConfigError for unknown components."""
         unknown = sorted(set(candidate) - set(self.components))
         if unknown:
             raise ConfigError(f"gepa adapter: unknown components {unknown}")
@@ -107,8 +102,7 @@ class GEPAAdapter:
         return None if data is None else ModelSettings.model_validate(data)
 
     def _evaluate_split(self, candidate: Mapping[str, str], split: str) -> dict[str, Any]:
-        """The evaluation record, with ``rollouts_run``: the rollouts this call ran (the
-        run's own spend counter before and after; 0 for a stored evaluation reused)."""
+        """The evaluation record, with ``rollouts_run`` (0 when a stored one was reused)."""
         directory = self.snapshot(candidate)
         before = self._metric_calls()
         try:
@@ -125,7 +119,8 @@ class GEPAAdapter:
 
     def evaluate(self, batch: list[str], candidate: dict[str, str],
                  capture_traces: bool = False) -> EvaluationBatch:
-        """Scores of ``batch`` for ``candidate`` (see the module docstring)."""
+        """Scores of ``batch`` from its whole split's evaluation; a task with no scored trial scores
+        0.0, flagged ``unscored``."""
         split = self._split_of(batch)
         record = self._evaluate_split(candidate, split)
         rows = _task_rows(self.run, record["eval_id"])
@@ -166,9 +161,8 @@ class GEPAAdapter:
         return {name: list(records) for name in components_to_update}
 
     def adopt(self, candidate: Mapping[str, str], note: str | None = None) -> dict[str, Any]:
-        """Take ``candidate`` (e.g. gepa's ``result.best_candidate``) through capevolve's
-        rules: evaluate on full val, gate against the current best with the frozen
-        settings, then accept or reject. Returns ``{"candidate_id", "gate", "decision"}``."""
+        """Evaluate ``candidate`` on full val, gate it against the best, then accept or
+        reject; returns ``{"candidate_id", "gate", "decision"}``."""
         record = self._evaluate_split(candidate, "val")
         candidate_id = record["candidate_id"]
         if candidate_id == self.run.best_id:
@@ -213,9 +207,8 @@ class ChatReflectionLM:
     def __init__(self, options: str = "", *, deadline_s: float = 300.0,
                  env: Mapping[str, str] | None = None,
                  model: ModelSettings | None = None) -> None:
-        """``options`` as the ``llm`` proposer's spec, over ``model`` (a run's pinned
-        ``models.proposer``, e.g. ``GEPAAdapter.proposer_model``) when given; ``env`` only
-        supplies the API key."""
+        """``options`` as the ``llm`` proposer's spec, over ``model`` when given; ``env``
+        supplies only the API key."""
         self.settings: LLMSettings = load_settings(options, model)
         self.meter = Meter()
         self.client = ModelClient(self.settings.model_settings(deadline_s), self.meter,
@@ -234,12 +227,12 @@ class ChatReflectionLM:
 
     @property
     def cost_usd(self) -> float | None:
-        """Dollars of the priced calls (None when no price is set)."""
+        """Dollars of the priced calls (None when unpriced)."""
         return self.meter.cost_usd
 
     @property
     def total_cost(self) -> float:
-        """Dollars spent so far (0.0 when prices are not configured; see ``cost_usd``)."""
+        """Dollars so far (0.0 when unpriced)."""
         return self.cost_usd or 0.0
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:

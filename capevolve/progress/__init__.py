@@ -1,4 +1,4 @@
-"""Live progress of long commands: the hook the verbs call and the API displays implement."""
+"""Live progress of long commands: the hook verbs call and the display protocol."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def active() -> Display | None:
 
 @contextmanager
 def observing(display: Display | None) -> Iterator[Display | None]:
-    """Make ``display`` the active one for the duration of the block (None: no display)."""
+    """Make ``display`` (None: no display) the active one for the block."""
     token = _ACTIVE.set(display)
     try:
         yield display
@@ -48,9 +48,8 @@ class Watch:
 
     def sink(self, inner: Callable[[list[dict[str, Any]]], int | None]
              ) -> Callable[[list[dict[str, Any]]], int | None]:
-        """``inner`` (the engine's row sink), also reporting each batch once ``inner`` has
-        taken charge of it; ``inner``'s answer (its backlog of rows not yet durable, which
-        bounds dispatch) is passed back unchanged."""
+        """``inner`` (the engine's row sink), also reporting each batch it took; its answer is
+        returned unchanged."""
         if self.display is None:
             return inner
 
@@ -62,8 +61,7 @@ class Watch:
         return reporting
 
     def ledger(self, inner: Any) -> Any:
-        """The engine's dispatch ledger, reporting the exact number of units handed out as
-        it records each batch (``inner`` itself without a display, or when None)."""
+        """``inner`` (the dispatch ledger), reporting the units handed out."""
         if self.display is None or inner is None:
             return inner
         return _CountingLedger(inner, self.display, self.label)
@@ -90,8 +88,7 @@ def watch(label: str, total: int) -> Watch:
 
 
 class _CountingLedger:
-    """A dispatch ledger that tells the display how many units went out, after the inner
-    ledger recorded them (everything else is the inner ledger's)."""
+    """Reports units dispatched after the inner ledger records them."""
 
     def __init__(self, inner: Any, display: Display, label: str) -> None:
         self._inner, self._display, self._label, self._sent = inner, display, label, 0

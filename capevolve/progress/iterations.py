@@ -1,9 +1,4 @@
-"""The optimizer's live iteration table: one row per iteration of an optimize loop.
-
-An optimizer builds an :class:`IterationRow` per iteration and hands it to
-:meth:`capevolve.progress.live.LiveDisplay.iteration` (or its own display): iteration,
-parent, proposer, the candidate's val mean +- SE, the decision and the spend so far.
-"""
+"""The optimizer's live iteration table: one :class:`IterationRow` per optimize iteration."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ class IterationRow:
     metric_calls: int | None = None
     cost_usd: float | None = None
     power: str | None = None
-    """The gate's power sentence (the smallest gain it detects), for a gated child."""
+    """The gate's power sentence, for a gated child."""
 
 
 def _mean(row: IterationRow) -> str:
@@ -44,7 +39,7 @@ def _spend(row: IterationRow) -> str:
 
 
 def iteration_line(row: IterationRow) -> str:
-    """The row as one plain line (and the gate's power sentence on an indented one)."""
+    """The row as one plain line (the gate's power sentence indented below)."""
     return (f"iteration {row.iteration}: {row.candidate_id} (parent {row.parent or '—'}, "
             f"{row.proposer}) val {_mean(row)} -> {row.decision}; spend {_spend(row)}"
             + (f"\n  {row.power}" if row.power else ""))

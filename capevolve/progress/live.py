@@ -67,16 +67,14 @@ class LiveDisplay:
 
     # -- optimizer and stages -------------------------------------------------------------
     def iteration(self, row: IterationRow) -> None:
-        """Add one row to the iteration table (an optimizer calls this per iteration)."""
+        """Add one row to the iteration table."""
         with self.lock:
             self.rows_.append(row)
         self._say(iteration_line(row))
 
     @contextmanager
     def stage(self, label: str) -> Iterator[None]:
-        """Show ``label`` with its elapsed time while the block runs (work without units);
-        "done in ..." is said only when the block succeeds (a failure's own error line is
-        the only word on it)."""
+        """Show ``label`` and its elapsed time while the block runs; "done in ..." on success."""
         with self.lock:
             self.stages[label] = time.monotonic()
         try:
@@ -91,7 +89,7 @@ class LiveDisplay:
 
     # -- output ---------------------------------------------------------------------------
     def _say(self, line: str) -> None:
-        """A line that stays: printed above the live table, or as a plain line."""
+        """A line that stays: above the live table, or plain."""
         if self._live is not None:
             self._live.console.print(line, markup=False, highlight=False)
         else:

@@ -1,9 +1,4 @@
-"""What a progress display shows about one evaluation, counted from the rows it received.
-
-Pure bookkeeping (no terminal): units done of total, rate, ETA, in flight, errors by kind,
-retries, the running task-level mean +- SE of the rows seen so far, and the workers and
-nodes that delivered a row in the last :data:`ACTIVE_WINDOW_S` seconds ("busy").
-"""
+"""One evaluation's progress counters, from the rows it received (no terminal)."""
 
 from __future__ import annotations
 
@@ -60,7 +55,7 @@ class EvalTally:
         return max(0.0, end - self.started)
 
     def rate(self, now: float | None = None) -> float | None:
-        """Units per second since the evaluation began (None before the first row)."""
+        """Units per second since the start (None before the first row)."""
         elapsed = self.elapsed(now)
         return self.done / elapsed if self.done and elapsed > 0 else None
 
@@ -74,8 +69,7 @@ class EvalTally:
         return max(0, self.dispatched - self.done)
 
     def mean_se(self) -> tuple[float | None, float | None, int]:
-        """Mean of the per-task means so far, its SE and the number of tasks (the same
-        estimators as the evaluation record, over the rows seen so far)."""
+        """Mean of per-task means so far, its SE and task count (as in the evaluation record)."""
         means = task_means(self.rewards)
         mean, se = mean_and_se(list(means.values()))
         return mean, se, len(means)

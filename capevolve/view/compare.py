@@ -38,8 +38,7 @@ def comparable_evals(run: RunDir, a: str, b: str, split: Split) -> tuple[EvalRec
 
 
 def task_clusters(run: RunDir, split: Split, candidate_id: str) -> dict[str, list[str]] | None:
-    """Task id -> the signatures of the clusters it sits in, from the stored diagnosis
-    (None when the candidate was not diagnosed on ``split``)."""
+    """Task id -> its cluster signatures in the stored diagnosis (None when undiagnosed)."""
     path = run.layout.diagnoses / f"{split}__{candidate_id}.json"
     if not path.is_file():
         return None
@@ -57,7 +56,7 @@ def _side(rewards: list[float] | None, threshold: float) -> tuple[float | None, 
 
 
 def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict[str, Any]:
-    """The paired per-task table of ``a`` and ``b`` on ``split`` (train or val)."""
+    """The paired per-task table of ``a`` and ``b`` on train or val."""
     split = Split(split)
     if split == Split.TEST:
         raise RunDirError("compare: the test split is held out; finalize reports it once")

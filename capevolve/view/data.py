@@ -1,4 +1,4 @@
-"""The viewer's data: JSON-ready views of one run, computed from its stored files."""
+"""The viewer's data: JSON-ready views of one run's stored files."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def literal(text: str) -> str:
 
 
 def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Per candidate: the latest gate numbers and accept / reject with its note (an
-    accept with its standing: significant, tentative or confirmed)."""
+    """Per candidate: the latest gate numbers, decision, note and standing."""
     out: dict[str, dict[str, Any]] = {}
     kept_all = standings(run)
     for event in run.events():
@@ -50,7 +49,6 @@ def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
 
 
 def _running_rows(run: RunDir, eval_id: str) -> int:
-    """Rows already on disk for an evaluation that is still running."""
     if not part_files(run.layout, eval_id):
         return 0
     _, rows = RolloutStore(run.layout).query(
@@ -59,8 +57,7 @@ def _running_rows(run: RunDir, eval_id: str) -> int:
 
 
 def overview(run: RunDir) -> dict[str, Any]:
-    """Status, candidates with their decisions, evaluations (running ones with the rows on
-    disk so far) and the tail of the event log."""
+    """Status, candidates with decisions, evaluations and the tail of the event log."""
     status = run_status(run)
     decisions = _decisions(run)
     candidates = []
@@ -88,7 +85,7 @@ def overview(run: RunDir) -> dict[str, Any]:
 
 
 def cluster_tasks(run: RunDir, split: str, candidate_id: str, signature: str) -> set[str]:
-    """Tasks of one cluster of the candidate's stored diagnosis (RunDirError if absent)."""
+    """Tasks of one cluster of the stored diagnosis (RunDirError if absent)."""
     path = run.layout.diagnoses / f"{split}__{candidate_id}.json"
     if not path.is_file():
         raise RunDirError(f"candidate {candidate_id} has no diagnosis on {split}")
@@ -99,7 +96,7 @@ def cluster_tasks(run: RunDir, split: str, candidate_id: str, signature: str) ->
 
 
 def clusters(run: RunDir, split: str, candidate_id: str) -> list[dict[str, Any]]:
-    """The clusters of a candidate's stored diagnosis on ``split`` (empty when none)."""
+    """The clusters of the stored diagnosis on ``split`` (empty when none)."""
     path = run.layout.diagnoses / f"{split}__{candidate_id}.json"
     if not path.is_file():
         return []
@@ -111,9 +108,7 @@ def clusters(run: RunDir, split: str, candidate_id: str) -> list[dict[str, Any]]
 def trials(run: RunDir, *, split: str | None = None, candidate: str | None = None,
            eval_id: str | None = None, task: str | None = None, outcome: str | None = None,
            cluster: str | None = None, pass_threshold: float = 1.0) -> dict[str, Any]:
-    """Stored rows (list columns plus a feedback snippet) filtered by split, candidate,
-    evaluation, task, outcome (passed / failed / errored) and diagnosis cluster; at most
-    ``MAX_ROWS`` rows, ``truncated`` says when there were more."""
+    """Stored rows matching every given filter; at most ``MAX_ROWS`` (``truncated`` if more)."""
     where = []
     for column, value in (("split", split), ("candidate_id", candidate),
                           ("eval_id", eval_id), ("task_id", task)):
@@ -139,8 +134,7 @@ def trials(run: RunDir, *, split: str | None = None, candidate: str | None = Non
 
 
 def trial(run: RunDir, eval_id: str, task_id: str, trial_no: int) -> dict[str, Any]:
-    """One stored rollout in full: trace, tool calls, output, feedback, score parts, error
-    (JSON columns decoded). RunDirError when there is no such row."""
+    """One stored rollout in full, JSON columns decoded; RunDirError when absent."""
     names, rows = RolloutStore(run.layout).query(
         f"SELECT * FROM rollouts WHERE eval_id = {literal(eval_id)} AND task_id = "
         f"{literal(task_id)} AND trial = {int(trial_no)}", eval_id)
@@ -157,8 +151,8 @@ def trial(run: RunDir, eval_id: str, task_id: str, trial_no: int) -> dict[str, A
 
 
 def run_file(run: RunDir, relative: str) -> Path:
-    """A file inside the run dir by its relative path; RunDirError for anything that
-    resolves outside the run dir (``..``, absolute paths, symlinks out) or is not a file."""
+    """A file of the run dir by relative path; RunDirError for anything resolving outside
+    it (``..``, absolute paths, symlinks out) or not a file."""
     root = run.root.resolve()
     target = (root / relative).resolve()
     if not target.is_relative_to(root) or relative.startswith("/"):

@@ -1,9 +1,4 @@
-"""``diff A B``: the unified diff of two candidates' files, or its stat.
-
-Both sides are the immutable snapshots under ``candidates/<id>/files``; the file lists
-come from each candidate.json (sha256 per file), so an unchanged file is known without
-reading it. Binary files (not UTF-8) are reported as changed, never diffed as text.
-"""
+"""``diff A B``: the unified diff of two candidates' stored files, or its stat."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ ADDED, REMOVED, MODIFIED = "added", "removed", "modified"
 
 
 def _text(path: Path) -> list[str] | None:
-    """The file's lines, or None when it is not UTF-8 text."""
     try:
         return path.read_text(encoding="utf-8").splitlines(keepends=True)
     except UnicodeDecodeError:
@@ -25,8 +19,8 @@ def _text(path: Path) -> list[str] | None:
 
 
 def diff(run: RunDir, a: str, b: str) -> dict[str, Any]:
-    """Every file that differs between candidates ``a`` and ``b``: status, lines added and
-    removed, and the unified diff text (``binary`` when either side is not text)."""
+    """Every file differing between ``a`` and ``b``: status, lines added and removed, diff
+    (``binary`` when a side is not UTF-8)."""
     files_a, files_b = run.candidate_meta(a).files, run.candidate_meta(b).files
     root_a, root_b = run.candidate_dir(a), run.candidate_dir(b)
     changes = []

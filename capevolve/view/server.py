@@ -30,7 +30,7 @@ LOOPBACK_NAMES = {"localhost"}
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is a loopback host."""
+    """Whether ``host`` (name or address) is loopback."""
     if host.lower() in LOOPBACK_NAMES:
         return True
     try:
@@ -40,14 +40,15 @@ def is_loopback(host: str) -> bool:
 
 
 def _host_name(header: str) -> str:
-    """The host part of a Host header (``[::1]:8000`` -> ``::1``, ``a:80`` -> ``a``)."""
+    """The host part of a Host header (``[::1]:8000`` -> ``::1``)."""
     if header.startswith("["):
         return header[1:].split("]", 1)[0]
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 class ViewerHandler(BaseHTTPRequestHandler):
-    """One request against the run dir the server was started for."""
+    """One GET or HEAD against the server's run dir; on a loopback server a non-loopback Host
+    is refused (DNS rebinding)."""
 
     server: ViewerServer
     server_version = "capevolve-view"
@@ -147,7 +148,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.run_dir, self.verbose = Path(run_dir), verbose
         self.loopback = is_loopback(host)
         self.recent_requests: deque[str] = deque(maxlen=500)
-        """The latest requests (method and path), for diagnostics and tests."""
+        """The latest requests (method and path), for diagnostics."""
         super().__init__((host, port), ViewerHandler)
 
     @property
@@ -157,7 +158,7 @@ class ViewerServer(ThreadingHTTPServer):
         return f"http://{shown}:{port}/"
 
     def start_background(self) -> threading.Thread:
-        """Serve on a daemon thread (tests, notebooks); ``shutdown()`` stops it."""
+        """Serve on a daemon thread; ``shutdown()`` stops it."""
         thread = threading.Thread(target=self.serve_forever, name="capevolve-view",
                                   daemon=True)
         thread.start()
