@@ -1,12 +1,6 @@
 """capevolve: evolve the capabilities of LLM agents and measure every edit honestly.
 
-The public API is exactly ``__all__`` (locked by tests/test_public_api.py): the verbs
-(:mod:`capevolve._api`), each returning a typed record whose ``to_dict()`` is the JSON the
-CLI prints with ``--json``; the read-only run (:class:`RunDir`); the records and results
-(:mod:`capevolve.records`) and enums (:mod:`capevolve.kinds`) the verbs return; the adapter
-records and protocol; and the error tree (:mod:`capevolve.errors`). Modules whose names
-start with ``_`` are internal. ``import capevolve`` stays cheap: the verbs, and the DuckDB,
-Arrow and SciPy code behind them, load on first use, and Ray only when a Ray engine runs.
+The public API is exactly ``__all__``, loaded on first use; ``_`` modules are internal.
 """
 
 from __future__ import annotations
@@ -253,8 +247,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Load a public name on first access (keeps ``import capevolve`` cheap); the public
-    subpackages (diagnose, optimize, stats) import on first access too."""
+    """Load a public name or subpackage on first access."""
     import importlib
 
     if name in _SUBPACKAGES:

@@ -1,4 +1,4 @@
-"""A module that is imported when one of its names is first used, not when it is bound."""
+"""Modules imported when one of their names is first used."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 class LazyModule:
-    """The stand-in for a module named ``name``: attribute access imports it first."""
+    """Imports the module ``name`` on first attribute access."""
 
     __slots__ = ("_name", "_loaded")
 
@@ -17,8 +17,7 @@ class LazyModule:
         self._loaded: ModuleType | None = None
 
     def _module(self) -> ModuleType:
-        """The module itself (imported now if it is not yet; kept once imported, so a read
-        in a hot loop costs one attribute lookup more than the eager import's)."""
+        """The module, imported once."""
         loaded = self._loaded
         if loaded is None:
             loaded = self._loaded = importlib.import_module(self._name)
@@ -35,6 +34,5 @@ class LazyModule:
 
 
 def lazy_module(name: str) -> Any:
-    """A :class:`LazyModule` for the absolute module ``name`` (typed ``Any``: bind the real
-    module under ``TYPE_CHECKING`` for the checker)."""
+    """A :class:`LazyModule` for ``name``, typed ``Any``: bind the real one under TYPE_CHECKING."""
     return LazyModule(name)

@@ -1,26 +1,10 @@
 """The adapter contract and the records that cross it.
 
-A project's adapter is any class with these methods (each may be ``def`` or ``async def``):
-
-- ``tasks() -> list[Task]``: every task, with stable unique ids, in a deterministic order.
-  capevolve, not the adapter, decides the splits. It may instead return any iterable of
-  tasks (a generator, an iterator reading a JSONL file in chunks): capevolve takes them
-  one at a time and keeps only a compact table of the split it evaluates, so a large task
-  set is never held as a list (:mod:`capevolve._project.tasks`). Items may be Task objects
-  or mappings that validate as one; the ids and order must be the same on every call.
-- ``run_target(candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout``: run the
-  agent with the capability stored in directory ``candidate`` on one task. Infrastructure
-  failures go in ``Rollout.error`` (missing data, never a score of 0); raising is allowed
-  and is recorded the same way. Raise :class:`TransientError` (or return a Rollout with
-  ``transient=True``) for errors worth retrying: rate limits, 5xx, timeouts.
-- ``score(task, rollout) -> Score``: reward in [0, 1] (higher is better) plus feedback that
-  explains *why*; deterministic; the feedback must not quote the gold answer. It runs in
-  another process than ``run_target`` (one where no candidate code was imported) and gets
-  the Rollout as re-read from JSON: values JSON cannot hold arrive as their ``repr``, and
-  tuples as lists. Everything in the Rollout was produced next to candidate code: a scorer
-  should judge the outcome from data it can check, not trust a field saying "passed".
-
-Optional: ``trajectories(split) -> Path | None`` and ``scoreable(task) -> bool``.
+An adapter implements :class:`Adapter` (sync or async methods), optionally with
+``trajectories(split)`` and ``scoreable(task)``. Task ids are stable, unique and in the same
+order on every call. An infrastructure failure is missing data, never a 0. ``score`` is
+deterministic, its feedback never quotes the gold answer, and it gets the rollout re-read from
+JSON: it checks outcomes, not claims.
 """
 
 from __future__ import annotations
@@ -43,11 +27,11 @@ class Task(_Record):
     id: str = Field(min_length=1)
     """Stable, unique identifier; splits are derived from it."""
     input: Any = None
-    """What the agent receives (text or any JSON-serialisable value)."""
+    """What the agent receives (any JSON value)."""
     target: Any = None
-    """The reference answer or outcome the scorer compares against (never shown to editors)."""
+    """The reference answer; never shown to editors."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """Free-form extra data; ``metadata['cluster']`` groups tasks for clustered SEs."""
+    """Extra data; ``metadata['cluster']`` groups tasks for clustered SEs."""
 
 
 class ToolCall(_Record):
@@ -58,7 +42,7 @@ class ToolCall(_Record):
     arguments: Any = None
     """Arguments as passed (JSON-serialisable)."""
     mutates: bool | None = None
-    """True when the call changes state; None lets readers infer it from the name."""
+    """Whether the call changes state; None: inferred from the name."""
 
 
 class Rollout(_Record):
@@ -67,19 +51,19 @@ class Rollout(_Record):
     output: Any = None
     """The agent's final answer or message."""
     trace: Any = None
-    """The conversation / step log (JSON-serialisable), stored for diagnosis."""
+    """The conversation or step log, for diagnosis."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     """Tool calls in order."""
     tokens: int | None = None
     """Tokens used, or None when unknown."""
     cost_usd: float | None = None
-    """Money spent, or None when unknown (never 0 for unknown)."""
+    """Dollars spent, or None when unknown."""
     error: str | None = None
-    """An infrastructure failure: the rollout is missing data, not a score."""
+    """An infrastructure failure: missing data, not a score."""
     transient: bool = False
-    """With ``error``: the failure may go away on retry (rate limit, 5xx, timeout)."""
+    """With ``error``: the failure is worth retrying."""
     trajectory: str | None = None
-    """Path of a trajectory file the adapter wrote, if any (stored, never parsed)."""
+    """Path of a trajectory file, stored, never parsed."""
 
 
 class Score(_Record):
@@ -88,7 +72,7 @@ class Score(_Record):
     reward: float
     """In [0, 1]; higher is better."""
     feedback: str = ""
-    """Why the reward is what it is, in words an editor can act on."""
+    """Why, in words an editor can act on."""
     parts: dict[str, float] = Field(default_factory=dict)
     """Named components of the reward, if any."""
 
@@ -106,11 +90,10 @@ class TransientError(Exception):
 
 @runtime_checkable
 class Adapter(Protocol):
-    """The contract a project's adapter class fulfils (see the module docstring)."""
+    """The contract a project's adapter class fulfils."""
 
     def tasks(self) -> list[Task] | Iterable[Task]:
-        """Every task, stable ids, deterministic order: a list, or any iterable (a
-        generator) that yields them."""
+        """Every task, with stable ids, in a deterministic order."""
         ...
 
     def run_target(self, candidate: Path, task: Task, *, trial: int, seed: int) -> Rollout:

@@ -1,10 +1,5 @@
-"""capevolve.yaml as pydantic v2 models.
-
-Every model forbids unknown keys, so a typo is an error that names the key's path (``gate.k_sE:
-extra inputs are not permitted``) instead of a silently ignored setting. Numbers are strict: a
-boolean, a quoted number or a float where an integer is meant (``num_trials: true``) is refused,
-and so are NaN and infinities.
-"""
+"""capevolve.yaml as pydantic models: unknown keys are errors naming their path; numbers are
+strict (no booleans, quoted numbers, NaN or infinities)."""
 
 from __future__ import annotations
 
@@ -28,46 +23,44 @@ from capevolve.kinds import (
 
 CONFIG_FILENAME = "capevolve.yaml"
 MAX_CONFIG_BYTES = 1 << 20
-"""A capevolve.yaml larger than this (1 MiB) is refused before it is parsed."""
+"""A larger capevolve.yaml is refused unparsed."""
 MAX_TRIALS = 1000
-"""The most trials per task any evaluation may run (``num_trials`` and ``--n-trials``)."""
+"""The most trials per task an evaluation may run."""
 
 Int = Annotated[int, Strict()]
-"""An integer setting: booleans, floats and quoted numbers are refused."""
+"""Strict integer: no booleans, floats or quoted numbers."""
 Num = Annotated[float, Strict()]
-"""A number setting: an integer or a float; booleans and quoted numbers are refused."""
+"""Strict number: no booleans or quoted numbers."""
 Bool = Annotated[bool, Strict()]
-"""A yes/no setting: true or false only (not 1, not "yes")."""
+"""true or false only."""
 
 DATASET_ADAPTER = "capevolve.datasets.adapter:DatasetAdapter"
-"""The adapter of a dataset project (``dataset:`` + ``target:`` instead of ``adapter:``)."""
+"""The adapter of a dataset project."""
 
 
 SCORE_DATA_PATTERNS = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
-"""Files the scores depend on (scorers, gold and answer data): a candidate may not touch
-them (``capevolve._policy.protect``) and the project's copies are fingerprinted
-(``capevolve._project.fingerprint``)."""
+"""Files the scores depend on: protected from candidates, fingerprinted."""
 
 
 class _Section(BaseModel):
-    """A config section: unknown keys and non-finite numbers (.nan, .inf) are errors."""
+    """A config section: unknown keys and non-finite numbers are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as Record's
 
 
 class SplitsConfig(_Section):
-    """How tasks are divided into train / val / test (fractions, or a fixed id file)."""
+    """How tasks are divided into train, val and test."""
 
     train: Num = Field(0.5, ge=0, le=1)
-    """Fraction of tasks in train (the split editors may look at)."""
+    """Fraction of tasks in train, the split editors see."""
     val: Num = Field(0.25, gt=0, le=1)
-    """Fraction of tasks in val (where gates are decided)."""
+    """Fraction of tasks in val, where gates decide."""
     test: Num = Field(0.25, gt=0, le=1)
-    """Fraction of tasks in the held-out test split (scored once, by finalize)."""
+    """Fraction of tasks in test, scored once by finalize."""
     seed: Int = 0
-    """Seed of the task-id hash that assigns tasks to splits."""
+    """Seed of the task-id hash assigning splits."""
     ids_file: str | None = None
-    """A JSON file (relative to the project) with explicit id lists under train/val/test."""
+    """JSON file of explicit train/val/test ids, relative to the project."""
 
     @model_validator(mode="after")
     def _fractions_sum_to_one(self) -> SplitsConfig:
@@ -78,72 +71,52 @@ class SplitsConfig(_Section):
 
 
 class GateConfig(_Section):
-    """When a candidate is accepted over the current best (on the full val split)."""
+    """When a candidate is accepted over the best, on full val."""
 
     mode: GateMode = GateMode.PAIRED
-    """paired (over tasks scored on both sides) or welch (unpaired)."""
+    """paired (tasks scored on both sides) or welch (unpaired)."""
     alpha: Num = Field(0.05, gt=0, lt=0.5)
-    """False-accept probability: a candidate no better than the best is accepted with
-    probability at most alpha per gate (``per_gate``) or per run (``run``); the gate is a
-    one-sided t-test at the t-quantile for its degrees of freedom."""
+    """Bound on the probability of accepting a no-better candidate."""
     alpha_spending: AlphaSpending = AlphaSpending.CONFIRM
-    """confirm (the default): a strict gate is a screen at a = sqrt(alpha /
-    budget.max_iterations), and a candidate that passes is confirmed on fresh trials of
-    both sides, the fresh data alone deciding at a, so a loop of max_iterations decisions
-    promotes a no-better candidate with probability at most alpha. run: each gate tests at
-    alpha / budget.max_iterations (the loop at most alpha too). per_gate: each gate tests
-    at alpha (the loop is not bounded). confirm and run need a max_iterations cap and no
-    fixed k_se."""
+    """per_gate bounds each gate; run and confirm (fresh-trial recheck) bound the loop."""
     k_se: Num | None = Field(None, ge=0)
-    """A fixed threshold instead of alpha: accept only if delta > k_se x SE. None (the
-    default) derives it from alpha and the df; a fixed k_se gives up alpha's bound (the
-    gate still records the false-accept probability it implies)."""
+    """Fixed threshold: accept if delta > k_se x SE; None: derived from alpha."""
     min_delta: Num = Field(0.02, ge=0)
-    """Smallest improvement worth accepting; smaller moves are negligible."""
+    """Smallest improvement worth accepting."""
     min_coverage: Num = Field(0.6, ge=0, le=1)
-    """Below this fraction of val tasks scored on both sides the gate is indecisive."""
+    """Least fraction of val tasks scored on both sides for a decision."""
     max_missing: Num = Field(0.05, ge=0, le=1)
-    """The largest fraction of the best's scored val tasks the candidate may leave unscored
-    (paired mode; each counts as a 0 for it), and of the best's scored trials it may error
-    on (on tasks both scored, both modes); more makes the gate indecisive."""
+    """Largest fraction of the best's scored tasks or trials the candidate may lack."""
     no_regression: Bool = True
-    """Veto a candidate that regresses a val task (see regression_drop), even when the
-    mean rises."""
+    """Veto a candidate that regresses a val task, even if the mean rises."""
     regression_drop: Num = Field(0.5, gt=0, le=1)
-    """A val task regresses when its mean drops by more than this and by more than twice
-    the SE of the per-task difference from its trials (errored on every trial: 0)."""
+    """A task regresses when its mean drops more than this and twice the SE."""
     pass_threshold: Num = Field(1.0, gt=0, le=1)
-    """A trial passes (pass^k in every evaluation record) when its reward is at least this,
-    up to the shared tolerance; the record states the threshold it used."""
+    """Reward at which a trial counts as passed in pass^k."""
     policy: GatePolicy = GatePolicy.STRICT
-    """strict: accept only a gain shown beyond noise. keep-best: keep a move of the point
-    estimate in the goal's direction that passes the mechanism audit, labelled with its
-    confidence and tentative until confirmed."""
+    """strict: accept only a gain beyond noise; keep-best: keep any audited gain, as tentative."""
     first_look: Bool = True
-    """optimize, strict policy: a child's val evaluation runs its first trial first, and a
-    child whose mean there does not lead the best's is stopped, never gated (a futility
-    stop: it only rejects, so alpha's bound holds; it saves the rollouts of most losing
-    children). A stopped child has no gate or reject event."""
+    """optimize, strict: a child whose first trial does not lead the best stops, ungated."""
 
 
 class GoalConfig(_Section):
-    """What the decision policies optimise: the reward or one score part, and its direction."""
+    """What the decision policies optimise, and which way."""
 
     metric: str = Field("reward", pattern=r"^(reward|parts\.[A-Za-z0-9_.-]+)$")
     """``reward`` or ``parts.<evaluator name>``."""
     direction: GoalDirection = GoalDirection.MAXIMIZE
-    """maximize or minimize the metric (minimize compares the negated metric)."""
+    """maximize or minimize the metric."""
 
 
 class BudgetConfig(_Section):
     """Spending caps; 0 means no cap."""
 
     max_iterations: Int = Field(20, ge=0)
-    """Accept/reject decisions (editing iterations)."""
+    """Accept/reject decisions."""
     max_metric_calls: Int = Field(0, ge=0)
-    """Rollouts executed (metric calls) across the run."""
+    """Rollouts executed across the run."""
     max_usd: Num = Field(0, ge=0)
-    """Recorded money spent across the run."""
+    """Recorded dollars spent across the run."""
     stall: Int = Field(0, ge=0)
     """Stop after this many consecutive rejections."""
 
@@ -152,53 +125,33 @@ class EngineConfig(_Section):
     """Where and how rollouts run."""
 
     kind: EngineKind = EngineKind.RAY
-    """ray (default; local Ray started on demand) or local (worker subprocesses on this
-    machine, scored in the driver; no Ray needed)."""
+    """ray (a local Ray started on demand) or local (subprocesses, no Ray)."""
     address: str | None = None
-    """Ray cluster address; None starts or joins a local Ray (RAY_ADDRESS also works)."""
+    """Ray cluster address; None: RAY_ADDRESS or a local Ray."""
     reuse_local_ray: bool = True
-    """Without an address: join capevolve's own local Ray shared by later commands (started
-    on first use, stopped by ``capevolve down`` or after CAPEVOLVE_RAY_IDLE_S idle
-    seconds, default 900); false (or env CAPEVOLVE_RAY_REUSE=0): each command starts and
-    stops a local Ray of its own."""
+    """Without an address, share one local Ray across commands."""
     workers: Int | Literal["auto"] = "auto"
-    """Number of worker processes that run ``run_target`` (Ray rollout actors, or local
-    subprocesses); auto = one per CPU Ray reports (ray), one (local)."""
+    """Worker processes; auto: one per Ray CPU, or one (local)."""
     concurrency: Int = Field(64, ge=1)
-    """Rollouts in flight across the whole engine (all workers together)."""
+    """Rollouts in flight across the whole engine."""
     timeout_s: Num = Field(600, gt=0)
-    """Per-rollout wall-clock limit; past it the unit is an error of kind timeout."""
+    """Per-rollout wall-clock limit in seconds; past it, a timeout error."""
     retries: Int = Field(2, ge=0, le=20)
-    """Extra attempts for transient errors (with exponential backoff and jitter)."""
+    """Extra attempts for transient errors, with backoff."""
     isolation: Literal["sandbox", "process", "none"] = "sandbox"
-    """sandbox: every worker that runs run_target starts in an OS sandbox (bubblewrap):
-    read-only system, Python environment and capevolve; the run dir, keys, gold and
-    scorer files invisible; nothing it starts outlives it. process: the sandbox, and
-    each run_target call in a child process of its own, so a native crash becomes an
-    error row of kind crash (slower; for native code). none: no sandbox; candidate code
-    is not contained, and status, reports and final.json say so. Where the sandbox
-    cannot be built, a command refuses and names this setting."""
+    """sandbox (bubblewrap), process (also a child per call) or none."""
     network: Literal["none", "host"] | None = None
-    """The sandbox's network: none (a loopback of its own) or host (an agent that calls a
-    model endpoint needs it). Unset: host when the project pins an agent model, else none.
-    The network an evaluation had is in its record (``sandbox_network``)."""
+    """The sandbox's network; unset: host if an agent model is pinned, else none."""
     sandbox_reads: list[str] = Field(default_factory=list)
-    """Globs (relative to the project dir) of data files run_target reads: the sandbox
-    hides every other non-Python file of the project and of the adapter's package."""
+    """Globs of data files run_target reads; the sandbox hides the rest."""
     max_in_flight: Int | None = Field(None, ge=1)
-    """Cluster-wide cap on rollouts executing at once, held by one small limiter actor
-    that every worker asks before each rollout (set it to the provider's concurrency
-    limit: adding nodes never exceeds it). None: only ``concurrency`` applies, split into
-    per-worker slots. Ray engine only."""
+    """Ray only: cluster-wide cap on rollouts running at once."""
     rate_limit_per_s: Num | None = Field(None, gt=0)
-    """Cluster-wide cap on rollouts started per second, held by the same limiter actor
-    (a retry of a rollout reuses its start). None: no rate limit. Ray engine only."""
+    """Ray only: cluster-wide cap on rollouts started per second."""
     num_cpus: Num | None = Field(None, ge=0)
-    """CPUs each worker actor requests. None: min(1, cluster CPUs / workers). With
-    ``workers: auto`` the pool holds as many actors as the cluster's resources fit."""
+    """CPUs per worker actor; None: min(1, cluster CPUs / workers)."""
     resources: dict[str, Num] = Field(default_factory=dict)
-    """Custom Ray resources each worker actor requests (e.g. ``{api_slot: 1}``): actors
-    are placed only on nodes that offer them (``ray start --resources``)."""
+    """Custom Ray resources per worker actor, e.g. ``{api_slot: 1}``."""
 
     @model_validator(mode="after")
     def _workers_positive(self) -> EngineConfig:
@@ -208,77 +161,64 @@ class EngineConfig(_Section):
 
 
 class LeakScanConfig(_Section):
-    """What a candidate may not carry, checked before any rollout: task ids, gold values
-    of val and test tasks, long spans of their inputs."""
+    """What a candidate may not carry, checked before any rollout."""
 
     min_chars: Int = Field(4, ge=1)
-    """Gold values and task ids with fewer letters and digits than this are too common to
-    count (short numbers)."""
+    """Values and ids with fewer letters and digits than this do not count."""
     ignore: list[str] = Field(default_factory=list)
-    """Values too common to count whatever their length (yes, none, true)."""
+    """Values that never count, whatever their length."""
     gold_values: Bool = True
-    """false: gold values do not count (a project whose capability is a knowledge base that
-    holds the answers, such as a facts table); task ids and input spans still do."""
+    """false: gold values do not count (a knowledge-base capability)."""
     max_tasks_per_value: Int = Field(1, ge=1)
-    """A gold value found in the targets of more tasks than this is a label (a class, a
-    tool name), not an answer: it does not count."""
+    """A gold value of more tasks than this is a label, not a leak."""
     input_span_chars: Int = Field(64, ge=0)
-    """A verbatim span of this many characters of a val or test input is a leak (case and
-    whitespace aside); 0: spans are not checked."""
+    """Length of a verbatim val/test input span that leaks; 0: unchecked."""
 
 
 class DatasetConfig(_Section):
-    """A JSONL file of datapoints: one JSON object a line (``dataset:``)."""
+    """A JSONL file of datapoints."""
 
     path: str = Field(min_length=1)
-    """The JSONL file, relative to the project dir."""
+    """The JSONL file, relative to the project."""
     id: str | None = None
-    """The field holding each datapoint's unique id; None assigns ids from content
-    (``d_`` + sha256 of the canonical JSON line, first 12 hex digits), recorded in the
-    task's metadata (``id_source``)."""
+    """Field of each datapoint's unique id; None: a content hash."""
     input: str = Field("input", min_length=1)
-    """The field passed to the target as its input."""
+    """Field passed to the target."""
     expected: str | None = "expected"
-    """The field holding the expected output (ground truth); None: no ground truth."""
+    """Field of the expected output; None: no ground truth."""
 
 
 class EvaluatorConfig(_Section):
-    """One metric of a dataset project; its score is stored as a score part."""
+    """One metric of a dataset project (a score part)."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    """The score part's name (unique)."""
+    """The score part's unique name."""
     kind: EvaluatorKind
-    """exact, normalized_exact, token_f1, set_overlap, regex, numeric, json_field, python,
-    judge."""
+    """The metric computed."""
     weight: float = Field(1.0, gt=0)
-    """Weight in the reward (the weighted mean of the evaluators' scores)."""
+    """Weight in the reward, the evaluators' weighted mean."""
     pattern: str | None = None
-    """regex: the pattern the output must match (None: the expected value is the pattern)."""
+    """regex: the pattern; None: the expected value is the pattern."""
     tolerance: float = Field(0.0, ge=0)
-    """numeric: the largest |output - expected| that still scores 1."""
+    """numeric: the largest |output - expected| scoring 1."""
     field: str | None = None
-    """json_field: the dotted path of the field compared (output parsed as JSON)."""
+    """json_field: dotted path of the compared field."""
     function: str | None = None
-    """python: ``file.py:function`` or ``module:function`` called as
-    ``(input, output, expected)`` and returning a score in [0, 1], or None when the
-    datapoint cannot be scored by it."""
+    """python: ``file.py:function`` or ``module:function`` scoring [0, 1] or None."""
     rubric: str | None = None
-    """judge: what a score of 1 and of 0 mean; the only instructions the judge gets
-    about scoring (never the optimization goal)."""
+    """judge: what scores 1 and 0 mean (its only scoring instructions)."""
     base_url: str | None = None
-    """judge: an OpenAI-compatible endpoint (``http://host:port/v1``); with model, instead
-    of ``models.judge`` (None: ``models.judge`` is the judge)."""
+    """judge: an OpenAI-compatible endpoint; None: ``models.judge``."""
     model: str | None = None
-    """judge: the model id, pinned (recorded in run.json with the config)."""
+    """judge: the pinned model id."""
     api_key_env: str | None = None
-    """judge: the environment variable holding the API key (None: no key sent)."""
+    """judge: environment variable of the API key; None: no key."""
     timeout_s: float = Field(60.0, gt=0)
-    """judge with its own base_url: per-call deadline, retries included."""
+    """judge with base_url: per-call deadline in seconds, retries included."""
     max_tokens: int = Field(256, ge=16)
-    """judge with its own base_url: the answer's token bound."""
+    """judge with base_url: the answer's token bound."""
     needs_expected: bool = True
-    """Whether a datapoint without an expected value is unscoreable for this evaluator
-    (judge: set False for a rubric that needs no reference answer)."""
+    """Whether a datapoint with no expected value is unscoreable."""
 
     @model_validator(mode="after")
     def _kind_settings(self) -> EvaluatorConfig:
@@ -307,9 +247,9 @@ class ProjectConfig(_Section):
     name: str = Field(min_length=1)
     """Project name, shown in reports."""
     adapter: str = Field(min_length=1)
-    """``file.py:Class`` or ``package.module:Class``, relative to the project dir."""
+    """``file.py:Class`` or ``package.module:Class``, relative to the project."""
     capability_path: str = Field(min_length=1)
-    """The seed capability directory, relative to the project dir."""
+    """The seed capability directory, relative to the project."""
     capabilities: list[str] = Field(default_factory=list)
     """What an optimizer may edit (informational)."""
     splits: SplitsConfig = SplitsConfig()
@@ -317,7 +257,7 @@ class ProjectConfig(_Section):
     num_trials: Int = Field(3, ge=1, le=MAX_TRIALS)
     """Trials per task in every evaluation."""
     gate: GateConfig = GateConfig()
-    """When a candidate is accepted: the decision policy and its statistics."""
+    """The decision policy and its statistics."""
     goal: GoalConfig = GoalConfig()
     """What the decision policy optimises."""
     budget: BudgetConfig = BudgetConfig()
@@ -327,25 +267,21 @@ class ProjectConfig(_Section):
     engine: EngineConfig = EngineConfig()
     """Execution engine."""
     seed: Int = 0
-    """Run seed: rollout seeds derive from (seed, task_id, trial)."""
+    """Run seed; rollout seeds derive from (seed, task_id, trial)."""
     leak_scan: LeakScanConfig = LeakScanConfig()
-    """What a candidate may not carry (refused before any rollout)."""
+    """What a candidate may not carry."""
     protected_paths: list[str] = Field(default_factory=list)
-    """Glob patterns (relative to a candidate) an edit must not touch (added to defaults
-    covering gold / answer files, scorers and splits)."""
+    """Globs an edit must not touch, on top of the defaults."""
     domain_notes: str = ""
-    """Notes about the domain for people and describer agents (census export); a judge
-    gets them in their own trusted block."""
+    """Domain notes for people, describer agents and judges."""
     dataset: DatasetConfig | None = None
-    """A dataset project: datapoints from a JSONL file (with ``target`` and
-    ``evaluators``) instead of an adapter."""
+    """A dataset project's datapoints, instead of an adapter."""
     target: str | None = None
-    """Dataset projects: the code under test, ``file.py:function`` or ``module:function``,
-    called as ``(input, candidate_dir) -> output`` (sync or async)."""
+    """Dataset projects: the code under test, ``(input, candidate_dir) -> output``."""
     evaluators: list[EvaluatorConfig] = Field(default_factory=list)
     """Dataset projects: the metrics; the reward is their weighted mean."""
     models: ModelsConfig = ModelsConfig()
-    """The models the project calls, by role, pinned in the run (``models:``)."""
+    """The models the project calls, by role."""
 
     @model_validator(mode="before")
     @classmethod
@@ -398,7 +334,7 @@ def _error_path(error: Mapping[str, Any]) -> str:
 
 
 def format_validation_error(source: str, exc: ValidationError, limit: int = 5) -> str:
-    """One line naming the file and the offending key paths (the first ``limit``)."""
+    """One line naming ``source`` and the first ``limit`` bad key paths."""
     errors = exc.errors()
     problems = "; ".join(f"{_error_path(e)}: {e['msg']}" for e in errors[:limit])
     more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
@@ -406,7 +342,7 @@ def format_validation_error(source: str, exc: ValidationError, limit: int = 5) -
 
 
 def parse_config(data: object, source: str) -> ProjectConfig:
-    """Validate already-parsed YAML; raises ConfigError naming ``source`` and key paths."""
+    """Validate parsed YAML; ConfigError naming ``source`` and key paths."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     try:
@@ -418,8 +354,7 @@ def parse_config(data: object, source: str) -> ProjectConfig:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """The safe YAML loader, refusing a mapping that repeats a key (the last one would
-    silently win)."""
+    """The safe YAML loader, refusing a repeated key."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[Any] = set()
@@ -437,7 +372,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _read_yaml(path: Path) -> object:
-    """The YAML document at ``path``; ConfigError naming the file for anything unreadable."""
+    """The YAML document at ``path``; ConfigError naming the file if unreadable."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
@@ -462,9 +397,8 @@ def _read_yaml(path: Path) -> object:
 
 
 def check_capability_dir(project_root: Path, config: ProjectConfig) -> Path:
-    """The seed capability directory, resolved (symlinks followed); ConfigError naming
-    ``capability_path`` when it is not a directory, or is or contains the project dir
-    (a seed holding the project would hold its scorer, config and run dirs)."""
+    """The resolved seed capability dir; ConfigError if it is not a directory, or is
+    or holds the project dir."""
     root = Path(project_root).resolve()
     where = f"{root / CONFIG_FILENAME}: capability_path: {config.capability_path!r}"
     try:

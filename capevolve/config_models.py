@@ -1,8 +1,5 @@
-"""The ``models:`` section of capevolve.yaml: every model a project calls, by role.
-
-Each role (``agent``, ``judge``, ``proposer``) names an OpenAI-compatible endpoint and how to
-call it; everything that changes a result lives here and is pinned in the run (the environment
-supplies only API keys, by the variable named in ``api_key_env``).
+"""The ``models:`` section of capevolve.yaml: each role's endpoint, pinned in the run; the
+environment gives only API keys.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ PROVIDERS = {
     "deepseek": "https://api.deepseek.com/v1",
     "mistral": "https://api.mistral.ai/v1",
 }
-"""The base URL of each named provider's OpenAI-compatible API."""
+"""Each named provider's OpenAI-compatible base URL."""
 
 
 class TokenParam(StrEnum):
@@ -40,7 +37,7 @@ class _Section(BaseModel):
 
 
 class PriceConfig(_Section):
-    """Dollars per million tokens (overrides the shipped price table)."""
+    """Dollars per million tokens, overriding the shipped price table."""
 
     input: Num = Field(ge=0)
     """Dollars per million prompt tokens."""
@@ -54,38 +51,35 @@ class ModelConfig(_Section):
     model: str = Field(min_length=1)
     """The model id sent with every request."""
     provider: str | None = None
-    """A named provider (openai, openrouter, anthropic, groq, together, deepseek,
-    mistral) instead of base_url."""
+    """A named provider (a key of ``PROVIDERS``) instead of base_url."""
     base_url: str | None = None
     """An OpenAI-compatible endpoint (``http://host:port/v1``)."""
     api_key_env: str | None = None
-    """The environment variable holding the API key (None: no key sent)."""
+    """Environment variable of the API key; None: no key sent."""
     temperature: Num | None = Field(0.0, ge=0, le=2)
-    """Sampling temperature (None: not sent, the server's default)."""
+    """Sampling temperature; None: not sent."""
     top_p: Num | None = Field(None, gt=0, le=1)
-    """Nucleus sampling (None: not sent)."""
+    """Nucleus sampling; None: not sent."""
     max_tokens: Int = Field(512, ge=1)
-    """Bound of one answer."""
+    """Token bound of one answer."""
     token_param: TokenParam = TokenParam.AUTO
-    """The field that carries max_tokens: auto sends max_tokens and switches to
-    max_completion_tokens when the provider refuses it (reasoning models)."""
+    """Request field of max_tokens; auto: switch if the provider refuses one."""
     context_tokens: Int | None = Field(None, ge=1)
-    """The model's context window; a prompt that cannot fit is refused before sending."""
+    """Context window in tokens; a prompt that cannot fit is not sent."""
     deadline_s: Num = Field(300.0, gt=0)
-    """Wall-time bound of one call, retries and waits included; one attempt may use all of
-    what is left (a slow prefill is not cut off)."""
+    """Wall-time bound of one call in seconds, retries and waits included."""
     connect_timeout_s: Num = Field(10.0, gt=0)
-    """Bound of opening a connection."""
+    """Seconds allowed to open a connection."""
     retries: Int = Field(4, ge=0, le=20)
-    """Extra attempts after the first, for retryable failures (429, 5xx, timeouts)."""
+    """Extra attempts for retryable failures (429, 5xx, timeouts)."""
     backoff_s: Num = Field(1.0, ge=0)
-    """First backoff wait; doubles per retry, with jitter (Retry-After wins)."""
+    """First backoff wait in seconds, doubling per retry; Retry-After wins."""
     concurrency: Int | None = Field(None, ge=1)
-    """The endpoint's declared slots (check warns when the run needs more)."""
+    """The endpoint's declared slots; check warns when the run needs more."""
     price: PriceConfig | None = None
-    """Prices (None: the shipped price table, when it knows the model)."""
+    """Prices; None: the shipped price table's."""
     structured: bool = True
-    """judge and proposer: ask for a JSON schema (response_format) where offered."""
+    """judge and proposer: ask for a JSON schema where offered."""
 
     @model_validator(mode="after")
     def _one_endpoint(self) -> ModelConfig:
@@ -103,10 +97,10 @@ class ModelConfig(_Section):
 
 
 class RolloutLimits(_Section):
-    """Bounds of one rollout; reaching one ends it as the agent's failure, naming it."""
+    """Bounds of one rollout; reaching one is the agent's failure."""
 
     max_tokens: Int | None = Field(None, ge=1)
-    """Prompt + completion tokens summed over the rollout's calls."""
+    """Prompt + completion tokens over the rollout's calls."""
     max_turns: Int | None = Field(None, ge=1)
     """Model calls."""
     max_usd: Num | None = Field(None, gt=0)
@@ -114,23 +108,22 @@ class RolloutLimits(_Section):
 
 
 class BreakerConfig(_Section):
-    """When an evaluation stops dispatching because its endpoint keeps failing."""
+    """When an evaluation stops on an endpoint that keeps failing."""
 
     failures: Int = Field(3, ge=1)
-    """Consecutive rollouts failed by the same kind of model failure (quota, auth,
-    unreachable) after which the evaluation stops: incomplete, with the reason."""
+    """Consecutive same-kind model failures that stop the evaluation."""
 
 
 class ModelsConfig(_Section):
     """The models of a project, by role (``models:``)."""
 
     agent: ModelConfig | None = None
-    """The agent's model (adapters get its client from ``capevolve.models.agent_client``)."""
+    """The agent's model (``capevolve.models.agent_client``)."""
     judge: ModelConfig | None = None
     """The default judge model of judge evaluators."""
     proposer: ModelConfig | None = None
     """The ``llm`` proposer's model."""
     rollout: RolloutLimits = RolloutLimits()
-    """Per-rollout bounds (part of the pinned settings)."""
+    """Per-rollout bounds."""
     breaker: BreakerConfig = BreakerConfig()
     """The circuit breaker of every endpoint."""

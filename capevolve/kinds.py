@@ -1,11 +1,11 @@
-"""Enumerations for every decision, status and kind capevolve records (no bare strings)."""
+"""Enumerations for every decision, status and kind capevolve records."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
 SEED_ID = "seed"
-"""The candidate id of the seed capability (the baseline of every run)."""
+"""The candidate id of the seed capability."""
 
 
 class Split(StrEnum):
@@ -17,7 +17,7 @@ class Split(StrEnum):
 
 
 class ErrorKind(StrEnum):
-    """Why a rollout has no reward. Every kind is missing data, never a score of 0."""
+    """Why a rollout has no reward: missing data, never a 0."""
 
     ADAPTER = "adapter"  # the adapter returned a Rollout with ``error`` set
     EXCEPTION = "exception"  # run_target raised
@@ -28,7 +28,7 @@ class ErrorKind(StrEnum):
 
 
 class ModelFailure(StrEnum):
-    """Why a model call failed, as the circuit breaker and the rollout row tell it."""
+    """Why a model call failed."""
 
     QUOTA = "quota"  # 429 past every retry (rate limit or exhausted quota)
     AUTH = "auth"  # 401 / 403: the key is refused
@@ -56,7 +56,7 @@ class Confidence(StrEnum):
 
 
 class GatePolicy(StrEnum):
-    """Which rule moves the best (``gate.policy``)."""
+    """Which rule moves the best."""
 
     STRICT = "strict"  # accept only a gain shown beyond noise (the strict rule)
     KEEP_BEST = "keep-best"  # keep a move in the goal's direction that passes the audit,
@@ -80,9 +80,7 @@ class EvalStatus(StrEnum):
 
 
 class EvalPurpose(StrEnum):
-    """What an evaluation is for (``EvalRecord.purpose``). Only a complete full-split
-    evaluation of purpose ``gate`` may be gated, accepted, kept, confirmed against or
-    finalized (``capevolve._policy.gateable``); the others are informational."""
+    """What an evaluation is for; only a complete ``gate`` one may decide."""
 
     GATE = "gate"  # the full split from trial 0: what a gate reads (records without one)
     PROBE = "probe"  # a subset, to see whether a hypothesis can move its targets
@@ -91,7 +89,7 @@ class EvalPurpose(StrEnum):
 
 
 class Standing(StrEnum):
-    """How far to trust an accepted move, wherever a decision is shown."""
+    """How far to trust an accepted move."""
 
     SIGNIFICANT = "significant"  # accepted with a significant label at its gate
     TENTATIVE = "tentative"  # kept without one, and no confirmation made it significant
@@ -122,7 +120,7 @@ class EngineKind(StrEnum):
 
 
 class SpendRole(StrEnum):
-    """Who spent: the agent under evaluation, the scorer / judge, or an optimizer."""
+    """Who spent."""
 
     RUNNER = "runner"  # the rollouts (Rollout.tokens / cost_usd)
     SCORER = "scorer"  # scoring and LLM judges
@@ -130,7 +128,7 @@ class SpendRole(StrEnum):
 
 
 class EventKind(StrEnum):
-    """Kinds of records in events.jsonl (the append-only audit log)."""
+    """Kinds of records in events.jsonl."""
 
     RUN_CREATED = "run_created"
     SNAPSHOT = "snapshot"
@@ -160,7 +158,7 @@ class SealStatus(StrEnum):
 
 
 class TestVerdict(StrEnum):
-    """What the held-out test says about the val gain (final.json ``verdict``)."""
+    """What the held-out test says about the val gain."""
 
     __test__ = False  # not a pytest test class
 
@@ -172,7 +170,7 @@ class TestVerdict(StrEnum):
 
 
 class EvaluatorKind(StrEnum):
-    """The metric a dataset project's evaluator computes (``evaluators[].kind``)."""
+    """The metric of a dataset project's evaluator."""
 
     EXACT = "exact"  # output == expected
     NORMALIZED_EXACT = "normalized_exact"  # equal after case, punctuation, whitespace folding

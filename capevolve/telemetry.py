@@ -1,8 +1,5 @@
-"""OpenTelemetry spans for commands, evaluations and rollouts (``capevolve[otel]``).
-
-Off unless ``CAPEVOLVE_OTEL=1`` or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` /
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is set; while off nothing imports opentelemetry
-and every call here is a no-op.
+"""OpenTelemetry spans of commands, evaluations and rollouts; every call is a no-op unless
+``CAPEVOLVE_OTEL=1`` or an OTLP endpoint is set.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPO
 
 
 def enabled() -> bool:
-    """Whether spans are wanted (CAPEVOLVE_OTEL=1 or an OTLP endpoint configured)."""
+    """Whether spans are wanted."""
     if os.environ.get("CAPEVOLVE_OTEL", "").strip() in ("1", "true", "yes"):
         return True
     return any(os.environ.get(name) for name in ENDPOINT_VARS)
@@ -51,7 +48,7 @@ def _tracer() -> Any:
 
 
 def _ns(stamp: Any) -> int | None:
-    """Nanoseconds since the epoch of an ISO string or a datetime (None when absent)."""
+    """Epoch nanoseconds of an ISO string or datetime, or None."""
     if stamp is None:
         return None
     moment = stamp if isinstance(stamp, datetime) else datetime.fromisoformat(str(stamp))
@@ -59,14 +56,14 @@ def _ns(stamp: Any) -> int | None:
 
 
 def _attrs(values: dict[str, Any]) -> dict[str, Any]:
-    """Span attributes: None dropped, numbers and strings kept, the rest as text."""
+    """Span attributes: None dropped, scalars kept, the rest as text."""
     return {k: (v if isinstance(v, (bool, int, float, str)) else str(v))
             for k, v in values.items() if v is not None}
 
 
 @contextlib.contextmanager
 def command_span(name: str, **attributes: Any) -> Iterator[None]:
-    """One span around a command (no-op when tracing is off)."""
+    """One span around a command."""
     if not enabled():
         yield
         return
@@ -76,7 +73,7 @@ def command_span(name: str, **attributes: Any) -> Iterator[None]:
 
 
 def flush() -> None:
-    """Export what is buffered (before a short-lived process exits)."""
+    """Export what is buffered."""
     if not enabled():
         return
     from opentelemetry import trace
@@ -87,8 +84,7 @@ def flush() -> None:
 
 
 def evaluation_spans(run: RunDir, record: EvalRecord) -> int:
-    """Emit the span of one finished evaluation and its rollouts; returns the number of
-    rollout spans (0 when tracing is off)."""
+    """Emit the spans of a finished evaluation and its rollouts; returns how many rollouts."""
     if not enabled():
         return 0
     tracer = _tracer()

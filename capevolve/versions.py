@@ -1,4 +1,4 @@
-"""Versions of capevolve and the libraries that shape its numbers (recorded in run.json)."""
+"""Versions of capevolve and the libraries that shape its numbers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ LIBRARIES = ("capevolve", "duckdb", "numpy", "pyarrow", "pydantic", "ray", "scip
 
 
 def versions() -> dict[str, str]:
-    """Installed versions (``"not installed"`` where a library is absent)."""
+    """Installed versions; ``"not installed"`` for an absent library."""
     found = {"python": platform.python_version()}
     for name in LIBRARIES:
         try:

@@ -1,29 +1,7 @@
-"""Versioned records of every document capevolve writes into a run dir.
+"""Versioned records of the run dir's documents, and the verbs' results.
 
-Each document is a frozen pydantic v2 model that forbids unknown keys and non-finite
-numbers, and carries ``format_version``. Reading goes through :func:`parse_record` (or
-:func:`parse_event` for a line of ``events.jsonl``): a document whose version this
-capevolve does not read, or that does not validate, is a one-line
-:class:`~capevolve.errors.RunDirError` naming the file. Writing goes through the models
-(``model_dump(mode="json")``), so what is stored is what validates.
-
-Documents::
-
-    run.json            RunManifest
-    candidates/<id>/candidate.json   CandidateRecord
-    evals/<eval_id>.json             EvalRecord
-    evals/<eval_id>.means.parquet    its per-task means (TaskMeansFile in the record)
-    events.jsonl        one Event per line (a model per EventKind; UserEvent for user kinds)
-    state.json          StateRecord (a derived cache, never read back as truth)
-    seal.json           SealRecord
-    final.json          FinalRecord (with two EvalSummary)
-    diagnoses/*.json    DiagnosisRecord (envelope typed; clusters and entries as data)
-    <project>/.capevolve/finalizes.jsonl   one FinalizeEntry per finalize (with TestReuse)
-
-The verbs that return no stored document return a :class:`Result` (``_results``). The models
-live in ``_base`` (Record, Result, reading), ``_documents``, ``_events``, ``_results`` and
-``_result_parts``; import
-them from here.
+Read a document with :func:`parse_record` (an event with :func:`parse_event`); a bad one is a
+one-line RunDirError naming the file.
 """
 
 from capevolve.records._base import (

@@ -1,4 +1,4 @@
-"""The base of every stored record and the one way to read one (version, then validation)."""
+"""The base of every stored record, and the one way to read one."""
 
 from __future__ import annotations
 
@@ -10,44 +10,41 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from capevolve.errors import RunDirError
 
 FORMAT_VERSION = 1
-"""The one format version of every document this capevolve writes and reads."""
+"""The format version of every document."""
 
 EVENT_KIND_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
-"""What a user event kind looks like (lowercase letters, digits and _)."""
+"""A user event kind."""
 
 JsonScalar = str | int | float | bool | None
 
 
 class Record(BaseModel):
-    """Base of every stored document: frozen, no unknown keys, finite numbers only."""
+    """Base of every stored document: frozen, no unknown keys, finite numbers."""
 
-    # the field docstrings document the source; they are not copied into the fields'
-    # descriptions (use_attribute_docstrings parses every model's source at import, 50 ms
-    # of every command, and nothing reads the descriptions); defer_build: a model's
-    # validator is built when it is first used, so a command pays only for the records it
-    # reads (status: 0.45 -> 0.38 s CPU)
+    # no use_attribute_docstrings: it would parse every model's source at import, and nothing
+    # reads the descriptions; defer_build: a validator is built on first use
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
                               defer_build=True)
 
     format_version: int = FORMAT_VERSION
-    """The document format; readers refuse a version they do not know."""
+    """The document format; readers refuse an unknown one."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to disk."""
         return self.model_dump(mode="json")
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form a verb returned (what ``--json`` prints): the fields it set."""
+        """The JSON a verb returned: the fields it set."""
         return self.model_dump(mode="json", exclude_unset=True)
 
 
 class Result(BaseModel):
-    """Base of the verbs' results that are no stored document: frozen, no unknown keys."""
+    """Base of the verbs' results that are no stored document."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (what ``--json`` prints): the fields the verb set."""
+        """The JSON: the fields the verb set."""
         return self.model_dump(mode="json", exclude_unset=True)
 
 
@@ -65,7 +62,7 @@ def _one_line(exc: ValidationError) -> str:
 
 
 def check_version(data: Any, source: str) -> Mapping[str, Any]:
-    """``data`` as a mapping with a format_version this capevolve reads, else RunDirError."""
+    """``data`` as a mapping of a readable format_version, else RunDirError."""
     if not isinstance(data, Mapping):
         raise RunDirError(f"{source}: not a JSON object")
     version = data.get("format_version")
@@ -76,7 +73,7 @@ def check_version(data: Any, source: str) -> Mapping[str, Any]:
 
 
 def parse_record(model: type[R], data: Any, source: str) -> R:
-    """Validate a stored document as ``model``; a one-line RunDirError naming ``source``."""
+    """``data`` as ``model``; a one-line RunDirError naming ``source``."""
     check_version(data, source)
     try:
         return model.model_validate(data)

@@ -1,9 +1,4 @@
-"""The per-iteration decision record: ``results/<n>.json``.
-
-One file per decided iteration (accept, reject, no_change), numbered 1, 2, ... in the order
-decided. Every number is copied from the gate record it rests on (itself computed from the
-stored rollouts); ``reasoning`` is mandatory and never empty.
-"""
+"""``results/<n>.json``: one per decided iteration, numbers copied from its gate."""
 
 from __future__ import annotations
 
@@ -15,16 +10,16 @@ from capevolve.records._base import Record
 
 
 class DecisionRecord(Record):
-    """One iteration's decision with the numbers and the audit behind it."""
+    """One iteration's decision and its numbers."""
 
     iteration: int = Field(ge=1)
     decision: str = Field(pattern=r"^(accept|reject|no_change)$")
     candidate_id: str | None
     best_before: str | None
-    """The best when the decision was taken."""
+    """The best before the decision."""
     best_after: str | None
     is_best: bool
-    """Whether the candidate is the best after this decision."""
+    """Whether the candidate is then the best."""
     policy: str
     significant: bool | None = None
     confidence: str | None = None
@@ -42,11 +37,11 @@ class DecisionRecord(Record):
     flipped_down: list[str] = Field(default_factory=list)
     audit: dict[str, Any] | None = None
     spend: dict[str, Any] = Field(default_factory=dict)
-    """The run's spend when the decision was recorded (state.json)."""
+    """The run's spend when recorded."""
     gate_ts: str | None = None
-    """The timestamp of the gate event the numbers come from."""
+    """ts of the gate event behind the numbers."""
     reasoning: str = Field(min_length=1)
-    """Why: the user's reason, else the gate's reasons (never empty)."""
+    """The user's reason, else the gate's; never empty."""
     aggregate: bool = True
-    """False for no_change: excluded from every aggregate."""
+    """False for no_change: in no aggregate."""
     decided_at: str

@@ -1,4 +1,4 @@
-"""The run's documents: run.json, candidate.json, evals, gate, final, seal, state, diagnoses."""
+"""Run documents: run.json, candidates, evaluations, gates, final, seal, state, diagnoses."""
 
 from __future__ import annotations
 
@@ -21,37 +21,34 @@ from capevolve.records._base import JsonScalar, Record
 # -- run.json and candidates ----------------------------------------------------------------
 
 class RunManifest(Record):
-    """run.json: everything frozen when the run was created."""
+    """run.json: everything frozen at creation."""
 
     run_id: str
-    """The run's name (the run dir's basename at creation)."""
+    """The run dir's basename at creation."""
     created_at: str
     """UTC creation time, ISO 8601."""
     project_dir: str
-    """Absolute path of the project the run belongs to."""
+    """Absolute path of the project."""
     config: ProjectConfig
-    """The project's capevolve.yaml as frozen at creation (the deciding settings)."""
+    """The project's capevolve.yaml, frozen at creation."""
     versions: dict[str, str]
-    """Versions of Python, capevolve and the libraries that shape its numbers."""
+    """Versions of Python and the libraries."""
     seed: int
-    """The run seed (rollout seeds derive from it)."""
+    """The run seed."""
     host: str
     """Host that created the run."""
     n_tasks: int = Field(ge=1)
-    """Number of tasks the adapter returned at creation."""
+    """Tasks the adapter returned at creation."""
     fingerprint: dict[str, str] = Field(default_factory=dict)
-    """sha256 of every file the scores depend on: the adapter, the user modules it imports,
-    the adapter's package, scorer / gold data (key: path relative to the project, or
-    absolute outside it). Re-checked before and after every evaluation."""
+    """sha256 of each file the scores depend on, by path."""
     splits_checksum: str
-    """Checksum of splits.json, verified on every open."""
+    """Checksum of splits.json."""
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """The resolved model settings of each declared role (``models:``), prices included,
-    frozen at creation: every evaluation uses these."""
+    """Each declared role's resolved model settings."""
     models_fingerprint: str | None = None
-    """sha256 of the compared settings of the agent and judge models (None: none declared)."""
+    """sha256 of the agent and judge settings, if declared."""
     models_check: dict[str, Any] = Field(default_factory=dict)
-    """The model usage of the check's probe rollout at creation (a meter snapshot)."""
+    """Model usage of the check's probe rollout."""
 
 
 class CandidateRecord(Record):
@@ -60,51 +57,47 @@ class CandidateRecord(Record):
     id: str
     """The candidate id."""
     hash: str
-    """sha256 over every file's relative path and bytes."""
+    """sha256 over the files' relative paths and bytes."""
     source: str
     """The directory it was copied from."""
     created_at: str
     """UTC snapshot time."""
     files: dict[str, str]
-    """sha256 of each file, by posix relative path."""
+    """sha256 of each file, by relative path."""
     role: Literal["seed"] | None = None
-    """``seed`` for the run's baseline capability."""
+    """``seed`` for the run's baseline."""
     note: str | None = None
-    """Free text recorded with the snapshot."""
+    """Free text."""
 
 
 # -- evaluations ----------------------------------------------------------------------------
 
 class TaskSubset(Record):
-    """The tasks a subset evaluation was asked to run (sorted, unique ids)."""
+    """The tasks a subset evaluation ran."""
 
     count: int = Field(ge=1)
     """How many task ids."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """sha256 of the sorted ids joined by newlines (part of the eval id)."""
+    """sha256 of the sorted ids, newline-joined."""
     ids: tuple[str, ...]
     """The ids, sorted."""
 
 
 class TaskMeansFile(Record):
-    """The per-task columns of an evaluation, stored beside its record (a Parquet file in
-    evals/ with columns ``task_id``, ``mean``, ``n``: sorted task ids, the mean reward over
-    their valid trials, how many valid trials) so that the record stays the same size
-    whatever the number of tasks."""
+    """The Parquet file of an evaluation's per-task means, beside its record."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.=+-]+\.means\.parquet$")
-    """The file's name in evals/ (``<eval_id>.means.parquet``)."""
+    """The file's name in evals/."""
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """sha256 of the file's bytes: a file that differs (edited, swapped, truncated) is
-    refused."""
+    """sha256 of the bytes; a file that differs is refused."""
     size: int = Field(ge=0)
-    """The file's size in bytes."""
+    """Size in bytes."""
     n_tasks: int = Field(ge=0)
-    """Rows of the file (tasks with at least one valid trial)."""
+    """Rows: tasks with a valid trial."""
 
 
 class EvalRecord(Record):
-    """evals/<eval_id>.json: one evaluation (running, complete or incomplete)."""
+    """evals/<eval_id>.json: one evaluation."""
 
     eval_id: str
     """``<split>__<candidate>__k<trials>``."""
@@ -115,87 +108,79 @@ class EvalRecord(Record):
     n_trials: int = Field(ge=1)
     """Trials per task."""
     candidate_hash: str
-    """Content hash of the candidate's snapshot."""
+    """The candidate's content hash."""
     status: EvalStatus
-    """running, complete, or incomplete (resumable)."""
+    """running, complete or incomplete."""
     started_at: str
-    """UTC time the latest attempt started."""
+    """UTC start of the latest attempt."""
     finished_at: str | None = None
-    """UTC time the latest attempt finished (None while running)."""
+    """UTC end of the latest attempt."""
     mean: float | None = None
-    """Mean over tasks of the per-task mean reward (None when nothing is scored)."""
+    """Mean of the per-task mean rewards."""
     stderr: float | None = None
     """SE of the mean: sd(task means) / sqrt(n)."""
     stderr_clustered: float | None = None
-    """Cluster-robust (CR1) SE of the mean when tasks carry a cluster key."""
+    """Cluster-robust (CR1) SE, if tasks have clusters."""
     clusters: dict[str, str] = Field(default_factory=dict)
-    """Cluster key of each task that carries one (``Task.metadata['cluster']``)."""
+    """Cluster key by task."""
     n_tasks: int | None = Field(None, ge=0)
     """Tasks in the split."""
     n_scored: int | None = Field(None, ge=0)
-    """Tasks with at least one valid trial."""
+    """Tasks with a valid trial."""
     n_errors: int | None = Field(None, ge=0)
-    """Errored trials (missing data, never a score)."""
+    """Errored trials."""
     n_rows: int | None = Field(None, ge=0)
-    """Stored rows of this evaluation."""
+    """Stored rows."""
     coverage: float | None = Field(None, ge=0, le=1)
     """n_scored / n_tasks."""
     pass_k: dict[str, float] = Field(default_factory=dict)
-    """pass^k for k = 1 .. the smallest trial count."""
+    """pass^k by k."""
     pass_threshold: float | None = Field(None, gt=0, le=1)
-    """The reward at which pass^k counts a trial as passed (``gate.pass_threshold``)."""
+    """Reward at which a trial passes."""
     task_means: dict[str, float] = Field(default_factory=dict)
-    """Per-task mean reward over valid trials, inline: only in records written before
-    ``task_means_file`` existed (still read as they are). Read the means of any record
-    with :func:`capevolve._store.evals_means.task_means_of`."""
+    """Per-task means inline, in old records only; read any with ``task_means_of``."""
     task_means_file: TaskMeansFile | None = None
-    """Where the per-task means of a finished evaluation are (a file beside the record,
-    checked against this digest on every read); None for a running one or an old record."""
+    """The per-task means file, once finished."""
     stdev: float | None = Field(None, ge=0)
-    """Sample standard deviation of the per-task means (None below two scored tasks)."""
+    """Sample SD of the per-task means."""
     run_means: dict[str, float] = Field(default_factory=dict)
-    """Mean reward of each trial index (``"0"``, ``"1"``, ...) over the tasks it scored."""
+    """Mean reward of each trial index."""
     scored: int | None = Field(None, ge=0)
-    """Scoreable tasks with at least one valid trial (the denominator of ``mean``)."""
+    """Scored scoreable tasks: the mean's denominator."""
     excluded: int | None = Field(None, ge=0)
-    """Tasks of the split that cannot be scored (no ground truth for their evaluators, or
-    the adapter's ``scoreable(task)`` said no): never run, never in numerator or
-    denominator, never a 0."""
+    """Unscoreable tasks: never run, in no denominator."""
     excluded_reasons: dict[str, int] = Field(default_factory=dict)
-    """Why tasks were excluded: reason -> count (sums to ``excluded``)."""
+    """Reason -> count of excluded tasks."""
     excluded_tasks: dict[str, str] = Field(default_factory=dict)
-    """Each excluded task id -> its reason (sorted by id)."""
+    """Excluded task id -> its reason."""
     incomplete_reason: str | None = None
-    """Why the evaluation is not a measurement (None when complete)."""
+    """Why it is not a measurement."""
     containment: list[str] = Field(default_factory=list)
-    """What candidate code could do in it: empty when it ran in the sandbox and never saw
-    the answers; else each warning in words (not contained, saw the targets)."""
+    """Containment warnings; empty: sandboxed, answers unseen."""
     sandbox_network: str | None = None
-    """The network its sandbox had (none or host); None without a sandbox."""
+    """The sandbox's network, if any."""
     units_run: int | None = Field(None, ge=0)
     """Units the latest attempt ran."""
     resumed: bool | None = None
-    """Whether the latest attempt resumed an earlier one."""
+    """Whether the latest attempt resumed one."""
     worker_restarts: int | None = Field(None, ge=0)
-    """Worker restarts during the latest attempt."""
+    """Worker restarts in the latest attempt."""
     refused: str | None = None
-    """Why the evaluation's rows can never count (a project file changed while it ran);
-    a refused evaluation is never resumed."""
+    """Why its rows can never count; never resumed."""
     purpose: EvalPurpose = EvalPurpose.GATE
-    """What the evaluation is for (a record without one is a full evaluation, ``gate``)."""
+    """What it is for."""
     task_subset: TaskSubset | None = None
-    """The task subset it ran (None: the whole split)."""
+    """Its tasks; None: the whole split."""
     first_trial: int = Field(0, ge=0)
-    """Its first trial index: it ran trials ``first_trial .. first_trial + n_trials - 1``."""
+    """Index of its first trial."""
     target: str | None = None
-    """The census bucket or val diagnose cluster the change targets (``evaluate
-    --target``); a gate that names no target audits against it."""
+    """The bucket or cluster targeted; its gates' default."""
 
 
 # -- gates and final ------------------------------------------------------------------------
 
 class GateRecord(Record):
-    """A gate's verdict and every number behind it (the body of a ``gate`` event)."""
+    """A gate's verdict and its numbers (a ``gate`` event's body)."""
 
     candidate_id: str
     """The candidate gated."""
@@ -204,7 +189,7 @@ class GateRecord(Record):
     decision: Decision
     """accept, reject or indecisive."""
     delta: float | None = None
-    """Candidate minus best (paired over common tasks, or Welch)."""
+    """Candidate minus best."""
     se: float | None = None
     """SE of delta."""
     t: float | None = None
@@ -212,27 +197,27 @@ class GateRecord(Record):
     df: float | None = None
     """Degrees of freedom of t."""
     p_value: float | None = None
-    """Two-sided p-value of t (beside the decision's, never deciding)."""
+    """Two-sided p-value (not deciding)."""
     p_one_sided: float | None = None
-    """P(T_df >= t), the one-sided p-value of the gate's one-sided decision."""
+    """The deciding one-sided p-value."""
     k_se: float | None = None
-    """The critical value c of ``t > c`` used (the t-quantile at alpha, or a fixed k_se)."""
+    """The critical value c of ``t > c``."""
     alpha: float | None = Field(None, ge=0, le=1)
-    """The false-accept probability that c implies at the gate's df (0 for an exact move)."""
+    """The false-accept probability c implies."""
     exact: bool = False
-    """No trial noise on either side and every paired difference equal."""
+    """No noise and equal paired differences."""
     n_clusters: int | None = Field(None, ge=0)
-    """Clusters behind a cluster-robust (CR1) SE; None for the plain paired SE."""
+    """Clusters of a CR1 SE, if used."""
     imputed: list[str] = Field(default_factory=list)
-    """Val tasks the best scored and the candidate did not (a 0 for the candidate)."""
+    """Val tasks only the best scored (0 for the candidate)."""
     n_trials: int | None = Field(None, ge=1)
-    """The trial count of both evaluations compared."""
+    """Trial count of both evaluations."""
     overrides: dict[str, JsonScalar] = Field(default_factory=dict)
-    """Settings that differed from the run's frozen gate (exploratory when non-empty)."""
+    """Settings differing from the frozen gate."""
     coverage: float | None = None
-    """Val tasks scored on both sides / val tasks."""
+    """Fraction of val tasks scored on both sides."""
     regressions: list[str] = Field(default_factory=list)
-    """Val tasks the candidate broke (no-regression veto)."""
+    """Val tasks the candidate broke."""
     reasons: list[str] = Field(default_factory=list)
     """Why, in words."""
     mode: GateMode | None = None
@@ -242,40 +227,38 @@ class GateRecord(Record):
     confidence: str | None = None
     """significant, within_noise or negligible."""
     power: dict[str, JsonScalar] | None = None
-    """The design's sensitivity (minimum detectable effect, trials needed)."""
+    """The design's sensitivity."""
     candidate_eval: str | None = None
-    """The candidate's evaluation the gate read."""
+    """The candidate's evaluation read."""
     best_eval: str | None = None
-    """The best's evaluation the gate read."""
+    """The best's evaluation read."""
     candidate_mean: float | None = None
     """The candidate's val mean."""
     best_mean: float | None = None
     """The best's val mean."""
     exploratory: bool = False
-    """True when settings other than the frozen project's decided (never a basis for
-    accept)."""
+    """Other than the frozen settings decided: never accepted."""
     policy: str = "strict"
-    """The decision policy that produced ``decision`` (``gate.policy``)."""
+    """The ``gate.policy`` that decided."""
     tentative: bool = False
-    """keep-best: kept although not shown significant (until ``capevolve confirm``)."""
+    """keep-best: kept without significance."""
     audit: dict[str, Any] | None = None
-    """The mechanism audit (``capevolve._policy.audit``): flips, denominator, target."""
+    """The mechanism audit: flips, denominator, target."""
     target: str | None = None
-    """The ``--target`` (cluster or census bucket) the change was meant to fix."""
+    """The cluster or bucket the change targets."""
     confirmation: dict[str, Any] | None = None
-    """``alpha_spending: confirm``: the fresh-trial confirmation that decided (its trial
-    range, evaluations and numbers); None when the screen did not pass or none applies."""
+    """The deciding fresh-trial confirmation."""
 
 
 class EvalSummary(Record):
-    """The summary of one test evaluation inside final.json."""
+    """One test evaluation in final.json."""
 
     eval_id: str
     """The test evaluation."""
     candidate_id: str
-    """The candidate it scored."""
+    """The candidate scored."""
     mean: float | None = None
-    """Mean over test tasks (None when nothing is scored)."""
+    """Mean over test tasks."""
     stderr: float | None = None
     """SE of the mean."""
     n_tasks: int | None = None
@@ -289,39 +272,39 @@ class EvalSummary(Record):
     coverage: float | None = None
     """n_scored / n_tasks."""
     pass_k: dict[str, float] = Field(default_factory=dict)
-    """pass^k for k = 1 .. the smallest trial count."""
+    """pass^k by k."""
     status: EvalStatus
     """complete or incomplete."""
 
 
 class TestReuse(Record):
-    """How often a project's test ids were scored by earlier runs (final.json, report)."""
+    """Earlier runs' scoring of these test ids."""
 
     __test__ = False  # not a pytest test class
 
     earlier_finalizes: int = Field(ge=0)
-    """Earlier finalizes (other runs) on exactly these test ids."""
+    """Earlier finalizes on exactly these ids."""
     earlier_runs: list[str] = Field(default_factory=list)
     """Their run ids, oldest first."""
     overlapping_finalizes: int = Field(0, ge=0)
-    """Earlier finalizes on a different test set that shares some of these ids."""
+    """Earlier finalizes sharing some ids."""
     message: str
-    """In words: "test reused: N earlier finalizes on these ids" (or "test fresh ...")."""
+    """The reuse in words."""
 
 
 class FinalRecord(Record):
-    """final.json: the one held-out test result of a run."""
+    """final.json: a run's held-out test result."""
 
     best_id: str
-    """The candidate finalized (the best at finalize)."""
+    """The candidate finalized."""
     baseline_id: str
-    """The baseline it is compared with (the seed)."""
+    """The baseline (the seed)."""
     test: EvalSummary
     """The best's test evaluation."""
     test_baseline: EvalSummary
     """The baseline's test evaluation."""
     delta: float | None = None
-    """Paired test delta of best over baseline."""
+    """Paired test delta, best minus baseline."""
     se: float | None = None
     """SE of the delta."""
     t: float | None = None
@@ -329,124 +312,121 @@ class FinalRecord(Record):
     p_value: float | None = None
     """Two-sided p-value."""
     ci95: list[float] | None = None
-    """t-based 95% confidence interval of the delta."""
+    """95% t interval of the delta."""
     n_compared: int = Field(0, ge=0)
     """Test tasks scored on both sides."""
     df: float | None = None
-    """Degrees of freedom of t: n - 1, or G - 1 with the cluster-robust SE."""
+    """Degrees of freedom of t."""
     n_clusters: int | None = None
-    """Clusters of the CR1 cluster-robust SE (None: the plain paired SE)."""
+    """Clusters of a CR1 SE, if used."""
     verdict: TestVerdict = TestVerdict.NOT_MEASURED
-    """What the test says about the val gain (rule: capevolve._policy.verdict)."""
+    """What the test says about the val gain."""
     verdict_text: str = ""
     """The verdict in words."""
     missing: list[str] = Field(default_factory=list)
-    """What keeps the test evaluation from being a measurement (empty when measured)."""
+    """Why the test is not a measurement."""
     val_delta: float | None = None
-    """Paired val delta of best over the seed (the gain the test is asked to confirm)."""
+    """Paired val delta of best over seed."""
     test_ids_sha256: str = ""
-    """sha256 of the sorted test task ids (the key of the project's finalize ledger)."""
+    """sha256 of the sorted test ids."""
     test_reuse: TestReuse | None = None
-    """Earlier finalizes of the same project on these test ids."""
+    """Earlier finalizes on these test ids."""
     containment: list[str] = Field(default_factory=list)
-    """What candidate code could do in this run's evaluations (empty: contained by the
-    sandbox, never saw the answers); e.g. "candidate code was not contained"."""
+    """Containment warnings; empty: sandboxed, answers unseen."""
 
 
 class FinalizeEntry(Record):
-    """One line of ``<project>/.capevolve/finalizes.jsonl``: a run took the test split."""
+    """A line of ``<project>/.capevolve/finalizes.jsonl``."""
 
     test_ids_sha256: str
-    """sha256 of the sorted test task ids."""
+    """sha256 of the sorted test ids."""
     test_ids: list[str]
-    """The test task ids, sorted."""
+    """The test ids, sorted."""
     run_id: str
     """The run that finalized."""
     run_dir: str
     """Where that run lives."""
     best_id: str
-    """The candidate it finalized."""
+    """The candidate finalized."""
     started_at: str
-    """UTC time the test seal was taken."""
+    """UTC time the seal was taken."""
     run_created_at: str | None = None
-    """When that run was created (run.json): with ``run_id`` it tells one run from a later
-    run made under the same name and directory."""
+    """The run's creation time, telling same-named runs apart."""
 
     def same_run(self, other: FinalizeEntry) -> bool:
-        """Both entries come from one run (a retried finalize), not from two runs that
-        happen to share a name or a directory."""
+        """Both entries come from one run."""
         return (self.run_id, self.run_dir, self.run_created_at) == \
             (other.run_id, other.run_dir, other.run_created_at)
 
 
 class SealRecord(Record):
-    """seal.json: who took the test split, and whether its scores are final."""
+    """seal.json: who took the test split, and whether it is final."""
 
     status: SealStatus
-    """started (scoring may be under way) or complete (final)."""
+    """started or complete."""
     pid: int
-    """The finalize process (for messages; liveness is the seal's flock)."""
+    """The finalize process."""
     host: str
     """Its host."""
     started_at: str
     """UTC time the seal was taken."""
     best_id: str | None = None
-    """The candidate being finalized."""
+    """The candidate finalized."""
     baseline_id: str | None = None
     """Its baseline."""
     retry_of: str | None = None
-    """The aborted seal this one replaced (a finalize that died before any test row)."""
+    """The aborted seal this one replaced."""
     finished_at: str | None = None
     """UTC time the seal was completed."""
 
 
 class StateRecord(Record):
-    """state.json: a cache derived from events.jsonl by writing commands (never truth)."""
+    """state.json: a cache of events.jsonl, never truth."""
 
     best_id: str | None
-    """The current best when it was written."""
+    """The best when written."""
     n_events: int = Field(ge=0)
-    """Events in the log when it was written."""
+    """Events in the log when written."""
     spent: dict[str, JsonScalar]
-    """Spend.to_dict() when it was written."""
+    """The spend when written."""
     budget: dict[str, JsonScalar] | None = None
     """The frozen budget caps."""
 
 
 class DiagnosisRecord(Record):
-    """diagnoses/<split>__<tag>.json: the envelope of a diagnosis (content as data)."""
+    """diagnoses/<split>__<tag>.json: a diagnosis."""
 
     split: Split
-    """The split diagnosed (train or val)."""
+    """The split diagnosed."""
     tag: str
     """The candidate diagnosed."""
     eval_id: str | None = None
-    """The evaluation whose rows were read."""
+    """The evaluation read."""
     mode: str
     """The clustering mode."""
     reflective_dataset: list[dict[str, Any]]
-    """One entry per failing trial (input, output, feedback, trajectory pointer)."""
+    """One entry per failing trial."""
     clusters: list[dict[str, Any]]
-    """Failure clusters with their signature, members and any recorded judgement."""
+    """Failure clusters."""
     kept_good: list[str]
-    """Tasks that pass on every trial."""
+    """Tasks passing every trial."""
     flaky: list[str]
-    """Tasks that pass on some trials."""
+    """Tasks passing some trials."""
     always_failing: list[str]
-    """Tasks that fail on every scored trial."""
+    """Tasks failing every scored trial."""
     consistently_partial: list[str] = Field(default_factory=list)
-    """Tasks with the same partial reward on every scored trial (not flaky)."""
+    """Tasks with one partial reward throughout."""
     history: dict[str, Any] | None = None
-    """The run's tried-and-rejected fixes the clusters were checked against."""
+    """Rejected fixes the clusters were checked against."""
     unscored: list[str]
-    """Tasks with no valid trial (missing data)."""
+    """Tasks with no valid trial."""
     failing_total: int = Field(ge=0)
     """Failing trials."""
     failing_tasks: int = Field(ge=0)
-    """Tasks with at least one failing trial."""
+    """Tasks with a failing trial."""
     errored_trials: int = Field(ge=0)
-    """Errored trials (missing data, never failures)."""
+    """Errored trials."""
     sanity: Any = None
     """Sanity checks of the clustering."""
     gold_check: dict[str, Any]
-    """Whether gold answers could be checked for, and how many entries quote them."""
+    """Entries quoting gold answers, if checkable."""

@@ -1,4 +1,4 @@
-"""The lines of events.jsonl: one model per kind capevolve records, UserEvent for the rest."""
+"""The lines of events.jsonl: a model per library kind, UserEvent for the rest."""
 
 from __future__ import annotations
 
@@ -20,13 +20,11 @@ class EventBase(Record):
     ts: str
     """UTC time, ISO 8601 with microseconds."""
     pid: int
-    """The process that recorded it."""
+    """The recording process."""
     prev: str | None = None
-    """sha256 of the previous event's line in events.jsonl (None for the first): the
-    hash chain that makes an edited, removed or inserted line evident."""
+    """sha256 of the previous line: the hash chain."""
     mac: str | None = None
-    """HMAC-SHA256 of the line's other fields under the run's key, kept outside the run
-    dir (capevolve._store.signing): a line capevolve did not write does not carry it."""
+    """HMAC-SHA256 of the other fields under the run's key."""
 
 
 class RunCreated(EventBase):
@@ -34,13 +32,11 @@ class RunCreated(EventBase):
 
     kind: Literal[EventKind.RUN_CREATED]
     run_id: str
-    """The run's id (run.json ``run_id``)."""
+    """The run's id."""
     key_id: str
-    """Names the run's signing key in the user's key directory (not a secret)."""
+    """Names the run's signing key."""
     run_json_sha256: str | None = None
-    """sha256 of run.json's content as written (the frozen config, the splits' checksum;
-    its project_dir aside): the signature then covers every setting a decision reads.
-    None in runs made before."""
+    """sha256 of run.json as written, project_dir aside."""
 
 
 class SnapshotEvent(EventBase):
@@ -48,11 +44,11 @@ class SnapshotEvent(EventBase):
 
     kind: Literal[EventKind.SNAPSHOT]
     candidate_id: str
-    """The new candidate's id."""
+    """The new candidate."""
     hash: str
     """Its content hash."""
     source: str
-    """The directory it was copied from."""
+    """The directory copied."""
 
 
 class EvalStarted(EventBase):
@@ -66,13 +62,13 @@ class EvalStarted(EventBase):
     split: Split
     """The split evaluated."""
     units: int = Field(ge=0)
-    """Units planned for this attempt (the missing ones when resuming)."""
+    """Units planned for this attempt."""
     resumed: bool
     """Whether it resumed an earlier attempt."""
 
 
 class EvalFinished(EventBase):
-    """An evaluation attempt finished (complete or incomplete)."""
+    """An evaluation attempt finished."""
 
     kind: Literal[EventKind.EVAL_FINISHED]
     eval_id: str
@@ -84,41 +80,41 @@ class EvalFinished(EventBase):
     status: EvalStatus
     """complete or incomplete."""
     mean: float | None = None
-    """Its mean (None when nothing is scored)."""
+    """Its mean; None: nothing scored."""
     stderr: float | None = None
     """Its SE."""
     n_scored: int = Field(ge=0)
     """Tasks scored."""
     purpose: EvalPurpose = EvalPurpose.GATE
-    """What the evaluation is for (as its record says; checked by ``capevolve verify``)."""
+    """Its purpose, as its record says."""
     first_trial: int = Field(0, ge=0)
     """Its first trial index."""
     subset_sha256: str | None = None
-    """sha256 of its task subset (None: the whole split)."""
+    """sha256 of its task subset, if any."""
 
 
 class GateEvent(EventBase, GateRecord):
-    """A gate ran (its verdict and every number behind it: see GateRecord)."""
+    """A gate ran (see GateRecord)."""
 
     kind: Literal[EventKind.GATE]
 
 
 class AcceptEvent(EventBase):
-    """A candidate was accepted (the set_best that follows moves the best)."""
+    """A candidate was accepted."""
 
     kind: Literal[EventKind.ACCEPT]
     candidate_id: str
     """The candidate accepted."""
     previous_best: str | None
-    """The best it was gated and accepted against."""
+    """The best it was accepted against."""
     note: str | None = None
-    """Why, in the user's words."""
+    """The user's note."""
     delta: float | None = None
     """The passing gate's delta."""
 
 
 class RejectEvent(EventBase):
-    """A candidate was rejected against the current best (one iteration)."""
+    """A candidate was rejected."""
 
     kind: Literal[EventKind.REJECT]
     candidate_id: str
@@ -126,54 +122,53 @@ class RejectEvent(EventBase):
     best_id: str | None
     """The best it was rejected against."""
     note: str | None = None
-    """Why, in the user's words."""
+    """The user's note."""
 
 
 class SetBestEvent(EventBase):
-    """The best moved (the last one names the current best)."""
+    """The best moved."""
 
     kind: Literal[EventKind.SET_BEST]
     candidate_id: str
     """The new best."""
     reason: str
-    """seed (at creation) or accepted."""
+    """seed or accepted."""
     previous_best: str | None = None
-    """The best before the move."""
+    """The best before."""
     gate_ts: str | None = None
-    """The ts of the gate event that licensed the move (None for the seed)."""
+    """ts of the licensing gate event."""
 
 
 class SpendEvent(EventBase):
-    """Increments of what the run spent; every field finite and non-negative."""
+    """Increments of the run's spend."""
 
     kind: Literal[EventKind.SPEND]
     iterations: int = Field(0, ge=0, strict=True)
-    """Decisions (accept / reject) recorded."""
+    """Decisions recorded."""
     metric_calls: int = Field(0, ge=0, strict=True)
-    """Rollouts dispatched (each unit handed to a worker counts, finished or not)."""
+    """Rollouts dispatched, finished or not."""
     tokens: int = Field(0, ge=0, strict=True)
-    """Tokens the rollouts (and their judge calls) reported."""
+    """Tokens reported by rollouts and judges."""
     cost_usd: float = Field(0.0, ge=0, strict=True)
-    """Money the rollouts (and their judge calls) reported."""
+    """Dollars reported by rollouts and judges."""
     cost_unrecorded: int = Field(0, ge=0, strict=True)
-    """Rollouts whose cost is unknown."""
+    """Rollouts of unknown cost."""
     wall_s: float = Field(0.0, ge=0, strict=True)
     """Wall-clock seconds of rollout work."""
     role: SpendRole | None = None
-    """Who spent (runner, scorer, optimizer); None for decisions and where unknown."""
+    """Who spent, if known."""
     session: str | None = None
-    """The evaluate session whose dispatch journal this settles (one event per session)."""
+    """The evaluate session settled."""
     reconciled: bool = False
-    """True when a later command settled a session that died, from its dispatch journal
-    and stored rows: units dispatched without a stored row count as spent, cost unknown."""
+    """Settled for a dead session: dispatched units count."""
 
 
 class FinalizeStarted(EventBase):
-    """finalize took the seal and starts scoring the test split."""
+    """finalize took the seal."""
 
     kind: Literal[EventKind.FINALIZE_STARTED]
     best_id: str | None
-    """The candidate being finalized."""
+    """The candidate finalized."""
 
 
 class Finalized(EventBase):
@@ -183,13 +178,13 @@ class Finalized(EventBase):
     best_id: str | None
     """The candidate finalized."""
     delta: float | None = None
-    """The paired test delta (None when not measured)."""
+    """The paired test delta."""
     final_sha256: str | None = None
-    """sha256 of the final.json it wrote (verification compares the file to it)."""
+    """sha256 of the final.json written."""
 
 
 class DiagnosisAnnotated(EventBase):
-    """A person's judgement was recorded on a diagnosis cluster."""
+    """A judgement on a diagnosis cluster."""
 
     kind: Literal[EventKind.DIAGNOSIS_ANNOTATED]
     file: str
@@ -199,93 +194,92 @@ class DiagnosisAnnotated(EventBase):
     tag: str | None = None
     """The judgement tag."""
     blast_radius: list[str] | None = None
-    """Passing tasks an edit for this cluster could break."""
+    """Passing tasks a fix could break."""
 
 
 class TamperEvent(EventBase):
-    """A candidate touched protected paths; it was refused before any rollout."""
+    """A candidate touched protected paths."""
 
     kind: Literal[EventKind.TAMPER]
     candidate_id: str
     """The candidate refused."""
     paths: list[str]
-    """The protected paths it modified, added or removed."""
+    """The protected paths it changed."""
 
 
 class NoChangeEvent(EventBase):
-    """An iteration whose change could not be scored: the best is carried forward."""
+    """An iteration whose change could not be scored."""
 
     kind: Literal[EventKind.NO_CHANGE]
     best_id: str | None
     """The best carried forward."""
     reasoning: str = Field(min_length=1)
-    """Why the change could not be scored (never empty)."""
+    """Why (never empty)."""
     candidate_id: str | None = None
-    """The candidate the change would have been, when there was one."""
+    """The would-be candidate, if any."""
     iteration: int = Field(ge=1)
-    """The decision record's number (``results/<n>.json``)."""
+    """The decision record's number."""
 
 
 class PartWritten(EventBase):
-    """A Parquet part of rollouts was durably renamed into place."""
+    """A Parquet part was renamed into place."""
 
     kind: Literal[EventKind.PART_WRITTEN]
     path: str
-    """The part, relative to the run dir (POSIX separators)."""
+    """Relative to the run dir."""
     sha256: str
-    """sha256 of the part's bytes."""
+    """sha256 of its bytes."""
     size: int = Field(ge=0)
-    """Its size in bytes."""
+    """Size in bytes."""
     n_rows: int = Field(ge=0)
-    """Rows it holds."""
+    """Rows."""
 
 
 class QuarantinedEvent(EventBase):
-    """``capevolve quarantine`` moved files that failed verification aside."""
+    """``capevolve quarantine`` set files aside."""
 
     kind: Literal[EventKind.QUARANTINED]
     moved: dict[str, str]
-    """Each moved file (relative to the run dir) and where it went."""
+    """Each moved file -> its new place."""
     problems: list[str]
-    """The verification problems that were found, one line each."""
+    """The problems found, one line each."""
     reset_events: bool = False
-    """Whether events.jsonl itself was set aside and restarted (its history kept aside)."""
+    """Whether events.jsonl was restarted."""
 
 
 class CompactedPart(BaseModel):
-    """One Parquet part written by a compaction (as a ``part_written`` event records it)."""
+    """A part a compaction wrote."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
-    """The part, relative to the run dir (POSIX separators)."""
+    """Relative to the run dir."""
     sha256: str
-    """sha256 of the part's bytes."""
+    """sha256 of its bytes."""
     size: int = Field(ge=0)
-    """Its size in bytes."""
+    """Size in bytes."""
     n_rows: int = Field(ge=0)
-    """Rows it holds."""
+    """Rows."""
 
 
 class PartsCompacted(EventBase):
-    """An evaluation's parts were compacted: ``parts`` are recorded and ``retired`` are not
-    parts any more, in this one line (capevolve._store.rollouts.compact)."""
+    """``parts`` replaced an evaluation's ``retired`` parts."""
 
     kind: Literal[EventKind.PARTS_COMPACTED]
     eval_id: str
-    """The evaluation whose parts were compacted."""
+    """The evaluation."""
     parts: list[CompactedPart] = Field(min_length=1)
-    """The new parts, each holding rows of the retired ones in their order."""
+    """The new parts, in the retired rows' order."""
     retired: list[str] = Field(min_length=1)
-    """The parts they replace (relative to the run dir), removed from disk after this line."""
+    """The parts replaced, deleted after this line."""
 
 
 class UserEvent(EventBase):
-    """An event of a user's own kind (``note`` or a registered kind); fields as data."""
+    """An event of a user kind."""
 
     kind: str = Field(pattern=EVENT_KIND_PATTERN)
     data: dict[str, Any] = Field(default_factory=dict)
-    """The user's fields (JSON values)."""
+    """The user's fields."""
 
 
 LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
@@ -299,12 +293,12 @@ LIBRARY_EVENTS: dict[EventKind, type[EventBase]] = {
     EventKind.PART_WRITTEN: PartWritten, EventKind.QUARANTINED: QuarantinedEvent,
     EventKind.PARTS_COMPACTED: PartsCompacted,
 }
-"""The kinds capevolve records itself, and their models (a user may not log these)."""
+"""The kinds capevolve records itself, which users may not log."""
 
 _LIBRARY_VALUES = frozenset(k.value for k in LIBRARY_EVENTS)
 
 USER_KINDS_BUILTIN = frozenset({EventKind.NOTE.value})
-"""User kinds every run accepts without registration."""
+"""User kinds accepted without registration."""
 
 Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | AcceptEvent
          | RejectEvent | SetBestEvent | SpendEvent | FinalizeStarted | Finalized
@@ -313,7 +307,7 @@ Event = (RunCreated | SnapshotEvent | EvalStarted | EvalFinished | GateEvent | A
 
 
 def parse_event(data: Any, source: str) -> Event:
-    """One line of events.jsonl as its model (a library kind's, else UserEvent)."""
+    """One events.jsonl line as its model."""
     kind = check_version(data, source).get("kind")
     model: type[EventBase] = UserEvent
     if isinstance(kind, str) and kind in _LIBRARY_VALUES:

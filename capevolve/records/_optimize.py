@@ -1,4 +1,4 @@
-"""The typed per-iteration ledger record of an optimization loop (optimize/ledger.jsonl)."""
+"""The ledger record of an optimization loop (optimize/ledger.jsonl)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,7 @@ class Outcome(StrEnum):
 
 
 class Spend(BaseModel):
-    """What a proposer spent on one proposal (optimizer spend, separate from the runner's).
-
-    ``cost_usd`` is None when the proposer reported no cost ("not recorded", never 0)."""
+    """A proposal's spend; ``cost_usd`` None: not reported."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -34,7 +32,7 @@ class Spend(BaseModel):
 
 
 class DiffStat(BaseModel):
-    """How the child differs from its parent, by relative path."""
+    """How the child differs from its parent."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,13 +44,12 @@ class DiffStat(BaseModel):
 
     @property
     def empty(self) -> bool:
-        """True when the child is byte-identical to the parent."""
+        """The child is byte-identical to the parent."""
         return not (self.added or self.modified or self.removed)
 
 
 class GateNumbers(BaseModel):
-    """The numbers of the gate (or screening comparison) an iteration's child went through,
-    copied from the recorded gate / evaluation records."""
+    """The gate or screen numbers of a child."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -66,37 +63,37 @@ class GateNumbers(BaseModel):
     threshold: float | None = None
     n_tasks: int | None = None
     power: dict[str, Any] | None = None
-    """The gate's own sensitivity (its record's ``power``); None for a screen."""
+    """The gate's sensitivity."""
 
 
 class IterationRecord(Record):
-    """One iteration of an optimization loop, as recorded in ``optimize/ledger.jsonl``."""
+    """One ledger line."""
 
     iteration: int = Field(ge=1)
-    """1-based; every iteration number appears once in a ledger."""
+    """1-based, unique in a ledger."""
     algorithm: str
     proposer: str
     parent_id: str
     child_id: str | None = None
-    """The snapshot id of the child, when it was snapshotted (not for no_change)."""
+    """The child's snapshot id, if snapshotted."""
     child_hash: str | None = None
-    """The content hash of the child's files (the key a resumed loop reuses it by)."""
+    """The child's content hash, for resuming."""
     focus: str | None = None
-    """The cluster (or component file) the proposal targeted, when there was one."""
+    """The cluster or file targeted."""
     diff: DiffStat = DiffStat()
     outcome: Outcome
     reasons: tuple[str, ...] = ()
     screen: GateNumbers | None = None
     minibatch: tuple[str, ...] = ()
-    """The train task ids the child was screened on (pareto), drawn for this iteration."""
+    """Train tasks the child was screened on."""
     gate: GateNumbers | None = None
     spend: Spend = Spend()
     metric_calls: int = Field(default=0, ge=0)
-    """Rollouts paid for in this iteration (screening + val), counted from stored rows."""
+    """Rollouts paid for, from stored rows."""
     wall_s: float = Field(default=0.0, ge=0)
     overhead_s: float = Field(default=0.0, ge=0)
-    """wall_s minus the proposer's and the engine's own time: the framework's overhead."""
+    """wall_s minus proposer and engine time."""
     started_at: str
     finished_at: str
     detail: dict[str, Any] = Field(default_factory=dict)
-    """The proposer's own detail (exit status, output tail, raw answer, ...)."""
+    """The proposer's own detail."""

@@ -1,5 +1,4 @@
-"""The nested parts of the verbs' results (:mod:`capevolve.records._results`): what status,
-optimize and confirm return inside their top-level fields, typed the same way."""
+"""The nested parts of the verbs' results."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from capevolve.records._base import Result
 
 
 class Spent(Result):
-    """What a run has spent so far (summed from its spend events)."""
+    """What a run has spent."""
 
     iterations: int
     metric_calls: int
@@ -18,12 +17,12 @@ class Spent(Result):
     cost_usd: float | None
     """None: no rollout recorded a cost."""
     cost_unrecorded: int
-    """Rollouts whose cost is unknown."""
+    """Rollouts of unknown cost."""
     wall_s: float
 
 
 class BudgetLeft(Result):
-    """What is left under each cap of ``budget`` (None: no cap)."""
+    """What is left under each cap (None: no cap)."""
 
     iterations: int | None
     metric_calls: int | None
@@ -31,7 +30,7 @@ class BudgetLeft(Result):
 
 
 class RoleSpend(Result):
-    """The spend of one role (runner, scorer, optimizer), summed over its spend events."""
+    """The spend of one role."""
 
     metric_calls: int
     tokens: int
@@ -41,84 +40,83 @@ class RoleSpend(Result):
 
 
 class ModelSpend(Result):
-    """The model calls of one role (agent, judge, check, proposer)."""
+    """The model calls of one role."""
 
     tokens: int
     cost_usd: float | None
     """None: no call was priced."""
     partial: bool
-    """Some calls had no price or unknown tokens: the cost is a lower bound."""
+    """Some calls unpriced: the cost is a lower bound."""
     rollouts: int | None = None
-    """agent: the rollouts that called a model."""
+    """agent: rollouts that called a model."""
     unknown_attempts: int | None = None
-    """agent: attempts whose tokens are unknown."""
+    """agent: attempts of unknown tokens."""
     rows: int | None = None
-    """judge: the scored rows a judge graded."""
+    """judge: rows graded."""
 
 
 class RunProblem(Result):
-    """One thing in a run that is not as capevolve wrote it."""
+    """One thing not as capevolve wrote it."""
 
     kind: str
     """events, head, part_unrecorded, part_changed, part_missing, document or candidate."""
     path: str
-    """The file, relative to the run dir (absolute when outside it)."""
+    """The file, relative to the run dir."""
     what: str
-    """What is wrong, in one line."""
+    """What is wrong."""
 
 
 class ProposerSpend(Result):
-    """What the proposers spent over the loop's iterations (from its ledger)."""
+    """What the proposers spent."""
 
     tokens: int
     cost_usd: float | None
     """None: no proposal reported a cost."""
     cost_unrecorded: int
-    """Proposals that reported no cost."""
+    """Proposals of unknown cost."""
     wall_s: float
 
 
 class CandidateStanding(Result):
-    """How far to trust one accepted candidate."""
+    """How far to trust an accepted candidate."""
 
     standing: Standing | None
-    """None for a strict accept (no label to confirm)."""
+    """None for a strict accept."""
     confidence: Confidence | None
-    """The label its accepting gate gave."""
+    """Its accepting gate's label."""
     policy: str | None
-    """The accepting gate's ``gate.policy``."""
+    """Its accepting gate's policy."""
     confirmations: int
-    """Stored confirmations of it that check out."""
+    """Its valid stored confirmations."""
 
 
 class GateLedger(Result):
-    """How many gates a run recorded and the false accepts they risked."""
+    """A run's gates and the false accepts they risked."""
 
     gates: int
     decision_gates: int
-    """Non-exploratory gates (the only ones accept considers)."""
+    """Non-exploratory gates."""
     exploratory_gates: int
     distinct_pairs: int
-    """Distinct evaluation pairs among the decisive decision gates."""
+    """Distinct pairs of decisive decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far (keep-best: each tentative
-    keep 1, each significant one its gate's risk)."""
+    """Bound on expected false accepts so far."""
     alpha: float
     alpha_spending: str
     per_gate_alpha: float | None
-    """What each gate spends (None with a fixed k_se)."""
+    """Each gate's alpha, unless k_se is fixed."""
     planned_bound: float | None
-    """Bound on P(any false accept) over the budgeted iterations (None: no cap / k_se)."""
+    """Bound on P(any false accept) over the budget."""
     guarantee: str
-    """What the loop guarantees at these settings, in one sentence."""
+    """What the loop guarantees."""
     keep_best: bool = False
-    """The run's policy is keep-best: the ledger counts its keeps as they happen."""
+    """The policy is keep-best."""
     tentative_keeps: int = 0
-    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
+    """keep-best: pairs kept without significance."""
 
 
 class FinalLine(Result):
-    """The verdict of ``final.json``; while a finalize is unfinished, its progress."""
+    """final.json's verdict, or a finalize's progress."""
 
     verdict: TestVerdict
     verdict_text: str
@@ -126,13 +124,13 @@ class FinalLine(Result):
     ci95: list[float] | None
     missing: list[str]
     test_reuse: str | None
-    """How often the test split was scored before, in words."""
+    """Earlier test scorings, in words."""
     interrupted: bool = False
-    """True: no final.json yet, a finalize is interrupted or running."""
+    """A finalize is interrupted or running."""
 
 
 class StopPredicate(Result):
-    """One clause of the stop condition, parsed."""
+    """One parsed stop-condition clause."""
 
     kind: str
     value: float
@@ -149,22 +147,22 @@ class StopParse(Result):
 
 
 class LoopLine(Result):
-    """The run's optimize loop at a glance."""
+    """The optimize loop at a glance."""
 
     algorithm: str | None
     proposer: str | None
     iterations: int
     outcomes: dict[str, int]
-    """Outcome -> iterations that ended with it."""
+    """Outcome -> iterations."""
     in_flight: list[int]
-    """Iterations started and not yet in the ledger."""
+    """Iterations not yet in the ledger."""
     stopped: str | None
     optimizer_spend: ProposerSpend
     plateau: str | None
 
 
 class IterationLine(Result):
-    """One iteration of an optimize loop (as ``on_iteration`` receives it)."""
+    """One iteration of an optimize loop."""
 
     iteration: int
     parent: str
@@ -173,15 +171,15 @@ class IterationLine(Result):
     focus: str | None
     title: str | None
     files: int
-    """Files the edit added, modified or removed."""
+    """Files the edit changed."""
     screen: str | None
-    """The train-minibatch screen's outcome, ``pass`` or ``killed`` (None: no screen)."""
+    """``pass`` or ``killed``; None: no screen."""
     val_child: float | None
     val_best: float | None
     delta: float | None
     se: float | None
     power: dict[str, Any] | None
-    """The gate's sensitivity (its record's ``power``); None when the child was not gated."""
+    """The gate's sensitivity; None: not gated."""
     reason: str | None
     metric_calls: int
     proposer_tokens: int
@@ -198,24 +196,24 @@ class MeanLine(Result):
 
 
 class LoopSpend(Result):
-    """An optimize loop's spend: the run's total and the proposers' own."""
+    """The run's and the proposers' spend."""
 
     run: Spent
     optimizer: ProposerSpend
 
 
 class PlannedPower(Result):
-    """The smallest gain the gate can detect, planned from the val size and trials."""
+    """The smallest gain the gate can detect."""
 
     n_tasks: int
     """Scoreable val tasks."""
     trials: int
     mde: float | None
-    """The minimum detectable effect (None below two scoreable tasks: no paired test)."""
+    """Minimum detectable effect."""
     min_delta: float
     """gate.min_delta."""
     text: str
-    """The figure in one plain sentence."""
+    """The figure in a sentence."""
 
 
 class IntRange(Result):
@@ -226,14 +224,14 @@ class IntRange(Result):
 
 
 class UsdRange(Result):
-    """Planned dollars, low and high (None: no price known)."""
+    """Planned dollars (None: no price)."""
 
     low: float | None
     high: float | None
 
 
 class PerRollout(Result):
-    """What one rollout spends, and where the figure comes from."""
+    """One rollout's spend and its source."""
 
     source: str
     """``stored rollouts``, ``check probe`` or ``none``."""
@@ -242,7 +240,7 @@ class PerRollout(Result):
 
 
 class ConfirmTrials(Result):
-    """The trials of a confirmation: first and last of each draw."""
+    """A confirmation's trial ranges."""
 
     existing: tuple[int, int]
     new: tuple[int, int]

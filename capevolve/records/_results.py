@@ -1,10 +1,4 @@
-"""The typed results of the verbs that return something other than a stored document.
-
-Each is a frozen pydantic model with the field names of the JSON the CLI prints with
-``--json``; :meth:`Result.to_dict` is that JSON form. A verb that returns a stored document
-returns its record instead (evaluate an EvalRecord, gate a GateRecord, finalize a
-FinalRecord, diagnose a DiagnosisRecord).
-"""
+"""The verbs' results that are no stored document, named as in ``--json``."""
 
 from __future__ import annotations
 
@@ -42,37 +36,36 @@ class ProjectInit(Result):
     """``init_project``: the scaffolded project."""
 
     project: str
-    """The project directory (absolute)."""
+    """The project directory."""
     files: list[str]
-    """The files written, relative to it."""
+    """Files written, relative to it."""
 
 
 class ProjectCheck(Result):
-    """``check_project``: is the project runnable, and every problem in words."""
+    """``check_project``'s answer."""
 
     ok: bool
     project: str
     n_tasks: int | None
-    """The task count (None unless ok)."""
+    """The task count; None unless ok."""
     problems: list[str]
     warnings: list[str]
     metrics: dict[str, list[str]] | None
-    """A dataset project's metric kinds: ``deterministic`` kinds and ``judge`` names."""
+    """A dataset project's metric kinds."""
     stop: StopParse | None
-    """How the stop condition parsed (None when the config did not load)."""
+    """The parsed stop condition."""
     power: PlannedPower | None = None
-    """The smallest gain the gate can detect given the scoreable val tasks and trials;
-    None unless ok."""
+    """The smallest gain the gate can detect."""
 
 
 class EvalLine(Result):
-    """The summary fields of an evaluation (status's rows, the handoff's baseline)."""
+    """An evaluation's summary fields."""
 
     eval_id: str
     candidate_id: str | None = None
     split: Split | None = None
     status: str | None = None
-    """An EvalStatus, or ``interrupted`` for a running record whose process is gone."""
+    """An EvalStatus, or ``interrupted``."""
     mean: float | None = None
     stderr: float | None = None
     n_tasks: int | None = None
@@ -81,36 +74,36 @@ class EvalLine(Result):
     n_trials: int | None = None
     coverage: float | None = None
     excluded: int | None = None
-    """Tasks of the split that cannot be scored (never run, in no denominator)."""
+    """Unscoreable tasks."""
     excluded_reasons: dict[str, int] | None = None
-    """Why they were excluded: reason -> count."""
+    """Reason -> count."""
     incomplete_reason: str | None = None
-    """Why an incomplete evaluation is not a measurement."""
+    """Why it is not a measurement."""
 
 
 class Checkout(Result):
-    """``checkout``: a candidate's files copied as ordinary writable files."""
+    """``checkout``: a candidate's writable copy."""
 
     candidate_id: str
     path: str
-    """The copy (absolute)."""
+    """The copy."""
     files: list[str]
-    """The files copied, relative to it, sorted."""
+    """Files copied, relative and sorted."""
 
 
 class Handoff(Result):
-    """``start_run``: the new run, its baseline and the commands to run next."""
+    """``start_run``: the run, its baseline and the next commands."""
 
     run_dir: str
     best_id: str
     baseline: EvalLine
     next: list[str]
     power: PlannedPower | None = None
-    """The smallest gain the gate can detect on this run's val split (as check says it)."""
+    """The smallest gain the gate can detect."""
 
 
 class GateNumbers(Result):
-    """``gate_numbers``: the raw gate of means and SEs computed elsewhere."""
+    """``gate_numbers``' gate."""
 
     decision: Decision
     reasons: list[str]
@@ -121,9 +114,9 @@ class GateNumbers(Result):
     t: float | None = None
     df: float | None = None
     p_value: float | None = None
-    """Two-sided p-value of t (beside the decision's)."""
+    """Two-sided p-value of t."""
     p_one_sided: float | None = None
-    """The one-sided p-value the decision used."""
+    """The deciding p-value."""
     k_se: float | None = None
     alpha: float | None = None
     exact: bool = False
@@ -136,7 +129,7 @@ class GateNumbers(Result):
 
 
 class Accepted(Result):
-    """``accept``: the candidate is the best (``repeated``: it already was, by this accept)."""
+    """``accept``: the new best (``repeated``: already)."""
 
     decision: Literal[Decision.ACCEPT]
     candidate_id: str
@@ -147,14 +140,14 @@ class Accepted(Result):
     repeated: bool
     decided_at: str
     result: int | None = None
-    """The number of its ``results/<n>.json`` (a new accept only)."""
+    """Its ``results/<n>.json`` number."""
     confidence: str | None = None
     tentative: bool | None = None
     policy: str | None = None
 
 
 class Rejected(Result):
-    """``reject``: the candidate is rejected against the best (``repeated``: already was)."""
+    """``reject``: the rejection (``repeated``: already)."""
 
     decision: Literal[Decision.REJECT]
     candidate_id: str
@@ -163,22 +156,22 @@ class Rejected(Result):
     repeated: bool
     decided_at: str
     result: int | None = None
-    """The number of its ``results/<n>.json`` (a new reject only)."""
+    """Its ``results/<n>.json`` number."""
 
 
 class NoChange(Result):
-    """``no_change``: an iteration whose change could not be scored."""
+    """``no_change``'s record."""
 
     decision: Literal["no_change"]
     best_id: str
     candidate_id: str | None
     result: int
-    """The number of its ``results/<n>.json``."""
+    """Its ``results/<n>.json`` number."""
     reasoning: str
 
 
 class Confirmation(Result):
-    """``confirm``: the pooled, higher-power numbers of a move (``confirmations/<n>.json``)."""
+    """``confirm``: a move's pooled numbers."""
 
     candidate_id: str
     reference_id: str
@@ -187,7 +180,7 @@ class Confirmation(Result):
     metric: str
     trials: ConfirmTrials
     evals: dict[str, tuple[str, str]]
-    """Per side (candidate id): the existing and the new evaluation."""
+    """Per side: existing and new evaluation."""
     pooled_trial_means: dict[str, list[float]]
     n_candidate: int
     n_best: int
@@ -207,7 +200,7 @@ class Confirmation(Result):
 
 
 class ProbeResult(Result):
-    """``probe``: how many targeted failing datapoints a candidate flipped (informational)."""
+    """``probe``: the targeted failures flipped."""
 
     candidate_id: str
     best_id: str
@@ -235,17 +228,17 @@ class ProbeResult(Result):
 
 
 class Estimate(Result):
-    """``estimate``: what the configured run will spend, as a range, before it spends it."""
+    """``estimate``: planned spend, as ranges."""
 
     rollouts: IntRange
-    """low (the baseline, one iteration, finalize) and high (every iteration)."""
+    """low: baseline, one iteration, finalize; high: every iteration."""
     per_rollout: PerRollout
     tokens: IntRange
     """Planned tokens."""
     usd: UsdRange
     """Planned dollars."""
     max_usd: float | None
-    """budget.max_usd (None: no cap)."""
+    """budget.max_usd; None: no cap."""
     spent_usd: float
     """Recorded dollars so far."""
 
@@ -267,8 +260,7 @@ class RunStatus(Result):
     budget_exhausted: list[str]
     spent_by_role: dict[str, RoleSpend]
     model_spend: dict[str, ModelSpend] = {}
-    """Model calls by role (agent, judge, check, proposer): tokens, cost_usd and whether
-    the cost is partial (some calls unpriced or of unknown tokens)."""
+    """Model calls by role."""
     unsettled_units: int
     stall: int
     stop_condition: str | None
@@ -277,17 +269,15 @@ class RunStatus(Result):
     finalized: bool
     final: FinalLine | None
     gates: GateLedger
-    """The gates run and the false accepts they risked."""
+    """The gate ledger."""
     stop: StopParse | None
     optimize: LoopLine | None
     containment: list[str] = Field(default_factory=list)
-    """What candidate code could do in this run: empty when every evaluation ran in the
-    sandbox and never saw the answers; else each warning ("candidate code was not
-    contained")."""
+    """Containment warnings; empty: sandboxed, answers unseen."""
 
 
 class Verification(Result):
-    """``verify``: every way the run differs from what capevolve wrote (``ok`` when none)."""
+    """``verify``: how the run differs from what capevolve wrote."""
 
     run_dir: str
     ok: bool
@@ -301,11 +291,11 @@ class Verification(Result):
 
 
 class Quarantine(Result):
-    """``quarantine``: what was set aside, and what could not be repaired this way."""
+    """``quarantine``: what was set aside and what is left."""
 
     run_dir: str
     moved: dict[str, str]
-    """Each file set aside -> where it went ("" for a part that was missing)."""
+    """Each file set aside -> its new place."""
     reset_events: bool = False
     problems: list[str]
     left: list[str]
@@ -314,7 +304,7 @@ class Quarantine(Result):
 
 
 class ClusterReport(Result):
-    """``doctor``: the Ray cluster's driver and nodes, and every mismatch (``ok``: none)."""
+    """``doctor``: the Ray cluster and its mismatches."""
 
     address: str | None
     driver: dict[str, Any]
@@ -324,7 +314,7 @@ class ClusterReport(Result):
 
 
 class OptimizeSummary(Result):
-    """``optimize``: the loop's iterations, why it stopped, its spend and the final."""
+    """``optimize``: iterations, stop, spend and final."""
 
     run_dir: str
     algorithm: str
@@ -339,4 +329,4 @@ class OptimizeSummary(Result):
     spend: LoopSpend
     final: FinalRecord | None
     not_finalized: str | None = None
-    """Why ``finalize`` left test unscored (the best is still the seed), else None."""
+    """Why finalize left test unscored."""
