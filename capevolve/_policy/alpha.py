@@ -1,12 +1,7 @@
-"""False accepts: the gate's threshold from alpha, and what a run has risked (pure).
+"""False accepts: a gate's critical value from alpha, and a run's risk.
 
-A gate accepts iff t > c, c the one-sided (1 - a) Student t quantile for its df; a is
-``gate.alpha`` (``per_gate``) or ``gate.alpha / budget.max_iterations`` (``run``), or a fixed
-``gate.k_se`` with the a it implies. ``false_accept_summary`` sums a over distinct decisive
-pairs (the expected false accepts); under keep-best, whose level bounds nothing, it counts the
-keeps as they happen instead (a tentative keep 1, a significant one its a, a refusal 0). Under
-``run``, ``run_alpha_refusal`` refuses a new pair once pairs gated or candidates measured on
-val would exceed max_iterations.
+Accept iff t > c, the one-sided (1 - a) t quantile. The ledger sums a over distinct decisive pairs
+(keep-best: a tentative keep 1, a significant one a).
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from capevolve.stats.power import t_tail
 
 
 def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
-    """The one-sided level of one gate's t-test under ``config.alpha_spending`` (under
-    ``confirm``, of each of its two stages)."""
+    """One gate's one-sided level (each stage's under ``confirm``)."""
     if config.alpha_spending == AlphaSpending.RUN:
         return config.alpha / max(1, max_iterations)
     if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1:
@@ -33,15 +27,14 @@ def per_gate_alpha(config: GateConfig, max_iterations: int) -> float:
 
 
 def gate_risk(config: GateConfig, max_iterations: int) -> float:
-    """P(a gate accepts a candidate no better than the best): a under per_gate and run,
-    a * a under confirm (two stages on independent trials)."""
+    """P(a gate accepts a no-better candidate): a, or a * a under confirm."""
     a = per_gate_alpha(config, max_iterations)
     return a * a if config.alpha_spending == AlphaSpending.CONFIRM and max_iterations >= 1 \
         else a
 
 
 def guarantee(config: GateConfig, max_iterations: int, keep_best: bool = False) -> str:
-    """What the loop guarantees under these settings, in one sentence."""
+    """The loop's guarantee, in one sentence."""
     if keep_best:
         return ("keep-best keeps point estimates: no bound on promoting a no-better "
                 "candidate (its label says whether the move is shown beyond noise)")
@@ -60,8 +53,7 @@ def guarantee(config: GateConfig, max_iterations: int, keep_best: bool = False) 
 
 def critical_value(config: GateConfig, df: float | None,
                    max_iterations: int) -> tuple[float, float]:
-    """``(c, a)``: accept needs t > c, and a = P(T_df > c) is the per-gate false-accept
-    bound (Student t for ``df``, the normal when df is None)."""
+    """``(c, a)``: accept iff t > c; a = P(T_df > c)."""
     if config.k_se is not None:
         return config.k_se, t_tail(config.k_se, df)
     a = per_gate_alpha(config, max_iterations)
@@ -70,49 +62,39 @@ def critical_value(config: GateConfig, df: float | None,
 
 @dataclass(frozen=True)
 class GateTally:
-    """What one recorded gate contributes to the false-accept ledger."""
+    """One gate's ledger entry."""
 
     exploratory: bool
     decision: Decision
     alpha: float | None
     pair: tuple[str, str]
-    """(candidate eval id, best eval id) the gate compared."""
+    """(candidate eval id, best eval id)."""
     tentative: bool = False
-    """keep-best: the gate kept the move without showing it beyond noise, and no
-    confirmation has labelled it significant since."""
+    """keep-best: kept within noise, not since confirmed."""
 
 
 @dataclass(frozen=True)
 class FalseAcceptSummary:
-    """How many gates ran and the false accepts they risked (see the module docstring)."""
+    """Gates run and the false accepts they risked."""
 
     gates: int
-    """Every recorded gate."""
     decision_gates: int
-    """Non-exploratory gates (the only ones accept considers)."""
     exploratory_gates: int
-    """Gates run with overridden settings (never a basis for accept)."""
+    """Gates with overridden settings."""
     distinct_pairs: int
-    """Distinct evaluation pairs among the decisive (accept/reject) decision gates."""
+    """Distinct pairs of decisive decision gates."""
     expected_false_accepts: float
-    """Upper bound of the expected number of false accepts so far (keep-best: the count of
-    the module docstring)."""
+    """Bound on expected false accepts (keep-best: keeps)."""
     alpha: float
-    """gate.alpha."""
     alpha_spending: str
-    """per_gate or run."""
     per_gate_alpha: float | None
-    """The false-accept probability each gate spends (a, or a * a for a two-stage gate
-    under confirm; None with a fixed k_se: it depends on each gate's df)."""
+    """Risk each gate spends (None with k_se)."""
     planned_bound: float | None
-    """Bound on P(any false accept) over the budgeted iterations (None: no cap, k_se or
-    keep-best)."""
+    """Bound on P(any false accept) over the budget, if one holds."""
     guarantee: str = ""
-    """What the loop guarantees at these settings, in one sentence."""
     keep_best: bool = False
-    """The run's policy is keep-best (the ledger counts keeps as they happen)."""
     tentative_keeps: int = 0
-    """keep-best: distinct pairs kept without being shown beyond noise (each counted 1)."""
+    """keep-best: distinct pairs kept within noise."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -121,8 +103,6 @@ class FalseAcceptSummary:
 
 def _decisive_pairs(tallies: Iterable[GateTally],
                     keep_best: bool = False) -> dict[tuple[str, str], float]:
-    """The a spent per distinct pair of evaluations by decisive decision gates (under
-    keep-best, what each pair counts: see the module docstring)."""
     spent: dict[tuple[str, str], float] = {}
     for tally in tallies:
         if tally.exploratory or tally.decision == Decision.INDECISIVE:
@@ -137,10 +117,8 @@ def _decisive_pairs(tallies: Iterable[GateTally],
 
 def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iterations: int,
                       pair: tuple[str, str], measured: int) -> str | None:
-    """Why a deciding gate of ``pair`` is refused under ``run`` spending (None: allowed).
-
-    ``measured`` is the number of candidates (the seed aside) with a val evaluation.
-    """
+    """Why ``run`` spending refuses a new ``pair`` (None: allowed): pairs or ``measured`` candidates
+    past max_iterations."""
     if config.alpha_spending != AlphaSpending.RUN:
         return None
     spent = _decisive_pairs(tallies)
@@ -159,7 +137,7 @@ def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iter
 
 def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
                          max_iterations: int, keep_best: bool = False) -> FalseAcceptSummary:
-    """Sum the per-gate a of the distinct decisive decision gates of a run."""
+    """The run's false-accept ledger."""
     items = list(tallies)
     decisive = _decisive_pairs(items, keep_best)
     fixed = config.k_se is not None

@@ -1,14 +1,7 @@
-"""The mechanism audit: was a move caused by the change, on the datapoints it targeted? (pure)
+"""Was a move caused by the change, on the datapoints it targeted?
 
-Per val task, in the goal's direction: flips up, down or unchanged; the candidate's scored and
-excluded sets must equal the parent's (else the move is an artifact); with a target, the
-targeted tasks must gain. A flipped-down task is judged against the project's own
-trial-to-trial variation (s, the pooled within-task sd of both sides): noise when its outputs
-did not change; caused when they changed and it dropped more than ``NOISE_BAND`` standard
-errors, or when each side gave one output on two or more trials; noise when they changed within
-that band and also differ from trial to trial; else unknown (recorded, never a failure). It
-passes iff the denominators agree and, with a target, the target gained. The statistics page of
-the docs gives the rule in full.
+The audit passes iff both sides' scored and excluded val tasks match and, with a target, the
+targeted tasks gained.
 """
 
 from __future__ import annotations
@@ -24,12 +17,12 @@ from capevolve._policy.thresholds import exceeds
 __all__ = ["NOISE_BAND", "Audit", "audit"]
 
 NOISE_BAND = 2.0
-"""Standard errors of the trial-to-trial variation a task's drop must exceed to be caused."""
+"""SEs of trial-to-trial variation a caused drop exceeds."""
 
 
 @dataclass(frozen=True)
 class Audit:
-    """The audit's outcome, every list sorted by task id."""
+    """The audit's outcome, lists sorted by task id."""
 
     passed: bool
     reasoning: str
@@ -49,10 +42,10 @@ class Audit:
     caused_regressions: list[str] = field(default_factory=list)
     unknown_regressions: list[str] = field(default_factory=list)
     trial_sd: float | None = None
-    """The pooled trial-to-trial standard deviation s of rule 4 (None: not measured)."""
+    """Pooled trial-to-trial sd (None: not measured)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form stored in the gate record and the decision record."""
+        """JSON form."""
         return dict(self.__dict__)
 
 
@@ -61,7 +54,6 @@ def _gain(diffs: Mapping[str, float], tasks: Collection[str]) -> float:
 
 
 def _trial_sd(sides: Sequence[SideOutcomes], tasks: Sequence[str]) -> float | None:
-    """The pooled within-task standard deviation of the sides' trials (rule 4)."""
     import numpy as np
 
     terms: list[float] = []
@@ -77,8 +69,8 @@ def _trial_sd(sides: Sequence[SideOutcomes], tasks: Sequence[str]) -> float | No
 def _regressions(drops: Mapping[str, tuple[float, int, int]], trial_sd: float | None,
                  changed: Mapping[str, bool],
                  vary: Mapping[str, bool]) -> tuple[list[str], list[str], list[str]]:
-    """(noise, caused, unknown) among the flipped-down tasks, ``drops`` mapping each to
-    (its drop, the candidate's trials, the parent's trials) (rule 4)."""
+    """(noise, caused, unknown) among ``drops``: noise if outputs unchanged; caused if changed and
+    the drop exceeds NOISE_BAND or outputs never vary by trial; noise if they vary; else unknown."""
     noise, caused, unknown = [], [], []
     for task, (drop, n_cand, n_par) in drops.items():
         beyond = trial_sd is not None and exceeds(
@@ -101,7 +93,7 @@ def audit(candidate: SideOutcomes, parent: SideOutcomes, val_ids: Sequence[str],
           parent_excluded: Collection[str] = (), outputs_changed: Mapping[str, bool] | None = None,
           outputs_vary: Mapping[str, bool] | None = None,
           target: str | None = None, target_tasks: Collection[str] = ()) -> Audit:
-    """Audit ``candidate`` against ``parent`` over ``val_ids`` (see the module docstring)."""
+    """Audit ``candidate`` against ``parent``, ``sign`` the goal's direction."""
     import numpy as np  # every task's difference at once
 
     if sign not in (1, -1):

@@ -1,10 +1,7 @@
-"""The circuit breaker of an evaluation's model endpoint (pure: it reads rows it is shown).
+"""An evaluation's circuit breaker.
 
-Rows arrive in the order they finish. A row that failed with a model failure of a kind
-that will not pass by retrying the next rollout (``quota``, ``auth``, ``unreachable``,
-``server``) extends the streak of that kind; any other row (a reward, an error of another
-kind) ends it. ``failures`` rows in a row of one kind trip the breaker: the evaluation stops
-dispatching and is incomplete with :attr:`Breaker.reason`.
+``failures`` finished rows in a row failing with one :data:`TRIPS` kind stop dispatching; any other
+row resets the streak.
 """
 
 from __future__ import annotations
@@ -16,13 +13,13 @@ from capevolve.kinds import ModelFailure
 
 TRIPS = frozenset({ModelFailure.QUOTA, ModelFailure.AUTH, ModelFailure.UNREACHABLE,
                    ModelFailure.SERVER})
-"""The model failures a breaker counts."""
+"""Model failures a retry will not cure."""
 REASON_PREFIX = "circuit breaker:"
-"""How every breaker reason begins (the CLI exits 1 on it)."""
+"""Every breaker reason's start (the CLI exits 1 on it)."""
 
 
 class Breaker:
-    """Counts consecutive same-kind model failures (see the module docstring)."""
+    """Counts consecutive same-kind model failures."""
 
     def __init__(self, failures: int) -> None:
         self.failures = failures
@@ -31,8 +28,7 @@ class Breaker:
         self.reason: str | None = None
 
     def see(self, errors: Iterable[Any], kinds: Iterable[Any]) -> str | None:
-        """Take the error and model_failure columns of finished rows, in order; the
-        reason once tripped (then it stays tripped)."""
+        """Feed finished rows' errors and failure kinds; the reason once tripped."""
         for error, kind in zip(errors, kinds, strict=True):
             if self.reason:
                 break
@@ -47,7 +43,7 @@ class Breaker:
         return self.reason
 
     def see_rows(self, rows: Any) -> str | None:
-        """:meth:`see` of a batch: a row batch's columns, or a list of row dicts."""
+        """:meth:`see` of a batch (columns or row dicts)."""
         columns = getattr(rows, "columns", None)
         if isinstance(columns, Mapping):
             errors, kinds = columns.get("error"), columns.get("model_failure")

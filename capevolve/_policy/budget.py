@@ -1,8 +1,6 @@
-"""Budget caps against what a run has spent (0 in the config means no cap). Pure: no I/O.
+"""Budget caps (0: none) against a run's spend.
 
-Each recorded accept or reject spends one iteration; past ``max_iterations`` a further decision
-is refused (:func:`decision_refusal`), and repeating one already made spends nothing. The other
-caps (metric calls, money, stall) stop new evaluations, not decisions.
+Only max_iterations limits decisions; the others stop new evaluations.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from capevolve.kinds import EventKind
 
 
 class Spent(Protocol):
-    """What a run has spent (``capevolve._store`` provides it; read-only here)."""
+    """What a run has spent."""
 
     iterations: int
     metric_calls: int
@@ -24,14 +22,13 @@ class Spent(Protocol):
 
 
 def event_kind(event: Any) -> str:
-    """The kind of an event, whether it is a record model or its JSON mapping."""
+    """An event's kind (record model or mapping)."""
     kind = event.get("kind") if isinstance(event, Mapping) else getattr(event, "kind", None)
     return str(kind)
 
 
 def stall_count(events: Iterable[Any]) -> int:
-    """Consecutive rejections since the last accept, over events in log order
-    (indecisive gates do not count)."""
+    """Rejections since the last accept (indecisive gates do not count)."""
     count = 0
     for event in events:
         kind = event_kind(event)
@@ -46,8 +43,7 @@ ROLE_FIELDS = ("metric_calls", "tokens", "cost_usd", "cost_unrecorded", "wall_s"
 
 
 def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
-    """Spend summed per role (runner, scorer, optimizer) over spend events, where the role
-    is known; spend recorded without one (decisions, ``update_spent``) is left out."""
+    """Spend per role (events without one left out)."""
     totals: dict[str, dict[str, float]] = {}
     for event in events:
         if event_kind(event) != EventKind.SPEND:
@@ -64,9 +60,7 @@ def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
 
 
 def priced_cost(spent: Spent) -> float:
-    """What the run's rollouts cost for the money cap: the recorded cost plus each rollout of
-    unknown cost (one a killed driver dispatched, say) priced at the mean recorded cost per
-    rollout."""
+    """Recorded cost, rollouts of unknown cost priced at the mean."""
     priced = spent.metric_calls - spent.cost_unrecorded
     if priced <= 0 or spent.cost_usd <= 0:
         return spent.cost_usd
@@ -74,7 +68,7 @@ def priced_cost(spent: Spent) -> float:
 
 
 def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
-    """Every cap that is reached, in words (empty when the run may go on)."""
+    """Every cap reached, in words."""
     reasons = []
     if budget.max_iterations and spent.iterations >= budget.max_iterations:
         reasons.append(f"iterations {spent.iterations} of {budget.max_iterations}")
@@ -85,8 +79,7 @@ def exhausted(budget: BudgetConfig, spent: Spent, stall: int) -> list[str]:
 
 
 def spending_exhausted(budget: BudgetConfig, spent: Spent) -> list[str]:
-    """The spending caps reached (metric calls, money), in words: what holds even work
-    that is not a decision (a confirmation)."""
+    """Spending caps reached (they bind non-decisions too)."""
     reasons = []
     if budget.max_metric_calls and spent.metric_calls >= budget.max_metric_calls:
         reasons.append(f"metric calls {spent.metric_calls} of {budget.max_metric_calls}")
@@ -98,8 +91,7 @@ def spending_exhausted(budget: BudgetConfig, spent: Spent) -> list[str]:
 
 
 def decision_refusal(budget: BudgetConfig, spent: Spent) -> str | None:
-    """Why a new accept / reject may not be recorded (None when it may): the iteration
-    budget is spent. The only cap that limits decisions (see the module docstring)."""
+    """Why a new accept / reject is refused (None: allowed)."""
     if budget.max_iterations and spent.iterations >= budget.max_iterations:
         return (f"the iteration budget is spent ({spent.iterations} of "
                 f"{budget.max_iterations} decisions recorded); run `capevolve finalize`")
@@ -107,7 +99,7 @@ def decision_refusal(budget: BudgetConfig, spent: Spent) -> str | None:
 
 
 def remaining(budget: BudgetConfig, spent: Spent) -> dict[str, Any]:
-    """What is left under each cap (None where there is no cap)."""
+    """What is left under each cap (None: no cap)."""
     def left(cap: float, used: float) -> float | None:
         return max(0, cap - used) if cap else None
 
@@ -120,7 +112,7 @@ def remaining(budget: BudgetConfig, spent: Spent) -> dict[str, Any]:
 
 def dispatch_allowance(cap: BudgetConfig, spent: Spent, delivered: Any
                        ) -> Callable[[int], tuple[int | None, str | None]]:
-    """A limit for the dispatcher: how many more units may be handed out now."""
+    """The dispatcher's limit: units it may hand out now, and why."""
     run_cost = priced_cost(spent)
     run_priced = spent.metric_calls - spent.cost_unrecorded
     run_per = spent.cost_usd / run_priced if run_priced > 0 and spent.cost_usd > 0 else None

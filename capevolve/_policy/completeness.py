@@ -1,10 +1,7 @@
-"""Which val tasks a gate may compare, and when missing data makes it indecisive (pure).
+"""Which val tasks a gate compares; missing data makes it indecisive, never a win.
 
-Missing data is never a win or a loss by itself: coverage below ``gate.min_coverage``, tasks
-(paired) or trials (both modes) the best scored and the candidate did not beyond
-``gate.max_missing`` of the best's, unequal task sets in welch mode, or fewer than 2 tasks make
-the gate indecisive. Within the guard, a task only the best scored counts as 0 for the
-candidate; a task only the candidate scored is left out.
+Indecisive below ``min_coverage``, when the candidate misses over ``max_missing`` of the best's
+tasks or trials, on unequal task sets (welch), or under 2 tasks.
 """
 
 from __future__ import annotations
@@ -20,21 +17,21 @@ from capevolve.kinds import GateMode
 
 @dataclass(frozen=True)
 class Comparable:
-    """The tasks a gate compares, and why it cannot decide (``reason``) if it cannot."""
+    """What a gate compares."""
 
     compared: tuple[str, ...]
-    """Val tasks entering the comparison (sorted), imputed ones included."""
+    """Sorted val tasks compared, imputed ones included."""
     imputed: tuple[str, ...]
-    """Tasks the best scored and the candidate did not: a 0 for the candidate."""
+    """Tasks only the best scored: 0 for the candidate."""
     coverage: float
     """Val tasks scored on both sides / val tasks."""
     reason: str | None = None
-    """Why the gate is indecisive; None when it can decide."""
+    """Why the gate is indecisive (None: it decides)."""
 
 
 def comparable(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
                config: GateConfig) -> Comparable:
-    """Apply the coverage floor and the denominator guard (see the module docstring)."""
+    """Apply the coverage floor and the missing-data guard."""
     val = frozenset(val_ids)
     cand, ref = candidate.scored & val, best.scored & val
     both = cand & ref

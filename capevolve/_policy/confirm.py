@@ -1,9 +1,6 @@
-"""Higher-power confirmation of a kept move: pooled trials, the t-test and the raw band (pure).
+"""Confirmation of a kept move on pooled trial means: Welch t and a label, never a new best.
 
-Each side is its per-trial means, existing and new trials pooled, signed toward the goal. delta
-and the Welch SE and df give t; the label is :mod:`capevolve._policy.labels`' with the min_delta
-floor; the raw band (pooled stdev against max(stdev, min_delta)) is recorded, never a label.
-Confirmation relabels; it never decides which candidate is the best.
+The raw band (pooled sd against max(sd, min_delta)) is recorded only.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from capevolve.stats import welch_comparison
 
 @dataclass(frozen=True)
 class Confirmation:
-    """The pooled higher-power numbers and the label they give."""
+    """Pooled numbers and their label."""
 
     n_candidate: int
     n_best: int
@@ -47,7 +44,7 @@ def _variance(values: Sequence[float]) -> float:
 
 def confirm_numbers(candidate: Sequence[float], best: Sequence[float],
                     min_delta: float) -> Confirmation:
-    """The confirmation of the module docstring (each side needs >= 2 trial means)."""
+    """Confirm ``candidate`` against ``best`` (2+ trial means each)."""
     comparison = welch_comparison(list(candidate), list(best))
     se = comparison.se or 0.0
     pooled = math.sqrt((_variance(candidate) + _variance(best)) / 2.0)

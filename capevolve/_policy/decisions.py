@@ -1,7 +1,4 @@
-"""One decision per candidate and best: accept and reject are idempotent. Pure: no I/O.
-
-A decision is about a pair (candidate, the best it was measured against).
-"""
+"""One decision per (candidate, best it was measured against); accept and reject are idempotent."""
 
 from __future__ import annotations
 
@@ -13,18 +10,16 @@ from capevolve.kinds import EventKind
 
 
 def _get(event: Any, name: str) -> Any:
-    """A field of an event, whether it is a record model or its JSON mapping."""
     return event.get(name) if isinstance(event, Mapping) else getattr(event, name, None)
 
 
 @dataclass(frozen=True)
 class PriorDecision:
-    """The decision already recorded for a (candidate, best) pair."""
+    """A pair's recorded decision."""
 
     kind: EventKind
     """accept or reject."""
     event: Any
-    """The recorded event (model or mapping)."""
 
     @property
     def ts(self) -> str:
@@ -33,7 +28,7 @@ class PriorDecision:
 
 def prior_decision(events: Iterable[Any], candidate_id: str,
                    best_id: str | None) -> PriorDecision | None:
-    """The first accept / reject of ``candidate_id`` against ``best_id`` in the log."""
+    """The first accept / reject of the pair."""
     for event in events:
         kind = str(_get(event, "kind"))
         if _get(event, "candidate_id") != candidate_id:
@@ -46,7 +41,7 @@ def prior_decision(events: Iterable[Any], candidate_id: str,
 
 
 def last_accept(events: Iterable[Any]) -> Any | None:
-    """The latest accept event of the log (the one that made the current best), if any."""
+    """The latest accept (it made the current best)."""
     found = None
     for event in events:
         if str(_get(event, "kind")) == EventKind.ACCEPT:
@@ -55,8 +50,7 @@ def last_accept(events: Iterable[Any]) -> Any | None:
 
 
 def conflict(prior: PriorDecision | None, wanted: EventKind, candidate_id: str) -> str | None:
-    """Why ``wanted`` may not be recorded given the pair's ``prior`` decision (None when it
-    may, or when it repeats the prior one: the caller then returns the prior)."""
+    """Why ``wanted`` may not follow ``prior`` (None: allowed or a repeat)."""
     if prior is None or prior.kind == wanted:
         return None
     against = _get(prior.event, "best_id" if prior.kind == EventKind.REJECT else
@@ -67,14 +61,12 @@ def conflict(prior: PriorDecision | None, wanted: EventKind, candidate_id: str) 
 
 
 MAX_LOOKS = 2
-"""Trial counts a (candidate, best) pair may be gated on: the project's and one matched
-higher-power pair."""
+"""Trial counts a pair may be gated on: the project's and one higher."""
 
 
 def looks_refusal(gates: Iterable[Any], candidate_id: str, best_id: str | None,
                   trials: int) -> str | None:
-    """Why a deciding gate of ``candidate_id`` against ``best_id`` with ``trials`` trials
-    is refused (None when it may run)."""
+    """Why a gate of the pair at ``trials`` is refused (None: allowed)."""
     used = sorted({int(_get(g, "n_trials")) for g in gates
                    if _get(g, "candidate_id") == candidate_id and _get(g, "best_id") == best_id
                    and not _get(g, "exploratory") and _get(g, "n_trials") is not None})

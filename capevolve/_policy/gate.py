@@ -1,24 +1,8 @@
-"""The strict gate: should a candidate replace the current best? (pure, no I/O)
+"""The strict gate: should a candidate replace the current best?
 
-On the full val split, from each side's valid trial rewards:
-
-1. completeness (``_policy.completeness``): coverage floor, paired denominator guard
-   (tasks the best scored and the candidate did not count as 0 for it; beyond
-   ``max_missing`` the gate is indecisive), equal denominators in welch mode;
-2. the comparison: paired differences of task means (CR1 cluster-robust SE and
-   df = clusters - 1 when tasks carry a cluster key), or Welch;
-3. the verdict, every comparison through ``_policy.thresholds``:
-   - reject unless delta > 0 and delta >= min_delta;
-   - accept an *exact* move: no trial noise on either side, nothing imputed, and every
-     paired difference equal (all-equal differences from noisy trials are not exact:
-     their noise cannot be estimated, so they are rejected as not shown beyond noise);
-   - otherwise accept iff t = delta / SE > c, the critical value of ``_policy.alpha``
-     (the one-sided t-quantile for the df at the per-gate alpha, or a fixed k_se);
-4. the no-regression veto (``_policy.regression``): with ``no_regression`` any
-   regressed val task turns an accept into a reject, even when the mean rises.
-
-``decide_from_summary`` is the raw form for numbers computed elsewhere (unpaired SE
-sqrt(a^2 + b^2), normal quantiles); it refuses non-finite numbers.
+After ``completeness``: reject unless delta > 0 and delta >= min_delta; accept an exact move (no
+trial noise, nothing imputed, equal paired differences); reject equal differences from noisy trials;
+else accept iff t > c. ``no_regression`` vetoes an accept that regressed a task.
 """
 
 from __future__ import annotations
@@ -45,7 +29,7 @@ __all__ = ["GateDecision", "SideOutcomes", "decide", "decide_from_summary"]
 
 @dataclass(frozen=True)
 class GateDecision:
-    """A gate's verdict with every number behind it (all finite or None)."""
+    """A gate's verdict and its numbers (finite or None)."""
 
     decision: Decision
     reasons: list[str]
@@ -56,14 +40,13 @@ class GateDecision:
     t: float | None = None
     df: float | None = None
     p_value: float | None = None
-    """Two-sided p-value of t (reported beside the decision's, never deciding)."""
+    """Two-sided p of t (reported, never deciding)."""
     p_one_sided: float | None = None
-    """P(T_df >= t): the p-value of the one-sided decision (accept iff it is below alpha,
-    at the default threshold)."""
+    """P(T_df >= t), the decision's p."""
     k_se: float | None = None
-    """The critical value c of ``t > c`` the gate used."""
+    """The critical value c."""
     alpha: float | None = None
-    """P(accept | candidate no better than the best) at c and the df (0 for exact)."""
+    """P(accept | no better) at c (0 if exact)."""
     exact: bool = False
     n_compared: int = 0
     n_clusters: int | None = None
@@ -73,7 +56,7 @@ class GateDecision:
     power: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form recorded in the gate event."""
+        """JSON form."""
         out = dict(self.__dict__)
         out["decision"], out["mode"] = str(self.decision), str(self.mode)
         out["confidence"] = None if self.confidence is None else str(self.confidence)
@@ -82,13 +65,12 @@ class GateDecision:
 
 
 def one_sided(t: float | None, df: float | None) -> float | None:
-    """The one-sided p-value P(T_df >= t) of a gate's t (None when t is undefined)."""
+    """P(T_df >= t) (None when t is)."""
     return None if t is None else t_tail(t, df)
 
 
 def _verdict(comparison: Comparison, exact: bool, degenerate: bool, critical: float,
              min_delta: float) -> tuple[Decision, str]:
-    """Accept or reject from the numbers (rule 3 of the module docstring)."""
     delta, se = comparison.delta, comparison.se
     if not exceeds(delta, 0.0) or below(delta, min_delta):
         return Decision.REJECT, (f"delta {delta:+.4f} is not an improvement of at least "
@@ -110,8 +92,7 @@ def _verdict(comparison: Comparison, exact: bool, degenerate: bool, critical: fl
 def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
              imputed: Sequence[str], mode: GateMode,
              clusters: Mapping[str, str]) -> tuple[Comparison, list[float], bool, bool]:
-    """(comparison, paired differences, exact, degenerate) over ``tasks`` (every task mean
-    at once; the comparison itself is ``capevolve.stats``' over task means)."""
+    """(comparison, differences, exact, degenerate): paired (CR1 if clustered) or Welch."""
     import numpy as np
 
     missing = set(imputed)
@@ -176,7 +157,7 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
 
 def decide_from_summary(current: float, candidate: float, current_se: float,
                         candidate_se: float, config: GateConfig) -> GateDecision:
-    """The raw gate for numbers computed elsewhere (unpaired: SE = sqrt(a^2 + b^2))."""
+    """The gate on summaries computed elsewhere (unpaired, normal); GateError on bad input."""
     values = {"--current": current, "--candidate": candidate,
               "--current-stderr": current_se, "--candidate-stderr": candidate_se}
     for name, value in values.items():

@@ -1,6 +1,4 @@
-"""The one rule on which evaluations may decide: a complete full-split evaluation of purpose
-gate.
-"""
+"""Which evaluations may decide: complete, full-split, of purpose gate."""
 
 from __future__ import annotations
 
@@ -13,14 +11,13 @@ from capevolve.records import EvalRecord
 
 @dataclass(frozen=True)
 class StoredUnits:
-    """The (task, trial) units an evaluation's stored rows cover, recomputed from the rows."""
+    """The (task, trial) units of the stored rows."""
 
     task_ids: frozenset[str]
     trials: frozenset[int]
 
     @classmethod
     def of(cls, units: Iterable[tuple[str, int]]) -> StoredUnits:
-        """From (task id, trial) pairs (``RolloutStore.done_units``)."""
         pairs = list(units)
         return cls(frozenset(t for t, _ in pairs), frozenset(int(k) for _, k in pairs))
 
@@ -30,7 +27,7 @@ def _trials(first: int, n: int) -> str:
 
 
 def _claimed(record: EvalRecord) -> str | None:
-    """What the record itself says that makes it informational (None: a gate evaluation)."""
+    """Why the record itself is informational (None: it is not)."""
     name = record.eval_id
     if record.purpose != EvalPurpose.GATE:
         return f"{name} is a {record.purpose} evaluation (informational)"
@@ -46,7 +43,7 @@ def _claimed(record: EvalRecord) -> str | None:
 
 def _stored(record: EvalRecord, split_ids: Iterable[str], stored: StoredUnits,
             complete: bool) -> str | None:
-    """What the stored rows say (the split's scoreable tasks, trials 0..n-1)."""
+    """Why the stored rows are not a full-split evaluation (None: they are)."""
     name, ids = record.eval_id, set(split_ids)
     excluded = set(record.excluded_tasks)
     if not excluded <= ids:
@@ -69,7 +66,7 @@ def _stored(record: EvalRecord, split_ids: Iterable[str], stored: StoredUnits,
 def gate_refusal(record: EvalRecord, split_ids: Iterable[str] | None = None,
                  stored: StoredUnits | None = None, *,
                  allow_incomplete: bool = False) -> str | None:
-    """Why ``record`` may not decide anything (None when it may)."""
+    """Why ``record`` may not decide (None: it may)."""
     claimed = _claimed(record)
     if claimed:
         return claimed

@@ -1,4 +1,4 @@
-"""The keep-best policy: keep a move in the goal's direction that passes the audit."""
+"""Keep-best: keep a move toward the goal that passes the audit."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ __all__ = ["Standing", "keep_best", "standing", "tentative"]
 
 
 def tentative(decision: Decision, label: Confidence | str | None) -> bool:
-    """Whether a kept move is tentative: accepted without a significant label."""
+    """Accepted without a significant label."""
     return decision == Decision.ACCEPT and label != Confidence.SIGNIFICANT
 
 
 def standing(decision: Decision | str, label: Confidence | str | None,
              confirmations: Sequence[Confidence | str] = ()) -> Standing | None:
-    """The standing of a decision (None unless it is an accept): significant at its gate, else
-    confirmed once any confirmation of the move was labelled significant, else tentative."""
+    """An accept's standing: significant at its gate, else confirmed once a confirmation is
+    significant, else tentative."""
     if decision != Decision.ACCEPT:
         return None
     if label == Confidence.SIGNIFICANT:
@@ -32,7 +32,7 @@ def standing(decision: Decision | str, label: Confidence | str | None,
 
 
 def keep_best(strict: GateDecision, check: Audit) -> GateDecision:
-    """The keep-best verdict from the strict gate's numbers and the audit (module rule)."""
+    """The keep-best verdict from the strict gate and the audit."""
     if strict.decision == Decision.INDECISIVE:
         return strict
     if not check.passed:

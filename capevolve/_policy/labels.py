@@ -1,9 +1,7 @@
-"""How a measured difference is read: significant, within noise, or negligible (pure).
+"""How a difference is read.
 
-NEGLIGIBLE: |delta| below ``min_delta``. SIGNIFICANT: |delta| >= min_delta and the move is exact
-or |t| reaches the critical value (the gate's own, so a gate's accept is never within noise;
-else the two-sided 95% t quantile). WITHIN_NOISE: otherwise, the SE unknown or degenerate
-included.
+NEGLIGIBLE: |delta| < min_delta. SIGNIFICANT: else exact, or |t| reaches the gate's critical value
+(an accept is never within noise) or the two-sided 95% one. WITHIN_NOISE: the rest.
 """
 
 from __future__ import annotations
@@ -13,13 +11,12 @@ from capevolve.kinds import Confidence
 from capevolve.stats import t_quantile
 
 LABEL_LEVEL = 0.05
-"""Two-sided level of the SIGNIFICANT label."""
+"""Two-sided level of SIGNIFICANT outside a gate."""
 
 
 def confidence(delta: float, se: float | None, df: float | None, min_delta: float,
                exact: bool, critical: float | None = None) -> Confidence:
-    """Label a difference (see the module docstring); ``critical`` is the gate's critical
-    value of |t|, when the label accompanies a gate."""
+    """Label a difference; ``critical``: the gate's critical |t|, if any."""
     if is_zero(delta) or below(abs(delta), min_delta):
         return Confidence.NEGLIGIBLE
     if exact:

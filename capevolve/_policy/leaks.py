@@ -1,11 +1,6 @@
-"""What a candidate must never carry: task ids, gold values, long spans of task inputs.
+"""What a candidate must never carry: task ids, gold values, spans of task inputs.
 
-Pure: the caller gives the candidate's files and what to look for. Text is normalised
-(case-folded, split into word tokens ``\\w+``) on both sides, so ``Gold-3``, ``'gold 3'`` and
-``GOLD_3`` in a prompt all carry the value ``gold-3`` (but ``142`` does not carry ``42``).
-A leak is a task id, a val or test gold value (shorter than ``min_chars`` or in ``ignore``:
-too common to count), or ``span_chars`` consecutive characters of a task input; a hit names
-file, line and kind, never the value.
+Matching is on case-folded word tokens: ``Gold 3`` carries ``gold-3``; ``142`` not ``42``.
 """
 
 from __future__ import annotations
@@ -17,30 +12,29 @@ from typing import Any
 
 TOKEN = re.compile(r"\w+")
 MAX_FINDINGS = 20
-"""Findings reported per candidate (the first ones, by file and line)."""
+"""Leaks reported per candidate."""
 
 
 @dataclass(frozen=True)
 class Leak:
-    """One place a candidate carries what it must not."""
+    """Where a candidate carries what it must not (never the value)."""
 
     file: str
     line: int
     kind: str
-    """``task id``, ``gold value of a val task``, ``gold value of a test task`` or
-    ``span of a task input``."""
+    """Task id, gold value (val or test) or input span."""
 
     def text(self) -> str:
         return f"{self.file}:{self.line}: {self.kind}"
 
 
 def tokens(text: str) -> tuple[str, ...]:
-    """The word tokens of ``text``, case-folded."""
+    """Case-folded word tokens."""
     return tuple(TOKEN.findall(text.casefold()))
 
 
 def leaves(value: Any) -> Iterable[str]:
-    """Every string and number inside ``value`` (a target: text, number, list, mapping)."""
+    """Every string and number inside ``value``."""
     if isinstance(value, Mapping):
         for item in value.values():
             yield from leaves(item)
@@ -54,12 +48,12 @@ def leaves(value: Any) -> Iterable[str]:
 
 
 def squeeze(text: str) -> str:
-    """``text`` case-folded with every run of whitespace one space (for input spans)."""
+    """Case-folded, whitespace runs as one space."""
     return " ".join(text.casefold().split())
 
 
 class Needles:
-    """What to look for, indexed by token-sequence length."""
+    """What to look for (values under ``min_chars`` or in ``ignore`` skipped)."""
 
     def __init__(self, min_chars: int, ignore: Iterable[str]) -> None:
         self.min_chars = min_chars
@@ -85,8 +79,7 @@ class Needles:
 
 def scan(files: Mapping[str, bytes], needles: Needles, inputs: Iterable[str],
          span_chars: int) -> list[Leak]:
-    """Every leak in ``files`` (path -> bytes; binary files are skipped), at most
-    :data:`MAX_FINDINGS`, one per (file, line, kind)."""
+    """Leaks in ``files``, one per (file, line, kind), the first MAX_FINDINGS."""
     texts: dict[str, list[str]] = {}
     for path, data in sorted(files.items()):
         try:
@@ -107,9 +100,8 @@ def scan(files: Mapping[str, bytes], needles: Needles, inputs: Iterable[str],
 
 def _spans(texts: Mapping[str, list[str]], inputs: Iterable[str],
            span_chars: int) -> list[tuple[str, int]]:
-    """(file, line) where a window of ``span_chars`` characters of an input appears: the
-    inputs' windows are taken every half window, so a copied span of 1.5 windows or more
-    is always found."""
+    """Per file, the first line holding a window of an input; windows start every half window,
+    so any copied span of 1.5 windows is found."""
     step = max(1, span_chars // 2)
     windows: set[str] = set()
     for text in inputs:

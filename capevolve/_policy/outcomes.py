@@ -1,9 +1,4 @@
-"""One side of a gate: the valid trial rewards of each val task, as columns (pure).
-
-Columns of sorted task ids, offsets and rewards; each task's count, mean and sample variance
-(ddof=1, ``math.fsum``) and whether its trials have no spread are computed once for every task,
-each number equal to the per-task scalar computation.
-"""
+"""One side of a gate: each val task's valid trial rewards, as columns."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def group_fsum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``math.fsum`` of each group ``values[offsets[i]:offsets[i + 1]]`` (0.0 when empty)."""
+    """``math.fsum`` of each group ``values[offsets[i]:offsets[i + 1]]``."""
     import numpy as np
 
     bounds = offsets.tolist()
@@ -30,16 +25,16 @@ def group_fsum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TaskStats:
-    """Per-task statistics of one side, aligned with its ``tasks``."""
+    """Per-task statistics, aligned with ``tasks``."""
 
     n: np.ndarray
-    """int64: valid trials (0: run, but every trial errored)."""
+    """Valid trials."""
     mean: np.ndarray
-    """float64: mean reward (NaN where n is 0)."""
+    """Mean reward (NaN if n is 0)."""
     variance: np.ndarray
-    """float64: sample variance of the trials (0.0 with fewer than two)."""
+    """Sample variance (0 below two trials)."""
     flat: np.ndarray
-    """bool: the trials have no spread beyond the tolerance (True where n < 2)."""
+    """No spread beyond tolerance (True if n < 2)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +47,7 @@ class SideOutcomes:
 
     @classmethod
     def from_rewards(cls, rewards: Mapping[str, Sequence[float]]) -> SideOutcomes:
-        """From ``{task: [valid rewards]}`` (empty list: every trial errored)."""
+        """From ``{task: [valid rewards]}``."""
         import numpy as np
 
         tasks = tuple(sorted(rewards))
@@ -66,7 +61,7 @@ class SideOutcomes:
     @classmethod
     def from_columns(cls, tasks: Sequence[str], offsets: np.ndarray, values: np.ndarray,
                      sign: float = 1.0) -> SideOutcomes:
-        """From columns (``tasks`` sorted), each reward multiplied by ``sign``."""
+        """From sorted columns, rewards times ``sign``."""
         import numpy as np
 
         ids = tuple(tasks)
@@ -78,7 +73,6 @@ class SideOutcomes:
 
     @functools.cached_property
     def stats(self) -> TaskStats:
-        """Every task's statistics, computed once (see the module docstring)."""
         import numpy as np
 
         n = np.diff(self.offsets)
@@ -100,20 +94,17 @@ class SideOutcomes:
 
     @functools.cached_property
     def index(self) -> dict[str, int]:
-        """Task id -> its position in ``tasks``."""
         return {t: i for i, t in enumerate(self.tasks)}
 
     def positions(self, tasks: Sequence[str]) -> np.ndarray:
-        """Positions of ``tasks`` in this side (-1 for a task it never ran)."""
+        """Positions of ``tasks`` (-1: never run)."""
         import numpy as np
 
         get = self.index.get
         return np.fromiter((get(t, -1) for t in tasks), dtype=np.int64, count=len(tasks))
 
     def aligned(self, tasks: Sequence[str] | Collection[str]) -> TaskStats:
-        """``stats`` at each of ``tasks``, in their order: n 0, mean NaN, variance 0 and
-        flat for a task never run (memoised per task list: the gate asks for the same
-        lists several times)."""
+        """``stats`` at ``tasks`` in order (never run: n 0, mean NaN)."""
         import numpy as np
 
         key = tuple(tasks)
@@ -142,43 +133,42 @@ class SideOutcomes:
         return {}
 
     def counts(self, tasks: Sequence[str]) -> np.ndarray:
-        """Valid trials of each of ``tasks`` (0 for a task never run)."""
+        """Valid trials per task."""
         return self.aligned(tasks).n
 
     @functools.cached_property
     def rewards(self) -> dict[str, tuple[float, ...]]:
-        """Task -> its valid rewards in trial order (the mapping view)."""
+        """Task -> valid rewards by trial."""
         values, bounds = self.values.tolist(), self.offsets.tolist()
         return {t: tuple(values[bounds[i]:bounds[i + 1]]) for i, t in enumerate(self.tasks)}
 
     @functools.cached_property
     def scored(self) -> frozenset[str]:
-        """Tasks with at least one valid trial."""
+        """Tasks with a valid trial."""
         n = self.stats.n.tolist()
         return frozenset(t for t, k in zip(self.tasks, n, strict=True) if k)
 
     def mean(self, task: str) -> float:
-        """The task's mean reward over its valid trials (the task must be scored)."""
         i = self.index[task]
         if not self.stats.n[i]:
             raise KeyError(f"task {task!r} has no valid trial")
         return float(self.stats.mean[i])
 
     def means(self, tasks: Collection[str]) -> dict[str, float]:
-        """Means of the scored tasks among ``tasks``."""
+        """Means of the scored ``tasks``."""
         return {t: self.mean(t) for t in sorted(tasks) if t in self.scored}
 
     def trial_variance(self, task: str) -> float:
-        """Sample variance (ddof=1) of the task's valid trials; 0 with fewer than two."""
+        """Sample variance of the task's trials."""
         i = self.index.get(task)
         return 0.0 if i is None else float(self.stats.variance[i])
 
     def noiseless(self, tasks: Sequence[str] | Collection[str]) -> bool:
-        """Whether every scored task among ``tasks`` has the same reward on every trial."""
+        """No task among ``tasks`` spreads across trials."""
         return bool(self.aligned(tasks).flat.all())
 
     def min_trials(self, tasks: Sequence[str] | Collection[str]) -> int:
-        """The fewest valid trials of a scored task among ``tasks`` (0 if none is scored)."""
+        """Fewest valid trials of a scored task (0: none)."""
         counts = self.aligned(tasks).n
         counts = counts[counts > 0]
         return int(counts.min()) if counts.size else 0

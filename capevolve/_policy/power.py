@@ -1,10 +1,5 @@
-"""How sensitive a gate was, from its observed paired differences (pure).
-
-The minimum detectable effect is ``(c + t_{0.8, df}) * SE`` with the gate's own c and SE; the
-trials needed to detect ``min_delta`` split var(d) into the between-task part and the
-within-task trial variance that more trials remove (None when no trial count would do, or none
-is needed).
-"""
+"""A gate's sensitivity: MDE = (c + t_{0.8, df}) * SE, and the trials that would bring it to
+``min_delta`` (trials shrink only the within-task variance)."""
 
 from __future__ import annotations
 
@@ -17,14 +12,11 @@ from capevolve.stats import detectable_effect, t_quantile
 from capevolve.stats.power import MAX_TRIALS
 
 POWER = 0.8
-"""Detection probability the MDE is stated at."""
+"""Detection probability of the MDE."""
 
 
 
 def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
-    """Pooled within-task trial variance of one side over its scored ``tasks``: the sum of
-    variance x (k - 1) over the tasks with k >= 2 trials, added in task order, over the
-    sum of (k - 1)."""
     import numpy as np
 
     k = side.counts(tasks)
@@ -38,7 +30,7 @@ def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
 def gate_power(candidate: SideOutcomes, best: SideOutcomes, diffs: Sequence[float],
                se: float | None, df: float | None, critical: float,
                min_delta: float) -> dict[str, Any] | None:
-    """The gate's sensitivity (see the module docstring); None without a usable SE."""
+    """The gate's sensitivity (None without a usable SE)."""
     n = len(diffs)
     if n < 2 or se is None or df is None or df <= 0:
         return None

@@ -1,15 +1,7 @@
-"""How small a gain a gate can see, said before any candidate exists (pure).
+"""The smallest gain a gate can see, before any candidate.
 
-From the sizes alone (val tasks that can be scored, trials per task) and the frozen gate's
-critical value c, assuming the noisiest rewards a task can have (pass/fail at 50%, a trial
-SD of 0.5 on each side) and no task-to-task spread in the true gain::
-
-    MDE = (c + t_{0.8, n-1}) * sqrt(2 * 0.5^2 / (K * n))
-
-It is the gain the gate accepts 80% of the time; a smaller true gain mostly reads as noise.
-The gate's own figure, from the spread it measured, is ``capevolve._policy.power``'s. The t
-quantiles here are computed in plain Python (the incomplete beta function), so ``check``
-loads no SciPy.
+MDE = (c + t_{0.8, n-1}) * sqrt(2 * 0.5^2 / (K * n)): pass/fail rewards at 50% (the noisiest), no
+task-to-task spread.
 """
 
 from __future__ import annotations
@@ -21,16 +13,15 @@ from capevolve._policy.alpha import per_gate_alpha
 from capevolve.config import GateConfig
 
 POWER = 0.8
-"""Detection probability the figure is stated at (as the gate's own)."""
+"""Detection probability of the figure."""
 
 NOISIEST_SD = 0.5
-"""The SD of one pass/fail trial at 50%: the largest a reward in [0, 1] scored 0 or 1 has."""
+"""SD of a pass/fail trial at 50%, the largest."""
 
 
 def planned_power(gate: GateConfig, max_iterations: int, n_tasks: int,
                   trials: int) -> dict[str, Any]:
-    """``{"n_tasks", "trials", "mde", "min_delta", "text"}``: the planning figure and one
-    plain sentence (``mde`` None below two scoreable val tasks: no paired test exists)."""
+    """The planning figure and its sentence (``mde`` None below two tasks)."""
     mde = None
     if n_tasks >= 2:
         df = n_tasks - 1
@@ -63,8 +54,7 @@ def planned_text(n_tasks: int, trials: int, mde: float | None, min_delta: float)
 
 
 def t_quantile(q: float, df: int) -> float:
-    """The q-quantile (0.5 <= q < 1) of Student t with ``df`` degrees of freedom, by
-    bisection on :func:`t_cdf` to double precision."""
+    """Student t quantile (q >= 0.5) without SciPy, for ``check``."""
     low, high = 0.0, 1.0
     while t_cdf(high, df) < q:
         low, high = high, high * 2
@@ -77,14 +67,12 @@ def t_quantile(q: float, df: int) -> float:
 
 
 def t_cdf(t: float, df: int) -> float:
-    """P(T <= t) for Student t with ``df`` degrees of freedom: 1 - I_x(df/2, 1/2) / 2 with
-    x = df / (df + t^2), for t >= 0 (and its mirror below 0)."""
+    """P(T <= t), Student t."""
     tail = 0.5 * _beta_inc(df / 2, 0.5, df / (df + t * t))
     return 1.0 - tail if t > 0 else tail
 
 
 def _beta_inc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) (continued fraction)."""
     if x <= 0.0:
         return 0.0
     if x >= 1.0:
@@ -97,7 +85,7 @@ def _beta_inc(a: float, b: float, x: float) -> float:
 
 
 def _fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of I_x(a, b), evaluated by the modified Lentz method."""
+    """Continued fraction of I_x(a, b) (modified Lentz)."""
     tiny = 1e-300
 
     def floor(v: float) -> float:

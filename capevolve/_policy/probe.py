@@ -1,4 +1,4 @@
-"""What a probe says: did the change flip any of the targeted failing datapoints? (pure)"""
+"""What a probe says: did a change flip the targeted failing datapoints?"""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 from capevolve._policy.thresholds import passes
 
 NO_CHANGE = "no_change"
-"""The suggestion of a probe that flipped nothing."""
+"""Suggestion of a probe that flipped nothing."""
 
 
 @dataclass(frozen=True)
 class ProbeOutcome:
-    """A probe's flips, every list sorted by task id."""
+    """A probe's flips, sorted by task id."""
 
     targets: list[str]
     targeted_failing: list[str]
@@ -41,7 +41,7 @@ def _passed(rewards: Sequence[float] | None, threshold: float) -> bool | None:
 
 def failing_tasks(rows: Mapping[str, Sequence[float]], task_ids: Sequence[str],
                   threshold: float) -> list[str]:
-    """The tasks of ``task_ids`` (in that order) that fail in ``rows`` (unscored: not)."""
+    """``task_ids`` that fail in ``rows``, in order."""
     return [t for t in task_ids if _passed(rows.get(t), threshold) is False]
 
 
@@ -51,7 +51,7 @@ def _mean(values: list[float]) -> float | None:
 
 def probe_outcome(candidate: Mapping[str, Sequence[float]], best: Mapping[str, Sequence[float]],
                   targets: Sequence[str], threshold: float) -> ProbeOutcome:
-    """The flips of ``candidate`` over ``best`` on ``targets`` (valid trial rewards per task)."""
+    """Flips of ``candidate`` over ``best`` on ``targets``."""
     order = sorted(set(targets))
     cand = {t: _passed(candidate.get(t), threshold) for t in order}
     base = {t: _passed(best.get(t), threshold) for t in order}

@@ -1,4 +1,4 @@
-"""The no-regression rule: which val tasks a candidate broke (pure, no I/O)."""
+"""The no-regression rule: which val tasks a candidate broke."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from capevolve._policy.outcomes import SideOutcomes
 from capevolve._policy.thresholds import exceeds
 
 NOISE_SE = 2.0
-"""How many SEs of its trials a task's drop must exceed to be a regression."""
+"""SEs of its trials a regressed task's drop exceeds."""
 
 
 def regressions(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
                 regression_drop: float) -> list[str]:
-    """Sorted ids among ``tasks`` (scored by the best) that the candidate regressed."""
+    """Sorted ``tasks`` dropping beyond ``regression_drop`` and NOISE_SE."""
     import numpy as np
 
     ids = sorted(tasks)

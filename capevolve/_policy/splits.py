@@ -1,8 +1,4 @@
-"""The one test-split refusal (pure): only ``finalize`` scores the held-out test split.
-
-Every verb that takes a split (evaluate, diagnose) asks :func:`refuse_test`; finalize is
-the only caller allowed past it, and it holds the seal when it is.
-"""
+"""Only ``finalize`` scores the held-out test split."""
 
 from __future__ import annotations
 
@@ -16,8 +12,7 @@ _WHY = {
 
 
 def refuse_test(split: Split | str, verb: str) -> Split:
-    """``split`` as a Split; the test split raises TestSealError naming ``verb``, and an
-    unknown split name is a ConfigError."""
+    """``split`` as a Split; TestSealError for test, ConfigError if unknown."""
     try:
         value = Split(split)
     except ValueError:

@@ -1,8 +1,4 @@
-"""The free-text ``stop_condition`` as predicates, and when a loop must stop. Pure: no I/O.
-
-A stop condition is clauses joined by ``or``, ``,`` or ``;``. Each clause is parsed into
-one :class:`Predicate` or named as unparsed.
-"""
+"""The ``stop_condition`` (clauses joined by ``or``, ``,`` or ``;``) as predicates."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 PLATEAU_WINDOW = 5
-"""Gated iterations without an accept after which a loop reports a plateau."""
+"""Gated iterations without an accept that make a plateau."""
 
 
 class StopKind(StrEnum):
@@ -44,7 +40,7 @@ class Predicate:
 
 @dataclass(frozen=True)
 class StopPlan:
-    """The parse of a stop condition: the predicates and the clauses that did not parse."""
+    """Predicates and unparsed clauses."""
 
     text: str
     predicates: tuple[Predicate, ...]
@@ -59,7 +55,7 @@ class StopPlan:
 
 @dataclass(frozen=True)
 class LoopState:
-    """What a loop has reached so far (every field measured or read from the run)."""
+    """What a loop has reached."""
 
     best_val_mean: float | None
     iterations: int
@@ -107,7 +103,7 @@ def _clause(text: str) -> Predicate | None:
 
 
 def parse_stop(text: str | None) -> StopPlan:
-    """Parse ``text`` into predicates; clauses that match nothing are listed as unparsed."""
+    """Parse ``text`` into predicates and unparsed clauses."""
     text = text or ""
     predicates, unparsed = [], []
     for part in re.split(r"\s+or\s+|[,;]", text, flags=re.IGNORECASE):
@@ -122,7 +118,7 @@ def parse_stop(text: str | None) -> StopPlan:
 
 
 def first_met(plan: StopPlan, state: LoopState) -> str | None:
-    """The first predicate ``state`` meets, in words (None: keep going)."""
+    """The first predicate met, in words (None: go on)."""
     for p in plan.predicates:
         measured = {StopKind.VAL_MEAN: state.best_val_mean, StopKind.ITERATIONS: state.iterations,
                     StopKind.METRIC_CALLS: state.metric_calls,
@@ -134,10 +130,7 @@ def first_met(plan: StopPlan, state: LoopState) -> str | None:
 
 
 def plateau(accepted: Sequence[bool], window: int) -> str | None:
-    """Val has stopped improving beyond noise: none of the last ``window`` gated iterations
-    was accepted (an accept is the gate's own "beyond noise"). ``accepted`` is one flag per
-    gated iteration, oldest first. None while fewer than ``window`` were gated or one of
-    them was accepted."""
+    """Why the last ``window`` gated iterations are a plateau (None: too few, or one accepted)."""
     if window < 1 or len(accepted) < window or any(accepted[-window:]):
         return None
     return (f"plateau: none of the last {window} gated children beat the best beyond "

@@ -1,9 +1,7 @@
-"""What the held-out test says about the val gain: the finalize verdict (pure).
+"""The finalize verdict on the held-out test.
 
-In order: **not_measured** when either side's test evaluation is incomplete or leaves a task
-unscored (no delta, no CI); **no_edit** when the best is the seed; else, from the paired 95% CI
-[lo, hi] of best minus seed (CR1 with clusters), **confirmed** when lo > 0, **contradicted**
-when hi < 0, **not_confirmed** otherwise, comparisons with 0 through the shared tolerance.
+not_measured: incomplete or unscored; no_edit: the best is the seed; else, by the paired 95% CI of
+best minus seed, confirmed above 0, contradicted below, else not_confirmed.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from capevolve.kinds import EvalStatus, TestVerdict
 
 @dataclass(frozen=True)
 class TestSide:
-    """One side's test evaluation, as far as the verdict needs it."""
+    """One side's test evaluation."""
 
     __test__ = False  # not a pytest test class
 
@@ -29,18 +27,18 @@ class TestSide:
 
 @dataclass(frozen=True)
 class Missing:
-    """What keeps a test evaluation from being a measurement."""
+    """Why a test evaluation is not a measurement."""
 
     unscored: dict[str, list[str]] = field(default_factory=dict)
-    """eval id -> test task ids with no valid trial."""
+    """eval id -> test tasks with no valid trial."""
     incomplete: dict[str, str] = field(default_factory=dict)
-    """eval id -> why that evaluation is incomplete."""
+    """eval id -> why it is incomplete."""
 
     def __bool__(self) -> bool:
         return bool(self.unscored or self.incomplete)
 
     def describe(self) -> list[str]:
-        """One line per problem, naming the evaluation (and up to 10 task ids)."""
+        """One line per problem."""
         lines = [f"{eval_id} is incomplete: {why}" for eval_id, why in self.incomplete.items()]
         for eval_id, tasks in self.unscored.items():
             shown = ", ".join(tasks[:10]) + (f" (+{len(tasks) - 10} more)" if len(tasks) > 10
@@ -50,7 +48,7 @@ class Missing:
 
 
 def missing(sides: Sequence[TestSide], test_ids: Sequence[str]) -> Missing:
-    """Everything that keeps ``sides`` from measuring the whole test split."""
+    """What keeps ``sides`` from measuring the test split."""
     found = Missing()
     for side in sides:
         if side.status != EvalStatus.COMPLETE:
@@ -63,7 +61,7 @@ def missing(sides: Sequence[TestSide], test_ids: Sequence[str]) -> Missing:
 
 def verdict(best_id: str, baseline_id: str, gap: Missing,
             ci95: tuple[float, float] | None) -> TestVerdict:
-    """The verdict by the rule of the module docstring (``ci95`` None: not estimable)."""
+    """The verdict (``ci95`` None: not estimable)."""
     if gap:
         return TestVerdict.NOT_MEASURED
     if best_id == baseline_id:
@@ -79,7 +77,7 @@ def verdict(best_id: str, baseline_id: str, gap: Missing,
 
 
 def sentence(kind: TestVerdict, val_delta: float | None, test_delta: float | None) -> str:
-    """The verdict in words, for final.json and the report."""
+    """The verdict in words."""
     val = "—" if val_delta is None else f"{val_delta:+.3f}"
     test = "—" if test_delta is None else f"{test_delta:+.3f}"
     return {

@@ -1,11 +1,6 @@
-"""Model endpoints: the pinned settings of each role, the one client, and the usage meter.
+"""Model endpoints: each role's pinned settings, the one client, the usage meter.
 
-An adapter calls :func:`agent_client` inside ``run_target``: the client carries the
-evaluation's pinned agent settings (``models.agent`` of the run, with the candidate's
-``model.yaml`` applied) and counts every attempt on the rollout's meter, whatever process
-runs the rollout. The engine opens a :func:`scope` per unit from the job's data (the
-settings travel on the job as JSON, the meter's snapshot comes back with the outcome),
-so no setting is read from the driver's process state.
+A :func:`scope` per rollout carries them into whatever process runs it.
 """
 
 from __future__ import annotations
@@ -28,8 +23,7 @@ __all__ = ["Meter", "ModelClient", "ModelError", "ModelSettings", "ModelUnavaila
 
 @dataclass(frozen=True)
 class Scope:
-    """The agent settings (None: the project declares no agent model) and the meter of
-    the rollout running in this context."""
+    """A rollout's agent settings (None: no agent model) and meter."""
 
     settings: ModelSettings | None
     meter: Meter
@@ -41,7 +35,7 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("capevolve
 
 @contextlib.contextmanager
 def scope(settings: ModelSettings | None, meter: Meter) -> Iterator[Scope]:
-    """Run the body as one rollout with these settings, counting on ``meter``."""
+    """Run the body as one rollout, counting on ``meter``."""
     current = Scope(settings, meter)
     token = _SCOPE.set(current)
     try:
@@ -51,7 +45,7 @@ def scope(settings: ModelSettings | None, meter: Meter) -> Iterator[Scope]:
 
 
 def current_scope() -> Scope | None:
-    """The scope of the rollout running in this context, if any."""
+    """The running rollout's scope, if any."""
     return _SCOPE.get()
 
 
@@ -61,7 +55,7 @@ _JUDGE: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("capevolve
 
 @contextlib.contextmanager
 def judging(meter: Meter) -> Iterator[Meter]:
-    """Count the judge calls of the body (one row's scoring) on ``meter``."""
+    """Count the body's judge calls on ``meter``."""
     token = _JUDGE.set(meter)
     try:
         yield meter
@@ -70,13 +64,12 @@ def judging(meter: Meter) -> Iterator[Meter]:
 
 
 def current_judge_meter() -> Meter | None:
-    """The meter of the scoring running in this context, if any."""
+    """The running scoring's meter, if any."""
     return _JUDGE.get()
 
 
 def agent_client() -> ModelClient:
-    """A client of the running rollout's agent model (see the module docstring);
-    ConfigError when the project declares no ``models.agent`` or no rollout is running."""
+    """The running rollout's agent client; ConfigError outside one or without an agent."""
     found = _SCOPE.get()
     if found is None or found.settings is None:
         raise ConfigError("no agent model: declare models.agent in capevolve.yaml (the "

@@ -1,28 +1,7 @@
-"""The one model client of capevolve (agent, judge, proposer), on the official ``openai`` SDK.
+"""The one model client (agent, judge, proposer), on the ``openai`` SDK.
 
-:meth:`ModelClient.complete` sends one chat completion with the pinned settings (model,
-sampling, the answer's token bound: they override the payload's) and returns the response
-as a dict. The SDK's own retries are off; this loop retries 429, 408, 409, 5xx, timeouts
-and dropped connections with jittered exponential backoff (``Retry-After`` honoured,
-``x-should-retry: false`` stops, ``true`` retries), each attempt allowed all that is left
-of the call's deadline (a slow prefill is not cut off). Then :class:`ModelUnavailable`;
-any other refusal is :class:`ModelError` at once, its ``failure`` naming the kind (auth,
-context_length, bad_request). With ``token_param: auto`` a refusal of ``max_tokens`` that
-asks for ``max_completion_tokens`` switches the field and resends (not a retry); likewise
-a 400 refusing the payload's ``response_format`` (a JSON schema) resends without it, and
-that endpoint is never sent one again in this process (nor by settings with
-``structured: false``).
-
-Every attempt is counted on the client's :class:`Meter`. A tool call cut at the token
-bound (finish_reason ``length``) never reaches the caller: its ``tool_calls`` are removed
-from the returned message and ``choices[0]["cut"]`` is true. The per-rollout limits of the
-settings are checked before each call (:class:`RolloutLimitReached`).
-
-With ``context_tokens`` declared, the prompt is measured by the endpoint's own tokenizer
-before sending, where the server offers one (vLLM's ``/tokenize`` with the messages,
-llama.cpp's ``/apply-template`` then ``/tokenize``; an endpoint with neither is not
-measured): a prompt whose tokens plus ``max_tokens`` exceed the window is refused unsent,
-a :class:`ModelError` of kind ``context_length`` naming the three numbers.
+Retryable failures (408, 409, 429, 5xx, timeouts, dropped connections) retry with jittered backoff
+within the deadline, then raise :class:`ModelUnavailable`; others raise :class:`ModelError` at once.
 """
 
 from __future__ import annotations
@@ -44,12 +23,11 @@ BACKOFF_CAP_S = 30.0
 _CONTEXT_WORDS = ("context length", "context_length", "context size", "context window",
                   "maximum context", "too many tokens", "prompt is too long")
 _untokenized: set[str] = set()
-"""Endpoints with no tokenizer route (measured once per process, never asked again)."""
+"""Endpoints with no tokenizer route."""
 _unstructured: set[tuple[str, str]] = set()
-"""Endpoints (base_url, model) that refused a response_format in this process."""
+"""Endpoints that refused a response_format."""
 _switched: dict[tuple[str, str], str] = {}
-"""Endpoints (base_url, model) that refused max_tokens in this process: later clients send
-max_completion_tokens at once (a cache of the provider's behaviour, not a setting)."""
+"""Endpoints that refused max_tokens: later clients send max_completion_tokens."""
 
 
 def _sdk(settings: ModelSettings, api_key: str | None) -> Any:
@@ -73,7 +51,7 @@ def _header(exc: Any, name: str) -> str | None:
 
 
 class ModelClient:
-    """Calls one model endpoint with pinned settings, counting on ``meter``."""
+    """Calls one endpoint with pinned settings, counting on ``meter``."""
 
     def __init__(self, settings: ModelSettings, meter: Meter | None = None,
                  api_key: str | None = None) -> None:
@@ -92,7 +70,7 @@ class ModelClient:
         return _switched.get((self.settings.base_url, self.settings.model), "max_tokens")
 
     def body(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The request body: ``payload`` with the pinned settings in place."""
+        """``payload`` with the pinned settings in place."""
         s = self.settings
         body = {k: v for k, v in payload.items()
                 if k not in ("max_tokens", "max_completion_tokens", "temperature", "top_p")}
@@ -129,8 +107,8 @@ class ModelClient:
 
     def complete(self, payload: dict[str, Any], *,
                  deadline_s: float | None = None) -> dict[str, Any]:
-        """One chat completion (see the module docstring); ``deadline_s`` lowers this call's
-        deadline, never raises it."""
+        """One chat completion (``deadline_s`` only lowers the deadline); a tool call cut at the
+        bound is dropped."""
         self._check_limits()
         s = self.settings
         if s.context_tokens is not None:
@@ -171,9 +149,7 @@ class ModelClient:
 
     def prompt_tokens(self, messages: list[Any], tools: Any = None,
                       timeout_s: float = 10.0) -> int | None:
-        """The prompt's tokens (the messages, and the tools offered) by the endpoint's
-        tokenizer (see the module docstring), or None where it offers none. Not counted:
-        no model call."""
+        """The prompt's tokens by the endpoint's tokenizer (None: none offered)."""
         import openai
 
         root = self.settings.base_url.rstrip("/").removesuffix("/v1")
@@ -208,8 +184,7 @@ class ModelClient:
         return None
 
     def probe(self, timeout_s: float = 5.0) -> str | None:
-        """None when the endpoint answers at all (any status but 401 / 403), else why it
-        cannot be used: unreachable, or the API key refused. Not counted: no tokens."""
+        """Why the endpoint cannot be used (None: usable)."""
         import openai
 
         if self._client is None:
@@ -319,9 +294,7 @@ _CALL_TEXT = re.compile(r'<tool_call>|"(?:name|function)"\s*:\s*"[\w.-]+"\s*,\s*
 
 
 def _tool_answer(tools: Any, message: dict[str, Any]) -> str:
-    """``call`` (the answer has a tool call), ``text`` (none, but its text looks like one:
-    a call's JSON, a ``<tool_call>`` tag, or an offered tool's name followed by ``(``) or
-    ``none``."""
+    """``call``, ``text`` (text like a call) or ``none``."""
     if message.get("tool_calls"):
         return "call"
     text = message.get("content")

@@ -1,12 +1,6 @@
-"""The usage meter: every model call attempt of one scope (a rollout, a judge verdict, a
-proposal), counted as the provider reported it.
+"""The usage meter: every model call attempt of one scope, as reported.
 
-An answered attempt adds its reported prompt and completion tokens; an answer without
-usage, a timeout or a dropped connection is an attempt of *unknown* tokens (never zero);
-a refusal before any work (429, 4xx, a refused connection) is a *rejected* attempt. Cost
-is summed over priced calls; ``partial`` says some calls had no price or unknown tokens.
-Thread-safe; its :meth:`snapshot` is plain JSON, so it travels with a rollout's result
-from whatever process ran it (:meth:`merge`).
+An attempt without usage has unknown tokens, never zero.
 """
 
 from __future__ import annotations
@@ -19,12 +13,11 @@ from capevolve.models.prices import Price
 _COUNTS = ("attempts", "prompt_tokens", "completion_tokens", "unknown_attempts",
            "rejected_attempts", "unpriced_calls", "truncated", "tool_offers", "tool_answers",
            "call_text")
-"""Counted per attempt; ``tool_offers``: answers to a request that offered tools, of which
-``tool_answers`` carried a tool call and ``call_text`` had none but text that looks like one."""
+"""Counted per attempt."""
 
 
 class Meter:
-    """Counts the attempts of one scope (see the module docstring)."""
+    """Counts the attempts of one scope."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -37,9 +30,7 @@ class Meter:
     def answered(self, usage: Any, model: Any, price: Price | None,
                  truncated: bool = False, seconds: float = 0.0,
                  tools: str | None = None) -> None:
-        """An attempt the endpoint answered (``usage`` as it reported it, maybe None) in
-        ``seconds``; ``tools`` when the request offered tools: ``call`` (a tool call came
-        back), ``text`` (none, but text that looks like one) or ``none``."""
+        """An answered attempt; ``tools``: call, text or none when offered."""
         prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
         with self._lock:
             self.counts["attempts"] += 1
@@ -62,7 +53,7 @@ class Meter:
                 self.cost += price.cost(prompt, completion or 0)
 
     def failed(self, unknown: bool, failure: str | None = None) -> None:
-        """An attempt that got no answer: ``unknown`` when tokens may have been spent."""
+        """An unanswered attempt (``unknown``: tokens may have been spent)."""
         with self._lock:
             self.counts["attempts"] += 1
             self.counts["unknown_attempts" if unknown else "rejected_attempts"] += 1
@@ -71,12 +62,12 @@ class Meter:
 
     @property
     def tokens(self) -> int:
-        """Prompt + completion tokens reported so far."""
+        """Prompt + completion tokens reported."""
         return self.counts["prompt_tokens"] + self.counts["completion_tokens"]
 
     @property
     def cost_usd(self) -> float | None:
-        """Dollars of the priced calls (None when no call was priced)."""
+        """Dollars of the priced calls (None: none priced)."""
         priced = self.counts["attempts"] - self.counts["unknown_attempts"] \
             - self.counts["rejected_attempts"] - self.counts["unpriced_calls"]
         return self.cost if priced > 0 else None
@@ -93,7 +84,7 @@ class Meter:
                     "models": sorted(self.models), "failure": self.failure}
 
     def merge(self, data: Any) -> None:
-        """Add a :meth:`snapshot` (from another process); malformed parts are ignored."""
+        """Add a :meth:`snapshot`, ignoring malformed parts."""
         if not isinstance(data, dict):
             return
         with self._lock:

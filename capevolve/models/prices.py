@@ -1,5 +1,4 @@
-"""Prices of model calls: from config, else the ``genai-prices`` table (maintained by the
-pydantic project, updated with each release; no network at run time)."""
+"""Prices of model calls: from config, else the shipped ``genai-prices`` table."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ class Price(BaseModel):
 
 
 def table_price(model: str, base_url: str | None = None) -> Price | None:
-    """The shipped table's price of ``model`` (the provider guessed from ``base_url``
-    where it can be), or None when the table does not know it."""
+    """The table's price of ``model`` (None: unknown)."""
     from genai_prices import Usage, calc_price
 
     million = 1_000_000

@@ -1,4 +1,4 @@
-"""The resolved settings of one model role: what a run pins and every row records."""
+"""One model role's resolved settings: what a run pins and every row records."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from capevolve.errors import ConfigError
 from capevolve.models.prices import Price, table_price
 
 CANDIDATE_FILE = "model.yaml"
-"""A candidate's own choice of agent model settings (its edit, reported as such)."""
+"""A candidate's agent model settings (its edit)."""
 CANDIDATE_KEYS = frozenset({"model", "temperature", "top_p", "max_tokens"})
-"""The agent settings a candidate's model.yaml may set."""
+"""The settings a candidate's model.yaml may set."""
 COMPARED = ("base_url", "model", "temperature", "top_p", "max_tokens", "token_param",
             "limits")
-"""Settings that change results: equal on both sides of a comparison."""
+"""Settings that must match for a comparison."""
 
 
 class ModelSettings(BaseModel):
-    """A role's model settings as pinned in the run (JSON on the job and in each row)."""
+    """A role's model settings as pinned in the run."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -32,9 +32,9 @@ class ModelSettings(BaseModel):
     base_url: str
     """The endpoint."""
     model: str
-    """The model id requested."""
+    """The model id."""
     api_key_env: str | None = None
-    """The variable holding the key (the key itself is never recorded)."""
+    """The variable holding the key (never recorded)."""
     temperature: float | None = 0.0
     """Sampling temperature (None: not sent)."""
     top_p: float | None = None
@@ -42,7 +42,7 @@ class ModelSettings(BaseModel):
     max_tokens: int = 512
     """Bound of one answer."""
     token_param: TokenParam = TokenParam.AUTO
-    """The request field of the bound (auto: detected from the provider's refusal)."""
+    """The request field of the bound (auto: detected)."""
     context_tokens: int | None = None
     """The context window, when declared."""
     deadline_s: float = 300.0
@@ -60,7 +60,7 @@ class ModelSettings(BaseModel):
     price_source: str = "none"
     """config, table or none."""
     structured: bool = True
-    """Ask for a JSON schema where the endpoint offers it."""
+    """Ask for a JSON schema where offered."""
     limits: RolloutLimits = RolloutLimits()
     """Per-rollout bounds (agent)."""
     breaker_failures: int = 3
@@ -79,7 +79,7 @@ class ModelSettings(BaseModel):
         return hashlib.sha256(text.encode()).hexdigest()
 
     def to_json(self) -> str:
-        """Canonical JSON text (what travels on the job)."""
+        """Canonical JSON (travels on the job)."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -89,7 +89,7 @@ class ModelSettings(BaseModel):
 
 
 def resolve(config: ModelConfig, role: str, models: ModelsConfig | None = None) -> ModelSettings:
-    """A role's settings, with its price (config first, then the shipped table)."""
+    """A role's settings, priced from config, else the shipped table."""
     models = models or ModelsConfig()
     price, source = None, "none"
     if config.price is not None:
@@ -109,8 +109,7 @@ def resolve(config: ModelConfig, role: str, models: ModelsConfig | None = None) 
 
 
 def with_candidate(settings: ModelSettings, files: dict[str, bytes]) -> ModelSettings:
-    """``settings`` with the candidate's ``model.yaml`` applied (its keys recorded in
-    ``edited``); ConfigError naming the file and key for anything else in it."""
+    """``settings`` with the candidate's ``model.yaml`` applied; ConfigError if bad."""
     raw = files.get(CANDIDATE_FILE)
     if raw is None:
         return settings
@@ -142,5 +141,5 @@ def with_candidate(settings: ModelSettings, files: dict[str, bytes]) -> ModelSet
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """The compared settings that differ between two settings dicts (sorted names)."""
+    """Sorted compared settings that differ."""
     return sorted(key for key in COMPARED if a.get(key) != b.get(key))

@@ -1,8 +1,4 @@
-"""Statistics for capevolve: task-level estimators, comparisons and power (pure numbers).
-
-Decisions built on these numbers (gates, labels, what counts as a pass or a tie) are
-policy and live in ``capevolve._policy``.
-"""
+"""Statistics: task-level estimators, comparisons and power (numbers; decisions are policy)."""
 
 from capevolve.stats.estimators import (
     clustered_se,

@@ -1,8 +1,6 @@
-"""Point estimates and standard errors for agent evals (pure numbers, no decisions).
+"""Point estimates and SEs (pure numbers).
 
-The task is the statistical unit (Miller 2024, "Adding Error Bars to Evals"):
-trials of one task are averaged into a task mean first, and every standard
-error below is computed over task means, never over raw trials.
+The task is the unit: every SE is over task means, never raw trials.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """Return each scored task's mean reward, keyed by task id in sorted order."""
+    """Each scored task's mean reward, by sorted task id."""
     return {
         task: math.fsum(rewards) / len(rewards)
         for task, rewards in sorted(rewards_by_task.items())
@@ -28,7 +26,7 @@ def task_means(rewards_by_task: Mapping[str, Sequence[float]]) -> dict[str, floa
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Return ``(mean, standard error of the mean)`` of ``values``."""
+    """``(mean, SE of the mean)`` (None where undefined)."""
     n = len(values)
     if n == 0:
         return None, None
@@ -40,22 +38,19 @@ def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
 
 
 SLICE = 65_536
-"""Values turned into Python floats at a time where a sum must go value by value."""
+"""Values converted at a time when summing value by value."""
 
 EXACT_SPAN = 1e100
-"""The sums over distinct values below apply to values under this magnitude, where no
-partial sum or square can leave the float range (beyond it, value by value)."""
+"""Magnitude below which sums over distinct values cannot overflow."""
 
 
 def _floats(data: np.ndarray) -> Iterator[float]:
-    """The values of ``data`` as Python floats, :data:`SLICE` at a time (never one list)."""
     for start in range(0, data.size, SLICE):
         yield from data[start:start + SLICE].tolist()
 
 
 def _distinct(data: np.ndarray) -> tuple[list[float], list[int]] | None:
-    """``data``'s distinct values and counts as Python numbers; None when there are more
-    than :data:`DISTINCT_MAX`, or a value is non-finite or beyond :data:`EXACT_SPAN`."""
+    """Distinct values and counts (None: too many, non-finite or too large)."""
     import numpy as np
 
     if data.size and not float(np.abs(data).max()) < EXACT_SPAN:  # NaN is not below
@@ -67,15 +62,12 @@ def _distinct(data: np.ndarray) -> tuple[list[float], list[int]] | None:
 
 
 def _exact(terms: list[float], counts: list[int]) -> float:
-    """The exactly rounded value of sum(term * count) (what ``math.fsum`` of the terms
-    repeated would return: every term finite, the sum in the float range)."""
+    """Exactly rounded sum(term * count), as ``math.fsum``."""
     return float(sum(Fraction(t) * c for t, c in zip(terms, counts, strict=True)))
 
 
 def exact_sum(values: Sequence[float] | np.ndarray) -> float:
-    """``math.fsum(values)``, the same float, without a Python float per value: the exact
-    sum over distinct values and counts, rounded once (fsum's sum is the exactly rounded
-    one); value by value, :data:`SLICE` at a time, where :func:`_distinct` declines."""
+    """``math.fsum(values)``, the same float, summed over distinct values."""
     import numpy as np
 
     data = np.asarray(values, dtype=np.float64).ravel()
@@ -85,9 +77,7 @@ def exact_sum(values: Sequence[float] | np.ndarray) -> float:
 
 def mean_and_se_of_array(values: Sequence[float] | np.ndarray,
                          ) -> tuple[float | None, float | None]:
-    """``mean_and_se(list(values))``, the same floats, without a Python float per value:
-    the same operations on each distinct value, the two ``math.fsum`` sums taken exactly
-    over distinct values and counts (value by value where :func:`_distinct` declines)."""
+    """``mean_and_se(list(values))``, the same floats, over distinct values."""
     import numpy as np
 
     data = np.asarray(values, dtype=np.float64).ravel()
@@ -110,15 +100,11 @@ def mean_and_se_of_array(values: Sequence[float] | np.ndarray,
 
 
 DISTINCT_MAX = 4096
-""":func:`sample_stdev` sums over distinct values up to this many (else it is
-``statistics.stdev`` itself)."""
+"""Most distinct values summed exactly."""
 
 
 def sample_stdev(values: Sequence[float] | np.ndarray) -> float | None:
-    """``statistics.stdev(values)`` (sample SD, ddof=1), the same float, computed from the
-    distinct values and their counts: exact sums as fractions, then the correctly rounded square
-    root, as ``statistics`` does. None with fewer than two values; non-finite values or more
-    than :data:`DISTINCT_MAX` distinct ones go to ``statistics.stdev`` unchanged."""
+    """``statistics.stdev(values)``, the same float, from exact sums (None below two)."""
     import statistics
 
     import numpy as np
@@ -142,9 +128,7 @@ def sample_stdev(values: Sequence[float] | np.ndarray) -> float | None:
 
 
 def _rounded_sqrt(q: Fraction) -> float:
-    """The float nearest to sqrt(q) for an exact q >= 0 (ties to even), as
-    ``statistics``' ``_float_sqrt_of_frac``: a float estimate, then moved to the neighbour
-    whose rounding interval holds sqrt(q), by exact comparisons of squares."""
+    """The float nearest sqrt(q), rounded as ``statistics`` does."""
     if q <= 0:
         return 0.0
     if float(q) < sys.float_info.min:  # OverflowError above the float range
@@ -165,13 +149,11 @@ def _rounded_sqrt(q: Fraction) -> float:
 
 
 def _odd(x: float) -> bool:
-    """Whether the last bit of ``x``'s significand is 1 (ties go to the even neighbour)."""
     return bool(struct.unpack("<Q", struct.pack("<d", x))[0] & 1)
 
 
 def _groups(ids: Sequence[str],
             clusters: Mapping[str, str]) -> dict[tuple[bool, Hashable], list[str]]:
-    """Task ids by cluster; a task without a key is a cluster of its own."""
     groups: dict[tuple[bool, Hashable], list[str]] = {}
     for task in sorted(ids):
         key = (True, clusters[task]) if task in clusters else (False, task)
@@ -180,12 +162,12 @@ def _groups(ids: Sequence[str],
 
 
 def n_clusters(ids: Sequence[str], clusters: Mapping[str, str]) -> int:
-    """How many clusters ``ids`` fall into (a task without a key is its own cluster)."""
+    """Clusters ``ids`` fall into (a keyless task is its own)."""
     return len(_groups(ids, clusters))
 
 
 def clustered_se(values: Mapping[str, float], clusters: Mapping[str, str]) -> float | None:
-    """Return the CR1 cluster-robust SE of the mean of ``values`` (Miller 2024, sec. 2.3)."""
+    """The CR1 cluster-robust SE of the mean (None below two clusters)."""
     groups = _groups(list(values), clusters)
     if len(groups) < 2:
         return None
@@ -197,7 +179,7 @@ def clustered_se(values: Mapping[str, float], clusters: Mapping[str, str]) -> fl
 
 
 def pass_hat_k(counts: Mapping[str, tuple[int, int]], k: int) -> float | None:
-    """Return tau-bench pass^k: the mean over tasks of C(c, k) / C(n, k)."""
+    """pass^k: the mean over tasks of C(c, k) / C(n, k) (None: k out of range)."""
     for task, (c, n) in counts.items():
         if not 0 <= c <= n:
             raise ValueError(f"task {task!r}: need 0 <= successes <= trials, got ({c}, {n})")
@@ -208,12 +190,11 @@ def pass_hat_k(counts: Mapping[str, tuple[int, int]], k: int) -> float | None:
 
 
 def _pass_ratio(c: int, n: int, k: int) -> float:
-    """One task's pass^k: C(c, k) / C(n, k)."""
     return math.comb(c, k) / math.comb(n, k)
 
 
 def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
-    """Return ``{"1": pass^1, "2": pass^2, ..., str(min n): pass^min_n}`` from counts."""
+    """``{str(k): pass^k}`` for k up to the fewest trials."""
     scored = {task: (c, n) for task, (c, n) in counts.items() if n > 0}
     if not scored:
         return {}
@@ -226,8 +207,7 @@ def pass_k_table(counts: Mapping[str, tuple[int, int]]) -> dict[str, float]:
 
 
 def pass_k_table_of_histogram(histogram: Mapping[tuple[int, int], int]) -> dict[str, float]:
-    """:func:`pass_k_table` from how many tasks have each (successes, valid trials): the same
-    floats, without an entry per task."""
+    """:func:`pass_k_table` from task counts per (successes, trials)."""
     scored = {(c, n): m for (c, n), m in histogram.items() if n > 0 and m > 0}
     for (c, n), m in scored.items():
         if not 0 <= c <= n or m < 0:

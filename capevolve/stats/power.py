@@ -1,8 +1,4 @@
-"""How sensitive a design is: detectable effects and trials needed, with Student t.
-
-A paired comparison of N tasks has N - 1 degrees of freedom, so every quantile below is Student
-t's for that df (the normal's z is too optimistic for the few dozen tasks an agent eval has).
-"""
+"""Detectable effects and trials needed, with Student t at df = tasks - 1."""
 
 from __future__ import annotations
 
@@ -10,15 +6,15 @@ import functools
 import math
 
 MAX_TRIALS = 1000
-"""Largest trial count ``trials_needed`` proposes (the config's num_trials cap)."""
+"""Largest trial count ``trials_needed`` proposes."""
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(q: float, df: float | None) -> float:
-    """The q-quantile of Student t with ``df`` degrees of freedom (the normal when None)."""
+    """Student t quantile (the normal when ``df`` is None)."""
     if not 0.0 < q < 1.0:
         raise ValueError(f"need 0 < q < 1, got {q}")
-    from scipy import special  # lazy; scipy.special, not scipy.stats (0.4 s more to import)
+    from scipy import special  # lazy; scipy.special imports faster than scipy.stats
 
     if df is None:
         return float(special.ndtri(q)) + 0.0  # scipy.stats.norm.ppf: ndtri(q) * 1 + 0
@@ -28,7 +24,7 @@ def t_quantile(q: float, df: float | None) -> float:
 
 
 def t_tail(x: float, df: float | None) -> float:
-    """P(T > x) for Student t with ``df`` degrees of freedom (the normal when None)."""
+    """P(T > x) (the normal when ``df`` is None)."""
     from scipy import special  # lazy: SciPy loads only when a number needs it
 
     if df is None:
@@ -38,14 +34,14 @@ def t_tail(x: float, df: float | None) -> float:
 
 def detectable_effect(se: float, df: float | None, critical: float,
                       power: float = 0.8) -> float:
-    """The true effect a test ``delta / se > critical`` detects with probability ``power``."""
+    """The effect a test ``delta / se > critical`` detects with ``power``."""
     if se < 0:
         raise ValueError(f"need se >= 0, got {se}")
     return (critical + t_quantile(power, df)) * se
 
 
 def _q_total(n_tasks: int, alpha: float, power: float) -> float:
-    """t_{1-alpha/2, N-1} + t_{power, N-1}; ValueError unless it is positive."""
+    """t_{1-alpha/2, N-1} + t_{power, N-1}; ValueError unless positive."""
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError(f"need 0 < alpha < 1 and 0 < power < 1, got {alpha}, {power}")
     df = n_tasks - 1
@@ -56,7 +52,6 @@ def _q_total(n_tasks: int, alpha: float, power: float) -> float:
 
 
 def _check_design(sd_between: float, sd_within: float, n_tasks: int) -> None:
-    """Raise ValueError for negative spreads or fewer than two tasks (df = N - 1 >= 1)."""
     if sd_between < 0 or sd_within < 0:
         raise ValueError("standard deviations must be non-negative")
     if n_tasks < 2:
@@ -65,7 +60,7 @@ def _check_design(sd_between: float, sd_within: float, n_tasks: int) -> None:
 
 def minimum_detectable_effect(sd_between: float, sd_within: float, n_tasks: int,
                               k_trials: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest paired difference a two-sided test at ``alpha`` detects with ``power``."""
+    """The smallest paired difference a two-sided ``alpha`` test detects with ``power``."""
     _check_design(sd_between, sd_within, n_tasks)
     if k_trials < 1:
         raise ValueError(f"need k_trials >= 1, got {k_trials}")
@@ -75,7 +70,7 @@ def minimum_detectable_effect(sd_between: float, sd_within: float, n_tasks: int,
 
 def trials_needed(sd_between: float, sd_within: float, n_tasks: int, target_delta: float,
                   alpha: float = 0.05, power: float = 0.8) -> int | None:
-    """The smallest K >= 1 with ``minimum_detectable_effect(...) <= target_delta``."""
+    """The smallest K reaching ``target_delta`` (None: none up to MAX_TRIALS)."""
     _check_design(sd_between, sd_within, n_tasks)
     q = _q_total(n_tasks, alpha, power)
 

@@ -1,9 +1,4 @@
-"""Comparisons of a candidate against a reference (pure numbers, no decisions).
-
-Every comparison reports ``delta`` = candidate minus reference, its standard error, a t
-statistic with its degrees of freedom and a two-sided p-value. How to *read* a
-comparison (accept, significant, negligible) is policy: ``capevolve._policy``.
-"""
+"""Comparisons of a candidate against a reference: delta, SE, t, df and a two-sided p."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ from capevolve.stats.power import t_tail
 
 
 def _json_number(value: float | None) -> float | None:
-    """Return ``value`` as a float, or None when it is None, inf or nan."""
     if value is None or not math.isfinite(value):
         return None
     return float(value)
@@ -25,7 +19,7 @@ def _json_number(value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The result of comparing a candidate against a reference."""
+    """A candidate compared against a reference."""
 
     delta: float
     se: float | None
@@ -36,7 +30,7 @@ class Comparison:
     n_clusters: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict: inf and nan become None."""
+        """JSON-safe dict (inf and nan become None)."""
         return {
             "delta": _json_number(self.delta), "se": _json_number(self.se),
             "t": _json_number(self.t), "df": _json_number(self.df),
@@ -47,7 +41,7 @@ class Comparison:
 
 def _build(delta: float, se: float | None, df: float | None, n: int,
            clusters: int | None = None) -> Comparison:
-    """Assemble a Comparison; t and p are None unless se > 0."""
+    """A Comparison; t and p only when se is positive and finite."""
     if se is None or se == 0.0 or not math.isfinite(se):
         return Comparison(delta, se, None, df, None, n, clusters)
     t = delta / se
@@ -55,12 +49,11 @@ def _build(delta: float, se: float | None, df: float | None, n: int,
 
 
 def _mean(values: Sequence[float]) -> float:
-    """Return the arithmetic mean of a non-empty sequence."""
     return math.fsum(values) / len(values)
 
 
 def _variance(values: Sequence[float]) -> float:
-    """Return the sample variance (ddof=1) of at least two values."""
+    """Sample variance (ddof=1)."""
     shifted = [x - values[0] for x in values]
     mean = _mean(shifted)
     return math.fsum((x - mean) ** 2 for x in shifted) / (len(values) - 1)
@@ -68,7 +61,7 @@ def _variance(values: Sequence[float]) -> float:
 
 def paired_comparison(candidate: Mapping[str, float], reference: Mapping[str, float],
                       clusters: Mapping[str, str] | None = None) -> Comparison:
-    """Paired t-test over the task ids present in both mappings (task means)."""
+    """Paired t-test over shared tasks (CR1 SE, df = clusters - 1, if clustered)."""
     common = sorted(set(candidate) & set(reference))
     if len(common) < 2:
         raise ValueError(f"paired comparison needs >= 2 common tasks, got {len(common)}")
@@ -97,7 +90,7 @@ def welch_comparison(candidate: Sequence[float], reference: Sequence[float]) -> 
 
 def summary_comparison(candidate_mean: float, candidate_se: float | None,
                        reference_mean: float, reference_se: float | None) -> Comparison:
-    """Compare two independent summaries (mean and SE computed elsewhere)."""
+    """Compare two independent (mean, SE) summaries (df None: the normal)."""
     se = (None if candidate_se is None or reference_se is None
           else math.hypot(candidate_se, reference_se))
     return _build(candidate_mean - reference_mean, se, None, 0)
