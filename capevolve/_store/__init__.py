@@ -1,1 +1,1 @@
-"""Persistence: everything capevolve keeps in a run dir, through typed records."""
+"""Persistence: everything capevolve keeps in a run dir."""

@@ -1,4 +1,4 @@
-"""A re-entrant lock a thread can hand back while its engine runs (RunDir's ``serial``)."""
+"""A re-entrant lock a thread can hand back while its engine runs."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from contextlib import contextmanager
 
 
 class Baton:
-    """A re-entrant lock that a thread can hand back for a while and take again at the same
-    depth (:meth:`yielded`): several evaluations in threads each hold it for their
-    bookkeeping (planning, snapshots, statistics, records) and yield it while their engine
-    runs, so only the rollouts overlap."""
+    """Evaluations in threads hold it for bookkeeping and yield it while their engine runs."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -34,8 +31,7 @@ class Baton:
 
     @contextmanager
     def yielded(self) -> Iterator[None]:
-        """Release the baton entirely for the block (if this thread holds it), then take it
-        back at the depth it had."""
+        """Release the baton for the block if held, then retake it at the same depth."""
         if self._owner != threading.get_ident():
             yield
             return

@@ -15,15 +15,15 @@ from capevolve.errors import CandidateError
 
 IGNORED_NAMES = {"__pycache__", ".DS_Store", ".git"}
 MAX_FILES = 20_000
-"""More files than this is not a capability directory (``/`` or a home dir by mistake)."""
+"""More files than this is not a capability directory."""
 MAX_BYTES = 1 << 30
-"""Nor is more than this many bytes (1 GiB)."""
+"""Nor is more than this many bytes."""
 STAGING = ".staging"
-"""Where snapshots are built inside ``candidates/`` before they are renamed into place."""
+"""Where snapshots are built inside ``candidates/`` before the rename."""
 
 
 def _shown(path: Path | str) -> str:
-    """A path for an error line (bytes that are not UTF-8 shown escaped)."""
+    """A path for an error line, non-UTF-8 bytes escaped."""
     return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
 
 
@@ -40,8 +40,7 @@ def _check_name(path: Path, name: str) -> None:
 
 
 def _follow(link: Path, root_real: str) -> str:
-    """The real path a symlink inside the candidate points to; CandidateError when it
-    dangles or points outside the candidate."""
+    """A symlink's real target; CandidateError when it dangles or leaves the candidate."""
     try:
         target = os.path.realpath(link, strict=True)
     except (OSError, RuntimeError):
@@ -54,8 +53,8 @@ def _follow(link: Path, root_real: str) -> str:
 
 
 def iter_files(root: Path) -> list[Path]:
-    """Every file of the candidate at ``root`` (relative paths, sorted): see the module
-    docstring for what is taken, skipped and refused."""
+    """Every file under ``root`` (relative, sorted), symlinks inside followed; CandidateError
+    for a non-UTF-8 name, an escaping or looping symlink, a special file, or too much."""
     root = Path(root)
     _check_name(root, os.fspath(root))
     root_real = os.path.realpath(root)
@@ -108,7 +107,7 @@ def _read(path: Path) -> bytes:
 
 
 def file_digests(root: Path) -> dict[str, str]:
-    """sha256 of each file under ``root`` keyed by its posix relative path."""
+    """sha256 of each file, by relative posix path."""
     return {rel.as_posix(): hashlib.sha256(_read(root / rel)).hexdigest()
             for rel in iter_files(root)}
 
@@ -122,7 +121,7 @@ def digests_hash(digests: dict[str, str]) -> str:
 
 
 def content_hash(root: Path) -> str:
-    """A sha256 over every file's relative path and bytes: equal iff the trees are equal."""
+    """sha256 over every file's path and bytes: equal iff the trees are."""
     root = Path(root)
     if not root.is_dir():
         raise CandidateError(f"candidate: {root} is not a directory")
@@ -130,8 +129,7 @@ def content_hash(root: Path) -> str:
 
 
 def copy_readonly(src: Path, dest: Path) -> None:
-    """Copy the files of the candidate ``src`` (:func:`iter_files`) into the new directory
-    ``dest`` and make every file read-only (symlinks inside are copied as content)."""
+    """Copy :func:`iter_files` of ``src`` into the new ``dest``, each file read-only."""
     dest.mkdir(parents=True)
     for rel in iter_files(src):
         target = dest / rel
@@ -141,7 +139,7 @@ def copy_readonly(src: Path, dest: Path) -> None:
 
 
 def _remove_tree(path: Path) -> None:
-    """Remove a (possibly read-only) tree; a missing one is fine."""
+    """Remove a possibly read-only tree, if present."""
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
@@ -149,15 +147,13 @@ def _remove_tree(path: Path) -> None:
 
 
 def clean_staging(candidates: Path) -> None:
-    """Remove what a snapshot that died half-way left in ``candidates/.staging``. The
-    caller holds the run lock (no live snapshot is building there)."""
+    """Remove what a dead snapshot left in ``candidates/.staging``."""
     _remove_tree(Path(candidates) / STAGING)
 
 
 def install_snapshot(src: Path, dest: Path, digest: str,
                      describe: Callable[[dict[str, str]], dict[str, Any]]) -> dict[str, str]:
-    """Snapshot the candidate ``src`` atomically as ``dest`` (``files/`` and
-    ``candidate.json``); returns the file digests."""
+    """Snapshot ``src`` atomically as ``dest`` (``files/``, ``candidate.json``); return digests."""
     dest = Path(dest)
     staging = dest.parent / STAGING / f"{dest.name}.{os.getpid()}"
     clean_staging(dest.parent)
@@ -183,12 +179,12 @@ def install_snapshot(src: Path, dest: Path, digest: str,
 
 
 def pack(root: Path) -> dict[str, bytes]:
-    """The files of a candidate as ``{relative path: bytes}`` (to ship to remote workers)."""
+    """A candidate's files as ``{relative path: bytes}``."""
     return {rel.as_posix(): (root / rel).read_bytes() for rel in iter_files(root)}
 
 
 def unpack(files: dict[str, bytes], dest: Path) -> Path:
-    """Materialise a packed candidate at ``dest`` (atomic; a no-op when already there)."""
+    """Materialise a packed candidate at ``dest`` atomically, unless already there."""
     if dest.is_dir():
         return dest
     tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")

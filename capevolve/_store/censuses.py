@@ -1,10 +1,4 @@
-"""Validated censuses recorded in a run dir: ``census/<name>.json``.
-
-``census check --record`` stores a census that passed ``capevolve.diagnose.census.check``
-against this run, once every bucket has a non-empty ``name`` (unique in the census) and a
-non-empty ``description``; its buckets then name valid ``--target``s (their val tasks are
-the task part of each ``task#trial`` example id). A recorded census is never overwritten.
-"""
+"""Checked censuses recorded as ``census/<name>.json``, never overwritten; buckets name targets."""
 
 from __future__ import annotations
 
@@ -23,7 +17,7 @@ def folder(run_root: Path) -> Path:
 
 
 def bucket_problems(doc: dict[str, Any]) -> list[str]:
-    """What keeps a (checked) census from being recorded: names and descriptions."""
+    """Why a census cannot be recorded: bucket names unique and non-empty, descriptions set."""
     problems, seen = [], set()
     for i, bucket in enumerate(doc.get("buckets", [])):
         name = bucket.get("name") if isinstance(bucket, dict) else None
@@ -42,7 +36,7 @@ def bucket_problems(doc: dict[str, Any]) -> list[str]:
 
 
 def record(run_root: Path, name: str, doc: dict[str, Any]) -> Path:
-    """Store ``doc`` (already checked) as ``census/<name>.json``; never overwrites."""
+    """Store a checked ``doc`` as ``census/<name>.json``; never overwrites."""
     if not _NAME.match(name):
         raise ConfigError(f"census name {name!r}: letters, digits, '_', '.', '-' only")
     problems = bucket_problems(doc)
@@ -57,7 +51,7 @@ def record(run_root: Path, name: str, doc: dict[str, Any]) -> Path:
 
 
 def bucket_tasks(run_root: Path) -> dict[str, list[str]]:
-    """Bucket name -> task ids of its examples, over every recorded census."""
+    """Bucket name -> its examples' task ids, over every census."""
     found: dict[str, set[str]] = {}
     where = folder(run_root)
     for path in sorted(where.glob("*.json")) if where.is_dir() else []:

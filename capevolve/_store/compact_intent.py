@@ -1,9 +1,5 @@
-"""The journal of a compaction in progress: ``journal/<token>.compact``.
-
-Written (atomic, fsynced) once the new parts are durable under temporary names, removed last.
-While it is on disk, verification tolerates as notes the parts it names that are not yet
-recorded or not yet removed, and the next evaluate settles it. Unsigned: what is recorded is
-decided by the signed ``parts_compacted`` event alone.
+"""The journal of a compaction in progress (``journal/<token>.compact``), written durably once
+the new parts are, removed last. Unsigned: only the ``parts_compacted`` event records parts.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ SUFFIX = ".compact"
 
 @dataclass(frozen=True)
 class Target:
-    """A new part: where it goes (relative to the run dir), and what it holds."""
+    """A new part: its run-relative path and what it holds."""
 
     path: str
     sha256: str
@@ -32,16 +28,16 @@ class Target:
 
 @dataclass(frozen=True)
 class Intent:
-    """What a compaction is about to do (see the module docstring)."""
+    """What a compaction is about to do."""
 
     token: str
     eval_id: str
     sources: list[str]
-    """The parts it replaces, relative to the run dir, sorted."""
+    """The parts it replaces, run-relative, sorted."""
     targets: list[Target]
 
     def files(self) -> set[str]:
-        """Every part the intent names (old and new), relative to the run dir."""
+        """Every part it names, old and new."""
         return set(self.sources) | {t.path for t in self.targets}
 
 
@@ -50,7 +46,7 @@ def intent_path(layout: Layout, token: str) -> Path:
 
 
 def write_intent(layout: Layout, intent: Intent) -> Path:
-    """Write the intent atomically (temporary name, fsync, rename, directory fsync)."""
+    """Write the intent atomically and durably."""
     path = intent_path(layout, intent.token)
     layout.journal.mkdir(parents=True, exist_ok=True)
     jsonfiles.write_atomic(path, asdict(intent))
@@ -73,7 +69,7 @@ def _parse(data: Any, path: Path) -> Intent:
 
 
 def read_intents(layout: Layout) -> list[tuple[Path, Intent]]:
-    """Every compaction journal on disk, in name order; StoreError naming a bad one."""
+    """Every compaction journal, in name order; StoreError naming a bad one."""
     if not layout.journal.is_dir():
         return []
     found = []
@@ -87,7 +83,7 @@ def read_intents(layout: Layout) -> list[tuple[Path, Intent]]:
 
 
 def pending_files(layout: Layout) -> set[str]:
-    """Parts named by unfinished compactions (read-only; a bad journal names none)."""
+    """Parts named by unfinished compactions (none if a journal is bad)."""
     try:
         return set().union(*(intent.files() for _, intent in read_intents(layout)))
     except StoreError:

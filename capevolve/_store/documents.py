@@ -1,9 +1,4 @@
-"""Reading and writing the run's single documents through their records: final.json and
-diagnoses/*.json (run.json, evals, events and the seal have their own modules).
-
-Every read validates the file (:func:`capevolve.records.parse_record`); a file that is
-unreadable, of an unknown ``format_version`` or invalid is a one-line RunDirError naming it.
-"""
+"""final.json and diagnoses/*.json through their records; a bad file is a RunDirError naming it."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ def read_document(model: type[R], path: Path) -> R:
 
 
 def read_final(layout: Layout) -> FinalRecord:
-    """final.json; RunDirError when the run is not finalized or the file is invalid."""
+    """final.json; RunDirError when absent or invalid."""
     if not layout.final.is_file():
         raise RunDirError(f"{layout.final}: the run is not finalized")
     return read_document(FinalRecord, layout.final)
@@ -45,5 +40,5 @@ def read_diagnosis(path: Path) -> DiagnosisRecord:
 
 
 def diagnosis_record(doc: dict[str, Any]) -> DiagnosisRecord:
-    """Validate a diagnosis about to be written (the version is this capevolve's)."""
+    """Validate a diagnosis about to be written."""
     return DiagnosisRecord.model_validate(doc)

@@ -1,4 +1,4 @@
-"""Making a file's directory entry durable (after a create or a rename)."""
+"""Durable directory entries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def fsync_dir(path: Path) -> None:
-    """fsync a directory, so the files created or renamed in it survive a power loss."""
+    """fsync a directory, so files created or renamed in it survive a power loss."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from capevolve._store.rundir import RunDir
 
 Where = Union["RunDir", Layout]
-"""A run dir or its layout: every lookup takes either."""
+"""A run dir or its layout."""
 
 
 def _layout(where: Where) -> Layout:
@@ -31,7 +31,7 @@ def _layout(where: Where) -> Layout:
 def eval_id_for(split: Split | str, candidate_id: str, n_trials: int, *,
                 purpose: EvalPurpose | str = EvalPurpose.GATE, first_trial: int = 0,
                 subset: TaskSubset | None = None) -> str:
-    """The id of the evaluation of a candidate on a split with a number of trials."""
+    """The id of a candidate's evaluation on a split with ``n_trials``, purpose and subset."""
     base = f"{Split(split)}__{candidate_id}__k{n_trials}"
     purpose = EvalPurpose(purpose)
     if purpose == EvalPurpose.GATE and first_trial == 0 and subset is None:
@@ -41,14 +41,14 @@ def eval_id_for(split: Split | str, candidate_id: str, n_trials: int, *,
 
 
 def task_subset(task_ids: Iterable[str]) -> TaskSubset:
-    """The record of a task subset: its sorted unique ids, their count and sha256."""
+    """A task subset's record: sorted unique ids, count, sha256."""
     ids = tuple(sorted(set(task_ids)))
     digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
     return TaskSubset(count=len(ids), sha256=digest, ids=ids)
 
 
 def is_full_eval_id(eval_id: str, split: Split | str, candidate_id: str) -> bool:
-    """True when ``eval_id`` has the form of a full gate evaluation's id."""
+    """True for a full gate evaluation's id."""
     prefix = f"{Split(split)}__{candidate_id}__k"
     return eval_id.startswith(prefix) and eval_id[len(prefix):].isdigit()
 
@@ -57,11 +57,8 @@ _VERSION_1 = re.compile(rb'"format_version"\s*:\s*1\s*[,}]')
 
 
 def _parse_fast(raw: bytes) -> EvalRecord | None:
-    """The record parsed and validated in one pass by pydantic-core (a record holds one
-    mean per task: json.loads and then validating took most of ``status``), or None, and
-    the caller takes the checked path, whenever anything is unusual: a validation error,
-    or not exactly one ``"format_version": 1`` in the text (pydantic's lax mode would take
-    ``true`` for 1; the checked path refuses it)."""
+    """The record validated in one pass, or None for the checked path: on an error, or unless
+    the text holds exactly one ``"format_version": 1``."""
     if raw.count(b'"format_version"') != 1 or not _VERSION_1.search(raw):
         return None
     try:
@@ -71,7 +68,7 @@ def _parse_fast(raw: bytes) -> EvalRecord | None:
 
 
 def read_eval_file(path: Path) -> EvalRecord:
-    """One evaluation record from its file (validated; its id must match the name)."""
+    """A validated record whose id matches its file name; else RunDirError."""
     try:
         raw = Path(path).read_bytes()
         record = _parse_fast(raw)
@@ -87,7 +84,7 @@ def read_eval_file(path: Path) -> EvalRecord:
 
 
 def _process_alive(pid: int) -> bool:
-    """True when ``pid`` is a live process (a zombie, killed but not reaped, is not)."""
+    """True when ``pid`` is a live process, not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -102,9 +99,7 @@ def _process_alive(pid: int) -> bool:
 
 
 def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
-    """The status to show for ``record``: a ``running`` record whose process is gone (killed, or
-    the machine went down) is :attr:`EvalStatus.INTERRUPTED` (rerun the same evaluate to resume
-    it)."""
+    """``record``'s status, with ``running`` shown as INTERRUPTED once its process is gone."""
     if record.status != EvalStatus.RUNNING:
         return record.status
     started = [e for e in run.events(EventKind.EVAL_STARTED)
@@ -118,9 +113,7 @@ def displayed_status(run: RunDir, record: EvalRecord) -> EvalStatus:
 
 
 def write_eval(where: Where, record: EvalRecord) -> None:
-    """Write an evaluation record atomically, as canonical JSON on one line (sorted keys; the
-    fast encoder: a record holds every task's mean; readers parse JSON, so a record written
-    indented, as older versions did, reads the same)."""
+    """Write an evaluation record atomically, as one line of JSON with sorted keys."""
     layout = _layout(where)
     if isinstance(where, Layout):
         jsonfiles.write_atomic(layout.eval_json(record.eval_id), record.to_json(), indent=None)
@@ -129,13 +122,13 @@ def write_eval(where: Where, record: EvalRecord) -> None:
 
 
 def find_eval(where: Where, eval_id: str) -> EvalRecord | None:
-    """The record of ``eval_id``, or None when there is none."""
+    """The record of ``eval_id``, or None."""
     path = _layout(where).eval_json(eval_id)
     return read_eval_file(path) if path.is_file() else None
 
 
 def load_eval(where: Where, eval_id: str) -> EvalRecord:
-    """The record of ``eval_id``; RunDirError when it does not exist."""
+    """The record of ``eval_id``, else RunDirError."""
     record = find_eval(where, eval_id)
     if record is None:
         raise RunDirError(f"evaluation {eval_id!r}: not found in {_layout(where).root}")
@@ -143,7 +136,7 @@ def load_eval(where: Where, eval_id: str) -> EvalRecord:
 
 
 def all_evals(where: Where) -> list[EvalRecord]:
-    """Every evaluation record, in the order they started (then by id)."""
+    """Every record, by start time then id."""
     layout = _layout(where)
     if not layout.evals.is_dir():
         return []
@@ -154,7 +147,7 @@ def all_evals(where: Where) -> list[EvalRecord]:
 def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
                 n_trials: int | None = None,
                 statuses: Iterable[EvalStatus] = (EvalStatus.COMPLETE,)) -> EvalRecord | None:
-    """The most recently finished evaluation of a candidate on a split with a status."""
+    """A candidate's last finished full evaluation on ``split`` with one of ``statuses``."""
     layout, wanted = _layout(where), set(statuses)
     if n_trials is not None:
         record = find_eval(layout, eval_id_for(split, candidate_id, n_trials))
@@ -170,5 +163,5 @@ def latest_eval(where: Where, candidate_id: str, split: Split | str, *,
 
 def latest_complete_eval(where: Where, candidate_id: str, split: Split | str, *,
                          n_trials: int | None = None) -> EvalRecord | None:
-    """The most recently finished complete evaluation of a candidate on a split."""
+    """:func:`latest_eval`, complete only."""
     return latest_eval(where, candidate_id, split, n_trials=n_trials)

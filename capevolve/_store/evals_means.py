@@ -1,4 +1,4 @@
-"""Per-task means of an evaluation: a Parquet file beside its record, checked on every read."""
+"""Per-task means of an evaluation: a Parquet file beside its record, checked on each read."""
 
 from __future__ import annotations
 
@@ -28,14 +28,12 @@ def schema() -> pa.Schema:
 
 
 def means_name(eval_id: str) -> str:
-    """The file name of an evaluation's means in evals/."""
+    """The means file's name in evals/."""
     return f"{eval_id}.means.parquet"
 
 
 def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarray) -> bytes:
-    """The Parquet bytes of the columns (``tasks`` sorted, one mean and count each). The
-    columns are made from their buffers: ``pa.array`` would import pandas (0.3 s) in an
-    evaluate's tail wherever it is installed."""
+    """Parquet bytes of sorted ``tasks`` with a mean and count each (built without pandas)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,10 +44,8 @@ def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarra
     table = pa.Table.from_arrays([names, float64_array(means), int64_array(counts)],
                                  schema=schema())
     sink = pa.BufferOutputStream()
-    # task ids are distinct and sorted: each is stored as its prefix shared with the one
-    # before plus the rest (delta byte array), not in a dictionary that can never be
-    # smaller (at 200,000 tasks 44 KB against 286 KB, and 4 MiB of the writer's memory
-    # against 18); means and counts take few values and keep their dictionary
+    # sorted distinct task ids delta-encode smaller than a dictionary; means and counts
+    # take few values and keep theirs
     pq.write_table(table, sink, compression="zstd", write_statistics=False,
                    use_dictionary=["mean", "n"],
                    column_encoding={"task_id": "DELTA_BYTE_ARRAY"})
@@ -58,8 +54,7 @@ def encode(tasks: Sequence[str] | pa.Array, means: np.ndarray, counts: np.ndarra
 
 def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array,
                      means: np.ndarray, counts: np.ndarray) -> TaskMeansFile:
-    """Write the means file of ``eval_id`` atomically (fsynced) and return its reference
-    for the record. Write the record that names it afterwards."""
+    """Write ``eval_id``'s means file durably; return its reference. The record comes after."""
     from capevolve._store.rollouts import arrowpool  # Arrow: only when a file is written
 
     data = encode(tasks, means, counts)
@@ -78,9 +73,7 @@ def write_task_means(where: Where, eval_id: str, tasks: Sequence[str] | pa.Array
 
 
 def task_means_of(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[str, float]:
-    """The per-task means of an evaluation record (an EvalRecord or its JSON form): from
-    its means file, checked against the record, or inline for an old record; RunDirError
-    naming the file when it is missing or is not the one the record names."""
+    """A record's per-task means, from its verified means file or inline; else RunDirError."""
     if isinstance(record, EvalRecord):
         ref, inline, eval_id = record.task_means_file, record.task_means, record.eval_id
     else:
@@ -93,7 +86,7 @@ def task_means_of(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[
 
 
 def read_task_means(where: Where, eval_id: str, ref: TaskMeansFile) -> dict[str, float]:
-    """The means file ``ref`` of ``eval_id``, verified (see :func:`task_means_of`)."""
+    """The means file ``ref``, checked by name, size, sha256, schema and rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -123,7 +116,6 @@ def read_task_means(where: Where, eval_id: str, ref: TaskMeansFile) -> dict[str,
 
 
 def with_task_means(where: Where, record: EvalRecord | Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON form of ``record`` with its per-task means read in as ``task_means``
-    (:func:`task_means_of`): for the consumers that compare two evaluations' means."""
+    """``record``'s JSON form with ``task_means`` read in."""
     data = record.to_json() if isinstance(record, EvalRecord) else dict(record)
     return {**data, "task_means": task_means_of(where, record)}

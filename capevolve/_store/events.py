@@ -1,11 +1,7 @@
-"""The event log (events.jsonl): append-only, typed, read once per process and cached.
+"""The event log (events.jsonl): append-only, hash-chained, signed; read once and cached.
 
-Each byte is parsed once; appends since the last read are folded into the cached list and the
-derived ``best_id`` and ``spent``. Every complete line must be a valid versioned event, chained
-to the previous one by ``prev`` (its sha256) and signed by ``mac`` (an HMAC under the run's key,
-:mod:`capevolve._store.signing`); anything else, or a log that shrank or was replaced, is a
-RunDirError naming ``events.jsonl:<line>``. A torn last line is left for the next read. Without
-the key only the chain is checked and :meth:`EventLog.append` refuses to write.
+A bad or forged line or a rewritten log is a RunDirError naming its line. Without the key only
+the chain is checked and appends are refused.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ SPEND_FIELDS = ("iterations", "metric_calls", "tokens", "cost_usd", "cost_unreco
 
 @dataclass
 class Spend:
-    """What a run has spent so far (summed from ``spend`` events)."""
+    """The sum of a run's ``spend`` events."""
 
     iterations: int = 0
     metric_calls: int = 0
@@ -48,7 +44,7 @@ class Spend:
             setattr(self, name, getattr(self, name) + float(values.get(name) or 0.0))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form; ``cost_usd`` is None ("not recorded") when no rollout reported a cost."""
+        """JSON form; ``cost_usd`` is None when no rollout reported a cost."""
         data = asdict(self)
         data["cost_usd"] = round(self.cost_usd, 6) if self._any_cost_recorded() else None
         data["wall_s"] = round(self.wall_s, 3)
@@ -59,7 +55,7 @@ class Spend:
 
 
 class EventLog:
-    """events.jsonl of one run dir, with its derived state (see the module docstring)."""
+    """events.jsonl of one run dir, with its derived ``best_id`` and ``spent``."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -74,13 +70,13 @@ class EventLog:
         self._key: bytes | None = None
         self.key_id: str | None = None
         self.unsigned: str | None = None
-        """Why signatures are not checked (the key is absent), else None."""
+        """Why signatures are not checked, else None."""
         self.head: str | None = None
-        """sha256 of the last event's line (None for an empty log)."""
+        """sha256 of the last event's line."""
         self.hashes: list[str] = []
         """sha256 of each event's line, in log order."""
         self.appended: list[bytes] = []
-        """The bytes this object appended, in order (the evaluation guard reads them)."""
+        """The bytes this object appended, in order."""
 
     def _refresh(self) -> None:
         with self._mutex:
@@ -114,14 +110,12 @@ class EventLog:
 
     @property
     def verified_bytes(self) -> int:
-        """Bytes of the file read and verified so far (after a RunDirError: up to the bad
-        line)."""
+        """Bytes verified so far."""
         with self._mutex:
             return self._offset
 
     def verified(self) -> list[Event]:
-        """The events read and verified so far, without reading further (after a
-        RunDirError: every event before the bad line)."""
+        """The events verified so far, without reading further."""
         with self._mutex:
             return list(self._events)
 
@@ -149,9 +143,7 @@ class EventLog:
             self._spent.add(event)
 
     def append(self, event: Event) -> Event:
-        """Append one event (one atomic write) chained to the last one, fold it into the
-        cache and return it as stored. The caller holds the run lock; threads of one
-        process are serialized here."""
+        """Append one event, chained and signed, in one write; the caller holds the run lock."""
         with self._mutex:
             self._refresh()
             if not self._events:
@@ -171,12 +163,12 @@ class EventLog:
 
     @property
     def key(self) -> bytes | None:
-        """The run's signing key (None when absent or the log is empty)."""
+        """The run's signing key, or None."""
         self._refresh()
         return self._key
 
     def _take_key(self, first: Event, source: str) -> None:
-        """Learn the run's key from its first event (run_created names it)."""
+        """Learn the run's key from its first event, which must be run_created."""
         if not isinstance(first, RunCreated):
             raise RunDirError(f"{source}: the first event must be run_created, not "
                               f"{first.kind!r}")
@@ -187,7 +179,7 @@ class EventLog:
                              "not on this machine (only the hash chain is checked)")
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
-        """Every event (optionally of one kind) in log order."""
+        """Every event, optionally of one kind, in log order."""
         with self._mutex:
             self._refresh()
             events = list(self._events)

@@ -1,10 +1,6 @@
-"""The chain head of each run, mirrored outside the run dir: beside the run's key (``<key
-dir>/heads/``) and in its project (``<project>/.capevolve/heads/``).
+"""Signed chain heads mirrored beside the run's key and in its project, so a cut log end shows.
 
-The chain and signatures of events.jsonl do not show lines cut off its end, so after every
-append the run writes the number of events and the last line's sha256, signed, to both mirrors.
-Verification refuses a log that ends before a mirrored head, and a present key without its head.
-A mirror is named by key id and run-dir path: a copy at another path is not judged by it.
+Named by key id and run-dir path: a copy at another path is not judged by them.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ HEADS_DIR = Path(".capevolve") / "heads"
 
 @dataclass(frozen=True)
 class Head:
-    """A mirrored chain head: the log held ``n_events`` events, the last line hashing to
-    ``head``."""
+    """The log held ``n_events`` events, the last line hashing to ``head``."""
 
     n_events: int
     head: str
@@ -30,20 +25,19 @@ class Head:
 
 
 def head_path(project_dir: Path | str, key_id: str, run_dir: Path) -> Path:
-    """Where the head of the run with ``key_id`` at ``run_dir`` is mirrored."""
+    """The project mirror's path."""
     signing.key_path(key_id)  # validates the id
     where = hashlib.sha256(str(Path(run_dir).resolve()).encode()).hexdigest()[:16]
     return Path(project_dir) / HEADS_DIR / f"{key_id}-{where}.json"
 
 
 def key_head_path(key_id: str, run_dir: Path) -> Path:
-    """Where the head of the run with ``key_id`` at ``run_dir`` is kept beside its key."""
+    """The mirror's path beside the key."""
     return signing.key_dir() / "heads" / head_path(".", key_id, run_dir).name
 
 
 def copied_from_elsewhere(key_id: str, run_dir: Path) -> bool:
-    """True when heads of ``key_id`` are kept beside the key for other run dir paths only
-    (this run dir is a copy of a run made elsewhere)."""
+    """True when the key's heads name only other run-dir paths (a copied run)."""
     folder = signing.key_dir() / "heads"
     return key_head_path(key_id, run_dir).name not in {
         p.name for p in folder.glob(f"{key_id}-*.json")} and any(
@@ -52,9 +46,7 @@ def copied_from_elsewhere(key_id: str, run_dir: Path) -> bool:
 
 def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_events: int,
           head: str) -> None:
-    """Mirror the chain head beside the key and in the project (atomic replace each); an
-    OS error leaves the old mirror (verification then refuses a missing or stale one
-    beside the key)."""
+    """Mirror the signed head beside the key and in the project; an OSError keeps the old one."""
     data = {"run_dir": str(run_dir), "n_events": n_events, "head": head}
     data["mac"] = signing.mac(key, data)
     beside_key = key_head_path(key_id, run_dir)
@@ -70,14 +62,12 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
         path.parent.mkdir(parents=True, exist_ok=True)
         jsonfiles.write_atomic(path, data)
     except OSError:
-        pass  # best effort (see the module docstring)
+        pass  # best effort
 
 
 def read(project_dir: Path | str | None, key_id: str, key: bytes | None,
          run_dir: Path) -> Head | None:
-    """The head mirrored in the project (or, with ``project_dir`` None, beside the key);
-    None when absent; RunDirError for one that was not written with the run's key or does
-    not parse."""
+    """The head in ``project_dir`` (None: beside the key), None if absent; RunDirError if bad."""
     path = (key_head_path(key_id, run_dir) if project_dir is None
             else head_path(project_dir, key_id, run_dir))
     try:

@@ -1,11 +1,6 @@
-"""Whether a run's stored history and rows are the ones capevolve wrote.
+"""Whether a run's event log, parts and documents are the ones capevolve wrote.
 
-:func:`verify` returns a :class:`Problem` (naming the file and line) for: an event log whose
-chain, signatures or mirrored head do not hold; a Parquet part not recorded, missing, or changed
-since its ``part_written`` event (a part not yet recorded is a note while its writer runs or its
-journal is on disk); a seal, final.json, run.json, snapshot or complete evaluation record that
-disagrees with the log. Verified parts and records are cached outside the run dir by size,
-mtime, ctime and inode. Evidence, not proof (capevolve._store.signing).
+Each disagreement with the signed log is a :class:`Problem`. Evidence, not proof.
 """
 
 from __future__ import annotations
@@ -41,7 +36,7 @@ _CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB chunks."""
+    """sha256 of a file's bytes."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(_CHUNK):
@@ -50,7 +45,7 @@ def sha256_file(path: Path) -> str:
 
 
 def relative(root: Path, path: Path) -> str:
-    """``path`` relative to the run dir ``root`` (POSIX); RunDirError when outside it."""
+    """``path`` relative to ``root`` (POSIX); RunDirError when outside it."""
     try:
         return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
@@ -58,7 +53,7 @@ def relative(root: Path, path: Path) -> str:
 
 
 def part_fields(root: Path, path: Path, n_rows: int) -> dict[str, Any]:
-    """The fields of a ``part_written`` event for the part at ``path``."""
+    """The ``part_written`` fields of the part at ``path``."""
     import pyarrow.parquet as pq
 
     try:
@@ -77,12 +72,11 @@ class Problem:
     """One thing that is not as capevolve wrote it."""
 
     kind: str
-    """events, head, part_unrecorded, part_changed, part_missing, document or
-    candidate."""
+    """events, head, part_unrecorded, part_changed, part_missing, document or candidate."""
     path: str
-    """The file, relative to the run dir (absolute when outside it)."""
+    """Relative to the run dir (absolute when outside it)."""
     what: str
-    """What is wrong, in words (one line)."""
+    """One line."""
 
     def line(self) -> str:
         return f"{self.path}: {self.what}"
@@ -94,11 +88,11 @@ class Verification:
 
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    """What could not be checked, and why (not problems)."""
+    """What could not be checked, and why."""
     events: int = 0
     parts: int = 0
     hashed: int = 0
-    """Parts hashed this time (the rest matched the cache)."""
+    """Parts hashed this time (not matched by the cache)."""
 
     @property
     def ok(self) -> bool:
@@ -111,7 +105,7 @@ class Verification:
 
 
 class _Stop(Exception):
-    """Raised to stop at the first problem."""
+    """Stop at the first problem."""
 
 
 class _Checker:
@@ -158,8 +152,7 @@ class _Checker:
                 self._against(mirrored)
 
     def _no_head(self, where: Path | str | None, path: Path) -> None:
-        """A missing mirror: beside a present key it is a problem (only a run made before
-        heads were kept there, or a copy of a run made at another path, has none)."""
+        """A missing mirror is a problem beside a present key, unless the run was copied."""
         log = self.run._log
         assert log.key_id is not None
         if where is not None or log.key is None:
@@ -226,7 +219,6 @@ class _Checker:
             cache.save()
 
     def _latest(self, events: list[Event]) -> list[Event]:
-        """The log re-read (what was appended since ``events`` was read)."""
         try:
             return self.run._log.events()
         except RunDirError:
@@ -281,8 +273,7 @@ class _Checker:
         self.evaluations(events)
 
     def manifest(self, events: list[Event]) -> None:
-        """run.json (the frozen config every decision reads) is the one the run was
-        created with: its sha256 is in the signed ``run_created`` event."""
+        """run.json matches the sha256 in the signed ``run_created`` event."""
         created = next((e for e in events if isinstance(e, RunCreated)), None)
         if created is None or created.run_json_sha256 is None:
             return
@@ -298,8 +289,7 @@ class _Checker:
                          "config was edited")
 
     def candidates(self, events: list[Event]) -> None:
-        """Every snapshot under candidates/ was recorded by a ``snapshot`` event and its
-        candidate.json and files still hash to the recorded content hash."""
+        """Every snapshot has a ``snapshot`` event and still hashes to its content hash."""
         recorded = {e.candidate_id: e.hash for e in events if isinstance(e, SnapshotEvent)}
         folder = self.run.layout.candidates
         for meta_path in sorted(folder.glob("*/candidate.json")) if folder.is_dir() else []:
@@ -328,9 +318,7 @@ class _Checker:
                              "events.jsonl (its content hash): changed since it was taken")
 
     def evaluations(self, events: list[Event]) -> None:
-        """An evaluation record that says complete must agree with its evaluation's last
-        ``eval_finished`` event (status, mean, stderr, scored tasks, purpose, first
-        trial, task subset)."""
+        """A complete evaluation record agrees with its last ``eval_finished`` event."""
         last: dict[str, tuple[int, Event | None]] = {}
         for line, seen in enumerate(events, 1):
             if isinstance(seen, (EvalStarted, EvalFinished)):
@@ -345,8 +333,7 @@ class _Checker:
 
     def _evaluation(self, path: Path, last: dict[str, tuple[int, Event | None]],
                     cache: PartCache) -> None:
-        """Check one evaluation record, unless the cache says this very file (size, mtime,
-        ctime, inode) was found agreeing with the same event before (or not complete)."""
+        """Check one record unless the cache vouches for it."""
         rel = path.relative_to(self.run.root).as_posix()
         try:
             info = path.stat()
@@ -378,8 +365,7 @@ class _Checker:
 
 def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | CompactedPart],
                                                  set[str]]:
-    """The parts the log records now (path -> its record: a ``part_written`` event or a part of
-    a ``parts_compacted`` one), and the parts compactions retired."""
+    """Path -> record of each part the log holds now, and the paths compactions retired."""
     recorded: dict[str, PartWritten | CompactedPart] = {}
     retired: set[str] = set()
     for event in events:
@@ -397,13 +383,13 @@ def recorded_parts(events: list[Event]) -> tuple[dict[str, PartWritten | Compact
 
 
 def _finished_fields(event: EvalFinished) -> tuple[Any, ...]:
-    """What an ``eval_finished`` event vouches for in its evaluation record."""
+    """What an ``eval_finished`` event vouches for."""
     return (str(event.status), event.mean, event.stderr, event.n_scored, str(event.purpose),
             event.first_trial, event.subset_sha256)
 
 
 def _record_fields(data: dict[str, Any]) -> tuple[Any, ...]:
-    """The same fields of an evaluation record's JSON (absent: a full gate evaluation)."""
+    """The same fields of a record's JSON."""
     subset = data.get("task_subset")
     return (data.get("status"), data.get("mean"), data.get("stderr"), data.get("n_scored"),
             data.get("purpose", "gate"), data.get("first_trial", 0),
@@ -411,27 +397,25 @@ def _record_fields(data: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _session(part: Path) -> str:
-    """The writer session in a part's name (``<eval_id>-<session>-<seq>.parquet``)."""
+    """The session in a part's name."""
     pieces = part.stem.rsplit("-", 2)
     return pieces[1] if len(pieces) == 3 else ""
 
 
 def _journalled(journal: Path, session: str) -> bool:
-    """True when the session still has files in ``journal/``: its process died while
-    evaluating, and the next evaluate settles it (capevolve._store.journal.recover records
-    the parts it finished but did not record, when their rows are the journal's)."""
+    """True when ``session`` still has journal files: the next evaluate settles it."""
     return bool(session) and session.isalnum() and journal.is_dir() \
         and any(journal.glob(f"{session}*"))
 
 
 def relative_or_abs(root: Path, where: str) -> str:
-    """``where`` (a path, maybe with ``:line``) relative to ``root`` when inside it."""
+    """``where`` relative to ``root`` when inside it."""
     prefix = f"{root}/"
     return where[len(prefix):] if where.startswith(prefix) else where
 
 
 def verify(run: RunDir, first_only: bool = False) -> Verification:
-    """Check events, parts and documents of ``run`` (see the module docstring)."""
+    """Check the event log, head, parts and documents of ``run``."""
     checker = _Checker(run, first_only)
     try:
         events = checker.events()
@@ -444,7 +428,7 @@ def verify(run: RunDir, first_only: bool = False) -> Verification:
 
 
 def refuse_tampered(run: RunDir) -> None:
-    """RunDirError naming the first problem :func:`verify` finds (opening a run)."""
+    """RunDirError naming the first problem :func:`verify` finds."""
     result = verify(run, first_only=True)
     if result.problems:
         raise RunDirError(f"{run.root}/{result.problems[0].line()}; `capevolve verify "

@@ -1,11 +1,4 @@
-"""The optimization loop's files in a run dir: ``optimize/``.
-
-``ledger.jsonl`` holds one :class:`IterationRecord` per finished iteration (the truth of which
-happened; a torn line is skipped, an invalid or out-of-order one is a RunDirError naming its
-line); ``pending/<n>.json`` the iteration in flight, which a resumed loop continues;
-``loop.json`` the loop's first settings, so ``--resume`` continues the same loop. An iteration's
-work dir sits beside the run dir until it is in the ledger.
-"""
+"""The optimization loop's files: ``optimize/`` (ledger, pending iterations, first settings)."""
 
 from __future__ import annotations
 
@@ -41,8 +34,7 @@ class LoopFiles:
 
     @property
     def work_root(self) -> Path:
-        """Beside the run dir, never inside it: a child is snapshotted from there like any
-        candidate directory (the run dir refuses candidates that lie inside it)."""
+        """Beside the run dir, never inside it: children are snapshotted from here."""
         run_root = self.root.parent
         return run_root.parent / f".{run_root.name}.optimize-work"
 
@@ -52,7 +44,10 @@ class LoopFiles:
     # -- the ledger ------------------------------------------------------------------------
 
     def read_ledger(self) -> list[IterationRecord]:
-        """Every finished iteration, oldest first (see the module docstring)."""
+        """Every finished iteration, oldest first; a torn line is skipped.
+
+        An invalid or out-of-order line is a RunDirError naming it.
+        """
         try:
             raw = self.ledger.read_bytes()
         except FileNotFoundError:
@@ -94,7 +89,7 @@ class LoopFiles:
     # -- the iteration in flight -----------------------------------------------------------
 
     def read_pending(self, iteration: int) -> dict[str, Any] | None:
-        """The recorded steps of iteration ``iteration`` (None when it has none)."""
+        """The recorded steps of ``iteration``, or None."""
         path = self.pending(iteration)
         if not path.is_file():
             return None

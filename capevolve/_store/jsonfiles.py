@@ -9,20 +9,18 @@ from typing import Any
 
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
-    """Canonical JSON: sorted keys, so equal data gives byte-identical files."""
+    """JSON with sorted keys: equal data, identical bytes."""
     return json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 def write_atomic(path: Path, obj: Any, *, indent: int | None = 2,
                  sync: bool = True) -> None:
-    """Write ``obj`` as JSON to a temporary name, fsync, and rename it into place."""
+    """:func:`write_bytes_atomic` of ``obj`` as JSON."""
     write_bytes_atomic(Path(path), (dumps(obj, indent) + "\n").encode("utf-8"), sync=sync)
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Write ``data`` to a temporary name beside ``path``, fsync (unless ``sync=False``)
-    and rename it into place; on any failure the temporary file is removed and the old
-    file, if any, is left as it was."""
+    """Write via a temporary name, fsync unless ``sync=False``, rename; a failure keeps the old."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as fh:
@@ -51,7 +49,7 @@ def read(path: Path) -> Any:
 
 
 def append_line(path: Path, obj: Any) -> None:
-    """Append one JSON record as a single ``write`` on an O_APPEND descriptor."""
+    """Append one JSON line in a single fsynced ``write``, after a newline if one is missing."""
     data = (json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:

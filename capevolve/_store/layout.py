@@ -8,7 +8,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Layout:
-    """Where each file of a run dir lives (docs/storage.md lists them)."""
+    """Where each file of a run dir lives."""
 
     root: Path
 
@@ -61,7 +61,7 @@ class Layout:
         return self.root / "report.md"
 
     def candidate_files(self, candidate_id: str) -> Path:
-        """The immutable snapshot of a candidate's capability files."""
+        """A candidate's snapshotted files."""
         return self.candidates / candidate_id / "files"
 
     def candidate_meta(self, candidate_id: str) -> Path:
@@ -71,17 +71,17 @@ class Layout:
         return self.evals / f"{eval_id}.json"
 
     def partition(self, split: str, candidate_id: str) -> Path:
-        """Hive partition directory of one split and candidate."""
+        """One split and candidate's partition."""
         return self.rollouts / f"split={split}" / f"candidate={candidate_id}"
 
     @property
     def lock(self) -> Path:
-        """The run's writer lock (flock; the file stays between holders)."""
+        """The writer lock's file; it stays between holders."""
         return self.root / "lock"
 
     @property
     def seal_lock(self) -> Path:
-        """Held by whoever creates or judges the seal (milliseconds)."""
+        """Held while the seal is created or judged."""
         return self.root / "seal.lock"
 
     def seal_aborted(self, stamp: str) -> Path:
@@ -89,12 +89,12 @@ class Layout:
         return self.root / f"seal.aborted-{stamp}.json"
 
     def split_rollouts(self, split: str) -> Path:
-        """Hive partition directory of one split (every candidate)."""
+        """One split's partition."""
         return self.rollouts / f"split={split}"
 
     @property
     def journal(self) -> Path:
-        """Dispatch and finished-row journals of evaluations (capevolve._store.journal)."""
+        """Evaluation sessions' dispatch and row journals."""
         return self.root / "journal"
 
     def quarantine(self) -> Path:

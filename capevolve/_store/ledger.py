@@ -19,11 +19,11 @@ LEDGER_DIR = ".capevolve"
 LEDGER_NAME = "finalizes.jsonl"
 LEDGER_LOCK = "finalizes.lock"
 LEDGER_LOCK_WAIT_S = 10.0
-"""How long a finalize waits for another one's ledger lock (held for milliseconds)."""
+"""Seconds a finalize waits for another one's ledger lock."""
 
 
 def ledger_path(project_dir: Path | str) -> Path:
-    """Where a project's finalize ledger lives."""
+    """The project's finalize ledger path."""
     return Path(project_dir) / LEDGER_DIR / LEDGER_NAME
 
 
@@ -42,7 +42,7 @@ class Ledger:
 
 
 def read(project_dir: Path | str) -> Ledger:
-    """Every entry of the project's ledger, in the order they were appended."""
+    """Every readable entry, in append order."""
     ledger = Ledger()
     path = ledger_path(project_dir)
     try:
@@ -64,7 +64,7 @@ def read(project_dir: Path | str) -> Ledger:
 
 
 def append(project_dir: Path | str, entry: FinalizeEntry) -> None:
-    """Append one entry (the ``.capevolve`` folder is created if needed)."""
+    """Append one entry."""
     path = ledger_path(project_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,9 +74,7 @@ def append(project_dir: Path | str, entry: FinalizeEntry) -> None:
 
 
 def record(project_dir: Path | str, entry: FinalizeEntry) -> TestReuse:
-    """Count the earlier finalizes on ``entry``'s test ids, then append ``entry``; both
-    under the project's ledger lock, so of two runs finalizing at once the later one counts
-    the earlier one."""
+    """Count earlier finalizes on ``entry``'s test ids, then append it, under the ledger lock."""
     path = ledger_path(project_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,8 +87,7 @@ def record(project_dir: Path | str, entry: FinalizeEntry) -> TestReuse:
 
 
 def reuse(ledger: Ledger, entry: FinalizeEntry) -> TestReuse:
-    """How the test ids of ``entry`` were used by other runs before it (its own run's
-    entries, e.g. a retried finalize, do not count)."""
+    """How other runs used ``entry``'s test ids before it."""
     others = [e for e in ledger.entries if not e.same_run(entry)]
     same = [e for e in others if e.test_ids_sha256 == entry.test_ids_sha256]
     mine = set(entry.test_ids)

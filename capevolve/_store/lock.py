@@ -26,7 +26,7 @@ _GUARD = threading.Lock()
 
 
 def _forget_in_child() -> None:
-    """After fork: close the inherited descriptors without unlocking the parent's lock."""
+    """After fork: close inherited descriptors without unlocking the parent."""
     for held in _HELD.values():
         try:
             os.close(held.fd)
@@ -39,7 +39,7 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def try_flock(fd: int) -> bool:
-    """Take an exclusive flock on ``fd`` without blocking; False when someone holds it."""
+    """Take an exclusive flock without blocking; False when held elsewhere."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -50,7 +50,7 @@ def try_flock(fd: int) -> bool:
 
 
 def holder_pid(path: Path) -> int | None:
-    """The pid the last holder wrote into the lock file (None when unknown)."""
+    """The pid the last holder wrote into the lock file, or None."""
     try:
         return int(Path(path).read_text(encoding="ascii").split()[0])
     except (OSError, ValueError, IndexError):
@@ -79,7 +79,8 @@ def is_held(path: Path) -> bool:
 
 @contextmanager
 def hold(path: Path, wait_s: float = 0.0) -> Iterator[bool]:
-    """Hold the lock at ``path`` for the block (re-entrant per process)."""
+    """Hold the lock for the block, waiting up to ``wait_s``; re-entrant. Yields whether this
+    call took it."""
     path = Path(path).resolve()
     with _GUARD:
         held = _HELD.get(path)

@@ -1,9 +1,4 @@
-"""Verified parts, and who holds a lock: the two cheap facts verification leans on.
-
-:class:`PartCache` keeps, outside the run dir (beside the run keys), the sha256 of every
-part verified, keyed by its size, mtime, ctime and inode; :func:`other_process_holds`
-reads /proc/locks to tell whether a writer is running without touching its lock.
-"""
+"""Two cheap facts verification leans on: parts already verified, and who holds a lock."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ from capevolve._store.lock import is_held
 
 
 class PartCache:
-    """Verified parts by (size, mtime_ns, ctime_ns, inode, sha256), outside the run dir."""
+    """Verified files by size, mtime, ctime, inode and sha256, beside the run keys."""
 
     def __init__(self, key_id: str | None) -> None:
         self.path = (signing.key_dir() / "verified" / f"{key_id}.json") if key_id else None
@@ -48,8 +43,7 @@ class PartCache:
 
 
 def other_process_holds(lock: Path) -> bool:
-    """True when another process holds the flock on ``lock`` (read from /proc/locks
-    without touching the lock, so a writer starting now is never turned away)."""
+    """True when another process holds ``lock``'s flock, read from /proc/locks untouched."""
     if is_held(lock):
         return False
     try:

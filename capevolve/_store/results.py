@@ -1,9 +1,4 @@
-"""Decision records on disk: ``results/<n>.json``, one per decided iteration.
-
-Numbers run 1, 2, ... in the order decisions were taken (the next number is one more than the
-highest stored; callers hold the run lock). Each file is written atomically and never rewritten:
-a number that exists is a RunDirError, so a record is never overwritten.
-"""
+"""Decision records ``results/<n>.json``, numbered in decision order, written once, atomically."""
 
 from __future__ import annotations
 
@@ -31,12 +26,12 @@ def _numbers(folder: Path) -> list[int]:
 
 
 def next_number(run_root: Path) -> int:
-    """The number the next decision record gets."""
+    """One more than the highest stored number."""
     return max(_numbers(results_dir(run_root)), default=0) + 1
 
 
 def write(run_root: Path, record: DecisionRecord) -> Path:
-    """Store ``record`` as ``results/<record.iteration>.json`` (never overwrites)."""
+    """Store ``record`` as ``results/<iteration>.json``; RunDirError if it exists."""
     path = results_dir(run_root) / f"{record.iteration}.json"
     if path.exists():
         raise RunDirError(f"{path}: decision record {record.iteration} already exists")
@@ -46,7 +41,7 @@ def write(run_root: Path, record: DecisionRecord) -> Path:
 
 
 def read_one(run_root: Path, number: int) -> DecisionRecord:
-    """The decision record ``results/<number>.json`` (RunDirError when absent or invalid)."""
+    """``results/<number>.json``; RunDirError when absent or invalid."""
     path = results_dir(run_root) / f"{number}.json"
     try:
         return DecisionRecord.model_validate(jsonfiles.read(path))

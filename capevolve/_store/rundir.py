@@ -1,13 +1,6 @@
-"""RunDir: one run's directory: manifest, frozen splits, candidates, events, spend, best.
+"""RunDir: the internal reader and writer of one run; ``capevolve.RunDir`` is its read-only view.
 
-The internal reader and writer of a run: the verbs write through it (:meth:`record`,
-:meth:`record_part`, :meth:`write_document` ...); the public ``capevolve.RunDir`` is a read-only
-view of it (:mod:`capevolve._loop.public_run`). ``events.jsonl`` is the source of truth;
-``state.json`` caches ``best_id`` and ``spent``.
-
-Rules: opening writes nothing, every write holds the run lock (:meth:`locked`); :meth:`set_best`
-needs a passing gate (:meth:`passing_gate`); :meth:`log_event` takes user kinds only;
-:meth:`update_spent` only adds; a finalized run is closed (:meth:`require_open`).
+``events.jsonl`` is the truth, ``state.json`` a cache. Opening writes nothing; writes hold the lock.
 """
 
 from __future__ import annotations
@@ -69,7 +62,7 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 class RunDir:
-    """A run directory. Create with :meth:`create`, open an existing one with :meth:`open`."""
+    """A run directory: :meth:`create` a new one, :meth:`open` an existing one."""
 
     _user_kinds: ClassVar[set[str]] = set(USER_KINDS_BUILTIN)
     _appending: ClassVar[threading.RLock] = threading.RLock()  # appends + state.json
@@ -85,24 +78,20 @@ class RunDir:
         self.serial = Baton()
         """Held by an evaluation's bookkeeping; yielded while its engine runs."""
         self.shared: dict[str, Any] = {}
-        """Per-instance state the verbs share between threads (the live dispatch tally of
-        :mod:`capevolve._loop.shared_budget`)."""
+        """Per-instance state the verbs share between threads."""
 
     def write_document(self, path: Path, obj: Any, indent: int | None = 2) -> None:
-        """Write a JSON document of this run atomically (:func:`jsonfiles.write_atomic`)
-        under the append lock, and remember its bytes as capevolve's own write."""
+        """Write a JSON document atomically under the append lock, as capevolve's own write."""
         self.write_own_bytes(Path(path), (jsonfiles.dumps(obj, indent) + "\n").encode("utf-8"))
 
     def write_own_bytes(self, path: Path, data: bytes) -> None:
-        """Write a file of this run atomically (:func:`jsonfiles.write_bytes_atomic`, fsynced)
-        under the append lock, and remember its bytes as capevolve's own write."""
+        """Write a file atomically (fsynced) under the append lock, as capevolve's own write."""
         with self._appending:
             jsonfiles.write_bytes_atomic(path, data)
             self._own_writes.append((path, data))
 
     def own_writes_since(self, mark: int) -> dict[Path, bytes]:
-        """Documents this process wrote through :meth:`write_document` since ``mark`` (a
-        length of the list): path -> the bytes written last."""
+        """Path -> last bytes this process wrote since ``mark`` (an :attr:`own_writes_mark`)."""
         with self._appending:
             return dict(self._own_writes[mark:])
 
@@ -112,8 +101,7 @@ class RunDir:
             return len(self._own_writes)
 
     def forget_cached_events(self) -> None:
-        """Drop the cached event log (it is read again on next use): for a log that was
-        restored after something other than capevolve wrote to it."""
+        """Drop the cached event log."""
         self._log = EventLog(self.layout.events)
 
     # -- creation and opening -------------------------------------------------------------
@@ -121,11 +109,7 @@ class RunDir:
     @classmethod
     def create(cls, root: Path | str, manifest: RunManifest | Mapping[str, Any],
                splits: Splits, seed: Path | str) -> RunDir:
-        """Make a new run dir: manifest, frozen splits, the seed snapshot as the best.
-
-        ``manifest`` is a RunManifest or its fields (``splits_checksum`` is filled in).
-        Refuses a path that already holds a run.
-        """
+        """Make a run dir (manifest, frozen splits, the seed as best); refuses an existing run."""
         run = cls(Path(root))
         if run.root.exists() and not run.root.is_dir():
             raise RunDirError(f"{run.root}: exists and is not a directory")
@@ -154,11 +138,7 @@ class RunDir:
 
     @classmethod
     def open(cls, root: Path | str) -> Self:
-        """Open an existing run dir (read-only): validates run.json and the splits checksum,
-        refuses test rollouts without a seal, and verifies the event log's chain and signatures
-        and every Parquet part against its record
-        (:func:`capevolve._store.integrity.refuse_tampered`: one line naming the first bad
-        record or file)."""
+        """Open a run read-only, verified; RunDirError names the first bad record or file."""
         run = cls(Path(root))
         if not run.layout.run_json.is_file():
             raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
@@ -199,10 +179,7 @@ class RunDir:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold this run dir's writer lock for the block (see capevolve._store.lock).
-
-        Every command that writes into the run dir holds it; re-entrant in a process.
-        """
+        """Hold the run's writer lock for the block (re-entrant)."""
         with hold(self.layout.lock):
             yield
 
@@ -211,8 +188,7 @@ class RunDir:
         return self.layout.final.is_file()
 
     def require_open(self, verb: str) -> None:
-        """Refuse ``verb`` on a closed run: finalized (final.json) or being finalized
-        (seal.json taken). The one place this rule lives; every deciding verb calls it."""
+        """Refuse ``verb`` once the run is finalized (final.json) or being finalized (seal.json)."""
         if self.layout.final.is_file():
             raise RunDirError(f"run is finalized (final.json): {verb} refused; the run is "
                               "closed, start a new run to go on")
@@ -223,7 +199,7 @@ class RunDir:
     # -- events and derived state ---------------------------------------------------------
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
-        """Every event (optionally of one kind) in log order, as typed records."""
+        """Every event, optionally of one kind, in log order."""
         return self._log.events(kind)
 
     @property
@@ -240,9 +216,7 @@ class RunDir:
         return self._log.spent
 
     def record(self, kind: EventKind, **fields: Any) -> Event:
-        """Append a library event (validated by its model) and refresh state.json: how the
-        verbs record their own events (this class is internal; users read a run through
-        ``capevolve.RunDir`` and change it only through the verbs)."""
+        """Append a library event (validated by its model) and refresh state.json."""
         model = LIBRARY_EVENTS[EventKind(kind)]
         event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
         with self.locked(), self._appending:
@@ -252,7 +226,6 @@ class RunDir:
         return event
 
     def _mirror_head(self) -> None:
-        """Mirror the chain head into the project's .capevolve/heads/ (capevolve._store.heads)."""
         from capevolve._store import heads
 
         log = self._log
@@ -261,10 +234,7 @@ class RunDir:
                         len(log.hashes), log.head)
 
     def record_part(self, path: Path | str, n_rows: int) -> PartWritten:
-        """Record a Parquet part of this run that was just durably renamed into place: a
-        ``part_written`` event with its path (relative to the run dir), size, sha256 and row
-        count, which verification (capevolve._store.integrity) checks the part against from then
-        on."""
+        """Record a part just durably renamed into place; verification checks it against this."""
         from capevolve._store.integrity import part_fields
 
         fields = part_fields(self.root, Path(path), n_rows)
@@ -278,7 +248,7 @@ class RunDir:
 
     @classmethod
     def register_event_kind(cls, name: str) -> None:
-        """Allow :meth:`log_event` to record the user kind ``name`` (in this process)."""
+        """Allow :meth:`log_event` the user kind ``name`` in this process."""
         if not re.fullmatch(EVENT_KIND_PATTERN, str(name)):
             raise RecordError(f"event kind {name!r}: use lowercase letters, digits and _")
         if name in {k.value for k in LIBRARY_EVENTS}:
@@ -286,12 +256,8 @@ class RunDir:
         cls._user_kinds.add(str(name))
 
     def log_event(self, kind: str, **fields: Any) -> UserEvent:
-        """Record a user event: ``note`` or a kind registered with
-        :meth:`register_event_kind`; ``fields`` (JSON values) are stored under ``data``.
-
-        The kinds capevolve records itself (gate, accept, set_best, spend, ...) and
-        unregistered kinds are refused with RecordError; nothing is written then.
-        """
+        """Record a user event of ``note`` or a registered kind, JSON ``fields`` under ``data``;
+        else RecordError."""
         name = str(kind)
         if name in {k.value for k in LIBRARY_EVENTS}:
             raise RecordError(f"log_event: {name!r} events are recorded by capevolve itself "
@@ -337,7 +303,6 @@ class RunDir:
         self._promote(candidate_id, **fields)
 
     def _promote(self, candidate_id: str, **fields: Any) -> None:
-        """The store's rule for moving the best (see :meth:`set_best`)."""
         with self.locked():
             self.require_open("set_best")
             self.candidate_meta(candidate_id)
@@ -352,8 +317,7 @@ class RunDir:
                 raise RecordError(f"set_best: {exc.errors()[0]['msg']}") from None
 
     def update_spent(self, **increments: Any) -> None:
-        """Record spending: finite, non-negative increments of iterations, metric_calls,
-        tokens, cost_usd, cost_unrecorded, wall_s. Spend only adds; RecordError otherwise."""
+        """Record finite, non-negative increments of SPEND_FIELDS; RecordError otherwise."""
         unknown = set(increments) - set(SPEND_FIELDS)
         if unknown:
             raise RecordError(f"update_spent: unknown fields {sorted(unknown)}")
@@ -389,8 +353,7 @@ class RunDir:
         return record
 
     def candidate_dir(self, candidate_id: str) -> Path:
-        """The immutable capability files of a candidate, verified against the content
-        hash taken at snapshot time (a snapshot edited since is a CandidateError)."""
+        """A candidate's files, verified against its snapshot hash (edited: CandidateError)."""
         meta = self.candidate_meta(candidate_id)
         files = self.layout.candidate_files(candidate_id)
         digests = file_digests(files) if files.is_dir() else None
@@ -401,7 +364,7 @@ class RunDir:
         return files
 
     def find_candidate(self, digest: str) -> str | None:
-        """The id of a snapshot with this content hash, if any."""
+        """The id of a snapshot with this content hash, or None."""
         for candidate_id in self.candidate_ids():
             if self.candidate_meta(candidate_id).hash == digest:
                 return candidate_id
@@ -413,12 +376,8 @@ class RunDir:
         return f"cand_{max(numbers, default=0) + 1:03d}"
 
     def snapshot(self, candidate_id: str, src: Path | str, **fields: Any) -> CandidateRecord:
-        """Copy ``src`` into an immutable snapshot named ``candidate_id``.
-
-        ``fields``: ``note`` (free text). Snapshotting identical content under an existing
-        id returns the existing record; different content under a taken id is a
-        CandidateError.
-        """
+        """Snapshot ``src`` immutably as ``candidate_id`` (``fields``: ``note``); a taken id
+        returns its record for the same content, else CandidateError."""
         src = Path(src).resolve()
         if not src.is_dir():
             raise CandidateError(f"candidate: {src} is not a directory")

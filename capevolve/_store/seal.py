@@ -19,7 +19,7 @@ from capevolve.kinds import SealStatus, Split
 from capevolve.records import SealRecord, parse_record
 
 SEAL_LOCK_WAIT_S = 5.0
-"""How long a taker waits for another taker's seal.lock (held for milliseconds)."""
+"""Seconds a taker waits for another taker's seal.lock."""
 
 _HELD: dict[str, int] = {}  # seal path -> the flocked descriptor of the seal this process took
 
@@ -37,12 +37,12 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def test_rollouts_exist(layout: Layout) -> bool:
-    """True when any Parquet part exists in the test partition."""
+    """True when a test split part exists."""
     return any(layout.split_rollouts(Split.TEST).rglob("*.parquet"))
 
 
 def read_seal(layout: Layout) -> SealRecord | None:
-    """seal.json as a record (None when absent); RunDirError when it does not validate."""
+    """seal.json as a record, or None; RunDirError when it does not validate."""
     try:
         data = jsonfiles.read(layout.seal)
     except FileNotFoundError:
@@ -69,13 +69,12 @@ def _create(layout: Layout, fields: dict[str, Any]) -> SealRecord:
 
 
 def holder_alive(layout: Layout) -> bool:
-    """True when a process holds the current seal's flock, read from /proc/locks without
-    taking it (a reader must never make a taker think a finalize is running)."""
+    """True when another process holds the seal's flock, read without taking it."""
     return layout.seal.is_file() and other_process_holds(layout.seal)
 
 
 def _holder_alive(layout: Layout) -> bool:
-    """True when a process holds the flock of the current seal.json."""
+    """True when a process holds the seal's flock (probes by taking it)."""
     try:
         fd = os.open(layout.seal, os.O_RDONLY)
     except FileNotFoundError:
@@ -131,8 +130,7 @@ def _retry(layout: Layout, fields: dict[str, Any]) -> SealRecord:
 
 
 def release(layout: Layout) -> None:
-    """Drop this process's lock on its seal (a finalize that failed and gives up: a retry
-    may then judge the seal by its test rows). A no-op when this process holds none."""
+    """Drop this process's lock on its seal, if held."""
     fd = _HELD.pop(str(layout.seal), None)
     if fd is not None:
         os.close(fd)
@@ -140,9 +138,8 @@ def release(layout: Layout) -> None:
 
 
 def abandon(layout: Layout) -> bool:
-    """Give back a seal this process holds and has scored nothing under (no test rollout
-    on disk): it is moved aside (``seal.aborted-<time>.json``) so the run is open again.
-    Returns whether it was; with test rows on disk the seal stays (the split is spent)."""
+    """Move aside this process's seal if no test row exists (reopening the run), else only
+    release it; whether it moved."""
     if str(layout.seal) not in _HELD or test_rollouts_exist(layout):
         release(layout)
         return False
@@ -151,7 +148,7 @@ def abandon(layout: Layout) -> bool:
     return True
 
 def complete(layout: Layout, seal: SealRecord) -> SealRecord:
-    """Mark the seal complete (the test scores are final) and release its lock."""
+    """Mark the seal complete and release its lock."""
     done = seal.model_copy(update={"status": SealStatus.COMPLETE, "finished_at": utc_now()})
     os.chmod(layout.seal, 0o644)
     jsonfiles.write_atomic(layout.seal, done.to_json())

@@ -1,10 +1,6 @@
-"""Run keys: the HMAC that tells events capevolve wrote from lines someone else wrote.
+"""Run keys: each event line's ``mac`` is an HMAC-SHA256 under a per-run key kept outside the run.
 
-Each run gets a random 256-bit key, stored outside the run dir (``$CAPEVOLVE_KEY_DIR``, else
-``$XDG_STATE_HOME/capevolve/keys``, else ``~/.local/state/capevolve/keys``; 0700, each key 0600)
-under the run's ``key_id``. Every event line carries ``mac``, HMAC-SHA256 over its other fields.
-It catches hand edits and re-chained lines; it cannot stop whoever (candidate code included)
-reads the key file.
+It catches hand edits and re-chained lines, not whoever can read the key file.
 """
 
 from __future__ import annotations
@@ -24,13 +20,13 @@ MAC_FIELD = "mac"
 
 
 def state_dir() -> Path:
-    """capevolve's per-user state directory (keys, the verification cache)."""
+    """capevolve's per-user state directory."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "capevolve"
 
 
 def key_dir() -> Path:
-    """Where run keys live (see the module docstring)."""
+    """``$CAPEVOLVE_KEY_DIR``, else the state directory's ``keys``."""
     configured = os.environ.get(KEY_DIR_ENV)
     return Path(configured) if configured else state_dir() / "keys"
 
@@ -43,7 +39,7 @@ def key_path(key_id: str) -> Path:
 
 
 def new_key() -> str:
-    """Make a new run key (0600, in a 0700 directory); returns its key id."""
+    """Make a run key (0600, in a 0700 directory); return its id."""
     key_id = secrets.token_hex(16)
     path = key_path(key_id)
     try:
@@ -61,7 +57,7 @@ def new_key() -> str:
 
 
 def load_key(key_id: str) -> bytes | None:
-    """The key of ``key_id``; None when its file is absent (another machine)."""
+    """The key of ``key_id``; None when its file is absent."""
     path = key_path(key_id)
     try:
         text = path.read_text(encoding="ascii").strip()
@@ -76,30 +72,28 @@ def load_key(key_id: str) -> bytes | None:
 
 
 def canonical(data: dict[str, Any]) -> bytes:
-    """The bytes a MAC covers: every field but ``mac``, sorted keys, compact."""
+    """Every field but ``mac`` as compact, sorted JSON."""
     body = {k: v for k, v in data.items() if k != MAC_FIELD}
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).encode()
 
 
 def mac(key: bytes, data: dict[str, Any]) -> str:
-    """HMAC-SHA256 of ``data`` (without its ``mac``) under ``key``, hex."""
+    """Hex HMAC-SHA256 of ``data`` without its ``mac``."""
     return hmac.new(key, canonical(data), hashlib.sha256).hexdigest()
 
 
 def valid(key: bytes, data: dict[str, Any]) -> bool:
-    """True when ``data['mac']`` is the MAC of the rest of ``data`` under ``key``."""
+    """True when ``data['mac']`` signs the rest of ``data``."""
     given = data.get(MAC_FIELD)
     return isinstance(given, str) and hmac.compare_digest(given, mac(key, data))
 
 
 MOVABLE = ("project_dir",)
-"""run.json fields a digest of it leaves out: where the project is (a run dir and its
-project moved together may be pointed at their new place; the project's files are
-checked by their own fingerprint)."""
+"""run.json fields the digest leaves out, so a moved project can be pointed at."""
 
 
 def manifest_digest(data: dict[str, Any]) -> str:
-    """sha256 of run.json's content in canonical JSON, :data:`MOVABLE` fields aside."""
+    """sha256 of run.json in canonical JSON, :data:`MOVABLE` aside."""
     return hashlib.sha256(canonical({k: v for k, v in data.items()
                                      if k not in MOVABLE})).hexdigest()

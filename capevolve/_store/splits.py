@@ -22,7 +22,7 @@ class Splits:
     seed: int
 
     def ids(self, split: Split | str) -> tuple[str, ...]:
-        """The task ids of one split, in task order."""
+        """One split's task ids, in task order."""
         return getattr(self, Split(split).value)
 
     def payload(self) -> dict:
@@ -31,7 +31,7 @@ class Splits:
                 "val": list(self.val)}
 
     def checksum(self) -> str:
-        """sha256 of the canonical JSON of the id lists and seed."""
+        """sha256 of the canonical :meth:`payload`."""
         canonical = json.dumps(self.payload(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -42,7 +42,7 @@ def _unit_position(task_id: str, seed: int) -> float:
 
 
 def make_splits(task_ids: list[str], config: SplitsConfig, project_root: Path) -> Splits:
-    """Assign every task to exactly one split, deterministically."""
+    """Assign every task to exactly one split, deterministically; ConfigError otherwise."""
     if config.ids_file:
         splits = _splits_from_file(project_root / config.ids_file, config.seed)
     else:
@@ -87,13 +87,13 @@ def _assert_partition(splits: Splits, task_ids: list[str]) -> None:
 
 
 def write_splits(splits: Splits, path: Path) -> None:
-    """Write splits.json: the id lists, the seed and their checksum."""
+    """Write splits.json with its checksum."""
     data = {**splits.payload(), "checksum": splits.checksum()}
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def read_splits(path: Path) -> Splits:
-    """Read splits.json and verify its checksum; a hand edit is a RunDirError."""
+    """Read splits.json; a checksum mismatch is a RunDirError."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         splits = Splits(train=tuple(data["train"]), val=tuple(data["val"]),

@@ -1,6 +1,4 @@
-"""The dispatch journal: every unit recorded durably, in the order it goes out, before a worker
-sees it (see the package docstring for the file format and why).
-"""
+"""The dispatch journal: every unit recorded durably, in order, before a worker sees it."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ def _oserror(path: Path, what: str, exc: OSError) -> StoreError:
 
 
 class DispatchJournal:
-    """The append-only dispatch journal of one session (a DispatchLedger for the engine)."""
+    """One session's append-only dispatch journal."""
 
     def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
         self.path = Path(path)
@@ -52,7 +50,7 @@ class DispatchJournal:
         fsync_dir(self.path.parent)
 
     def _write(self, data: bytes, count: int) -> None:
-        """One write and one fsync (in an executor thread); counts the units once durable."""
+        """Write and fsync ``data``, then count its units."""
         try:
             view = memoryview(data)
             while view:  # a short write (the disk filling up) is finished or raises
@@ -64,8 +62,7 @@ class DispatchJournal:
             self.units += count
 
     async def dispatched(self, units: list) -> None:
-        """Return once ``units`` (WorkUnits) are durably recorded (StoreError if they cannot
-        be: then they must not be dispatched)."""
+        """Return once ``units`` are durable; on StoreError they must not be dispatched."""
         if self._failure is not None:
             raise self._failure
         if not units:
@@ -98,7 +95,7 @@ class DispatchJournal:
                         waiter.set_exception(self._failure)
 
     def close(self) -> None:
-        """Close the file (it stays until the session's spend is recorded)."""
+        """Close the file; it stays until the session's spend is recorded."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -106,7 +103,7 @@ class DispatchJournal:
 
 @dataclass(frozen=True)
 class DispatchRecord:
-    """What a session's dispatch journal says: its header and the units it handed out."""
+    """A dispatch journal's header and unit count."""
 
     path: Path
     session: str
@@ -119,8 +116,7 @@ class DispatchRecord:
 
 
 def read_dispatch(path: Path) -> DispatchRecord:
-    """Read a dispatch journal; a torn last line (never acknowledged) is ignored. A complete
-    line that is not what the journal writes is a StoreError naming ``file:line``."""
+    """Read a dispatch journal, ignoring a torn last line; StoreError names a bad line."""
     raw = Path(path).read_bytes()
     lines = raw.split(b"\n")
     complete = lines[:-1]  # the part after the last newline is torn (or empty)

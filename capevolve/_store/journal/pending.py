@@ -1,8 +1,4 @@
-"""Units handed out whose spend is not recorded yet, read from the dispatch journal only.
-
-A light module (no Arrow): ``capevolve status`` counts them without loading the row
-segments that :mod:`capevolve._store.journal.recover` settles.
-"""
+"""Units handed out whose spend is not recorded yet, from dispatch journals only (no Arrow)."""
 
 from __future__ import annotations
 
@@ -12,8 +8,7 @@ from capevolve.errors import StoreError
 
 
 def unsettled(layout: Layout) -> int:
-    """Units handed out by sessions whose spend is not recorded yet (read-only): a
-    session running now, or one that died and is settled by the next evaluate."""
+    """Units of running or dead sessions whose spend is not recorded yet."""
     if not layout.journal.is_dir():
         return 0
     total = 0

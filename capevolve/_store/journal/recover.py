@@ -1,9 +1,4 @@
-"""Settling sessions: the spend of a finished session, and everything a dead one left.
-
-The caller holds the run lock, so no other process is evaluating: every session in
-``journal/`` that is not running in this process (:data:`live_sessions`) belongs to a
-process that died. See the package docstring for what is recovered and how.
-"""
+"""Settling sessions: a finished one's spend, and everything a dead one left."""
 
 from __future__ import annotations
 
@@ -36,12 +31,12 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     pq = lazy_module("pyarrow.parquet")
 
 live_sessions: set[str] = set()
-"""Sessions running in this process (never recovered from under their writer)."""
+"""Sessions running in this process; under the run lock any other belongs to a dead one."""
 
 
 @dataclass(frozen=True)
 class RowSpend:
-    """What a session's rows report: how many, their tokens and cost, rows without one."""
+    """A session's rows, their tokens and cost, and rows without a cost."""
 
     rows: int = 0
     tokens: int = 0
@@ -51,9 +46,8 @@ class RowSpend:
 
 def settle(run: RunDir, session: str, dispatched: int, rows: RowSpend, wall_s: float,
            reconciled: bool) -> bool:
-    """Record a session's spend once: every dispatched unit is a metric call, the rows give
-    tokens and cost, and a unit without a row has an unknown cost. Returns False (and
-    records nothing) when a spend event of this session is already recorded."""
+    """Record a session's spend once (False if already recorded); a unit without a row has
+    an unknown cost."""
     for event in run.events(EventKind.SPEND):
         if isinstance(event, SpendEvent) and event.session == session:
             return False
@@ -73,7 +67,7 @@ def session_files(layout: Layout, session: str) -> list[Path]:
 
 
 def remove_session(layout: Layout, session: str) -> None:
-    """Delete a settled session's journal files, the dispatch journal last on disk too."""
+    """Delete a settled session's journal files, the dispatch journal durably last."""
     *segments, dispatch = session_files(layout, session)
     for path in segments:
         path.unlink(missing_ok=True)
@@ -83,8 +77,7 @@ def remove_session(layout: Layout, session: str) -> None:
 
 
 def recover(run: RunDir) -> list[str]:
-    """Settle every session a dead process left (see the module docstring); returns their
-    names. Also removes temporary part files a killed write left behind."""
+    """Settle every session a dead process left and remove stray temporary parts; their names."""
     layout = run.layout
     if not live_sessions and layout.rollouts.is_dir():
         for tmp in layout.rollouts.rglob(".*.parquet.tmp"):
@@ -109,8 +102,7 @@ def recover(run: RunDir) -> list[str]:
 
 
 def journalled_units(layout: Layout, session: str, eval_id: str) -> set[tuple[str, int]]:
-    """Units of ``eval_id`` whose rows are readable in the session's leftover row segments
-    (on disk, and stored as a part by the next command's :func:`recover`)."""
+    """Units of ``eval_id`` readable in the session's leftover row segments."""
     units: set[tuple[str, int]] = set()
     for path in session_files(layout, session)[:-1]:
         table = read_segment(path)
@@ -139,9 +131,8 @@ def _keys(table: pa.Table) -> list[tuple[str, int]]:
 
 
 def _compact_leftovers(run: RunDir, record: DispatchRecord) -> None:
-    """Rows of the session's segments that none of its parts holds become one more part;
-    a part of the session written but never recorded (killed in between) whose rows all
-    come from the journal is recorded now."""
+    """Journalled rows no part holds become one more part; an unrecorded session part whose
+    rows all come from the journal is recorded."""
     layout = run.layout
     segments = [p for p in session_files(layout, record.session)[:-1]]
     if not segments:

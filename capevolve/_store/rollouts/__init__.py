@@ -1,1 +1,1 @@
-"""Rollout storage: one Parquet row per work unit, read back through a confined DuckDB."""
+"""Rollout storage: a Parquet row per work unit, read through a confined DuckDB."""

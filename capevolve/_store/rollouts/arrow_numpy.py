@@ -1,10 +1,4 @@
-"""Arrow columns of fixed-width values as numpy arrays, read from their buffers (pyarrow's
-``to_numpy`` imports pandas).
-
-:func:`values` and :func:`valid` give exactly what ``to_numpy(zero_copy_only=False)`` and
-``is_valid`` give, nulls as ``fill`` (ValueError without one); :func:`int64_array` is the way
-back for take indices.
-"""
+"""Arrow columns to and from numpy through their buffers, without pyarrow's pandas import."""
 
 from __future__ import annotations
 
@@ -24,7 +18,7 @@ def _one(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _bits(buffer: pa.Buffer | None, offset: int, n: int) -> np.ndarray | None:
-    """The ``n`` bits from ``offset`` of an Arrow bitmap (LSB first) as bools."""
+    """``n`` bits from ``offset`` of an Arrow bitmap, as bools."""
     if buffer is None:
         return None
     packed = np.frombuffer(buffer, dtype=np.uint8)
@@ -32,14 +26,14 @@ def _bits(buffer: pa.Buffer | None, offset: int, n: int) -> np.ndarray | None:
 
 
 def valid(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """True where ``array`` holds a value (not null)."""
+    """True where ``array`` is not null."""
     one = _one(array)
     mask = _bits(one.buffers()[0], one.offset, len(one)) if one.null_count else None
     return np.ones(len(one), dtype=bool) if mask is None else mask.copy()
 
 
 def values(array: pa.Array | pa.ChunkedArray, fill: float | bool | None = None) -> np.ndarray:
-    """The values of a fixed-width ``array`` (see the module docstring)."""
+    """A fixed-width ``array`` as numpy, nulls as ``fill`` (ValueError without one)."""
     one = _one(array)
     n, kind = len(one), one.type
     if pa.types.is_boolean(kind):
@@ -62,21 +56,19 @@ def values(array: pa.Array | pa.ChunkedArray, fill: float | bool | None = None) 
 
 
 def int64_array(data: np.ndarray) -> pa.Array:
-    """The Arrow int64 array (no nulls) holding ``data``'s integers, in order."""
+    """``data`` as an Arrow int64 array."""
     flat = np.ascontiguousarray(data, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
 
 
 def float64_array(data: np.ndarray) -> pa.Array:
-    """The Arrow float64 array (no nulls) holding ``data``'s numbers, in order."""
+    """``data`` as an Arrow float64 array."""
     flat = np.ascontiguousarray(data, dtype=np.float64)
     return pa.Array.from_buffers(pa.float64(), len(flat), [None, pa.py_buffer(flat)])
 
 
 def string_array(texts: Sequence[str]) -> pa.Array:
-    """The Arrow string array (no nulls) holding ``texts``, in order, as ``pa.array`` makes it,
-    built from one UTF-8 blob and its offsets: no pandas check, no object per text. A lone
-    surrogate raises UnicodeEncodeError."""
+    """``texts`` as ``pa.array`` would make them; a lone surrogate raises UnicodeEncodeError."""
     joined = "".join(texts)
     blob = joined.encode("utf-8")
     del joined

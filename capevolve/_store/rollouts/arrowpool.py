@@ -1,4 +1,4 @@
-"""The Arrow memory of the driver's heavy store phases, and giving freed memory back."""
+"""The Arrow pool of the store's heavy phases, and handing freed memory back."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from pathlib import Path
 import pyarrow as pa
 
 POOL: pa.MemoryPool = pa.system_memory_pool()
-"""The pool the store's heavy driver phases allocate from, passed to each call."""
+"""Passed to each heavy Arrow call."""
 
 
 def release_unused() -> None:
-    """Return the free memory the process's allocators keep to the OS (see the module
-    docstring): glibc's through Arrow's system pool, and Arrow's default pool's."""
+    """Return free memory of :data:`POOL` and Arrow's default pool to the OS."""
     POOL.release_unused()
     default = pa.default_memory_pool()
     if default.backend_name != POOL.backend_name:
@@ -21,8 +20,7 @@ def release_unused() -> None:
 
 
 def part_batches(part: Path, batch_size: int) -> Iterator[pa.RecordBatch]:
-    """The record batches of the Parquet file ``part`` in file order, at most
-    ``batch_size`` rows each, decoded into :data:`POOL` (one thread, no read-ahead)."""
+    """``part``'s record batches in order, ``batch_size`` rows at most, decoded into POOL."""
     try:
         from pyarrow._parquet import ParquetReader
 

@@ -1,6 +1,4 @@
-"""The storage boundary for rows that arrive as columns (a scorer's batch), checked
-column-wise.
-"""
+"""The storage boundary for rows that arrive as columns, checked column-wise."""
 
 from __future__ import annotations
 
@@ -37,9 +35,7 @@ _TIMES = ("started_at", "finished_at")
 
 @functools.cache
 def _kind_set() -> pa.Array:
-    """The valid error kinds as an Arrow array, built on first use: ``pa.array`` of a list
-    imports pandas when it is installed (pyarrow checks for pandas types), which a command
-    should not pay for at import, before its first rollout."""
+    """The valid error kinds as Arrow, built on first use (it may import pandas)."""
     return pa.array(sorted(_KINDS), pa.string())
 
 
@@ -48,8 +44,7 @@ class _Suspect(Exception):
 
 
 def columns_to_table(columns: Mapping[str, Any], n: int) -> pa.Table:
-    """The batch as a table in the canonical schema, every value checked (see the module
-    docstring). Raises RecordError only for a bad key column, as ``storable_row`` does."""
+    """The batch as a checked table, stored as ``storable_row`` would; RecordError for a bad key."""
     try:
         return _fast(columns, n)
     except _Suspect:
@@ -57,8 +52,7 @@ def columns_to_table(columns: Mapping[str, Any], n: int) -> pa.Table:
 
 
 def column_rows(columns: Mapping[str, Any], n: int) -> list[dict]:
-    """The batch as row dicts (shared values repeated; POSIX seconds as UTC datetimes,
-    rounded to the microsecond as the columnar path stores them)."""
+    """The batch as row dicts; scalars repeated, POSIX seconds as UTC datetimes."""
     lists: dict[str, Sequence[Any]] = {}
     for name in COLUMNS:
         value = columns.get(name)
@@ -70,8 +64,7 @@ def column_rows(columns: Mapping[str, Any], n: int) -> list[dict]:
 
 
 def _seconds_to_datetimes(values: Sequence[Any]) -> list[Any]:
-    """Finite POSIX seconds as datetimes (as :func:`_times` stores them); any other value
-    stays as it is, for storable_row to judge."""
+    """Finite POSIX seconds as datetimes; other values kept for storable_row to judge."""
     ok = [type(v) in (float, int) and math.isfinite(v) for v in values]
     stamps = _times([v if good else None for v, good in zip(values, ok, strict=True)],
                     len(values)).to_pylist()
@@ -87,7 +80,7 @@ def _types(values: Sequence[Any]) -> set[type]:
 
 
 def _times(values: Sequence[Any], n: int) -> pa.Array:
-    """POSIX seconds as microsecond UTC timestamps (null stays null)."""
+    """POSIX seconds as microsecond UTC timestamps."""
     seconds = pa.array(values, pa.float64())
     if len(seconds) != n:
         raise _Suspect
@@ -98,7 +91,7 @@ def _times(values: Sequence[Any], n: int) -> pa.Array:
 
 
 def _column(name: str, value: Any, n: int) -> pa.Array:
-    """One column as an Arrow array, or _Suspect when a value needs the full check."""
+    """One column as Arrow, or _Suspect when a value needs the full check."""
     field = ROLLOUT_SCHEMA.field(name)
     if not _is_list(value):
         if name in _KEY_TEXT or name in ("schema_version", "task_id", "trial", "seed"):

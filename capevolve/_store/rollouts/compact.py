@@ -1,10 +1,7 @@
-"""Compaction: when an evaluation completes, its many small parts become one (or a few).
+"""Compaction: a complete evaluation's parts become one or a few, same rows in the same order.
 
-The new part holds every counted row of the old parts in their order, duplicates included, so
-the view picks the same rows. Each step is durable before the next (new parts under temporary
-names, the intent, the renames, one signed ``parts_compacted`` event, the old parts removed, the
-intent removed), so a kill leaves the old parts or the new ones complete; :func:`settle`
-finishes or undoes a killed compaction.
+Steps, each durable before the next: new parts under temporary names, intent, renames, signed
+``parts_compacted`` event, old parts removed, intent removed. :func:`settle` ends a killed one.
 """
 
 from __future__ import annotations
@@ -44,21 +41,17 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     pq = lazy_module("pyarrow.parquet")
 
 MAX_ROWS = 4_000_000
-"""Rows per compacted file at most (a bigger evaluation gets several)."""
+"""Rows per compacted file at most."""
 ROW_GROUP_ROWS = 8_192
-"""Rows per Parquet row group of a compacted file (every group but a file's last holds
-exactly this many). It bounds the compaction's memory: one group's rows are decoded and
-encoded at a time, whatever the evaluation's size."""
+"""Rows per row group; one group is decoded at a time, bounding memory."""
 READ_ROWS = 8_192
-"""Rows read from an old part at a time."""
+"""Rows read at a time."""
 TMP_SUFFIX = ".compacting"
-"""A new part's temporary name is ``.<name>`` + this (never a ``*.parquet`` the view or
-verification reads, nor a writer's temporary file)."""
+"""Suffix of a new part's temporary name ``.<name>``, which no reader takes for a part."""
 
 _one_at_a_time = threading.Lock()  # one compaction per process (threads share a run lock)
 running: set[str] = set()
-"""Tokens of the compactions running in this process: an evaluation running at the same
-time tells their files (temporary or renamed) apart from foreign ones by this name."""
+"""Tokens of this process's running compactions."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +71,7 @@ def _tmp(final: Path) -> Path:
 
 
 def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[Path] | None:
-    """The evaluation's parts, sorted, when every one is recorded and unchanged (else
-    None: verification reports the odd one, compaction leaves it alone)."""
+    """The evaluation's parts, sorted, when each is recorded and unchanged; else None."""
     directory = run.layout.partition(split, candidate_id)
     parts = sorted(p for p in directory.glob(f"{eval_id}-*.parquet") if p.is_file()) \
         if directory.is_dir() else []
@@ -97,16 +89,12 @@ def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[P
 
 
 def _readable(part: Path) -> bool:
-    """Whether ``part`` has the schema this version writes (otherwise it is left as it
-    is). Only the footer is read."""
+    """Whether ``part`` has this version's schema."""
     return pq.read_schema(part).equals(ROLLOUT_SCHEMA, check_metadata=False)
 
 
 def _batches(part: Path, eval_id: str, candidate_id: str) -> Iterator[pa.Table]:
-    """The rows of ``part`` that count for the evaluation, :data:`READ_ROWS` at a time,
-    in file order (one part open at a time), decoded into the store's pool
-    (:mod:`capevolve._store.rollouts.arrowpool`); a batch whose every row counts (as
-    usual) is passed on without a copy."""
+    """``part``'s rows that count for the evaluation, in order."""
     pool = arrowpool.POOL
     for batch in arrowpool.part_batches(part, READ_ROWS):
         keep = pc.and_(pc.equal(batch["eval_id"], eval_id, memory_pool=pool),
@@ -133,8 +121,7 @@ class _Files:
         return _tmp(final)
 
     def write(self, table: pa.Table) -> None:
-        """Append ``table`` (at most ROW_GROUP_ROWS rows) as one row group, in a new file
-        when the current one would pass MAX_ROWS."""
+        """Append ``table`` as a row group; a new file past MAX_ROWS."""
         if self._writer is None or self.rows[-1] + table.num_rows > MAX_ROWS:
             self.close()
             final = self.directory / f"{self.eval_id}-{self.token}-{len(self.finals):05d}.parquet"
@@ -160,9 +147,7 @@ class _Files:
 
 
 def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
-    """Stream the rows of ``sources`` into ``files``: read READ_ROWS at a time, encoded
-    ROW_GROUP_ROWS at a time, so at most about one row group of rows is decoded at once whatever
-    the evaluation's size."""
+    """Stream ``sources``' rows into ``files``; False for a part of another schema."""
     if not all(_readable(part) for part in sources):
         return False
     buffered: list[pa.Table] = []
@@ -185,9 +170,10 @@ def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) 
 
 def compact_evaluation(run: RunDir, eval_id: str, split: str,
                        candidate_id: str) -> Compaction | None:
-    """Compact one evaluation's parts (see the module docstring); None when there is
-    nothing to do (one part or none) or a part is not as recorded. The caller holds the
-    run lock. A failed write leaves the old parts as they were and raises StoreError."""
+    """Compact one evaluation; None for fewer than two parts or one not as recorded.
+
+    A failed write keeps the old parts and raises StoreError.
+    """
     with run.locked(), _one_at_a_time:
         sources = _sources(run, eval_id, split, candidate_id)
         if sources is None or len(sources) < 2:
@@ -229,7 +215,7 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
 
 
 def _retire(run: RunDir, retired: list[str]) -> None:
-    """Remove retired parts, last path first (see the module docstring)."""
+    """Remove retired parts, last path first, durably."""
     directories = set()
     for rel in sorted(retired, reverse=True):
         path = run.root / rel
@@ -241,8 +227,7 @@ def _retire(run: RunDir, retired: list[str]) -> None:
 
 
 def compact_completed(run: RunDir, record: EvalRecord) -> Compaction | None:
-    """Compact an evaluation that just finished, when it is complete (the completion path of
-    evaluate calls this once)."""
+    """Compact a just-finished evaluation if it is complete; a StoreError gives None."""
     if record.status != EvalStatus.COMPLETE or record.refused:
         return None
     try:
@@ -252,9 +237,8 @@ def compact_completed(run: RunDir, record: EvalRecord) -> Compaction | None:
 
 
 def settle(run: RunDir) -> list[str]:
-    """Finish or undo every compaction a dead process left, then compact each complete
-    evaluation that still has several parts; returns the eval ids compacted or settled.
-    The caller holds the run lock."""
+    """Finish or undo compactions a dead process left, then compact every complete evaluation;
+    returns their eval ids."""
     done: list[str] = []
     with run.locked(), _one_at_a_time:
         for path, intent in read_intents(run.layout):

@@ -15,7 +15,7 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     duckdb = lazy_module("duckdb")
 
 ALLOWED_STATEMENTS = frozenset({"SELECT"})
-"""The statement types (``duckdb.StatementType`` names) a query may run."""
+"""``duckdb.StatementType`` names a query may run."""
 
 _SETTINGS = (
     "SET temp_directory = ''",  # never spill to disk: a query writes nothing anywhere
@@ -51,7 +51,7 @@ def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, readable: Sequence[Path]) -> None:
-    """Allow reading only ``readable`` (the view's parts), then lock the configuration."""
+    """Allow reading only ``readable``, then lock the configuration."""
     paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in readable)
     con.execute(f"SET allowed_paths = [{paths}]")
     con.execute("SET allowed_directories = []")

@@ -10,12 +10,12 @@ from capevolve._store.rollouts.parts_cache import PartsCache
 from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes
 
 CACHED_EVALS = 64
-"""Evaluations kept per process (least recently used first out)."""
+"""Evaluations kept per process (LRU)."""
 
 
 @dataclass(frozen=True)
 class Row:
-    """The columns of one unit's row the verbs read."""
+    """The columns of a row the verbs read."""
 
     task_id: str
     trial: int
@@ -28,13 +28,12 @@ class Row:
 
 @dataclass(frozen=True)
 class EvalRows:
-    """An evaluation's rows (one per unit, task then trial order) and what they give."""
+    """An evaluation's rows, one per unit, by task then trial."""
 
     rows: tuple[Row, ...]
 
     def outcomes(self) -> TaskOutcomes:
-        """As :meth:`RolloutStore.outcomes` (valid rewards in trial order, errors per task,
-        row count, tokens, cost, rows without a cost)."""
+        """As :meth:`RolloutStore.outcomes`."""
         out = TaskOutcomes()
         for r in self.rows:
             out.rewards.setdefault(r.task_id, [])
@@ -49,12 +48,12 @@ class EvalRows:
         return out
 
     def done_units(self, valid_only: bool = False) -> set[tuple[str, int]]:
-        """(task, trial) with a stored row (with ``valid_only``: a scored one)."""
+        """As :meth:`RolloutStore.done_units`."""
         return {(r.task_id, r.trial) for r in self.rows
                 if not valid_only or r.reward is not None}
 
     def outputs(self) -> dict[str, list[str]]:
-        """Task -> the sorted distinct output digests of its scored trials."""
+        """Task -> sorted distinct digests of its scored outputs."""
         found: dict[str, set[str]] = {}
         for r in self.rows:
             if r.reward is not None:
@@ -66,7 +65,7 @@ _CACHE: PartsCache[EvalRows] = PartsCache(CACHED_EVALS)
 
 
 def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
-    """The deduplicated rows of ``eval_id`` (cached while its parts are unchanged)."""
+    """``eval_id``'s rows, cached while its parts are unchanged."""
     def read() -> EvalRows:
         literal = "'" + eval_id.replace("'", "''") + "'"
         _, rows = RolloutStore(layout).query(
@@ -81,5 +80,5 @@ def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
 
 
 def output_digest(text: str | None) -> str:
-    """The digest :class:`Row` keeps of an output (DuckDB's sha256, hex)."""
+    """An output's digest as :class:`Row` keeps it."""
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()

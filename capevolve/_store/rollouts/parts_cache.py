@@ -1,4 +1,4 @@
-"""Values read from one evaluation's parts, kept in memory while those parts are unchanged."""
+"""Values read from an evaluation's parts, cached while those parts are unchanged."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ T = TypeVar("T")
 
 
 def parts_identity(layout: Layout, eval_id: str) -> tuple:
-    """(run dir, eval id, (path, size, mtime, ctime, inode) of each part of ``eval_id``)."""
+    """(run dir, eval id, each part's path, size, mtime, ctime and inode)."""
     found = []
     for path in part_files(layout, eval_id):
         try:
@@ -35,8 +35,7 @@ class PartsCache(Generic[T]):
 
     def get(self, layout: Layout, eval_id: str, empty: Callable[[], T],
             read: Callable[[], T]) -> T:
-        """The cached value of ``eval_id``, else ``read()`` (kept), or ``empty()`` (not
-        kept) when the evaluation has no part yet."""
+        """The cached value, else ``read()`` (kept); ``empty()`` when there is no part yet."""
         key = parts_identity(layout, eval_id)
         with self._lock:
             hit = self._values.get(key)

@@ -1,10 +1,7 @@
-"""DuckDB over the run's Parquet parts: the ``rollouts`` view and the queries stats need.
+"""Confined DuckDB over the run's Parquet parts: the ``rollouts`` view and its queries.
 
-The parts (``rollouts/split=<s>/candidate=<c>/<eval_id>-*.parquet``) are the truth; every
-connection is confined to them (:mod:`capevolve._store.rollouts.confine`), and a row counts only
-in the part its evaluation and candidate name. One row per unit (eval, task, trial), by one
-total order every query path uses: scored before errored, then earliest ``finished_at``, then
-part path, then row.
+A row counts only in the part its evaluation and candidate name. One row per (eval, task, trial)
+by one order: scored before errored, earliest ``finished_at``, part path, row.
 """
 
 from __future__ import annotations
@@ -33,11 +30,11 @@ PART_GLOB = "split=*/candidate=*/*.parquet"
 
 DEDUP_ORDER = ("(reward IS NULL), finished_at ASC NULLS LAST, "
                "_part ASC, _part_row ASC")
-"""The one tie-breaking rule for duplicate units (see the module docstring)."""
+"""The one tie-breaking rule for duplicate units."""
 
 
 def _is_complete_part(path: Path) -> bool:
-    """Cheap structural check: a Parquet file starts and ends with the magic bytes."""
+    """Whether the file starts and ends with the Parquet magic bytes."""
     try:
         size = path.stat().st_size
         if size < 12:
@@ -52,7 +49,7 @@ def _is_complete_part(path: Path) -> bool:
 
 
 def quarantine_bad_parts(layout: Layout) -> list[Path]:
-    """Move truncated parts out of the rollouts tree (so their units count as missing)."""
+    """Move truncated parts to quarantine; their units count as missing."""
     moved = []
     for path in sorted(layout.rollouts.rglob("*.parquet")):
         if not _is_complete_part(path):
@@ -64,7 +61,7 @@ def quarantine_bad_parts(layout: Layout) -> list[Path]:
 
 
 def candidate_part_files(layout: Layout, candidate_id: str) -> list[Path]:
-    """The rollout parts of one candidate's partitions (every split), sorted."""
+    """One candidate's parts over every split, sorted."""
     if not layout.rollouts.is_dir():
         return []
     pattern = f"split=*/candidate={glob.escape(candidate_id)}/*.parquet"
@@ -73,7 +70,7 @@ def candidate_part_files(layout: Layout, candidate_id: str) -> list[Path]:
 
 
 def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
-    """The run's rollout parts (of one evaluation when ``eval_id`` is given), sorted."""
+    """The run's parts, or one evaluation's, sorted."""
     if not layout.rollouts.is_dir():
         return []
     if eval_id is None:
@@ -85,7 +82,7 @@ def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
 
 @dataclass
 class TaskOutcomes:
-    """Per-task trial outcomes of one evaluation, read from stored rows."""
+    """Per-task trial outcomes of one evaluation."""
 
     rewards: dict[str, list[float]] = field(default_factory=dict)  # valid rewards by task
     errors: dict[str, int] = field(default_factory=dict)  # errored trials by task
@@ -96,11 +93,11 @@ class TaskOutcomes:
 
 
 class _PartsMoved(Exception):
-    """A part listed for a query was removed before it was read (see RolloutStore.query)."""
+    """A listed part was removed before it was read."""
 
 
 class RolloutStore:
-    """Read-only, confined access to a run's rollouts through DuckDB."""
+    """Read-only, confined DuckDB access to a run's rollouts."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -142,8 +139,7 @@ class RolloutStore:
         return con
 
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
-        """Run one read-only SELECT over the ``rollouts`` view (optionally one evaluation's
-        parts); returns (column names, rows). Anything else is a one-line StoreError."""
+        """(column names, rows) of one read-only SELECT over ``rollouts``; else StoreError."""
         for attempt in range(3):
             try:
                 return self._query_once(sql, eval_id)
@@ -155,9 +151,7 @@ class RolloutStore:
 
     def table(self, sql: str, eval_id: str | None = None, *,
               candidate_id: str | None = None) -> pa.Table:
-        """:meth:`query`'s answer as an Arrow table (columns, no Python row objects), under
-        the same confinement, one-line errors and re-reads after a compaction; with
-        ``candidate_id``, over that candidate's parts only (:meth:`connect`)."""
+        """:meth:`query` as an Arrow table; ``candidate_id`` reads that candidate's parts only."""
         for attempt in range(3):
             try:
                 return self._query_once(sql, eval_id, arrow=True, candidate_id=candidate_id)
@@ -187,8 +181,7 @@ class RolloutStore:
             con.close()
 
     def _unreadable(self, what: str, exc: duckdb.Error, eval_id: str | None) -> Exception:
-        """A one-line StoreError; or _PartsMoved when a part listed a moment ago is gone
-        (a compaction in another process replaced it): the caller reads again."""
+        """A one-line StoreError, or _PartsMoved (read again) when a listed part is gone."""
         if isinstance(exc, duckdb.IOException) and \
                 not all(p.is_file() for p in self._listed(eval_id)):
             return _PartsMoved()
@@ -198,8 +191,7 @@ class RolloutStore:
         return self._last_parts.get(eval_id, [])
 
     def done_units(self, eval_id: str, valid_only: bool = False) -> set[tuple[str, int]]:
-        """(task_id, trial) pairs of an evaluation that have a stored row (with
-        ``valid_only``, a scored row: errored units then count as not done)."""
+        """(task_id, trial) pairs with a stored row (``valid_only``: a scored row)."""
         where = " AND reward IS NOT NULL" if valid_only else ""
         _, rows = self.query(
             f"SELECT task_id, trial FROM rollouts WHERE eval_id = {_sql_literal(eval_id)}"
@@ -207,7 +199,7 @@ class RolloutStore:
         return {(task_id, int(trial)) for task_id, trial in rows}
 
     def outcomes(self, eval_id: str) -> TaskOutcomes:
-        """Valid rewards and error counts per task of one evaluation (one query)."""
+        """Valid rewards and error counts per task of one evaluation."""
         _, rows = self.query(f"""
             SELECT task_id,
                    list(reward ORDER BY trial) FILTER (WHERE reward IS NOT NULL),
@@ -230,8 +222,7 @@ class RolloutStore:
 
 
 def _has_duplicates(con: duckdb.DuckDBPyConnection, rank_source: str) -> bool:
-    """Whether some unit has more than one counted row in these parts (a hash count over
-    the key columns: much cheaper than ranking every row when, as usual, none has)."""
+    """Whether some unit has several counted rows."""
     row = con.execute(f"SELECT count(*) > count(DISTINCT (eval_id, task_id, trial)) "
                       f"FROM ({rank_source})").fetchone()
     return bool(row and row[0])

@@ -1,8 +1,6 @@
-"""The Arrow schema of a rollout row (one row per work unit), and what a row may hold.
+"""The versioned Arrow schema of a rollout row, and the checks a stored value passes.
 
-Column names are an interface: other tools read the Parquet files. Structured values
-(inputs, tool calls, trace, score parts) are stored as canonical JSON text. The schema is
-versioned: every row carries ``schema_version``.
+Column names are an interface; structured values are stored as JSON text.
 """
 
 from __future__ import annotations
@@ -66,7 +64,7 @@ _INT32 = (0, 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _KINDS = frozenset(str(kind) for kind in ErrorKind)
 MAX_SHOWN = 60
-"""Characters of a bad value quoted in the error message."""
+"""Characters of a bad value quoted in a message."""
 
 
 def _shown(value: Any) -> str:
@@ -75,7 +73,7 @@ def _shown(value: Any) -> str:
 
 
 def text_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be stored as a string column (None: it can)."""
+    """Why ``value`` cannot be stored as text, or None."""
     if not isinstance(value, str):
         return f"{_shown(value)} is {type(value).__name__}, not text"
     if not value.isascii():
@@ -186,13 +184,11 @@ _VALUES: tuple[tuple[str, Callable[[Any], bool], _Check], ...] = (
     ("judge_tokens", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
     ("judge_cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
 )
-"""The nullable value columns: a quick test that a common value is fine as it is, and the
-full check of a non-null value (its stored form, or why not). Key columns, ``attempts``
-and the error columns are checked in code below."""
+"""Per nullable value column: a fast test that a value is fine, and its full check."""
 
 
 def _key_columns(row: dict) -> None:
-    """Raise RecordError for a bad key column (only capevolve sets them)."""
+    """RecordError for a bad key column."""
     for name in ("run_id", "eval_id", "split", "candidate_id", "candidate_hash", "task_id"):
         value = row[name]
         if _fine_text(value) and value:
@@ -210,12 +206,12 @@ def _key_columns(row: dict) -> None:
 
 
 def safe_text(text: str) -> str:
-    """``text`` with lone surrogates written as ``\\udcxx`` escapes (for messages only)."""
+    """``text`` with lone surrogates escaped, for messages."""
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode()
 
 
 def storable_row(row: Mapping[str, Any]) -> dict:
-    """The row as it may be stored: exactly the schema's columns, every value checked."""
+    """The row as stored: the schema's columns; a bad value makes it an invalid_value error."""
     out = {name: row.get(name) for name in COLUMNS}
     _key_columns(out)
     problems: list[str] = []
@@ -250,13 +246,12 @@ def storable_row(row: Mapping[str, Any]) -> dict:
 
 
 def storable_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
-    """:func:`storable_row` of every row, in order (one bad value never loses the batch)."""
+    """:func:`storable_row` of every row, in order."""
     return [storable_row(row) for row in rows]
 
 
 def rows_to_table(rows: list[dict]) -> pa.Table:
-    """Build a table in the canonical column order from row dicts (missing keys are null);
-    every row passes :func:`storable_row` first, so no value can fail the whole table."""
+    """A table of :func:`storable_rows`, missing keys null."""
     checked = storable_rows(rows)
     columns = {name: [row[name] for row in checked] for name in COLUMNS}
     return pa.Table.from_pydict(columns, schema=ROLLOUT_SCHEMA)

@@ -1,8 +1,5 @@
-"""Finished-row journal segments: Arrow IPC streams of rollout rows, fsynced in batches.
-
-A segment is appended to by one thread (the part writer's), one record batch per batch of
-rows, and made durable by :meth:`Segment.sync`. Reading keeps every complete batch and
-stops at a torn tail (a kill mid-write), so whatever was synced is always readable.
+"""Row journal segments: Arrow IPC streams of rollout rows, fsynced in batches. Reading keeps
+every complete batch, so synced rows survive a torn tail.
 """
 
 from __future__ import annotations
@@ -20,12 +17,12 @@ SUFFIX = ".rows"
 
 
 def segment_path(journal_dir: Path, session: str, number: int) -> Path:
-    """Where segment ``number`` of a session lives."""
+    """The path of a session's segment ``number``."""
     return Path(journal_dir) / f"{session}-{number:05d}{SUFFIX}"
 
 
 class Segment:
-    """One open segment file (created exclusively; its directory entry made durable)."""
+    """One open segment, created exclusively with a durable directory entry."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -40,7 +37,7 @@ class Segment:
                              f"({exc.strerror or exc})") from None
 
     def append(self, table: pa.Table) -> None:
-        """Write the rows of ``table`` (not yet durable: see :meth:`sync`)."""
+        """Write ``table``'s rows; durable only after :meth:`sync`."""
         try:
             self._stream.write_table(table)
         except OSError as exc:
@@ -57,7 +54,7 @@ class Segment:
                              f"({exc.strerror or exc})") from None
 
     def close(self) -> None:
-        """Close the file (idempotent; errors closing a failed file are ignored)."""
+        """Close the file, ignoring errors; idempotent."""
         try:
             self._stream.close()
         except (OSError, ValueError):
@@ -68,13 +65,13 @@ class Segment:
             pass
 
     def remove(self) -> None:
-        """Close and delete the segment (its rows are in a recorded part)."""
+        """Close and delete the segment once its rows are in a recorded part."""
         self.close()
         self.path.unlink(missing_ok=True)
 
 
 def read_segment(path: Path) -> pa.Table:
-    """Every complete record batch of a segment (an empty table when none is)."""
+    """Every complete record batch of a segment."""
     batches: list[pa.RecordBatch] = []
     schema = ROLLOUT_SCHEMA
     try:

@@ -1,9 +1,4 @@
-"""One read of an evaluation's rows for its summary: every row, as columns, in one query.
-
-:func:`read_eval_rows` returns the rows of ``eval_id`` through the ``rollouts`` view, ordered by
-(task_id, trial); ``scored`` is False where the reward is null (then NaN); ``lost`` marks
-unscored units whose error begins with ``lost_prefix``. A failing read is one StoreError line.
-"""
+"""One read of an evaluation's rows for its summary, as columns."""
 
 from __future__ import annotations
 
@@ -47,25 +42,25 @@ class EvalRows:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        """``names`` as Python strings (built on each call)."""
+        """``names`` as Python strings."""
         return tuple(self.names.to_pylist())
 
     @property
     def n_rows(self) -> int:
-        """How many units have a stored row."""
+        """Rows held."""
         return int(self.trial.size)
 
     def has_duplicate_units(self) -> bool:
-        """Whether some unit (task, trial) has more than one row here (rows in order)."""
+        """Whether some (task, trial) has more than one row."""
         same_task = self.task[1:] == self.task[:-1]
         return bool(np.any(same_task & (self.trial[1:] == self.trial[:-1])))
 
 
 def read_eval_rows(store: RolloutStore, eval_id: str, lost_prefix: str) -> EvalRows:
-    """Every row of ``eval_id`` (see the module docstring): one query over the stored rows
-    without the view's duplicate check; only when the rows show a unit twice (a retry after an
-    outage, a copied part) a second query through the ranking view, which keeps one row per unit
-    by its one rule."""
+    """One row per unit of ``eval_id``; ``lost``: unscored, its error starting ``lost_prefix``.
+
+    A failing read is a one-line StoreError.
+    """
     rows = _columns(_read(store, eval_id, lost_prefix, every_row=True))
     if rows.has_duplicate_units():
         rows = _columns(_read(store, eval_id, lost_prefix, every_row=False))
@@ -74,8 +69,7 @@ def read_eval_rows(store: RolloutStore, eval_id: str, lost_prefix: str) -> EvalR
 
 
 def _read(store: RolloutStore, eval_id: str, lost_prefix: str, every_row: bool) -> pa.Table:
-    """The query's answer as an Arrow table (DuckDB's memory handed back once it is
-    closed, before the columns' work: :func:`arrowpool.release_unused`)."""
+    """The query's answer as an Arrow table; DuckDB's memory is released on close."""
     try:
         con = store.connect(eval_id, every_row=every_row)
     except duckdb.Error as exc:
@@ -93,10 +87,7 @@ def _read(store: RolloutStore, eval_id: str, lost_prefix: str, every_row: bool) 
 
 
 def _columns(table: pa.Table) -> EvalRows:
-    """The rows of ``table`` (in any order) as :class:`EvalRows`: the task ids sorted by
-    Arrow (a stable sort in byte order, which is DuckDB's ``ORDER BY`` and Python's order
-    of ``str``), the trials of a task put in order by numpy when they are not already;
-    Arrow's buffers come from the store's pool."""
+    """``table``'s rows as :class:`EvalRows`, by task id in byte order, then trial."""
     pool = arrowpool.POOL
     ids = table.column("task_id").combine_chunks(memory_pool=pool)
     order = pc.sort_indices(ids, memory_pool=pool)

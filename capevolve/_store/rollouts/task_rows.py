@@ -1,11 +1,4 @@
-"""One evaluation's rows grouped by task, as columns: everything the gate reads, in one query.
-
-:class:`TaskRows`: ``tasks`` sorted; the valid rewards of ``tasks[i]`` are
-``reward[offsets[i]:offsets[i + 1]]`` in trial order; ``trials`` every trial index with a stored
-row (errored ones too); ``outputs[i]`` the sorted distinct output digests of its scored trials
-joined by ``,`` (None when none is scored). Read with one confined DuckDB query over the
-deduplicated ``rollouts`` view, cached per process while the evaluation's parts are unchanged.
-"""
+"""One evaluation's rows grouped by task: what the gate reads, in one cached query."""
 
 from __future__ import annotations
 
@@ -29,7 +22,7 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     pc = lazy_module("pyarrow.compute")
 
 CACHED = 16
-"""Evaluations kept per process (least recently used first out)."""
+"""Evaluations kept per process (LRU)."""
 
 _SQL = """
     SELECT task_id,
@@ -47,7 +40,10 @@ _SQL = """
 
 @dataclass(frozen=True)
 class TaskRows:
-    """An evaluation's rows grouped by task (see the module docstring)."""
+    """Valid rewards of ``tasks[i]`` (sorted) are ``reward[offsets[i]:offsets[i + 1]]``.
+
+    ``trials``: every stored trial index; ``outputs[i]``: distinct digests of scored outputs.
+    """
 
     tasks: tuple[str, ...]
     offsets: np.ndarray  # int64, len(tasks) + 1
@@ -56,7 +52,7 @@ class TaskRows:
     outputs: tuple[str | None, ...]
 
     def rewards(self) -> dict[str, list[float]]:
-        """Task -> its valid rewards in trial order ([] when every trial errored)."""
+        """Task -> its valid rewards in trial order."""
         values, bounds = self.reward.tolist(), self.offsets.tolist()
         return {t: values[bounds[i]:bounds[i + 1]] for i, t in enumerate(self.tasks)}
 
@@ -65,8 +61,7 @@ _CACHE: PartsCache[TaskRows] = PartsCache(CACHED)
 
 
 def task_rows(layout: Layout, eval_id: str) -> TaskRows:
-    """The rows of ``eval_id`` grouped by task, in one query (cached while its parts are
-    unchanged); a failing read is one StoreError line, as for every query."""
+    """``eval_id``'s rows by task, cached while its parts are unchanged; else StoreError."""
     def empty() -> TaskRows:
         return _columns(pa.table({"task_id": pa.array([], pa.string()),
                                   "rewards": pa.array([], pa.list_(pa.float64())),
@@ -81,10 +76,7 @@ def task_rows(layout: Layout, eval_id: str) -> TaskRows:
 
 
 def prefetch(layout: Layout, eval_ids: Sequence[str]) -> Future[None]:
-    """Start reading ``eval_ids``' grouped rows, one thread each (DuckDB runs without the GIL,
-    and a compacted evaluation is one part, scanned by one thread), so the caller can do other
-    work meanwhile; ``.result()`` waits for every read and raises the first failure (a one-line
-    StoreError, as :func:`task_rows`)."""
+    """Read ``eval_ids``' :func:`task_rows` in threads; ``.result()`` raises the first failure."""
     pool = ThreadPoolExecutor(max_workers=max(1, len(eval_ids)),
                               thread_name_prefix="capevolve-read")
     reads = [pool.submit(task_rows, layout, e) for e in eval_ids]

@@ -1,9 +1,6 @@
-"""Durable rollout rows: a finished-row journal fsynced in small batches, compacted into
-Parquet parts.
+"""Durable rollout rows: a journal fsynced in small batches, then written as Parquet parts.
 
-:meth:`PartWriter.add` only queues rows (and returns the backlog of rows not yet durable,
-which the dispatcher counts as in flight); one background thread owns the disk, so the
-driver's dispatch loop never waits on conversion, compression or fsync.
+:meth:`PartWriter.add` only queues; one background thread owns the disk, so dispatch never waits.
 """
 
 from __future__ import annotations
@@ -35,14 +32,14 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     pq = lazy_module("pyarrow.parquet")
 
 MAX_PART_BYTES = 8 << 20
-"""A part is written once the rows held for it reach this many bytes (Arrow buffers)."""
+"""Arrow bytes at which held rows become a part."""
 
 PartCallback = Callable[[Path, int], object]
-"""Called with each part once it is durably in place, and its row count."""
+"""Called with each durable part and its row count."""
 
 
 def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
-    """Write rows as one Parquet file at ``final`` via a temporary name (atomic, durable)."""
+    """Write rows as one Parquet file at ``final``, atomically and durably; else StoreError."""
     table = rows if isinstance(rows, pa.Table) else rows_to_table(rows)
     tmp = final.with_name(f".{final.name}.tmp")
     try:
@@ -64,8 +61,7 @@ def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
 
 @dataclass
 class RowTally:
-    """What the rows taken so far report (each checked by the storage boundary first): how many,
-    their tokens and cost, and how many have no cost."""
+    """Rows taken so far, their tokens and cost, and rows without a cost."""
 
     rows: int = 0
     tokens: int = 0
@@ -74,7 +70,7 @@ class RowTally:
 
 
 def session_token() -> str:
-    """A fresh session name (random, 8 hex digits)."""
+    """A fresh random session name."""
     return uuid.uuid4().hex[:8]
 
 
@@ -115,15 +111,11 @@ class PartWriter:
     # -- the driver's side ----------------------------------------------------------------
 
     def add(self, rows: list[dict]) -> int:
-        """Queue rows (returns at once); raises the writer's failure, if any. Returns the
-        backlog: rows handed to the writer so far that are not durable yet (an upper bound
-        until the next call), which the dispatcher keeps within its bound on rows in
-        flight."""
+        """Queue rows and return the :attr:`backlog`; raises the writer's failure, if any."""
         return self._enqueue(rows, len(rows))
 
     def add_columns(self, columns: Mapping[str, Any], n: int) -> int:
-        """Queue ``n`` rows given as columns (see :mod:`capevolve._store.rollouts.columns`,
-        which checks them as a whole on the writer thread); otherwise as :meth:`add`."""
+        """Queue ``n`` rows given as columns; otherwise as :meth:`add`."""
         return self._enqueue((columns, n), n)
 
     def _enqueue(self, item: list[dict] | tuple[Mapping[str, Any], int], n: int) -> int:
@@ -142,7 +134,7 @@ class PartWriter:
         return max(0, self._added - self.rows_durable)
 
     def close(self) -> None:
-        """Write every queued row into a part and stop the thread (re-raises a failure)."""
+        """Write every queued row into a part, stop the thread; re-raises a failure."""
         with self._cond:
             self._closing = True
             self._cond.notify()
@@ -155,7 +147,7 @@ class PartWriter:
     # -- the writer thread ------------------------------------------------------------------
 
     def _deadline(self, now: float) -> float | None:
-        """Seconds until the next sync or part is due (None: nothing is buffered)."""
+        """Seconds until the next sync or part is due; None when nothing is buffered."""
         due = []
         if self._unsynced:
             due.append(self._last_sync + self.sync_s - now)
@@ -239,9 +231,7 @@ class PartWriter:
 
 
 def table_spend(table: pa.Table) -> tuple[int, int, float, int]:
-    """(rows, tokens, cost_usd, rows without a cost) of a table of rollout rows: a row's
-    spend is its rollout's plus its judge calls' (so the run's caps count the judge); it
-    has no cost when neither is recorded."""
+    """(rows, tokens, cost_usd, rows without a cost); a row's spend includes its judge's."""
     tokens = pc.sum(table["tokens"]).as_py() or 0
     cost = pc.sum(table["cost_usd"]).as_py() or 0.0
     unrecorded = table["cost_usd"].null_count
