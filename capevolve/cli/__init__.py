@@ -1,1 +1,1 @@
-"""The capevolve command line: thin commands over the library (parse -> call -> render)."""
+"""The capevolve command line: thin commands over the library."""

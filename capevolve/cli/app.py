@@ -48,7 +48,7 @@ def _version(value: bool) -> None:
 def _root(version: Annotated[bool, typer.Option(
         "--version", "-V", callback=_version, is_eager=True,
         help="Print the installed version and exit.")] = False) -> None:
-    """The root options (--version, -h / --help); the help text is the app's."""
+    """The root options; the help text is the app's."""
 
 for module, names in (
     (project_cmds, ("init", "check", "run")),
@@ -74,8 +74,8 @@ app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 
 def main() -> None:
-    """Console-script entry point (keeps stdout for the JSON result until exit). Threads
-    user code left running (non-daemon) never keep the process alive after the result."""
+    """Console-script entry point; threads left running by user code never keep the process
+    alive."""
     output._Stdout.keep_redirect = True
     try:
         app()
@@ -86,8 +86,6 @@ def main() -> None:
 
 
 def _exit_without_leaked_threads(exc: SystemExit) -> None:
-    """When non-daemon threads are still alive (an adapter started them), say so in one
-    line, run the exit handlers and end the process now instead of waiting forever."""
     main_thread = threading.main_thread()
     leaked = [t.name for t in threading.enumerate()
               if t is not main_thread and not t.daemon and t.is_alive()]

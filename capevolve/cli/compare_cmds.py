@@ -1,4 +1,4 @@
-"""Commands that put two candidates side by side: compare (per task) and diff (files)."""
+"""compare (per task) and diff (files): two candidates side by side."""
 
 from __future__ import annotations
 
@@ -49,9 +49,8 @@ def compare(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
             project: RunProjectOpt = None,
             split: Annotated[str, typer.Option("--split", "-s", help="val or train.")] = "val",
             json: JsonOpt = False) -> None:
-    """Per-task paired table of two candidates on val (or train): means, delta, flips
-    fail->pass and pass->fail, and the diagnosis cluster each task moved between (when
-    both were diagnosed). Read-only."""
+    """Per-task paired table of two candidates on val or train: means, delta, flips and,
+    when both were diagnosed, each task's cluster moves. Read-only."""
     run_dir = resolve_run_dir(run_dir, project)
     split_or_fail(split, "compare")
     from capevolve import _api

@@ -27,8 +27,7 @@ def no_change(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
                   "--candidate", "-c", help="The candidate id, when there was one.")] = None,
               json: JsonOpt = False) -> None:
     """Record an iteration whose change could not be scored (harness broken, judge
-    unreachable): the best is carried forward, results/<n>.json is written with the reason,
-    and no iteration is spent (excluded from every aggregate)."""
+    unreachable): the best carries forward and no iteration is spent."""
     run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.no_change(run_dir, reason, candidate)
     emit(result.to_dict(), json, f"no_change recorded as result {result.result}: best stays "
@@ -41,10 +40,8 @@ def confirm(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
             trials: Annotated[int | None, typer.Option(
                 "--trials", min=1, help="More trials per side (default: num_trials).")] = None,
             address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
-    """Re-run a kept candidate and its reference back to back with more trials (new seeds
-    shared by both), pool them with the existing ones, and record the higher-power numbers
-    (t-test and raw band) and the confidence label. It never changes which candidate is
-    best."""
+    """Re-run a kept candidate and its reference with more trials (fresh seeds shared by
+    both) and record the pooled, higher-power numbers; the best never changes."""
     run_dir = resolve_run_dir(run_dir, project)
     r = capevolve.confirm(run_dir, candidate, trials=trials, engine=engine, address=address)
     t = "—" if r.t is None else f"{r.t:.2f}"
@@ -69,10 +66,9 @@ def probe(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
               "--failing", help="Probe every task the best fails on the split.")] = False,
           split: Annotated[str, typer.Option("--split", "-s", help="train or val.")] = "val",
           address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
-    """Evaluate a candidate on its targeted datapoints only (stored as a probe, never
-    usable by a gate) and report how many of the targeted failing datapoints flipped
-    against the best's rows of the same tasks; flipping none suggests a no-change. A probe
-    can kill a hypothesis, never accept one."""
+    """Evaluate a candidate on its targeted datapoints only and report how many targeted
+    failures flipped against the best. A probe is never gated: it can kill a hypothesis, never
+    accept one."""
     run_dir = resolve_run_dir(run_dir, project)
     split_or_fail(split, "probe")
     ids = None if tasks is None else [t.strip() for t in tasks.split(",") if t.strip()]

@@ -1,9 +1,4 @@
-"""Commands that explain failures: ``diagnose`` (+ ``diagnose annotate``) and ``census``.
-
-``diagnose_app`` is a Typer group whose callback runs when no sub-command is given, so
-``capevolve diagnose --run-dir R --tag C`` diagnoses and ``capevolve diagnose annotate ...``
-annotates; ``census_app`` holds ``census export`` and ``census check``.
-"""
+"""Commands that explain failures: diagnose (+ annotate) and census."""
 
 from __future__ import annotations
 
@@ -176,9 +171,7 @@ def census_template(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = 
                         "--out", help="The census file to write (never overwritten).")]
                     = Path("census.json"),
                     json: JsonOpt = False) -> None:
-    """Write a census.json to fill in: run_dir, split and tag filled, the run's
-    failing_total, described 0, and one bucket showing the fields (name, description,
-    count, examples); `census check` accepts it as it is."""
+    """Write a census.json to fill in; `census check` accepts it as it is."""
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.diagnose import census as census_lib
@@ -201,8 +194,8 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
                      "--record", help="Store the valid census in the run dir (every bucket "
                      "needs a name and a description); its buckets become --targets.")] = False,
                  json: JsonOpt = False) -> None:
-    """Validate a census.json and print its coverage ("N of M failures described");
-    with --record, store it in the run dir as census/<file stem>.json."""
+    """Validate a census.json and print its coverage; --record stores it in the run dir as
+    census/<file stem>.json."""
     from capevolve import _api
     from capevolve.diagnose import census as census_lib
     from capevolve.diagnose.census_record import record_census

@@ -14,7 +14,7 @@ GIB = 1024 ** 3
 
 
 def render(report: dict[str, Any]) -> str:
-    """The report as a short human table (one line per node, then the problems)."""
+    """The report as a human table."""
     d = report["driver"]
     lines = [f"cluster {report['address']}: {len(report['nodes'])} node(s)",
              (f"driver: Python {d['python']}, Ray {d['ray_version']}, "
@@ -38,7 +38,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def _sandbox(probe: dict[str, Any]) -> str:
-    """Whether the node can build the sandbox: yes, no, or ? (not probed)."""
+    """The sandbox column: yes, no or ? (not probed)."""
     if "sandbox" not in probe:
         return "?"
     return "no" if probe["sandbox"] else "yes"
@@ -49,9 +49,9 @@ def doctor(address: AddressOpt = None,
            timeout_s: Annotated[float, typer.Option(
                "--timeout", min=1, help="Seconds to wait for every node's probe.")] = 60.0,
            json: JsonOpt = False) -> None:
-    """Connect to the cluster, list nodes, CPUs, object store, Python / Ray / capevolve
-    versions on the driver and every node, and whether each can build the sandbox; exit 1
-    if a node mismatches, cannot import capevolve or cannot build the sandbox."""
+    """Check the cluster: nodes, resources and Python / Ray / capevolve versions on the
+    driver and each node. Exit 1 on a mismatch, a node without capevolve or one that cannot
+    build the sandbox."""
     from capevolve import _api
 
     _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it

@@ -1,4 +1,4 @@
-"""Commands that measure and decide: evaluate, gate, accept, reject, finalize."""
+"""Commands that measure and decide: checkout, evaluate, gate, accept, reject, finalize."""
 
 from __future__ import annotations
 
@@ -52,8 +52,7 @@ def checkout(dest: Annotated[Path, typer.Argument(
                  "--candidate", "-c", help="Candidate id (default: the current best).")] = None,
              run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              json: JsonOpt = False) -> None:
-    """Copy a candidate's files into DEST as ordinary writable files, to edit into the next
-    candidate (snapshots are read-only, so a plain `cp -r` of one is not editable)."""
+    """Copy a candidate's files into DEST as writable files, to edit into the next candidate."""
     result = capevolve.checkout(resolve_run_dir(run_dir, project), dest, candidate)
     emit(result.to_dict(), json, f"{result.candidate_id} copied to {result.path} "
                                  f"({len(result.files)} files); edit them, then: capevolve "
@@ -75,11 +74,9 @@ def evaluate(candidate: Annotated[str, typer.Option("--candidate", "-c",
              address: AddressOpt = None, engine: EngineOpt = None, json: JsonOpt = False) -> None:
     """Evaluate a candidate on train or val (test is refused: only finalize scores it).
 
-    A directory is snapshotted as the next cand_NNN (identical content reuses its id).
-    Refused on a finalized run, for a candidate that changes protected paths, when a
-    project file the scores depend on changed since the run started, and once the budget
-    is spent. ``--target`` is recorded with the evaluation: a gate without one audits
-    against it."""
+    A directory is snapshotted as the next cand_NNN. Refused on a finalized run, for a change
+    to protected paths, when a project file the scores depend on changed, and once the budget
+    is spent."""
     split_or_fail(split, "evaluate")
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress(f"capevolve: evaluating {candidate} on {split}{' (resume)' if resume else ''} ...")
@@ -162,17 +159,12 @@ def gate(candidate: Annotated[str, typer.Option(
          json: JsonOpt = False) -> None:
     """Gate a candidate against the current best on full val, from stored rollouts.
 
-    The run's frozen gate settings decide. Under alpha_spending: confirm (the default) a
-    gate whose screen passes runs both sides on fresh val trials (--engine / --address)
-    and the fresh data alone decides. --mode, --k-se or --min-delta with another
-    value run an exploratory gate: recorded as such, never a basis for accept. A pair is
-    gated on at most two trial counts (the project's and one matched --n-trials pair);
-    under alpha_spending: run a deciding gate is refused once the run's alpha is spent.
+    The run's frozen gate settings decide; under alpha_spending: confirm, a passing screen is
+    re-run on fresh val trials, which alone decide. --mode, --k-se or --min-delta with another
+    value give an exploratory gate, never a basis for accept.
 
-    Raw form for numbers computed elsewhere (unpaired SE, not recorded):
-    --current X --candidate Y --current-stderr a --candidate-stderr b [--k-se K]
-    [--min-delta D]; other settings come from --run-dir's gate, else the defaults.
-    """
+    Raw form, for numbers computed elsewhere (unpaired SE, not recorded): --current X
+    --candidate Y --current-stderr a --candidate-stderr b."""
     result: GateRecord | GateNumbers
     if current is not None:
         result = _raw_gate(candidate, current, current_stderr, candidate_stderr, k_se,
@@ -197,10 +189,8 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, note: NoteOpt = None, target: TargetOpt = None,
            json: JsonOpt = False) -> None:
     """Make a candidate the best; refused without a passing full-val gate against the best,
-    for a candidate rejected against the best, and once the iteration budget is spent.
-    Accepting the same candidate again changes nothing. With ``--target`` the pair is gated
-    again against that target first unless its last gate used it, and the accept follows
-    that gate."""
+    after a reject against it, and once the iteration budget is spent. --target re-gates the
+    pair on that target first unless its last gate used it."""
     result = capevolve.accept(resolve_run_dir(run_dir, project), candidate, note, target=target)
     label = f" ({result.confidence}, TENTATIVE until confirmed)" if result.tentative else ""
     emit(result.to_dict(), json, f"accepted {candidate}: best is now {result.best_id}{label}")
@@ -209,9 +199,8 @@ def accept(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
 @command
 def reject(candidate: CandidateIdOpt, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, note: NoteOpt = None, json: JsonOpt = False) -> None:
-    """Record a rejected candidate (one iteration spent; refused, spending nothing, for a
-    candidate never gated and once the iteration budget is spent). Rejecting the same
-    candidate again against the same best changes nothing."""
+    """Record a rejected candidate (one iteration spent); refused for a candidate never gated
+    and once the iteration budget is spent."""
     result = capevolve.reject(resolve_run_dir(run_dir, project), candidate, note)
     emit(result.to_dict(), json, f"rejected {candidate}: best stays {result.best_id}")
 
@@ -225,11 +214,8 @@ def finalize(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              json: JsonOpt = False) -> None:
     """Score the best and the seed on the held-out test split, once; writes final.json.
 
-    Takes the test seal (a second finalize is refused), records the finalize in the
-    project's .capevolve/finalizes.jsonl (the project dir must be writable) and closes the
-    run: evaluate, gate, accept and reject are refused afterwards. final.json states a
-    verdict on the val gain, or "not measured" when the test evaluation is incomplete.
-    Refused while the best is the seed (nothing to confirm) unless --spend-test-ids."""
+    Takes the test seal and closes the run (evaluate, gate, accept and reject are refused
+    afterwards). Refused while the best is the seed unless --spend-test-ids."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     progress("capevolve: burning the test seal and scoring best and seed on test ...")
     from capevolve.progress.live import live_progress

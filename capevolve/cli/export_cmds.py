@@ -1,5 +1,4 @@
-"""``capevolve export mlflow``: a run into an MLflow tracking store (registered on the
-``export`` group of :mod:`capevolve.cli.export_jsonl_cmds`)."""
+"""``capevolve export mlflow`` (registered on the ``export`` group)."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ def mlflow(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            experiment: Annotated[str | None, typer.Option(
                "--experiment", help="Experiment name (default: capevolve/<project>).")] = None,
            json: JsonOpt = False) -> None:
-    """Log the run to MLflow: one MLflow run for the capevolve run (config, final test
-    delta, spend, report and final.json) and one nested run per candidate (parent,
-    decision, evaluation means and SEs, gate numbers, capability files). Idempotent:
-    exporting again updates the same MLflow runs. Needs the `mlflow` extra."""
+    """Log the run to MLflow: one run for the capevolve run and a nested run per candidate;
+    exporting again updates them. Needs the `mlflow` extra."""
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.export.to_mlflow import export_mlflow

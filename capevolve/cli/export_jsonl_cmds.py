@@ -1,9 +1,4 @@
-"""``capevolve export jsonl --eval ID`` (also ``capevolve export --eval ID --format jsonl``).
-
-Writes one JSON line per datapoint of an evaluation (see
-:mod:`capevolve.report.export_jsonl`) to ``--out`` (default
-``<run_dir>/exports/<eval_id>.jsonl``), atomically, and prints where and how many lines.
-"""
+"""``capevolve export jsonl``: an evaluation's datapoints as JSON lines, written atomically."""
 
 from __future__ import annotations
 

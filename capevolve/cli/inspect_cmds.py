@@ -1,4 +1,4 @@
-"""Commands that read a run: status, report, query."""
+"""Commands that read a run: status, estimate, report, query."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def _final_lines(final: FinalLine | None) -> list[str]:
 @command
 def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            json: JsonOpt = False) -> None:
-    """Best candidate, spend against budget, gates and expected false accepts, evaluations,
-    each candidate's decision, the finalize verdict. Read-only: writes nothing."""
+    """Best candidate, spend against budget, gates and expected false accepts,
+    evaluations, each candidate's decision, the finalize verdict. Read-only."""
     from capevolve import _api
     from capevolve.report.data import candidate_decisions
 
@@ -96,7 +96,7 @@ def status(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
 
 def estimate_line(found: Estimate) -> str:
-    """One line of an estimate: rollouts, tokens and dollars as ranges."""
+    """One line: rollouts, tokens and dollars as ranges."""
     usd = found.usd
     cost = "cost unknown (no price)" if usd.low is None or usd.high is None \
         else f"${usd.low:.4f} .. ${usd.high:.4f}"
@@ -112,9 +112,8 @@ def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
                  "--iterations", min=0, help="Iterations planned (default: "
                  "budget.max_iterations).")] = None,
              json: JsonOpt = False) -> None:
-    """What the run will spend before it spends it: the planned rollouts (baseline, each
-    iteration's full-val evaluation, finalize) times one rollout's tokens and dollars (the
-    stored rollouts', else the check probe's), as a range. Read-only."""
+    """What the run will spend before spending it: planned rollouts times one rollout's
+    tokens and dollars, as a range. Read-only."""
     run = capevolve.open_run(resolve_run_dir(run_dir, project))
     found = capevolve.estimate(run, iterations=iterations)
     emit(found.to_dict(), json, estimate_line(found))
@@ -123,8 +122,8 @@ def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 @command
 def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            html: HtmlOpt = False, json: JsonOpt = False) -> None:
-    """Write report.md from stored data (holding the run lock) and print it; with --html
-    also report.html. --json prints the report's data (every number and table) as well."""
+    """Write report.md from stored data and print it; --html also writes report.html,
+    --json prints the report's data too."""
     from capevolve import _api
     from capevolve.report.data import report_data
     from capevolve.report.markdown import write_report
@@ -147,9 +146,8 @@ def query(sql: Annotated[str, typer.Argument(
               help="One read-only SELECT over the `rollouts` view.")],
           run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
           json: JsonOpt = False) -> None:
-    """Run one read-only DuckDB SELECT over the run's rollouts (the `rollouts` view, one
-    row per unit). Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, PRAGMA/SET,
-    several statements and reading any other file are refused (exit 2)."""
+    """Run one read-only DuckDB SELECT over the `rollouts` view (one row per unit); writes,
+    ATTACH, INSTALL/LOAD, PRAGMA/SET and other files are refused (exit 2)."""
     columns, rows = capevolve.query(resolve_run_dir(run_dir, project), sql)
     payload = {"columns": columns, "rows": [list(r) for r in rows]}
     shown = rows[:200]

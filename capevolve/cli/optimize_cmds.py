@@ -26,8 +26,7 @@ def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
 
 
 def iteration_line(row: IterationLine) -> str:
-    """One row of the iteration table; a gated child's row goes on with the gate's power
-    sentence on an indented line."""
+    """One row of the iteration table (a gate's power on an indented line)."""
     what = row.title or row.focus or ""
     screen = f" screen {row.screen}" if row.screen else ""
     numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
@@ -47,7 +46,7 @@ def _val(line: MeanLine | None) -> str:
 
 
 def render(result: OptimizeSummary) -> str:
-    """The iteration table, why the loop stopped, and the sealed test result."""
+    """The iteration table, stop reason and sealed test result."""
     lines = [f"optimize {result.algorithm} with {result.proposer} on {result.run_dir}",
              "iter    parent -> child    outcome", *map(iteration_line, result.iterations),
              f"stopped: {result.stop_reason}"]
@@ -106,9 +105,8 @@ def optimize(
     json: JsonOpt = False,
 ) -> None:
     """Evolve the run's best candidate automatically: each iteration a proposer edits a
-    copy of a parent, and the child goes evaluate -> gate -> accept|reject on full val
-    (the same artifacts as agent mode, plus optimize/ledger.jsonl). Stops at the stop
-    condition, a budget cap or --iterations. Bad settings: exit 2 before any rollout."""
+    copy of a parent, and the child goes evaluate -> gate -> accept|reject. Stops at the stop
+    condition, a budget cap or --iterations; bad settings exit 2 before any rollout."""
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve.progress.iterations import IterationRow
     from capevolve.progress.live import live_progress

@@ -30,8 +30,8 @@ RunProjectOpt = Annotated[Path | None, typer.Option(
 
 
 def resolve_run_dir(run_dir: Path | None, project: Path | None) -> Path:
-    """``run_dir``, else the latest run of ``project``, else of the current directory when
-    it is a project (``--project .``, as ``run`` defaults); a usage error otherwise."""
+    """``run_dir``, else the latest run of ``project`` or of a project in the current
+    directory; ConfigError otherwise."""
     if run_dir is not None:
         return run_dir
     if project is None and (Path.cwd() / "capevolve.yaml").is_file():
@@ -47,8 +47,7 @@ def resolve_run_dir(run_dir: Path | None, project: Path | None) -> Path:
 
 
 def split_or_fail(split: str, verb: str) -> str:
-    """``split`` when it is train or val; else one exact error line (exit 2): the test
-    split is held out, and any other name is not a split (with the one it looks like)."""
+    """``split`` if it is train or val; else one error line, exit 2."""
     from capevolve.cli.output import fail
 
     if split in (Split.TRAIN, Split.VAL):

@@ -1,9 +1,5 @@
-"""How commands talk: one JSON object on stdout with --json, everything else on stderr.
-
-While a command runs, anything written to stdout (user code printing, Ray forwarding
-worker logs) is routed to stderr, so ``--json`` output is always exactly one JSON document.
-User errors are one line on stderr with exit code 2, never a traceback.
-"""
+"""How commands talk: with --json exactly one JSON object on stdout, anything else on
+stderr; a user error is one line, exit 2."""
 
 from __future__ import annotations
 
@@ -29,7 +25,7 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\
 
 
 def clean(text: str) -> str:
-    """Neutralise terminal escape sequences and control characters for human output."""
+    """Terminal escapes and control characters neutralised, for human output."""
     return _ESCAPES.sub(lambda m: repr(m.group(0))[1:-1], text)
 
 
@@ -73,7 +69,7 @@ def _restore_stdout() -> None:
 
 
 def json_safe(value: Any) -> Any:
-    """Replace non-finite floats (NaN, inf) with None, recursively, for strict JSON."""
+    """Non-finite floats as None, recursively (strict JSON)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -101,8 +97,7 @@ def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> No
 
 
 def exit_if_breaker(reason: str | None) -> None:
-    """Exit 1 (after the result was printed) when the model endpoint's circuit breaker
-    stopped the evaluation: the command failed, its record says why."""
+    """Exit 1 after the result when the circuit breaker stopped the evaluation."""
     if reason and reason.startswith("circuit breaker:"):
         sys.stderr.write(f"error: {clean(reason)}\n")
         sys.stderr.flush()
@@ -117,8 +112,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def os_error_line(exc: OSError) -> str:
-    """One line for an OS error (disk full, permission, not a directory ...) naming the
-    path it happened on."""
+    """One line for an OS error, naming the path it happened on."""
     what = exc.strerror or type(exc).__name__
     paths = [p for p in (exc.filename, exc.filename2) if p is not None]
     where = " -> ".join(os.fsdecode(p) if isinstance(p, bytes) else str(p) for p in paths)
@@ -126,8 +120,7 @@ def os_error_line(exc: OSError) -> str:
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
-    """A text or path argument that is not valid UTF-8 (a surrogate-escaped byte from the
-    command line) is refused before the command runs, naming the option."""
+    """Refuse (exit 2, naming the option) a text or path argument that is not valid UTF-8."""
     for name, value in kwargs.items():
         if isinstance(value, (str, os.PathLike)):
             text = os.fspath(value)
@@ -142,9 +135,8 @@ def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
 
 
 def command(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a command: protect stdout for its whole run and map user errors to one line
-    and exit 2: CapevolveError, an OS error (named by its path) and an argument that is not
-    valid UTF-8."""
+    """Wrap a command: stdout protected while it runs; a user error (CapevolveError, OSError,
+    a non-UTF-8 argument) is one line, exit 2."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -177,7 +169,7 @@ def fmt_mean(mean: float | None, stderr: float | None) -> str:
 
 
 def stop_line(stop: StopParse | None) -> str | None:
-    """How the stop condition parsed: its predicates, and every clause that did not parse."""
+    """How the stop condition parsed: its predicates and every unparsed clause."""
     if not stop or not stop.text:
         return None
     means = "; ".join(p.means for p in stop.predicates) or "nothing"

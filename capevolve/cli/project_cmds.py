@@ -30,10 +30,9 @@ def init(directory: Annotated[Path, typer.Argument(help="Where to create the pro
 
 @command
 def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
-    """Load config and adapter, check tasks (non-empty, unique, stable) and score determinism.
+    """Check a project: config, adapter, tasks (non-empty, unique, stable) and score determinism.
 
-    Exits 1 with every problem listed when the project is not runnable.
-    """
+    Exits 1, listing every problem, when the project is not runnable."""
     result = capevolve.check_project(project)
     problems = result.problems
     human = (f"ok: {result.n_tasks} tasks, adapter and scorer check out" if not problems

@@ -1,4 +1,4 @@
-"""Usage errors (an unknown command or option, a missing or malformed value) on one line."""
+"""Usage errors (unknown command or option, bad value) on one line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 
 
 def wants_one_line(args: Sequence[str]) -> bool:
-    """True when usage errors must be one line: ``--json`` given or stdout not a terminal."""
+    """Usage errors are one line with --json or when stdout is not a terminal."""
     if "--json" in args:
         return True
     try:
@@ -22,7 +22,7 @@ def wants_one_line(args: Sequence[str]) -> bool:
 
 
 def usage_line(exc: ClickException) -> str:
-    """The one line for a usage error: the command, the problem, where help is."""
+    """The one line for a usage error, naming the command and its --help."""
     message = " ".join(exc.format_message().split())
     if isinstance(exc, UsageError) and exc.ctx is not None:
         path = exc.ctx.command_path
@@ -31,9 +31,8 @@ def usage_line(exc: ClickException) -> str:
 
 
 def plain_help(command: Any) -> None:
-    """Render ``command``'s help (and every subcommand's) as plain text, not rich boxes:
-    where a program reads the help it needs no boxes, and rich's help renderer alone costs
-    more start-up than the rest of ``--help``."""
+    """Plain-text help for ``command`` and its subcommands: rich's renderer costs more
+    start-up than the rest of --help."""
     if hasattr(command, "rich_markup_mode"):
         command.rich_markup_mode = None
     for sub in getattr(command, "commands", {}).values():
@@ -41,8 +40,7 @@ def plain_help(command: Any) -> None:
 
 
 class OneLineUsageGroup(TyperGroup):
-    """The root command group: usage errors as one line where a program reads them (and
-    there, plain-text help: :func:`plain_help`)."""
+    """The root group: one-line usage errors where a program reads them."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,

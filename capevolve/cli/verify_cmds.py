@@ -1,4 +1,4 @@
-"""verify and quarantine: check a run's history and rows, and set aside what is forged."""
+"""verify and quarantine: check a run's history and rows, set aside what is forged."""
 
 from __future__ import annotations
 
@@ -30,9 +30,8 @@ def _verify_human(result: Verification) -> str:
 @command
 def verify(*, run_dir: MaybeRunDirOpt = None,
            project: RunProjectOpt = None, json: JsonOpt = False) -> None:
-    """Check the run's event log (hash chain, signatures, mirrored head), every Parquet part
-    against its record (sha256, size), and seal/final against the log; print every
-    problem. Exit 1 when there is any. Writes nothing in the run dir."""
+    """Check the event log (hash chain, signatures, mirrored head), every Parquet part
+    against its record, and seal/final against the log. Exit 1 on any problem; writes nothing."""
     run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.verify(run_dir)
     emit(result.to_dict(), json, _verify_human(result))
@@ -58,11 +57,10 @@ def _quarantine_human(result: Quarantine) -> str:
 @command
 def quarantine(*, run_dir: MaybeRunDirOpt = None,
                project: RunProjectOpt = None, json: JsonOpt = False) -> None:
-    """Repair a run that fails `capevolve verify`, explicitly: move unrecorded or changed
-    parts into quarantine/<time>/, acknowledge missing ones, cut a forged or broken event
-    log back to its last verified line (the whole log is kept aside), and record all of it
-    in a `quarantined` event. Units of moved parts are run again by the next evaluate.
-    Exit 1 when something could not be repaired (a deleted seal or final)."""
+    """Repair a run that fails `capevolve verify`: move unrecorded or changed parts into
+    quarantine/<time>/ (the next evaluate reruns their units), acknowledge missing ones, cut a
+    broken event log back to its last verified line, and record it all. Exit 1 if something
+    cannot be repaired (a deleted seal or final)."""
     run_dir = resolve_run_dir(run_dir, project)
     result = capevolve.quarantine(run_dir)
     emit(result.to_dict(), json, _quarantine_human(result))

@@ -18,9 +18,8 @@ def view(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
              "--host", help="Address to bind. The default serves this machine only; any "
              "other address lets others on the network read the run.")] = "127.0.0.1",
          json: JsonOpt = False) -> None:
-    """Serve a read-only web viewer of the run: the overview (live while an evaluation or
-    optimize runs), a task -> trial browser with trajectories, filters, two candidates side
-    by side, and diffs. Nothing is written; Ctrl-C stops it."""
+    """Serve a read-only web viewer of the run (overview, task -> trial browser, candidates
+    side by side, diffs). Ctrl-C stops it."""
     run_dir = resolve_run_dir(run_dir, project)
     from capevolve.view.server import ViewerServer
 
@@ -41,7 +40,7 @@ def view(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
 
 def raise_bind_error(host: str, port: int, exc: OSError) -> None:
-    """One line for an address that cannot be bound (in use, not local, no permission)."""
+    """One line for an address that cannot be bound."""
     from capevolve.errors import ConfigError
 
     raise ConfigError(f"view: cannot serve on {host}:{port} ({exc.strerror or exc}); "

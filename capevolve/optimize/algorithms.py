@@ -1,9 +1,4 @@
-"""Search algorithms: which candidate is the next parent, and whether children are screened.
-
-An :class:`Algorithm` sees a :class:`SearchView` (the current best, every candidate's full-val
-task means, the ledger, the parent's train clusters) and picks the parent and the focus of one
-proposal.
-"""
+"""Search algorithms: the next parent, a proposal's focus, and whether children are screened."""
 
 from __future__ import annotations
 
@@ -25,10 +20,10 @@ class SearchView:
 
     best_id: str
     val_task_means: Mapping[str, Mapping[str, float]]
-    """candidate id -> {val task id -> mean reward}, complete full-val evaluations only."""
+    """candidate -> {val task -> mean}, complete full-val evaluations only."""
     ledger: Sequence[IterationRecord]
     clusters: Sequence[str] = ()
-    """The parent's train failure clusters (signatures) in rank order, when known."""
+    """The parent's train failure cluster signatures, ranked, when known."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +38,7 @@ class Algorithm(Protocol):
 
     @property
     def screens(self) -> bool:
-        """True when children are screened on train before the full-val gate."""
+        """Whether children are screened on train before the gate."""
         ...
 
     @property
@@ -85,7 +80,7 @@ def pick_focus(mode: str, view: SearchView, parent_id: str, iteration: int) -> s
 
 
 def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
-    """candidate -> number of val tasks it is (jointly) best on, non-dominated ones only."""
+    """candidate -> val tasks it is (jointly) best on, for non-dominated candidates."""
     tasks = sorted({t for means in val_task_means.values() for t in means})
     wins: dict[str, set[str]] = {c: set() for c in val_task_means}
     for task in tasks:

@@ -1,4 +1,4 @@
-"""A batch of iterations after their proposals: settle, evaluate concurrently, decide in order."""
+"""A batch of proposed iterations: settle, evaluate concurrently, decide in order."""
 
 from __future__ import annotations
 
@@ -44,16 +44,14 @@ def _parents_first(s: Session, measured: list[step.Planned]) -> None:
 
 
 def _measure_in_turn(s: Session, p: step.Planned) -> None:
-    """:func:`step.measure` with the engine's slots going to the earliest iteration first
-    (:data:`capevolve._engine.shares.PRIORITY`): the order the decisions are made in."""
+    """:func:`step.measure`, engine slots going to the earliest iteration first."""
     shares.PRIORITY.set(p.iteration)  # this thread's own context (a copy)
     step.measure(s, p)
 
 
 def run_batch(s: Session, batch: list[step.Planned],
               on_iteration: Callable[[IterationRecord], None]) -> str | None:
-    """Settle, evaluate and decide ``batch`` (proposals made); the stop reason if a budget cap
-    stopped it, else None."""
+    """Settle, evaluate and decide ``batch``; the stop reason if a budget cap stopped it."""
     measured = [p for p in batch if step.record_proposal(s, p)]
     _snapshot_in_order(s, measured)
     _parents_first(s, measured)

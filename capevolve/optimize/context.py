@@ -1,10 +1,6 @@
-"""What a proposer is shown: the parent's train diagnosis (with the clusters whose fix was
-already tried marked), the ledger, trajectory pointers and INSTRUCTIONS.md.
-
-The diagnosis is made on the *train* split from a one-trial train evaluation of the
-parent (reused when it exists): a proposer never sees val rows beyond the ledger's numbers,
-and never anything of the test split.
-"""
+"""What a proposer is shown: the parent's train diagnosis (tried clusters marked), the
+ledger, trajectory pointers and INSTRUCTIONS.md; never val rows beyond the ledger, never
+test."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ from capevolve.optimize.workdir import instructions_text, prepare
 
 
 def train_diagnosis(s: Session, parent_id: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The parent's train diagnosis (made once per parent), or None and why not."""
+    """The parent's train diagnosis (made once), or None and why not."""
     path = diagnosis_path(s.run, str(Split.TRAIN), parent_id)
     record = latest_complete_eval(s.run, parent_id, Split.TRAIN,
                                              n_trials=TRAIN_TRIALS)
@@ -41,8 +37,7 @@ def train_diagnosis(s: Session, parent_id: str) -> tuple[dict[str, Any] | None, 
 
 
 def mark_tried(diagnosis: dict[str, Any], s: Session, parent_id: str) -> dict[str, Any]:
-    """The diagnosis with each cluster whose fix was tried on this parent (and not
-    accepted) marked ``tried_and_rejected: [iteration, ...]``."""
+    """Mark each cluster tried on this parent without an accept: ``tried_and_rejected``."""
     tried: dict[str, list[int]] = {}
     for r in s.ledger:
         if r.parent_id == parent_id and r.focus and r.outcome != "accept":
@@ -63,7 +58,7 @@ def trajectories_text(s: Session, parent_id: str) -> str:
 
 def build_context(s: Session, iteration: int, parent_id: str, focus: str | None,
                   diagnosis: dict[str, Any] | None) -> ProposalContext:
-    """Prepare the directory of ``iteration`` and the context for its proposal."""
+    """Prepare ``iteration``'s directory and its proposal's context."""
     if diagnosis is not None:
         diagnosis = mark_tried(diagnosis, s, parent_id)
     parent_dir = s.run.candidate_dir(parent_id)

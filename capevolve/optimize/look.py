@@ -1,14 +1,9 @@
 """The first look: a child's first val trial against the best's gate evaluation.
 
-Under a strict gate with ``gate.first_look``, a child's full-val evaluation runs its first
-trial on every task first. A child whose mean there, over the tasks scored on both sides,
-does not lead the best's is stopped and never gated: a binding futility stop, which can only
-reject, so the loop's bound holds; its later trials never run. Otherwise the same evaluation
-resumes to every trial. The look reads only the first trial's rows, so a resumed loop sees
-the same look. A first trial that stopped for another reason (a breaker, the budget) or
-scored too few tasks (below ``gate.min_coverage``) decides nothing: missing data is never
-a loss, so the evaluation goes on and the gate says what is missing.
-"""
+With a strict gate and ``gate.first_look``, a child whose first-trial mean (over tasks scored
+on both sides) does not lead the best's is stopped, never gated: a futility stop that can
+only reject, so the loop's bound holds. Only first-trial rows are read, so a resume sees the
+same look; missing data decides nothing."""
 
 from __future__ import annotations
 
@@ -29,7 +24,7 @@ from capevolve.optimize.session import Session
 
 @dataclass(frozen=True)
 class Look:
-    """The look's numbers: each side's mean over the ``n_tasks`` tasks scored on both."""
+    """Each side's mean over the ``n_tasks`` tasks scored on both."""
 
     best_id: str
     child: dict[str, Any]
@@ -53,8 +48,7 @@ def applies(s: Session) -> bool:
 
 
 def first_look(s: Session, candidate: str) -> Look | None:
-    """The look for ``candidate``; None when there is none to take (the best has no
-    complete gate evaluation, or the child's evaluation is already complete)."""
+    """The look for ``candidate``, or None when there is nothing to judge."""
     run, trials = s.run, s.config.num_trials
     best = val_eval(run, run.best_id)
     if best is None:

@@ -1,12 +1,7 @@
 """The optimization loop: iterations until a stop predicate, a budget cap or ``--iterations``.
 
-Everything is checked before any rollout. The loop holds the run lock and drives only the public
-verbs (evaluate -> gate -> accept | reject), one ledger line an iteration; a proposer that
-writes outside its directory has its batch discarded (:mod:`capevolve.optimize.fence`).
-``--parallel K`` proposes and evaluates K children at once and decides them in order
-(:mod:`capevolve.optimize.batch`). ``resume=True`` continues a killed loop without paying
-anything twice. Why it stopped is recorded in ``loop.json``.
-"""
+Settings are validated before any rollout; the loop holds the run lock and drives only the
+public verbs."""
 
 from __future__ import annotations
 
@@ -46,7 +41,7 @@ from capevolve.records._optimize import IterationRecord, Outcome
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """What ``capevolve optimize`` was asked (None: take it from loop.json on resume)."""
+    """What ``capevolve optimize`` was asked (None: as loop.json says, on resume)."""
 
     algorithm: str | None = None
     proposer: str | None = None
@@ -57,11 +52,9 @@ class LoopSettings:
     finalize: bool = False
     resume: bool = False
     spend_test_ids: bool = False
-    """With ``finalize``: score test even when the best is still the seed (else the loop
-    leaves the run open and its test ids unused)."""
+    """With ``finalize``: score test even when the best is still the seed."""
     minibatch: int | None = None
-    """Train tasks a pareto child is screened on per iteration (None: the loop's recorded
-    value on resume, else MINIBATCH)."""
+    """Pareto screen size (None: the recorded value on resume, else MINIBATCH)."""
 
 
 def _resolved(files: LoopFiles, settings: LoopSettings, n_done: int) -> dict[str, Any]:
@@ -128,7 +121,7 @@ def _stall(ledger: list[IterationRecord]) -> int:
 
 
 def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None:
-    """Why the loop must stop now (None: it may run another iteration)."""
+    """Why the loop must stop now, or None."""
     ledger = s.ledger
     if ledger and ledger[-1].detail.get("exhausted"):
         return f"the proposer has nothing more to propose ({ledger[-1].reasons[0]})"
@@ -191,9 +184,7 @@ def _iterate(s: Session, settings: LoopSettings,
 
 
 def _warm_up() -> None:
-    """Load what the first gate would otherwise load on the loop's critical path: SciPy's
-    special functions (the t tail and quantile, :mod:`capevolve.stats.power`), 0.5 s on an idle
-    machine and several seconds under load."""
+    """Import SciPy's special functions off the first gate's critical path."""
     try:
         import scipy.special  # noqa: F401
     except ImportError:  # pragma: no cover - a dependency; the gate says so itself
@@ -202,7 +193,7 @@ def _warm_up() -> None:
 
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,
              on_iteration: Callable[[IterationRecord], None] | None = None) -> dict[str, Any]:
-    """Run (or resume) the loop on ``run``; returns the loop's summary (see summary.py)."""
+    """Run (or resume) the loop on ``run``; returns its summary."""
     if not settings.resume:  # cost known before it is spent
         why = estimating.refusal(estimating.estimate(run, settings.iterations,
                                                      settings.finalize))

@@ -1,11 +1,6 @@
-"""The pareto screen: a child against its parent on the iteration's train minibatch.
-
-The child is evaluated on the minibatch as a subset evaluation of purpose ``screen`` (never
-gateable); the parent's numbers come from its full train evaluation, else one screen evaluation
-of it on the minibatch. The child passes when its mean over the tasks scored on both sides is
-strictly above the parent's (GEPA's rule); otherwise, or when the screen is incomplete, it is
-killed and never gated.
-"""
+"""The pareto screen: a child against its parent on the iteration's train minibatch. The
+child passes when its mean over tasks scored on both sides is strictly above the parent's
+(GEPA's rule); otherwise, or on an incomplete screen, it is never gated."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ from capevolve.optimize.session import TRAIN_TRIALS, Session
 
 
 def parent_on(s: Session, parent_id: str, tasks: tuple[str, ...]) -> dict[str, Any]:
-    """The parent's record on ``tasks``: ``status``, ``task_means`` (of those tasks) and
-    ``eval_id`` (the evaluation its rows come from)."""
+    """The parent's ``status``, ``task_means`` on ``tasks`` and ``eval_id``."""
     full = latest_complete_eval(s.run, parent_id, Split.TRAIN, n_trials=TRAIN_TRIALS)
     if full is not None:
         every = task_means_of(s.run, full)
@@ -56,7 +50,7 @@ class Verdict:
 
 
 def compare(child: dict[str, Any], parent: dict[str, Any]) -> Verdict:
-    """The screen's verdict (see the module docstring)."""
+    """The screen's verdict."""
     both = sorted(set(child.get("task_means") or {}) & set(parent.get("task_means") or {}))
     complete = (child.get("status") == EvalStatus.COMPLETE
                 and parent.get("status") == EvalStatus.COMPLETE)

@@ -1,5 +1,4 @@
-"""One optimization loop's fixed parts: the run, its frozen config, proposer, algorithm,
-shared engine and settings (what every iteration step reads)."""
+"""One optimization loop's fixed parts, read by every iteration step."""
 
 from __future__ import annotations
 
@@ -19,9 +18,9 @@ from capevolve.optimize.timing import TimedEngine
 from capevolve.records._optimize import IterationRecord
 
 TRAIN_TRIALS = 1
-"""Trials of the train evaluations the loop makes (the parent's diagnosis, the screen)."""
+"""Trials of the loop's train evaluations (diagnosis, screen)."""
 MINIBATCH = 3
-"""Default train tasks a pareto child is screened on per iteration (GEPA's default)."""
+"""Default train tasks per pareto screen (GEPA's default)."""
 
 
 @dataclass
@@ -38,14 +37,13 @@ class Session:
     stop: StopPlan
     ledger: list[IterationRecord] = field(default_factory=list)
     minibatch: int = MINIBATCH
-    """Train tasks a screening algorithm's child is screened on (its minibatch)."""
 
     @property
     def protected(self) -> tuple[str, ...]:
         return tuple(protected_patterns(self.config.protected_paths))
 
     def rng(self, iteration: int) -> random.Random:
-        """A generator seeded by the run seed and the iteration (same after a resume)."""
+        """A generator seeded by the run seed and ``iteration``."""
         digest = hashlib.sha256(f"{self.config.seed}:optimize:{iteration}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -53,9 +51,7 @@ class Session:
         return self.rng(iteration).getrandbits(31)
 
     def minibatch_for(self, iteration: int, train_ids: Sequence[str]) -> tuple[str, ...]:
-        """The train minibatch of ``iteration``: ``minibatch`` task ids drawn without
-        replacement by a generator seeded with the run seed and the iteration (the same
-        after a resume, and another draw each iteration), in split order."""
+        """``minibatch`` train ids drawn with the run seed and ``iteration``, in split order."""
         digest = hashlib.sha256(f"{self.config.seed}:minibatch:{iteration}".encode()).digest()
         ids = sorted(train_ids)
         chosen = set(random.Random(int.from_bytes(digest[:8], "big")).sample(

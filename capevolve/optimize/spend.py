@@ -1,5 +1,4 @@
-"""What an iteration records beside its ledger line: the proposer's spend as a spend event
-of role ``optimizer`` (so the run's caps count it), and its wall time."""
+"""What an iteration records beside its ledger line: the proposer's spend and wall time."""
 
 from __future__ import annotations
 
@@ -11,11 +10,8 @@ from capevolve.records._optimize import IterationRecord
 
 
 def record_optimizer_spend(s: Session, record: IterationRecord) -> None:
-    """The proposer's tokens and cost as a spend event of role ``optimizer`` (once per
-    iteration: a resumed iteration finds its event by session and records none). A
-    proposal whose cost is unknown or partial (no price, or a model attempt of unknown
-    tokens: a timeout, a dropped connection) counts one ``cost_unrecorded``; one that made
-    only such attempts is recorded too, never as nothing."""
+    """Record the proposer's tokens and cost as one ``optimizer`` spend event per iteration
+    (unknown or partial cost: one ``cost_unrecorded``)."""
     spend = record.spend
     usage = record.detail.get("usage")
     usage = usage if isinstance(usage, dict) else {}
@@ -32,7 +28,7 @@ def record_optimizer_spend(s: Session, record: IterationRecord) -> None:
 
 
 def since(started: str) -> float:
-    """Seconds from the ISO time ``started`` to now (0 for an unreadable one)."""
+    """Seconds since the ISO time ``started`` (0 if unreadable)."""
     try:
         then = datetime.fromisoformat(started.replace("Z", "+00:00"))
     except ValueError:

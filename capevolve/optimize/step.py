@@ -1,10 +1,6 @@
-"""One iteration: plan (parent, focus, context) -> propose -> settle -> evaluate -> decide.
-
-Each step leaves ``optimize/pending/<n>.json`` for a resumed loop to continue from: the plan is
-kept; a proposer killed mid-way proposes again; a child with no change, or identical to an
-existing candidate, is a no_change; evaluations resume and recorded gates and decisions are
-reused; the finished iteration is one ledger line, and its pending file and directory go.
-"""
+"""One iteration: plan -> propose -> settle -> evaluate -> decide. Each step leaves
+``optimize/pending/<n>.json``, so a resumed loop reuses what was recorded; the finished
+iteration is one ledger line."""
 
 from __future__ import annotations
 
@@ -36,7 +32,7 @@ from capevolve.records._optimize import DiffStat, GateNumbers, IterationRecord, 
 
 
 class LoopStop(Exception):
-    """The loop must stop (a budget cap reached mid-iteration); the message says why."""
+    """A budget cap reached mid-iteration; the message says why."""
 
 
 @dataclass
@@ -51,15 +47,15 @@ class Planned:
     proposal: Proposal | None = None
     overhead_s: float = 0.0
     rows: int = 0
-    """Rollouts the engine delivered for this iteration (its plan and evaluate steps)."""
+    """Rollouts delivered for this iteration."""
     notes: tuple[str, ...] = ()
     measured: Measured | None = None
     on_record: Callable[[], None] | None = None
-    """Adds the evaluate step's measurements just before the record is written."""
+    """Called just before the record is written."""
 
 
 def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
-    """The current best and every complete full-val evaluation's task means."""
+    """The best and every complete full-val evaluation's task means."""
     means = {e.candidate_id: task_means_of(s.run, e) for e in all_evals(s.run)
              if e.split == Split.VAL and e.status == EvalStatus.COMPLETE and not e.refused
              and e.n_trials == s.config.num_trials and gate_refusal(e) is None}
@@ -67,7 +63,7 @@ def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
 
 
 def plan(s: Session, n: int) -> Planned:
-    """Step 1 (see the module docstring)."""
+    """Step 1: parent, focus and prepared context (resumed when recorded)."""
     t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
     pending = s.files.read_pending(n)
     notes: tuple[str, ...] = ()
@@ -111,7 +107,7 @@ def _child_available(s: Session, n: int, pending: dict[str, Any]) -> bool:
 
 
 def propose(s: Session, p: Planned) -> None:
-    """Step 2: run the proposer (a proposer that raises gives a no_change, not a crash)."""
+    """Step 2: run the proposer; one that raises gives a no_change."""
     if p.ctx is None:
         return
     t0 = time.monotonic()
@@ -123,7 +119,7 @@ def propose(s: Session, p: Planned) -> None:
 
 
 def discard(p: Planned, why: str) -> None:
-    """Turn the proposal just made into a no_change (it wrote outside its directory)."""
+    """Turn the proposal into a no_change (it wrote outside its directory)."""
     if p.proposal is not None:
         p.proposal = replace(p.proposal, changed=False, blocker=f"refused: {why}")
 
@@ -135,8 +131,8 @@ def settle(s: Session, p: Planned) -> IterationRecord | None:
 
 
 def record_proposal(s: Session, p: Planned) -> bool:
-    """Step 3 without its ledger line (that comes in iteration order): the proposal and
-    the child's hash recorded in pending; True when the child is to be evaluated."""
+    """Step 3 without its ledger line: the proposal recorded in pending; True when the
+    child is to be evaluated."""
     if p.proposal is not None:  # else resumed with a recorded proposal
         _record_proposal(s, p)
     return p.pending["proposal"]["child_hash"] is not None
@@ -165,7 +161,7 @@ def _record_proposal(s: Session, p: Planned) -> None:
 
 
 def _json_values(detail: Any) -> dict[str, Any]:
-    """A proposer's detail as JSON values (anything else as its text; NaN as null)."""
+    """A proposer's detail as JSON values (others as text, NaN as null)."""
     text = json.dumps(detail if isinstance(detail, dict) else {"detail": detail},
                       default=str, allow_nan=True)
     return dict(json.loads(text, parse_constant=lambda _: None))
@@ -193,27 +189,26 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
 
 @dataclass
 class Measured:
-    """What an iteration's evaluations gave (step 4a), before its decision (step 4b)."""
+    """What an iteration's evaluations gave, before its decision."""
 
     child_id: str | None = None
     val: dict[str, Any] | None = None
     screen: GateNumbers | None = None
     early: tuple[Outcome, list[str]] | None = None
-    """An outcome settled by the evaluations alone (screened out), with its reasons."""
+    """Outcome and reasons settled by the evaluations alone."""
     failure: Exception | None = None
-    """What the evaluations raised, raised again at the decision (in iteration order)."""
+    """Raised again at the decision, in iteration order."""
 
 
 def evaluate(s: Session, p: Planned) -> IterationRecord:
-    """Step 4 and 5 (see the module docstring): :func:`measure`, then :func:`finish`."""
+    """Steps 4 and 5: :func:`measure`, then :func:`finish`."""
     measure(s, p)
     return finish(s, p)
 
 
 def measure(s: Session, p: Planned) -> None:
-    """Step 4a: the iteration's evaluations, nothing recorded in the ledger. Safe to run in a
-    thread beside other iterations' (their evaluations share the engine); what it raises is kept
-    for :func:`finish`."""
+    """Step 4a: the evaluations, nothing in the ledger; thread-safe, and what it raises is
+    kept for :func:`finish`."""
     def run() -> None:
         try:
             p.measured = _measure(s, p)
@@ -224,8 +219,7 @@ def measure(s: Session, p: Planned) -> None:
 
 
 def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:
-    """Run ``work`` for iteration ``p``, adding its wall time minus the calling thread's
-    engine time to the iteration's overhead and the rows delivered to its rows."""
+    """Run ``work``, adding its non-engine time to ``p``'s overhead and its rows to ``p``'s."""
     t0 = time.monotonic()
     busy0, rows0 = s.engine.mine()
     try:
@@ -237,14 +231,14 @@ def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:
 
 
 def no_change(s: Session, p: Planned) -> IterationRecord:
-    """The ledger line of an iteration whose proposal left nothing to evaluate."""
+    """The ledger line of a proposal that left nothing to evaluate."""
     record = _no_change_from_pending(s, p)
     assert record is not None
     return record
 
 
 def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
-    """The iteration's train minibatch (drawn once at planning; kept by a resume)."""
+    """The iteration's train minibatch, drawn once."""
     drawn = p.pending.get("minibatch")
     if drawn is None:
         drawn = p.pending["minibatch"] = list(s.minibatch_for(p.iteration, s.run.splits.train))
@@ -257,7 +251,7 @@ def child_source(s: Session, p: Planned) -> str:
 
 
 def finish(s: Session, p: Planned) -> IterationRecord:
-    """Step 4b and 5: gate against the best at this turn, decide, record (in order)."""
+    """Step 4b and 5: gate against the best at this turn, decide, record."""
     t0 = time.monotonic()
     busy0, rows0 = s.engine.mine()
 
@@ -321,7 +315,7 @@ def _measure(s: Session, p: Planned) -> Measured:
 
 
 def _recorded_gate(s: Session, child_id: str) -> dict[str, Any] | None:
-    """The latest deciding gate of ``child_id`` (against the best it was gated with)."""
+    """The latest deciding gate of ``child_id``."""
     for event in reversed(s.run.events(EventKind.GATE)):
         data = event.to_json()
         if data.get("candidate_id") == child_id and not data.get("exploratory") \

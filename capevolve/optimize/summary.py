@@ -1,8 +1,4 @@
-"""What a loop reports: one row per iteration (from the ledger), why it stopped, the
-plateau signal, the spend (the run's total, whose spend events also carry the
-optimizer's with role ``optimizer``, and the optimizer's own from the ledger) and, after
-``--finalize``, the sealed test result (or why test was left unscored). Every number
-comes from stored records."""
+"""What a loop reports, from stored records only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""An engine wrapper that measures the time spent inside the engine (rollouts), in all and
-per calling thread (the evaluations of a ``--parallel`` batch run in threads).
-"""
+"""An engine wrapper that measures engine time, in all and per calling thread."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from capevolve._engine.plan import WorkUnit
 
 
 class TimedEngine:
-    """Delegates to ``inner`` and adds up the wall time of its ``run`` calls."""
+    """Delegates to ``inner``, adding up its ``run`` calls' time and rows."""
 
     def __init__(self, inner: Engine) -> None:
         self.inner = inner
@@ -31,8 +29,7 @@ class TimedEngine:
         self._by_thread: dict[int, list[float]] = {}  # thread -> [busy_s, rows]
 
     def mine(self) -> tuple[float, int]:
-        """(engine seconds, rows) of the calls made by the calling thread so far: what an
-        iteration's own evaluations took while others ran at once."""
+        """(engine seconds, rows) of the calling thread's calls so far."""
         with self._lock:
             busy, rows = self._by_thread.get(threading.get_ident(), (0.0, 0))
         return busy, int(rows)
@@ -43,8 +40,7 @@ class TimedEngine:
 
     @shares.setter
     def shares(self, k: int) -> None:
-        """Tell the engine ``k`` evaluations will run through it at once (an engine
-        without the notion ignores it)."""
+        """Tell the engine ``k`` evaluations share it (if it has the notion)."""
         if hasattr(self.inner, "shares"):
             self.inner.shares = k
 

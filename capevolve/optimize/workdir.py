@@ -74,8 +74,7 @@ def _writable_copy(src: Path, dest: Path) -> None:
 def prepare(work: Path, parent_files: Path, *, instructions: str,
             diagnosis: Mapping[str, Any] | None, ledger: Sequence[IterationRecord],
             trajectories: str) -> Path:
-    """Make the prepared directory at ``work`` (replacing a half-made one); returns the
-    writable candidate copy."""
+    """Make the prepared directory at ``work`` afresh; returns the writable candidate copy."""
     if work.exists():
         shutil.rmtree(work)
     context = work / "context"

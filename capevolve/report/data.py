@@ -1,9 +1,5 @@
-"""The report as structured data: everything report.html draws and ``report --json`` prints.
-
-Read-only and computed from the stored run only (run.json, candidates/, evals/, events.jsonl,
-final.json, diagnoses/): nothing here runs a rollout or writes a file. Values that were never
-recorded are ``None`` (cost "not recorded"), never 0.
-"""
+"""The report as data (for report.html and ``report --json``), from stored records; a value
+never recorded is None, never 0."""
 
 from __future__ import annotations
 
@@ -29,7 +25,7 @@ FORMAT_VERSION = 1
 
 
 def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[float] | None:
-    """Two-sided 95% interval (t for ``df``, the normal when df is None)."""
+    """Two-sided 95% interval (t at ``df``; the normal when df is None)."""
     if mean is None or se is None:
         return None
     half = t_quantile(0.975, df) * se
@@ -37,8 +33,8 @@ def _ci(mean: float | None, se: float | None, df: float | None = None) -> list[f
 
 
 def _mean_ci(run: RunDir, record: Any, data: dict[str, Any]) -> list[float] | None:
-    """The 95% CI of an evaluation's mean at the df its SE has: G - 1 over the G clusters
-    of the scored tasks with the CR1 clustered SE (as the gate), else n - 1 tasks."""
+    """95% CI of an evaluation's mean at its SE's df: clusters - 1 when clustered (as the
+    gate), else scored tasks - 1."""
     clustered = data.get("stderr_clustered")
     if clustered is not None:
         groups = n_clusters(sorted(task_means_of(run, record)), data.get("clusters") or {})
@@ -49,9 +45,8 @@ def _mean_ci(run: RunDir, record: Any, data: dict[str, Any]) -> list[float] | No
 
 def _val_evals(run: RunDir, n_trials: int,
                intervals: bool = True) -> dict[str, dict[str, Any]]:
-    """The latest full val evaluation per candidate made with the project's trial count
-    (a probe, screen or confirm evaluation is never a candidate's val measurement), with
-    its 95% CI unless ``intervals`` is False (a t quantile loads SciPy)."""
+    """The latest full val evaluation per candidate at ``n_trials`` (never a probe, screen or
+    confirm), with its 95% CI unless ``intervals`` is False (a t quantile loads SciPy)."""
     out: dict[str, dict[str, Any]] = {}
     for record in all_evals(run):
         if record.split == Split.VAL and record.n_trials == n_trials \
@@ -63,8 +58,8 @@ def _val_evals(run: RunDir, n_trials: int,
 
 
 def _gates(run: RunDir, intervals: bool = True) -> list[dict[str, Any]]:
-    """Every recorded gate: delta, 95% CI, the accept threshold (c x SE) and the decision
-    (CI, critical value and threshold None unless ``intervals``: a t quantile loads SciPy)."""
+    """Every recorded gate with its 95% CI, critical value and accept threshold (None
+    unless ``intervals``)."""
     frozen = run_config(run).gate
     out = []
     for event in run.events(EventKind.GATE):
@@ -86,7 +81,7 @@ def _gates(run: RunDir, intervals: bool = True) -> list[dict[str, Any]]:
 
 
 def _diagnosis(run: RunDir, candidate_id: str) -> dict[str, Any] | None:
-    """The stored val diagnosis of ``candidate_id`` (None when never diagnosed)."""
+    """The stored val diagnosis of ``candidate_id``, or None."""
     path = run.layout.diagnoses / f"{Split.VAL}__{candidate_id}.json"
     if not path.is_file():
         return None
@@ -106,7 +101,7 @@ def _diagnosis(run: RunDir, candidate_id: str) -> dict[str, Any] | None:
 
 
 def _spend(run: RunDir) -> dict[str, Any]:
-    """Cumulative spend after each spend event (time series) and the totals."""
+    """Cumulative spend after each spend event, and the totals."""
     totals = {"metric_calls": 0, "tokens": 0, "cost_usd": 0.0, "cost_unrecorded": 0}
     series = []
     for event in run.events(EventKind.SPEND):
@@ -134,9 +129,7 @@ def _final(run: RunDir) -> dict[str, Any] | None:
 
 
 def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
-    """One row per candidate: parent, decision (baseline / accept / reject / tampered /
-    no_change / pending), its latest deciding gate's decision, its val mean +- SE, and for an
-    accept its standing (significant / tentative / confirmed) and confidence label."""
+    """One row per candidate: parent, decision, gate decision, val mean and SE, standing."""
     config = run_config(run)
     val = _val_evals(run, config.num_trials, intervals=False)
     _, candidates = iterations(run, val, _gates(run, intervals=False))
@@ -155,8 +148,7 @@ def _standing_fields(kept: dict[str, dict[str, Any]], cand: dict[str, Any]) -> d
 
 
 def standing_text(row: dict[str, Any]) -> str:
-    """`` (tentative ...)`` / `` (confirmed)`` / `` (significant)`` beside a decision shown
-    as text (empty when the row has no standing)."""
+    """A decision's standing as text (`` (confirmed)``, ...); empty without one."""
     state = row.get("standing")
     if not state:
         return ""
@@ -166,7 +158,7 @@ def standing_text(row: dict[str, Any]) -> str:
 
 
 def report_data(run: RunDir) -> dict[str, Any]:
-    """Every number and table of the report, from stored data only (JSON-ready)."""
+    """Every number and table of the report (JSON-ready)."""
     config = run_config(run)
     status = run_status(run)
     val = _val_evals(run, config.num_trials)
@@ -205,8 +197,8 @@ def report_data(run: RunDir) -> dict[str, Any]:
 
 
 def model_spend_lines(spend: dict[str, Any]) -> list[str]:
-    """One line per role that made model calls: tokens and cost, ``partial`` when some
-    calls had no price or unknown tokens (the cost is then a lower bound)."""
+    """One line per role with model calls: tokens and cost, ``partial`` (a lower bound) when
+    some calls were unpriced or of unknown tokens."""
     lines = []
     for role in ("agent", "judge", "check", "proposer"):
         found = spend.get(role)

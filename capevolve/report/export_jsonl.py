@@ -1,10 +1,5 @@
-"""``capevolve export jsonl --eval ID``: one JSON line per datapoint of an evaluation.
-
-Each line, sorted by ``id``: an ``input`` snippet, the ``output``, ``justification`` and
-``parts`` of the lowest valid trial, ``score`` (the mean valid reward; null when every trial
-errored), ``trials``, ``errors`` and the first ``error``; an excluded datapoint has ``score``
-null and ``excluded``. Test-split evaluations are never exported.
-"""
+"""One JSON line per datapoint of an evaluation, sorted by id: input snippet, output,
+justification, parts, mean ``score`` and counts; an excluded datapoint carries ``excluded``."""
 
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ def _json(text: str | None) -> Any:
 
 
 def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict[str, Any]]:
-    """The export's lines (see the module docstring); RunDirError for an unknown
-    evaluation or a test-split one."""
+    """The export's lines; RunDirError for an unknown or a test-split evaluation."""
     run = RunDir.open(Path(run_dir))
     record = load_eval(run, eval_id)
     if record.split == Split.TEST:

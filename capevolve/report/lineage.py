@@ -1,4 +1,4 @@
-"""Candidates, their lineage and the decision sequence of a run, from its stored events."""
+"""Candidates, lineage and decision sequence of a run, from its events."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def iterations(run: RunDir, val: dict[str, dict[str, Any]],
                gates: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
                                                      list[dict[str, Any]]]:
     """``(steps, candidates)``: the decision sequence with the best after each step, and
-    one row per candidate (parent, decision, reasons, note, power, val)."""
+    one row per candidate."""
     order = sorted(run.candidate_ids(),
                    key=lambda c: (c != SEED_ID, run.candidate_meta(c).created_at, c))
     cands = {cid: _candidate(run, cid, val) for cid in order}
@@ -91,8 +91,7 @@ def _text(path: Path) -> list[str] | None:
 
 
 def diff_stat(run: RunDir, cid: str, parent: str | None) -> dict[str, Any] | None:
-    """Files added / removed / changed and lines + / - against ``parent`` (None without
-    a parent). Binary files count as changed files without line counts."""
+    """Files and lines changed against ``parent`` (None without one; binaries without lines)."""
     if parent is None or parent not in run.candidate_ids():
         return None
     mine, theirs = run.candidate_meta(cid).files, run.candidate_meta(parent).files

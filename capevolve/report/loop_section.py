@@ -1,6 +1,4 @@
-"""The report's "Optimization loop" section: one row per ledger iteration, why the loop
-stopped, the plateau signal and the optimizer's spend (kept apart from the runner's).
-Nothing when the run has no loop. Every number is read from optimize/ledger.jsonl."""
+"""The report's "Optimization loop" section, from optimize/ledger.jsonl."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
 
 
 def loop_section(run: RunDir) -> list[str]:
-    """Markdown lines of the section (empty when the run has no optimize loop)."""
+    """Markdown lines of the section (none when the run has no optimize loop)."""
     status = loop_status(run)
     if status is None:
         return []

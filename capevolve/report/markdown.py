@@ -1,8 +1,5 @@
-"""report.md: every number recomputed from the stored rollouts by code.
-
-Evaluations below the gate's coverage floor are shown as "not measured", unknown cost as "not
-recorded", and pass^k only for the k every task was measured at.
-"""
+"""report.md, every number recomputed from stored rollouts; pass^k is shown only for a k
+every task was measured at."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ def _pass_k(stats: dict[str, Any]) -> str:
 
 
 def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Latest gate / accept / reject per candidate (an accept with its standing:
-    significant, tentative or confirmed)."""
+    """Latest gate and accept / reject per candidate, with an accept's standing."""
     out: dict[str, dict[str, Any]] = {}
     kept = standings(run)
     for event in run.events():
@@ -182,7 +178,7 @@ def _gates_section(run: RunDir) -> list[str]:
 
 
 def write_report(run: RunDir) -> str:
-    """Write report.md into the run dir (holding the run lock) and return its text."""
+    """Write report.md under the run lock and return its text."""
     with run.locked():
         text = render(run)
         target = run.layout.report_md

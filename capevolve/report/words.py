@@ -1,5 +1,4 @@
-"""Numbers said in words, the same wherever an evaluation or a gate is shown (the CLI's
-lines, status, report.md and report.html)."""
+"""Numbers in words, said the same by the CLI, report.md and report.html."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from typing import Any
 
 def scored_text(n_scored: int | None, n_tasks: int | None,
                 excluded_reasons: Mapping[str, int] | None) -> str:
-    """``scored 14/15 / excluded 2 (no expected value ...)``: the tasks with a score, and
-    the tasks that cannot be scored (never run, in no denominator) with why."""
+    """``scored 14/15 / excluded 2 (why)``: scored tasks, and unscorable ones with why."""
     reasons = dict(excluded_reasons or {})
     excluded = sum(reasons.values())
     text = f"scored {n_scored if n_scored is not None else 0}/{n_tasks or 0} / excluded {excluded}"
@@ -21,8 +19,7 @@ def scored_text(n_scored: int | None, n_tasks: int | None,
 
 
 def gate_power_text(power: Mapping[str, Any] | None) -> str | None:
-    """A recorded gate's sensitivity (its ``power``: the MDE from the spread it measured,
-    and the trials that would detect ``gate.min_delta``) in words; None without one."""
+    """A gate's recorded ``power`` in words; None without one."""
     if not power or power.get("mde") is None:
         return None
     n, k = power["n_tasks"], power["trials"]
@@ -36,8 +33,7 @@ def gate_power_text(power: Mapping[str, Any] | None) -> str | None:
 
 
 def keep_count(ledger: Mapping[str, Any]) -> str:
-    """How a keep-best ledger counts (empty for the strict policy, whose figure is the sum
-    of the gates' alpha): ``; keep-best counts each of its 3 tentative keeps as 1``."""
+    """How keep-best counts its tentative keeps (empty under the strict policy)."""
     if not ledger.get("keep_best"):
         return ""
     return (f"; keep-best counts each of its {ledger['tentative_keeps']} keeps not shown "

@@ -1,5 +1,1 @@
-"""Proposers: given a parent candidate and its context, edit a working copy of it.
-
-The interface is :mod:`capevolve.optimize.proposers.base`; the spec registry is
-:func:`~capevolve.optimize.proposers.registry.build_proposer`.
-"""
+"""Proposers: edit a working copy of a parent candidate (interface: :mod:`.base`)."""

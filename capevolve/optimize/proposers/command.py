@@ -1,11 +1,8 @@
 """``command:TEMPLATE``: any program that edits a directory (a coding-agent CLI, a script).
 
-The template is split like a shell line; ``{workdir}`` (required), ``{instructions}``,
-``{context}``, ``{root}``, ``{iteration}`` and ``{parent}`` become paths. It runs in the
-prepared directory, in its own process group killed at the timeout. ``{"tokens": N, "cost_usd":
-X}`` written to ``$CAPEVOLVE_SPEND_FILE`` is optimizer spend. A non-zero exit or a timeout is a
-no_change.
-"""
+It runs in the prepared directory in its own process group, killed at the timeout; a
+non-zero exit or a timeout is a no_change. ``{"tokens", "cost_usd"}`` written to
+``$CAPEVOLVE_SPEND_FILE`` is optimizer spend."""
 
 from __future__ import annotations
 
@@ -43,7 +40,7 @@ def _spend(path: Path, wall_s: float) -> tuple[Spend, str | None]:
 
 @dataclass
 class CommandProposer:
-    """Runs the command template once per proposal (see the module docstring)."""
+    """Runs the command template once per proposal."""
 
     template: str
     timeout_s: float

@@ -1,15 +1,6 @@
-"""The ``llm`` proposer: GEPA-style reflective mutation through an OpenAI-compatible endpoint.
-
-One proposal rewrites one component file (:mod:`.llm_prompt`) from one ``<improved_file>``
-block, or the answer's JSON schema where the endpoint takes one. An answer that does not
-parse, is empty, was cut at ``max_tokens`` or repeats the file, or an endpoint that fails past
-its retries, is a no_change with the raw answer in ``detail["raw_answer"]``; a prompt that
-cannot fit the context (measured before sending, the provider's 400, or an answer cut short of
-max_tokens) is named as the context, never blamed on max_tokens. Every attempt's tokens and
-priced cost are optimizer spend (unknown cost None). :func:`build` takes the run's
-``models.proposer`` under the spec's options and refuses an endpoint that does not answer
-unless ``probe=false``.
-"""
+"""The ``llm`` proposer: GEPA-style reflective mutation of one component file through an
+OpenAI-compatible endpoint. A bad answer or a failed endpoint is a no_change keeping the raw
+answer; a prompt too long for the context is never blamed on max_tokens."""
 
 from __future__ import annotations
 
@@ -27,7 +18,7 @@ RAW_CHARS = 20_000  # how much of a raw answer is stored with a no_change
 
 
 class LLMProposer:
-    """Reflective mutation of one component file per proposal (see the module docstring)."""
+    """Reflective mutation of one component file per proposal."""
 
     def __init__(self, settings: LLMSettings, model: ModelSettings,
                  api_key: str | None = None) -> None:
@@ -42,7 +33,7 @@ class LLMProposer:
                                 "response_format": prompts.ANSWER_FORMAT})
 
     def propose(self, ctx: ProposalContext) -> Proposal:
-        """Rewrite one component file of ``ctx.workdir`` (see the module docstring)."""
+        """Rewrite one component file of ``ctx.workdir``."""
         t0 = time.monotonic()
         texts = prompts.component_files(ctx.parent_dir, ctx.files, ctx.protected,
                                         self.settings.max_file_chars)
@@ -99,8 +90,7 @@ class LLMProposer:
         return Proposal(changed=True, spend=spend, detail=detail, focus=path)
 
     def _cut(self, response: dict[str, Any]) -> str:
-        """Why an answer stopped at ``length``: the answer's bound, or (fewer completion
-        tokens than max_tokens) the model's context window, never blamed on max_tokens."""
+        """Why an answer stopped at ``length``: max_tokens or the context window."""
         found = response.get("usage")
         usage: dict[str, Any] = found if isinstance(found, dict) else {}
         prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
@@ -114,7 +104,7 @@ class LLMProposer:
                 "never applied)")
 
     def _read(self, response: dict[str, Any]) -> tuple[str | None, str | None]:
-        """Answer text and finish reason of a response (any shape tolerated)."""
+        """Answer text and finish reason (any response shape tolerated)."""
         choices = response.get("choices")
         choice: dict[str, Any] = choices[0] if isinstance(choices, list) and choices \
             and isinstance(choices[0], dict) else {}
@@ -126,13 +116,13 @@ class LLMProposer:
 
 
 def _spend(meter: Meter, t0: float) -> Spend:
-    """The proposal's spend: every attempt's reported tokens (retries and abandoned
-    attempts included), their cost when priced (None, never 0, when unknown)."""
+    """Every attempt's tokens and priced cost (None when unknown)."""
     return Spend(tokens=meter.tokens, cost_usd=meter.cost_usd, wall_s=time.monotonic() - t0)
 
 
 def build(options: str, config: ProposerConfig) -> LLMProposer:
-    """The ``llm`` proposer of a spec's options (see the module docstring)."""
+    """The ``llm`` proposer of a spec's options; an endpoint that does not answer is
+    refused unless ``probe=false``."""
     settings = load_settings(options, config.model)
     model, key = settings.model_settings(config.timeout_s), api_key(settings, config.env)
     if settings.probe:

@@ -1,11 +1,4 @@
-"""What the ``llm`` proposer shows the model and how it reads the answer (pure functions).
-
-:func:`component_files` are the parent's editable text files; :func:`choose_file` picks one
-round-robin or by the targeted cluster; :func:`examples` draws a seeded minibatch of a train or
-val diagnosis' reflective entries (never test); :func:`parse_answer` takes exactly one
-``<improved_file>`` block with its tags on lines of their own, or exactly one JSON object
-``{"improved_file": <text>}`` (:data:`ANSWER_FORMAT`), else None.
-"""
+"""What the ``llm`` proposer shows the model and how it reads the answer."""
 
 from __future__ import annotations
 
@@ -38,13 +31,12 @@ ANSWER_FORMAT = {"type": "json_schema", "json_schema": {
     "name": "improved_file", "strict": True, "schema": {
         "type": "object", "additionalProperties": False, "required": ["improved_file"],
         "properties": {"improved_file": {"type": "string", "minLength": 1}}}}}
-"""The answer's JSON schema, sent as ``response_format`` where the endpoint takes it."""
+"""Sent as ``response_format`` where the endpoint takes it."""
 
 
 def inside(root: Path, rel: str) -> Path | None:
-    """``root / rel`` when it is a regular file (or absent) inside ``root`` with no symlink
-    on the way, else None: candidate files are untrusted, and a link could point at gold
-    data (read and shown to a model) or at a file outside the candidate (written)."""
+    """``root / rel`` when it stays inside ``root`` with no symlink on the way, else None: an
+    untrusted link could reach gold data or leave the candidate."""
     path = root / rel
     parts = Path(rel).parts
     if Path(rel).is_absolute() or ".." in parts:
@@ -59,7 +51,8 @@ def inside(root: Path, rel: str) -> Path | None:
 
 def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[str],
                     max_chars: int) -> dict[str, str]:
-    """{relative path: text} of the files a model may rewrite (see the module docstring)."""
+    """{relative path: text} of the parent's unprotected UTF-8 text files of at most
+    ``max_chars``."""
     patterns = protected_patterns(protected)
     chosen: dict[str, str] = {}
     for rel in sorted(files):
@@ -85,7 +78,7 @@ def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[
 
 def target_cluster(diagnosis: Mapping[str, Any] | None,
                    focus: str | None) -> Mapping[str, Any] | None:
-    """The focused cluster (by signature) when the diagnosis has it, else the top one."""
+    """The focused cluster, else the diagnosis' top one (None without clusters)."""
     clusters = list((diagnosis or {}).get("clusters") or [])
     if focus:
         for cluster in clusters:
@@ -103,7 +96,8 @@ def _words(cluster: Mapping[str, Any]) -> set[str]:
 
 def choose_file(texts: Mapping[str, str], iteration: int, by_cluster: bool,
                 cluster: Mapping[str, Any] | None) -> str:
-    """The file this proposal rewrites (see the module docstring); ``texts`` non-empty."""
+    """The file to rewrite: the one the cluster's words hit most (``by_cluster``), else
+    round-robin."""
     names = sorted(texts)
     if by_cluster and cluster is not None:
         words = _words(cluster)
@@ -116,7 +110,7 @@ def choose_file(texts: Mapping[str, str], iteration: int, by_cluster: bool,
 
 def examples(diagnosis: Mapping[str, Any] | None, cluster: Mapping[str, Any] | None,
              size: int, seed: int) -> list[dict[str, str]]:
-    """A seeded minibatch of reflective entries, each cut to the fields a model reads."""
+    """A seeded sample of a train or val diagnosis' reflective entries, trimmed for a model."""
     if not diagnosis or str(diagnosis.get("split")) not in DIAGNOSIS_SPLITS:
         return []
     entries = list(diagnosis.get("reflective_dataset") or [])
@@ -170,9 +164,9 @@ _CLOSE_LINE = re.compile(r"^[ \t]*</improved_file>[ \t]*$", re.M)
 
 
 def parse_answer(answer: str | None) -> str | None:
-    """The improved text of a strict answer, or None (see the module docstring): the tags
-    occur once each, on lines of their own (an echo of the instructions, which name them
-    inline, is no block), the opening one first, with text between."""
+    """The text of exactly one ``<improved_file>`` block whose tags stand on lines of their
+    own (an inline echo is no block); when the tags do not occur once each, of a JSON
+    ``{"improved_file": text}`` answer; else None."""
     if not isinstance(answer, str):
         return None
     if answer.count(OPEN) != 1 or answer.count(CLOSE) != 1:

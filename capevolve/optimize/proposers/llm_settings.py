@@ -1,10 +1,5 @@
-"""Settings of the ``llm`` proposer: the run's ``models.proposer``, then the spec's options.
-
-A spec is ``llm`` or ``llm:key=value,...`` (keys: :class:`LLMSettings`) over the run's pinned
-``models.proposer``; the spec wins. No setting comes from the environment: only the API key,
-from the variable ``api_key_env`` names. Anything wrong (an unknown key, a bad value, no
-endpoint at all) is one ConfigError line.
-"""
+"""Settings of the ``llm`` proposer: the spec's options over the run's
+``models.proposer``; only the API key comes from the environment."""
 
 from __future__ import annotations
 
@@ -27,7 +22,7 @@ class Select(StrEnum):
 
 
 class LLMSettings(BaseModel):
-    """The endpoint, the model and how the proposer uses them."""
+    """Endpoint, model and how the proposer uses them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -35,22 +30,20 @@ class LLMSettings(BaseModel):
     """The OpenAI-compatible API root, e.g. ``http://127.0.0.1:8000/v1``."""
     model: str = Field(min_length=1)
     api_key_env: str = "OPENAI_API_KEY"
-    """The *name* of the environment variable holding the API key (unset: no key sent)."""
+    """The *name* of the API key's variable (unset: no key)."""
     temperature: float = Field(0.7, ge=0, le=2)
     max_tokens: int = Field(2048, ge=1, le=1_000_000)
-    """Bound of one answer; the improved file must fit in it."""
+    """Bound of one answer (the whole improved file)."""
     context_tokens: int | None = Field(None, ge=1)
-    """The model's context window: a prompt that cannot fit with max_tokens is not sent
-    (measured by the endpoint's tokenizer where it offers one)."""
+    """A prompt that cannot fit this window with max_tokens is not sent."""
     token_param: TokenParam = TokenParam.AUTO
     structured: bool = True
-    """Ask for the answer's JSON schema (response_format) where the endpoint takes it."""
+    """Ask for the answer's JSON schema where the endpoint takes it."""
     usd_per_1m_input: float | None = Field(None, ge=0)
     usd_per_1m_output: float | None = Field(None, ge=0)
-    """Prices per million prompt / completion tokens; cost is recorded only with both."""
+    """Prices per million prompt / completion tokens; cost needs both."""
     timeout_s: float = Field(600.0, gt=0)
-    """Bound of one model call, retries included (one attempt may use all of it, so a slow
-    prefill is not cut off and paid twice); never past the proposal's own bound."""
+    """Bound of one model call, retries included; never past the proposal's bound."""
     retries: int = Field(3, ge=0, le=10)
     backoff_s: float = Field(1.0, ge=0)
     select: Select = Select.CLUSTER
@@ -59,11 +52,10 @@ class LLMSettings(BaseModel):
     max_file_chars: int = Field(20_000, ge=100)
     """Larger component files are not offered to the model."""
     probe: bool = True
-    """Check at build time that the endpoint answers (an unreachable one is refused)."""
+    """Check at build time that the endpoint answers."""
 
     def model_settings(self, deadline_s: float | None = None) -> ModelSettings:
-        """The settings of capevolve's model client for these options (role proposer);
-        ``deadline_s`` lowers the call's bound."""
+        """As model-client settings (role proposer); ``deadline_s`` lowers the bound."""
         price = None if self.usd_per_1m_input is None or self.usd_per_1m_output is None \
             else Price(input=self.usd_per_1m_input, output=self.usd_per_1m_output)
         bound = self.timeout_s if deadline_s is None else min(self.timeout_s, deadline_s)
@@ -76,7 +68,7 @@ class LLMSettings(BaseModel):
                              price_source="none" if price is None else "config")
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-        """Dollars for one call, or None when a price or the usage is unknown."""
+        """Dollars for one call; None without a price or usage."""
         if prompt_tokens is None or self.usd_per_1m_input is None \
                 or self.usd_per_1m_output is None:
             return None
@@ -117,7 +109,7 @@ def declared(pinned: ModelSettings | None) -> dict[str, object]:
 
 
 def load_settings(options: str, pinned: ModelSettings | None = None) -> LLMSettings:
-    """The settings of an ``llm`` spec (see the module docstring); ConfigError if invalid."""
+    """The settings of an ``llm`` spec; ConfigError if invalid."""
     given = parse_options(options)
     known = set(LLMSettings.model_fields)
     unknown = sorted(set(given) - known)

@@ -1,11 +1,5 @@
-"""Proposer specs -> proposers: ``scripted:DIR``, ``command:TEMPLATE``, ``llm[:OPTIONS]``.
-
-:func:`build_proposer` is the one place a spec is parsed. A bad spec (unknown kind, missing
-argument, a command template without ``{workdir}``, a scripted directory that does not
-exist) is a :class:`~capevolve.errors.ConfigError` with one line, raised before any rollout.
-The ``llm`` builder is imported only for an ``llm`` spec:
-``capevolve.optimize.proposers.llm.build(options: str, config: ProposerConfig)``.
-"""
+"""Proposer specs -> proposers: ``scripted:DIR``, ``command:TEMPLATE``, ``llm[:OPTIONS]``;
+a bad spec is a one-line ConfigError before any rollout."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ KINDS = ("scripted", "command", "llm")
 
 
 def build_proposer(spec: str, config: ProposerConfig) -> Proposer:
-    """The proposer a spec names (see the module docstring); ConfigError on a bad spec."""
+    """The proposer ``spec`` names; ConfigError on a bad spec."""
     kind, sep, options = spec.strip().partition(":")
     kind = kind.strip()
     if kind == "llm":

@@ -1,10 +1,8 @@
-"""``scripted:DIR``: a directory of prepared edits, applied in name order (offline demos).
+"""``scripted:DIR``: prepared edits, one per iteration in name order (offline demos).
 
-Iteration ``n`` applies the ``n``-th edit: a JSON file ``{"title", "why", "ops"}`` whose ops
-name a ``file`` and one of ``append``, ``replace`` (``[old, new]``, ``old`` exactly once) or
-``copy_from``; or a directory (name starting with a digit) copied over the candidate. An op that
-cannot apply is a no_change; past the last edit, ``detail["exhausted"]`` stops the loop.
-"""
+An edit is a JSON file ``{"title", "why", "ops"}`` (an op: a ``file`` and ``append``,
+``replace: [old, new]`` or ``copy_from``) or a digit-named directory copied over the
+candidate. An edit that cannot apply is a no_change; past the last, the loop stops."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from capevolve.optimize.proposers.base import Proposal, ProposalContext, Propose
 
 
 def edits_in(directory: Path) -> list[Path]:
-    """The edits of a scripted directory, in the order they are applied."""
+    """The edits of a scripted directory, in application order."""
     return sorted((p for p in directory.iterdir()
                    if (p.is_file() and p.suffix == ".json")
                    or (p.is_dir() and p.name[:1].isdigit())), key=lambda p: p.name)
@@ -34,8 +32,8 @@ def _inside(root: Path, rel: str) -> Path:
 
 
 def apply_json_edit(edit: dict[str, Any], source: Path, candidate: Path) -> str:
-    """Apply every op of a JSON edit to ``candidate``; returns its title (ValueError /
-    KeyError / OSError when an op cannot apply)."""
+    """Apply a JSON edit to ``candidate``; its title (ValueError, KeyError or OSError if
+    an op cannot apply)."""
     for op in edit["ops"]:
         target = _inside(candidate, op["file"])
         if "copy_from" in op:
@@ -57,7 +55,7 @@ def apply_json_edit(edit: dict[str, Any], source: Path, candidate: Path) -> str:
 
 @dataclass
 class ScriptedProposer:
-    """Applies the prepared edit of each iteration (see the module docstring)."""
+    """Applies each iteration's prepared edit."""
 
     directory: Path
     name: str = "scripted"

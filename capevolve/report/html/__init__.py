@@ -1,8 +1,4 @@
-"""report.html: the run's report as one self-contained HTML page (inline SVG, no network).
-
-:func:`write_html` writes ``report.html`` next to report.md, holding the run lock, from
-stored data only (:func:`capevolve.report.data.report_data`).
-"""
+"""report.html: the run's report as one self-contained page (inline SVG, no network)."""
 
 from __future__ import annotations
 
@@ -18,14 +14,13 @@ REPORT_HTML = "report.html"
 
 
 def html_path(run: RunDir) -> Path:
-    """Where report.html goes: next to report.md in the run dir."""
+    """Next to report.md in the run dir."""
     return run.layout.report_md.with_name(REPORT_HTML)
 
 
 def write_html(run: RunDir, data: dict[str, Any] | None = None) -> Path:
-    """Write report.html atomically (holding the run lock) and return its path; from
-    ``data`` when the caller already read and checked the report's data (so a bad stored
-    file stops it before anything is written), else from a fresh read."""
+    """Write report.html atomically under the run lock, from ``data`` when the caller already
+    read and checked it."""
     with run.locked():
         page = render_html(report_data(run) if data is None else data)
         target = html_path(run)

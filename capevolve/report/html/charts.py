@@ -1,8 +1,4 @@
-"""The report's charts as inline SVG, each from a piece of :func:`report_data`.
-
-Every data mark carries ``class="mark"`` and a hover title with its numbers; a chart with
-nothing to draw returns a sentence saying so instead of an empty frame.
-"""
+"""The report's charts as inline SVG; every data mark has ``class="mark"`` and a hover title."""
 
 from __future__ import annotations
 
@@ -44,8 +40,8 @@ def _marker(x: float, y: float, decision: str, tip: str) -> str:
 
 
 def best_over_iterations(steps: list[dict[str, Any]]) -> str:
-    """Best val mean after each decision with 95% CI bars; each candidate's own val mean
-    as a marker shaped and coloured by its decision (on the x axis when it has none)."""
+    """Best val mean after each decision with 95% CI bars, and each candidate's val mean
+    as a decision marker."""
     pts = [s for s in steps if s["best"]["mean"] is not None]
     if not pts:
         return _none("No complete val evaluation of the best yet: nothing to plot.")
@@ -82,8 +78,7 @@ def best_over_iterations(steps: list[dict[str, Any]]) -> str:
 
 
 def lineage_tree(candidates: list[dict[str, Any]]) -> str:
-    """Each candidate under its parent (depth = generations from the seed), coloured by
-    its decision; dashed edges mark a parent taken from the gate, not candidate.json."""
+    """Each candidate under its parent, by decision; dashed: a parent taken from the gate."""
     if not candidates:
         return _none("No candidates.")
     by_id = {c["id"]: c for c in candidates}
@@ -117,8 +112,7 @@ def lineage_tree(candidates: list[dict[str, Any]]) -> str:
 
 
 def heatmap(heat: dict[str, Any], kept_good: list[str], best_id: str) -> str:
-    """Per-task val means, tasks down and candidates across; a ``+`` marks a task the
-    best keeps good (its diagnosis), a ``!`` a regression the candidate's gate found."""
+    """Per-task val means (tasks down, candidates across); ``+`` kept good, ``!`` regression."""
     cands, tasks = heat["candidates"], heat["tasks"]
     if not cands or not tasks:
         return _none("No complete val evaluation: no per-task means to show.")
@@ -148,8 +142,7 @@ def heatmap(heat: dict[str, Any], kept_good: list[str], best_id: str) -> str:
 
 
 def forest(gates: list[dict[str, Any]]) -> str:
-    """One row per gate: delta with its 95% CI, the accept threshold (critical x SE, a
-    tick), the confidence label and decision."""
+    """One row per gate: delta with 95% CI, the accept threshold tick, confidence, decision."""
     rows = [g for g in gates if g.get("delta") is not None]
     if not rows:
         return _none("No gate with a measured delta yet.")

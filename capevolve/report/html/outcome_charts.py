@@ -16,8 +16,7 @@ def _none(text: str) -> str:
 
 
 def pass_k(tables: dict[str, dict[str, float]], final: dict[str, Any] | None) -> str:
-    """pass^k (every one of k trials passes) against k, one line per val evaluation, and
-    the two test sides when finalized (dashed)."""
+    """pass^k against k per val evaluation, and both test sides (dashed) when finalized."""
     series = [(f"{cid} (val)", t, False) for cid, t in tables.items() if t]
     if final:
         for side in ("test", "test_baseline"):
@@ -45,7 +44,7 @@ def pass_k(tables: dict[str, dict[str, float]], final: dict[str, Any] | None) ->
 
 
 def final_delta(final: dict[str, Any] | None) -> str:
-    """The paired test delta (best - seed) with its 95% CI against 0, and the verdict."""
+    """The paired test delta (best - seed) with its 95% CI, and the verdict."""
     if final is None:
         return _none("Not finalized: the test split has not been scored.")
     if final.get("delta") is None:
@@ -81,8 +80,7 @@ def _seconds(ts: str, t0: datetime) -> float:
 
 
 def spend(data: dict[str, Any], created_at: str) -> str:
-    """Cumulative rollouts (metric calls) and tokens over time since the run was created;
-    cost is drawn only when recorded."""
+    """Cumulative rollouts and tokens (cost when recorded) since the run was created."""
     series = data["series"]
     if not series:
         return _none("No spend recorded yet.")

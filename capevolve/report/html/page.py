@@ -1,9 +1,5 @@
-"""report.html: one self-contained page (inline CSS, SVG and script; no URL is fetched).
-
-:func:`render_html` turns :func:`capevolve.report.data.report_data` into the page; every
-number on it comes from that data. The inline script only sorts tables on a header click
-(numbers as numbers, rows without one last).
-"""
+"""report.html as one self-contained page (inline CSS, SVG and script; nothing fetched);
+the script only sorts tables."""
 
 from __future__ import annotations
 
@@ -83,7 +79,7 @@ def _scored(val: dict[str, Any]) -> str:
 
 
 def _standing(cand: dict[str, Any]) -> str:
-    """An accept's standing beside its tag: tentative (with the label) or confirmed."""
+    """An accept's standing beside its tag."""
     state = cand.get("standing")
     if not state:
         return ""
@@ -136,7 +132,7 @@ def _final_text(final: dict[str, Any] | None) -> str:
 
 
 def _reuse_text(reuse: dict[str, Any] | None) -> str:
-    """The test split's reuse, as final.json records it (a warning when reused)."""
+    """The test split's reuse, a warning when reused."""
     if reuse is None:
         return "<p>test reuse: not recorded</p>"
     runs = reuse.get("earlier_runs") or []

@@ -1,9 +1,4 @@
-"""Minimal inline-SVG building blocks: escaped elements, a linear scale, axes, a colour ramp.
-
-Everything is text; no external library, font or URL is referenced, so a page built from
-these renders offline. Every text that comes from a run (ids, reasons) goes through
-:func:`esc`.
-"""
+"""Minimal inline-SVG building blocks (nothing external); run text goes through :func:`esc`."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ def esc(value: object) -> str:
 
 
 def el(tag: str, body: str = "", **attrs: object) -> str:
-    """``<tag a="v">body</tag>``; attribute names use ``_`` for ``-`` (``font_size``) and a
-    trailing ``_`` for reserved words (``class_``)."""
+    """``<tag a="v">body</tag>``; ``font_size`` is ``font-size``, ``class_`` is ``class``."""
     parts = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"'
                     for k, v in attrs.items() if v is not None)
     return f"<{tag}{parts}>{body}</{tag}>" if body else f"<{tag}{parts}/>"
@@ -50,7 +44,7 @@ class Scale:
 
 
 def padded(values: list[float], pad: float = 0.05) -> tuple[float, float]:
-    """A [lo, hi] range around ``values`` with a margin (a unit range when empty)."""
+    """[lo, hi] around ``values`` plus a margin (0..1 when empty)."""
     if not values:
         return 0.0, 1.0
     lo, hi = min(values), max(values)
@@ -64,7 +58,7 @@ def ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def y_axis(scale: Scale, x: float, width: float, label: str, fmt: str = "{:.2f}") -> str:
-    """Grid lines, tick labels and an axis label for a vertical scale."""
+    """Grid, tick labels and label of a vertical scale."""
     out = []
     for value in ticks(scale.lo, scale.hi):
         y = scale(value)
@@ -78,7 +72,7 @@ def y_axis(scale: Scale, x: float, width: float, label: str, fmt: str = "{:.2f}"
 
 def x_axis(scale: Scale, y: float, label: str, values: Sequence[float],
            fmt: str = "{:g}") -> str:
-    """Tick labels at ``values`` and an axis label under a horizontal scale."""
+    """Tick labels at ``values`` and the label of a horizontal scale."""
     out = [el("line", x1=scale.a, x2=scale.b, y1=y, y2=y, stroke="#999")]
     for value in values:
         out.append(el("text", esc(fmt.format(value)), x=scale(value), y=y + 14,
@@ -89,7 +83,7 @@ def x_axis(scale: Scale, y: float, label: str, values: Sequence[float],
 
 
 def ramp(value: float | None) -> str:
-    """Colour of a task mean in [0, 1]: red (0) through yellow to green (1); grey if None."""
+    """Red -> yellow -> green for a mean in [0, 1]; grey for None."""
     if value is None:
         return "#d9d9d9"
     v = min(max(value, 0.0), 1.0)
