@@ -1,9 +1,4 @@
-"""``capevolve checkout``: a writable copy of a candidate to edit into the next one.
-
-Snapshots are read-only (their files are 0444), so ``cp -r`` of one gives files nobody
-but root can edit. This copies a candidate's verified files into a new directory as
-ordinary files of the caller, created with the caller's umask (writable by the owner).
-"""
+"""``capevolve checkout``: a writable copy of a candidate (snapshots are read-only)."""
 
 from __future__ import annotations
 
@@ -17,9 +12,8 @@ from capevolve.errors import ConfigError
 
 
 def checkout(run: RunDir, dest: Path, candidate_id: str | None = None) -> dict[str, Any]:
-    """Copy candidate ``candidate_id`` (default: the current best) into ``dest``, which
-    must not exist or be an empty directory. Returns ``{"candidate_id", "path", "files"}``.
-    A ConfigError names ``dest`` when it holds anything; nothing in the run changes."""
+    """Copy ``candidate_id`` (default: the best) into ``dest``, absent or empty (else
+    ConfigError); returns ``candidate_id``, ``path``, ``files``."""
     chosen = candidate_id or run.best_id
     source = run.candidate_dir(chosen)  # verified against its content hash
     dest = Path(dest)

@@ -1,11 +1,5 @@
-"""``confirm``: more trials for a kept move, on new trials only, pooled, to relabel it.
-
-``confirm(run, C, trials=K)`` keeps each side's full-val evaluation of trials 0..n-1 and runs
-trials n..n+K-1 on both (purpose confirm: new seeds shared by both sides, never gated), pools
-each side's per-trial means of the goal's metric (:mod:`capevolve._policy.confirm`) and stores
-``confirmations/<n>.json`` with the label before and after. It never moves the best; an
-incomplete evaluation refuses it, as do evaluations whose rows disagree on the model (as the
-gate compares them); confirming again with the same K reuses the stored evaluations.
+"""``confirm``: K new trials on both sides of a kept move, pooled with the full-val trials, to
+relabel it; never moves the best.
 """
 
 from __future__ import annotations
@@ -68,7 +62,8 @@ def _next_path(run: RunDir) -> Any:
 
 def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
             **evaluate_options: Any) -> dict[str, Any]:
-    """Confirm ``candidate_id``'s move (see the module docstring); returns the stored doc."""
+    """Confirm ``candidate_id``'s move; returns the stored doc. GateError on an incomplete or
+    incomparable evaluation."""
     config = run_config(run)
     extra = config.num_trials if trials is None else trials
     if extra < 1:
@@ -108,8 +103,7 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
 
 def _pooled(store: RolloutStore, existing: EvalRecord, fresh: EvalRecord,
             goal: GoalConfig) -> list[float]:
-    """Per-trial means (direction applied) of trials 0..n-1 then n..n+K-1, from the rows;
-    a trial index outside the evaluation's own range is never taken."""
+    """Per-trial means (direction applied) over each evaluation's own trials; GateError on a gap."""
     sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
     out: list[float] = []
     for record in (existing, fresh):
@@ -124,9 +118,8 @@ def _pooled(store: RolloutStore, existing: EvalRecord, fresh: EvalRecord,
 
 
 def verified_label(run: RunDir, doc: Any) -> Confidence | None:
-    """The label of a stored confirmation recomputed from its evaluations' rows (None when the
-    document does not name two valid sides: a full gate evaluation from trial 0 and a complete
-    confirm evaluation from trial n)."""
+    """A stored confirmation's label recomputed from its rows; None unless each side has a
+    gateable full-val evaluation and a complete confirm one right after it."""
     try:
         sides = (str(doc["candidate_id"]), str(doc["reference_id"]))
         pairs = [(load_eval(run, doc["evals"][c][0]), load_eval(run, doc["evals"][c][1]))
@@ -148,8 +141,7 @@ def verified_label(run: RunDir, doc: Any) -> Confidence | None:
 
 
 def confirmations(run: RunDir) -> list[tuple[str, str, Confidence]]:
-    """(candidate, reference, recomputed label) of every stored confirmation that checks
-    out (:func:`verified_label`), in number order."""
+    """(candidate, reference, recomputed label) of each stored confirmation that checks out."""
     folder = run.layout.confirmations
     found = sorted((int(m.group(1)), p) for p in folder.glob("*.json")
                    if (m := _NAME.match(p.name))) if folder.is_dir() else []

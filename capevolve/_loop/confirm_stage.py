@@ -1,8 +1,5 @@
-"""The confirmation stage of ``gate.alpha_spending: confirm`` (the loop-level default).
-
-Under ``confirm`` a strict, deciding gate is a screen at a = sqrt(alpha / max_iterations)
-(:mod:`capevolve._policy.loop_alpha`). The recorded decision is the confirmation's; the screen's
-reasons and the confirmation's numbers are both kept.
+"""The confirmation stage of ``gate.alpha_spending: confirm``: a strict deciding gate is a
+screen at a = sqrt(alpha / max_iterations), and the confirmation decides.
 """
 
 from __future__ import annotations
@@ -32,9 +29,8 @@ def applies(frozen: ProjectConfig, exploratory: bool, strict: bool) -> bool:
 
 def _first_fresh_trial(run: RunDir, sides: tuple[str, str], pair: tuple[str, str],
                        trials: int) -> int:
-    """Where this pair's confirmation starts: the recorded one's first trial; else that of
-    an interrupted one (the candidate's unclaimed confirm evaluation, when the best has
-    nothing else on its trials); else the first val trial index neither side has used."""
+    """Where this pair's confirmation starts: the recorded one's, else an interrupted one's
+    (resumed, never redrawn), else the first val trial neither side used."""
     claimed: set[str] = set()
     for event in run.events(EventKind.GATE):
         data = event.to_json()

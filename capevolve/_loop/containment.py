@@ -1,6 +1,4 @@
-"""How a run contains candidate code: the sandbox of each evaluation's workers, and what the run
-says when candidate code was not contained or could see the answers.
-"""
+"""How a run contains candidate code: the workers' sandbox, and the warnings when it could not."""
 
 from __future__ import annotations
 
@@ -23,13 +21,12 @@ SEES_TARGET = ("candidate code could see the answers: the adapter declares "
 
 
 def sees_target(adapter: Any) -> bool:
-    """True when the adapter declares its run_target needs the task's target."""
+    """Whether the adapter's run_target needs the task's target."""
     return getattr(adapter, "run_target_sees_target", False) is True
 
 
 def adapter_package(adapter: Any) -> str | None:
-    """The directory of the package the adapter class is defined in (None for a module
-    loaded from a file of the project)."""
+    """The directory of the adapter class's package (None for a project-file module)."""
     module = sys.modules.get(type(adapter).__module__)
     file = getattr(module, "__file__", None)
     if not file or not getattr(module, "__package__", None):
@@ -38,11 +35,8 @@ def adapter_package(adapter: Any) -> str | None:
 
 
 def adapter_sources(adapter: Any, project_root: Path | str) -> tuple[str, ...]:
-    """The Python source the adapter's module imports from outside the project, the Python
-    environment, capevolve and the adapter's package (a helper module beside the project
-    that the adapter put on ``sys.path``): each module's file, or its top package's
-    directory. Found through module globals from the adapter's module, transitively; a
-    module imported only inside a function is not found."""
+    """Sources (files, or top package directories) the adapter's module reaches through module
+    globals, outside the project, Python, capevolve and its package."""
     start = sys.modules.get(type(adapter).__module__)
     if start is None:
         return ()
@@ -78,7 +72,6 @@ def adapter_sources(adapter: Any, project_root: Path | str) -> tuple[str, ...]:
 
 
 def _module_name(value: Any) -> str | None:
-    """The name of the module ``value`` is (or was defined in); None when it says none."""
     try:
         name = value.__name__ if isinstance(value, ModuleType) else getattr(
             value, "__module__", None)
@@ -89,8 +82,8 @@ def _module_name(value: Any) -> str | None:
 
 def sandbox_spec(run: RunDir, project: Project, adapter: Any,
                  calls_model: bool = False) -> SandboxSpec | None:
-    """The sandbox of this run's workers (None with ``engine.isolation: none``); EngineError
-    naming the opt-out where no sandbox can be built."""
+    """The workers' sandbox (None with ``isolation: none``); EngineError naming the opt-out when
+    none can be built."""
     config = project.config
     if config.engine.isolation == "none":
         return None
@@ -108,7 +101,6 @@ def sandbox_spec(run: RunDir, project: Project, adapter: Any,
 
 
 def warnings(config: ProjectConfig, sees: bool = False) -> list[str]:
-    """What a run says about containment (status, report.md, report.html, final.json):
-    empty when candidate code was contained and never saw the answers."""
+    """What a run says about containment (empty: contained, never saw the answers)."""
     found = [NOT_CONTAINED] if config.engine.isolation == "none" else []
     return found + ([SEES_TARGET] if sees else [])

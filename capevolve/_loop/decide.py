@@ -1,9 +1,5 @@
-"""Gate a candidate from stored rollouts, and record accept / reject decisions.
-
-``accept`` is refused unless the latest recorded gate of that candidate, against the
-*current* best, on complete full-val evaluations, said accept. Every decision is an event.
-Decisions are idempotent (one per candidate and best, ``capevolve._policy.decisions``) and
-limited by the iteration budget (``capevolve._policy.budget.decision_refusal``).
+"""Gate a candidate from stored rollouts, and record accept / reject decisions (idempotent
+events, limited by the iteration budget).
 """
 
 from __future__ import annotations
@@ -41,7 +37,6 @@ from capevolve.records import EvalRecord, EvalStarted, GateEvent
 
 def _val_record(run: RunDir, candidate_id: str, n_trials: int,
                 project_trials: int) -> EvalRecord:
-    """The candidate's full-val evaluation made with ``n_trials`` trials (complete or not)."""
     record = val_eval(run, candidate_id, n_trials, incomplete=True)
     if record is None:
         flag = "" if n_trials == project_trials else f" --n-trials {n_trials}"
@@ -54,7 +49,7 @@ def _val_record(run: RunDir, candidate_id: str, n_trials: int,
 
 def _val_evals(run: RunDir, sides: tuple[str, str], n_trials: int,
                project_trials: int) -> tuple[EvalRecord, EvalRecord]:
-    """Both sides' full-val evaluations, each refused unless it may be gated (by its rows)."""
+    """Both sides' full-val evaluations, each refused unless gateable."""
     cand = _val_record(run, sides[0], n_trials, project_trials)
     try:
         best = _val_record(run, sides[1], n_trials, project_trials)
@@ -69,7 +64,7 @@ def _val_evals(run: RunDir, sides: tuple[str, str], n_trials: int,
 
 
 def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig, dict[str, Any]]:
-    """The gate settings to use, and the overrides that differ from the frozen ones."""
+    """The settings to use, and the overrides that differ from ``frozen``."""
     changed = {k: v for k, v in overrides.items()
                if v is not None and v != getattr(frozen, k)}
     if not changed:
@@ -88,12 +83,11 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    mode: GateMode | str | None = None, min_delta: float | None = None,
                    n_trials: int | None = None, target: str | None = None,
                    engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
-    """Gate ``candidate_id`` against the current best on full val; records a gate event.
+    """Gate ``candidate_id`` against the best on full val; records a gate event.
 
-    The verdict is the frozen ``gate.policy``'s; settings that differ from the frozen ``gate``
-    section make the gate exploratory (accept never considers it). An incomplete side gives an
-    indecisive gate, never a rejection. Under ``gate.alpha_spending: confirm`` a strict passing
-    gate is confirmed on fresh trials first (:mod:`capevolve._loop.confirm_stage`).
+    Overriding the frozen ``gate`` makes it exploratory (never a basis for accept); an
+    incomplete side, indecisive. Under ``alpha_spending: confirm`` a strict pass is confirmed on
+    fresh trials.
     """
     with run.locked():
         run.require_open("gate")
@@ -171,18 +165,14 @@ def gate_summary(current: float, candidate: float, current_stderr: float,
                  candidate_stderr: float, *, k_se: float | None = None,
                  min_delta: float | None = None,
                  frozen: GateConfig | None = None) -> dict[str, Any]:
-    """The raw gate for numbers computed elsewhere (unpaired SE; nothing is recorded).
-
-    Settings are ``frozen`` (a run's gate) or the defaults, with ``k_se`` / ``min_delta``
-    applied; non-finite or negative inputs are a one-line GateError naming the option.
-    """
+    """The gate on numbers computed elsewhere (unpaired SE); records nothing; a bad setting is a
+    GateError."""
     settings, _ = _settings(frozen or GateConfig(), {"k_se": k_se, "min_delta": min_delta})
     return decide_from_summary(current, candidate, current_stderr, candidate_stderr,
                                settings).to_dict()
 
 
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
-    """The gate that licenses the accept (the rule lives in RunDir.passing_gate)."""
     try:
         gate = run.passing_gate(candidate_id)
     except GateError as exc:
@@ -194,11 +184,10 @@ def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
 
 def accept(run: RunDir, candidate_id: str, note: str | None = None, *,
            target: str | None = None) -> dict[str, Any]:
-    """Make ``candidate_id`` the best; requires a passing full-val gate against the best.
+    """Make ``candidate_id`` the best; needs a passing full-val gate against it.
 
-    Idempotent (``repeated``: True, nothing recorded). Refused (GateError) when the candidate
-    was rejected against the current best; refused (BudgetError) once the iteration budget is
-    spent (see capevolve._policy.budget and ._policy.decisions).
+    Idempotent (``repeated``); GateError after a reject against this best, BudgetError past the
+    iteration budget.
     """
     with run.locked():
         run.require_open("accept")
@@ -206,7 +195,7 @@ def accept(run: RunDir, candidate_id: str, note: str | None = None, *,
 
 
 def _regate_for(run: RunDir, candidate_id: str, target: str) -> None:
-    """Gate the pair again with ``target`` unless its latest gate already used it."""
+    """Gate the pair again unless its latest gate used ``target``."""
     target_tasks(run, target)  # an unknown target is one line, before anything is recorded
     last = last_gate(run, candidate_id, run.best_id)
     if last is None or last.target != target:
@@ -254,9 +243,8 @@ def _accepted(event: Any, best_id: str | None, repeated: bool) -> dict[str, Any]
 
 
 def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
-    """Record that ``candidate_id`` is rejected against the current best (one iteration).
-    Refused, spending nothing, when it is the best, was never gated, was accepted against the
-    current best, or once the iteration budget is spent."""
+    """Reject ``candidate_id`` against the best (one iteration); refused, spending nothing, for
+    the best, an ungated candidate, one accepted against this best, or past the budget."""
     with run.locked():
         run.require_open("reject")
         return _reject(run, candidate_id, note)
@@ -298,5 +286,4 @@ def _refuse_past_budget(run: RunDir, verb: str) -> None:
 
 
 def _field(event: Any, name: str) -> Any:
-    """A field of a recorded event (a record model or its JSON mapping)."""
     return event.get(name) if isinstance(event, dict) else getattr(event, name, None)

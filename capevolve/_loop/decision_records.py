@@ -1,7 +1,5 @@
-"""Build and store the decision records (``results/<n>.json``) from the signed event log.
-
-Each decision event (``accept``, ``reject``, ``no_change``), in log order, is iteration n
-= 1, 2, ... and has exactly one ``results/<n>.json``.
+"""The decision records ``results/<n>.json``, from the signed event log: the n-th decision event
+(accept, reject, no_change) has exactly one.
 """
 
 from __future__ import annotations
@@ -19,13 +17,12 @@ from capevolve.records import DecisionRecord, Event, GateEvent, SpendEvent
 
 DECISIONS = {EventKind.ACCEPT: (EventKind.SET_BEST, EventKind.SPEND),
              EventKind.REJECT: (EventKind.SPEND,), EventKind.NO_CHANGE: ()}
-"""Each decision event kind and the events it records right after itself, in order."""
+"""Each decision event kind and the events it records right after itself."""
 
 
 def last_gate(run: RunDir, candidate_id: str, best_id: str | None,
               events: Sequence[Event] | None = None) -> GateEvent | None:
-    """The latest non-exploratory gate of ``candidate_id`` against ``best_id`` (among
-    ``events``, the whole log by default)."""
+    """The latest non-exploratory gate of ``candidate_id`` against ``best_id`` (in ``events``)."""
     gates = [g for g in (run.events(EventKind.GATE) if events is None else events)
              if isinstance(g, GateEvent) and g.candidate_id == candidate_id
              and g.best_id == best_id and not g.exploratory]
@@ -41,9 +38,8 @@ def _reasoning(reason: str | None, gate: GateEvent | None, decision: str) -> str
 
 
 def _state_after(events: Sequence[Event], index: int) -> tuple[str | None, Spend]:
-    """The best before the next decision event (only an accept moves it, possibly finished
-    later by a repeated accept) and the spend just after decision ``events[index]`` and the
-    events it records itself."""
+    """The best before the next decision (a repeated accept may finish moving it), and the spend
+    after ``events[index]``'s own events."""
     trailing = list(DECISIONS[EventKind(events[index].kind)])
     end = index + 1
     while trailing and end < len(events) and events[end].kind == trailing[0]:
@@ -62,7 +58,7 @@ def _state_after(events: Sequence[Event], index: int) -> tuple[str | None, Spend
 
 
 def build(run: RunDir, events: Sequence[Event], index: int, number: int) -> DecisionRecord:
-    """The decision record of ``events[index]`` as iteration ``number`` (module rules)."""
+    """The decision record of ``events[index]`` as iteration ``number``."""
     event = events[index]
     kind = str(event.kind)
     candidate_id = getattr(event, "candidate_id", None)
@@ -99,8 +95,7 @@ def build(run: RunDir, events: Sequence[Event], index: int, number: int) -> Deci
 
 
 def settle(run: RunDir) -> list[DecisionRecord]:
-    """Write the record of every decision event that has none; returns the records written
-    (in number order). Idempotent; existing files are never rewritten."""
+    """Write every missing decision record (never rewriting one); returns those written."""
     events = run.events()
     decided = [i for i, e in enumerate(events) if e.kind in DECISIONS]
     folder = results.results_dir(run.root)
@@ -115,9 +110,8 @@ def settle(run: RunDir) -> list[DecisionRecord]:
 
 def record_decision(run: RunDir, decision: Decision | str,
                     candidate_id: str | None) -> DecisionRecord:
-    """Write ``results/<n>.json`` for the decision just recorded (the log's last decision
-    event, which must be ``decision`` of ``candidate_id``), settling any earlier one that a
-    crash left without its file first; returns its record."""
+    """Write the record of the decision just recorded, settling earlier ones first; RunDirError
+    unless it is ``decision`` of ``candidate_id``."""
     settle(run)
     events = run.events()
     decided = [e for e in events if e.kind in DECISIONS]

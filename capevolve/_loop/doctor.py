@@ -1,10 +1,4 @@
-"""capevolve doctor: is this Ray cluster ready for capevolve, before a rollout is paid for?
-
-:func:`diagnose` joins the cluster as every engine command does and returns the Ray engine's
-overview plus ``problems``: one line per node that did not answer, cannot import capevolve,
-runs another Python, Ray or capevolve version than the driver, or cannot build the sandbox
-candidate code runs in (``ok`` when there is none).
-"""
+"""``capevolve doctor``: is this Ray cluster ready, before a rollout is paid for?"""
 
 from __future__ import annotations
 
@@ -18,7 +12,8 @@ def _minor(version: str | None) -> str | None:
 
 
 def find_problems(overview: dict[str, Any]) -> list[str]:
-    """Mismatches between the driver and each node (pure; the overview as data)."""
+    """One line per node that did not answer, cannot import capevolve or build the sandbox, or
+    differs from the driver in Python, Ray or capevolve version."""
     driver, problems = overview["driver"], []
     if not overview["nodes"]:
         problems.append("the cluster has no alive node")
@@ -44,8 +39,7 @@ def find_problems(overview: dict[str, Any]) -> list[str]:
 
 
 def refuse_unreachable_cluster(address: str | None) -> None:
-    """EngineError within seconds when nothing answers at ``address`` (else RAY_ADDRESS),
-    not Ray's minutes of retries; nothing to check for a local Ray."""
+    """EngineError at once when nothing answers at ``address`` (else RAY_ADDRESS)."""
     import os
 
     from capevolve._engine.address import refuse_unreachable
@@ -55,7 +49,7 @@ def refuse_unreachable_cluster(address: str | None) -> None:
 
 
 def diagnose(address: str | None = None, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster overview plus ``problems`` and ``ok`` (see the module docstring)."""
+    """The cluster overview plus ``problems`` and ``ok``."""
     refuse_unreachable_cluster(address)
     from capevolve._engine.ray.probe import cluster_overview
 

@@ -1,8 +1,4 @@
-"""Which engine a verb runs on: the configured one, with the caller's overrides applied.
-
-The engine's kind (``ray`` or ``local``) and Ray address are the only things a caller may
-override; every other engine setting is the project's (frozen in run.json for a run).
-"""
+"""Which engine a verb runs on: the configured one; callers override only kind and address."""
 
 from __future__ import annotations
 
@@ -15,8 +11,7 @@ from capevolve.kinds import EngineKind
 
 def engine_for(config: EngineConfig, kind: EngineKind | str | None = None,
                address: str | None = None) -> Engine:
-    """The engine ``config`` describes, of ``kind`` when given, joining ``address`` when
-    given (else ``config.address``, else RAY_ADDRESS / a local Ray for the Ray engine)."""
+    """The engine ``config`` describes, with ``kind`` and ``address`` when given."""
     if kind is not None:
         try:
             chosen = EngineKind(kind)

@@ -1,10 +1,6 @@
 """What a configured run will spend before it spends it: rollouts x tokens x prices.
 
-The low end is the baseline, one iteration's full-val evaluation (its first trial when the
-first look may stop it) and finalize; the high end
-every iteration, capped by what is left of ``budget.max_metric_calls``. Tokens and dollars per
-rollout come from the run's stored rollouts, else the check's probe rollout; dollars without a
-price are None, never 0.
+Dollars without a price are None, never 0.
 """
 
 from __future__ import annotations
@@ -46,7 +42,8 @@ def _per_rollout(run: RunDir) -> tuple[str, list[int], list[float | None]]:
 
 def estimate(run: RunDir, iterations: int | None = None, finalize: bool = True
              ) -> dict[str, Any]:
-    """The run's planned spend as a range (see the module docstring)."""
+    """The planned spend as ranges: low is the baseline, one iteration and finalize; high is
+    every iteration, capped by ``max_metric_calls``."""
     config = run_config(run)
     trials = config.num_trials
     val = len(run.splits.ids(Split.VAL)) * trials
@@ -76,8 +73,7 @@ def estimate(run: RunDir, iterations: int | None = None, finalize: bool = True
 
 
 def refusal(found: dict[str, Any]) -> str | None:
-    """Why a run must not start: the estimate's lower bound passes what is left of
-    ``budget.max_usd`` (None: it may)."""
+    """Why a run must not start: the low estimate passes what is left of ``max_usd``."""
     low, cap = found["usd"]["low"], found["max_usd"]
     if cap and low is not None and low + (found["spent_usd"] or 0.0) > cap:
         return (f"the estimate's lower bound ${low:.4f} ({found['rollouts']['low']} rollouts "

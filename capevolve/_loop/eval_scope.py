@@ -1,4 +1,4 @@
-"""What an evaluation covers: its purpose, its task subset and its trial range."""
+"""What an evaluation covers: its purpose, task subset and trial range."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from capevolve.records import EvalRecord, TaskSubset
 
 @dataclass(frozen=True)
 class EvalScope:
-    """The purpose, task subset (None: the whole split) and first trial of an evaluation."""
+    """What an evaluation covers (subset None: the whole split)."""
 
     purpose: EvalPurpose = EvalPurpose.GATE
     subset: TaskSubset | None = None
     first_trial: int = 0
     target: str | None = None
-    """The census bucket / val diagnose cluster the change targets (not part of the id)."""
+    """The census bucket or val cluster the change targets (not in the id)."""
 
     def eval_id(self, split: Split, candidate_id: str, n_trials: int) -> str:
-        """The evaluation's id (see :func:`capevolve._store.evals.eval_id_for`)."""
+        """The evaluation's id (:func:`capevolve._store.evals.eval_id_for`)."""
         return eval_id_for(split, candidate_id, n_trials, purpose=self.purpose,
                            first_trial=self.first_trial, subset=self.subset)
 
@@ -36,14 +36,13 @@ class EvalScope:
         return tuple(t for t in split_ids if t in wanted)
 
     def fields(self) -> dict[str, object]:
-        """The record fields of the scope (``EvalRecord``)."""
+        """The scope's EvalRecord fields."""
         return {"purpose": self.purpose, "task_subset": self.subset,
                 "first_trial": self.first_trial, "target": self.target}
 
     def resumed(self, previous: EvalRecord | None) -> EvalScope:
-        """The scope to resume ``previous`` with: an evaluation keeps the target it was
-        first made with (none given keeps it; another one, or one for an evaluation
-        already complete without it, is a ConfigError: the record is not rewritten)."""
+        """The scope to resume ``previous`` with, keeping the target it was made with; changing
+        a set target, or setting one on a complete evaluation, is a ConfigError."""
         if previous is None:
             return self
         if self.target is not None and self.target != previous.target and (
@@ -66,7 +65,7 @@ def _owner(run: RunDir, task_id: str) -> Split | None:
 def resolve_scope(run: RunDir, split: Split, tasks: Sequence[str] | None,
                   first_trial: int, purpose: EvalPurpose | str | None,
                   target: str | None = None) -> EvalScope:
-    """The scope of an evaluation, or ConfigError naming the bad task id or value."""
+    """The scope of an evaluation; ConfigError naming a bad task id or value."""
     if target is not None:
         target_tasks(run, target)
     if isinstance(tasks, str):

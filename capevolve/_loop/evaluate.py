@@ -1,8 +1,6 @@
 """Evaluate a candidate on train or val: plan -> engine -> Parquet -> DuckDB -> stats.
 
-An evaluation is identified by (split, candidate, trials): running the same command again
-resumes an incomplete evaluation (only missing units run) and returns a complete one as it is,
-so re-running never buys a second, luckier draw of the same candidate.
+A rerun resumes an incomplete evaluation and returns a complete one: never a luckier draw.
 """
 
 from __future__ import annotations
@@ -47,11 +45,11 @@ from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, Split
 from capevolve.records import EvalRecord
 
 PAUSED = "paused at a look"
-"""Begins the stop reason of an evaluation run with ``trials_now`` (see :func:`evaluate`)."""
+"""Begins the stop reason of an evaluation run with ``trials_now``."""
 
 
 def run_project(run: RunDir) -> Project:
-    """The project a run belongs to, with the run's frozen config."""
+    """The run's project, with the run's frozen config."""
     return load_project(Path(run.manifest.project_dir), config=run_config(run))
 
 
@@ -85,10 +83,8 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
              engine: Engine | None = None, address: str | None = None,
              allow_test: bool = False, trials_now: int | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
-    ``target`` (a recorded census bucket or val diagnose cluster) is stored in the record for
-    the gate's mechanism audit; an unknown one is a GateError naming the known ones.
-    ``trials_now`` runs only the first that many trials (a look): the evaluation stays
-    incomplete until it is evaluated again without it."""
+    ``target`` (a census bucket or val cluster) is stored for the gate's audit; ``trials_now``
+    runs only that many trials, leaving it incomplete."""
     split = Split(split) if allow_test else refuse_test(split, "evaluate")
     config = run_config(run)
     n_trials = n_trials or config.num_trials
@@ -240,16 +236,13 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
 
 
 def _judge_unreachable(n: int) -> str | None:
-    """An evaluation with ``n`` > 0 units whose judge was unreachable (no reward, an error
-    beginning with ``summary.JUDGE_UNREACHABLE_ROW``; counted by ``summary.summary``) is
-    incomplete (resuming it retries those units): a judge outage is not a measurement of
-    the candidate."""
+    """Why judge-unreachable units make an evaluation incomplete (None for 0): missing data."""
     return (f"the judge was unreachable on {n} unit(s) (missing data, not a score); rerun "
             "to retry them") if n else None
 
 
 def _intact(run: RunDir, record: EvalRecord) -> bool:
-    """A complete evaluation still has all its rows (a truncated part is quarantined)."""
+    """A complete evaluation still has all its rows (truncated parts are quarantined)."""
     quarantine_bad_parts(run.layout)
     return len(eval_rows(run.layout, record.eval_id).rows) == record.n_rows
 
@@ -267,8 +260,6 @@ def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,
 
 
 def verify_adapter_unchanged(run: RunDir, project: Project) -> None:
-    """Every file the scores depend on (the adapter, the project modules it imports, its
-    package, scorer and gold data) must be as it was when the run started; raises
-    RunDirError naming the first file that differs."""
+    """RunDirError naming the first file the scores depend on that changed since the run began."""
     project_fingerprint.verify(project, run.manifest.fingerprint)
 

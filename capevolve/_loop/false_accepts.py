@@ -1,9 +1,4 @@
-"""The run's false-accept ledger: how many gates it recorded and the false accepts they risked.
-
-Read from the run's gate events only (the arithmetic is ``capevolve._policy.alpha``); status
-and the report show it, and the gate's alpha-budget refusal counts the same tallies. A light
-module: it loads no Arrow or DuckDB.
-"""
+"""The run's false-accept ledger, from its gate events alone; loads no Arrow or DuckDB."""
 
 from __future__ import annotations
 
@@ -16,19 +11,15 @@ from capevolve.records import GateEvent
 
 
 def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
-    """How many gates this run recorded and the false accepts they risked.
-
-    Pure over the run's gate events (see ``capevolve._policy.alpha``); for status and the
-    report.
-    """
+    """The ledger of this run's gates, for status and the report."""
     config = run_config(run)
     return false_accept_summary(gate_tallies(run), config.gate, config.budget.max_iterations,
                                 keep_best=config.gate.policy == GatePolicy.KEEP_BEST)
 
 
 def gate_tallies(run: RunDir) -> list[GateTally]:
-    """What each recorded gate contributes to the false-accept ledger (a keep-best keep is
-    tentative while its label is not significant and no confirmation has made it so)."""
+    """Each gate's share of the ledger (a keep-best keep is tentative until labelled or
+    confirmed significant)."""
     gates = [g for g in run.events(EventKind.GATE) if isinstance(g, GateEvent)]
     confirmed = _confirmed(run) if any(g.policy == GatePolicy.KEEP_BEST for g in gates) \
         else set()
@@ -41,8 +32,7 @@ def gate_tallies(run: RunDir) -> list[GateTally]:
 
 
 def _confirmed(run: RunDir) -> set[tuple[str, str]]:
-    """(candidate id, best id) of every kept move a stored confirmation labelled
-    significant (rows are read only when the run has a confirmation at all)."""
+    """(candidate, best) of each kept move a confirmation labelled significant."""
     from capevolve._loop.standing import stored_confirmations
 
     return {(cand, str(ref)) for cand, ref, label in stored_confirmations(run)

@@ -1,12 +1,5 @@
-"""Score the best candidate and the seed on the held-out test split, exactly once.
-
-finalize burns the seal, records the finalize in the project's ledger, scores best and seed on
-test and writes final.json: an incomplete test evaluation, or two whose rows disagree on the
-model (as the gate compares them), is not measured (``missing`` says what); a complete one
-states a verdict on the val gain (:mod:`capevolve._policy.verdict`); ``test_reuse`` counts
-earlier finalizes on the same test ids. A seed best is refused (:class:`SeedIsBest`) before
-anything is recorded. A finalize that died resumes the same two test evaluations when run
-again.
+"""Score the best candidate and the seed on the held-out test split, exactly once; an incomplete
+or incomparable side leaves the comparison not measured.
 """
 
 from __future__ import annotations
@@ -38,10 +31,8 @@ SUMMARY_KEYS = tuple(k for k in EvalSummary.model_fields if k != "format_version
 
 def paired_delta(best: Mapping[str, Any], baseline: Mapping[str, Any],
                  clusters: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Paired delta of best over baseline from two summaries' ``task_means``, with a
-    t-based 95% CI; the CR1 cluster-robust SE (df G - 1) when ``clusters`` groups tasks.
-    Every number is None where fewer than 2 tasks are scored on both sides (or the SE is
-    not estimable)."""
+    """Paired delta of best over baseline on common ``task_means``, with a t-based 95% CI (CR1
+    SE under ``clusters``); None below 2 common tasks."""
     common = sorted(set(best["task_means"]) & set(baseline["task_means"]))
     empty = {"delta": None, "se": None, "ci95": None, "t": None, "p_value": None, "df": None,
              "n_clusters": None, "n_compared": len(common)}
@@ -60,7 +51,7 @@ def paired_delta(best: Mapping[str, Any], baseline: Mapping[str, Any],
 
 
 def val_gain(run: RunDir, best_id: str) -> float | None:
-    """The paired val delta of ``best_id`` over the seed (None for the seed itself)."""
+    """The paired val delta of ``best_id`` over the seed (None for the seed or without one)."""
     if best_id == SEED_ID:
         return None
     best, seed_eval = (gateable_val(run, c) for c in (best_id, SEED_ID))
@@ -70,7 +61,7 @@ def val_gain(run: RunDir, best_id: str) -> float | None:
 
 
 class SeedIsBest(TestSealError):
-    """finalize refused: the best is the seed, so scoring test would only use its ids."""
+    """finalize refused: the best is the seed (no gain to confirm)."""
 
 
 def seed_refusal(run: RunDir) -> str | None:
@@ -85,8 +76,8 @@ def seed_refusal(run: RunDir) -> str | None:
 
 def finalize(run: RunDir, engine: Engine | None = None, address: str | None = None, *,
              spend_test_ids: bool = False) -> dict[str, Any]:
-    """Burn the seal, score best and seed on test, write final.json; once per run. A seed best
-    is refused (:class:`SeedIsBest`) unless ``spend_test_ids``. Returns final.json's content."""
+    """Burn the seal, score best and seed on test and write final.json (returned), once per run;
+    a seed best is refused (SeedIsBest) unless ``spend_test_ids``."""
     why = None if spend_test_ids else seed_refusal(run)
     if why is not None:
         raise SeedIsBest(why)
@@ -138,8 +129,8 @@ def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, A
                  test_ids: tuple[str, ...] | list[str], val_delta: float | None,
                  reuse: TestReuse | None, test_ids_sha256: str,
                  incomparable: str | None = None) -> FinalRecord:
-    """final.json from the two test evaluation records (see the module docstring);
-    ``incomparable`` (their rows disagree on the model) makes the comparison not measured."""
+    """final.json from the two test evaluation records; ``incomparable`` makes the comparison
+    not measured."""
     sides = [rule.TestSide(e["eval_id"], e["status"], e.get("incomplete_reason"),
                            e.get("task_means") or {}) for e in (best, baseline)]
     gap = rule.missing(sides, test_ids)
@@ -161,5 +152,4 @@ def final_record(best_id: str, best: Mapping[str, Any], baseline: Mapping[str, A
 
 
 def _summary(record: Mapping[str, Any]) -> EvalSummary:
-    """The EvalSummary fields of an evaluation record."""
     return EvalSummary.model_validate({k: record[k] for k in SUMMARY_KEYS if k in record})

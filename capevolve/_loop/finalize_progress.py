@@ -1,7 +1,4 @@
-"""How far an interrupted or running finalize got (what status and the report show).
-
-A light module: before finalize and once final.json is written it reads the seal only; the
-stored test rows are counted (through DuckDB, imported then) only while a seal is taken and
+"""How far an interrupted or running finalize got; reads DuckDB only while a seal is taken and
 final.json is missing.
 """
 
@@ -15,10 +12,8 @@ from capevolve.kinds import SEED_ID, SealStatus, Split
 
 
 def progress(run: RunDir) -> str | None:
-    """While a seal is taken and final.json is not written: how far the test scoring got,
-    counted from the stored rows ("finalize interrupted: N of M test units scored; rerun
-    finalize to complete", or "finalize running: ..." while its process holds the seal).
-    None before finalize and once it completed."""
+    """How many test units an unfinished finalize has scored, in words; None before finalize or
+    once complete."""
     taken = seal.read_seal(run.layout)
     if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
         return None

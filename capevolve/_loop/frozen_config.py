@@ -1,8 +1,4 @@
-"""The project config a run froze into run.json when it was created.
-
-Every verb reads its settings from here, never from the project's live config file (which
-the user may edit mid-run). A light module: reading the config loads no Arrow or DuckDB.
-"""
+"""The config a run froze into run.json; verbs never read the live file."""
 
 from __future__ import annotations
 
@@ -11,5 +7,5 @@ from capevolve.config import ProjectConfig
 
 
 def run_config(run: RunDir) -> ProjectConfig:
-    """The config frozen into run.json when the run was created."""
+    """The config frozen into run.json."""
     return run.manifest.config

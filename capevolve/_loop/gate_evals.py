@@ -1,10 +1,5 @@
-"""The gate rule applied to stored evaluations: records plus what their rows cover.
-
-:func:`capevolve._policy.gateable.gate_refusal` is the rule; this module feeds it the
-split's task ids and the (task, trial) units the evaluation's stored rows hold, so every
-decision path (gate, accept, finalize, confirm) refuses a probe, a screen, a confirm-only
-trial range, a task subset, or a record hand-edited to claim otherwise. :func:`val_eval`
-is how gate, confirm, finalize and status find a candidate's full-val evaluation.
+"""The gate rule (:func:`capevolve._policy.gateable.gate_refusal`) on stored evaluations, fed
+their rows so that an edited record cannot pass.
 """
 
 from __future__ import annotations
@@ -20,8 +15,8 @@ from capevolve.records import EvalRecord
 
 def val_eval(run: RunDir, candidate_id: str, n_trials: int | None = None, *,
              incomplete: bool = False) -> EvalRecord | None:
-    """The candidate's full-val evaluation with ``n_trials`` trials (default: the frozen
-    project's num_trials), complete (or also incomplete), found by its id; None if none."""
+    """The candidate's full-val evaluation with ``n_trials`` (default: frozen), complete (or
+    also incomplete), or None."""
     trials = run_config(run).num_trials if n_trials is None else n_trials
     statuses = (EvalStatus.COMPLETE, EvalStatus.INCOMPLETE) if incomplete \
         else (EvalStatus.COMPLETE,)
@@ -29,8 +24,7 @@ def val_eval(run: RunDir, candidate_id: str, n_trials: int | None = None, *,
 
 
 def gateable_val(run: RunDir, candidate_id: str, *, rows: bool = True) -> EvalRecord | None:
-    """:func:`val_eval` when it may decide (the rule of :func:`refusal`), else None. With
-    ``rows`` false the record's own claims are checked and no rows are read (status)."""
+    """:func:`val_eval` when it may decide, else None; ``rows`` false checks only the record."""
     record = val_eval(run, candidate_id)
     if record is None:
         return None
@@ -39,8 +33,7 @@ def gateable_val(run: RunDir, candidate_id: str, *, rows: bool = True) -> EvalRe
 
 
 def stored_units(run: RunDir, eval_id: str) -> StoredUnits:
-    """The tasks and trials the stored rows of ``eval_id`` cover (errored rows too), from
-    the grouped read the gate makes anyway (one query per evaluation, cached)."""
+    """The tasks and trials ``eval_id``'s stored rows cover (errored rows too)."""
     from capevolve._store.rollouts.task_rows import task_rows  # Arrow: only when rows count
 
     rows = task_rows(run.layout, eval_id)
@@ -48,14 +41,14 @@ def stored_units(run: RunDir, eval_id: str) -> StoredUnits:
 
 
 def refusal(run: RunDir, record: EvalRecord, *, allow_incomplete: bool = False) -> str | None:
-    """Why ``record`` cannot decide anything, from the record and its stored rows."""
+    """Why ``record`` cannot decide (None: it can), from the record and its rows."""
     return gate_refusal(record, run.splits.ids(record.split), stored_units(run, record.eval_id),
                         allow_incomplete=allow_incomplete)
 
 
 def require_gateable(run: RunDir, record: EvalRecord, verb: str, *,
                      allow_incomplete: bool = False) -> EvalRecord:
-    """``record`` when it may decide; else GateError saying why (``verb`` refused)."""
+    """``record`` when it may decide; else GateError (``verb`` refused) saying why."""
     why = refusal(run, record, allow_incomplete=allow_incomplete)
     if why:
         raise GateError(f"{verb} refused: {why}; only a complete full-split evaluation of "

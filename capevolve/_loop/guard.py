@@ -1,11 +1,7 @@
-"""What candidate code may have written while an evaluation ran, checked before its rows count.
+"""What candidate code wrote while an evaluation ran, checked before its rows count.
 
-Once the engine finishes: a changed run document is restored from the snapshot
-(:class:`EvaluationGuard`); a changed frozen project file, or a rollout part created or changed
-by anything but this evaluation's writer (moved to quarantine), voids the evaluation (stored
-incomplete with ``refused`` set; RunDirError naming the first file). Size, mtime and inode catch
-writes, not a forger who restores them. Writes of other evaluations of this process are told
-apart by name, not timing.
+Changed run documents are restored; a changed project file or a foreign rollout part voids the
+evaluation (RunDirError). Size, mtime and inode catch writes, not a forger restoring them.
 """
 
 from __future__ import annotations
@@ -50,7 +46,6 @@ def _stat_tree(root: Path) -> dict[Path, tuple[int, int, int]]:
 
 
 def _documents(run: RunDir) -> dict[Path, bytes]:
-    """The run's own documents (everything but the rollouts tree): their bytes."""
     layout = run.layout
     found: dict[Path, bytes] = {}
     for path in [layout.events, layout.run_json, layout.splits_json, layout.state, layout.seal,
@@ -64,8 +59,7 @@ def _documents(run: RunDir) -> dict[Path, bytes]:
 
 
 class EvaluationGuard:
-    """Snapshot at construction (before the engine runs); :meth:`documents_changed` and
-    :meth:`check` after it."""
+    """Snapshot before the engine runs; :meth:`documents_changed` and :meth:`check` after."""
 
     def __init__(self, run: RunDir, project: Project) -> None:
         self.run, self.project = run, project
@@ -77,7 +71,7 @@ class EvaluationGuard:
             self._writes = run.own_writes_mark
 
     def documents_changed(self) -> str | None:
-        """Restore every run document candidate code changed; the first one, in words."""
+        """Restore every run document candidate code changed; the first, in words."""
         with self.run._appending:
             return self._documents_changed()
 
@@ -108,8 +102,7 @@ class EvaluationGuard:
                 "capevolve (restored)")
 
     def _reappend(self, lines: list[bytes]) -> None:
-        """Record capevolve's own events of this evaluation again, chained and signed
-        after the restored log (lines candidate code slipped between them are gone)."""
+        """Append this evaluation's events again after the restored log."""
         for line in lines:
             data = json.loads(line)
             data.pop("prev", None)
@@ -118,8 +111,7 @@ class EvaluationGuard:
         self.run._mirror_head()
 
     def _record_own_parts(self, ours: list[Path]) -> None:
-        """Record every part of this evaluation not recorded yet (a record that failed
-        while candidate code had broken the log), so the run stays verifiable."""
+        """Record this evaluation's unrecorded parts (candidate code may have broken the log)."""
         recorded = {e.path for e in self.run.events(EventKind.PART_WRITTEN)
                     if isinstance(e, PartWritten)}
         for path in ours:
@@ -132,16 +124,13 @@ class EvaluationGuard:
         os.replace(path, target)
 
     def foreign_parts(self, ours: list[Path]) -> list[Path]:
-        """Files of the rollouts tree created or changed since the snapshot, not ours."""
+        """Rollout files created or changed since the snapshot, not ours."""
         mine = {Path(p) for p in ours} | self._recorded_since()
         return sorted(p for p, stat in _stat_tree(self.run.layout.rollouts).items()
                       if p not in mine and self.before.get(p) != stat
                       and not _live_session_file(p))
 
     def _recorded_since(self) -> set[Path]:
-        """Parts this process recorded since the snapshot (``part_written``, or the new
-        parts of a ``parts_compacted``): another evaluation's, finished or compacted
-        meanwhile."""
         found = set()
         for line in list(self.run._log.appended[self._mark:]):
             if b'"part_written"' in line or b'"parts_compacted"' in line:
@@ -155,8 +144,8 @@ class EvaluationGuard:
 
     def check(self, record: dict[str, Any], ours: list[Path],
               documents: str | None = None) -> None:
-        """Void the evaluation (see the module docstring) if anything was tampered with;
-        ``documents`` is what :meth:`documents_changed` found."""
+        """Void the evaluation if anything was tampered with (``documents``: from
+        :meth:`documents_changed`)."""
         problems = project_fingerprint.changes(self.project, self.run.manifest.fingerprint,
                                                new=False)
         why = f"{problems[0]} during the evaluation" if problems else documents
@@ -191,16 +180,15 @@ _PART_NAME = re.compile(r"-(?P<session>[0-9a-f]{8})-[0-9]+\.parquet(\.tmp|\.comp
 
 
 def _live_session_file(path: Path) -> bool:
-    """A part (or its temporary file) of another evaluation, or of a compaction, running
-    in this process."""
+    """A part or temporary file of an evaluation or compaction running in this process."""
     found = _PART_NAME.search(path.name)
     return found is not None and (found["session"] in live_sessions
                                   or found["session"] in compaction.running)
 
 
 def _restore(path: Path, data: bytes) -> None:
-    """Put ``data`` back in ``path`` in place (same inode: the event log's cache keys on
-    it), whatever mode candidate code left on it."""
+    """Write ``data`` into ``path`` in place (the log's cache keys on the inode), whatever its
+    mode."""
     mode = None
     if path.exists():
         mode = path.stat().st_mode & 0o777

@@ -1,9 +1,7 @@
 """Candidate intake: snapshot a directory (or take an id) and verify it before paying.
 
-A candidate that modifies, adds or removes a file matching the protected paths (the
-config's ``protected_paths`` plus defaults for gold / answer files, scorers and splits) is
-refused before any rollout runs, and recorded as an *indecisive* gate (tampering is not
-evidence about quality, so it is never a rejection).
+Tampering with a protected file is refused and recorded as an indecisive gate: it is not
+evidence about quality.
 """
 
 from __future__ import annotations
@@ -19,9 +17,7 @@ from capevolve.kinds import Decision, EventKind
 
 
 def candidate_source(run: RunDir, candidate: str | Path) -> Path:
-    """The directory ``candidate`` names, resolved (symlinks followed) and checked before
-    anything reads it: it must exist, and it may neither lie inside the run dir (its
-    snapshots included: take the candidate by id) nor contain it."""
+    """The directory ``candidate`` names; CandidateError if it is in the run dir or holds it."""
     text = str(candidate)
     try:
         path = Path(text).resolve(strict=True) if text else None
@@ -41,7 +37,7 @@ def candidate_source(run: RunDir, candidate: str | Path) -> Path:
 
 
 def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
-    """An existing candidate id, or a directory to snapshot (identical content is reused)."""
+    """A candidate id, or a directory to snapshot (identical content reuses a snapshot)."""
     text = str(candidate)
     if CANDIDATE_ID.match(text) and run.layout.candidate_meta(text).is_file():
         return text
@@ -53,8 +49,7 @@ def resolve_candidate(run: RunDir, candidate: str | Path) -> str:
 
 
 def refuse_tampering(run: RunDir, config: ProjectConfig, candidate_id: str) -> None:
-    """Refuse, before any rollout is paid for, a candidate that modified, added or
-    removed a protected file relative to the seed; records an indecisive gate."""
+    """CandidateError (after an indecisive gate) when a protected file differs from the seed's."""
     if candidate_id == "seed":
         return
     patterns = protected_patterns(config.protected_paths)

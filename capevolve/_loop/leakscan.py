@@ -1,9 +1,4 @@
-"""Before a candidate is evaluated, its files are scanned for what it must never carry
-(:mod:`capevolve._policy.leaks`): task ids of any split; gold values of val and test tasks (a
-value the targets of more than ``leak_scan.max_tasks_per_value`` tasks share is a label or a
-tool name, not an answer); long verbatim spans of val and test inputs (train inputs are what a
-proposer may learn from).
-"""
+"""Refuse a candidate whose files carry what they never may (:mod:`capevolve._policy.leaks`)."""
 
 from __future__ import annotations
 
@@ -20,8 +15,8 @@ from capevolve.kinds import SEED_ID, Decision, EventKind, Split
 
 
 def refuse_leaks(run: RunDir, config: ProjectConfig, candidate_id: str, adapter: Any) -> None:
-    """CandidateError (after recording an indecisive gate) when the candidate carries a
-    task id, a val / test gold value or a long span of a val / test input."""
+    """CandidateError (after an indecisive gate) when the candidate carries a task id, a val /
+    test gold value (not one many tasks share) or a long span of a val / test input."""
     if candidate_id == SEED_ID:
         return
     rules = config.leak_scan

@@ -1,4 +1,4 @@
-"""The local Ray capevolve shares between commands: join it early, stop it (``capevolve down``)."""
+"""The local Ray capevolve shares between commands: join it early, or stop it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from capevolve.kinds import EngineKind
 
 
 def down(force: bool = False) -> dict[str, Any]:
-    """Stop the owned local Ray (an EngineError while another command is connected, unless
-    ``force``); returns ``stopped``, ``state``, ``message`` (and its ``address``, ``pid``)."""
+    """Stop the owned local Ray (EngineError while a command is connected, unless ``force``);
+    returns ``stopped``, ``state`` and ``message``."""
     from capevolve._engine.ray.owned import down as stop_owned
 
     return stop_owned(force=force)
@@ -19,10 +19,7 @@ def down(force: bool = False) -> dict[str, Any]:
 
 def join_early(run: RunDir, kind: EngineKind | str | None = None,
                address: str | None = None) -> None:
-    """When ``run`` evaluates on Ray (its frozen engine kind, or ``kind``), import Ray and join
-    it in a daemon thread, so it overlaps the command's own imports and checks
-    (:func:`capevolve._engine.ray.owned.join_quietly`: nothing is started there; the engine's
-    own start waits for it)."""
+    """When ``run`` evaluates on Ray, join it in a daemon thread; nothing is started there."""
     engine = run.manifest.config.engine
     if str(kind or engine.kind) != EngineKind.RAY.value:
         return

@@ -1,8 +1,4 @@
-"""Find a project's latest run: the newest run dir under ``<project>/.capevolve/``.
-
-Runs made with an explicit ``--run-dir`` elsewhere are not found (nothing records them in
-the project); a directory without a readable run.json is not a run and is skipped.
-"""
+"""Find a project's latest run: the newest run dir under ``<project>/.capevolve/``."""
 
 from __future__ import annotations
 
@@ -14,15 +10,14 @@ from capevolve.errors import CapevolveError, RunDirError
 
 
 def default_run_dir(project_root: Path) -> Path:
-    """``<project>/.capevolve/run_<utc timestamp>`` (where ``capevolve run`` puts a run
-    without ``--run-dir``, and where ``--project`` looks for the latest one)."""
+    """``<project>/.capevolve/run_<utc timestamp>``: where ``run`` puts a run without
+    ``--run-dir``."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return project_root / ".capevolve" / f"run_{stamp}"
 
 
 def latest_run_dir(project: Path) -> Path:
-    """The run dir under the project's default run location created last (by run.json's
-    ``created_at``); RunDirError naming the place when there is none."""
+    """The newest run dir there; RunDirError when there is none."""
     where = default_run_dir(Path(project)).parent
     found: list[tuple[str, str, Path]] = []
     for path in sorted(where.glob("*")) if where.is_dir() else []:

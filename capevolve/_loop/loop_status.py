@@ -1,7 +1,4 @@
-"""What ``status`` and ``check`` show about the optimization loop: the parse of the stop
-condition (with the clauses that did not parse) and, when the run has a loop, its
-iterations by outcome, why it stopped, the optimizer's spend and the plateau signal.
-Read-only."""
+"""What ``status`` and ``check`` show about the optimization loop. Read-only."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ from capevolve.records._optimize import IterationRecord
 
 
 def stop_parse(stop_condition: str) -> dict[str, Any]:
-    """The stop condition's predicates and unparsed clauses (see capevolve._policy.stop)."""
+    """The stop condition's predicates and unparsed clauses."""
     return parse_stop(stop_condition).to_dict()
 
 
@@ -27,7 +24,7 @@ def accept_flags(ledger: Sequence[IterationRecord]) -> list[bool]:
 
 
 def loop_status(run: RunDir) -> dict[str, Any] | None:
-    """The run's optimize loop at a glance (None when the run has none)."""
+    """The run's optimize loop at a glance (None without one)."""
     files = LoopFiles(run.root)
     loop = files.read_loop()
     ledger = files.read_ledger()

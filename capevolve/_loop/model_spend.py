@@ -1,6 +1,4 @@
-"""Model spend by role, from what is stored: the rows (agent, judge), run.json (the check's
-probe) and the spend events (proposer). Cost is ``partial`` wherever some calls had no
-price or unknown tokens: a lower bound, never presented as the whole."""
+"""Model spend by role, from what is stored; ``partial`` cost is a lower bound."""
 
 from __future__ import annotations
 
@@ -27,8 +25,8 @@ def _role(tokens: int, cost: float | None, partial: bool, **extra: Any) -> dict[
 
 
 def model_spend(run: RunDir, proposer: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{agent, judge, check[, proposer]}``: tokens, cost_usd (None: none priced) and
-    partial of each role that made model calls."""
+    """``{agent, judge, check[, proposer]}``: tokens, cost_usd (None: unpriced) and partial per
+    role."""
     out: dict[str, Any] = {}
     config = run.manifest.config
     calls = bool(run.manifest.models) or any(e.kind == EvaluatorKind.JUDGE

@@ -1,13 +1,4 @@
-"""What ``capevolve check`` says about the agent's endpoint, from its probe rollout's meter.
-
-- Tools ignored: the probe offered tools and no answer carried a tool call (the server
-  may drop ``tools``: llama.cpp without ``--jinja``, vLLM without a tool-call parser).
-- Queueing: the engine runs ``engine.concurrency`` rollouts at once (``max_in_flight`` when
-  lower). Over the endpoint's declared slots (``models.agent.concurrency``) calls queue;
-  a call's wait is estimated as the probe's measured seconds per call times the calls
-  ahead of it, ``ceil(in flight / slots)`` (slots 1 when undeclared), and a wait past
-  ``deadline_s`` means calls will time out and be paid again.
-"""
+"""What ``capevolve check`` says about the agent's endpoint, from its probe rollout's meter."""
 
 from __future__ import annotations
 
@@ -18,7 +9,8 @@ from capevolve.config import ProjectConfig
 
 
 def model_warnings(config: ProjectConfig, probe: dict[str, Any]) -> list[str]:
-    """The warnings above (empty without ``models.agent`` or an answered probe call)."""
+    """Warnings on the agent endpoint: tool calls ignored, more rollouts in flight than its
+    slots, or an estimated queueing wait past ``deadline_s``."""
     agent = config.models.agent
     if agent is None:
         return []

@@ -1,4 +1,4 @@
-"""The model settings a run pins, and the one rule that keeps evaluations comparable."""
+"""The model settings a run pins, and the rule that keeps evaluations comparable."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ ROLES = ("agent", "judge", "proposer")
 
 
 def pinned(config: ProjectConfig, source: str = "capevolve.yaml") -> dict[str, Any]:
-    """run.json's ``models`` and ``models_fingerprint`` for ``config``; ConfigError when
-    ``budget.max_usd`` is set and a declared model (a role, or a judge evaluator's own)
-    has no known price."""
+    """run.json's ``models`` and ``models_fingerprint``; ConfigError when ``budget.max_usd`` is
+    set and a declared model has no price."""
     models: dict[str, dict[str, Any]] = {}
     for role in ROLES:
         declared = getattr(config.models, role)
@@ -55,7 +54,7 @@ def run_settings(run: RunDir, role: str) -> ModelSettings | None:
 
 
 def agent_settings(run: RunDir, files: dict[str, bytes]) -> str | None:
-    """The agent settings of an evaluation of a candidate with ``files`` (JSON)."""
+    """The agent settings (JSON) for a candidate with ``files``."""
     settings = run_settings(run, "agent")
     return None if settings is None else with_candidate(settings, files).to_json()
 
@@ -92,9 +91,8 @@ def comparison_refusal(store: RolloutStore, cand_eval: str, best_eval: str
 
 def pooled_refusal(store: RolloutStore, candidate_evals: list[str],
                    reference_evals: list[str]) -> str | None:
-    """Why evaluations that confirm pools (or finalize compares) may not be used together:
-    the evaluations of one side must agree among themselves, and the two sides' last
-    ones are compared as the gate compares them (:func:`comparison_refusal`)."""
+    """Why evaluations pooled per side may not be used together: each side's must agree, and the
+    sides' last ones must pass :func:`comparison_refusal`."""
     for evals in (candidate_evals, reference_evals):
         for other in evals[1:]:
             why, _ = comparison_refusal(store, other, evals[0])

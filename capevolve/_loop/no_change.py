@@ -1,10 +1,5 @@
-"""``no_change``: record an iteration whose change could not be scored.
-
-A harness that broke, a judge that was unreachable, a proposal that never became a
-candidate: the iteration is recorded (a ``no_change`` event and ``results/<n>.json`` with
-``aggregate: false``), the best is carried forward unchanged, and no iteration of the
-budget is spent, so it enters no aggregate (gate tallies, accept/reject counts, spend).
-The reason is mandatory: an empty or blank reason is a GateError.
+"""``no_change``: record an iteration whose change could not be scored; the best is kept and no
+budget iteration is spent.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from capevolve.kinds import EventKind
 
 
 def no_change(run: RunDir, reason: str, candidate_id: str | None = None) -> dict[str, Any]:
-    """Record a no_change iteration (see the module docstring); returns its record."""
+    """Record a no_change iteration; GateError for a blank reason."""
     if not isinstance(reason, str) or not reason.strip():
         raise GateError("no-change --reason: a non-empty reason is required (why the change "
                         "could not be scored)")
@@ -38,8 +33,8 @@ def no_change(run: RunDir, reason: str, candidate_id: str | None = None) -> dict
 
 
 def record_once(run: RunDir, reason: str) -> None:
-    """:func:`no_change` unless a no_change with exactly this reason is already recorded
-    (an optimize iteration resumed after a kill records its no_change once)."""
+    """:func:`no_change` unless one with this reason is recorded (a resumed iteration records
+    once)."""
     if not any(getattr(e, "reasoning", None) == reason.strip()
                for e in run.events(EventKind.NO_CHANGE)):
         no_change(run, reason)

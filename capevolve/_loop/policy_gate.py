@@ -1,10 +1,5 @@
-"""The gate's verdict under the run's decision policy, with the mechanism audit.
-
-``policy_verdict`` reads both sides on the goal's metric (``policy_inputs.goal_sides``,
-direction applied), runs the strict gate (``capevolve._policy.gate.decide``) and the
-audit (``capevolve._policy.audit``) on every gate, and under ``gate.policy: keep-best``
-replaces the strict verdict by the keep-best one (``capevolve._policy.keep_best``). The
-strict policy records the audit but is not changed by it.
+"""The gate's verdict under the run's decision policy, with the mechanism audit; only
+``keep-best`` lets the audit change the strict verdict.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from capevolve.records import EvalRecord
 def policy_verdict(run: RunDir, store: RolloutStore, cand_eval: EvalRecord,
                    best_eval: EvalRecord, frozen: ProjectConfig, settings: GateConfig,
                    target: str | None) -> tuple[GateDecision, Audit]:
-    """(verdict, audit) of ``cand_eval`` against ``best_eval`` (see the module docstring)."""
+    """(verdict, audit) of ``cand_eval`` against ``best_eval`` on the goal's metric."""
     targeted = target_tasks(run, target) if target is not None else []
     candidate = goal_sides(store, cand_eval.eval_id, frozen.goal)
     best = goal_sides(store, best_eval.eval_id, frozen.goal)

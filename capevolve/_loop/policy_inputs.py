@@ -1,12 +1,5 @@
-"""What the decision policies read from a run: the goal's metric, outputs, targets.
-
-``goal_sides`` gives each side's per-task valid trial values of the goal's metric (a trial
-without the part is missing, never 0), negated under ``direction: minimize`` so delta > 0 is
-always toward the goal; ``outputs_changed`` whether a task's stored outputs differ between
-sides; ``outputs_vary`` whether they differ from trial to trial on a side (True), or each side
-gave one output on two or more scored trials (False; absent when not measured);
-``trial_means`` the per-trial means ``confirm`` pools; ``target_tasks`` the val tasks of a
-census bucket or diagnose cluster (GateError listing the valid ones).
+"""What the decision policies read from a run: the goal's metric (a missing part is missing,
+never 0), outputs, targets.
 """
 
 from __future__ import annotations
@@ -34,8 +27,8 @@ def _lit(text: str) -> str:
 
 def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
                below_trial: int | None = None) -> SideOutcomes:
-    """One evaluation's per-task values of the goal's metric (direction applied); with
-    ``below_trial``, of its trials below that index only."""
+    """One evaluation's per-task values of the goal's metric, negated under ``minimize`` so a
+    positive delta is toward the goal; with ``below_trial``, earlier trials only."""
     sign = -1.0 if goal.direction == GoalDirection.MINIMIZE else 1.0
     if goal.metric == "reward" and below_trial is None:  # one grouped read, cached
         rows = task_rows(store.layout, eval_id)
@@ -57,8 +50,7 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
 
 
 def trial_means(store: RolloutStore, eval_id: str, metric: str) -> dict[int, float]:
-    """Trial index -> mean of ``metric`` (``reward`` or ``parts.<name>``) over the valid
-    rows of that trial (a row without the part is missing data, never 0); no direction."""
+    """Trial index -> mean of ``metric`` over that trial's valid rows (no direction)."""
     _, rows = store.query(
         f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = {_lit(eval_id)} "
         "AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
@@ -88,7 +80,8 @@ def outputs_changed(store: RolloutStore, cand_eval: str, best_eval: str) -> dict
 
 
 def outputs_vary(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[str, bool]:
-    """Task -> whether its outputs differ from trial to trial (module docstring)."""
+    """Task -> whether its outputs vary between trials (False: each side gave one output on 2+
+    scored trials; absent: not measured)."""
     sides = [task_rows(store.layout, e) for e in (cand_eval, best_eval)]
     outputs = [_outputs(rows) for rows in sides]
     scored = [dict(zip(rows.tasks, np.diff(rows.offsets).tolist(), strict=True))
@@ -103,7 +96,7 @@ def outputs_vary(store: RolloutStore, cand_eval: str, best_eval: str) -> dict[st
 
 
 def _outputs(rows: TaskRows) -> dict[str, str]:
-    """Task -> the digests of the distinct outputs of its scored trials (one string)."""
+    """Task -> its distinct output digests (one string)."""
     return {t: o for t, o in zip(rows.tasks, rows.outputs, strict=True) if o is not None}
 
 
@@ -120,8 +113,8 @@ def _cluster_targets(run: RunDir, split: Split = Split.VAL) -> dict[str, list[st
 
 def target_tasks(run: RunDir, target: str, split: Split = Split.VAL,
                  option: str = "--target") -> list[str]:
-    """The ``split`` task ids ``target`` names (see the module docstring); ``option`` is the
-    flag the refusal names."""
+    """The ``split`` task ids of census bucket or diagnose cluster ``target`` (else GateError,
+    naming ``option``)."""
     census, clusters = censuses.bucket_tasks(run.root), _cluster_targets(run, split)
     tasks = census.get(target, clusters.get(target))
     if tasks is None:

@@ -1,9 +1,6 @@
-"""``probe``: evaluate a candidate on its targeted datapoints only, and count the flips.
+"""``probe``: evaluate a candidate on its targeted tasks only, and count the flips.
 
-The targets are given ids, a census bucket or diagnose cluster, or every task the best fails on
-the split; the evaluation is of purpose probe (budgeted, stored, resumable, never gated), with
-the trial count of the best's complete evaluation, compared with the best's rows
-(:func:`capevolve._policy.probe.probe_outcome`). A probe never accepts anything.
+A probe is budgeted, stored and resumable, never gated, and never accepts anything.
 """
 
 from __future__ import annotations
@@ -63,8 +60,7 @@ def _reference(run: RunDir, split: Split) -> EvalRecord:
 def probe(run: RunDir, candidate: str | Path, *, tasks: Sequence[str] | None = None,
           cluster: str | None = None, failing: bool = False, split: str = "val",
           engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
-    """Probe ``candidate`` on its targets (see the module docstring); returns the outcome,
-    every number computed from the stored rows of both evaluations."""
+    """Probe ``candidate`` on its targets; the outcome from both evaluations' stored rows."""
     split = refuse_test(split, "probe")
     threshold = run_config(run).gate.pass_threshold
     reference = _reference(run, split)

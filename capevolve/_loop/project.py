@@ -22,17 +22,14 @@ from capevolve.models import Meter
 
 
 def init(directory: Path | str, kind: str = "adapter") -> dict[str, Any]:
-    """Write a starter project (``kind`` adapter or dataset) into ``directory`` (refuses
-    to overwrite a project).
-
-    Returns ``{"project": <absolute dir>, "files": [written relative paths]}``.
-    """
+    """Write a starter project (``kind`` adapter or dataset) into ``directory``, never over an
+    existing one; returns ``project`` and the written ``files``."""
     files = init_project(directory, kind)
     return {"project": str(Path(directory).resolve()), "files": files}
 
 
 def check(project_dir: Path | str) -> dict[str, Any]:
-    """Every problem with a project, in words (see ``check_project``), plus its task count."""
+    """A project's problems and warnings, in words, with its task count and planned power."""
     probe = Meter()
     loaded, problems, found = check_project_warnings(project_dir, probe)
     metrics = _metrics(loaded.config) if loaded else None
@@ -58,8 +55,7 @@ def check(project_dir: Path | str) -> dict[str, Any]:
 
 def _power(root: Path, config: ProjectConfig, adapter: Any,
            tasks: list[Task]) -> dict[str, Any] | None:
-    """What the gate could detect on the val split ``run`` will freeze (its scoreable tasks
-    x num_trials); None when the tasks cannot be split (``run`` says why)."""
+    """What the gate could detect on the val split ``run`` would freeze (None: unsplittable)."""
     try:
         val = make_splits([t.id for t in tasks], config.splits, root).val
         excluded = exclusions(adapter, [t for t in tasks if t.id in set(val)])
@@ -70,8 +66,7 @@ def _power(root: Path, config: ProjectConfig, adapter: Any,
 
 
 def _protected_seed_files(capability_dir: Path, config: ProjectConfig) -> list[str]:
-    """One warning per seed capability file a protected pattern covers (an edit to it is
-    refused before any rollout, so it can never be evaluated)."""
+    """A warning per seed file a protected pattern covers (no edit to it could be evaluated)."""
     try:
         rels = [rel.as_posix() for rel in iter_files(capability_dir)]
     except CapevolveError:
@@ -83,7 +78,6 @@ def _protected_seed_files(capability_dir: Path, config: ProjectConfig) -> list[s
 
 
 def _metrics(config: ProjectConfig) -> dict[str, list[str]] | None:
-    """The metric kinds a dataset project uses: deterministic kinds, and judge names."""
     if config.dataset is None:
         return None
     kinds = [e.kind for e in config.evaluators]

@@ -1,10 +1,4 @@
-"""The public run: a read-only view of a run directory.
-
-``capevolve.RunDir`` shows what a user reads (manifest, splits, events, the best, spend,
-candidates, evaluations) and has no method that writes: the verbs (evaluate, gate, accept,
-reject, ...) are the only way to change a run, under the CLI's rules. The store's writer
-(:class:`capevolve._store.rundir.RunDir`) stays internal.
-"""
+"""The public, read-only view of a run; only the verbs change a run."""
 
 from __future__ import annotations
 
@@ -23,13 +17,12 @@ class RunDir:
     __slots__ = ("_run",)
 
     def __init__(self, run: StoreRunDir | Path | str) -> None:
-        """The run at path ``run`` (opened as :meth:`open` does), or an internal one."""
+        """The run at path ``run`` (as :meth:`open`), or an internal one."""
         self._run = run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
 
     @classmethod
     def open(cls, root: Path | str) -> RunDir:
-        """Open the run at ``root``, verified (RunDirError if it is not an intact run);
-        nothing is created or modified."""
+        """Open and verify the run at ``root`` (RunDirError if not intact); modifies nothing."""
         return cls(Path(root))
 
     def __repr__(self) -> str:
@@ -66,11 +59,11 @@ class RunDir:
 
     @property
     def finalized(self) -> bool:
-        """True once finalize has written final.json (the run is closed)."""
+        """True once finalize wrote final.json (the run is closed)."""
         return self._run.finalized()
 
     def events(self, kind: EventKind | str | None = None) -> list[Event]:
-        """Every event of the log (optionally of one kind), in order, as typed records."""
+        """The log's events (optionally of one kind), in order."""
         return self._run.events(kind)
 
     def candidate_ids(self) -> list[str]:
@@ -82,15 +75,14 @@ class RunDir:
         return self._run.candidate_meta(candidate_id)
 
     def candidate_dir(self, candidate_id: str) -> Path:
-        """A candidate's snapshot files, checked against its content hash (read them; copy
-        the directory to edit it)."""
+        """A candidate's snapshot files, hash-checked (copy them to edit)."""
         return self._run.candidate_dir(candidate_id)
 
     def evaluations(self, split: Split | str | None = None) -> list[EvalRecord]:
-        """Every evaluation record (optionally of one split), in the order they started."""
+        """Every evaluation record (optionally of one split), in start order."""
         return [r for r in all_evals(self._run) if split is None or r.split == split]
 
 
 def store_run(run: RunDir) -> StoreRunDir:
-    """The writer behind a public run (for the verbs; never handed to users)."""
+    """The writer behind a public run, for the verbs."""
     return run._run

@@ -28,9 +28,8 @@ from capevolve.versions import versions
 
 
 def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> RunDir:
-    """Check the project, freeze its splits and snapshot the seed as candidate ``seed``;
-    the model settings are resolved (and an unknown price under max_usd refused) first,
-    before the check's probe spends anything."""
+    """Check the project, freeze its splits and snapshot the seed; models are pinned before the
+    check's probe spends."""
     config_file = Path(project_dir) / CONFIG_FILENAME
     pins = models_pin.pinned(load_config(Path(project_dir)), str(config_file))
     probe = Meter()  # the check's probe rollout is spend too (role check)
@@ -75,7 +74,7 @@ def next_commands(run: RunDir) -> list[str]:
 
 def start_run(project_dir: Path | str, run_dir: Path | str | None = None,
               engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
-    """Create the run, score the seed on val (the baseline) and return the handoff."""
+    """Create the run, score the seed on val (the baseline), return the handoff."""
     run = create_run(project_dir, run_dir)
     baseline = evaluate(run, SEED_ID, Split.VAL, engine=engine, address=address)
     config = run_config(run)

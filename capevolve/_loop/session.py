@@ -1,4 +1,4 @@
-"""One evaluate session: one run of the engine for one evaluation, and its journals."""
+"""One run of the engine for one evaluation, with its journals."""
 
 from __future__ import annotations
 
@@ -34,20 +34,18 @@ class Session:
 
     @property
     def tally(self) -> RowTally:
-        """What the rows stored so far report (every value checked by the store first)."""
+        """What the rows stored so far report."""
         return self.writer.tally
 
     def sink(self, rows: list[dict] | RowBatch) -> int:
-        """The engine's RowSink: hands rows (row dicts, or a scorer's column batch) to the
-        writer thread (returns at once) and returns the rows not yet durable."""
+        """The engine's RowSink: queue rows for the writer; returns the rows not yet durable."""
         if isinstance(rows, RowBatch):
             return self.writer.add_columns(rows.columns, len(rows))
         return self.writer.add(rows)
 
     def end(self, guard: EvaluationGuard, record: dict[str, Any]) -> StoreError | None:
-        """Write every row the engine delivered, check what candidate code touched, record
-        the spend (once) and remove the journals; with a write failure the row journal
-        stays for the next command to recover, and the failure is returned."""
+        """Write every delivered row, check what candidate code touched, record the spend once
+        and remove the journals; returns a write failure (the row journal then stays)."""
         failure: StoreError | None = None
         try:
             self.writer.close()
@@ -72,9 +70,7 @@ class Session:
         return failure
 
     def on_disk(self, n_units: int) -> str:
-        """How many units of the evaluation have a finished rollout on disk, in words: in
-        its parts, or in the row journal a failed write left (the next command makes it a
-        part)."""
+        """How many units have a finished rollout on disk, in words."""
         parts = RolloutStore(self.run.layout).done_units(self.eval_id)
         pending = journal.journalled_units(self.run.layout, self.token, self.eval_id) - parts
         where = (f" ({len(pending)} in the row journal, kept by the next command)"

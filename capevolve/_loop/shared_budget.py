@@ -1,9 +1,5 @@
-"""One dispatch allowance shared by every evaluation of a run running in this process.
-
-Budget caps (``max_metric_calls``, ``max_usd``) are enforced while dispatching
-(:func:`capevolve._policy.budget.dispatch_allowance`). Evaluations running at once in
-threads (``optimize --parallel``) each have their own dispatcher; they must not each see the
-whole remaining budget.
+"""One dispatch allowance for all of a run's evaluations in this process, so parallel ones do
+not each see the whole remaining budget.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ class _Registry:
 
 @dataclass
 class _Combined:
-    """The run's spend plus the other live evaluations' reservations (a budget.Spent)."""
+    """The run's spend plus the other live evaluations' reservations."""
 
     iterations: int
     metric_calls: int
@@ -67,8 +63,7 @@ def _combined(run: RunDir, reg: _Registry, token: str) -> _Combined:
 
 def allowance(run: RunDir, cap: BudgetConfig, token: str, tally: Any,
               n_units: int) -> Callable[[int], tuple[int | None, str | None]]:
-    """The dispatcher's limit for the evaluation of session ``token`` (``n_units`` to send,
-    its running ``tally``); registers the session (see :func:`ending` to leave)."""
+    """The dispatcher's limit for session ``token``; registers it until :func:`ending`."""
     reg = _registry(run)
     with reg.lock:
         reg.live[token] = _Live(0, tally)
@@ -87,7 +82,7 @@ def allowance(run: RunDir, cap: BudgetConfig, token: str, tally: Any,
 
 @contextmanager
 def ending(run: RunDir, token: str) -> Iterator[None]:
-    """Hold the registry while the session ``token`` records its spend, then remove it."""
+    """Hold the registry while session ``token`` records its spend, then remove it."""
     reg = _registry(run)
     with reg.lock:
         try:

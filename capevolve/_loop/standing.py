@@ -12,9 +12,8 @@ from capevolve.records import AcceptEvent
 
 
 def standings(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Accepted candidate id -> ``standing`` (significant | tentative | confirmed; None for
-    a strict accept), the
-    gate's ``confidence``, the ``policy`` and how many confirmations checked out."""
+    """Accepted candidate id -> ``standing`` (None for a strict accept), ``confidence``,
+    ``policy`` and the count of confirmations."""
     confirmed: dict[tuple[str, str], list[str]] = {}
     for cand, ref, label in stored_confirmations(run):
         confirmed.setdefault((cand, ref), []).append(str(label))
@@ -36,9 +35,7 @@ def standings(run: RunDir) -> dict[str, dict[str, Any]]:
 
 
 def stored_confirmations(run: RunDir) -> list[tuple[str, Any, Any]]:
-    """The stored confirmations that check out; the rows they are recomputed from are
-    read (Arrow, DuckDB) only when a run has a confirmation at all, so ``status`` of a run
-    without one stays light."""
+    """The stored confirmations that check out (rows read only if there is one)."""
     folder = run.layout.confirmations
     if not folder.is_dir() or not any(folder.glob("*.json")):
         return []

@@ -1,10 +1,4 @@
-"""A run at a glance: best, spend against budget, stop condition, evaluations, decisions,
-how many gates ran and the false accepts they risked, and the finalize verdict; every
-accepted candidate's standing (significant / tentative / confirmed,
-:mod:`capevolve._loop.standing`).
-
-Read-only: nothing here writes into the run dir (``capevolve status`` never takes the lock).
-"""
+"""A run at a glance, for ``capevolve status``; never writes into the run dir nor locks it."""
 
 from __future__ import annotations
 
@@ -31,14 +25,12 @@ EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_
 
 
 def evaluations(run: RunDir) -> list[dict[str, Any]]:
-    """Every evaluation record (summary fields), in the order they started; a running
-    record whose process is gone shows as ``interrupted`` (``displayed_status``)."""
+    """Every evaluation's summary fields, in start order (``interrupted``: its process is gone)."""
     return [{**_summary(r), "status": str(displayed_status(run, r))} for r in all_evals(run)]
 
 
 def _summary(record: EvalRecord) -> dict[str, Any]:
-    """The EVAL_KEYS fields of a record, in that order (dumping only those: a record's
-    per-task fields are large)."""
+    """The EVAL_KEYS fields of a record (dumping only those: per-task fields are large)."""
     data = record.model_dump(mode="json", include=set(EVAL_KEYS))
     return {k: data[k] for k in EVAL_KEYS}
 
@@ -50,7 +42,7 @@ def decisions(run: RunDir) -> list[dict[str, Any]]:
 
 
 def run_status(run: RunDir) -> dict[str, Any]:
-    """Everything ``capevolve status`` shows, computed from the run dir."""
+    """Everything ``capevolve status`` shows."""
     config = run_config(run)
     spent = run.spent
     stall = budget.stall_count(run.events())
@@ -80,9 +72,7 @@ def run_status(run: RunDir) -> dict[str, Any]:
 
 
 def run_warnings(run: RunDir) -> list[str]:
-    """What candidate code could do in this run (empty when every evaluation ran in the
-    sandbox and never saw the answers): the frozen config's opt-out, and each warning an
-    evaluation recorded."""
+    """What candidate code could do: the config's opt-out plus each evaluation's warnings."""
     found = ([NOT_CONTAINED] if run_config(run).engine.isolation == "none" else [])
     for record in all_evals(run):
         found += record.containment
@@ -90,9 +80,8 @@ def run_warnings(run: RunDir) -> list[str]:
 
 
 def _final(run: RunDir) -> dict[str, Any] | None:
-    """The verdict and test reuse of final.json (None before finalize). While a finalize
-    is interrupted or running, its progress instead ("finalize interrupted: N of M test
-    units scored; rerun finalize to complete"), with ``interrupted`` true."""
+    """final.json's verdict and test reuse; a running or interrupted finalize's progress
+    (``interrupted``); None before finalize."""
     if not run.layout.final.is_file():
         text = finalize_progress(run)
         if text is None:

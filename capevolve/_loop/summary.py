@@ -33,13 +33,12 @@ else:  # imported at first use: an evaluation reaches its first rollout without 
     pc = lazy_module("pyarrow.compute")
 
 JUDGE_UNREACHABLE_ROW = f"score: {JudgeUnavailable.__name__}:"
-"""How a row whose judge could not be reached begins (the scorer's ``score: <error>``)."""
+"""How the error of a judge-unreachable row begins."""
 
 
 @dataclass(frozen=True)
 class TaskMeans:
-    """The per-task means of a summary as columns: ``tasks`` sorted, ``means`` and
-    ``counts`` (valid trials) aligned with them."""
+    """Per-task means as columns: ``tasks`` sorted, ``means`` and ``counts`` aligned."""
 
     tasks: pa.Array
     means: np.ndarray
@@ -52,7 +51,7 @@ class TaskMeans:
 def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
               clusters: dict[str, str] | None = None,
               pass_threshold: float = 1.0) -> dict[str, Any]:
-    """Statistics of an evaluation computed from its stored rows (task is the unit)."""
+    """An evaluation's statistics from its stored rows, with ``task_means``."""
     stats, means, _ = summary(run, eval_id, task_ids, clusters, pass_threshold)
     return {**stats, "task_means": means.as_dict()}
 
@@ -60,9 +59,8 @@ def summarize(run: RunDir, eval_id: str, task_ids: tuple[str, ...],
 def summary(run: RunDir, eval_id: str, task_ids: Sequence[str],
             clusters: dict[str, str] | None, pass_threshold: float,
             ) -> tuple[dict[str, Any], TaskMeans, int]:
-    """``summarize``'s statistics (without the per-task means), the per-task means as
-    columns and the number of units whose judge was unreachable, all from the same
-    single read of the evaluation's rows."""
+    """``summarize`` without ``task_means``, plus the per-task means as columns and the
+    judge-unreachable unit count, from one read."""
     rows = read_eval_rows(RolloutStore(run.layout), eval_id, JUDGE_UNREACHABLE_ROW)
     wanted = _chosen(rows.names, task_ids)  # one bool per distinct task
     use = wanted[rows.task] & rows.scored if rows.n_rows else rows.scored
@@ -97,8 +95,6 @@ def summary(run: RunDir, eval_id: str, task_ids: Sequence[str],
 
 
 def _chosen(names: pa.Array, task_ids: Sequence[str]) -> np.ndarray:
-    """Whether each of ``names`` is one of ``task_ids`` (an Arrow hash lookup: no Python
-    string per name, no set of the ids)."""
     if not len(names):
         return np.zeros(0, dtype=bool)
     found = pc.is_in(names, value_set=string_array(task_ids), memory_pool=arrowpool.POOL)
@@ -106,8 +102,7 @@ def _chosen(names: pa.Array, task_ids: Sequence[str]) -> np.ndarray:
 
 
 def _histogram(n_passed: np.ndarray, n_valid: np.ndarray) -> dict[tuple[int, int], int]:
-    """How many tasks have each (passed, valid) pair, over tasks with a valid trial (one
-    integer key per task, ``passed * (max valid + 1) + valid``, counted at once)."""
+    """Tasks per (passed, valid) pair, over tasks with a valid trial."""
     scored = n_valid > 0
     if not scored.any():
         return {}
@@ -119,9 +114,8 @@ def _histogram(n_passed: np.ndarray, n_valid: np.ndarray) -> dict[tuple[int, int
 
 def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.ndarray
                 ) -> TaskMeans:
-    """:func:`capevolve.stats.task_means` over columns, without a list or a dict per task: row i
-    is a valid trial of ``tasks[task[i]]`` (``task`` non-decreasing, ``tasks`` sorted, Python
-    strings or an Arrow string array); tasks without a row are left out."""
+    """Per-task means from columns (row i: a valid trial of ``tasks[task[i]]``, ``task``
+    sorted); tasks without rows are left out."""
     names = tasks if isinstance(tasks, pa.Array) else string_array(list(tasks))
     if not task.size:
         return TaskMeans(names.slice(0, 0), np.zeros(0), np.zeros(0, dtype=np.int64))
@@ -140,9 +134,7 @@ def _task_means(tasks: Sequence[str] | pa.Array, task: np.ndarray, reward: np.nd
 
 def _spans(starts: np.ndarray, counts: np.ndarray, groups: np.ndarray,
            ) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``groups`` (sorted indices of row groups given by ``starts`` and ``counts``) in
-    runs, each with the rows it spans, ``[first, last)``: at most :data:`SLICE` rows, or
-    one group's."""
+    """``groups`` in runs with the rows they span: at most :data:`SLICE` rows, or one group."""
     ends = starts[groups] + counts[groups]
     at = 0
     while at < groups.size:
@@ -153,7 +145,6 @@ def _spans(starts: np.ndarray, counts: np.ndarray, groups: np.ndarray,
 
 
 def _run_means(trial: np.ndarray, reward: np.ndarray) -> dict[str, float]:
-    """Mean valid reward of each trial index (exact: ``math.fsum``, as ``statistics.fmean``)."""
     out = {}
     for k in np.unique(trial).tolist():
         picked = reward[trial == k]

@@ -1,10 +1,7 @@
 """verify and quarantine: what of a run is not as capevolve wrote it, and setting it aside.
 
-:func:`verify_run` lists every problem :func:`capevolve._store.integrity.verify` finds.
-:func:`quarantine_run` moves unrecorded or changed parts to ``quarantine/<time>/`` (their units
-then run again), cuts an event log back to the line before its first break (keeping the whole
-log there), and records all of it in one ``quarantined`` event. What cannot be repaired (a
-deleted seal or final.json, a bad first line) is listed under ``left``, unchanged.
+Quarantine moves bad parts aside (their units run again), cuts the event log to its verified
+lines and records one ``quarantined`` event; ``left`` lists what it cannot repair.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from capevolve.kinds import EventKind
 
 
 def load(run_dir: Path | str) -> RunDir:
-    """The run at ``run_dir`` without verifying it (run.json must be there and valid)."""
+    """The run at ``run_dir``, unverified (run.json must be valid)."""
     run = RunDir(Path(run_dir))
     if not run.layout.run_json.is_file():
         raise RunDirError(f"{run.root}: not a capevolve run dir (no run.json)")
@@ -30,8 +27,7 @@ def load(run_dir: Path | str) -> RunDir:
 
 
 def verify_run(run_dir: Path | str) -> dict[str, Any]:
-    """Every problem of the run (empty when it is as capevolve wrote it), and notes on
-    what could not be checked."""
+    """Every problem of the run, and what could not be checked."""
     run = load(run_dir)
     result = integrity.verify(run)
     return {"run_dir": str(run.root), **result.to_json(),
@@ -39,7 +35,7 @@ def verify_run(run_dir: Path | str) -> dict[str, Any]:
 
 
 def quarantine_run(run_dir: Path | str) -> dict[str, Any]:
-    """Set aside what verification refuses and record it (see the module docstring)."""
+    """Set aside what verification refuses, and record it."""
     run = load(run_dir)
     with run.locked():
         found = integrity.verify(run)
@@ -81,8 +77,8 @@ def _move(root: Path, rel: str, aside: Path) -> str:
 
 
 def _cut_events(run: RunDir, aside: Path) -> bool:
-    """Keep the verified lines of events.jsonl (the whole file set aside); False when
-    nothing verified is left to keep or the run's key is absent (then nothing changes)."""
+    """Cut events.jsonl to its verified lines, the file set aside; False (unchanged) without
+    verified lines or the run's key."""
     log = run._log
     keep = log.verified_bytes
     if not log.verified() or log.key_id is None or log.unsigned is not None:
