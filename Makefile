@@ -66,8 +66,8 @@ system-deps:
 test: $(STAMP)
 	$(PY) -m pytest
 
-# The quick tier: no Ray, nothing slow, on FAST_JOBS processes (about 5 CPU-minutes and
-# 5 minutes of wall on 2 idle cores, measured).
+# The quick tier: no Ray, nothing slow, on FAST_JOBS processes (about 70 s of wall and
+# 72 CPU-seconds on 2 idle cores, measured; a test over about half a second is marked slow).
 FAST_JOBS ?= 2
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(FAST_JOBS) -m "not ray and not slow and not cluster and not llm and not browser"

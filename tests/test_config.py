@@ -74,6 +74,7 @@ def test_non_finite_yaml_numbers_are_refused(tmp_path, key, text):
         load_config(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, fragment", [
     ("capabilities: " + "[" * 5000 + "]" * 5000, "nested too deeply"),
     ("stop_condition: " + "{a: " * 5000 + "1" + "}" * 5000, "nested too deeply"),

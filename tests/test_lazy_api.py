@@ -118,6 +118,7 @@ def test_status_helpers_live_in_one_place():
     assert status.run_config is frozen_config.run_config
 
 
+@pytest.mark.slow
 def test_the_root_api_loads_a_verbs_module_when_it_runs(tmp_path):
     """In a fresh process, importing capevolve._api, opening a run and reading its status
     load none of HEAVY; the query verb then loads DuckDB and answers from the stored rows."""

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 
 CONFTEST = textwrap.dedent(f"""
@@ -42,6 +44,7 @@ def _pytest(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_an_unmarked_test_using_the_session_ray_is_a_collection_error(tmp_path):
     """Requesting ray_session without @pytest.mark.ray stops the run before any test."""
     out = _pytest(tmp_path, """
@@ -53,6 +56,7 @@ def test_an_unmarked_test_using_the_session_ray_is_a_collection_error(tmp_path):
     assert "test_sneaky" in out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_an_unmarked_test_that_starts_ray_fails_and_a_marked_one_passes(tmp_path):
     """Starting Ray in an unmarked test errors it (at teardown); the same code marked ray
     passes."""

@@ -36,6 +36,7 @@ def _stored(run, eval_id):
     return {r[0]: r[1:] for r in rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["none", pytest.param("process", marks=pytest.mark.slow)])
 def test_every_bad_value_is_its_own_error_row_and_no_other_row_is_lost(tmp_path, isolation):
     """One lone surrogate, string reward, out-of-range reward, negative or NaN cost ...

@@ -46,6 +46,7 @@ class A:
 MODES = ["ok", "hang", "swallow", "slow_then_ok", "sync_hang", "ok2"]
 
 
+@pytest.mark.slow
 def test_each_rollout_gets_its_own_deadline(tmp_path):
     """With timeout 0.4 s: hanging attempts (async, in a thread, or swallowing the
     cancellation) are timeout rows near 0.4 s; fast ones and one taking 0.25 s are fine,

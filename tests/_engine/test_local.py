@@ -53,6 +53,7 @@ def test_every_failure_becomes_a_row_with_its_kind(tmp_path, adapter):
     assert record["n_errors"] == 5 and record["n_scored"] == 3
 
 
+@pytest.mark.slow
 def test_concurrency_caps_rollouts_in_flight(tmp_path):
     """No more than engine.concurrency rollouts overlap in time."""
     project = make_project(tmp_path / "p", 40, trials=2, sleep=0.05,
@@ -89,6 +90,7 @@ def test_native_crash_in_an_isolated_call_is_a_crash_row(tmp_path):
     assert sum(1 for key, r in rows.items() if r[1] is None) == 5
 
 
+@pytest.mark.slow
 def test_an_isolated_call_past_its_timeout_is_killed(tmp_path):
     """A hung isolated run_target is a timeout row and its child process does not survive."""
     import psutil

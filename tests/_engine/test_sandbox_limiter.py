@@ -91,6 +91,7 @@ async def _run(worker: ProcessWorker, job: EvalJob, count: int) -> list[dict]:
     return done
 
 
+@pytest.mark.slow
 def test_the_cap_holds_and_every_permit_comes_back(tmp_path):
     """8 units on 8 slots under a cap of 2: never more than 2 hold a permit; each unit is
     granted one, each comes back; a unit waits for the start time its permit names."""
@@ -142,6 +143,7 @@ def test_a_process_ended_mid_unit_returns_its_permits(tmp_path):
     assert limiter.granted == limiter.released == 2 and limiter.in_flight == 0
 
 
+@pytest.mark.slow
 def test_forged_releases_give_back_no_more_than_the_process_holds(tmp_path):
     """A unit that writes release lines on every pipe it holds frees its own process's
     permits at most: the count never goes below zero, and every permit comes back once."""

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from fixtures.projects import make_candidate, make_project
 
 from capevolve._engine.local import LocalEngine
@@ -143,6 +144,7 @@ def _spans(run_root: Path, eval_id: str) -> list[tuple[float, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_two_evaluations_in_threads_share_the_local_engines_slots(tmp_path):
     """A small and a large evaluation run at once through one local engine of concurrency
     4, each in its own thread: counted from the rows' own start and end stamps, never more

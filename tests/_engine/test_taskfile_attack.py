@@ -102,6 +102,7 @@ def _attack(tmp_path: Path, engine) -> None:
     assert record["status"] == "complete" and record["mean"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_planted_task_file_stops_the_local_engine(tmp_path):
     """Local engine: the restarted worker subprocess refuses the planted file."""
     _attack(tmp_path, LocalEngine(EngineConfig(kind="local", concurrency=4, timeout_s=20,

@@ -45,6 +45,7 @@ def _assert_real_scores(seed, patched):
     assert patched["task_means"] == seed["task_means"]
 
 
+@pytest.mark.slow
 def test_patching_candidate_gets_its_real_mean_on_the_local_engine(tmp_path):
     """Local engine: the candidate runs in a worker process; scoring in the driver uses
     the real scorer, so the candidate's val mean equals the seed's, not 1.0."""

@@ -47,6 +47,7 @@ def _state(pid: int) -> str:
         return "zombie"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adapter", ["HostileAdapter", "AsyncHostileAdapter"])
 def test_exits_in_run_target_and_score_are_error_rows(tmp_path, adapter):
     """sys.exit(), os._exit() and KeyboardInterrupt raised by run_target (sync or async) or

@@ -70,6 +70,7 @@ def _outcomes(tmp_path, monkeypatch):
     return asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_outcomes_are_plain_data_and_never_carry_a_score(tmp_path, monkeypatch):
     """An ok unit reports the Rollout as JSON text read from the unpacked candidate, with
     no reward; everything in an outcome survives a JSON round trip unchanged."""
@@ -81,6 +82,7 @@ def test_outcomes_are_plain_data_and_never_carry_a_score(tmp_path, monkeypatch):
     assert json.loads(out["object"]["rollout"])["output"]["obj"].startswith("<object")
 
 
+@pytest.mark.slow
 def test_retries_timeouts_and_contract_breaks_are_classified(tmp_path, monkeypatch):
     """Transient failures are retried (attempts counted); hard failures are not; a hang is a
     timeout, retried; a non-Rollout is an adapter error."""

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from cli.cli_support import invoke, one_json, user_error
 from fixtures.projects import make_candidate, make_project
 
@@ -29,6 +30,7 @@ def _write(tmp_path, run, failing, buckets, name="c1"):
     return path
 
 
+@pytest.mark.slow
 def test_a_recorded_census_bucket_is_a_target_and_the_audit_uses_it(tmp_path):
     run, failing, tasks = _setup(tmp_path)
     first = [t for t in failing if t.task_id == tasks[0]]

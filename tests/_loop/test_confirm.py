@@ -22,6 +22,7 @@ from capevolve.errors import GateError, RunDirError
 from capevolve.kinds import Confidence
 
 
+@pytest.mark.slow
 def test_confirm_pools_new_seeds_and_relabels_without_moving_the_best(tmp_path):
     project = make_project(tmp_path / "p", 40, trials=3, quality=0.4,
                            extra="gate: {policy: keep-best}\n")
@@ -77,6 +78,7 @@ def _rows(run, eval_id):
         p, columns=["task_id", "trial", "seed", "reward", "score_parts"]).to_pylist()]
 
 
+@pytest.mark.slow
 def test_confirm_runs_new_trials_only_with_seeds_shared_by_both_sides(tmp_path):
     """Trials n..n+K-1 only, on both sides, with the same seed per (task, trial) on both;
     confirming again with the same K runs nothing and gives the same numbers."""
@@ -104,6 +106,7 @@ def test_confirm_runs_new_trials_only_with_seeds_shared_by_both_sides(tmp_path):
     assert again["path"] != doc["path"] and run.best_id == cid
 
 
+@pytest.mark.slow
 def test_confirm_pools_a_score_part_goal_per_trial(tmp_path):
     """goal parts.<name>: the pooled values are per-trial means of that part from the rows
     (direction applied), not the reward's."""
@@ -129,6 +132,7 @@ def test_confirm_pools_a_score_part_goal_per_trial(tmp_path):
     assert run.best_id == cid
 
 
+@pytest.mark.slow
 def test_confirm_refuses_to_pool_with_a_probe(tmp_path):
     """The existing side must be a full gate evaluation: one edited into a probe's rows is
     refused, and the best does not move."""

@@ -20,6 +20,7 @@ def _run(tmp_path, tasks=80):
                       tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_a_real_gain_is_confirmed_on_fresh_trials_of_both_sides(tmp_path):
     """Screen at sqrt(0.05 / 20) = 0.05, then 4 fresh trials (2..5) on both sides, the
     same trial indices (shared seeds), purpose confirm; gating the pair again reuses them
@@ -46,6 +47,7 @@ def test_a_real_gain_is_confirmed_on_fresh_trials_of_both_sides(tmp_path):
     assert status["gates"]["guarantee"].startswith("a loop of at most 20 decisions")
 
 
+@pytest.mark.slow
 def test_a_lucky_screen_is_not_promoted(tmp_path):
     """A candidate good on trials 0..1 only (as good as the seed on later trials) passes
     the screen and fails the confirmation: rejected, and accept is refused."""

@@ -22,6 +22,7 @@ def run(tmp_path):
     return RunDir.open(handoff["run_dir"])
 
 
+@pytest.mark.slow
 def test_gate_needs_a_complete_full_val_evaluation(run, tmp_path):
     """A candidate evaluated only on train cannot be gated (no subset accepts)."""
     evaluate(run, make_candidate(tmp_path / "good", 0.95), "train")
@@ -52,6 +53,7 @@ def test_accept_requires_a_passing_gate_against_the_current_best(run, tmp_path):
     assert status["stall"] == 1
 
 
+@pytest.mark.slow
 def test_gate_numbers_come_from_the_stored_rollouts(run, tmp_path):
     """The gate's delta equals the paired mean difference recomputed in DuckDB."""
     cid = evaluate(run, make_candidate(tmp_path / "good", 0.9), "val")["candidate_id"]
@@ -99,6 +101,7 @@ def test_report_marks_low_coverage_as_not_measured(tmp_path):
                                                       - 0.001 * run.spent.cost_unrecorded)
 
 
+@pytest.mark.slow
 def test_protected_paths_are_refused_before_any_rollout(tmp_path):
     """A candidate that edits a protected file is refused and costs no rollout."""
     project = make_project(tmp_path / "p", 20, trials=1,
@@ -125,6 +128,7 @@ def _val_ids(run):
     return list(run.splits.val)
 
 
+@pytest.mark.slow
 def test_an_override_gate_is_exploratory_and_never_licenses_accept(run, tmp_path):
     """After a rejecting gate, `gate --k-se 0` says accept but is recorded exploratory, and
     accept still refuses; so does an accept licensed only by an exploratory gate."""
@@ -147,6 +151,7 @@ def test_an_override_gate_is_exploratory_and_never_licenses_accept(run, tmp_path
     assert not same["exploratory"]
 
 
+@pytest.mark.slow
 def test_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
     """An identical-behaviour candidate against the seed re-evaluated with --n-trials 1:
     the gate still compares the k3 pair (delta 0, rejected). A side evaluated only with
@@ -168,6 +173,7 @@ def test_another_trial_count_cannot_buy_a_fresh_draw(run, tmp_path):
         gate_candidate(run, twin, n_trials=1)
 
 
+@pytest.mark.slow
 def test_a_matched_higher_power_pair_is_a_deciding_gate(run, tmp_path):
     """Both sides evaluated with 5 trials can be gated with --n-trials 5 (not exploratory);
     with only one side at 5 trials the gate is refused."""
@@ -196,6 +202,7 @@ class ErringAdapter(FlexAdapter):
 '''
 
 
+@pytest.mark.slow
 def test_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_path):
     """A candidate that errors on 3 of 10 val tasks and is perfect on the rest is indecisive
     (not accepted at coverage 0.7) from stored rollouts."""
@@ -214,6 +221,7 @@ def test_a_candidate_that_errors_cannot_win_by_shrinking_the_denominator(tmp_pat
         accept(run, record["candidate_id"])
 
 
+@pytest.mark.slow
 def test_clustered_tasks_gate_with_the_cr1_se(tmp_path):
     """Tasks with metadata['cluster'] make the gate use the cluster-robust SE (df = G - 1);
     the eval record carries each task's key."""
@@ -227,6 +235,7 @@ def test_clustered_tasks_gate_with_the_cr1_se(tmp_path):
     assert result["n_clusters"] == groups and result["df"] == groups - 1
 
 
+@pytest.mark.slow
 def test_false_accept_ledger_counts_the_runs_gates(run, tmp_path):
     """The ledger status and the report show: gates run, exploratory ones, and the
     expected number of false accepts at the settings used."""
@@ -252,6 +261,7 @@ def test_eval_records_state_the_pass_threshold_behind_pass_k(tmp_path):
     assert record["pass_threshold"] == 0.9 and set(record["pass_k"]) == {"1", "2"}
 
 
+@pytest.mark.slow
 def test_run_level_alpha_is_not_bought_back_by_measuring_many_and_gating_one(tmp_path):
     """alpha_spending run over max_iterations 2: after three candidates are measured on val,
     a deciding gate is refused (the alpha is spent); an exploratory one still runs."""

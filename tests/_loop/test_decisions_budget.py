@@ -33,6 +33,7 @@ def _scored(run, tmp_path, name: str, quality: float) -> str:
     return candidate_id
 
 
+@pytest.mark.slow
 def test_rejecting_a_never_gated_candidate_is_refused_and_spends_nothing(tmp_path):
     """reject of a candidate no gate ever looked at is a GateError naming the gate command;
     no event is recorded and no iteration spent; once gated, the same reject is taken."""
@@ -50,6 +51,7 @@ def _decisions(run) -> list:
     return [e for e in run.events() if e.kind in (EventKind.ACCEPT, EventKind.REJECT)]
 
 
+@pytest.mark.slow
 def test_rejecting_twice_counts_once_and_records_once(tmp_path):
     """The second reject of the same candidate against the same best is a no-op."""
     run = _run(tmp_path)
@@ -65,6 +67,7 @@ def test_rejecting_twice_counts_once_and_records_once(tmp_path):
     assert status["spent"]["iterations"] == 1 and status["stall"] == 1
 
 
+@pytest.mark.slow
 def test_accepting_twice_counts_once_and_records_once(tmp_path):
     """accept of the candidate that already is the best by its accept changes nothing."""
     run = _run(tmp_path)
@@ -79,6 +82,7 @@ def test_accepting_twice_counts_once_and_records_once(tmp_path):
     assert len(run.events(EventKind.SET_BEST)) == 2  # the seed's and this accept's
 
 
+@pytest.mark.slow
 def test_accepting_a_candidate_rejected_against_the_same_best_is_refused(tmp_path):
     """A rejection stands: a later passing gate of the same pair does not license accept."""
     run = _run(tmp_path)
@@ -92,6 +96,7 @@ def test_accepting_a_candidate_rejected_against_the_same_best_is_refused(tmp_pat
     assert len(run.events()) == n_events
 
 
+@pytest.mark.slow
 def test_rejecting_the_accepted_best_is_refused(tmp_path):
     """Rejecting the candidate just accepted is refused: it is the best."""
     run = _run(tmp_path)
@@ -103,6 +108,7 @@ def test_rejecting_the_accepted_best_is_refused(tmp_path):
     assert run.spent.iterations == 1
 
 
+@pytest.mark.slow
 def test_a_new_best_makes_a_new_decision_pair(tmp_path):
     """A candidate rejected against the seed may be decided again against a new best."""
     run = _run(tmp_path)
@@ -117,6 +123,7 @@ def test_a_new_best_makes_a_new_decision_pair(tmp_path):
     assert [e.candidate_id for e in _decisions(run)] == [mid, good, mid]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verb", ["reject", "accept"])
 def test_a_decision_past_the_iteration_cap_is_refused(tmp_path, verb):
     """With max_iterations 1, the second decision is a BudgetError and nothing is recorded;

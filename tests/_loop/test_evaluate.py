@@ -26,6 +26,7 @@ def test_eval_statistics_match_a_duckdb_recomputation(tmp_path):
     assert set(record["pass_k"]) == {"1", "2", "3"}
 
 
+@pytest.mark.slow
 def test_same_candidate_same_split_is_one_evaluation(tmp_path):
     """Re-evaluating identical content reuses the candidate and its complete evaluation;
     another trial count is a separate evaluation."""

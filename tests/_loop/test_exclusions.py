@@ -52,6 +52,7 @@ def test_a_hook_returning_a_non_bool_is_an_adapter_error(tmp_path):
         exclusions(Bad(), [Task(id="x")])
 
 
+@pytest.mark.slow
 def test_the_gate_coverage_leaves_excluded_tasks_out_of_its_denominator(tmp_path):
     from fixtures.projects import make_candidate
 

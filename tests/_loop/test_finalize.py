@@ -120,6 +120,7 @@ def test_second_finalize_is_refused_and_changes_nothing(finalized):
     assert jsonfiles.read(run.layout.seal)["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_final_json_delta_is_recomputed_from_stored_test_rollouts(finalized):
     """final.json holds the result fields and its paired delta/se/ci95 match the stored rows."""
     run, returned = finalized
@@ -207,6 +208,7 @@ def _recycled_pid() -> tuple[int, float]:
     return os.getpid(), psutil.Process().create_time() - 3600
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("holder", [_dead_pid, _recycled_pid], ids=["exited", "pid-reused"])
 def test_finalize_that_died_before_any_test_rollout_may_retry(tmp_path, holder):
     """A 'started' seal of a dead holder with no test rows is set aside and finalize succeeds."""
@@ -235,6 +237,7 @@ def _live_holder(run: RunDir) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["this-host", "other-host"])
 def test_seal_of_a_live_or_unknowable_holder_is_respected(tmp_path, where):
     """A 'started' seal held by a live process (or one on another host) refuses finalize."""
@@ -292,6 +295,7 @@ def test_two_retries_of_a_dead_seal_do_not_both_proceed(tmp_path, monkeypatch):
     assert len(list(run.root.glob("seal.aborted-*.json"))) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("why", ["already scored", "already running"])
 def test_a_refused_finalize_says_why(finalized, tmp_path, why):
     """A refusal names its reason: the split was already scored, or finalize is running."""

@@ -15,6 +15,7 @@ from capevolve._loop.run import create_run
 from capevolve.errors import RunDirError
 
 
+@pytest.mark.slow
 def test_a_locked_run_leaves_no_seal_and_a_later_finalize_works(tmp_path):
     """Another process holds the run lock: finalize fails with the lock message, writes
     no test row, leaves no seal.json (so the run is not "being finalized"), and once the
@@ -29,6 +30,7 @@ def test_a_locked_run_leaves_no_seal_and_a_later_finalize_works(tmp_path):
     assert final["best_id"] == "seed" and run.layout.final.is_file()
 
 
+@pytest.mark.slow
 def test_a_seed_best_is_not_scored_on_test_unless_its_ids_are_spent(tmp_path):
     """With nothing accepted, finalize refuses before the seal and before the project's
     ledger: no test row, no seal, no finalize recorded, the run stays open; the explicit

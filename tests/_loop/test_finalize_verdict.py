@@ -46,6 +46,7 @@ def _with_best(project, run_dir, cand_dir, test_quality: float | None):
     return run
 
 
+@pytest.mark.slow
 def test_a_real_gain_is_confirmed(tmp_path):
     """Best 0.95 vs seed 0.3 everywhere: confirmed, with a delta whose CI lies above 0."""
     run = _with_best(_project(tmp_path / "p"), tmp_path / "run", tmp_path / "c", None)
@@ -56,6 +57,7 @@ def test_a_real_gain_is_confirmed(tmp_path):
     assert jsonfiles.read(run.layout.final) == final
 
 
+@pytest.mark.slow
 def test_a_gain_that_reverses_on_test_is_contradicted(tmp_path):
     """A candidate that is great on val and useless on test: contradicted, CI below 0."""
     run = _with_best(_project(tmp_path / "p", quality=0.6), tmp_path / "run",
@@ -65,6 +67,7 @@ def test_a_gain_that_reverses_on_test_is_contradicted(tmp_path):
     assert final["ci95"][1] < 0
 
 
+@pytest.mark.slow
 def test_a_gain_that_vanishes_on_test_is_not_confirmed(tmp_path):
     """Same quality as the seed on test (identical rewards): delta 0, not confirmed."""
     run = _with_best(_project(tmp_path / "p"), tmp_path / "run", tmp_path / "c", 0.3)
@@ -80,6 +83,7 @@ def test_the_seed_as_best_has_no_edit_to_confirm(tmp_path):
     assert final["verdict"] == TestVerdict.NO_EDIT and final["best_id"] == SEED_ID
 
 
+@pytest.mark.slow
 def test_incomplete_test_evaluation_is_not_measured_and_names_what_is_missing(tmp_path):
     """Two test tasks error on every trial: no delta, no CI, and missing names them."""
     broken = {"x3": {"mode": "error"}, "x7": {"mode": "raise"}}
@@ -98,6 +102,7 @@ def test_incomplete_test_evaluation_is_not_measured_and_names_what_is_missing(tm
     assert "95% CI [" not in report.split("## Held-out test")[1].split("## ")[0]
 
 
+@pytest.mark.slow
 def test_clustered_tasks_use_the_cr1_se_with_g_minus_1_df(tmp_path):
     """Test tasks in 4 clusters: final.json's SE is CR1 of the paired differences, df G-1."""
     clusters = {t: {"cluster": f"g{i % 4}"} for i, t in enumerate(TEST)}
@@ -122,6 +127,7 @@ def test_clustered_tasks_use_the_cr1_se_with_g_minus_1_df(tmp_path):
 
 # -- the project's finalize ledger ------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_run_dir_recreated_under_the_same_name_still_counts_as_a_reuse(tmp_path):
     """`rm -rf demo-run` and a new run in the same place is another run: its finalize
     counts the earlier one, although both share the run id and the directory."""
@@ -137,6 +143,7 @@ def test_a_run_dir_recreated_under_the_same_name_still_counts_as_a_reuse(tmp_pat
     assert len(ledger.read(project).entries) == 3
 
 
+@pytest.mark.slow
 def test_a_later_run_on_the_same_test_ids_says_the_test_was_reused(tmp_path):
     """Three runs of one project finalize: the first is fresh, the others count 1 and 2
     earlier finalizes, in final.json and in the report."""
@@ -209,6 +216,7 @@ def test_two_runs_finalizing_at_once_count_each_other(tmp_path):
     assert sorted(e.run_id for e in ledger.read(project).entries) == ["run0", "run1"]
 
 
+@pytest.mark.slow
 def test_a_finalize_that_fails_before_any_test_row_can_be_retried_in_process(tmp_path):
     """A finalize refused by a held run lock releases the seal: once the lock is free, the
     same process finalizes (the dead seal is set aside, the test split scored once)."""

@@ -24,6 +24,8 @@ from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.task_rows import task_rows
 
+pytestmark = pytest.mark.slow
+
 MODES = ("ok", "ok", "error", "ok", "transient", "ok", "raise", "ok")
 SCALES = (1.0, 0.7, 0.35, 0.7000000001, 0.6999999, 1.0)
 

@@ -13,6 +13,7 @@ from capevolve.errors import GateError
 from capevolve.kinds import EventKind
 
 
+@pytest.mark.slow
 def test_a_third_trial_count_for_the_same_pair_is_refused(tmp_path):
     """Project trials 2, then a matched 3-trial pair, both gated; re-measuring both sides
     with 4 trials to draw again is refused, while re-gating a count already used is not,

@@ -49,6 +49,7 @@ if b'"forged": true' not in log.read_bytes():
 '''
 
 
+@pytest.mark.slow
 def test_a_forged_set_best_appended_by_candidate_code_is_removed(tmp_path):
     """The candidate appends a correctly chained set_best for itself to events.jsonl while
     its rollouts run: the evaluation is refused naming events.jsonl, the log is restored to

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from fixtures.chat_server import ChatServer, Sleep, completion
 
 from capevolve._loop.project import check
@@ -41,6 +42,7 @@ def _warnings(tmp_path: Path, name: str, answer, **kw) -> list[str]:
     return [w for w in found["warnings"] if w.startswith("models.agent")]
 
 
+@pytest.mark.slow
 def test_a_server_that_ignores_tools_is_named(tmp_path):
     """Tools offered and text that looks like a call instead of a tool call: warned, with
     the count; a real tool call, or no tools offered, is no warning."""
@@ -56,6 +58,7 @@ def test_a_server_that_ignores_tools_is_named(tmp_path):
     assert _warnings(tmp_path, "e", completion("yes"), tools=False) == []
 
 
+@pytest.mark.slow
 def test_rollouts_in_flight_past_the_slots_and_the_deadline_are_named(tmp_path):
     """The probe measures the call time: 8 rollouts in flight on 2 declared slots queue
     (warned), and 4 calls ahead at the measured time pass deadline_s (warned); one

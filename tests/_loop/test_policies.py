@@ -24,6 +24,7 @@ def _run(tmp_path, policy: str, gate: str = "") -> RunDir:
     return RunDir.open(start_run(project, tmp_path / "run")["run_dir"])
 
 
+@pytest.mark.slow
 def test_keep_best_keeps_a_within_noise_gain_as_tentative_and_strict_refuses_it(tmp_path):
     outcomes = {}
     for policy in ("keep-best", "strict"):
@@ -52,6 +53,7 @@ def test_keep_best_keeps_a_within_noise_gain_as_tentative_and_strict_refuses_it(
     assert false_accept_ledger(outcomes["strict"][0]).expected_false_accepts < 0.05
 
 
+@pytest.mark.slow
 def test_keep_best_refuses_a_gain_over_a_shrunk_denominator(tmp_path):
     """The candidate breaks one val datapoint (every trial errors): the mean over the rest
     rises, but the scored sets differ, so the audit fails and keep-best refuses. (max_missing
@@ -74,6 +76,7 @@ def test_keep_best_refuses_a_gain_over_a_shrunk_denominator(tmp_path):
     assert record.audit is not None and not record.audit["denominator_ok"]
 
 
+@pytest.mark.slow
 def test_an_unknown_target_is_refused_naming_the_valid_ones(tmp_path):
     run = _run(tmp_path, "keep-best")
     cid = evaluate(run, make_candidate(tmp_path / "c", 0.6), "val")["candidate_id"]
@@ -111,6 +114,7 @@ def test_a_decision_record_is_never_overwritten_and_a_hand_edited_one_is_refused
         results.read_all(run.root)
 
 
+@pytest.mark.slow
 def test_cli_no_change_without_a_reason_is_exit_2_in_one_line(tmp_path):
     run = _run(tmp_path, "strict")
     exe = Path(sys.executable).with_name("capevolve")

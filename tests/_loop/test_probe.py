@@ -38,6 +38,7 @@ def _rewards(run: RunDir, eval_id: str) -> dict[str, list[float]]:
     return out
 
 
+@pytest.mark.slow
 def test_probe_failing_counts_flips_from_the_rows_and_is_never_gateable(base, tmp_path):
     """A candidate that fixes two of the best's failing tasks: the probe runs only the
     failing tasks, its numbers match the rows, and no gate or accept can use it."""
@@ -68,6 +69,7 @@ def test_probe_failing_counts_flips_from_the_rows_and_is_never_gateable(base, tm
     assert run.best_id == "seed"
 
 
+@pytest.mark.slow
 def test_a_probe_that_flips_nothing_suggests_a_no_change(base, tmp_path):
     """The hypothesis is dead: the suggestion is no_change, with the probe as the reason."""
     _, run = base

@@ -30,6 +30,7 @@ def _files(run: capevolve.RunDir) -> dict:
     return {p: p.stat().st_mtime_ns for p in run.root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_the_public_run_only_reads(tmp_path):
     """The view's public names are the reads (locked); none writes, its properties cannot
     be set, and reading every one of them changes no file of the run."""
@@ -56,6 +57,7 @@ def test_the_public_run_only_reads(tmp_path):
     assert _files(run) == before
 
 
+@pytest.mark.slow
 def test_the_verbs_change_the_run_the_view_shows(tmp_path):
     """accept given the view records through its run: the same object shows the new best,
     the accept event and the iteration spent, as a fresh open does."""
@@ -66,6 +68,7 @@ def test_the_verbs_change_the_run_the_view_shows(tmp_path):
     assert run.spent.iterations == 1 == capevolve.RunDir.open(run.root).spent.iterations
 
 
+@pytest.mark.slow
 def test_log_event_records_user_kinds_only(tmp_path):
     """log_event records a note, refuses the kinds capevolve records itself and unregistered
     kinds (nothing written), and records a kind once it is registered."""

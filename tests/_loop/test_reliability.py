@@ -41,6 +41,7 @@ def test_an_outage_is_not_a_score_and_resumes_cleanly(tmp_path):
     assert gate_candidate(run, record["candidate_id"])["decision"] in ("accept", "reject")
 
 
+@pytest.mark.slow
 def test_budget_is_enforced_while_dispatching(tmp_path):
     """max_metric_calls stops handing out work mid-evaluation; never overshoots."""
     project, run = _run(tmp_path, n=40, trials=2,
@@ -53,6 +54,7 @@ def test_budget_is_enforced_while_dispatching(tmp_path):
     assert record["units_run"] == 30 and run.spent.metric_calls == 50
 
 
+@pytest.mark.slow
 def test_budget_on_money_uses_the_observed_cost(tmp_path):
     """max_usd: dispatch stops before recorded cost plus work in flight passes the cap."""
     project, run = _run(tmp_path, n=40, trials=2, cost=0.01,
@@ -63,6 +65,7 @@ def test_budget_on_money_uses_the_observed_cost(tmp_path):
     assert run.spent.cost_usd <= 0.5 + 1e-9
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_and_a_killed_holder_frees_the_lock(tmp_path):
     """While another live process holds the lock, mutations fail naming its pid; once the
     holder is killed the lock is free (the kernel released it)."""

@@ -101,6 +101,7 @@ def test_a_reject_killed_before_its_file_keeps_its_number(tmp_path):
     assert settle(run) == []  # idempotent: nothing left to write
 
 
+@pytest.mark.slow
 def test_settle_rebuilds_a_deleted_record_exactly_and_never_rewrites_one(tmp_path):
     """The live record and the rebuilt one come from the same events: equal, field by field."""
     run, good, _ = _pair(tmp_path, "s")

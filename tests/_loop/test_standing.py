@@ -45,6 +45,7 @@ def _shown(run: RunDir, cid: str) -> dict:
             "html": render_html(data), "report": cand, "view": view}
 
 
+@pytest.mark.slow
 def test_a_kept_move_is_tentative_everywhere_until_confirmed(kept):
     run, cid = kept
     shown = _shown(run, cid)
@@ -63,6 +64,7 @@ def test_a_kept_move_is_tentative_everywhere_until_confirmed(kept):
     assert counted in shown["text"] and counted in shown["md"] and counted in shown["html"]
 
 
+@pytest.mark.slow
 def test_a_forged_confirmation_changes_nothing_and_a_real_one_confirms(kept):
     """A confirmations/ file claiming significant without the evaluations behind it is
     ignored; a real confirmation whose recomputed label is significant confirms it, and the

@@ -31,6 +31,7 @@ def _rows(run: RunDir, eval_id: str) -> list[dict]:
         p, columns=["eval_id", "task_id", "trial", "seed"]).to_pylist()]
 
 
+@pytest.mark.slow
 def test_a_subset_runs_only_its_tasks_and_trials_with_the_trial_index_seeds(tmp_path):
     """Only the chosen (task, trial) units run; seeds are the full evaluation's for the same
     trial; the id is deterministic (order and repeats do not matter) and the record says
@@ -65,6 +66,7 @@ def test_a_subset_runs_only_its_tasks_and_trials_with_the_trial_index_seeds(tmp_
     assert other["eval_id"] != record["eval_id"] and other["units_run"] == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"tasks": ["nope"], "purpose": "probe"}, "task 'nope' is not a task of this run"),
     ({"tasks": ["TRAIN"], "purpose": "probe"}, "is a task of the train split, not val"),
@@ -98,6 +100,7 @@ def test_the_test_split_is_refused_for_a_subset_too(tmp_path):
         evaluate(run, "seed", "test", tasks=[run.splits.ids("test")[0]], purpose="probe")
 
 
+@pytest.mark.slow
 def test_a_subset_resumes_only_its_missing_units(tmp_path):
     """An outage leaves the subset incomplete; the rerun retries only its errored units."""
     project, run = _run(tmp_path)
@@ -119,6 +122,7 @@ def test_a_subset_is_refused_once_the_budget_is_spent(tmp_path):
         evaluate(run, "seed", "val", tasks=[run.splits.ids("val")[0]], purpose="probe")
 
 
+@pytest.mark.slow
 def test_subset_evaluations_are_never_anyones_latest(tmp_path):
     """A probe of the whole split and a screen from trial 0 are not found by the lookups
     that feed gates, however recent."""
@@ -136,6 +140,7 @@ def _gated_pair(tmp_path):
     return project, run, cand
 
 
+@pytest.mark.slow
 def test_gating_a_probe_is_refused(tmp_path):
     """A candidate measured only by a probe (even of the whole split) cannot be gated."""
     _, run, cand = _gated_pair(tmp_path)
@@ -150,6 +155,7 @@ def _forge(run: RunDir, source: str, target: str, **edits) -> None:
     jsonfiles.write_atomic(run.layout.eval_json(target), data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", [
     {"tasks": "HALF", "purpose": "probe"},
     {"tasks": "HALF", "purpose": "screen"},
@@ -173,6 +179,7 @@ def test_a_record_edited_to_claim_a_gate_evaluation_is_refused_by_its_rows(tmp_p
         RunDir.open(run.root)
 
 
+@pytest.mark.slow
 def test_an_evaluation_edited_after_its_gate_cannot_be_accepted(tmp_path):
     """The gate passed on a real full evaluation; the record is then replaced by a forged
     one (rows of a subset): accept re-checks the rule and refuses."""
@@ -190,6 +197,7 @@ def test_an_evaluation_edited_after_its_gate_cannot_be_accepted(tmp_path):
     assert run.best_id == "seed"
 
 
+@pytest.mark.slow
 def test_a_real_full_evaluation_still_gates_and_accepts(tmp_path):
     """The rule refuses informational evaluations only: a full one decides as before."""
     _, run = _run(tmp_path, n=40, trials=2)
@@ -200,6 +208,7 @@ def test_a_real_full_evaluation_still_gates_and_accepts(tmp_path):
     assert run.best_id == good["candidate_id"]
 
 
+@pytest.mark.slow
 def test_the_pareto_frontier_reads_full_gate_evaluations_only(tmp_path):
     """A probe of the whole val split with the project's trials is not a frontier member."""
     from types import SimpleNamespace
@@ -214,6 +223,7 @@ def test_the_pareto_frontier_reads_full_gate_evaluations_only(tmp_path):
     assert set(view.val_task_means) == {"seed"}
 
 
+@pytest.mark.slow
 def test_status_and_finalize_read_the_best_through_the_gate_rule(tmp_path):
     """status's best val and finalize's val gain find the best's full-val evaluation as the
     gate does and apply its rule: once the record is edited to claim a probe, neither

@@ -114,6 +114,7 @@ def test_the_run_holds_every_case_the_summary_must_get_right(evaluated):
     assert {0.7, 0.7000000001, 0.6999999} <= {r for v in rewards.values() for r in v}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [1.0, 0.7, 0.35, 0.5])
 @pytest.mark.parametrize("subset", ["all", "half", "none"])
 @pytest.mark.parametrize("with_clusters", [True, False])

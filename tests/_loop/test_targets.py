@@ -38,6 +38,7 @@ def _run_with_bucket(tmp_path):
     return run, tasks
 
 
+@pytest.mark.slow
 def test_evaluate_target_is_recorded_and_audited_by_a_gate_that_names_none(tmp_path):
     run, tasks = _run_with_bucket(tmp_path)
     hit = evaluate(run, make_candidate(tmp_path / "hit", 0.4, {tasks[0]: 1.0}), "val",
@@ -57,6 +58,7 @@ def test_evaluate_target_is_recorded_and_audited_by_a_gate_that_names_none(tmp_p
         evaluate(run, hit["candidate_id"], "val", target="other")
 
 
+@pytest.mark.slow
 def test_unknown_targets_are_one_line_and_record_nothing(tmp_path):
     run, _ = _run_with_bucket(tmp_path)
     cid = evaluate(run, make_candidate(tmp_path / "c", 0.9), "val")["candidate_id"]
@@ -73,6 +75,7 @@ def test_unknown_targets_are_one_line_and_record_nothing(tmp_path):
     assert len(run.events()) == events
 
 
+@pytest.mark.slow
 def test_accept_target_regates_and_follows_that_gate(tmp_path):
     """A move gated without a target is accepted only if the audit against --target also
     passes: the pair is gated again with it, and that verdict decides the accept."""

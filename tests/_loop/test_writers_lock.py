@@ -74,6 +74,7 @@ def _first_signature(run) -> str:
     return doc["clusters"][0]["signature"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", ["report", "diagnose", "annotate"])
 def test_a_writer_is_refused_while_another_process_holds_the_lock(held, writer):
     """report / diagnose / annotate raise 'locked' and change nothing in the run dir."""
@@ -90,6 +91,7 @@ def test_a_writer_is_refused_while_another_process_holds_the_lock(held, writer):
     assert _tree(run.root) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["report"], ["diagnose", "--split", "val", "--tag", SEED_ID]])
 def test_cli_writers_exit_2_while_locked(held, argv):
     """Through the CLI the refusal is one line, exit 2, nothing written."""
@@ -102,6 +104,7 @@ def test_cli_writers_exit_2_while_locked(held, argv):
     assert _tree(run.root) == before
 
 
+@pytest.mark.slow
 def test_status_and_query_work_while_locked_and_write_nothing(held):
     """The read-only commands do not take the lock and leave every byte as it was."""
     run = held

@@ -105,6 +105,7 @@ def test_split_tasks_keep_only_the_split_with_exclusions_and_clusters():
     assert adapter.calls == 1  # one pass (no duplicate hash to confirm)
 
 
+@pytest.mark.slow
 def test_loading_a_split_from_a_stream_never_holds_the_tasks_as_objects():
     """30,000 tasks with some payload: loading the split from a generator allocates a
     fraction of what the list of Task objects alone takes (the table holds their JSON)."""
@@ -173,6 +174,7 @@ def _stream_project(root: Path, n: int, *, stream: bool) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_an_evaluation_of_a_streaming_adapter_stores_what_the_list_one_does(tmp_path):
     """Same tasks as a generator or as a list: the same splits, the same rows."""
     runs = {}
@@ -188,6 +190,7 @@ def test_an_evaluation_of_a_streaming_adapter_stores_what_the_list_one_does(tmp_
     assert task_means_of(list_run, a) == task_means_of(stream_run, b) != {}
 
 
+@pytest.mark.slow
 def test_cli_evaluate_names_a_bad_streamed_task_with_exit_2(tmp_path):
     """A stream that yields a bad item at evaluate time: one error line, exit 2, no
     traceback, and no rollout stored."""

@@ -33,6 +33,7 @@ def test_set_best_of_a_never_gated_candidate_is_refused(run, tmp_path):
     assert run.best_id == SEED_ID and _log_bytes(run) == before
 
 
+@pytest.mark.slow
 def test_set_best_after_a_rejecting_gate_is_refused(gated, tmp_path):
     """A candidate whose latest gate against the best said reject cannot be set best."""
     evaluate(gated, make_candidate(tmp_path / "bad", 0.0, overrides={"t000": 0.0}), "val")
@@ -42,6 +43,7 @@ def test_set_best_after_a_rejecting_gate_is_refused(gated, tmp_path):
     assert gated.best_id == SEED_ID
 
 
+@pytest.mark.slow
 def test_set_best_honours_only_a_current_passing_gate(gated, tmp_path):
     """A passing gate licenses set_best; once the best moved, the old gate no longer does."""
     gated.set_best("cand_001")
@@ -54,6 +56,7 @@ def test_set_best_honours_only_a_current_passing_gate(gated, tmp_path):
         gated.set_best(SEED_ID)  # the seed was never gated against cand_001
 
 
+@pytest.mark.slow
 def test_an_exploratory_gate_is_no_basis_for_set_best(gated):
     """A gate recorded as exploratory never licenses a move of the best."""
     gate = gated.events(EventKind.GATE)[-1].to_json()
@@ -98,6 +101,7 @@ def test_log_event_refuses_unregistered_and_bad_kinds(run):
         run.log_event("note", value=math.nan)
 
 
+@pytest.mark.slow
 def test_a_user_event_cannot_move_the_best(gated):
     """A note carrying set_best-like fields is data: best_id and spend do not change."""
     gated.log_event("note", kind_hint="set_best", candidate_id="cand_001", iterations=99)
@@ -130,6 +134,7 @@ def test_update_spent_adds(run):
 
 # -- a finalized run is closed --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_finalized_run_refuses_evaluate_gate_accept_reject_set_best(gated, tmp_path):
     """After finalize every deciding verb is refused in one line naming final.json, and
     nothing is written."""
@@ -165,6 +170,7 @@ def test_a_finalized_run_refuses_evaluate_gate_accept_reject_set_best(gated, tmp
     assert RunDir.open(gated.root).best_id == SEED_ID
 
 
+@pytest.mark.slow
 def test_a_run_being_finalized_is_closed_too(gated):
     """Once the seal is taken (finalize started), the best can no longer move."""
     from capevolve._store import seal

@@ -24,6 +24,8 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
 
+pytestmark = pytest.mark.slow
+
 EVAL = "val__cand_001__k2"
 VIEW = ("SELECT task_id, trial, reward, output, error, seed, tokens FROM rollouts "
         "ORDER BY task_id, trial")
@@ -123,7 +125,6 @@ def test_completion_leaves_one_part_holding_every_row_and_the_same_view(uncompac
         "a compacted evaluation is compacted again"
 
 
-@pytest.mark.slow
 def test_evaluate_compacts_when_the_evaluation_completes(tmp_path, monkeypatch):
     """The completion path of evaluate compacts (one part, not three), and evaluating the
     complete evaluation again returns it unchanged and runs nothing."""
@@ -205,7 +206,6 @@ def _reference(incomplete: RunDir, tmp_path: Path, monkeypatch) -> list[tuple]:
     return _view(ref)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", STEPS)
 def test_kill_9_at_each_step_leaves_one_count_and_a_verifiable_run(
         incomplete, tmp_path, monkeypatch, step):
@@ -344,7 +344,6 @@ def test_streaming_writes_the_old_rows_in_order_a_row_group_at_a_time(uncompacte
     assert integrity.verify(RunDir.open(run.root)).ok
 
 
-@pytest.mark.slow
 def test_kill_9_in_the_middle_of_the_stream_leaves_the_old_parts_whole(
         incomplete, tmp_path, monkeypatch):
     """kill -9 right after the first row group of the new part is on disk (the stream

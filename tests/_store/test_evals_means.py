@@ -22,6 +22,8 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import CapevolveError, RunDirError
 from capevolve.report.data import report_data
 
+pytestmark = pytest.mark.slow
+
 VAL = "val__seed__k2"
 
 

@@ -135,6 +135,7 @@ def test_each_part_is_recorded_once_it_is_in_place(run):
     assert sum(n for _, n in seen) == 3 and all(ok for ok, _ in seen)
 
 
+@pytest.mark.slow
 def test_a_failed_part_write_removes_its_temporary_file_and_names_the_path(tmp_path):
     """Past a file size limit (a full disk) write_part raises one line naming the part and
     leaves no temporary file."""

@@ -60,6 +60,7 @@ def _start_holder(lock: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_two_live_processes_never_hold_the_lock_together(tmp_path):
     """Four processes hammer the lock at once: entries and exits never interleave."""
     lock, log, go = tmp_path / "lock", tmp_path / "log", tmp_path / "go"

@@ -90,6 +90,7 @@ ATTACK_NAMES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACK_NAMES)
 def test_attack_is_refused_and_the_run_is_untouched(scored_run, tmp_path, attack):
     """Each attack raises a one-line StoreError; nothing in or outside the run is written."""
@@ -111,6 +112,7 @@ def test_attack_is_refused_and_the_run_is_untouched(scored_run, tmp_path, attack
                        "GROUP BY eval_id ORDER BY eval_id") == counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ["copy-plants-a-part", "copy-over-events", "read-passwd",
                                     "attach", "install-httpfs", "comment-hidden"])
 def test_cli_query_refuses_with_one_line_and_exit_2(scored_run, tmp_path, attack):
@@ -165,6 +167,7 @@ def _dup_run(tmp_path):
     return run, record["eval_id"], rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
 def test_exact_duplicates_resolve_by_part_path_whatever_the_write_order(tmp_path, order):
     """Two rows for one unit with the same finished_at: the part whose path sorts first wins,

@@ -112,6 +112,7 @@ def test_cli_names_the_bad_file_with_exit_2(run):
 
 # -- evals, final, seal ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_eval_records_are_validated_on_read(gated):
     """A hand-edited eval record (NaN mean, future version, renamed file) is refused."""
     path = gated.layout.eval_json("val__cand_001__k2")
@@ -138,6 +139,7 @@ def test_final_and_seal_are_validated_on_read(run):
         read_seal(run.layout)
 
 
+@pytest.mark.slow
 def test_diagnosis_files_are_records(gated):
     """diagnose writes a versioned DiagnosisRecord; annotate refuses a diagnosis file of an
     unknown version, naming it, and leaves it untouched."""

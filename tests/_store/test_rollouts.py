@@ -209,6 +209,7 @@ def _truncate(part):
     return units
 
 
+@pytest.mark.slow
 def test_truncated_part_is_quarantined_and_the_view_still_works(multipart_run):
     """quarantine_bad_parts moves a truncated part to quarantine/; the view reads the rest."""
     run, record = multipart_run
@@ -224,6 +225,7 @@ def test_truncated_part_is_quarantined_and_the_view_still_works(multipart_run):
     assert quarantine_bad_parts(run.layout) == []  # the good parts stay
 
 
+@pytest.mark.slow
 def test_resume_after_quarantine_reruns_exactly_the_lost_units(multipart_run):
     """An interrupted evaluation with a truncated part re-runs exactly that part's units."""
     run, record = multipart_run
@@ -239,6 +241,7 @@ def test_resume_after_quarantine_reruns_exactly_the_lost_units(multipart_run):
     assert task_means_of(run, again) == task_means_of(run, record) != {}
 
 
+@pytest.mark.slow
 def test_evaluate_reruns_units_lost_from_a_complete_evaluation(multipart_run):
     """Evaluating again after a part of a complete evaluation was truncated re-runs its units."""
     run, record = multipart_run
@@ -252,6 +255,7 @@ def test_evaluate_reruns_units_lost_from_a_complete_evaluation(multipart_run):
     assert task_means_of(run, again) == task_means_of(run, record) != {}
 
 
+@pytest.mark.slow
 def test_unreadable_part_is_a_store_error(multipart_run):
     """Querying while a truncated part is in place raises StoreError, not a raw duckdb error."""
     run, _ = multipart_run
@@ -263,6 +267,7 @@ def test_unreadable_part_is_a_store_error(multipart_run):
 
 # -- the deduplicated view ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_unit_written_twice_is_counted_once(tmp_path):
     """Two parts holding the same (eval, task, trial) count once; the first finished wins."""
     project = _ids_project(tmp_path / "p", [f"v{i}" for i in range(4)])
@@ -313,6 +318,7 @@ def test_an_empty_run_can_be_queried(tmp_path):
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(0,)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", [
     "SELEC count(*) FROM rollouts",
     "SELECT no_such_column FROM rollouts",

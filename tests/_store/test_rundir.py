@@ -63,6 +63,7 @@ def test_record_appended_after_a_torn_line_is_readable(run):
         "after the tear", "and one more"]
 
 
+@pytest.mark.slow
 def test_set_best_after_a_torn_line_takes_effect(gated):
     """An accept (set_best) recorded right after a torn line changes best_id."""
     from capevolve._loop.decide import accept
@@ -134,6 +135,7 @@ def test_state_json_is_a_derived_cache(run):
     assert state["n_events"] == len(reopened.events())
 
 
+@pytest.mark.slow
 def test_open_and_status_change_no_file(gated):
     """RunDir.open, status, the lookups and the report text leave every file's bytes and
     mtime unchanged and create nothing (not even a lock file)."""
@@ -149,6 +151,7 @@ def test_open_and_status_change_no_file(gated):
     assert _tree(gated.root) == before
 
 
+@pytest.mark.slow
 def test_cli_status_and_query_change_no_file(gated):
     """`capevolve status` and `capevolve query` (read-only commands) leave the run dir
     byte- and mtime-identical."""
@@ -235,6 +238,7 @@ def test_spend_cost_is_not_recorded_when_every_cost_is_unknown():
     assert Spend().to_dict()["cost_usd"] is None  # nothing ran: nothing recorded
 
 
+@pytest.mark.slow
 def test_run_spend_reports_unknown_cost_as_not_recorded(tmp_path):
     """Real evaluations: no adapter cost gives cost_usd None; known costs give their sum."""
     from capevolve._loop.evaluate import evaluate

@@ -74,6 +74,7 @@ def test_symlinks_inside_the_candidate_are_taken_as_their_content(run, tmp_path)
         == "be exact\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make, named", [
     (lambda src, tmp: (src / "notes.md").symlink_to("/etc/passwd"), "notes.md"),
     (lambda src, tmp: (src / "etc").symlink_to("/etc"), "etc"),

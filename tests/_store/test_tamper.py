@@ -24,6 +24,8 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError, TestSealError
 from capevolve.kinds import EventKind
 
+pytestmark = pytest.mark.slow
+
 
 def _lines(run: RunDir) -> list[bytes]:
     return run.layout.events.read_bytes().splitlines()

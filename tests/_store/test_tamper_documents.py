@@ -19,6 +19,8 @@ from capevolve._store.rundir import RunDir
 from capevolve.config import MAX_TRIALS
 from capevolve.errors import RunDirError
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def rejected(tmp_path) -> RunDir:

@@ -74,6 +74,7 @@ def _good_script(task):
     ]
 
 
+@pytest.mark.slow
 def test_full_conversation_scores_one_and_sends_policy_tools_and_seed(
         cancel_task, oracle_candidate):
     """A scripted model that confirms, cancels and reports the refund scores 1.0; requests
@@ -195,6 +196,7 @@ def test_the_token_budget_stops_the_rollout_as_an_error(cancel_task, oracle_cand
     assert adapter.meter.tokens == 3300 and rollout.output is None
 
 
+@pytest.mark.slow
 def test_the_wall_time_bound_stops_a_slow_conversation(cancel_task, oracle_candidate):
     """Turns that each take 0.3 s reach rollout_wall_s=0.8 within about a second: an
     error naming the wall-time bound, never a score."""
@@ -209,6 +211,7 @@ def test_the_wall_time_bound_stops_a_slow_conversation(cancel_task, oracle_candi
     assert took < 1.6 and len(server.requests) <= 4
 
 
+@pytest.mark.slow
 def test_a_call_in_flight_is_cut_by_the_rollout_deadline(cancel_task, oracle_candidate):
     """A single answer slower than the rollout's whole wall-time bound is cut at that bound
     (not at the 5 s socket timeout) and recorded as the bound."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from capevolve_adapters.retail.behaviours import Behaviour, Conduct, recognise
 from capevolve_adapters.retail.capability import parse_policy
 from capevolve_adapters.retail.scorer import PREAMBLE
@@ -33,6 +35,7 @@ def test_oracle_capability_solves_every_task(run_trials, oracle_candidate):
     assert failed == {}
 
 
+@pytest.mark.slow
 def test_seed_is_mediocre_with_every_failure_mode(seed_results):
     """The seed scores 0.3-0.5 and shows always-failing, flaky, partial, near-miss and
     narrated-without-action tasks."""
@@ -51,6 +54,7 @@ def test_seed_is_mediocre_with_every_failure_mode(seed_results):
     assert all(n >= 5 for n in counts.values()), counts
 
 
+@pytest.mark.slow
 def test_always_failing_delivered_cancellations(seed_results, retail_tasks):
     """Without the pending-only rule and with a cancel tool that checks nothing, a delivered
     or processed order gets cancelled: every such trial has the wrong end state, and most of

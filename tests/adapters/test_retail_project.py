@@ -26,6 +26,7 @@ def _mean(results) -> float:
     return sum(per_task) / len(per_task)
 
 
+@pytest.mark.slow
 def test_start_run_scores_the_seed_baseline_in_process(tmp_path):
     """start_run on the retail project (local engine) checks it, freezes splits and scores
     the seed on val with no errors and a mean in 0.3-0.5."""

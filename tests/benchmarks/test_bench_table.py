@@ -103,6 +103,7 @@ def test_a_script_killed_by_a_signal_is_a_crashed_row(tmp_path):
     assert out.status == "crashed" and out.rows[-1].figure == "fake: killed by signal 9"
 
 
+@pytest.mark.slow
 def test_a_hanging_script_is_killed_with_its_children_and_is_a_timeout_row(tmp_path):
     pid_file = tmp_path / "child.pid"
     s = script(tmp_path, f"""

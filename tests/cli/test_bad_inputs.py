@@ -37,6 +37,7 @@ def test_the_table_has_the_rows_it_promises():
     assert QUICK <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [
     pytest.param(c, id=c.name, marks=() if c.name in QUICK else (pytest.mark.slow,))
     for c in CASES])

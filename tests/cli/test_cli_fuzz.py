@@ -47,6 +47,7 @@ def test_absurd_values_name_the_field(tmp_path, config, field):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_random_yaml_garbage_never_tracebacks(tmp_path):
     """Random bytes as capevolve.yaml: always a one-line user error (seeded fuzz)."""
     proj = project(tmp_path)
@@ -68,6 +69,7 @@ def test_empty_task_list_is_refused(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_odd_text_and_huge_feedback_are_stored_and_shown_safely(tmp_path):
     """Non-ASCII task text, megabyte feedback and terminal escapes survive storage; human
     output neutralises the escapes (raw ESC never reaches the terminal)."""

@@ -14,6 +14,8 @@ from cli.cli_support import copy_toy, describe, invoke, one_json, user_error
 
 import capevolve
 
+pytestmark = pytest.mark.slow
+
 HEAVY = ("duckdb", "pyarrow", "ray", "scipy", "numpy", "pandas", "capevolve.records",
          "capevolve._store", "capevolve.diagnose", "capevolve.report")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from cli.cli_support import invoke, one_json
 
+pytestmark = pytest.mark.slow
+
 RAW_GATE = ("gate", "--current", "0.5", "--candidate", "0.6", "--current-stderr", "0.02",
             "--candidate-stderr", "0.02", "--k-se", "1", "--json")
 

@@ -123,6 +123,7 @@ def test_query_human_table(loop):
     assert [line.split()[0] for line in lines[1:]] == ["test", "val"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["paired", "welch"])
 def test_gate_modes_from_the_command_line(fresh_run, toy_copy, mode):
     """gate --mode and --k-se override the configured policy for one decision."""

@@ -21,6 +21,7 @@ def _optimize(run, *args):
     return invoke("optimize", "--run-dir", str(run.root), "--engine", "local", *args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "needles"), [
     (["--algorithm", "tabu", "--proposer", "scripted:EDITS"], ["--algorithm 'tabu'"]),
     (["--algorithm", "pareto", "--proposer", "gpt:4"], ["unknown proposer kind 'gpt'"]),

@@ -132,6 +132,7 @@ def test_second_finalize_is_refused(loop):
     assert (loop.path / "final.json").read_bytes() == final
 
 
+@pytest.mark.slow
 def test_accept_without_gate(fresh_run, toy_copy):
     """accept of an evaluated but never gated candidate is refused until a gate passes."""
     one_json(_local("evaluate", "--run-dir", fresh_run, "--candidate",
@@ -162,6 +163,7 @@ def test_accept_ignores_an_evaluation_with_another_trial_count(fresh_run, toy_co
     assert status["best_val"]["eval_id"] == "val__cand_001__k3"
 
 
+@pytest.mark.slow
 def test_accept_after_rejecting_gate(rejected_run):
     """accept after a gate that said reject is refused with the gate's reasons; best stays seed."""
     before = stored(rejected_run)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from cli.cli_support import invoke, one_json, write_project
 
 NOISY = """
@@ -34,6 +35,7 @@ class A:
 """
 
 
+@pytest.mark.slow
 def test_evaluate_json_survives_printing_adapter(tmp_path):
     """An adapter printing in run_target: run and evaluate --json still print one JSON object."""
     project = write_project(tmp_path / "noisy", NOISY)
@@ -52,6 +54,7 @@ def test_evaluate_json_survives_printing_adapter(tmp_path):
     assert one_json(check)["ok"] is True
 
 
+@pytest.mark.slow
 def test_console_script_routes_fd_writes_to_stderr(tmp_path):
     """In a real process even os.write(1, ...) from run_target lands on stderr, not in the JSON."""
     project = write_project(tmp_path / "noisy", NOISY)

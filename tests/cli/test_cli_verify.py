@@ -30,6 +30,7 @@ def _status(run: RunDir):
     return invoke("status", "--run-dir", run.root, "--json")
 
 
+@pytest.mark.slow
 def test_verify_of_an_intact_run_says_ok(run):
     result = one_json(invoke("verify", "--run-dir", run.root, "--json"))
     assert result["ok"] and result["problems"] == [] and result["parts"] >= 2
@@ -41,6 +42,7 @@ def test_verify_of_an_intact_run_says_ok(run):
     assert nothing["problems"] == [] and nothing["ok"]
 
 
+@pytest.mark.slow
 def test_a_forged_part_is_refused_listed_and_quarantined(run):
     """A pyarrow-written part: status refuses it in one line (exit 2), verify lists it
     (exit 1), quarantine moves it aside and records that it did; the run then opens and
@@ -69,6 +71,7 @@ def test_a_forged_part_is_refused_listed_and_quarantined(run):
     assert events[0].problems == report["lines"]
 
 
+@pytest.mark.slow
 def test_a_forged_event_is_cut_back_by_quarantine(run):
     """A chained set_best appended by hand: every command refuses it; quarantine cuts the
     log back to its last verified line (the whole log kept aside) and records it."""
@@ -89,6 +92,7 @@ def test_a_forged_event_is_cut_back_by_quarantine(run):
     assert one_json(_status(run))["best_id"] == "seed"
 
 
+@pytest.mark.slow
 def test_a_corrupted_part_is_quarantined_and_its_units_run_again(run):
     """Bytes changed inside a real part: after quarantine the evaluation resumes exactly
     the units that part held and is complete again."""

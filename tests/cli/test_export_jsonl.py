@@ -23,6 +23,7 @@ def run(tmp_path_factory):
     return run
 
 
+@pytest.mark.slow
 def test_both_spellings_write_one_line_per_datapoint(run, tmp_path):
     record = json.loads((run.root / "evals" / "train__seed__k1.json").read_text())
     for args, out in ((["export", "jsonl"], tmp_path / "a.jsonl"),

@@ -195,6 +195,7 @@ def test_checkout_gives_a_non_root_user_a_writable_copy():
         shutil.rmtree(shared)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["--address", "RAY_ADDRESS"])
 def test_doctor_with_nothing_listening_fails_within_seconds_in_one_line(tmp_path, given):
     """doctor at a port nothing listens on (--address or RAY_ADDRESS) exits 2 within

@@ -43,6 +43,7 @@ def _loaded(*args: str, env: dict[str, str] | None = None) -> set[str]:
     return _shown(*args, env=env)[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [("--help",), ("evaluate", "--help"), ("status", "--help"),
                                   ("--version",)])
 def test_help_imports_nothing_heavy(args):
@@ -50,6 +51,7 @@ def test_help_imports_nothing_heavy(args):
     assert not _loaded(*args) & set(HEAVY)
 
 
+@pytest.mark.slow
 def test_status_imports_nothing_heavy(loop):
     """`capevolve status` of a finalized run with a gate and an accept reads the stored
     records only: neither the text nor the --json form loads any of HEAVY (the root API
@@ -70,6 +72,7 @@ def test_status_imports_nothing_heavy(loop):
     assert status["unsettled_units"] == 0 and status["best_val"]["n_scored"] > 0
 
 
+@pytest.mark.slow
 def test_check_and_verify_import_nothing_heavy(loop):
     """`capevolve check` of the toy project (it imports nothing heavy itself) and
     `capevolve verify` of a run with Parquet parts (hashes, no Arrow) load none of HEAVY."""
@@ -87,6 +90,7 @@ def test_down_imports_no_ray(tmp_path):
     assert "ray" not in loaded
 
 
+@pytest.mark.slow
 def test_status_of_a_project_imports_nothing_heavy(tmp_path):
     """`capevolve status --project P` (the run found under P/.capevolve/, as agent mode
     uses it) loads none of HEAVY either, and shows that run."""
@@ -132,6 +136,7 @@ sys.stderr.write("SEEN " + json.dumps(seen) + "\\n")
 """
 
 
+@pytest.mark.slow
 def test_a_new_evaluate_starts_its_engine_without_duckdb_arrow_compute_or_rich(fresh_run,
                                                                              seed_twin,
                                                                              tmp_path):
@@ -157,6 +162,7 @@ def test_a_new_evaluate_starts_its_engine_without_duckdb_arrow_compute_or_rich(f
     assert record["status"] == "complete" and record["units_run"] == record["n_tasks"]
 
 
+@pytest.mark.slow
 def test_a_gate_reads_both_sides_without_pandas(fresh_run, worse_dir):
     """`capevolve gate` reads both sides' rows through DuckDB as Arrow columns and turns them
     into numpy from their buffers: it loads no pandas (pyarrow's ``to_numpy`` and

@@ -36,6 +36,7 @@ def test_init_kind_dataset_is_runnable_and_excludes_its_unlabelled_datapoint(tmp
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--kind" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_non_deterministic_judge_is_a_warning_recommending_five_trials(tmp_path):
     scores = itertools.cycle([1.0, 0.0])
     answer = lambda body: completion(json.dumps(  # noqa: E731
@@ -71,6 +72,7 @@ def test_a_non_deterministic_scorer_without_a_judge_is_still_a_problem(tmp_path)
     assert any("not deterministic" in p for p in checked.problems)
 
 
+@pytest.mark.slow
 def test_an_off_schema_judge_is_a_warning_and_the_run_starts(tmp_path):
     """The probe's off-schema judge answer warns (its rows will be errors); an
     unreachable judge is a problem (nothing could be measured)."""

@@ -42,6 +42,7 @@ def _judge(url: str, **kw) -> Judge:
                                  model="pinned-judge-7", **kw), NOTES)
 
 
+@pytest.mark.slow
 def test_an_injected_datapoint_changes_no_score():
     with ChatServer(default=gullible) as server:
         judge = _judge(server.base_url)
@@ -95,6 +96,7 @@ def test_an_answer_outside_the_schema_is_an_error_never_a_score(answer):
         parse_verdict(answer)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("step", "match"), [
     (completion('{"score": 1, "justifi', finish_reason="length"), "cut at max_tokens"),
     (completion(None), "empty answer"),
@@ -109,6 +111,7 @@ def test_a_broken_endpoint_answer_is_an_error(step, match):
     assert not isinstance(info.value, JudgeUnavailable)
 
 
+@pytest.mark.slow
 def test_an_unreachable_judge_is_unavailable():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

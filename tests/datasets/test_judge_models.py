@@ -39,6 +39,7 @@ def _verdict(body: dict) -> dict:
                       completion_tokens=100)
 
 
+@pytest.mark.slow
 def test_models_judge_is_the_default_and_its_spend_is_capped_by_max_usd(tmp_path):
     """The evaluator names no model: models.judge answers (its model, bound and schema
     sent). Each row's judge tokens and cost are the run's spend, so max_usd stops the
@@ -86,6 +87,7 @@ def test_a_judge_needs_a_model_and_an_unpriced_own_judge_is_refused_under_max_us
         create_run(project, tmp_path / "b" / "run")
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_refuses_the_schema_gets_the_prompt_only_form(tmp_path):
     """A 400 naming response_format is resent at once without it (not a retry, one
     rejected attempt) and never sent that endpoint again."""

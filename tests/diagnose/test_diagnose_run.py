@@ -128,6 +128,7 @@ def test_the_pick_and_the_read_are_one_connection_over_the_candidates_parts(
     assert listed == [["val__seed__k1-x-00000.parquet", "val__seed__k2-x-00000.parquet"]]
 
 
+@pytest.mark.slow
 def test_real_evaluation_is_diagnosed_end_to_end(tmp_path):
     """A run evaluated by the local engine diagnoses without error; counts add up."""
     run = make_run(tmp_path, 40)
@@ -233,6 +234,7 @@ def test_suggested_blast_radius_names_passing_tasks_calling_the_same_tools(tmp_p
     assert all(c["tag"] is None and c["blast_radius"] is None for c in result["clusters"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frozen", [False, True])
 def test_the_cyclic_collector_is_restored_and_nothing_is_left_frozen(tmp_path, frozen):
     """diagnose holds the cyclic collector off and, handing its objects to the oldest

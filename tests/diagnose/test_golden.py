@@ -90,6 +90,7 @@ def corpus_run(tmp_path: Path) -> RunDir:
     return RunDir.create(tmp_path / "run", manifest, splits, tmp_path / "seed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", list(ClusterMode))
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_corpus_diagnosis_is_byte_identical_to_the_golden(mode, variant):

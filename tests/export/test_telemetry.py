@@ -23,6 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
     InMemorySpanExporter,
 )
 
+pytestmark = pytest.mark.slow
+
 EXPORTER = InMemorySpanExporter()
 
 
@@ -78,7 +80,6 @@ def test_evaluate_verb_emits_spans(spans, view_run, tmp_path):
     assert names.count("capevolve.rollout") == rows[0][0] > 0
 
 
-@pytest.mark.slow
 def test_off_by_default_and_never_imported(view_run, tmp_path):
     code = ("import sys, capevolve\n"
             "from capevolve.cli.app import app\n"

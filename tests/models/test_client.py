@@ -65,6 +65,7 @@ def test_429_forever_stops_after_the_retries_as_quota():
     assert len(server.requests) == 3 and client.meter.failure == "quota"
 
 
+@pytest.mark.slow
 def test_x_should_retry_false_stops_and_true_retries():
     """x-should-retry: false is final even for a 503; true retries even a 400."""
     with ChatServer([Reply(503, {}, {"x-should-retry": "false"})]) as server:
@@ -83,6 +84,7 @@ def test_auth_is_final_and_named():
     assert out.failure == "auth" and len(server.requests) == 1
 
 
+@pytest.mark.slow
 def test_a_slow_prefill_is_not_cut_by_a_per_attempt_timeout():
     """One attempt may use the whole call deadline: a 1.5 s answer within a 5 s deadline
     is one attempt, not a timeout and a paid retry."""
@@ -92,6 +94,7 @@ def test_a_slow_prefill_is_not_cut_by_a_per_attempt_timeout():
     assert client.meter.counts["attempts"] == 1
 
 
+@pytest.mark.slow
 def test_a_hang_past_the_deadline_is_unavailable_with_unknown_tokens():
     """A server that never answers within the deadline: unreachable, the attempt's tokens
     unknown (the server may have worked), the call bounded by its deadline."""
@@ -110,6 +113,7 @@ def test_a_dropped_connection_is_retried():
     assert isinstance(out, dict) and client.meter.counts["unknown_attempts"] == 1
 
 
+@pytest.mark.slow
 def test_a_max_tokens_refusal_switches_to_max_completion_tokens():
     """A reasoning model's 400 asking for max_completion_tokens switches the field (auto)
     and resends; the configured field is sent as configured."""
@@ -156,6 +160,7 @@ def test_unknown_price_leaves_cost_none_and_partial():
     assert client.meter.partial
 
 
+@pytest.mark.slow
 def test_a_prompt_over_the_context_is_refused_unsent_where_the_endpoint_measures_it():
     """With context_tokens, the endpoint's tokenizer measures the prompt first: over the
     window with max_tokens it is a context_length ModelError, nothing sent or counted;

@@ -85,6 +85,7 @@ def test_without_first_look_every_child_is_evaluated_in_full(tmp_path):
         2 * len(run.splits.val)
 
 
+@pytest.mark.slow
 def test_the_estimates_low_end_is_one_childs_first_look(tmp_path):
     run = loop_run(tmp_path)
     capevolve.evaluate(run.root, "seed", "val", engine="local")

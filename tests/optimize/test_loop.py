@@ -73,6 +73,7 @@ def test_pareto_screens_on_a_train_minibatch_and_a_killed_child_is_never_gated(t
     assert {t for t, _ in parent} >= set(stored[0]["minibatch"])
 
 
+@pytest.mark.slow
 def test_a_child_touching_a_protected_path_is_refused_before_any_rollout(tmp_path):
     run = loop_run(tmp_path)
     edits = scripted_edits(tmp_path / "edits", [{"splits.json": "{}", "quality.txt": "0.99"}])
@@ -152,6 +153,7 @@ esac
     assert run.candidate_ids() == ["cand_001", "seed"]
 
 
+@pytest.mark.slow
 def test_the_proposer_is_shown_train_context_and_never_a_test_id(tmp_path):
     run = loop_run(tmp_path)
     capture = tmp_path / "seen"
@@ -178,6 +180,7 @@ def test_rejected_approaches_are_shown_to_the_next_proposal(tmp_path):
     assert "iteration 1 on seed: screened_out" in second and "first look" in second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"algorithm": "simulated-annealing", "proposer": "scripted:x"}, "--algorithm"),
     ({"algorithm": "hill-climb", "proposer": "oracle:x"}, "unknown proposer kind"),
@@ -208,6 +211,7 @@ def test_a_stop_condition_that_parses_to_nothing_is_refused(tmp_path):
     assert raw_units(run.root) == []
 
 
+@pytest.mark.slow
 def test_a_second_loop_needs_resume_and_resume_keeps_the_settings(tmp_path):
     run = loop_run(tmp_path)
     edits = scripted_edits(tmp_path / "edits", [0.2, 0.95])

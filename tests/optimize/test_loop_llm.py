@@ -71,6 +71,7 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_cli_unreachable_endpoint_is_one_line_exit_2_before_any_rollout(tmp_path):
     """Nothing listens at the endpoint: exit 2, one `error:` line naming it, no traceback,
     and not one rollout stored (bad options: tests/optimize/proposers/test_llm.py)."""

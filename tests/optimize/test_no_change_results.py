@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fixtures.loops import loop_run
 
 import capevolve
 from capevolve._store import results
 
 
+@pytest.mark.slow
 def test_no_change_iterations_write_decision_records_with_their_reasoning(tmp_path):
     run = loop_run(tmp_path)
     script = tmp_path / "propose.sh"

@@ -80,6 +80,7 @@ def test_a_malformed_spend_file_is_noted_and_cost_stays_not_recorded(tmp_path):
     assert "spend file not understood" in proposal.detail["spend_note"]
 
 
+@pytest.mark.slow
 def test_a_timed_out_command_is_killed_with_its_whole_process_group(tmp_path):
     pidfile = tmp_path / "child.pid"
     script = tmp_path / "agent.sh"

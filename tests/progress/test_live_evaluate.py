@@ -40,6 +40,7 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@pytest.mark.slow
 def test_the_display_counts_every_stored_unit(run_dir):
     """Begin gets the planned units; every row reaches the display; the last line states
     the same mean the evaluation record does (both from the stored rows)."""
@@ -58,6 +59,7 @@ def test_the_display_counts_every_stored_unit(run_dir):
     assert "60/60 units (100%)" in text and f"mean {record.mean:.3f}" in text
 
 
+@pytest.mark.slow
 def test_cli_progress_goes_to_stderr_and_json_stays_alone(run_dir):
     """Not a TTY: plain lines on stderr; stdout is the one JSON object."""
     done = subprocess.run(_cli("evaluate", "--run-dir", str(run_dir), "--candidate", "seed",
@@ -128,6 +130,7 @@ def test_on_ray_the_display_counts_the_busy_workers_and_nodes(ray_session, run_d
     assert f"busy {len(workers)} workers on 1 nodes" in last, last
 
 
+@pytest.mark.slow
 def test_diagnose_shows_its_stage_on_stderr_only(run_dir):
     """diagnose has no units: its stage and elapsed time go to stderr; --json stays alone."""
     from cli.cli_support import invoke, one_json

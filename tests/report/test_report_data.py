@@ -17,6 +17,8 @@ from capevolve.report.data import report_data
 from capevolve.report.html import html_path, write_html
 from capevolve.report.html.page import render_html
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def data(report_run):

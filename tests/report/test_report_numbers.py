@@ -17,6 +17,7 @@ from capevolve.report.data import report_data
 from capevolve.report.html.page import render_html
 
 
+@pytest.mark.slow
 def test_a_clustered_val_mean_has_a_t_interval_at_clusters_minus_one_df(tmp_path):
     """Val tasks in 3 clusters: the CI is mean +- t(0.975, G-1) x the CR1 SE (not n-1,
     which would be too narrow), and statsmodels' CR1 SE agrees."""

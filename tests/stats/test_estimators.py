@@ -65,6 +65,7 @@ def test_clustered_se_singletons_equal_the_plain_se(seed, n_tasks):
     assert clustered_se(means, {}) == pytest.approx(sps.sem(values), rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("n_clusters", [2, 3, 8, 25])
 def test_clustered_se_equals_statsmodels_cr1(seed, n_clusters):

@@ -7,6 +7,7 @@ import math
 import random
 
 import numpy as np
+import pytest
 from stats.test_sample_stdev import _cases as stdev_cases
 
 from capevolve.stats import estimators
@@ -27,6 +28,7 @@ def _cases(seed: int, n_cases: int):
         yield big + [-b for b in big] + [rng.random() for _ in range(n % 5)]
 
 
+@pytest.mark.slow
 def test_exact_sum_is_fsums_float():
     """Over 2,706 mixed cases, as a list and as a (strided) array: math.fsum's float."""
     for values in _cases(3, 1800):
@@ -44,6 +46,7 @@ def _outcome(fn, values):
         return type(exc).__name__
 
 
+@pytest.mark.slow
 def test_mean_and_se_of_array_is_mean_and_ses_floats():
     """The same (mean, SE) pair, None where mean_and_se gives None, float for float, and
     the same OverflowError where a square leaves the float range."""

@@ -31,6 +31,7 @@ def _cases(seed: int, n_cases: int):
             yield [rng.random()] * n
 
 
+@pytest.mark.slow
 def test_sample_stdev_equals_statistics_stdev_float_for_float():
     """Over 1,500 mixed cases (few distinct values, ulp-close values, random, wide
     magnitudes, constants) the result is the very float statistics.stdev gives."""

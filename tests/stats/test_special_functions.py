@@ -8,6 +8,7 @@ since the gate records them (k_se, alpha, p-values).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
@@ -39,6 +40,7 @@ def test_tails_equal_scipy_stats_bit_for_bit() -> None:
             assert t_tail(x, df) == want, (x, df)
 
 
+@pytest.mark.slow
 def test_a_gate_s_numbers_do_not_load_scipy_stats() -> None:
     """The comparison, its p-value and the critical value a gate needs leave scipy.stats
     unimported (its import costs several times scipy.special's)."""

@@ -11,6 +11,8 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import CapevolveError, RunDirError
 from capevolve.view.compare import FAIL_TO_PASS, PASS_TO_FAIL, compare
 
+pytestmark = pytest.mark.slow
+
 
 def _means_by_sql(run_dir, candidate_id):
     _, rows = capevolve.query(run_dir, f"""

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from capevolve._store.rundir import RunDir
 from capevolve.view.diff import diff, stat_text
 
 
+@pytest.mark.slow
 def test_diff_of_changed_prompt(view_run):
     run = RunDir.open(view_run.path)
     result = diff(run, "seed", view_run.improved)
@@ -35,6 +38,7 @@ def test_binary_and_added_files_and_identity(view_run):
     assert same["files"] == [] and "identical" in stat_text(same)
 
 
+@pytest.mark.slow
 def test_cli_diff_stat_and_compare_json(view_run):
     cli = [str(Path(sys.executable).parent / "capevolve")]
     out = subprocess.run([*cli, "diff", "seed", view_run.worse, "--run-dir",

@@ -49,6 +49,7 @@ def get_json(server, path):
     return json.loads(body)
 
 
+@pytest.mark.slow
 def test_page_assets_and_headers(served):
     for path, kind in (("/", "text/html"), ("/app.js", "text/javascript"),
                        ("/style.css", "text/css")):
@@ -70,6 +71,7 @@ def test_overview_lists_candidates_and_evaluations(served, view_run):
     assert data["n_events"] == len(capevolve.open_run(view_run.path).events())
 
 
+@pytest.mark.slow
 def test_trial_filters_agree_with_sql(served, view_run):
     rows = get_json(served, "/api/trials?split=val&candidate=seed&outcome=failed")["rows"]
     _, sql = capevolve.query(view_run.path, "SELECT count(*) FROM rollouts WHERE split='val' "
@@ -91,6 +93,7 @@ def test_trial_filters_agree_with_sql(served, view_run):
     assert detail["feedback"] == raw[0][1]
 
 
+@pytest.mark.slow
 def test_compare_and_diff_endpoints_match_the_verbs(served, view_run):
     run = RunDir.open(view_run.path)
     assert get_json(served, f"/api/compare?a=seed&b={view_run.improved}") == json.loads(
@@ -149,6 +152,7 @@ def test_foreign_host_header_refused(served):
     assert response.status == 200
 
 
+@pytest.mark.slow
 def test_overview_is_live_while_the_run_changes(tmp_path, view_run):
     run_dir = tmp_path / "run"
     shutil.copytree(view_run.path, run_dir)
@@ -166,6 +170,7 @@ def test_overview_is_live_while_the_run_changes(tmp_path, view_run):
         server.server_close()
 
 
+@pytest.mark.slow
 def test_cli_serves_on_loopback_and_stops_on_sigint(view_run):
     proc = subprocess.Popen([CLI, "view", "--run-dir", str(view_run.path), "--port", "0",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -187,6 +192,7 @@ def test_cli_serves_on_loopback_and_stops_on_sigint(view_run):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_cli_bad_run_dir_and_busy_port(tmp_path, served):
     bad = subprocess.run([CLI, "view", "--run-dir", str(tmp_path)], capture_output=True,
                          text=True, timeout=60)

@@ -48,6 +48,7 @@ def _read(run) -> list[tuple]:
                                         rows.lost.tolist(), strict=True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_rows_in_any_order_come_back_as_the_view_sorted(run, seed):
     """Trials written in descending and shuffled order, task ids that sort differently as

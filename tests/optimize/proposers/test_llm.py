@@ -114,6 +114,7 @@ def test_a_test_split_diagnosis_is_never_shown(tmp_path):
     assert SECRET not in str(server.requests[-1]["body"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [
     "I think the policy is fine.",                                     # no block
     "<improved_file>\nA\n</improved_file><improved_file>\nB\n</improved_file>",  # two
@@ -141,6 +142,7 @@ def test_the_block_may_sit_inside_a_longer_answer(tmp_path):
     assert (tmp_path / "work" / "tools.py").read_text() == TOOLS + "# v2\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", ["<improved_file>\nhalf a fi",
                                      "<improved_file>\nA\n</improved_file>\n<improved_fi"])
 def test_an_answer_cut_at_max_tokens_is_never_applied(tmp_path, content):
@@ -170,6 +172,7 @@ def test_an_unchanged_answer_is_no_change(tmp_path):
     assert not proposal.changed and "unchanged" in proposal.blocker
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step, message", [
     (Raw(b"<html>oops</html>"), "not JSON"),
     (Raw(b'{"choices": [ {"mess'), "not JSON"),
@@ -185,6 +188,7 @@ def test_malformed_bodies_and_client_errors_are_no_change_after_one_attempt(
     assert len([r for r in server.requests if r["method"] == "POST"]) == 1
 
 
+@pytest.mark.slow
 def test_429_and_5xx_are_retried_with_backoff(tmp_path):
     """429 (Retry-After 0), 503 and a dropped connection are each retried; the fourth
     attempt succeeds."""
@@ -250,6 +254,7 @@ def test_an_unreachable_endpoint_is_refused_at_build(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_refused_api_key_is_refused_at_build(tmp_path):
     """A 401 on the probe is a ConfigError; any other answer means the endpoint is there."""
     with ChatServer(models=Reply(401, {"error": "invalid key"})) as server:
@@ -308,6 +313,7 @@ def test_models_proposer_is_the_default_and_the_spec_overrides_it(tmp_path, monk
         build("probe=false", ProposerConfig(project_dir=tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["vllm", "llama.cpp"])
 def test_a_prompt_that_cannot_fit_the_context_is_never_sent(tmp_path, style):
     """The endpoint's tokenizer measures the prompt before sending: prompt + max_tokens
@@ -396,6 +402,7 @@ def test_concurrent_proposals_keep_their_own_counts(tmp_path):
     assert sorted(r.detail["http_attempts"] for r in results) == [1, 2]
 
 
+@pytest.mark.slow
 def test_the_answer_schema_is_requested_and_a_json_answer_is_applied(tmp_path):
     """The request carries the answer's JSON schema; an answer in it is applied like a
     block. An endpoint that refuses the schema gets the prompt-only form at once (one
