@@ -14,7 +14,7 @@ asks for:
 
 - ``per_gate``: every gate at alpha; the best's own evaluation is the bar for later edits;
 - ``alpha_spending run``: every gate at alpha / 20 (Bonferroni over the budget);
-- ``screen+confirm`` (``capevolve._policy.loop_alpha``): the gate at sqrt(alpha / 20),
+- ``screen+confirm`` (``capevolve._policy.gate.loop_alpha``): the gate at sqrt(alpha / 20),
   then both sides on 2 x 3 fresh trials and the gate on the fresh data only, at the same
   level; the promoted best's screen evaluation stays its bar (as in the CLI, where only an
   evaluation from trial 0 is a gate evaluation). The default (``gate.first_look``) runs the
@@ -36,7 +36,7 @@ Figures per procedure, with 95% intervals (Wilson for rates, mean +- 1.96 SE oth
 the share of all-no-op loops that end with a promoted no-op, i.e. whose final best is no
 better than the seed although it moved (Bernoulli and partial credit); no-op promotions
 per no-op loop, measured, beside what the run's false-accept ledger
-(``capevolve._policy.alpha.false_accept_summary``, what ``status`` prints) says for the
+(``capevolve._policy.gate.alpha.false_accept_summary``, what ``status`` prints) says for the
 procedures the CLI has; in mixed loops the power at +0.05 / +0.10 / +0.20 (edits of that
 effect promoted / such edits), the share of loops whose final best is worse than the seed,
 the true gain found per 1,000 rollouts and the rollouts per decision; and the winner's
@@ -62,11 +62,11 @@ import numpy as np
 from bench_row import emit, load_note
 from scipy import stats
 
-from capevolve._policy.alpha import GateTally, false_accept_summary
 from capevolve._policy.audit import audit
 from capevolve._policy.gate import SideOutcomes, decide
+from capevolve._policy.gate.alpha import GateTally, false_accept_summary
+from capevolve._policy.gate.loop_alpha import CONFIRM_FACTOR, stage_alpha
 from capevolve._policy.keep_best import keep_best, tentative
-from capevolve._policy.loop_alpha import CONFIRM_FACTOR, stage_alpha
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision, GatePolicy
 
@@ -79,7 +79,7 @@ MINIBATCH = 5
 IDS = [f"t{i:02d}" for i in range(TASKS)]
 GROUPS = {t: f"g{i % CLUSTERS}" for i, t in enumerate(IDS)}
 CONFIRM_TRIALS = CONFIRM_FACTOR * TRIALS
-"""Fresh trials per side in a confirmation (``capevolve._policy.loop_alpha``)."""
+"""Fresh trials per side in a confirmation (``capevolve._policy.gate.loop_alpha``)."""
 OFFSETS = {k: np.arange(0, TASKS * k + 1, k) for k in range(1, CONFIRM_TRIALS + 1)}
 DEFAULT = "screen+confirm with a first look"
 WITHOUT_LOOK = "screen+confirm, every child in full"

@@ -13,7 +13,7 @@ from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import refusal, require_gateable, val_eval
 from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import trial_means
-from capevolve._policy.confirm import confirm_numbers
+from capevolve._policy.gate.confirm import confirm_numbers
 from capevolve._store import jsonfiles
 from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.query import RolloutStore

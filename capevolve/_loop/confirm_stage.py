@@ -12,7 +12,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import goal_sides
 from capevolve._policy.gate import GateDecision, decide
-from capevolve._policy.loop_alpha import CONFIRM_FACTOR, stage_alpha
+from capevolve._policy.gate.loop_alpha import CONFIRM_FACTOR, stage_alpha
 from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir

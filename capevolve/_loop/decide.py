@@ -21,10 +21,10 @@ from capevolve._loop.gate_evals import require_gateable, require_gateable_id, va
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
-from capevolve._policy.alpha import (
+from capevolve._policy.gate import GateDecision, decide_from_summary
+from capevolve._policy.gate.alpha import (
     run_alpha_refusal,
 )
-from capevolve._policy.gate import GateDecision, decide_from_summary
 from capevolve._policy.keep_best import tentative
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import prefetch

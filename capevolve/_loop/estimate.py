@@ -9,7 +9,7 @@ from typing import Any
 
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.models_pin import run_settings
-from capevolve._policy import loop_alpha
+from capevolve._policy.gate import loop_alpha
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir

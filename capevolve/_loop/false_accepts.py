@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from capevolve._loop.frozen_config import run_config
-from capevolve._policy.alpha import FalseAcceptSummary, GateTally, false_accept_summary
+from capevolve._policy.gate.alpha import FalseAcceptSummary, GateTally, false_accept_summary
 from capevolve._policy.keep_best import tentative
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import Confidence, Decision, EventKind, GatePolicy

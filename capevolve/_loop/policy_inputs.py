@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from capevolve._policy.outcomes import SideOutcomes
+from capevolve._policy.gate.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import TaskRows, task_rows

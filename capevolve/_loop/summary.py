@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from capevolve._lazy import lazy_module
-from capevolve._policy.thresholds import pass_count_columns
+from capevolve._policy.gate.thresholds import pass_count_columns
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.arrow_numpy import int64_array, string_array, values
 from capevolve._store.rollouts.query import RolloutStore

@@ -11,8 +11,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from capevolve._policy.outcomes import SideOutcomes
-from capevolve._policy.thresholds import exceeds
+from capevolve._policy.gate.outcomes import SideOutcomes
+from capevolve._policy.gate.thresholds import exceeds
 
 __all__ = ["NOISE_BAND", "Audit", "audit"]
 

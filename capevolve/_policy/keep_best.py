@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from capevolve._policy.audit import Audit
 from capevolve._policy.gate import GateDecision
-from capevolve._policy.thresholds import exceeds
+from capevolve._policy.gate.thresholds import exceeds
 from capevolve.kinds import Confidence, Decision, Standing
 
 __all__ = ["Standing", "keep_best", "standing", "tentative"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from capevolve._policy.alpha import per_gate_alpha
+from capevolve._policy.gate.alpha import per_gate_alpha
 from capevolve.config import GateConfig
 
 POWER = 0.8

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from capevolve._policy.thresholds import passes
+from capevolve._policy.gate.thresholds import passes
 
 NO_CHANGE = "no_change"
 """Suggestion of a probe that flipped nothing."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from capevolve._policy.thresholds import exceeds
+from capevolve._policy.gate.thresholds import exceeds
 from capevolve.kinds import EvalStatus, TestVerdict
 
 

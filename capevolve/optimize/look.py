@@ -16,7 +16,7 @@ from capevolve._loop import evaluate as evaluating
 from capevolve._loop.evaluate import PAUSED
 from capevolve._loop.gate_evals import val_eval
 from capevolve._loop.policy_inputs import goal_sides
-from capevolve._policy import loop_alpha
+from capevolve._policy.gate import loop_alpha
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve.kinds import EvalStatus, Split
 from capevolve.optimize.session import Session

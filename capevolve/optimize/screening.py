@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capevolve._loop import evaluate as evaluating
-from capevolve._policy.thresholds import TOLERANCE
+from capevolve._policy.gate.thresholds import TOLERANCE
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve.kinds import EvalPurpose, EvalStatus, Split

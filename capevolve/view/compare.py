@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from capevolve._loop.frozen_config import run_config
-from capevolve._policy.thresholds import passes
+from capevolve._policy.gate.thresholds import passes
 from capevolve._store.documents import read_diagnosis
 from capevolve._store.evals import latest_complete_eval
 from capevolve._store.rollouts.query import RolloutStore

@@ -14,7 +14,7 @@ from capevolve._loop.decide import accept, gate_candidate
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.finalize import finalize
 from capevolve._loop.run import start_run
-from capevolve._policy.confirm import confirm_numbers
+from capevolve._policy.gate.confirm import confirm_numbers
 from capevolve._store import jsonfiles
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir

@@ -25,7 +25,7 @@ from capevolve._loop.frozen_config import run_config
 from capevolve._loop.policy_inputs import goal_sides
 from capevolve._loop.run import start_run
 from capevolve._policy.gate import SideOutcomes, decide
-from capevolve._policy.loop_alpha import CONFIRM_FACTOR
+from capevolve._policy.gate.loop_alpha import CONFIRM_FACTOR
 from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir

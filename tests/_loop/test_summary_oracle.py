@@ -19,7 +19,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._loop.summary import JUDGE_UNREACHABLE_ROW, summarize
 from capevolve._loop.summary import summary as _columns_summary
-from capevolve._policy.thresholds import pass_counts, pass_counts_of_columns, passes
+from capevolve._policy.gate.thresholds import pass_counts, pass_counts_of_columns, passes
 from capevolve._store.evals import find_eval
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.rollouts.query import RolloutStore

@@ -37,10 +37,10 @@ def test_a_page_cites_only_tests_that_exist(page):
 
 
 def test_a_cited_test_that_does_not_exist_is_found():
-    text = ("`tests/_policy/test_gate.py::test_welch_refuses_different_denominators`, "
+    text = ("`tests/_policy/gate/test_gate.py::test_welch_refuses_different_denominators`, "
             "`::test_no_such_test`; `tests/no_such_file.py::test_x`")
     assert cited_test_problems(text, REPO) == [
-        "tests/_policy/test_gate.py has no test test_no_such_test",
+        "tests/_policy/gate/test_gate.py has no test test_no_such_test",
         "tests/no_such_file.py has no test test_x"]
 
 

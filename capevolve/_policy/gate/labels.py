@@ -6,7 +6,7 @@ NEGLIGIBLE: |delta| < min_delta. SIGNIFICANT: else exact, or |t| reaches the gat
 
 from __future__ import annotations
 
-from capevolve._policy.thresholds import at_least, below, is_zero
+from capevolve._policy.gate.thresholds import at_least, below, is_zero
 from capevolve.kinds import Confidence
 from capevolve.stats import t_quantile
 

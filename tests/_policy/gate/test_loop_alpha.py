@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from capevolve._policy.alpha import gate_risk, guarantee, per_gate_alpha
-from capevolve._policy.loop_alpha import loop_bound, stage_alpha
+from capevolve._policy.gate.alpha import gate_risk, guarantee, per_gate_alpha
+from capevolve._policy.gate.loop_alpha import loop_bound, stage_alpha
 from capevolve.config import GateConfig, parse_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import AlphaSpending

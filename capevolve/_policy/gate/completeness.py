@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from capevolve._policy.outcomes import SideOutcomes
-from capevolve._policy.thresholds import below, exceeds
+from capevolve._policy.gate.outcomes import SideOutcomes
+from capevolve._policy.gate.thresholds import below, exceeds
 from capevolve.config import GateConfig
 from capevolve.kinds import GateMode
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from capevolve._policy.labels import confidence
-from capevolve._policy.thresholds import (
+from capevolve._policy.gate.labels import confidence
+from capevolve._policy.gate.thresholds import (
     TOLERANCE,
     all_equal,
     at_least,

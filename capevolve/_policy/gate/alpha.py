@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from capevolve._policy.loop_alpha import stage_alpha
+from capevolve._policy.gate.loop_alpha import stage_alpha
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision
 from capevolve.stats import t_quantile

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from capevolve._policy.thresholds import no_spread
+from capevolve._policy.gate.thresholds import no_spread
 
 if TYPE_CHECKING:
     import numpy as np

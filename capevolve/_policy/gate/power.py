@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from capevolve._policy.outcomes import SideOutcomes
+from capevolve._policy.gate.outcomes import SideOutcomes
 from capevolve.stats import detectable_effect, t_quantile
 from capevolve.stats.power import MAX_TRIALS
 

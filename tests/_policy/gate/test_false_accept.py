@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capevolve._policy.alpha import (
+from capevolve._policy.gate import SideOutcomes, decide
+from capevolve._policy.gate.alpha import (
     GateTally,
     critical_value,
     false_accept_summary,
     per_gate_alpha,
 )
-from capevolve._policy.gate import SideOutcomes, decide
 from capevolve.config import GateConfig, parse_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import AlphaSpending, Decision
@@ -125,7 +125,7 @@ def test_run_spending_refuses_chances_beyond_the_budget():
     """Under alpha_spending run, a new deciding pair past max_iterations is refused, as is
     any new pair once more candidates were measured on val than budgeted (gating only the
     best-looking of many is many chances); re-gating a counted pair stays allowed."""
-    from capevolve._policy.alpha import run_alpha_refusal
+    from capevolve._policy.gate.alpha import run_alpha_refusal
 
     run = GateConfig(alpha_spending=AlphaSpending.RUN)
     spent = [GateTally(False, Decision.REJECT, 0.025, ("c1", "s")),

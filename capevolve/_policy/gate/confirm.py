@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from capevolve._policy.labels import confidence
-from capevolve._policy.thresholds import exceeds, is_zero
+from capevolve._policy.gate.labels import confidence
+from capevolve._policy.gate.thresholds import exceeds, is_zero
 from capevolve.kinds import Confidence
 from capevolve.stats import welch_comparison
 

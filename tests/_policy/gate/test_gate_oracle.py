@@ -17,10 +17,10 @@ import pytest
 from fixtures import gate_oracle as old
 
 from capevolve._policy.audit import audit
-from capevolve._policy.completeness import comparable
 from capevolve._policy.gate import decide
-from capevolve._policy.outcomes import SideOutcomes
-from capevolve._policy.regression import regressions
+from capevolve._policy.gate.completeness import comparable
+from capevolve._policy.gate.outcomes import SideOutcomes
+from capevolve._policy.gate.regression import regressions
 from capevolve.config import GateConfig
 
 SEEDS = range(400)

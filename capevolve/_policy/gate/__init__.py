@@ -1,8 +1,11 @@
-"""The strict gate: should a candidate replace the current best?
+"""The strict gate: should a candidate replace the current best? (pure, no I/O)
 
-After ``completeness``: reject unless delta > 0 and delta >= min_delta; accept an exact move (no
-trial noise, nothing imputed, equal paired differences); reject equal differences from noisy trials;
-else accept iff t > c. ``no_regression`` vetoes an accept that regressed a task.
+The whole rule lives in this package; read ``decide`` here, then its parts in the order it
+calls them: ``outcomes``, ``completeness``, ``thresholds``, ``alpha`` and ``loop_alpha``,
+``regression``, ``labels``, ``power``; ``confirm`` is the fresh-trial confirmation.
+After ``completeness``: reject unless delta > 0 and delta >= min_delta; accept an exact move
+(no trial noise, nothing imputed, equal paired differences); reject equal differences from
+noisy trials; else accept iff t > c. ``no_regression`` vetoes an accept that regressed a task.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from capevolve._policy.alpha import critical_value
-from capevolve._policy.completeness import comparable
-from capevolve._policy.labels import confidence
-from capevolve._policy.outcomes import SideOutcomes
-from capevolve._policy.power import gate_power
-from capevolve._policy.regression import regressions
-from capevolve._policy.thresholds import all_equal, below, exceeds, require_finite
+from capevolve._policy.gate.alpha import critical_value
+from capevolve._policy.gate.completeness import comparable
+from capevolve._policy.gate.labels import confidence
+from capevolve._policy.gate.outcomes import SideOutcomes
+from capevolve._policy.gate.power import gate_power
+from capevolve._policy.gate.regression import regressions
+from capevolve._policy.gate.thresholds import all_equal, below, exceeds, require_finite
 from capevolve.config import GateConfig
 from capevolve.errors import GateError
 from capevolve.kinds import Confidence, Decision, GateMode

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from capevolve._policy.outcomes import SideOutcomes
-from capevolve._policy.thresholds import exceeds
+from capevolve._policy.gate.outcomes import SideOutcomes
+from capevolve._policy.gate.thresholds import exceeds
 
 NOISE_SE = 2.0
 """SEs of its trials a regressed task's drop exceeds."""
