@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import jsonfiles
+from capevolve._store.durable import fsync_dir
 from capevolve.errors import CandidateError
 
 IGNORED_NAMES = {"__pycache__", ".DS_Store", ".git"}
@@ -167,9 +168,9 @@ def install_snapshot(src: Path, dest: Path, digest: str,
             raise CandidateError(f"candidate: {_shown(src)} changed while it was being "
                                  "copied")
         jsonfiles.write_atomic(staging / "candidate.json", describe(digests))
-        jsonfiles.fsync_dir(staging)
+        fsync_dir(staging)
         os.replace(staging, dest)
-        jsonfiles.fsync_dir(dest.parent)
+        fsync_dir(dest.parent)
     except OSError as exc:
         raise CandidateError(f"candidate: cannot snapshot {_shown(src)}: "
                              f"{_shown(exc.filename or dest)}: {exc.strerror}") from None

@@ -34,15 +34,6 @@ def write_bytes_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         raise
 
 
-def fsync_dir(path: Path) -> None:
-    """fsync a directory, so a rename into it survives a power cut."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def read(path: Path) -> Any:
     """Read a JSON document."""
     return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -27,7 +27,7 @@ _SETTINGS = (
 )
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -37,7 +37,7 @@ def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise StoreError(f"query failed: {_first_line(exc)}") from None
+        raise StoreError(f"query failed: {first_line(exc)}") from None
     if not statements:
         raise StoreError("query refused: no SQL statement given")
     if len(statements) > 1:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
-from capevolve._store.rollouts.confine import lock_down, read_only_statement
+from capevolve._store.rollouts.confine import first_line, lock_down, read_only_statement
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
 
@@ -185,7 +185,7 @@ class RolloutStore:
         if isinstance(exc, duckdb.IOException) and \
                 not all(p.is_file() for p in self._listed(eval_id)):
             return _PartsMoved()
-        return StoreError(f"{what}: {_first_line(exc)}")
+        return StoreError(f"{what}: {first_line(exc)}")
 
     def _listed(self, eval_id: str | None) -> list[Path]:
         return self._last_parts.get(eval_id, [])
@@ -227,10 +227,6 @@ def _has_duplicates(con: duckdb.DuckDBPyConnection, rank_source: str) -> bool:
                       f"FROM ({rank_source})").fetchone()
     return bool(row and row[0])
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _sql_literal(text: str) -> str:

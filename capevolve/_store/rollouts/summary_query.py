@@ -11,7 +11,7 @@ import pyarrow as pa
 from capevolve._lazy import lazy_module
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values
-from capevolve._store.rollouts.confine import read_only_statement
+from capevolve._store.rollouts.confine import first_line, read_only_statement
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve.errors import StoreError
 
@@ -73,14 +73,14 @@ def _read(store: RolloutStore, eval_id: str, lost_prefix: str, every_row: bool) 
     try:
         con = store.connect(eval_id, every_row=every_row)
     except duckdb.Error as exc:
-        raise StoreError(f"rollouts unreadable: {_first_line(exc)}") from None
+        raise StoreError(f"rollouts unreadable: {first_line(exc)}") from None
     try:
         read_only_statement(con, _SQL)
         relation = con.sql(_SQL, params={"prefix": lost_prefix, "eval_id": eval_id})
         # DuckDB 2 names it to_arrow_table, 1.x arrow (pyproject: duckdb>=1.1)
         return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
     except duckdb.Error as exc:
-        raise StoreError(f"query failed: {_first_line(exc)}") from None
+        raise StoreError(f"query failed: {first_line(exc)}") from None
     finally:
         con.close()
         arrowpool.release_unused()
@@ -119,7 +119,3 @@ def _columns(table: pa.Table) -> EvalRows:
     return EvalRows(names=names, task=task, trial=trial, reward=reward, scored=scored,
                     lost=lost.astype(bool, copy=False)[perm])
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
