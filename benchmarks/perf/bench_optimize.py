@@ -13,9 +13,11 @@ the candidate's content, so an edit that changes no behaviour is pure noise.
    evaluations run at once through one shared engine and its one in-flight budget of
    ``engine.concurrency`` = 8 slots; wall time of the whole loop after its baseline, gates
    and decisions included) against one evaluation of the same total size (the seed on val
-   at K x 3 trials), measured in the same process. Target: the loop's rollouts/s within
-   10% of the single evaluation's. ``--parallel`` takes a list (``--parallel 2,3,4,5``):
-   a row per K and latency; K=3 by default.
+   at K x 3 trials), measured in the same process. The children are evaluated in full
+   (``gate.first_look: false``): a first look stops a no-op child after one trial, and the
+   loop would then run a third of the rows, not the same total. Target: the loop's
+   rollouts/s within 10% of the single evaluation's. ``--parallel`` takes a list
+   (``--parallel 2,3,4,5``): a row per K and latency; K=3 by default.
 3. noise: loops of 20 no-op edits; every accept promotes noise. The per-gate accept rate
    against the gate's stated rate (alpha 0.05 per gate, what ``status`` reports as expected
    false accepts), with a 95% Wilson interval. Target: the interval's lower end is at or
@@ -53,11 +55,14 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def project(root: Path, seed: int, latency: float = 0.0) -> Path:
+def project(root: Path, seed: int, latency: float = 0.0, first_look: bool = True) -> Path:
     dest = root / f"project_{seed}_{latency:g}"
     shutil.copytree(PROJECT, dest)
     config = dest / "capevolve.yaml"
-    config.write_text(config.read_text() + f"seed: {seed}\n")
+    text = config.read_text() + f"seed: {seed}\n"
+    if not first_look:
+        text = text.replace("gate: {", "gate: {first_look: false, ", 1)
+    config.write_text(text)
     if latency:
         (dest / "seed" / "latency.txt").write_text(str(latency))
     return dest
@@ -71,8 +76,9 @@ def noop_edits(root: Path, n: int, tag: str) -> Path:
     return root
 
 
-def new_run(root: Path, seed: int, latency: float = 0.0, engine: str = "local") -> Path:
-    proj = project(root, seed, latency)
+def new_run(root: Path, seed: int, latency: float = 0.0, engine: str = "local",
+            first_look: bool = True) -> Path:
+    proj = project(root, seed, latency, first_look)
     run = capevolve.create_run(proj, root / f"run_{seed}_{latency:g}")
     capevolve.evaluate(run, "seed", "val", engine=engine)  # the baseline, outside timings
     return run.root
@@ -96,7 +102,7 @@ def saturation(root: Path, k: int, engine: str, latency: float) -> dict:
     t0 = time.monotonic()
     one = capevolve.evaluate(one_run, "seed", "val", n_trials=3 * k, engine=engine)
     one_rate = one.n_rows / (time.monotonic() - t0)
-    loop_run = new_run(root / "loop", 2, latency=latency, engine=engine)
+    loop_run = new_run(root / "loop", 2, latency=latency, engine=engine, first_look=False)
     edits = noop_edits(root / "loop" / "edits", k, "s")
     for i in range(1, k + 1):
         (edits / f"{i:02d}" / "latency.txt").write_text(str(latency))

@@ -114,6 +114,9 @@ def _table(run, eval_id: str, candidate_id: str, digest: str, task_ids: list[str
         "finished_at": pa.array(start + np.timedelta64(500, "ms"),
                                 pa.timestamp("us", tz="UTC")),
     }
+    for name in ("model", "model_settings", "usage", "unknown_attempts", "judge_tokens",
+                 "judge_cost_usd", "model_failure"):  # no model is pinned: null, as stored
+        columns[name] = pa.nulls(n, ROLLOUT_SCHEMA.field(name).type)
     return pa.table(columns, schema=ROLLOUT_SCHEMA)
 
 

@@ -68,7 +68,8 @@ def one_line(proc_err: str, code: int | None) -> bool:
 def counting_project(root: Path, n_tasks: int, sleep: float = 0.05, extra: str = "") -> Path:
     project = make_project(root / "p", n_tasks, trials=2, sleep=sleep, extra=extra,
                            adapter="CountingAdapter",
-                           engine={"concurrency": CONCURRENCY, "workers": 1})
+                           engine={"concurrency": CONCURRENCY, "workers": 1,
+                                   "isolation": "none"})  # it logs outside the project
     shutil.copy(COUNTING, project / "adapter.py")
     spec = json.loads((project / "spec.json").read_text())
     (project / "spec.json").write_text(json.dumps({**spec, "log": str(root / "executed.log")}))
@@ -168,7 +169,9 @@ def sigints(root: Path, times: int = 2) -> Row:
     exact = 0
     for i in range(times):
         base = len(executions(root)[1])
-        proc = start(*args)
+        # SIGINT's default in the child: a bench started as a shell's background job would
+        # hand it SIGINT ignored, and the Ctrl-C would never arrive
+        proc = start(*args, preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         wait_for_ends(root, base + 20 + 10 * i, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
@@ -262,7 +265,8 @@ def finalize_kills(root: Path, times: int = 2) -> Row:
     test_dir = run.layout.split_rollouts("test")
     killed = 0
     for i in range(times):
-        proc = start("finalize", "--run-dir", str(run.root), "--engine", "local")
+        proc = start("finalize", "--run-dir", str(run.root), "--engine", "local",
+                     "--spend-test-ids")  # the best is the seed: test is scored on purpose
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             files = [p for p in test_dir.rglob("*") if p.is_file()] if test_dir.is_dir() \
@@ -274,7 +278,8 @@ def finalize_kills(root: Path, times: int = 2) -> Row:
             proc.send_signal(signal.SIGKILL)
             killed += 1
         proc.wait()
-    final = cli("finalize", "--run-dir", str(run.root), "--engine", "local", "--json")
+    final = cli("finalize", "--run-dir", str(run.root), "--engine", "local", "--spend-test-ids",
+                "--json")
     fresh = RunDir.open(run.root)
     units = len(fresh.splits.test) * 2
     done, raw = stored(run.root, "test__seed__k2")
