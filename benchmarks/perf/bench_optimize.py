@@ -60,7 +60,8 @@ def project(root: Path, seed: int, latency: float = 0.0, first_look: bool = True
     shutil.copytree(PROJECT, dest)
     config = dest / "capevolve.yaml"
     text = config.read_text() + f"seed: {seed}\n"
-    if not first_look:
+    if not first_look:  # the project's gate is one inline mapping
+        assert "gate: {" in text, f"{config}: no inline gate mapping to turn the look off in"
         text = text.replace("gate: {", "gate: {first_look: false, ", 1)
     config.write_text(text)
     if latency:

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from capevolve._loop import evaluate as evaluating
-from capevolve._loop.evaluate import PAUSED
 from capevolve._loop.gate_evals import val_eval
 from capevolve._loop.policy_inputs import goal_sides
 from capevolve._policy.gate import loop_alpha
@@ -55,7 +54,7 @@ def first_look(s: Session, candidate: str) -> Look | None:
         return None
     child = evaluating.evaluate(run, candidate, Split.VAL, n_trials=trials, trials_now=1,
                                 engine=s.engine)
-    if child["status"] == EvalStatus.COMPLETE or PAUSED not in (
+    if child["status"] == EvalStatus.COMPLETE or evaluating.PAUSED not in (
             child.get("incomplete_reason") or ""):
         return None  # complete already, or stopped for another reason: nothing to judge
     store = RolloutStore(run.layout)
