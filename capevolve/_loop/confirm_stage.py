@@ -4,14 +4,13 @@ screen at a = sqrt(alpha / max_iterations), and the confirmation decides.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from capevolve._engine.contract import Engine
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.models_pin import pooled_refusal
 from capevolve._loop.policy_inputs import goal_sides
-from capevolve._policy.gate import GateDecision, decide
+from capevolve._policy.gate import GateNumbers, decide
 from capevolve._policy.gate.loop_alpha import CONFIRM_FACTOR, stage_alpha
 from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore
@@ -55,16 +54,16 @@ def _first_fresh_trial(run: RunDir, sides: tuple[str, str], pair: tuple[str, str
     return max((r.first_trial + r.n_trials for r in evals), default=0)
 
 
-def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
+def confirm_screen(run: RunDir, screen: GateNumbers, cand_eval: EvalRecord,
                    best_eval: EvalRecord, frozen: ProjectConfig, val_ids: list[str],
                    engine: Engine | None = None,
-                   address: str | None = None) -> tuple[GateDecision, dict[str, Any] | None]:
+                   address: str | None = None) -> tuple[GateNumbers, dict[str, Any] | None]:
     """(the gate's verdict, the confirmation's record or None) for a screen verdict."""
     level = stage_alpha(frozen.gate.alpha, frozen.budget.max_iterations)
     bound = 0.0 if screen.exact else level * level
     if screen.decision != Decision.ACCEPT:
-        return replace(screen, alpha=bound, reasons=[
-            *screen.reasons, f"screen at a = {level:.4g} not passed: no confirmation run"]), None
+        return screen.model_copy(update=dict(alpha=bound, reasons=[
+            *screen.reasons, f"screen at a = {level:.4g} not passed: no confirmation run"])), None
     sides = (cand_eval.candidate_id, best_eval.candidate_id)
     trials = CONFIRM_FACTOR * frozen.num_trials
     first = _first_fresh_trial(run, sides, (cand_eval.eval_id, best_eval.eval_id), trials)
@@ -75,8 +74,8 @@ def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
                 run, candidate_id, Split.VAL, n_trials=trials, first_trial=first,
                 purpose=EvalPurpose.CONFIRM, engine=engine, address=address))
     except BudgetError as exc:
-        return replace(screen, decision=Decision.INDECISIVE, alpha=bound, reasons=[
-            *screen.reasons, f"confirmation not run: {exc}"]), None
+        return screen.model_copy(update=dict(decision=Decision.INDECISIVE, alpha=bound, reasons=[
+            *screen.reasons, f"confirmation not run: {exc}"])), None
     missing = [f"{r.eval_id} is incomplete: {r.incomplete_reason}" for r in fresh.values()
                if r.status != EvalStatus.COMPLETE]
     store = RolloutStore(run.layout)
@@ -89,16 +88,16 @@ def confirm_screen(run: RunDir, screen: GateDecision, cand_eval: EvalRecord,
     if incomparable:
         missing.append(f"not comparable: {incomparable}")
     if missing:
-        return replace(screen, decision=Decision.INDECISIVE, alpha=bound, reasons=[
-            *screen.reasons, *(f"confirmation: {m}" for m in missing)]), record
+        return screen.model_copy(update=dict(decision=Decision.INDECISIVE, alpha=bound, reasons=[
+            *screen.reasons, *(f"confirmation: {m}" for m in missing)])), record
     check = decide(goal_sides(store, fresh[sides[0]].eval_id, frozen.goal),
                    goal_sides(store, fresh[sides[1]].eval_id, frozen.goal), val_ids,
                    frozen.gate, max_iterations=frozen.budget.max_iterations,
                    clusters={**fresh[sides[1]].clusters, **fresh[sides[0]].clusters})
-    record.update({k: check.to_dict()[k] for k in (
+    record.update(check.model_dump(mode="json", include={
         "decision", "delta", "se", "t", "df", "p_value", "p_one_sided", "k_se", "n_compared",
-        "n_clusters", "regressions")})
+        "n_clusters", "regressions"}))
     span = f"trials {first}..{first + trials - 1}"
-    return replace(screen, decision=check.decision, alpha=bound, reasons=[
+    return screen.model_copy(update=dict(decision=check.decision, alpha=bound, reasons=[
         *(f"screen: {r}" for r in screen.reasons),
-        *(f"confirmation on fresh {span}: {r}" for r in check.reasons)]), record
+        *(f"confirmation on fresh {span}: {r}" for r in check.reasons)])), record

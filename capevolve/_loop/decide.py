@@ -4,7 +4,6 @@ events, limited by the iteration budget).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +20,7 @@ from capevolve._loop.gate_evals import require_gateable, require_gateable_id, va
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
-from capevolve._policy.gate import GateDecision, decide_from_summary
+from capevolve._policy.gate import GateNumbers, decide_from_summary
 from capevolve._policy.gate.alpha import (
     run_alpha_refusal,
 )
@@ -132,8 +131,8 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
     unmeasured = [f"{e.eval_id} is incomplete: {e.incomplete_reason}"
                   for e in (cand_eval, best_eval) if e.status != EvalStatus.COMPLETE]
     if unmeasured:
-        verdict = GateDecision(Decision.INDECISIVE, unmeasured, verdict.mode,
-                               verdict.coverage, k_se=verdict.k_se)
+        verdict = GateNumbers(decision=Decision.INDECISIVE, reasons=unmeasured,
+                              mode=verdict.mode, coverage=verdict.coverage, k_se=verdict.k_se)
     confirmation = None
     if not unmeasured and confirm_stage.applies(
             frozen, bool(changed), settings.policy == GatePolicy.STRICT):
@@ -142,14 +141,14 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
             run, verdict, cand_eval, best_eval, frozen,
             [t for t in run.splits.val if t not in shared], engine, address)
     if model_edit:
-        verdict = replace(verdict, reasons=[
+        verdict = verdict.model_copy(update=dict(reasons=[
             *verdict.reasons, "the candidate's model.yaml changes the agent model's "
-            + ", ".join(model_edit) + ": part of the candidate's edit"])
+            + ", ".join(model_edit) + ": part of the candidate's edit"]))
     if changed:
-        verdict = replace(verdict, reasons=[
+        verdict = verdict.model_copy(update=dict(reasons=[
             *verdict.reasons, "exploratory: settings differ from the run's frozen gate ("
-            + ", ".join(f"{k} {v}" for k, v in changed.items()) + "); never a basis for accept"])
-    result = {**verdict.to_dict(), "candidate_id": candidate_id, "best_id": best_id,
+            + ", ".join(f"{k} {v}" for k, v in changed.items()) + "); never a basis for accept"]))
+    result = {**verdict.model_dump(mode="json"), "candidate_id": candidate_id, "best_id": best_id,
               "candidate_eval": cand_eval.eval_id, "best_eval": best_eval.eval_id,
               "candidate_mean": cand_eval.mean, "best_mean": best_eval.mean,
               "n_trials": trials, "exploratory": bool(changed), "overrides": changed,
@@ -169,7 +168,7 @@ def gate_summary(current: float, candidate: float, current_stderr: float,
     GateError."""
     settings, _ = _settings(frozen or GateConfig(), {"k_se": k_se, "min_delta": min_delta})
     return decide_from_summary(current, candidate, current_stderr, candidate_stderr,
-                               settings).to_dict()
+                               settings).model_dump(mode="json")
 
 
 def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from capevolve._loop.policy_inputs import goal_sides, outputs_changed, outputs_vary, target_tasks
 from capevolve._policy.audit import Audit, audit
-from capevolve._policy.gate import GateDecision, decide
+from capevolve._policy.gate import GateNumbers, decide
 from capevolve._policy.keep_best import keep_best
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
@@ -17,7 +17,7 @@ from capevolve.records import EvalRecord
 
 def policy_verdict(run: RunDir, store: RolloutStore, cand_eval: EvalRecord,
                    best_eval: EvalRecord, frozen: ProjectConfig, settings: GateConfig,
-                   target: str | None) -> tuple[GateDecision, Audit]:
+                   target: str | None) -> tuple[GateNumbers, Audit]:
     """(verdict, audit) of ``cand_eval`` against ``best_eval`` on the goal's metric."""
     targeted = target_tasks(run, target) if target is not None else []
     candidate = goal_sides(store, cand_eval.eval_id, frozen.goal)

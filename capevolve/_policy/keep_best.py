@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from capevolve._policy.audit import Audit
-from capevolve._policy.gate import GateDecision
+from capevolve._policy.gate import GateNumbers
 from capevolve._policy.gate.thresholds import exceeds
 from capevolve.kinds import Confidence, Decision, Standing
 
@@ -31,21 +30,21 @@ def standing(decision: Decision | str, label: Confidence | str | None,
     return Standing.TENTATIVE
 
 
-def keep_best(strict: GateDecision, check: Audit) -> GateDecision:
+def keep_best(strict: GateNumbers, check: Audit) -> GateNumbers:
     """The keep-best verdict from the strict gate and the audit."""
     if strict.decision == Decision.INDECISIVE:
         return strict
     if not check.passed:
-        return replace(strict, decision=Decision.REJECT,
-                       reasons=[f"keep-best: refused, {check.reasoning}", *strict.reasons])
+        return strict.model_copy(update=dict(decision=Decision.REJECT, reasons=[
+            f"keep-best: refused, {check.reasoning}", *strict.reasons]))
     if strict.delta is not None and exceeds(strict.delta, 0.0):
         label = strict.confidence
         note = ("significant: the move is shown beyond noise" if label ==
                 Confidence.SIGNIFICANT else
                 f"{label}: kept as the best but TENTATIVE, the gain could be noise and the "
                 "score should be read carefully until confirmed (capevolve confirm)")
-        return replace(strict, decision=Decision.ACCEPT, reasons=[
+        return strict.model_copy(update=dict(decision=Decision.ACCEPT, reasons=[
             f"keep-best: the point estimate moved toward the goal (delta "
-            f"{strict.delta:+.4f}) and the audit passed; {note}", *strict.reasons])
-    return replace(strict, decision=Decision.REJECT, reasons=[
-        "keep-best: the point estimate did not move toward the goal", *strict.reasons])
+            f"{strict.delta:+.4f}) and the audit passed; {note}", *strict.reasons]))
+    return strict.model_copy(update=dict(decision=Decision.REJECT, reasons=[
+        "keep-best: the point estimate did not move toward the goal", *strict.reasons]))

@@ -86,7 +86,8 @@ def test_the_recorded_gate_equals_the_oracle(gated):
     both = set(cand_eval.excluded_tasks) & set(best_eval.excluded_tasks)
     verdict = old.decide(cand, best, [t for t in run.splits.val if t not in both],
                          config.gate, max_iterations=config.budget.max_iterations,
-                         clusters={**best_eval.clusters, **cand_eval.clusters}).to_dict()
+                         clusters={**best_eval.clusters, **cand_eval.clusters}
+                         ).model_dump(mode="json")
     staged = ("decision", "reasons", "alpha")  # the screen's; the confirmation decides
     for key, value in verdict.items():
         if key not in staged:

@@ -11,8 +11,6 @@ noisy trials; else accept iff t > c. ``no_regression`` vetoes an accept that reg
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from capevolve._policy.gate.alpha import critical_value
 from capevolve._policy.gate.completeness import comparable
@@ -23,48 +21,12 @@ from capevolve._policy.gate.regression import regressions
 from capevolve._policy.gate.thresholds import all_equal, below, exceeds, require_finite
 from capevolve.config import GateConfig
 from capevolve.errors import GateError
-from capevolve.kinds import Confidence, Decision, GateMode
+from capevolve.kinds import Decision, GateMode
+from capevolve.records import GateNumbers
 from capevolve.stats import Comparison, paired_comparison, summary_comparison, welch_comparison
 from capevolve.stats.power import t_tail
 
-__all__ = ["GateDecision", "SideOutcomes", "decide", "decide_from_summary"]
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """A gate's verdict and its numbers (finite or None)."""
-
-    decision: Decision
-    reasons: list[str]
-    mode: GateMode
-    coverage: float | None = None
-    delta: float | None = None
-    se: float | None = None
-    t: float | None = None
-    df: float | None = None
-    p_value: float | None = None
-    """Two-sided p of t (reported, never deciding)."""
-    p_one_sided: float | None = None
-    """P(T_df >= t), the decision's p."""
-    k_se: float | None = None
-    """The critical value c."""
-    alpha: float | None = None
-    """P(accept | no better) at c (0 if exact)."""
-    exact: bool = False
-    n_compared: int = 0
-    n_clusters: int | None = None
-    imputed: list[str] = field(default_factory=list)
-    regressions: list[str] = field(default_factory=list)
-    confidence: Confidence | None = None
-    power: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        out = dict(self.__dict__)
-        out["decision"], out["mode"] = str(self.decision), str(self.mode)
-        out["confidence"] = None if self.confidence is None else str(self.confidence)
-        out["imputed"], out["regressions"] = list(self.imputed), list(self.regressions)
-        return out
+__all__ = ["GateNumbers", "SideOutcomes", "decide", "decide_from_summary"]
 
 
 def one_sided(t: float | None, df: float | None) -> float | None:
@@ -122,13 +84,13 @@ def _compare(candidate: SideOutcomes, best: SideOutcomes, tasks: Sequence[str],
 
 def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
            config: GateConfig, *, max_iterations: int = 0,
-           clusters: Mapping[str, str] | None = None) -> GateDecision:
+           clusters: Mapping[str, str] | None = None) -> GateNumbers:
     """Gate ``candidate`` against ``best`` on the full val split."""
     mode = GateMode(config.mode)
     scope = comparable(candidate, best, val_ids, config)
     if scope.reason is not None:
-        return GateDecision(Decision.INDECISIVE, [scope.reason], mode, scope.coverage,
-                            imputed=list(scope.imputed))
+        return GateNumbers(decision=Decision.INDECISIVE, reasons=[scope.reason], mode=mode,
+                           coverage=scope.coverage, imputed=list(scope.imputed))
     comparison, diffs, exact, degenerate = _compare(
         candidate, best, scope.compared, scope.imputed, mode, clusters or {})
     critical, alpha = critical_value(config, comparison.df, max_iterations)
@@ -145,11 +107,11 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
                        f"{config.regression_drop:g} and beyond their trials' noise: "
                        f"{', '.join(broken[:10])}")
     numbers = comparison.to_dict()
-    return GateDecision(
-        decision, reasons, mode, scope.coverage, delta=numbers["delta"], se=numbers["se"],
-        t=numbers["t"], df=numbers["df"], p_value=numbers["p_value"],
-        p_one_sided=one_sided(comparison.t, comparison.df), k_se=critical,
-        alpha=0.0 if exact else alpha, exact=exact, n_compared=len(scope.compared),
+    return GateNumbers(
+        decision=decision, reasons=reasons, mode=mode, coverage=scope.coverage,
+        delta=numbers["delta"], se=numbers["se"], t=numbers["t"], df=numbers["df"],
+        p_value=numbers["p_value"], p_one_sided=one_sided(comparison.t, comparison.df),
+        k_se=critical, alpha=0.0 if exact else alpha, exact=exact, n_compared=len(scope.compared),
         n_clusters=comparison.n_clusters, imputed=list(scope.imputed), regressions=broken,
         confidence=confidence(comparison.delta, comparison.se, comparison.df,
                               config.min_delta, exact, critical),
@@ -159,7 +121,7 @@ def decide(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[str],
 
 
 def decide_from_summary(current: float, candidate: float, current_se: float,
-                        candidate_se: float, config: GateConfig) -> GateDecision:
+                        candidate_se: float, config: GateConfig) -> GateNumbers:
     """The gate on summaries computed elsewhere (unpaired, normal); GateError on bad input."""
     values = {"--current": current, "--candidate": candidate,
               "--current-stderr": current_se, "--candidate-stderr": candidate_se}
@@ -173,9 +135,9 @@ def decide_from_summary(current: float, candidate: float, current_se: float,
     critical, alpha = critical_value(config, None, 0)
     decision, reason = _verdict(comparison, exact, False, critical, config.min_delta)
     numbers = comparison.to_dict()
-    return GateDecision(
-        decision, [reason], GateMode.WELCH, None, delta=numbers["delta"], se=numbers["se"],
-        t=numbers["t"], df=None, p_value=numbers["p_value"],
+    return GateNumbers(
+        decision=decision, reasons=[reason], mode=GateMode.WELCH, delta=numbers["delta"],
+        se=numbers["se"], t=numbers["t"], df=None, p_value=numbers["p_value"],
         p_one_sided=one_sided(comparison.t, None), k_se=critical,
         alpha=0.0 if exact else alpha, exact=exact,
         confidence=confidence(comparison.delta, comparison.se, None, config.min_delta, exact,

@@ -244,7 +244,7 @@ def test_gate_numbers_are_finite_or_none():
     best = {t: [0.0] for t in VAL}
     for cand in ({t: [1.0] for t in VAL}, {t: [0.0] for t in VAL},
                  {t: [float(i % 2)] for i, t in enumerate(VAL)}):
-        out = decide(side(cand), side(best), VAL, GateConfig()).to_dict()
+        out = decide(side(cand), side(best), VAL, GateConfig()).model_dump()
         for key, value in out.items():
             if isinstance(value, float):
                 assert math.isfinite(value), key

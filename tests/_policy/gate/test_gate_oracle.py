@@ -104,9 +104,9 @@ def test_decide_and_audit_equal_the_scalar_oracle(seed: int) -> None:
     old_c, old_b = old.SideOutcomes.from_rewards(cand_r), old.SideOutcomes.from_rewards(best_r)
 
     got = _outcome(lambda: decide(new_c, new_b, val, config, max_iterations=iterations,
-                                  clusters=clusters).to_dict())
+                                  clusters=clusters).model_dump(mode="json"))
     want = _outcome(lambda: old.decide(old_c, old_b, val, config, max_iterations=iterations,
-                                       clusters=clusters).to_dict())
+                                       clusters=clusters).model_dump(mode="json"))
     assert _same(got, want), (got, want)
     assert _same(comparable(new_c, new_b, val, config).__dict__,
                  old.comparable(old_c, old_b, val, config).__dict__)
