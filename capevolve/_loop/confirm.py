@@ -91,9 +91,9 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
            "extra_trials": extra, "metric": config.goal.metric,
            "trials": {"existing": [0, base - 1], "new": [base, base + extra - 1]},
            "evals": {c: [existing[c].eval_id, fresh[c].eval_id] for c in sides},
-           "pooled_trial_means": pooled, **numbers.to_dict(),
+           "pooled_trial_means": pooled, **numbers,
            "label_before": gate.confidence if gate else None,
-           "tentative": numbers.confidence != Confidence.SIGNIFICANT,
+           "tentative": numbers["confidence"] != Confidence.SIGNIFICANT,
            "confirmed_at": utc_now()}
     with run.locked():
         path = _next_path(run)
@@ -137,7 +137,7 @@ def verified_label(run: RunDir, doc: Any) -> Confidence | None:
         pooled = [_pooled(store, old, new, config.goal) for old, new in pairs]
     except GateError:
         return None
-    return confirm_numbers(pooled[0], pooled[1], config.gate.min_delta).confidence
+    return confirm_numbers(pooled[0], pooled[1], config.gate.min_delta)["confidence"]
 
 
 def confirmations(run: RunDir) -> list[tuple[str, str, Confidence]]:

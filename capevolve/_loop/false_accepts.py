@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from capevolve._loop.frozen_config import run_config
-from capevolve._policy.gate.alpha import FalseAcceptSummary, GateTally, false_accept_summary
+from capevolve._policy.gate.alpha import GateTally, false_accept_summary
 from capevolve._policy.keep_best import tentative
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import Confidence, Decision, EventKind, GatePolicy
-from capevolve.records import GateEvent
+from capevolve.records import GateEvent, GateLedger
 
 
-def false_accept_ledger(run: RunDir) -> FalseAcceptSummary:
+def false_accept_ledger(run: RunDir) -> GateLedger:
     """The ledger of this run's gates, for status and the report."""
     config = run_config(run)
     return false_accept_summary(gate_tallies(run), config.gate, config.budget.max_iterations,

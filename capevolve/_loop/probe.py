@@ -70,11 +70,10 @@ def probe(run: RunDir, candidate: str | Path, *, tasks: Sequence[str] | None = N
     record = EvalRecord.model_validate(evaluate(
         run, candidate, split, tasks=ids, n_trials=reference.n_trials,
         purpose=EvalPurpose.PROBE, engine=engine, address=address))
-    outcome = probe_outcome(store.outcomes(record.eval_id).rewards, best_rows,
-                            sorted(set(ids) - set(record.excluded_tasks)), threshold)
-    result = outcome.to_dict()
+    result = probe_outcome(store.outcomes(record.eval_id).rewards, best_rows,
+                           sorted(set(ids) - set(record.excluded_tasks)), threshold)
     if record.status != EvalStatus.COMPLETE:  # missing data kills nothing
-        result.update(suggestion=None, reasoning=f"{outcome.reasoning}; the probe is "
+        result.update(suggestion=None, reasoning=f"{result['reasoning']}; the probe is "
                       f"incomplete ({record.incomplete_reason}): rerun it before reading it")
     return {**result, "candidate_id": record.candidate_id, "best_id": run.best_id,
             "split": str(split), "targeted_by": how, "eval_id": record.eval_id,

@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from capevolve._policy.gate.thresholds import passes
 
 NO_CHANGE = "no_change"
 """Suggestion of a probe that flipped nothing."""
-
-
-@dataclass(frozen=True)
-class ProbeOutcome:
-    """A probe's flips, sorted by task id."""
-
-    targets: list[str]
-    targeted_failing: list[str]
-    flipped: list[str]
-    still_failing: list[str]
-    regressed: list[str]
-    unscored: list[str]
-    candidate_mean: float | None
-    best_mean: float | None
-    n_compared: int
-    suggestion: str | None
-    reasoning: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _passed(rewards: Sequence[float] | None, threshold: float) -> bool | None:
@@ -50,8 +29,9 @@ def _mean(values: list[float]) -> float | None:
 
 
 def probe_outcome(candidate: Mapping[str, Sequence[float]], best: Mapping[str, Sequence[float]],
-                  targets: Sequence[str], threshold: float) -> ProbeOutcome:
-    """Flips of ``candidate`` over ``best`` on ``targets``."""
+                  targets: Sequence[str], threshold: float) -> dict[str, Any]:
+    """Flips of ``candidate`` over ``best`` on ``targets`` (task ids sorted): the outcome
+    fields of a :class:`~capevolve.records.ProbeResult`."""
     order = sorted(set(targets))
     cand = {t: _passed(candidate.get(t), threshold) for t in order}
     base = {t: _passed(best.get(t), threshold) for t in order}
@@ -78,6 +58,8 @@ def probe_outcome(candidate: Mapping[str, Sequence[float]], best: Mapping[str, S
                      "a no_change with this probe as the reason")
     else:
         parts.append("the lever reaches its targets; only the full-val gate can decide")
-    return ProbeOutcome(order, failing, flipped, still, regressed, unscored,
-                        _mean(cand_means), _mean(best_means), len(compared), suggestion,
-                        "probe: " + "; ".join(parts))
+    return {"targets": order, "targeted_failing": failing, "flipped": flipped,
+            "still_failing": still, "regressed": regressed, "unscored": unscored,
+            "candidate_mean": _mean(cand_means), "best_mean": _mean(best_means),
+            "n_compared": len(compared), "suggestion": suggestion,
+            "reasoning": "probe: " + "; ".join(parts)}

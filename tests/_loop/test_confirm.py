@@ -64,12 +64,13 @@ def test_the_label_is_the_t_test_not_the_raw_band():
     noisy_cand = [0.45, 0.55, 0.65] * 10
     few = confirm_numbers(noisy_cand[:3], noisy_best[:3], 0.02)
     many = confirm_numbers(noisy_cand, noisy_best, 0.02)
-    assert few.confidence == Confidence.WITHIN_NOISE
-    assert many.confidence == Confidence.SIGNIFICANT and not many.raw_band_cleared
+    assert few["confidence"] == Confidence.WITHIN_NOISE
+    assert many["confidence"] == Confidence.SIGNIFICANT and not many["raw_band_cleared"]
     flat = confirm_numbers([0.5, 0.5], [0.49, 0.49], 0.02)
-    assert flat.se_diff == 0 and flat.t is None and flat.confidence == Confidence.NEGLIGIBLE
+    assert flat["se_diff"] == 0 and flat["t"] is None
+    assert flat["confidence"] == Confidence.NEGLIGIBLE
     step = confirm_numbers([0.6, 0.6], [0.5, 0.5], 0.02)
-    assert step.confidence == Confidence.SIGNIFICANT and step.toward_goal
+    assert step["confidence"] == Confidence.SIGNIFICANT and step["toward_goal"]
 
 
 def _rows(run, eval_id):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from capevolve._policy.gate.loop_alpha import stage_alpha
 from capevolve.config import GateConfig
 from capevolve.kinds import AlphaSpending, Decision
+from capevolve.records import GateLedger
 from capevolve.stats import t_quantile
 from capevolve.stats.power import t_tail
 
@@ -73,34 +73,6 @@ class GateTally:
     """keep-best: kept within noise, not since confirmed."""
 
 
-@dataclass(frozen=True)
-class FalseAcceptSummary:
-    """Gates run and the false accepts they risked."""
-
-    gates: int
-    decision_gates: int
-    exploratory_gates: int
-    """Gates with overridden settings."""
-    distinct_pairs: int
-    """Distinct pairs of decisive decision gates."""
-    expected_false_accepts: float
-    """Bound on expected false accepts (keep-best: keeps)."""
-    alpha: float
-    alpha_spending: str
-    per_gate_alpha: float | None
-    """Risk each gate spends (None with k_se)."""
-    planned_bound: float | None
-    """Bound on P(any false accept) over the budget, if one holds."""
-    guarantee: str = ""
-    keep_best: bool = False
-    tentative_keeps: int = 0
-    """keep-best: distinct pairs kept within noise."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return dict(self.__dict__)
-
-
 def _decisive_pairs(tallies: Iterable[GateTally],
                     keep_best: bool = False) -> dict[tuple[str, str], float]:
     spent: dict[tuple[str, str], float] = {}
@@ -136,7 +108,7 @@ def run_alpha_refusal(tallies: Iterable[GateTally], config: GateConfig, max_iter
 
 
 def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
-                         max_iterations: int, keep_best: bool = False) -> FalseAcceptSummary:
+                         max_iterations: int, keep_best: bool = False) -> GateLedger:
     """The run's false-accept ledger."""
     items = list(tallies)
     decisive = _decisive_pairs(items, keep_best)
@@ -147,7 +119,7 @@ def false_accept_summary(tallies: Iterable[GateTally], config: GateConfig,
         planned = min(1.0, per_gate * max_iterations)
     tentative = {t.pair for t in items if t.tentative and not t.exploratory
                  and t.decision == Decision.ACCEPT} if keep_best else set()
-    return FalseAcceptSummary(
+    return GateLedger(
         gates=len(items), decision_gates=sum(not t.exploratory for t in items),
         exploratory_gates=sum(t.exploratory for t in items), distinct_pairs=len(decisive),
         expected_false_accepts=sum(decisive.values()), alpha=config.alpha,

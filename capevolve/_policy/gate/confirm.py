@@ -7,34 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from capevolve._policy.gate.labels import confidence
 from capevolve._policy.gate.thresholds import exceeds, is_zero
-from capevolve.kinds import Confidence
 from capevolve.stats import welch_comparison
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """Pooled numbers and their label."""
-
-    n_candidate: int
-    n_best: int
-    delta: float
-    se_diff: float
-    t: float | None
-    df: float | None
-    pooled_stdev: float
-    raw_band_cleared: bool
-    confidence: Confidence
-    toward_goal: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["confidence"] = str(self.confidence)
-        return out
 
 
 def _variance(values: Sequence[float]) -> float:
@@ -43,8 +20,9 @@ def _variance(values: Sequence[float]) -> float:
 
 
 def confirm_numbers(candidate: Sequence[float], best: Sequence[float],
-                    min_delta: float) -> Confirmation:
-    """Confirm ``candidate`` against ``best`` (2+ trial means each)."""
+                    min_delta: float) -> dict[str, Any]:
+    """Confirm ``candidate`` against ``best`` (2+ trial means each): the pooled numbers and
+    label of a :class:`~capevolve.records.Confirmation`."""
     comparison = welch_comparison(list(candidate), list(best))
     se = comparison.se or 0.0
     pooled = math.sqrt((_variance(candidate) + _variance(best)) / 2.0)
@@ -52,7 +30,7 @@ def confirm_numbers(candidate: Sequence[float], best: Sequence[float],
     label = confidence(comparison.delta, None if exact else se, comparison.df, min_delta,
                        exact)
     band = max(pooled, min_delta)
-    return Confirmation(len(candidate), len(best), comparison.delta, se,
-                        None if exact else comparison.delta / se, comparison.df, pooled,
-                        exceeds(abs(comparison.delta), band), label,
-                        exceeds(comparison.delta, 0.0))
+    return {"n_candidate": len(candidate), "n_best": len(best), "delta": comparison.delta,
+            "se_diff": se, "t": None if exact else comparison.delta / se, "df": comparison.df,
+            "pooled_stdev": pooled, "raw_band_cleared": exceeds(abs(comparison.delta), band),
+            "confidence": label, "toward_goal": exceeds(comparison.delta, 0.0)}
