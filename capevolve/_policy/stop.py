@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from capevolve.records import StopParse, StopPredicate
+
 PLATEAU_WINDOW = 5
 """Gated iterations without an accept that make a plateau."""
 
@@ -20,37 +22,6 @@ class StopKind(StrEnum):
     COST_USD = "cost_usd"
     WALL_S = "wall_s"
     STALL = "stall"
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """``measure >= value`` stops the loop."""
-
-    kind: StopKind
-    value: float
-    text: str
-
-    def describe(self) -> str:
-        unit = {StopKind.VAL_MEAN: "val mean >= {v:g}", StopKind.ITERATIONS: "{v:g} iterations",
-                StopKind.METRIC_CALLS: "{v:g} metric calls", StopKind.COST_USD: "${v:g} spent",
-                StopKind.WALL_S: "{v:g} s wall time",
-                StopKind.STALL: "{v:g} iterations without an accept"}[self.kind]
-        return unit.format(v=self.value)
-
-
-@dataclass(frozen=True)
-class StopPlan:
-    """Predicates and unparsed clauses."""
-
-    text: str
-    predicates: tuple[Predicate, ...]
-    unparsed: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        return {"text": self.text,
-                "predicates": [{"kind": str(p.kind), "value": p.value, "clause": p.text,
-                                "means": p.describe()} for p in self.predicates],
-                "unparsed": list(self.unparsed)}
 
 
 @dataclass(frozen=True)
@@ -88,21 +59,33 @@ _TIME = re.compile(rf"^(?:(?:wall(?:\s*time)?|time|after){_CMP})?{_NUM}\s*([a-z]
                    rf"(?:\s+(?:of\s+)?wall(?:\s*time)?)?$")
 
 
-def _clause(text: str) -> Predicate | None:
+_MEANS = {StopKind.VAL_MEAN: "val mean >= {v:g}", StopKind.ITERATIONS: "{v:g} iterations",
+          StopKind.METRIC_CALLS: "{v:g} metric calls", StopKind.COST_USD: "${v:g} spent",
+          StopKind.WALL_S: "{v:g} s wall time",
+          StopKind.STALL: "{v:g} iterations without an accept"}
+
+
+def _predicate(kind: StopKind, value: float, text: str) -> StopPredicate:
+    """``measure >= value`` stops the loop."""
+    return StopPredicate(kind=kind, value=value, clause=text.strip(),
+                         means=_MEANS[kind].format(v=value))
+
+
+def _clause(text: str) -> StopPredicate | None:
     clause = " ".join(text.lower().split())
     for kind, pattern in _PATTERNS:
         match = re.match(pattern, clause)
         if match:
-            return Predicate(kind, float(match.group(1)), text.strip())
+            return _predicate(kind, float(match.group(1)), text)
     match = _TIME.match(clause)
     if match and (match.group(2) in _TIME_UNITS or (match.group(2) is None
                                                     and clause.startswith(("wall", "time")))):
-        return Predicate(StopKind.WALL_S, float(match.group(1)) * _TIME_UNITS.get(
-            match.group(2) or "s", 1), text.strip())
+        return _predicate(StopKind.WALL_S, float(match.group(1)) * _TIME_UNITS.get(
+            match.group(2) or "s", 1), text)
     return None
 
 
-def parse_stop(text: str | None) -> StopPlan:
+def parse_stop(text: str | None) -> StopParse:
     """Parse ``text`` into predicates and unparsed clauses."""
     text = text or ""
     predicates, unparsed = [], []
@@ -114,10 +97,10 @@ def parse_stop(text: str | None) -> StopPlan:
             unparsed.append(part.strip())
         else:
             predicates.append(predicate)
-    return StopPlan(text, tuple(predicates), tuple(unparsed))
+    return StopParse(text=text, predicates=predicates, unparsed=unparsed)
 
 
-def first_met(plan: StopPlan, state: LoopState) -> str | None:
+def first_met(plan: StopParse, state: LoopState) -> str | None:
     """The first predicate met, in words (None: go on)."""
     for p in plan.predicates:
         measured = {StopKind.VAL_MEAN: state.best_val_mean, StopKind.ITERATIONS: state.iterations,
@@ -125,7 +108,7 @@ def first_met(plan: StopPlan, state: LoopState) -> str | None:
                     StopKind.COST_USD: state.cost_usd, StopKind.WALL_S: state.wall_s,
                     StopKind.STALL: state.stall}[p.kind]
         if measured is not None and measured >= p.value - 1e-12:
-            return f"stop condition met: {p.describe()} (reached {measured:g})"
+            return f"stop condition met: {p.means} (reached {measured:g})"
     return None
 
 

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from capevolve._policy.protect import protected_patterns
-from capevolve._policy.stop import StopPlan
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
 from capevolve.config import ProjectConfig
 from capevolve.optimize.algorithms import Algorithm
 from capevolve.optimize.proposers.base import Proposer
 from capevolve.optimize.timing import TimedEngine
+from capevolve.records import StopParse
 from capevolve.records._optimize import IterationRecord
 
 TRAIN_TRIALS = 1
@@ -34,7 +34,7 @@ class Session:
     proposer_spec: str
     algorithm: Algorithm
     engine: TimedEngine
-    stop: StopPlan
+    stop: StopParse
     ledger: list[IterationRecord] = field(default_factory=list)
     minibatch: int = MINIBATCH
 

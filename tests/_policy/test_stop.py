@@ -21,14 +21,14 @@ from capevolve._policy.stop import LoopState, StopKind, first_met, parse_stop, p
 def test_clauses_parse_into_predicates(text, expected):
     plan = parse_stop(text)
     assert [(p.kind, p.value) for p in plan.predicates] == expected
-    assert plan.unparsed == ()
+    assert plan.unparsed == []
 
 
 def test_clauses_that_do_not_parse_are_named_and_kept_apart():
     plan = parse_stop("val mean >= 0.9 or when the team is happy, 10 apples")
     assert [p.kind for p in plan.predicates] == [StopKind.VAL_MEAN]
-    assert plan.unparsed == ("when the team is happy", "10 apples")
-    assert parse_stop("").predicates == () and parse_stop(None).unparsed == ()
+    assert plan.unparsed == ["when the team is happy", "10 apples"]
+    assert parse_stop("").predicates == [] and parse_stop(None).unparsed == []
     assert parse_stop("soon").to_dict()["unparsed"] == ["soon"]
 
 
