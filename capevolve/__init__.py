@@ -117,28 +117,13 @@ __version__ = "0.1.0"
 
 _KINDS = ("Confidence", "Decision", "EngineKind", "EvalPurpose", "EvalStatus", "EventKind",
           "GateMode", "GatePolicy", "Split", "Standing", "TestVerdict")
-_RECORDS = ("Accepted", "BudgetLeft", "CandidateRecord", "CandidateStanding", "Checkout",
-            "ClusterReport", "ConfirmTrials", "Confirmation", "DiagnosisRecord", "Estimate",
-            "EvalLine", "EvalRecord", "Event", "FinalLine", "FinalRecord", "GateLedger",
-            "GateNumbers", "GateRecord", "Handoff", "IntRange", "IterationLine", "LoopLine",
-            "LoopSpend", "MeanLine", "ModelSpend", "NoChange", "OptimizeSummary", "PerRollout",
-            "PlannedPower", "ProbeResult", "ProjectCheck", "ProjectInit", "ProposerSpend",
-            "Quarantine", "Rejected", "RoleSpend", "RunManifest", "RunProblem", "RunStatus",
-            "Spent", "StopParse", "StopPredicate", "UsdRange", "UserEvent", "Verification")
 _ADAPTER = ("Adapter", "Rollout", "Score", "Task", "ToolCall", "TransientError")
 
-# where each lazily loaded name lives (pydantic records load on first use: `--help` stays fast)
+# where each lazily loaded name lives, beside the verbs (lowercase: capevolve._api) and the
+# records (the rest: capevolve.records); pydantic records load on first use: `--help` stays fast
 _LAZY = {"RunDir": "capevolve._loop.public_run",
          **{n: "capevolve.adapter" for n in _ADAPTER},
-         **{n: "capevolve.kinds" for n in _KINDS},
-         **{n: "capevolve.records" for n in _RECORDS}}
-
-_VERBS = frozenset({
-    "accept", "check_project", "checkout", "confirm", "create_run", "diagnose_candidate",
-    "doctor", "estimate", "evaluate", "explore_gate", "finalize", "gate", "gate_numbers",
-    "init_project", "log_event", "no_change", "open_run", "optimize_run", "probe",
-    "quarantine", "query", "register_event_kind", "reject", "start_run", "status", "verify",
-})
+         **{n: "capevolve.kinds" for n in _KINDS}}
 
 _SUBPACKAGES = frozenset({"diagnose", "optimize", "stats"})
 
@@ -252,12 +237,10 @@ def __getattr__(name: str) -> Any:
 
     if name in _SUBPACKAGES:
         return importlib.import_module(f"capevolve.{name}")
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _VERBS:
-        value = getattr(importlib.import_module("capevolve._api"), name)
-    else:
+    if name not in __all__:
         raise AttributeError(f"module 'capevolve' has no attribute {name!r}")
+    home = _LAZY.get(name) or ("capevolve._api" if name[0].islower() else "capevolve.records")
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

@@ -106,7 +106,7 @@ def first_met(plan: StopParse, state: LoopState) -> str | None:
         measured = {StopKind.VAL_MEAN: state.best_val_mean, StopKind.ITERATIONS: state.iterations,
                     StopKind.METRIC_CALLS: state.metric_calls,
                     StopKind.COST_USD: state.cost_usd, StopKind.WALL_S: state.wall_s,
-                    StopKind.STALL: state.stall}[p.kind]
+                    StopKind.STALL: state.stall}[StopKind(p.kind)]
         if measured is not None and measured >= p.value - 1e-12:
             return f"stop condition met: {p.means} (reached {measured:g})"
     return None

@@ -1,183 +1,88 @@
 """Versioned records of the run dir's documents, and the verbs' results.
 
 Read a document with :func:`parse_record` (an event with :func:`parse_event`); a bad one is a
-one-line RunDirError naming the file.
+one-line RunDirError naming the file. Each public name is re-exported as ``X as X``.
 """
 
-from capevolve.records._base import (
-    EVENT_KIND_PATTERN,
-    FORMAT_VERSION,
-    JsonScalar,
-    Record,
-    Result,
-    check_version,
-    parse_record,
-)
-from capevolve.records._decisions import DecisionRecord
-from capevolve.records._documents import (
-    CandidateRecord,
-    DiagnosisRecord,
-    EvalRecord,
-    EvalSummary,
-    FinalizeEntry,
-    FinalRecord,
-    GateRecord,
-    RunManifest,
-    SealRecord,
-    StateRecord,
-    TaskMeansFile,
-    TaskSubset,
-    TestReuse,
-)
-from capevolve.records._events import (
-    LIBRARY_EVENTS,
-    USER_KINDS_BUILTIN,
-    AcceptEvent,
-    CompactedPart,
-    DiagnosisAnnotated,
-    EvalFinished,
-    EvalStarted,
-    Event,
-    EventBase,
-    Finalized,
-    FinalizeStarted,
-    GateEvent,
-    NoChangeEvent,
-    PartsCompacted,
-    PartWritten,
-    QuarantinedEvent,
-    RejectEvent,
-    RunCreated,
-    SetBestEvent,
-    SnapshotEvent,
-    SpendEvent,
-    TamperEvent,
-    UserEvent,
-    parse_event,
-)
-from capevolve.records._result_parts import (
-    BudgetLeft,
-    CandidateStanding,
-    ConfirmTrials,
-    FinalLine,
-    GateLedger,
-    IntRange,
-    IterationLine,
-    LoopLine,
-    LoopSpend,
-    MeanLine,
-    ModelSpend,
-    PerRollout,
-    PlannedPower,
-    ProposerSpend,
-    RoleSpend,
-    RunProblem,
-    Spent,
-    StopParse,
-    StopPredicate,
-    UsdRange,
-)
-from capevolve.records._results import (
-    Accepted,
-    Checkout,
-    ClusterReport,
-    Confirmation,
-    Estimate,
-    EvalLine,
-    GateNumbers,
-    Handoff,
-    NoChange,
-    OptimizeSummary,
-    ProbeResult,
-    ProjectCheck,
-    ProjectInit,
-    Quarantine,
-    Rejected,
-    RunStatus,
-    Verification,
-)
-
-__all__ = [
-    "ModelSpend",
-    "RunProblem",
-    "IntRange",
-    "PerRollout",
-    "PlannedPower",
-    "UsdRange",
-    "Checkout",
-    "BudgetLeft",
-    "CandidateStanding",
-    "ConfirmTrials",
-    "FinalLine",
-    "GateLedger",
-    "IterationLine",
-    "LoopLine",
-    "LoopSpend",
-    "MeanLine",
-    "ProposerSpend",
-    "RoleSpend",
-    "Spent",
-    "StopParse",
-    "StopPredicate",
-    "Accepted",
-    "ClusterReport",
-    "Confirmation",
-    "Estimate",
-    "EvalLine",
-    "GateNumbers",
-    "Handoff",
-    "NoChange",
-    "OptimizeSummary",
-    "ProbeResult",
-    "ProjectCheck",
-    "ProjectInit",
-    "Quarantine",
-    "Rejected",
-    "Result",
-    "RunStatus",
-    "Verification",
-    "DecisionRecord",
-    "NoChangeEvent",
-    "AcceptEvent",
-    "CandidateRecord",
-    "CompactedPart",
-    "DiagnosisAnnotated",
-    "DiagnosisRecord",
-    "EVENT_KIND_PATTERN",
-    "EvalFinished",
-    "EvalRecord",
-    "EvalStarted",
-    "EvalSummary",
-    "Event",
-    "EventBase",
-    "FORMAT_VERSION",
-    "FinalRecord",
-    "FinalizeEntry",
-    "FinalizeStarted",
-    "Finalized",
-    "GateEvent",
-    "GateRecord",
-    "JsonScalar",
-    "LIBRARY_EVENTS",
-    "PartsCompacted",
-    "PartWritten",
-    "QuarantinedEvent",
-    "Record",
-    "RejectEvent",
-    "RunCreated",
-    "RunManifest",
-    "SealRecord",
-    "SetBestEvent",
-    "SnapshotEvent",
-    "SpendEvent",
-    "StateRecord",
-    "TamperEvent",
-    "TaskMeansFile",
-    "TaskSubset",
-    "TestReuse",
-    "USER_KINDS_BUILTIN",
-    "UserEvent",
-    "check_version",
-    "parse_event",
-    "parse_record",
-]
+from capevolve.records._base import EVENT_KIND_PATTERN as EVENT_KIND_PATTERN
+from capevolve.records._base import FORMAT_VERSION as FORMAT_VERSION
+from capevolve.records._base import JsonScalar as JsonScalar
+from capevolve.records._base import Record as Record
+from capevolve.records._base import Result as Result
+from capevolve.records._base import check_version as check_version
+from capevolve.records._base import parse_record as parse_record
+from capevolve.records._decisions import DecisionRecord as DecisionRecord
+from capevolve.records._documents import CandidateRecord as CandidateRecord
+from capevolve.records._documents import DiagnosisRecord as DiagnosisRecord
+from capevolve.records._documents import EvalRecord as EvalRecord
+from capevolve.records._documents import EvalSummary as EvalSummary
+from capevolve.records._documents import FinalizeEntry as FinalizeEntry
+from capevolve.records._documents import FinalRecord as FinalRecord
+from capevolve.records._documents import GateRecord as GateRecord
+from capevolve.records._documents import RunManifest as RunManifest
+from capevolve.records._documents import SealRecord as SealRecord
+from capevolve.records._documents import StateRecord as StateRecord
+from capevolve.records._documents import TaskMeansFile as TaskMeansFile
+from capevolve.records._documents import TaskSubset as TaskSubset
+from capevolve.records._documents import TestReuse as TestReuse
+from capevolve.records._events import LIBRARY_EVENTS as LIBRARY_EVENTS
+from capevolve.records._events import USER_KINDS_BUILTIN as USER_KINDS_BUILTIN
+from capevolve.records._events import AcceptEvent as AcceptEvent
+from capevolve.records._events import CompactedPart as CompactedPart
+from capevolve.records._events import DiagnosisAnnotated as DiagnosisAnnotated
+from capevolve.records._events import EvalFinished as EvalFinished
+from capevolve.records._events import EvalStarted as EvalStarted
+from capevolve.records._events import Event as Event
+from capevolve.records._events import EventBase as EventBase
+from capevolve.records._events import Finalized as Finalized
+from capevolve.records._events import FinalizeStarted as FinalizeStarted
+from capevolve.records._events import GateEvent as GateEvent
+from capevolve.records._events import NoChangeEvent as NoChangeEvent
+from capevolve.records._events import PartsCompacted as PartsCompacted
+from capevolve.records._events import PartWritten as PartWritten
+from capevolve.records._events import QuarantinedEvent as QuarantinedEvent
+from capevolve.records._events import RejectEvent as RejectEvent
+from capevolve.records._events import RunCreated as RunCreated
+from capevolve.records._events import SetBestEvent as SetBestEvent
+from capevolve.records._events import SnapshotEvent as SnapshotEvent
+from capevolve.records._events import SpendEvent as SpendEvent
+from capevolve.records._events import TamperEvent as TamperEvent
+from capevolve.records._events import UserEvent as UserEvent
+from capevolve.records._events import parse_event as parse_event
+from capevolve.records._result_parts import BudgetLeft as BudgetLeft
+from capevolve.records._result_parts import CandidateStanding as CandidateStanding
+from capevolve.records._result_parts import ConfirmTrials as ConfirmTrials
+from capevolve.records._result_parts import FinalLine as FinalLine
+from capevolve.records._result_parts import GateLedger as GateLedger
+from capevolve.records._result_parts import IntRange as IntRange
+from capevolve.records._result_parts import IterationLine as IterationLine
+from capevolve.records._result_parts import LoopLine as LoopLine
+from capevolve.records._result_parts import LoopSpend as LoopSpend
+from capevolve.records._result_parts import MeanLine as MeanLine
+from capevolve.records._result_parts import ModelSpend as ModelSpend
+from capevolve.records._result_parts import PerRollout as PerRollout
+from capevolve.records._result_parts import PlannedPower as PlannedPower
+from capevolve.records._result_parts import ProposerSpend as ProposerSpend
+from capevolve.records._result_parts import RoleSpend as RoleSpend
+from capevolve.records._result_parts import RunProblem as RunProblem
+from capevolve.records._result_parts import Spent as Spent
+from capevolve.records._result_parts import StopParse as StopParse
+from capevolve.records._result_parts import StopPredicate as StopPredicate
+from capevolve.records._result_parts import UsdRange as UsdRange
+from capevolve.records._results import Accepted as Accepted
+from capevolve.records._results import Checkout as Checkout
+from capevolve.records._results import ClusterReport as ClusterReport
+from capevolve.records._results import Confirmation as Confirmation
+from capevolve.records._results import Estimate as Estimate
+from capevolve.records._results import EvalLine as EvalLine
+from capevolve.records._results import GateNumbers as GateNumbers
+from capevolve.records._results import Handoff as Handoff
+from capevolve.records._results import NoChange as NoChange
+from capevolve.records._results import OptimizeSummary as OptimizeSummary
+from capevolve.records._results import ProbeResult as ProbeResult
+from capevolve.records._results import ProjectCheck as ProjectCheck
+from capevolve.records._results import ProjectInit as ProjectInit
+from capevolve.records._results import Quarantine as Quarantine
+from capevolve.records._results import Rejected as Rejected
+from capevolve.records._results import RunStatus as RunStatus
+from capevolve.records._results import Verification as Verification
