@@ -172,7 +172,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     allowance = shared_budget.allowance(run, limit, session.token, session.tally,
                                         len(units)) if limit else None
     n_units = len(task_ids) * n_trials
-    watch = progress.watch(eval_id, len(units))  # the command's live display, if any
+    watch = progress.Watch(eval_id, len(units))  # the command's live display, if any
     breaker = Breaker(config.models.breaker.failures)
 
     def sink(batch: Any) -> int | None:

@@ -39,7 +39,8 @@ def observing(display: Display | None) -> Iterator[Display | None]:
 
 
 class Watch:
-    """One evaluation's connection to the active display (a no-op without one)."""
+    """One evaluation's connection to the active display (a no-op without one), for an
+    evaluation of ``total`` units."""
 
     def __init__(self, label: str, total: int) -> None:
         self.label, self.display = label, active()
@@ -80,11 +81,6 @@ class Watch:
 
     def __exit__(self, *exc: object) -> None:
         self.end()
-
-
-def watch(label: str, total: int) -> Watch:
-    """A :class:`Watch` for an evaluation of ``total`` units."""
-    return Watch(label, total)
 
 
 class _CountingLedger:

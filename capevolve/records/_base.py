@@ -18,13 +18,22 @@ EVENT_KIND_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 JsonScalar = str | int | float | bool | None
 
 
-class Record(BaseModel):
-    """Base of every stored document: frozen, no unknown keys, finite numbers."""
+class Result(BaseModel):
+    """Base of the verbs' results: frozen, no unknown keys."""
 
     # no use_attribute_docstrings: it would parse every model's source at import, and nothing
     # reads the descriptions; defer_build: a validator is built on first use
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
-                              defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON a verb returned: the fields it set."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class Record(Result):
+    """Base of every stored document: a result with finite numbers and a format version."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     format_version: int = FORMAT_VERSION
     """The document format; readers refuse an unknown one."""
@@ -32,20 +41,6 @@ class Record(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to disk."""
         return self.model_dump(mode="json")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON a verb returned: the fields it set."""
-        return self.model_dump(mode="json", exclude_unset=True)
-
-
-class Result(BaseModel):
-    """Base of the verbs' results that are no stored document."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON: the fields the verb set."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 R = TypeVar("R", bound=Record)

@@ -51,32 +51,31 @@ class SnapshotEvent(EventBase):
     """The directory copied."""
 
 
-class EvalStarted(EventBase):
-    """An evaluation (or its resumption) started."""
+class _EvalEvent(EventBase):
+    """Fields of an evaluation's events."""
 
-    kind: Literal[EventKind.EVAL_STARTED]
     eval_id: str
     """The evaluation."""
     candidate_id: str
     """The candidate evaluated."""
     split: Split
     """The split evaluated."""
+
+
+class EvalStarted(_EvalEvent):
+    """An evaluation (or its resumption) started."""
+
+    kind: Literal[EventKind.EVAL_STARTED]
     units: int = Field(ge=0)
     """Units planned for this attempt."""
     resumed: bool
     """Whether it resumed an earlier attempt."""
 
 
-class EvalFinished(EventBase):
+class EvalFinished(_EvalEvent):
     """An evaluation attempt finished."""
 
     kind: Literal[EventKind.EVAL_FINISHED]
-    eval_id: str
-    """The evaluation."""
-    candidate_id: str
-    """The candidate evaluated."""
-    split: Split
-    """The split evaluated."""
     status: EvalStatus
     """complete or incomplete."""
     mean: float | None = None

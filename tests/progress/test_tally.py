@@ -78,7 +78,7 @@ def test_without_a_display_a_watch_changes_nothing():
         return None
 
     ledger = object()
-    watch = progress.watch("e", 3)
+    watch = progress.Watch("e", 3)
     assert watch.sink(sink) is sink and watch.ledger(ledger) is ledger
     assert watch.ledger(None) is None
 
@@ -93,7 +93,7 @@ def test_with_a_display_the_sink_reports_after_the_inner_sink():
         raise OSError("disk full")
 
     with display, progress.observing(display):
-        with progress.watch("val__x__k1", 4) as watch:
+        with progress.Watch("val__x__k1", 4) as watch:
             watch.sink(seen.extend)([_row("a", 1.0)])
             with pytest.raises(OSError):
                 watch.sink(failing)([_row("b", 1.0)])
@@ -108,7 +108,7 @@ def test_with_a_display_the_sinks_backlog_still_reaches_the_dispatcher():
     back unchanged while a display watches."""
     display = LiveDisplay(io.StringIO(), plain=True, every_s=60)
     with display, progress.observing(display):
-        with progress.watch("val__x__k1", 4) as watch:
+        with progress.Watch("val__x__k1", 4) as watch:
             assert watch.sink(lambda rows: 7)([_row("a", 1.0)]) == 7
             assert watch.sink(lambda rows: None)([_row("b", 1.0)]) is None
 
@@ -159,10 +159,10 @@ def test_the_ledger_count_is_exact_and_the_ledger_still_records():
             self.units += units
 
     inner = Ledger()
-    assert progress.watch("e", 9).ledger(inner) is inner
+    assert progress.Watch("e", 9).ledger(inner) is inner
     display = LiveDisplay(io.StringIO(), plain=True, every_s=60)
     with display, progress.observing(display):
-        watch = progress.watch("e", 9)
+        watch = progress.Watch("e", 9)
         counted = watch.ledger(inner)
         asyncio.run(counted.dispatched([1, 2, 3]))
         asyncio.run(counted.dispatched([4, 5]))
