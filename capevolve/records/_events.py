@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from capevolve.kinds import EvalPurpose, EvalStatus, EventKind, SpendRole, Split
-from capevolve.records._base import EVENT_KIND_PATTERN, Record, check_version, parse_record
+from capevolve.records._base import EVENT_KIND_PATTERN, Record, Result, check_version, parse_record
 from capevolve.records._documents import GateRecord
 
 # -- events ---------------------------------------------------------------------------------
@@ -246,10 +246,8 @@ class QuarantinedEvent(EventBase):
     """Whether events.jsonl was restarted."""
 
 
-class CompactedPart(BaseModel):
+class CompactedPart(Result):
     """A part a compaction wrote."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
     """Relative to the run dir."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from capevolve.records._base import Record
+from capevolve.records._base import Record, Result
 
 
 class Outcome(StrEnum):
@@ -31,10 +31,8 @@ class Spend(BaseModel):
     wall_s: float = Field(default=0.0, ge=0)
 
 
-class DiffStat(BaseModel):
+class DiffStat(Result):
     """How the child differs from its parent."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     added: tuple[str, ...] = ()
     modified: tuple[str, ...] = ()
