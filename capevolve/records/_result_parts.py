@@ -97,6 +97,7 @@ class GateLedger(Result):
     decision_gates: int
     """Non-exploratory gates."""
     exploratory_gates: int
+    """Gates with overridden settings."""
     distinct_pairs: int
     """Distinct pairs of decisive decision gates."""
     expected_false_accepts: float

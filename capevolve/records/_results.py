@@ -118,7 +118,9 @@ class GateNumbers(Result):
     p_one_sided: float | None = None
     """The deciding p-value."""
     k_se: float | None = None
+    """The critical value c of ``t > c``."""
     alpha: float | None = None
+    """P(accept | no better) at c (0 if exact)."""
     exact: bool = False
     n_compared: int = 0
     n_clusters: int | None = None
