@@ -21,10 +21,6 @@ class PriorDecision:
     """accept or reject."""
     event: Any
 
-    @property
-    def ts(self) -> str:
-        return str(_get(self.event, "ts"))
-
 
 def prior_decision(events: Iterable[Any], candidate_id: str,
                    best_id: str | None) -> PriorDecision | None:
@@ -56,8 +52,8 @@ def conflict(prior: PriorDecision | None, wanted: EventKind, candidate_id: str) 
     against = _get(prior.event, "best_id" if prior.kind == EventKind.REJECT else
                    "previous_best")
     return (f"{wanted} refused: {candidate_id!r} was already {prior.kind}ed against "
-            f"{against!r} at {prior.ts}; a decision stands (measure it against a new best "
-            "to decide again)")
+            f"{against!r} at {_get(prior.event, 'ts')}; a decision stands (measure it against "
+            "a new best to decide again)")
 
 
 MAX_LOOKS = 2
