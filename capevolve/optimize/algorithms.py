@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from capevolve.errors import ConfigError
 from capevolve.records._optimize import IterationRecord, Outcome
@@ -27,56 +26,31 @@ class SearchView:
 
 
 @dataclass(frozen=True)
-class Choice:
-    parent_id: str
-    focus: str | None = None
-
-
-class Algorithm(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def screens(self) -> bool:
-        """Whether children are screened on train before the gate."""
-        ...
-
-    @property
-    def focus(self) -> str: ...
-
-    def choose_parent(self, view: SearchView, rng: random.Random) -> str: ...
-
-    def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None: ...
-
-
-def tried_on(ledger: Sequence[IterationRecord], parent_id: str) -> set[str]:
-    """Focus clusters already tried on ``parent_id`` without an accept."""
-    return {r.focus for r in ledger if r.parent_id == parent_id and r.focus
-            and r.outcome != Outcome.ACCEPT}
-
-
-@dataclass(frozen=True)
 class HillClimb:
+    """Every child from the best; children go to the gate unscreened."""
+
     focus: str = "all"
     name: str = "hill-climb"
     screens: bool = False
+    """Whether children are screened on train before the gate."""
 
     def choose_parent(self, view: SearchView, rng: random.Random) -> str:
         return view.best_id
 
     def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None:
-        return pick_focus(self.focus, view, parent_id, iteration)
+        """The cluster a proposal should target under ``focus`` (None: no focus)."""
+        if self.focus == "all" or not view.clusters:
+            return None
+        if self.focus == "cyclic":
+            return view.clusters[(iteration - 1) % len(view.clusters)]
+        tried = {r.focus for r in view.ledger if r.parent_id == parent_id and r.focus
+                 and r.outcome != Outcome.ACCEPT}  # tried on this parent without an accept
+        fresh = [c for c in view.clusters if c not in tried]
+        return fresh[0] if fresh else view.clusters[0]
 
 
-def pick_focus(mode: str, view: SearchView, parent_id: str, iteration: int) -> str | None:
-    """The cluster a proposal should target under focus ``mode`` (None: no focus)."""
-    if mode == "all" or not view.clusters:
-        return None
-    if mode == "cyclic":
-        return view.clusters[(iteration - 1) % len(view.clusters)]
-    tried = tried_on(view.ledger, parent_id)
-    fresh = [c for c in view.clusters if c not in tried]
-    return fresh[0] if fresh else view.clusters[0]
+Algorithm = HillClimb
+"""What the loop drives: hill-climb, or a variant choosing parents otherwise."""
 
 
 def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
@@ -98,8 +72,9 @@ def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[
 
 
 @dataclass(frozen=True)
-class Pareto:
-    focus: str = "all"
+class Pareto(HillClimb):
+    """Parents sampled from the val frontier; children screened on train first."""
+
     name: str = "pareto"
     screens: bool = True
 
@@ -109,9 +84,6 @@ class Pareto:
             return view.best_id
         ids = sorted(weights)
         return rng.choices(ids, weights=[weights[i] for i in ids], k=1)[0]
-
-    def choose_focus(self, view: SearchView, parent_id: str, iteration: int) -> str | None:
-        return pick_focus(self.focus, view, parent_id, iteration)
 
 
 def build_algorithm(name: str, focus: str = "all") -> Algorithm:
