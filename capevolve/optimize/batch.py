@@ -74,6 +74,7 @@ def run_batch(s: Session, batch: list[step.Planned],
                 if s.ledger and s.ledger[-1].iteration == p.iteration:
                     on_iteration(s.ledger[-1])
                 return str(exc)
+            assert record is not None  # a proposal not measured is a no_change
             on_iteration(record)
         return None
     finally:

@@ -11,13 +11,6 @@ from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
 
 
-def _loop_files(files: LoopFiles) -> dict[Path, bytes | None]:
-    found: dict[Path, bytes | None] = {}
-    for path in (files.ledger, files.loop_json):
-        found[path] = path.read_bytes() if path.is_file() else None
-    return found
-
-
 class ProposalFence:
     """Snapshot at construction; :meth:`breach` after the proposals ran."""
 
@@ -25,7 +18,9 @@ class ProposalFence:
         self.run, self.files = run, files
         self.project = evaluating.run_project(run)
         self.guard = EvaluationGuard(run, self.project)
-        self.loop_files = _loop_files(files)
+        self.loop_files: dict[Path, bytes | None] = {
+            path: path.read_bytes() if path.is_file() else None
+            for path in (files.ledger, files.loop_json)}
 
     def breach(self) -> tuple[str | None, bool]:
         """(what a proposer touched, in words, or None; True when the loop must stop)."""

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +112,6 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
     return session, loop
 
 
-def _stall(ledger: list[IterationRecord]) -> int:
-    count = 0
-    for r in reversed(ledger):
-        if r.outcome == Outcome.ACCEPT:
-            break
-        count += 1
-    return count
-
-
 def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None:
     """Why the loop must stop now, or None."""
     ledger = s.ledger
@@ -132,7 +124,8 @@ def stop_reason(s: Session, iterations: int | None, wall_s: float) -> str | None
     state = LoopState(best_val_mean=best.mean if best else None, iterations=len(ledger),
                       metric_calls=s.run.spent.metric_calls,  # cost: runner + optimizer
                       cost_usd=s.run.spent.cost_usd, wall_s=wall_s,
-                      stall=_stall(ledger))
+                      stall=sum(1 for _ in takewhile(  # iterations since the last accept
+                          lambda r: r.outcome != Outcome.ACCEPT, reversed(ledger))))
     met = first_met(s.stop, state)
     if met:
         return met

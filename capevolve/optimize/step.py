@@ -127,22 +127,17 @@ def discard(p: Planned, why: str) -> None:
 def settle(s: Session, p: Planned) -> IterationRecord | None:
     """Step 3: the no_change record, or None with the proposal recorded in pending."""
     record_proposal(s, p)
-    return _no_change_from_pending(s, p)
+    return no_change(s, p)
 
 
 def record_proposal(s: Session, p: Planned) -> bool:
     """Step 3 without its ledger line: the proposal recorded in pending; True when the
     child is to be evaluated."""
-    if p.proposal is not None:  # else resumed with a recorded proposal
-        _record_proposal(s, p)
-    return p.pending["proposal"]["child_hash"] is not None
-
-
-def _record_proposal(s: Session, p: Planned) -> None:
-    t0 = time.monotonic()
     proposal, ctx = p.proposal, p.ctx
-    assert proposal is not None
+    if proposal is None:  # resumed with a recorded proposal
+        return p.pending["proposal"]["child_hash"] is not None
     assert ctx is not None
+    t0 = time.monotonic()
     diff = diff_stat(ctx.parent_dir, ctx.workdir)
     blocker = proposal.blocker if not proposal.changed else None
     if proposal.changed and diff.empty:
@@ -158,6 +153,7 @@ def _record_proposal(s: Session, p: Planned) -> None:
         "diff": diff.model_dump(mode="json")}
     s.files.write_pending(p.iteration, p.pending)
     p.overhead_s += time.monotonic() - t0
+    return digest is not None
 
 
 def _json_values(detail: Any) -> dict[str, Any]:
@@ -167,7 +163,8 @@ def _json_values(detail: Any) -> dict[str, Any]:
     return dict(json.loads(text, parse_constant=lambda _: None))
 
 
-def _no_change_from_pending(s: Session, p: Planned) -> IterationRecord | None:
+def no_change(s: Session, p: Planned) -> IterationRecord | None:
+    """The ledger line of a recorded proposal that left nothing to evaluate, else None."""
     rec = p.pending["proposal"]
     if rec["child_hash"] is not None:
         return None
@@ -200,12 +197,6 @@ class Measured:
     """Raised again at the decision, in iteration order."""
 
 
-def evaluate(s: Session, p: Planned) -> IterationRecord:
-    """Steps 4 and 5: :func:`measure`, then :func:`finish`."""
-    measure(s, p)
-    return finish(s, p)
-
-
 def measure(s: Session, p: Planned) -> None:
     """Step 4a: the evaluations, nothing in the ledger; thread-safe, and what it raises is
     kept for :func:`finish`."""
@@ -230,24 +221,12 @@ def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:
         p.rows += rows - rows0
 
 
-def no_change(s: Session, p: Planned) -> IterationRecord:
-    """The ledger line of a proposal that left nothing to evaluate."""
-    record = _no_change_from_pending(s, p)
-    assert record is not None
-    return record
-
-
 def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
     """The iteration's train minibatch, drawn once."""
     drawn = p.pending.get("minibatch")
     if drawn is None:
         drawn = p.pending["minibatch"] = list(s.minibatch_for(p.iteration, s.run.splits.train))
     return tuple(drawn)
-
-
-def child_source(s: Session, p: Planned) -> str:
-    """The child's candidate id once snapshotted, else its prepared directory."""
-    return _candidate(s, p)
 
 
 def finish(s: Session, p: Planned) -> IterationRecord:
@@ -277,7 +256,8 @@ def finish(s: Session, p: Planned) -> IterationRecord:
     return _decide(s, p, m.child_id, m.val, m.screen)
 
 
-def _candidate(s: Session, p: Planned) -> str:
+def child_source(s: Session, p: Planned) -> str:
+    """The child's candidate id once snapshotted, else its prepared directory."""
     digest = p.pending["proposal"]["child_hash"]
     return s.run.find_candidate(digest) or str(s.files.work(p.iteration) / "candidate")
 
@@ -288,7 +268,7 @@ def _measure(s: Session, p: Planned) -> Measured:
     if s.algorithm.screens:
         batch = minibatch(s, p)
         parent = screening.parent_on(s, p.parent_id, batch)
-        child = evaluating.evaluate(run, _candidate(s, p), Split.TRAIN, n_trials=TRAIN_TRIALS,
+        child = evaluating.evaluate(run, child_source(s, p), Split.TRAIN, n_trials=TRAIN_TRIALS,
                                     tasks=batch, purpose=EvalPurpose.SCREEN, engine=s.engine)
         p.pending["child_id"] = child["candidate_id"]
         verdict = screening.compare(with_task_means(run, child), parent)
@@ -298,7 +278,7 @@ def _measure(s: Session, p: Planned) -> Measured:
             return Measured(child_id=child["candidate_id"], screen=screen, early=(
                 Outcome.SCREENED_OUT, [verdict.reason(p.parent_id)]))
     if looks.applies(s):
-        look = looks.first_look(s, _candidate(s, p))
+        look = looks.first_look(s, child_source(s, p))
         if look is not None:
             p.pending["child_id"] = look.child["candidate_id"]
             if look.stops:
@@ -308,7 +288,7 @@ def _measure(s: Session, p: Planned) -> Measured:
                     delta=look.child_mean - look.best_mean, n_tasks=look.n_tasks)
                 return Measured(child_id=look.child["candidate_id"], screen=numbers,
                                 early=(Outcome.SCREENED_OUT, [look.reason()]))
-    val = evaluating.evaluate(run, _candidate(s, p), Split.VAL, n_trials=trials,
+    val = evaluating.evaluate(run, child_source(s, p), Split.VAL, n_trials=trials,
                               engine=s.engine)
     p.pending["child_id"] = val["candidate_id"]
     return Measured(child_id=val["candidate_id"], val=val, screen=screen)
