@@ -27,11 +27,6 @@ class LLMProposer:
         self.api_key = api_key
         self.name = f"llm:{settings.model}"
 
-    def _ask(self, client: ModelClient, messages: list[dict[str, str]],
-             seed: int) -> dict[str, Any]:
-        return client.complete({"messages": messages, "seed": seed,
-                                "response_format": prompts.ANSWER_FORMAT})
-
     def propose(self, ctx: ProposalContext) -> Proposal:
         """Rewrite one component file of ``ctx.workdir``."""
         t0 = time.monotonic()
@@ -55,7 +50,8 @@ class LLMProposer:
         meter = Meter()  # one per proposal: proposals may run at once
         client = ModelClient(self.model, meter, self.api_key)
         try:
-            response = self._ask(client, messages, ctx.seed)
+            response = client.complete({"messages": messages, "seed": ctx.seed,
+                                        "response_format": prompts.ANSWER_FORMAT})
         except ModelError as exc:
             detail["http_attempts"] = meter.counts["attempts"]
             detail["usage"] = meter.snapshot()

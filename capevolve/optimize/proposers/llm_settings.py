@@ -67,14 +67,6 @@ class LLMSettings(BaseModel):
                              retries=self.retries, backoff_s=self.backoff_s, price=price,
                              price_source="none" if price is None else "config")
 
-    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-        """Dollars for one call; None without a price or usage."""
-        if prompt_tokens is None or self.usd_per_1m_input is None \
-                or self.usd_per_1m_output is None:
-            return None
-        return (prompt_tokens * self.usd_per_1m_input
-                + (completion_tokens or 0) * self.usd_per_1m_output) / 1e6
-
 
 def parse_options(options: str) -> dict[str, str]:
     """``key=value,key=value`` -> dict; a malformed or repeated pair is a ConfigError."""

@@ -15,18 +15,10 @@ def build_proposer(spec: str, config: ProposerConfig) -> Proposer:
     """The proposer ``spec`` names; ConfigError on a bad spec."""
     kind, sep, options = spec.strip().partition(":")
     kind = kind.strip()
-    if kind == "llm":
-        module = importlib.import_module("capevolve.optimize.proposers.llm")
+    if kind in KINDS:  # the module of each kind, imported only when named
+        module = importlib.import_module(f"capevolve.optimize.proposers.{kind}")
         proposer: Proposer = module.build(options, config)
         return proposer
-    if kind == "scripted":
-        from capevolve.optimize.proposers.scripted import build as build_scripted
-
-        return build_scripted(options, config)
-    if kind == "command":
-        from capevolve.optimize.proposers.command import build as build_command
-
-        return build_command(options, config)
     raise ConfigError(f"--proposer {spec!r}: unknown proposer kind {kind!r} "
                       f"(expected one of {', '.join(KINDS)})" if sep or kind else
                       f"--proposer {spec!r}: empty spec (expected one of {', '.join(KINDS)})")
