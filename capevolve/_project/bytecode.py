@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-_FRAMEWORK = Path(__file__).resolve().parents[1]
+FRAMEWORK = Path(__file__).resolve().parents[1]
+"""capevolve itself."""
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -21,16 +22,17 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         raise OSError("capevolve: user code is compiled from source")
 
 
-def _library_roots() -> list[Path]:
+def library_roots() -> list[Path]:
+    """The interpreter's standard library and installed-package directories."""
     paths = sysconfig.get_paths()
     roots = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots |= {p for p in sys.path if p.endswith("site-packages")}
+    roots |= {p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))}
     return [Path(r).resolve() for r in roots if r]
 
 
 class _SourceOnlyFinder:
     def __init__(self) -> None:
-        self.trusted = [*_library_roots(), _FRAMEWORK]
+        self.trusted = [*library_roots(), FRAMEWORK]
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:

@@ -11,15 +11,14 @@ import hashlib
 import importlib.util
 import os
 import sys
-import sysconfig
 from pathlib import Path
 
+from capevolve._project.bytecode import FRAMEWORK, library_roots
 from capevolve._project.loader import Project, load_adapter
 from capevolve.config import SCORE_DATA_PATTERNS
 from capevolve.errors import RunDirError
 
 SKIP_DIRS = frozenset({".capevolve", "__pycache__", "node_modules", "venv", "site-packages"})
-_FRAMEWORK = Path(__file__).resolve().parents[1]  # capevolve itself
 
 
 def _digest(path: Path) -> str | None:
@@ -27,13 +26,6 @@ def _digest(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
-
-
-def _library_dirs() -> list[Path]:
-    paths = sysconfig.get_paths()
-    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    dirs |= {p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))}
-    return [Path(d).resolve() for d in dirs]
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -86,12 +78,12 @@ def _package_of(name: str, path: Path) -> str | None:
 
 
 def _import_closure(start: Path, start_name: str, own_package: Path | None) -> set[Path]:
-    libraries = _library_dirs()
+    libraries = library_roots()
 
     def user_code(path: Path) -> bool:
         if own_package is not None and _under(path, own_package):
             return True
-        return not (_under(path, _FRAMEWORK) or any(_under(path, lib) for lib in libraries))
+        return not (_under(path, FRAMEWORK) or any(_under(path, lib) for lib in libraries))
 
     seen: set[Path] = set()
     todo = [(start, start_name)]
@@ -117,7 +109,7 @@ def _class_package(adapter: object) -> Path | None:
     if not package or not isinstance(init, str) or not init.endswith("__init__.py"):
         return None
     directory = Path(init).resolve().parent
-    return None if _under(_FRAMEWORK, directory) or _under(directory, _FRAMEWORK) else directory
+    return None if _under(FRAMEWORK, directory) or _under(directory, FRAMEWORK) else directory
 
 
 def _tree_files(directory: Path) -> set[Path]:
@@ -160,16 +152,8 @@ def _new_matters(path: Path, root: Path) -> bool:
     return any(fnmatch.fnmatch(rel, pattern) for pattern in SCORE_DATA_PATTERNS)
 
 
-def _adapter_entry(project: Project) -> tuple[Path, str] | None:
-    target = project.config.adapter.rpartition(":")[0]
-    if target.endswith(".py") or "/" in target:
-        path = (project.root / target).resolve()
-        return (path, path.stem) if path.is_file() else None
-    file = _module_file(target)
-    return (file, target) if file is not None else None
-
-
 def _entry(root: Path, spec: str) -> tuple[Path, str] | None:
+    """The file and module name a ``file.py:name`` or ``module:name`` spec starts from."""
     target = spec.rpartition(":")[0]
     if target.endswith(".py") or "/" in target:
         path = (root / target).resolve()
@@ -204,7 +188,7 @@ def sources(project: Project) -> dict[str, Path]:
     adapter = load_adapter(root, project.config.adapter)
     own = _class_package(adapter)
     files: set[Path] = set()
-    entry = _adapter_entry(project)
+    entry = _entry(root, project.config.adapter)
     if entry is not None:
         files |= _import_closure(entry[0], entry[1], own)
     if own is not None:

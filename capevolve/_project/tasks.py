@@ -52,53 +52,35 @@ def iter_tasks(adapter: Any) -> Iterator[Task]:
         position += 1
 
 
-class UniqueIds:
-    """Checks that ids are unique, keeping one 8-byte hash per id."""
-
-    def __init__(self) -> None:
-        self.hashes = array("q")
-
-    def see(self, task_id: str) -> None:
-        self.hashes.append(hash(task_id))
-
-    def __len__(self) -> int:
-        return len(self.hashes)
-
-    def check(self, adapter: Any) -> None:
-        """AdapterError on duplicate ids or no tasks (a repeated hash is confirmed by re-reading
-        the ids)."""
-        if not self.hashes:
-            raise AdapterError("adapter: tasks() returned no tasks")
-        ordered = sorted(self.hashes)  # stdlib only: `capevolve check` loads no numpy
-        repeated = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
-        del ordered
-        if not repeated:
-            return
-        counts = Counter(t.id for t in iter_tasks(adapter) if hash(t.id) in repeated)
-        duplicates = sorted(tid for tid, n in counts.items() if n > 1)
-        if duplicates:
-            raise AdapterError("adapter: duplicate task ids: "
-                               f"{', '.join(duplicates[:SHOWN_DUPLICATES])}")
+def _checked(adapter: Any) -> Iterator[Task]:
+    """:func:`iter_tasks`; once the last task is out, AdapterError on no tasks or duplicate ids
+    (one 8-byte hash kept per id; a repeated hash is confirmed by re-reading the ids)."""
+    hashes = array("q")
+    for task in iter_tasks(adapter):
+        hashes.append(hash(task.id))
+        yield task
+    if not hashes:
+        raise AdapterError("adapter: tasks() returned no tasks")
+    ordered = sorted(hashes)  # stdlib only: `capevolve check` loads no numpy
+    repeated = {a for a, b in zip(ordered, ordered[1:], strict=False) if a == b}
+    del ordered
+    if not repeated:
+        return
+    counts = Counter(t.id for t in iter_tasks(adapter) if hash(t.id) in repeated)
+    duplicates = sorted(tid for tid, n in counts.items() if n > 1)
+    if duplicates:
+        raise AdapterError("adapter: duplicate task ids: "
+                           f"{', '.join(duplicates[:SHOWN_DUPLICATES])}")
 
 
 def load_tasks(adapter: Any) -> list[Task]:
     """Every task, validated; ids unique, at least one task."""
-    unique, tasks = UniqueIds(), []
-    for task in iter_tasks(adapter):
-        unique.see(task.id)
-        tasks.append(task)
-    unique.check(adapter)
-    return tasks
+    return list(_checked(adapter))
 
 
 def task_ids(adapter: Any) -> list[str]:
     """Every task id in order, validated as :func:`load_tasks` does, without the tasks."""
-    unique, ids = UniqueIds(), []
-    for task in iter_tasks(adapter):
-        unique.see(task.id)
-        ids.append(task.id)
-    unique.check(adapter)
-    return ids
+    return [task.id for task in _checked(adapter)]
 
 
 @dataclass
@@ -125,10 +107,9 @@ def load_split_tasks(adapter: Any, split_ids: Collection[str],
     hooked = callable(getattr(adapter, "scoreable", None))
     to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \
         else scored if isinstance(scored, (set, frozenset)) else set(scored)
-    unique = UniqueIds()
     builder = TaskTableBuilder() if into is None else into
     try:
-        return _load_split(adapter, wanted, to_score, unique, builder)
+        return _load_split(adapter, wanted, to_score, builder)
     except BaseException:
         if isinstance(builder, TaskFileWriter):
             builder.abort()
@@ -136,11 +117,10 @@ def load_split_tasks(adapter: Any, split_ids: Collection[str],
 
 
 def _load_split(adapter: Any, wanted: Collection[str], to_score: Collection[str],
-                unique: UniqueIds, builder: TaskTableBuilder | TaskFileWriter) -> SplitTasks:
+                builder: TaskTableBuilder | TaskFileWriter) -> SplitTasks:
     excluded: dict[str, str] = {}
     clusters: dict[str, str] = {}
-    for task in iter_tasks(adapter):
-        unique.see(task.id)
+    for task in _checked(adapter):
         if task.id not in wanted:
             continue
         builder.add(task)
@@ -151,7 +131,6 @@ def _load_split(adapter: Any, wanted: Collection[str], to_score: Collection[str]
             reason = exclusion(adapter, task)
             if reason is not None:
                 excluded[task.id] = reason
-    unique.check(adapter)
     missing = [] if len(builder) == len(wanted) else sorted(set(wanted) - set(builder.ids()))
     table = builder.build()
     return SplitTasks(table, dict(sorted(excluded.items())), clusters, missing)
