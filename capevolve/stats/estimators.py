@@ -85,18 +85,12 @@ def mean_and_se_of_array(values: Sequence[float] | np.ndarray,
     if n == 0:
         return None, None
     found = _distinct(data)
-    if found is None:
-        mean = math.fsum(_floats(data)) / n
-        if n == 1:
-            return mean, None
-        variance = math.fsum((x - mean) ** 2 for x in _floats(data)) / (n - 1)
-        return mean, math.sqrt(variance / n)
-    distinct, counts = found
-    mean = _exact(distinct, counts) / n
+    mean = (math.fsum(_floats(data)) if found is None else _exact(*found)) / n
     if n == 1:
         return mean, None
-    variance = _exact([(x - mean) ** 2 for x in distinct], counts) / (n - 1)
-    return mean, math.sqrt(variance / n)
+    squares = (math.fsum((x - mean) ** 2 for x in _floats(data)) if found is None
+               else _exact([(x - mean) ** 2 for x in found[0]], found[1]))
+    return mean, math.sqrt(squares / (n - 1) / n)
 
 
 DISTINCT_MAX = 4096
