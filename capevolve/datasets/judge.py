@@ -136,10 +136,9 @@ class Judge:
     def payload(self, input_: Any, output: Any, expected: Any) -> dict[str, Any]:
         """The messages, seed 0 and the verdict schema (the client pins the model and drops a
         refused schema)."""
-        body: dict[str, Any] = {
-            "seed": 0, "messages": build_messages(str(self.evaluator.rubric),
-                                                  self.domain_notes, input_, output, expected)}
-        return {**body, "response_format": VERDICT_FORMAT}
+        return {"seed": 0, "messages": build_messages(str(self.evaluator.rubric),
+                                                      self.domain_notes, input_, output, expected),
+                "response_format": VERDICT_FORMAT}
 
     def score(self, input_: Any, output: Any, expected: Any) -> tuple[float, str]:
         """(score, justification), or JudgeError / JudgeUnavailable; counted on the open

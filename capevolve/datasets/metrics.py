@@ -21,8 +21,7 @@ Verdict = tuple[float, str]
 
 def normalize(value: Any) -> str:
     """Lower case, punctuation and articles removed, whitespace folded (SQuAD style)."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCT))
+    text = _ARTICLES.sub(" ", _text(value).lower().translate(_PUNCT))
     return " ".join(text.split())
 
 
