@@ -15,7 +15,6 @@ import numpy as np
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop.gate_evals import val_eval
 from capevolve._loop.policy_inputs import goal_sides
-from capevolve._policy.gate import loop_alpha
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve.kinds import EvalStatus, Split
 from capevolve.optimize.session import Session
@@ -40,10 +39,6 @@ class Look:
         return (f"first look: child mean {self.child_mean:.4g} over its first val trial "
                 f"({self.n_tasks} tasks) does not lead best {self.best_id}'s "
                 f"{self.best_mean:.4g} (stopped, never gated)")
-
-
-def applies(s: Session) -> bool:
-    return loop_alpha.first_look(s.config.gate, s.config.num_trials)
 
 
 def first_look(s: Session, candidate: str) -> Look | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from capevolve._policy.protect import protected_patterns
@@ -42,18 +41,17 @@ class Session:
     def protected(self) -> tuple[str, ...]:
         return tuple(protected_patterns(self.config.protected_paths))
 
-    def rng(self, iteration: int) -> random.Random:
-        """A generator seeded by the run seed and ``iteration``."""
-        digest = hashlib.sha256(f"{self.config.seed}:optimize:{iteration}".encode()).digest()
+    def rng(self, iteration: int, purpose: str = "optimize") -> random.Random:
+        """A generator seeded by the run seed, ``purpose`` and ``iteration``."""
+        digest = hashlib.sha256(f"{self.config.seed}:{purpose}:{iteration}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
     def seed_for(self, iteration: int) -> int:
         return self.rng(iteration).getrandbits(31)
 
-    def minibatch_for(self, iteration: int, train_ids: Sequence[str]) -> tuple[str, ...]:
+    def minibatch_for(self, iteration: int) -> list[str]:
         """``minibatch`` train ids drawn with the run seed and ``iteration``, in split order."""
-        digest = hashlib.sha256(f"{self.config.seed}:minibatch:{iteration}".encode()).digest()
-        ids = sorted(train_ids)
-        chosen = set(random.Random(int.from_bytes(digest[:8], "big")).sample(
-            ids, min(self.minibatch, len(ids))))
-        return tuple(t for t in train_ids if t in chosen)
+        train = self.run.splits.train
+        chosen = set(self.rng(iteration, "minibatch").sample(sorted(train),
+                                                            min(self.minibatch, len(train))))
+        return [t for t in train if t in chosen]

@@ -13,6 +13,7 @@ from typing import Any
 from capevolve._loop import decide
 from capevolve._loop import evaluate as evaluating
 from capevolve._loop import no_change as no_changes
+from capevolve._policy.gate import loop_alpha
 from capevolve._policy.gateable import gate_refusal
 from capevolve._store.candidates import content_hash
 from capevolve._store.evals import all_evals
@@ -87,7 +88,7 @@ def plan(s: Session, n: int) -> Planned:
         pending = {"iteration": n, "parent_id": parent_id, "focus": focus,
                    "started_at": (pending or {}).get("started_at") or utc_now()}
         if s.algorithm.screens:
-            pending["minibatch"] = list(s.minibatch_for(n, s.run.splits.train))
+            pending["minibatch"] = s.minibatch_for(n)
         s.files.write_pending(n, pending)
         p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
@@ -225,7 +226,7 @@ def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
     """The iteration's train minibatch, drawn once."""
     drawn = p.pending.get("minibatch")
     if drawn is None:
-        drawn = p.pending["minibatch"] = list(s.minibatch_for(p.iteration, s.run.splits.train))
+        drawn = p.pending["minibatch"] = s.minibatch_for(p.iteration)
     return tuple(drawn)
 
 
@@ -277,7 +278,7 @@ def _measure(s: Session, p: Planned) -> Measured:
         if not verdict.passed:
             return Measured(child_id=child["candidate_id"], screen=screen, early=(
                 Outcome.SCREENED_OUT, [verdict.reason(p.parent_id)]))
-    if looks.applies(s):
+    if loop_alpha.first_look(s.config.gate, s.config.num_trials):
         look = looks.first_look(s, child_source(s, p))
         if look is not None:
             p.pending["child_id"] = look.child["candidate_id"]
