@@ -145,12 +145,8 @@ def read(ref: TaskFile) -> TaskTable:
             raise ValueError("not a task file of this job")
         ids = blob[n_data:n_data + n_ids]
         offsets = n_data + n_ids
-        id_ends, data_ends = array("q"), array("q")
-        id_ends.frombytes(blob[offsets:offsets + 8 * n])
-        data_ends.frombytes(blob[offsets + 8 * n:offsets + 16 * n])
-        if sys.byteorder != "little":
-            id_ends.byteswap()
-            data_ends.byteswap()
+        id_ends = _little(array("q", blob[offsets:offsets + 8 * n]))  # swapped back if big
+        data_ends = _little(array("q", blob[offsets + 8 * n:offsets + 16 * n]))
         data = blob[:n_data]
         del blob
         return TaskTable(ids, id_ends, data, data_ends)
