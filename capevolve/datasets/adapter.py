@@ -71,16 +71,13 @@ class DatasetAdapter:
         if ev.kind in DETERMINISTIC:
             return DETERMINISTIC[ev.kind](ev, output, task.target)
         if ev.kind == EvaluatorKind.JUDGE:
-            judge = self._judges.get(ev.name)
-            if judge is None:
-                judge = Judge(ev, self.config.domain_notes, self.config.models)
-                self._judges[ev.name] = judge
-            return judge.score(task.input, output, task.target)
-        function = self._functions.get(ev.name)
-        if function is None:
-            function = self._functions[ev.name] = import_callable(
-                self.root, str(ev.function), f"evaluators.{ev.name}.function")
-        value = function(task.input, output, task.target)
+            if ev.name not in self._judges:
+                self._judges[ev.name] = Judge(ev, self.config.domain_notes, self.config.models)
+            return self._judges[ev.name].score(task.input, output, task.target)
+        if ev.name not in self._functions:
+            self._functions[ev.name] = import_callable(self.root, str(ev.function),
+                                                       f"evaluators.{ev.name}.function")
+        value = self._functions[ev.name](task.input, output, task.target)
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value) or not 0 <= value <= 1:
             raise AdapterError(f"evaluator {ev.name!r} returned {value!r}, expected a "

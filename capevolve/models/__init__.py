@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from capevolve.errors import ConfigError, ModelError, ModelUnavailable, RolloutLimitReached
 from capevolve.models.client import ModelClient
@@ -19,6 +20,8 @@ from capevolve.models.settings import ModelSettings, resolve
 __all__ = ["Meter", "ModelClient", "ModelError", "ModelSettings", "ModelUnavailable", "Price",
            "RolloutLimitReached", "Scope", "agent_client", "current_judge_meter",
            "current_scope", "judging", "resolve", "scope", "table_price"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,17 +34,23 @@ class Scope:
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("capevolve_model",
                                                                        default=None)
+_JUDGE: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("capevolve_judge",
+                                                                     default=None)
 
 
 @contextlib.contextmanager
-def scope(settings: ModelSettings | None, meter: Meter) -> Iterator[Scope]:
-    """Run the body as one rollout, counting on ``meter``."""
-    current = Scope(settings, meter)
-    token = _SCOPE.set(current)
+def _set(var: contextvars.ContextVar[T | None], value: T) -> Iterator[T]:
+    """``var`` set to ``value`` for the body."""
+    token = var.set(value)
     try:
-        yield current
+        yield value
     finally:
-        _SCOPE.reset(token)
+        var.reset(token)
+
+
+def scope(settings: ModelSettings | None, meter: Meter) -> contextlib.AbstractContextManager[Scope]:
+    """Run the body as one rollout, counting on ``meter``."""
+    return _set(_SCOPE, Scope(settings, meter))
 
 
 def current_scope() -> Scope | None:
@@ -49,18 +58,9 @@ def current_scope() -> Scope | None:
     return _SCOPE.get()
 
 
-_JUDGE: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("capevolve_judge",
-                                                                     default=None)
-
-
-@contextlib.contextmanager
-def judging(meter: Meter) -> Iterator[Meter]:
+def judging(meter: Meter) -> contextlib.AbstractContextManager[Meter]:
     """Count the body's judge calls on ``meter``."""
-    token = _JUDGE.set(meter)
-    try:
-        yield meter
-    finally:
-        _JUDGE.reset(token)
+    return _set(_JUDGE, meter)
 
 
 def current_judge_meter() -> Meter | None:

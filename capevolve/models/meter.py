@@ -92,14 +92,11 @@ class Meter:
                 value = data.get(key)
                 if type(value) is int and value >= 0:
                     self.counts[key] += value
-            for key in ("cost_usd", "answered_s"):
+            for key, attr in (("cost_usd", "cost"), ("answered_s", "answered_s")):
                 value = data.get(key)
                 if isinstance(value, (int, float)) and not isinstance(value, bool) \
                         and 0 <= value < float("inf"):
-                    if key == "cost_usd":
-                        self.cost += float(value)
-                    else:
-                        self.answered_s += float(value)
+                    setattr(self, attr, getattr(self, attr) + float(value))
             self.models.update(m for m in data.get("models") or () if isinstance(m, str))
             if isinstance(data.get("failure"), str):
                 self.failure = data["failure"]

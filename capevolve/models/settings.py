@@ -91,12 +91,9 @@ class ModelSettings(BaseModel):
 def resolve(config: ModelConfig, role: str, models: ModelsConfig | None = None) -> ModelSettings:
     """A role's settings, priced from config, else the shipped table."""
     models = models or ModelsConfig()
-    price, source = None, "none"
-    if config.price is not None:
-        price, source = Price(input=config.price.input, output=config.price.output), "config"
-    else:
-        price = table_price(config.model, config.url)
-        source = "table" if price is not None else "none"
+    price = (table_price(config.model, config.url) if config.price is None
+             else Price(input=config.price.input, output=config.price.output))
+    source = "none" if price is None else "table" if config.price is None else "config"
     return ModelSettings(
         role=role, base_url=config.url, model=config.model, api_key_env=config.api_key_env,
         temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
