@@ -41,9 +41,8 @@ async def call_async(
 class DaemonThreadPool(Executor):
     """A thread pool whose threads never block interpreter exit."""
 
-    def __init__(self, max_workers: int, name: str = "unit") -> None:
+    def __init__(self, max_workers: int) -> None:
         self._max = max_workers
-        self._name = name
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._idle = 0
@@ -55,7 +54,7 @@ class DaemonThreadPool(Executor):
         with self._lock:
             if self._idle == 0 and len(self._threads) < self._max:
                 thread = threading.Thread(target=self._work, daemon=True,
-                                          name=f"{self._name}_{len(self._threads)}")
+                                          name=f"unit_{len(self._threads)}")
                 self._threads.append(thread)
                 thread.start()
             else:

@@ -46,12 +46,8 @@ def exclusions(adapter: Any, tasks: Iterable[Task]) -> dict[str, str]:
     """``{task_id: reason}`` of the tasks that cannot be scored (sorted)."""
     if not callable(getattr(adapter, "scoreable", None)):
         return {}
-    out: dict[str, str] = {}
-    for task in tasks:
-        reason = exclusion(adapter, task)
-        if reason is not None:
-            out[task.id] = reason
-    return dict(sorted(out.items()))
+    found = {task.id: exclusion(adapter, task) for task in tasks}
+    return {task_id: why for task_id, why in sorted(found.items()) if why is not None}
 
 
 def reason_counts(excluded: dict[str, str]) -> dict[str, int]:

@@ -95,11 +95,7 @@ class TaskTable(Mapping[str, Task]):
 
     def json_lines(self) -> str:
         """Every task's JSON, one per line, in order."""
-        data, ends, start, out = self._data, self._data_ends, 0, []
-        for end in ends:
-            out.append(data[start:end])
-            start = end
-        return b"\n".join(out).decode()
+        return b"\n".join(self._json_at(i) for i in range(len(self))).decode()
 
     # -- positions ---------------------------------------------------------------------
 

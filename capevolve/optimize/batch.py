@@ -56,7 +56,7 @@ def run_batch(s: Session, batch: list[step.Planned],
     _snapshot_in_order(s, measured)
     _parents_first(s, measured)
     concurrent = len(measured) > 1
-    s.engine.shares = max(1, len(measured))
+    s.engine.share(max(1, len(measured)))
     pool = ThreadPoolExecutor(max(1, len(measured)), thread_name_prefix="evaluate")
     try:
         futures = {id(p): pool.submit(contextvars.copy_context().run, _measure_in_turn, s, p)
@@ -79,4 +79,4 @@ def run_batch(s: Session, batch: list[step.Planned],
         return None
     finally:
         pool.shutdown(wait=True)  # a batch stopped early still lets its evaluations end
-        s.engine.shares = 1
+        s.engine.share(1)

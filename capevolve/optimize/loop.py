@@ -80,14 +80,12 @@ def _resolved(files: LoopFiles, settings: LoopSettings, n_done: int) -> dict[str
 
 def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[Session, dict]:
     """Validate everything and assemble the loop (no rollout, nothing written)."""
-    if settings.parallel < 1:
-        raise ConfigError(f"--parallel {settings.parallel}: must be at least 1")
-    if settings.iterations is not None and settings.iterations < 1:
-        raise ConfigError(f"--iterations {settings.iterations}: must be at least 1")
+    for flag in ("parallel", "iterations", "minibatch"):
+        value = getattr(settings, flag)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{flag} {value}: must be at least 1")
     if not settings.timeout_s > 0:
         raise ConfigError(f"--timeout {settings.timeout_s}: must be positive")
-    if settings.minibatch is not None and settings.minibatch < 1:
-        raise ConfigError(f"--minibatch {settings.minibatch}: must be at least 1")
     config = run_config(run)
     files = LoopFiles(run.root)
     ledger = files.read_ledger()

@@ -99,9 +99,7 @@ def plan(s: Session, n: int) -> Planned:
 
 def _child_available(s: Session, n: int, pending: dict[str, Any]) -> bool:
     digest = pending["proposal"].get("child_hash")
-    if digest is None:  # a recorded no_change needs no child
-        return True
-    if s.run.find_candidate(digest):
+    if digest is None or s.run.find_candidate(digest):  # a recorded no_change needs no child
         return True
     work = s.files.work(n) / "candidate"
     return work.is_dir() and content_hash(work) == digest

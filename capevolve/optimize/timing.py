@@ -34,12 +34,7 @@ class TimedEngine:
             busy, rows = self._by_thread.get(threading.get_ident(), (0.0, 0))
         return busy, int(rows)
 
-    @property
-    def shares(self) -> int:
-        return int(getattr(self.inner, "shares", 1))
-
-    @shares.setter
-    def shares(self, k: int) -> None:
+    def share(self, k: int) -> None:
         """Tell the engine ``k`` evaluations share it (if it has the notion)."""
         if hasattr(self.inner, "shares"):
             self.inner.shares = k

@@ -13,6 +13,10 @@ from capevolve.config_models import TokenParam
 from capevolve.errors import ConfigError
 from capevolve.models import ModelSettings, Price
 
+SHARED = ("base_url", "model", "max_tokens", "context_tokens", "token_param", "retries",
+          "backoff_s", "structured")
+"""Options that are model settings of the same name, as they are."""
+
 
 class Select(StrEnum):
     """Which component file one proposal rewrites."""
@@ -59,12 +63,9 @@ class LLMSettings(BaseModel):
         price = None if self.usd_per_1m_input is None or self.usd_per_1m_output is None \
             else Price(input=self.usd_per_1m_input, output=self.usd_per_1m_output)
         bound = self.timeout_s if deadline_s is None else min(self.timeout_s, deadline_s)
-        return ModelSettings(role="proposer", base_url=self.base_url, model=self.model,
+        return ModelSettings(role="proposer", **{k: getattr(self, k) for k in SHARED},
                              api_key_env=self.api_key_env, temperature=self.temperature,
-                             max_tokens=self.max_tokens, context_tokens=self.context_tokens,
-                             token_param=self.token_param, structured=self.structured,
-                             deadline_s=bound,
-                             retries=self.retries, backoff_s=self.backoff_s, price=price,
+                             deadline_s=bound, price=price,
                              price_source="none" if price is None else "config")
 
 
@@ -89,13 +90,10 @@ def declared(pinned: ModelSettings | None) -> dict[str, object]:
     if pinned is None:
         return {}
     price = pinned.price
-    return {"base_url": pinned.base_url, "model": pinned.model,
+    return {**{k: getattr(pinned, k) for k in SHARED},
             "api_key_env": pinned.api_key_env or LLMSettings.model_fields["api_key_env"].default,
             "temperature": 0.0 if pinned.temperature is None else pinned.temperature,
-            "max_tokens": pinned.max_tokens, "context_tokens": pinned.context_tokens,
-            "token_param": pinned.token_param, "timeout_s": pinned.deadline_s,
-            "retries": pinned.retries, "backoff_s": pinned.backoff_s,
-            "structured": pinned.structured,
+            "timeout_s": pinned.deadline_s,
             "usd_per_1m_input": None if price is None else price.input,
             "usd_per_1m_output": None if price is None else price.output}
 
