@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from capevolve._project.tasktable import TaskIdLog, TaskTable
+from capevolve._project.tasktable import TaskLog, TaskTable
 from capevolve.adapter import Task
 from capevolve.errors import EngineError
 
@@ -38,7 +38,7 @@ class TaskFile:
         return self.count
 
 
-class TaskFileWriter(TaskIdLog):
+class TaskFileWriter(TaskLog):
     """Streams tasks into ``<folder>/<split>-<digest>.tasks``; :meth:`build` places it."""
 
     def __init__(self, folder: Path, split: str) -> None:
@@ -48,22 +48,16 @@ class TaskFileWriter(TaskIdLog):
         self._tmp = folder / f".{split}.{os.getpid()}.{threading.get_ident()}.tmp"
         self._file = open(self._tmp, "wb")  # noqa: SIM115 - closed by build/abort
         self._hash = hashlib.sha256()
-        self._chunk = bytearray()
-        self._data_ends = array("q")
-        self._size = 0
 
     def add_json(self, task_id: str, data: bytes) -> None:
-        """Append one task's id and JSON bytes (trusted to match)."""
-        self._add_id(task_id)
-        self._chunk += data
-        self._size += len(data)
-        self._data_ends.append(self._size)
-        if len(self._chunk) >= CHUNK:
+        """Append one task's id and JSON bytes (trusted to match); written out by the chunk."""
+        super().add_json(task_id, data)
+        if len(self._data) >= CHUNK:
             self._flush()
 
     def _flush(self) -> None:
-        self._write(bytes(self._chunk))
-        self._chunk = bytearray()
+        self._write(bytes(self._data))
+        self._data = bytearray()
 
     def _write(self, data: bytes) -> None:
         self._hash.update(data)

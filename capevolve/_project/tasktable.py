@@ -13,24 +13,25 @@ CACHE_SIZE = 4096
 """Decoded tasks a table keeps (first in, first out)."""
 
 
-class TaskIdLog:
-    """Ids added so far, as one UTF-8 blob with ``array('q')`` end offsets."""
-
-    __slots__ = ("_ids", "_id_ends")
+class TaskLog:
+    """Tasks added so far: the ids as one UTF-8 blob and the JSON bytes held (all, or those not
+    yet written out), each with ``array('q')`` end offsets."""
 
     def __init__(self) -> None:
         self._ids, self._id_ends = bytearray(), array("q")
+        self._data, self._data_ends, self._size = bytearray(), array("q"), 0
 
     def add(self, task: Task) -> None:
         """Append one task (its JSON as pydantic writes it)."""
         self.add_json(task.id, task.__pydantic_serializer__.to_json(task))
 
     def add_json(self, task_id: str, data: bytes) -> None:
-        raise NotImplementedError
-
-    def _add_id(self, task_id: str) -> None:
+        """Append one task's id and JSON bytes (trusted to match)."""
         self._ids += task_id.encode()
         self._id_ends.append(len(self._ids))
+        self._data += data
+        self._size += len(data)
+        self._data_ends.append(self._size)
 
     def __len__(self) -> int:
         return len(self._id_ends)
@@ -43,26 +44,14 @@ class TaskIdLog:
             start = end
 
 
-class TaskTableBuilder(TaskIdLog):
+class TaskTableBuilder(TaskLog):
     """Appends tasks; :meth:`build` makes the table."""
-
-    __slots__ = ("_data", "_data_ends")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._data, self._data_ends = bytearray(), array("q")
-
-    def add_json(self, task_id: str, data: bytes) -> None:
-        """Append one task's id and JSON bytes (trusted to match)."""
-        self._add_id(task_id)
-        self._data += data
-        self._data_ends.append(len(self._data))
 
     def build(self) -> TaskTable:
         """The table of every task added, in order."""
         # the buffers themselves (no copy): the builder is done with them
         table = TaskTable(self._ids, self._id_ends, self._data, self._data_ends)
-        self._ids, self._data = bytearray(), bytearray()
+        self._ids, self._data, self._size = bytearray(), bytearray(), 0
         self._id_ends, self._data_ends = array("q"), array("q")
         return table
 

@@ -106,15 +106,12 @@ def sample_stdev(values: Sequence[float] | np.ndarray) -> float | None:
     data = np.asarray(values, dtype=np.float64)
     if data.size < 2:
         return None
-    if not np.isfinite(data).all():
+    found = _distinct(data)
+    if found is None:  # statistics' own exact path, the same float
         return statistics.stdev(data.tolist())
-    distinct, counts = np.unique(data, return_counts=True)
-    if distinct.size > DISTINCT_MAX:
-        return statistics.stdev(data.tolist())
-    n = int(data.size)
-    sx = sum(Fraction(v) * c for v, c in zip(distinct.tolist(), counts.tolist(), strict=True))
-    sxx = sum(Fraction(v) ** 2 * c for v, c in zip(distinct.tolist(), counts.tolist(),
-                                                     strict=True))
+    n, (distinct, counts) = int(data.size), found
+    sx = sum((Fraction(v) * c for v, c in zip(distinct, counts, strict=True)), Fraction(0))
+    sxx = sum((Fraction(v) ** 2 * c for v, c in zip(distinct, counts, strict=True)), Fraction(0))
     try:
         return _rounded_sqrt((n * sxx - sx * sx) / n / (n - 1))
     except OverflowError:  # a variance outside the normal float range: statistics' path
