@@ -6,6 +6,7 @@ within the deadline, then raise :class:`ModelUnavailable`; others raise :class:`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -165,12 +166,10 @@ class ModelClient:
 
         chat: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
         try:
-            try:
+            with contextlib.suppress(openai.APIStatusError):
                 counted = post("/tokenize", {"model": self.settings.model, **chat}).get("count")
                 if isinstance(counted, int):
                     return counted  # vLLM
-            except openai.APIStatusError:
-                pass
             prompt = post("/apply-template", chat).get("prompt")
             if isinstance(prompt, str):  # llama.cpp
                 tokens = post("/tokenize", {"content": prompt, "add_special": True})
@@ -229,15 +228,13 @@ class ModelClient:
         except openai.APIStatusError as exc:
             self._refused(exc, n)
             raise AssertionError("unreachable") from None
-        except openai.APITimeoutError:
-            self.meter.failed(unknown=True, failure=ModelFailure.UNREACHABLE)
-            raise _Retry(f"no answer within {left:g}s", ModelFailure.UNREACHABLE,
-                         self._backoff(n, None)) from None
-        except openai.APIConnectionError as exc:
-            refused = isinstance(exc.__cause__, ConnectionRefusedError) or \
-                "refused" in str(exc.__cause__ or "").lower()
+        except openai.APIConnectionError as exc:  # a timeout among them
+            timeout = isinstance(exc, openai.APITimeoutError)
+            refused = not timeout and (isinstance(exc.__cause__, ConnectionRefusedError)
+                                       or "refused" in str(exc.__cause__ or "").lower())
             self.meter.failed(unknown=not refused, failure=ModelFailure.UNREACHABLE)
-            raise _Retry(f"connection failed: {exc.__cause__ or exc}",
+            raise _Retry(f"no answer within {left:g}s" if timeout else
+                         f"connection failed: {exc.__cause__ or exc}",
                          ModelFailure.UNREACHABLE, self._backoff(n, None)) from None
         except (ValueError, openai.APIResponseValidationError) as exc:  # a body not JSON
             self.meter.failed(unknown=True, failure=ModelFailure.SERVER)

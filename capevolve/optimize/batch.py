@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from capevolve._engine import shares
 from capevolve._loop.intake import resolve_candidate
@@ -16,12 +18,8 @@ from capevolve.records._optimize import IterationRecord
 def _snapshot_in_order(s: Session, measured: list[step.Planned]) -> None:
     with s.run.locked(), s.run.serial:
         for p in measured:
-            def snap(p: step.Planned = p) -> str:
-                return resolve_candidate(s.run, step.child_source(s, p))
-            try:
-                step.timed(s, p, snap)
-            except Exception:  # noqa: BLE001 - its evaluate meets it again, in order
-                pass
+            with contextlib.suppress(Exception):  # its evaluate meets it again, in order
+                step.timed(s, p, partial(resolve_candidate, s.run, step.child_source(s, p)))
 
 
 def _parents_first(s: Session, measured: list[step.Planned]) -> None:
@@ -34,13 +32,8 @@ def _parents_first(s: Session, measured: list[step.Planned]) -> None:
         if key in seen:
             continue
         seen.add(key)
-
-        def screen(p: step.Planned = p) -> object:
-            return screening.parent_on(s, p.parent_id, step.minibatch(s, p))
-        try:
-            step.timed(s, p, screen)
-        except Exception:  # noqa: BLE001 - the child's own measure meets it again, in order
-            pass
+        with contextlib.suppress(Exception):  # the child's own measure meets it again, in order
+            step.timed(s, p, partial(screening.parent_on, s, p.parent_id, key[1]))
 
 
 def _measure_in_turn(s: Session, p: step.Planned) -> None:

@@ -5,6 +5,7 @@ public verbs."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -176,10 +177,8 @@ def _iterate(s: Session, settings: LoopSettings,
 
 def _warm_up() -> None:
     """Import SciPy's special functions off the first gate's critical path."""
-    try:
+    with contextlib.suppress(ImportError):  # a dependency; the gate says so itself
         import scipy.special  # noqa: F401
-    except ImportError:  # pragma: no cover - a dependency; the gate says so itself
-        pass
 
 
 def run_loop(run: RunDir, settings: LoopSettings, engine: Engine,

@@ -6,6 +6,7 @@ non-zero exit or a timeout is a no_change. ``{"tokens", "cost_usd"}`` written to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -76,10 +77,8 @@ class CommandProposer:
             out, err = proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             out, err = proc.communicate()
         wall = time.monotonic() - t0
         spend, note = _spend(spend_file, wall)

@@ -88,10 +88,8 @@ def target_cluster(diagnosis: Mapping[str, Any] | None,
 
 
 def _words(cluster: Mapping[str, Any]) -> set[str]:
-    words = {str(t).lower() for t in cluster.get("tools") or []}
-    words |= {w for w in re.findall(r"[a-z_][a-z0-9_]{3,}",
-                                     str(cluster.get("signature", "")).lower())}
-    return words
+    return {str(t).lower() for t in cluster.get("tools") or []} | set(
+        re.findall(r"[a-z_][a-z0-9_]{3,}", str(cluster.get("signature", "")).lower()))
 
 
 def choose_file(texts: Mapping[str, str], iteration: int, by_cluster: bool,
