@@ -73,10 +73,6 @@ def _imported_names(path: Path, package: str | None) -> list[str]:
     return names
 
 
-def _package_of(name: str, path: Path) -> str | None:
-    return name if path.name == "__init__.py" else name.rpartition(".")[0] or None
-
-
 def _import_closure(start: Path, start_name: str, own_package: Path | None) -> set[Path]:
     libraries = library_roots()
 
@@ -94,7 +90,8 @@ def _import_closure(start: Path, start_name: str, own_package: Path | None) -> s
         seen.add(path)
         if path.suffix != ".py":
             continue
-        for imported in _imported_names(path, _package_of(name, path)):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0] or None
+        for imported in _imported_names(path, package):
             file = _module_file(imported, user_code)
             if file is not None and file not in seen and user_code(file):
                 todo.append((file, imported))
@@ -136,11 +133,8 @@ def _protected_data(root: Path, seed: Path) -> set[Path]:
             and not (here / d / "pyvenv.cfg").exists() and not _is_run_dir(here / d)
             and not (seed_entries and seed_entries <= set(os.listdir(here / d)))
         ]
-        for name in filenames:
-            path = here / name
-            if name.endswith((".py", ".pyc", ".pyo")) or path == root / "capevolve.yaml":
-                continue
-            found.add(path)
+        found |= {here / name for name in filenames if not name.endswith((".py", ".pyc", ".pyo"))
+                  and here / name != root / "capevolve.yaml"}
     return found
 
 

@@ -108,29 +108,23 @@ def load_split_tasks(adapter: Any, split_ids: Collection[str],
     to_score: Collection[str] = () if not hooked else wanted if scored is split_ids \
         else scored if isinstance(scored, (set, frozenset)) else set(scored)
     builder = TaskTableBuilder() if into is None else into
+    excluded: dict[str, str] = {}
+    clusters: dict[str, str] = {}
     try:
-        return _load_split(adapter, wanted, to_score, builder)
+        for task in _checked(adapter):
+            if task.id not in wanted:
+                continue
+            builder.add(task)
+            cluster = task.metadata.get("cluster")
+            if cluster is not None:
+                clusters[task.id] = str(cluster)
+            if task.id in to_score:
+                reason = exclusion(adapter, task)
+                if reason is not None:
+                    excluded[task.id] = reason
+        missing = [] if len(builder) == len(wanted) else sorted(set(wanted) - set(builder.ids()))
+        return SplitTasks(builder.build(), dict(sorted(excluded.items())), clusters, missing)
     except BaseException:
         if isinstance(builder, TaskFileWriter):
             builder.abort()
         raise
-
-
-def _load_split(adapter: Any, wanted: Collection[str], to_score: Collection[str],
-                builder: TaskTableBuilder | TaskFileWriter) -> SplitTasks:
-    excluded: dict[str, str] = {}
-    clusters: dict[str, str] = {}
-    for task in _checked(adapter):
-        if task.id not in wanted:
-            continue
-        builder.add(task)
-        cluster = task.metadata.get("cluster")
-        if cluster is not None:
-            clusters[task.id] = str(cluster)
-        if task.id in to_score:
-            reason = exclusion(adapter, task)
-            if reason is not None:
-                excluded[task.id] = reason
-    missing = [] if len(builder) == len(wanted) else sorted(set(wanted) - set(builder.ids()))
-    table = builder.build()
-    return SplitTasks(table, dict(sorted(excluded.items())), clusters, missing)

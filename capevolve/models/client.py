@@ -229,11 +229,11 @@ class ModelClient:
             self._refused(exc, n)
             raise AssertionError("unreachable") from None
         except openai.APIConnectionError as exc:  # a timeout among them
-            timeout = isinstance(exc, openai.APITimeoutError)
-            refused = not timeout and (isinstance(exc.__cause__, ConnectionRefusedError)
+            slow = isinstance(exc, openai.APITimeoutError)
+            refused = not slow and (isinstance(exc.__cause__, ConnectionRefusedError)
                                        or "refused" in str(exc.__cause__ or "").lower())
             self.meter.failed(unknown=not refused, failure=ModelFailure.UNREACHABLE)
-            raise _Retry(f"no answer within {left:g}s" if timeout else
+            raise _Retry(f"no answer within {left:g}s" if slow else
                          f"connection failed: {exc.__cause__ or exc}",
                          ModelFailure.UNREACHABLE, self._backoff(n, None)) from None
         except (ValueError, openai.APIResponseValidationError) as exc:  # a body not JSON

@@ -10,7 +10,6 @@ from capevolve.errors import ConfigError
 from capevolve.records._optimize import IterationRecord, Outcome
 
 FOCUS_MODES = ("all", "cyclic", "hardest-first")
-ALGORITHMS = ("hill-climb", "pareto")
 
 
 @dataclass(frozen=True)
@@ -86,12 +85,13 @@ class Pareto(HillClimb):
         return rng.choices(ids, weights=[weights[i] for i in ids], k=1)[0]
 
 
+ALGORITHMS: dict[str, type[HillClimb]] = {"hill-climb": HillClimb, "pareto": Pareto}
+
+
 def build_algorithm(name: str, focus: str = "all") -> Algorithm:
     """The algorithm ``name`` with ``focus``; ConfigError naming the valid values."""
     if focus not in FOCUS_MODES:
         raise ConfigError(f"--focus {focus!r}: expected one of {', '.join(FOCUS_MODES)}")
-    if name == "hill-climb":
-        return HillClimb(focus)
-    if name == "pareto":
-        return Pareto(focus)
-    raise ConfigError(f"--algorithm {name!r}: expected one of {', '.join(ALGORITHMS)}")
+    if name not in ALGORITHMS:
+        raise ConfigError(f"--algorithm {name!r}: expected one of {', '.join(ALGORITHMS)}")
+    return ALGORITHMS[name](focus)

@@ -42,7 +42,5 @@ class ProposalFence:
         if foreign:
             self.guard._quarantine([p for p in foreign if p not in self.guard.before])
             why = why or f"{foreign[0]} was written by a proposer (moved to quarantine)"
-        if why:
-            why = why.replace("during the evaluation by something other than capevolve",
-                              "by a proposer")
-        return why, False
+        return why and why.replace("during the evaluation by something other than capevolve",
+                                   "by a proposer"), False

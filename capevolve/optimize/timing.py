@@ -43,10 +43,8 @@ class TimedEngine:
             limit: Limit | None = None,
             ledger: DispatchLedger | None = None) -> EngineReport:
         t0 = time.monotonic()
-
-        me = threading.get_ident()
         with self._lock:
-            mine = self._by_thread.setdefault(me, [0.0, 0])
+            mine = self._by_thread.setdefault(threading.get_ident(), [0.0, 0])
 
         def counting(rows: list[dict[str, Any]]) -> int | None:
             with self._lock:
