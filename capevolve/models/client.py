@@ -85,13 +85,6 @@ class ModelClient:
             body["top_p"] = s.top_p
         return body
 
-    def _check_limits(self) -> None:
-        limits = self.settings.limits
-        if limits.max_turns is not None and self.calls >= limits.max_turns:
-            raise RolloutLimitReached(f"bound reached: {limits.max_turns} model calls "
-                                      "(models.rollout.max_turns)", "turns")
-        self._check_spent()
-
     def _check_spent(self) -> None:
         limits, now = self.settings.limits, self.meter.snapshot()
         spent = {k: now[k] - self._start[k] for k in ("prompt_tokens", "completion_tokens")}
@@ -110,8 +103,11 @@ class ModelClient:
                  deadline_s: float | None = None) -> dict[str, Any]:
         """One chat completion (``deadline_s`` only lowers the deadline); a tool call cut at the
         bound is dropped."""
-        self._check_limits()
         s = self.settings
+        if s.limits.max_turns is not None and self.calls >= s.limits.max_turns:
+            raise RolloutLimitReached(f"bound reached: {s.limits.max_turns} model calls "
+                                      "(models.rollout.max_turns)", "turns")
+        self._check_spent()
         if s.context_tokens is not None:
             self._check_context(payload, s.context_tokens)
         self.calls += 1
@@ -128,8 +124,7 @@ class ModelClient:
                 self._check_spent()  # an answer that reached a bound ends the rollout too
                 return answer
             except _Retry as exc:
-                last, failure = exc.reason, exc.failure
-                wait = exc.wait
+                last, failure, wait = exc.reason, exc.failure, exc.wait
             except _Resend:
                 attempt -= 1  # the field switched: the same attempt again, not a retry
                 continue

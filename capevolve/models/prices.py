@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -24,15 +26,9 @@ def table_price(model: str, base_url: str | None = None) -> Price | None:
     """The table's price of ``model`` (None: unknown)."""
     from genai_prices import Usage, calc_price
 
-    million = 1_000_000
-    try:
-        found = calc_price(Usage(input_tokens=million, output_tokens=million), model,
-                           provider_api_url=base_url)
-    except LookupError:
-        if base_url is None:
-            return None
-        try:  # a gateway or self-hosted URL: the model id alone
-            found = calc_price(Usage(input_tokens=million, output_tokens=million), model)
-        except LookupError:
-            return None
-    return Price(input=float(found.input_price), output=float(found.output_price))
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    for url in dict.fromkeys((base_url, None)):  # else (a gateway, self-hosted): the id alone
+        with contextlib.suppress(LookupError):
+            found = calc_price(usage, model, provider_api_url=url)
+            return Price(input=float(found.input_price), output=float(found.output_price))
+    return None

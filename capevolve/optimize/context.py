@@ -75,4 +75,4 @@ def build_context(s: Session, iteration: int, parent_id: str, focus: str | None,
         editable=tuple(s.config.capabilities), protected=s.protected,
         files=tuple(sorted(s.run.candidate_meta(parent_id).files)), diagnosis=diagnosis,
         ledger=ledger, instructions=text, stop_condition=s.config.stop_condition or "",
-        focus=focus, seed=s.seed_for(iteration))
+        focus=focus, seed=s.rng(iteration).getrandbits(31))

@@ -46,9 +46,6 @@ class Session:
         digest = hashlib.sha256(f"{self.config.seed}:{purpose}:{iteration}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    def seed_for(self, iteration: int) -> int:
-        return self.rng(iteration).getrandbits(31)
-
     def minibatch_for(self, iteration: int) -> list[str]:
         """``minibatch`` train ids drawn with the run seed and ``iteration``, in split order."""
         train = self.run.splits.train

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from capevolve._loop import decide
@@ -199,13 +200,10 @@ class Measured:
 def measure(s: Session, p: Planned) -> None:
     """Step 4a: the evaluations, nothing in the ledger; thread-safe, and what it raises is
     kept for :func:`finish`."""
-    def run() -> None:
-        try:
-            p.measured = _measure(s, p)
-        except Exception as exc:  # noqa: BLE001 - raised again by finish, in iteration order
-            p.measured = Measured(failure=exc)
-
-    timed(s, p, run)
+    try:
+        p.measured = timed(s, p, partial(_measure, s, p))
+    except Exception as exc:  # noqa: BLE001 - raised again by finish, in iteration order
+        p.measured = Measured(failure=exc)
 
 
 def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:

@@ -121,7 +121,4 @@ def load_settings(options: str, pinned: ModelSettings | None = None) -> LLMSetti
 
 def api_key(settings: LLMSettings, env: Mapping[str, str] | None = None) -> str | None:
     """The API key from the variable ``settings.api_key_env`` names, or None."""
-    for source in (env or {}, os.environ):
-        if source.get(settings.api_key_env):
-            return source[settings.api_key_env]
-    return None
+    return (env or {}).get(settings.api_key_env) or os.environ.get(settings.api_key_env) or None
