@@ -55,9 +55,9 @@ class LLMProposer:
         except ModelError as exc:
             detail["http_attempts"] = meter.counts["attempts"]
             detail["usage"] = meter.snapshot()
-            why = f"llm endpoint ({exc.failure}): {exc}"
-            if exc.failure == ModelFailure.CONTEXT_LENGTH:
-                why = f"the prompt does not fit the model's context ({exc})"
+            why = (f"the prompt does not fit the model's context ({exc})"
+                   if exc.failure == ModelFailure.CONTEXT_LENGTH else
+                   f"llm endpoint ({exc.failure}): {exc}")
             return Proposal(changed=False, blocker=why, detail=detail,
                             spend=_spend(meter, t0), focus=path)
         detail["http_attempts"] = meter.counts["attempts"]
@@ -65,18 +65,15 @@ class LLMProposer:
         spend, answer, finish = _spend(meter, t0), *self._read(response)
         detail["finish_reason"] = finish
         improved = None if finish == "length" else prompts.parse_answer(answer)
-        if improved is None:
-            detail["raw_answer"] = (answer or "")[:RAW_CHARS]
-            why = (self._cut(response) if finish == "length" else
-                   f"has no single non-empty {prompts.OPEN}...{prompts.CLOSE} block")
-            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
-                            blocker=f"unparseable answer: it {why}")
-        if texts[path].endswith("\n") and not improved.endswith("\n"):
+        if improved is not None and texts[path].endswith("\n") and not improved.endswith("\n"):
             improved += "\n"
-        if improved == texts[path]:
+        if improved is None or improved == texts[path]:
             detail["raw_answer"] = (answer or "")[:RAW_CHARS]
-            return Proposal(changed=False, spend=spend, detail=detail, focus=path,
-                            blocker=f"the answer repeats {path} unchanged")
+            why = (f"the answer repeats {path} unchanged" if improved is not None else
+                   f"unparseable answer: it {self._cut(response)}" if finish == "length" else
+                   "unparseable answer: it has no single non-empty "
+                   f"{prompts.OPEN}...{prompts.CLOSE} block")
+            return Proposal(changed=False, spend=spend, detail=detail, focus=path, blocker=why)
         target = prompts.inside(ctx.workdir, path)
         if target is None:
             return Proposal(changed=False, spend=spend, detail=detail, focus=path,
