@@ -79,10 +79,6 @@ def load_corpus(root: Path, config: DatasetConfig) -> list[Task]:
 
 def has_ground_truth(value: Any) -> bool:
     """Whether an expected value can score anything (None, "", [] and {} cannot)."""
-    if value is None:
-        return False
     if isinstance(value, str):
         return bool(value.strip())
-    if isinstance(value, (list, dict, tuple)):
-        return bool(value)
-    return True
+    return bool(value) if isinstance(value, (list, dict, tuple)) else value is not None

@@ -31,10 +31,8 @@ def _text(value: Any) -> str:
 
 def exact(ev: EvaluatorConfig, output: Any, expected: Any) -> Verdict:
     """1 when output equals expected (strings compared without outer whitespace)."""
-    if isinstance(expected, str):
-        same = isinstance(output, str) and output.strip() == expected.strip()
-    else:
-        same = output == expected
+    same = (isinstance(output, str) and output.strip() == expected.strip()
+            if isinstance(expected, str) else output == expected)
     return (1.0, "matches exactly") if same else (0.0, "differs from the expected output")
 
 

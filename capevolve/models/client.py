@@ -39,12 +39,6 @@ def _sdk(settings: ModelSettings, api_key: str | None) -> Any:
                          max_retries=0)
 
 
-def _detail(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    text = str(body if body is not None else getattr(exc, "message", exc))
-    return " ".join(text.split())[:300]
-
-
 def _header(exc: Any, name: str) -> str | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -253,7 +247,9 @@ class ModelClient:
         return data
 
     def _refused(self, exc: Any, n: int) -> None:
-        status, detail = exc.status_code, _detail(exc)
+        body = getattr(exc, "body", None)
+        text = str(body if body is not None else getattr(exc, "message", exc))
+        status, detail = exc.status_code, " ".join(text.split())[:300]
         lowered = detail.lower()
         should = (_header(exc, "x-should-retry") or "").lower()
         if status == 400 and self._token_key == "max_tokens" \

@@ -57,9 +57,7 @@ def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[
     tasks = sorted({t for means in val_task_means.values() for t in means})
     wins: dict[str, set[str]] = {c: set() for c in val_task_means}
     for task in tasks:
-        scored = {c: m[task] for c, m in val_task_means.items() if task in m}
-        if not scored:
-            continue
+        scored = {c: m[task] for c, m in val_task_means.items() if task in m}  # never empty
         top = max(scored.values())
         for cand, value in scored.items():
             if value >= top - 1e-9:
