@@ -49,21 +49,17 @@ class CommandProposer:
     name: str = "command"
     wants_diagnosis: bool = True
 
-    def argv(self, ctx: ProposalContext) -> list[str]:
+    def propose(self, ctx: ProposalContext) -> Proposal:
         root = ctx.workdir.parent
         values = {"workdir": ctx.workdir, "instructions": root / "INSTRUCTIONS.md",
                   "context": root / "context", "root": root, "iteration": ctx.iteration,
                   "parent": ctx.parent_id}
-        return [part.format(**{k: str(v) for k, v in values.items()})
+        argv = [part.format(**{k: str(v) for k, v in values.items()})
                 for part in shlex.split(self.template)]
-
-    def propose(self, ctx: ProposalContext) -> Proposal:
-        root = ctx.workdir.parent
         spend_file = root / "spend.json"
         env = {**os.environ, "CAPEVOLVE_WORKDIR": str(ctx.workdir),
                "CAPEVOLVE_INSTRUCTIONS": str(root / "INSTRUCTIONS.md"),
                "CAPEVOLVE_SPEND_FILE": str(spend_file)}
-        argv = self.argv(ctx)
         t0 = time.monotonic()
         try:
             proc = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,

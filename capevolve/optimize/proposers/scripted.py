@@ -24,18 +24,13 @@ def edits_in(directory: Path) -> list[Path]:
                    or (p.is_dir() and p.name[:1].isdigit())), key=lambda p: p.name)
 
 
-def _inside(root: Path, rel: str) -> Path:
-    target = (root / rel).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ValueError(f"{rel!r} is outside the candidate")
-    return target
-
-
 def apply_json_edit(edit: dict[str, Any], source: Path, candidate: Path) -> str:
     """Apply a JSON edit to ``candidate``; its title (ValueError, KeyError or OSError if
     an op cannot apply)."""
     for op in edit["ops"]:
-        target = _inside(candidate, op["file"])
+        target = (candidate / op["file"]).resolve()
+        if not target.is_relative_to(candidate.resolve()):
+            raise ValueError(f"{op['file']!r} is outside the candidate")
         if "copy_from" in op:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source.parent / op["copy_from"], target)
