@@ -18,12 +18,6 @@ GATE_METRICS = ("delta", "se", "t", "p_value", "threshold", "critical", "min_del
 RUN_ARTIFACTS = ("report.html", "report.md", "final.json", "run.json")
 
 
-def _client(tracking_uri: str | None) -> Any:
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(tracking_uri=tracking_uri)
-
-
 def artifact_root(tracking_uri: str | None) -> str | None:
     """A new experiment's artifact root: ``<dir>/mlartifacts`` beside a sqlite store, never
     the current directory; None lets MLflow decide."""
@@ -33,22 +27,11 @@ def artifact_root(tracking_uri: str | None) -> str | None:
     return None
 
 
-def _sql_errors() -> tuple[type[BaseException], ...]:
-    """SQLAlchemy's error base, when installed."""
-    try:
-        from sqlalchemy.exc import SQLAlchemyError
-    except ImportError:
-        return ()
-    return (SQLAlchemyError,)
-
-
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
     """Nested config -> ``{"gate.alpha": "0.05", ...}`` (lists and None as text)."""
     if isinstance(value, dict):
-        out: dict[str, str] = {}
-        for key, item in value.items():
-            out.update(flatten(item, f"{prefix}{key}."))
-        return out
+        return {name: text for key, item in value.items()
+                for name, text in flatten(item, f"{prefix}{key}.").items()}
     return {prefix.rstrip("."): str(value)[:6000]}
 
 
@@ -88,10 +71,8 @@ class _Logger:
     def artifact(self, path: Path, folder: str | None = None) -> None:
         name = path.name if folder is None else folder
         if path.exists() and name not in self.artifacts:
-            if path.is_dir():
-                self.client.log_artifacts(self.run_id, str(path), folder)
-            else:
-                self.client.log_artifact(self.run_id, str(path), folder)
+            log = self.client.log_artifacts if path.is_dir() else self.client.log_artifact
+            log(self.run_id, str(path), folder)
             self.artifacts.add(name)
 
 
@@ -110,12 +91,19 @@ def export_mlflow(run: RunDir, tracking_uri: str | None = None,
     and per-candidate run ids. ConfigError without mlflow or when the store fails."""
     try:
         from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
     except ImportError:
         raise ConfigError("export mlflow needs the mlflow extra: "
                           "pip install 'capevolve[mlflow]'") from None
-    store_errors: tuple[type[BaseException], ...] = (MlflowException, OSError, *_sql_errors())
+    store_errors: tuple[type[BaseException], ...] = (MlflowException, OSError)
+    try:  # SQLAlchemy's error base, when installed
+        from sqlalchemy.exc import SQLAlchemyError
+
+        store_errors += (SQLAlchemyError,)
+    except ImportError:
+        pass
     try:
-        return _export(_client(tracking_uri), run, tracking_uri, experiment)
+        return _export(MlflowClient(tracking_uri=tracking_uri), run, tracking_uri, experiment)
     except store_errors as exc:
         text = str(exc).strip().splitlines()
         raise ConfigError(f"export mlflow: tracking store {tracking_uri or 'default'}: "

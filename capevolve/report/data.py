@@ -65,14 +65,11 @@ def _gates(run: RunDir, intervals: bool = True) -> list[dict[str, Any]]:
     for event in run.events(EventKind.GATE):
         gate = event.to_json()
         delta, se, df = gate.get("delta"), gate.get("se"), gate.get("df")
-        if not intervals:
-            crit: float | None = None
-        elif gate.get("k_se") is not None:
+        crit: float | None = None
+        if intervals and gate.get("k_se") is not None:
             crit = gate["k_se"]
-        elif gate.get("alpha") is not None and se is not None:
+        elif intervals and gate.get("alpha") is not None and se is not None:
             crit = t_quantile(1.0 - gate["alpha"], df)
-        else:
-            crit = None
         out.append({**gate, "ci95": _ci(delta, se, df) if intervals else None,
                     "critical": crit,
                     "threshold": None if crit is None or se is None else crit * se,
@@ -142,9 +139,8 @@ def candidate_decisions(run: RunDir) -> list[dict[str, Any]]:
 
 
 def _standing_fields(kept: dict[str, dict[str, Any]], cand: dict[str, Any]) -> dict[str, Any]:
-    entry = kept.get(cand["id"]) if cand["decision"] == "accept" else None
-    return {"standing": entry["standing"] if entry else None,
-            "confidence": entry["confidence"] if entry else None}
+    entry = (kept.get(cand["id"]) if cand["decision"] == "accept" else None) or {}
+    return {"standing": entry.get("standing"), "confidence": entry.get("confidence")}
 
 
 def standing_text(row: dict[str, Any]) -> str:
@@ -169,7 +165,6 @@ def report_data(run: RunDir) -> dict[str, Any]:
         cand["diff_stat"] = diff_stat(run, cand["id"], cand["parent"])
         cand.update(_standing_fields(kept, cand))
     best = run.best_id
-    heat_tasks = list(run.splits.val)
     return {
         "format_version": FORMAT_VERSION,
         "run": {"run_id": run.run_id, "project": config.name, "best_id": best,
@@ -179,7 +174,7 @@ def report_data(run: RunDir) -> dict[str, Any]:
                 "containment": status.get("containment") or []},
         "candidates": candidates,
         "iterations": steps,
-        "heatmap": {"tasks": heat_tasks,
+        "heatmap": {"tasks": list(run.splits.val),
                     "candidates": [c["id"] for c in candidates if c["id"] in val
                                    and val[c["id"]]["status"] == EvalStatus.COMPLETE],
                     "means": {c: task_means_of(run, val[c]) for c in val},

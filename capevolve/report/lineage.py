@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from capevolve._loop.standing import standings
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import SEED_ID, EventKind
 
@@ -15,11 +16,8 @@ DECISIONS = {EventKind.ACCEPT: "accept", EventKind.REJECT: "reject",
 
 
 def _val_point(val: dict[str, dict[str, Any]], cid: str | None) -> dict[str, Any]:
-    record = val.get(cid or "")
-    if record is None:
-        return {"mean": None, "ci95": None, "eval_id": None}
-    return {"mean": record.get("mean"), "ci95": record.get("ci95"),
-            "eval_id": record.get("eval_id")}
+    record = val.get(cid or "") or {}
+    return {key: record.get(key) for key in ("mean", "ci95", "eval_id")}
 
 
 def _candidate(run: RunDir, cid: str, val: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -81,6 +79,27 @@ def iterations(run: RunDir, val: dict[str, dict[str, Any]],
                       "candidate": _val_point(val, str(cid)), "best_id": best,
                       "best": _val_point(val, best), "ts": event.ts})
     return steps, list(cands.values())
+
+
+def decisions(run: RunDir) -> dict[str, dict[str, Any]]:
+    """Per candidate: the latest gate's numbers, decision, note and an accept's standing."""
+    out: dict[str, dict[str, Any]] = {}
+    kept_all = standings(run)
+    for event in run.events():
+        cid = getattr(event, "candidate_id", None)
+        if cid is None:
+            continue
+        entry = out.setdefault(str(cid), {})
+        if event.kind == EventKind.GATE:
+            entry["gate"] = {k: getattr(event, k, None) for k in
+                             ("decision", "delta", "se", "t", "p_value", "reasons", "power")}
+        elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
+            entry["decision"] = str(event.kind)
+            entry["note"] = getattr(event, "note", None)
+            kept = kept_all.get(str(cid), {}) if event.kind == EventKind.ACCEPT else {}
+            entry["standing"] = kept.get("standing")
+            entry["confidence"] = kept.get("confidence")
+    return out
 
 
 def _text(path: Path) -> list[str] | None:

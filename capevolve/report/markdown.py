@@ -3,62 +3,38 @@ every task was measured at."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from capevolve._loop.decide import false_accept_ledger
 from capevolve._loop.finalize import final_record, val_gain
 from capevolve._loop.finalize import progress as finalize_progress
 from capevolve._loop.frozen_config import run_config
+from capevolve._loop.loop_status import loop_status
 from capevolve._loop.model_spend import model_spend
-from capevolve._loop.standing import standings
 from capevolve._loop.status import evaluations, run_warnings
 from capevolve._loop.summary import summarize
 from capevolve._policy import budget
 from capevolve._store.documents import read_final
 from capevolve._store.evals import find_eval
+from capevolve._store.iterations import LoopFiles
+from capevolve._store.jsonfiles import write_bytes_atomic
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import EventKind, Split
+from capevolve.kinds import Split
 from capevolve.report.data import model_spend_lines, standing_text
-from capevolve.report.loop_section import loop_section
-from capevolve.report.words import gate_power_text, keep_count, scored_text
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+from capevolve.report.lineage import decisions
+from capevolve.report.words import gate_power_text, keep_count, num, pass_k_text, scored_text, usd
 
 
 def _measured(stats: dict[str, Any], floor: float) -> str:
     if stats["n_scored"] == 0 or stats["coverage"] < floor:
         return f"not measured (coverage {stats['coverage']:.2f} < {floor:g})"
-    return f"{_num(stats['mean'])} ± {_num(stats['stderr'])}"
-
-
-def _pass_k(stats: dict[str, Any]) -> str:
-    table = stats["pass_k"]
-    return ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()) or "—"
-
-
-def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Latest gate and accept / reject per candidate, with an accept's standing."""
-    out: dict[str, dict[str, Any]] = {}
-    kept = standings(run)
-    for event in run.events():
-        cid = str(getattr(event, "candidate_id", None))
-        if event.kind == EventKind.GATE:
-            out.setdefault(cid, {})["gate"] = event.to_json()
-        elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
-            entry = kept.get(cid, {}) if event.kind == EventKind.ACCEPT else {}
-            out.setdefault(cid, {})["decision"] = str(event.kind) + standing_text(entry)
-    return out
+    return f"{num(stats['mean'])} ± {num(stats['stderr'])}"
 
 
 def _cost(spent: dict[str, Any]) -> str:
-    if spent["cost_usd"] is None:
-        return "not recorded"
-    unrecorded = spent["cost_unrecorded"]
-    note = f" ({unrecorded} rollouts not recorded)" if unrecorded else ""
-    return f"${spent['cost_usd']:.4f}{note}"
+    unrecorded = spent["cost_unrecorded"] if spent["cost_usd"] is not None else 0
+    return usd(spent["cost_usd"]) + (f" ({unrecorded} rollouts not recorded)" if unrecorded
+                                     else "")
 
 
 def render(run: RunDir) -> str:
@@ -74,7 +50,7 @@ def render(run: RunDir) -> str:
     lines += ["## Validation", "",
               "| candidate | eval | mean ± SE | scored | errors | pass^k | gate | decision |",
               "|---|---|---|---|---|---|---|---|"]
-    decided = _decisions(run)
+    decided = decisions(run)
     sensitivity: list[str] = []
     for record in evaluations(run):
         if record["split"] != Split.VAL:
@@ -85,20 +61,20 @@ def render(run: RunDir) -> str:
                           tuple(t for t in run.splits.ids(record["split"]) if t not in excluded))
         info = decided.get(record["candidate_id"], {})
         gate = info.get("gate")
-        gate_text = (f"{gate['decision']} (Δ {_num(gate['delta'])}, SE {_num(gate['se'])})"
+        gate_text = (f"{gate['decision']} (Δ {num(gate['delta'])}, SE {num(gate['se'])})"
                      if gate else "—")
-        decision = info.get("decision") or ("baseline" if record["candidate_id"] == "seed"
-                                            else "—")
+        decision = (info["decision"] + standing_text(info) if info.get("decision")
+                    else "baseline" if record["candidate_id"] == "seed" else "—")
         scored = scored_text(stats["n_scored"], stats["n_tasks"],
                              stored.excluded_reasons if stored is not None else None)
         lines.append(
             f"| {record['candidate_id']} | {record['eval_id']} | {_measured(stats, floor)} | "
-            f"{scored} | {stats['n_errors']} | {_pass_k(stats)} "
+            f"{scored} | {stats['n_errors']} | {pass_k_text(stats['pass_k'])} "
             f"| {gate_text} | {decision} |")
         power = gate_power_text(gate.get("power")) if gate else None
         if power:
             sensitivity.append(f"- {record['candidate_id']}'s gate: {power}")
-    lines += ["", *sensitivity, *([""] if sensitivity else []), *loop_section(run)]
+    lines += ["", *sensitivity, *([""] if sensitivity else []), *_loop_section(run)]
     lines += ["## Gates", ""] + _gates_section(run)
     lines += ["", "## Held-out test", ""]
     lines += _final_section(run, floor)
@@ -111,6 +87,32 @@ def render(run: RunDir) -> str:
                   model_spend(run, budget.spend_by_role(run.events()).get("optimizer")))),
               f"- stop condition: {config.stop_condition or '—'}", ""]
     return "\n".join(lines)
+
+
+def _loop_section(run: RunDir) -> list[str]:
+    """The "Optimization loop" section, from optimize/ledger.jsonl (none when the run has no
+    optimize loop)."""
+    status = loop_status(run)
+    if status is None:
+        return []
+    lines = ["## Optimization loop", "",
+             f"{status['algorithm']} with `{status['proposer']}`: {status['iterations']} "
+             f"iterations; stopped: {status['stopped'] or 'not stopped (killed or running)'}",
+             "", "| # | parent | child | outcome | val Δ | SE | rollouts | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in LoopFiles(run.root).read_ledger():
+        gate = r.gate
+        note = r.detail.get("title") or r.focus or (r.reasons[0] if r.reasons else "")
+        note = str(note).replace("|", "/")[:120]
+        lines.append(f"| {r.iteration} | {r.parent_id} | {r.child_id or '—'} | {r.outcome} | "
+                     f"{num(gate.delta if gate else None, '{:+.3f}')} | "
+                     f"{num(gate.se if gate else None)} | {r.metric_calls} | "
+                     f"{note} |")
+    spend = status["optimizer_spend"]
+    lines += ["", f"- plateau: {status['plateau'] or 'no'}",
+              f"- optimizer spend: {spend['tokens']} tokens, {usd(spend['cost_usd'])}, "
+              f"{spend['wall_s']:.1f} s of proposer time", ""]
+    return lines
 
 
 def _final_section(run: RunDir, floor: float) -> list[str]:
@@ -135,9 +137,9 @@ def _final_section(run: RunDir, floor: float) -> list[str]:
                          final.test_reuse, final.test_ids_sha256)
     lines = [
         f"- best `{final.best_id}`: {_measured(best, floor)} "
-        f"({best['n_scored']}/{best['n_tasks']} scored; {_pass_k(best)})",
+        f"({best['n_scored']}/{best['n_tasks']} scored; {pass_k_text(best['pass_k'])})",
         f"- seed `{final.baseline_id}`: {_measured(base, floor)} "
-        f"({base['n_scored']}/{base['n_tasks']} scored; {_pass_k(base)})",
+        f"({base['n_scored']}/{base['n_tasks']} scored; {pass_k_text(base['pass_k'])})",
     ]
     if again.missing:
         lines.append("- paired delta: not measured (no delta, no CI): the test evaluation "
@@ -148,8 +150,8 @@ def _final_section(run: RunDir, floor: float) -> list[str]:
         se_kind = (f"CR1 clustered SE over {again.n_clusters} clusters"
                    if again.n_clusters else "SE")
         lines.append(
-            f"- paired delta: {_num(again.delta)} ({se_kind} {_num(again.se)}, 95% CI "
-            f"{('[' + _num(ci[0]) + ', ' + _num(ci[1]) + ']') if ci else '—'}, "
+            f"- paired delta: {num(again.delta)} ({se_kind} {num(again.se)}, 95% CI "
+            f"{('[' + num(ci[0]) + ', ' + num(ci[1]) + ']') if ci else '—'}, "
             f"n = {again.n_compared} tasks)")
     label, _, why = again.verdict_text.partition(": ")
     lines.append(f"- verdict: **{label}**: {why}" if why else f"- verdict: **{label}**")
@@ -165,14 +167,13 @@ def _gates_section(run: RunDir) -> list[str]:
     per_gate = ("k_se fixed: per-gate alpha depends on each gate's df"
                 if summary.per_gate_alpha is None else f"alpha {summary.per_gate_alpha:.4g} "
                 f"per gate ({summary.alpha_spending})")
-    planned = ("—" if summary.planned_bound is None else f"{summary.planned_bound:.3f}")
     return [
         f"- gates run: {summary.gates} ({summary.decision_gates} deciding, "
         f"{summary.exploratory_gates} exploratory)",
         f"- expected false accepts so far: {summary.expected_false_accepts:.3f} "
         f"(over {summary.distinct_pairs} decisive evaluation pairs; {per_gate})"
         f"{keep_count(summary.to_dict())}",
-        f"- bound on any false accept over the budgeted iterations: {planned}",
+        f"- bound on any false accept over the budgeted iterations: {num(summary.planned_bound)}",
         f"- the loop guarantees: {summary.guarantee}",
     ]
 
@@ -181,8 +182,5 @@ def write_report(run: RunDir) -> str:
     """Write report.md under the run lock and return its text."""
     with run.locked():
         text = render(run)
-        target = run.layout.report_md
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        write_bytes_atomic(run.layout.report_md, text.encode("utf-8"), sync=False)
     return text

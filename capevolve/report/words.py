@@ -6,6 +6,21 @@ from collections.abc import Mapping
 from typing import Any
 
 
+def num(value: float | None, fmt: str = "{:.3f}") -> str:
+    """``value`` formatted by ``fmt``; "—" when it was never measured."""
+    return "—" if value is None else fmt.format(value)
+
+
+def usd(cost: float | None) -> str:
+    """``$0.0123``, or "not recorded" when no call was priced."""
+    return "not recorded" if cost is None else f"${cost:.4f}"
+
+
+def pass_k_text(table: Mapping[int, float] | Mapping[str, float]) -> str:
+    """``pass^1 0.800, pass^2 0.650``; "—" when nothing was measured."""
+    return ", ".join(f"pass^{k} {v:.3f}" for k, v in table.items()) or "—"
+
+
 def scored_text(n_scored: int | None, n_tasks: int | None,
                 excluded_reasons: Mapping[str, int] | None) -> str:
     """``scored 14/15 / excluded 2 (why)``: scored tasks, and unscorable ones with why."""

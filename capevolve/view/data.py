@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from capevolve._loop.standing import standings
 from capevolve._loop.status import run_status
 from capevolve._store.documents import read_diagnosis
 from capevolve._store.evals import all_evals
 from capevolve._store.rollouts.query import RolloutStore, part_files
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
-from capevolve.kinds import EvalStatus, EventKind
+from capevolve.kinds import EvalStatus
+from capevolve.report.lineage import decisions as candidate_decisions
 
 LIST_COLUMNS = ("eval_id", "split", "candidate_id", "task_id", "trial", "reward",
                 "error_kind", "latency_s", "tokens", "cost_usd", "worker_id", "node_id")
@@ -27,27 +28,6 @@ def literal(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def _decisions(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Per candidate: the latest gate numbers, decision, note and standing."""
-    out: dict[str, dict[str, Any]] = {}
-    kept_all = standings(run)
-    for event in run.events():
-        cid = getattr(event, "candidate_id", None)
-        if cid is None:
-            continue
-        entry = out.setdefault(str(cid), {})
-        if event.kind == EventKind.GATE:
-            entry["gate"] = {k: getattr(event, k, None)
-                             for k in ("decision", "delta", "se", "t", "p_value", "reasons")}
-        elif event.kind in (EventKind.ACCEPT, EventKind.REJECT):
-            entry["decision"] = str(event.kind)
-            entry["note"] = getattr(event, "note", None)
-            kept = kept_all.get(str(cid), {}) if event.kind == EventKind.ACCEPT else {}
-            entry["standing"] = kept.get("standing")
-            entry["confidence"] = kept.get("confidence")
-    return out
-
-
 def _running_rows(run: RunDir, eval_id: str) -> int:
     if not part_files(run.layout, eval_id):
         return 0
@@ -59,17 +39,13 @@ def _running_rows(run: RunDir, eval_id: str) -> int:
 def overview(run: RunDir) -> dict[str, Any]:
     """Status, candidates with decisions, evaluations and the tail of the event log."""
     status = run_status(run)
-    decisions = _decisions(run)
-    candidates = []
+    decisions = candidate_decisions(run)
     metas = sorted((run.candidate_meta(cid) for cid in run.candidate_ids()),
                    key=lambda m: (m.role != "seed", m.created_at, m.id))
-    for meta in metas:
-        cid = meta.id
-        candidates.append({"id": cid, "role": meta.role, "note": meta.note,
-                           "created_at": meta.created_at, "hash": meta.hash[:12],
-                           "parent": getattr(meta, "parent", None),
-                           "files": len(meta.files), "best": cid == run.best_id,
-                           **decisions.get(cid, {})})
+    candidates = [{"id": m.id, "role": m.role, "note": m.note, "created_at": m.created_at,
+                   "hash": m.hash[:12], "parent": getattr(m, "parent", None),
+                   "files": len(m.files), "best": m.id == run.best_id,
+                   **decisions.get(m.id, {})} for m in metas]
     evaluations = []
     for record in all_evals(run):
         item = record.to_json()
@@ -143,10 +119,8 @@ def trial(run: RunDir, eval_id: str, task_id: str, trial_no: int) -> dict[str, A
     row = dict(zip(names, rows[0], strict=True))
     for column in DETAIL_JSON_COLUMNS:
         if isinstance(row.get(column), str):
-            try:
+            with suppress(ValueError):  # else shown as the stored text
                 row[column] = json.loads(row[column])
-            except ValueError:
-                pass  # shown as the stored text
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
 
 

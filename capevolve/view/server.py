@@ -26,12 +26,11 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'se
 STATIC = {"/": ("page.html", "text/html; charset=utf-8"),
           "/app.js": ("app.js", "text/javascript; charset=utf-8"),
           "/style.css": ("style.css", "text/css; charset=utf-8")}
-LOOPBACK_NAMES = {"localhost"}
 
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (name or address) is loopback."""
-    if host.lower() in LOOPBACK_NAMES:
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -54,8 +53,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
     server_version = "capevolve-view"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        if self.server.verbose:
-            super().log_message(format, *args)
+        """Nothing: the viewer writes no access log."""
 
     def do_HEAD(self) -> None:  # noqa: N802 - stdlib name
         self._serve(head=True)
@@ -142,10 +140,9 @@ class ViewerServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, run_dir: Path, host: str = "127.0.0.1", port: int = 0,
-                 verbose: bool = False) -> None:
+    def __init__(self, run_dir: Path, host: str = "127.0.0.1", port: int = 0) -> None:
         RunDir.open(run_dir)  # RunDirError now, not on the first request
-        self.run_dir, self.verbose = Path(run_dir), verbose
+        self.run_dir = Path(run_dir)
         self.loopback = is_loopback(host)
         self.recent_requests: deque[str] = deque(maxlen=500)
         """The latest requests (method and path), for diagnostics."""

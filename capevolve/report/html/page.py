@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from capevolve.report.html import charts, outcome_charts
-from capevolve.report.html.svg import DECISION_COLOURS, esc
-from capevolve.report.words import gate_power_text, keep_count, scored_text
+from capevolve.report.html import charts
+from capevolve.report.html.svg import DECISION_COLOURS, empty, esc
+from capevolve.report.words import gate_power_text, keep_count, num, scored_text, usd
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;
@@ -42,18 +42,14 @@ document.body.dataset.charts = document.querySelectorAll('svg[data-chart]').leng
 """
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
 def _tag(decision: str | None) -> str:
     colour = DECISION_COLOURS.get(decision or "", "#555")
     return f'<span class="tag" style="background:{colour}">{esc(decision or "—")}</span>'
 
 
-def _table(headers: list[str], rows: list[list[str]], empty: str) -> str:
+def _table(headers: list[str], rows: list[list[str]], nothing: str) -> str:
     if not rows:
-        return f'<p class="empty">{esc(empty)}</p>'
+        return empty(nothing)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -65,10 +61,6 @@ def _diff(stat: dict[str, Any] | None) -> str:
     files = len(stat["added"]) + len(stat["removed"]) + len(stat["changed"])
     return esc(f"{files} file(s) vs {stat['against']}: +{stat['lines_added']} "
                f"-{stat['lines_removed']}")
-
-
-def _power(power: dict[str, Any] | None) -> str:
-    return esc(gate_power_text(power) or "—")
 
 
 def _scored(val: dict[str, Any]) -> str:
@@ -93,13 +85,13 @@ def _candidates_table(data: dict[str, Any]) -> str:
     for c in data["candidates"]:
         val = c["val"]
         ci = val["ci95"]
-        mean = (f"{_num(val['mean'])} [{_num(ci[0])}, {_num(ci[1])}]" if ci
-                else _num(val["mean"]))
+        mean = (f"{num(val['mean'])} [{num(ci[0])}, {num(ci[1])}]" if ci
+                else num(val["mean"]))
         parent = esc(c["parent"] or "—") + (" <small>(gate)</small>"
                                             if c["parent_source"] == "gate" else "")
         rows.append([esc(c["id"]), parent, _tag(c["decision"]) + _standing(c),
                      "<br>".join(esc(r) for r in c["reasons"]) or "—", esc(c["note"] or "—"),
-                     _diff(c["diff_stat"]), _power(c["power"]),
+                     _diff(c["diff_stat"]), esc(gate_power_text(c["power"]) or "—"),
                      esc(mean) + _scored(shown.get(c["id"], {}))])
     return _table(["candidate", "parent", "decision", "reasons", "note", "diff", "power",
                    "val mean [95% CI]"], rows, "No candidates.")
@@ -108,9 +100,8 @@ def _candidates_table(data: dict[str, Any]) -> str:
 def _clusters_table(diag: dict[str, Any]) -> str:
     doc = diag["val"]
     if doc is None:
-        return (f'<p class="empty">{esc(diag["candidate_id"])} was not diagnosed on val '
-                "(run `capevolve diagnose`).</p>")
-    rows = [[esc(c["signature"]), esc(c["size"]), _num(c["score_lost"], 2),
+        return empty(f"{diag['candidate_id']} was not diagnosed on val (run `capevolve diagnose`).")
+    rows = [[esc(c["signature"]), esc(c["size"]), num(c["score_lost"], "{:.2f}"),
              esc(", ".join(f"{k} {v}" for k, v in (c["kinds"] or {}).items())),
              esc(", ".join(c["tasks"] or [])), esc(", ".join(c["tools"] or []) or "—"),
              esc(c["tag"] or "—")] for c in doc["clusters"]]
@@ -122,31 +113,30 @@ def _clusters_table(diag: dict[str, Any]) -> str:
 
 def _final_text(final: dict[str, Any] | None) -> str:
     if final is None:
-        return '<p class="empty">Not finalized: the test split has not been scored.</p>'
+        return empty("Not finalized: the test split has not been scored.")
     test, base = final["test"], final["test_baseline"]
     return (f'<p class="verdict">{esc(final["verdict_text"])}</p>'
-            f"<p>test: best {esc(final['best_id'])} {_num(test.get('mean'))} ± "
-            f"{_num(test.get('stderr'))} vs seed {_num(base.get('mean'))} ± "
-            f"{_num(base.get('stderr'))} (n = {esc(final['n_compared'])} tasks)</p>"
-            + _reuse_text(final.get("test_reuse")))
+            f"<p>test: best {esc(final['best_id'])} {num(test.get('mean'))} ± "
+            f"{num(test.get('stderr'))} vs seed {num(base.get('mean'))} ± "
+            f"{num(base.get('stderr'))} (n = {esc(final['n_compared'])} tasks)</p>"
+            + _reuse_text(final))
 
 
-def _reuse_text(reuse: dict[str, Any] | None) -> str:
+def _reuse_text(final: dict[str, Any]) -> str:
     """The test split's reuse, a warning when reused."""
+    reuse = final.get("test_reuse")
     if reuse is None:
         return "<p>test reuse: not recorded</p>"
     runs = reuse.get("earlier_runs") or []
     shown = f" (runs {', '.join(runs)})" if runs else ""
-    klass = ' class="warn"' if reuse.get("earlier_finalizes") or \
-        reuse.get("overlapping_finalizes") else ""
+    klass = ' class="warn"' if final.get("test_reused") else ""
     return f"<p{klass}>{esc(reuse['message'] + shown)}</p>"
 
 
 def _spend_text(spend: dict[str, Any]) -> str:
     t = spend["totals"]
-    cost = "not recorded" if t["cost_usd"] is None else f"${t['cost_usd']:.4f}"
     return esc(f"rollouts {t['metric_calls']}; tokens {t['tokens'] or 'not recorded'}; "
-               f"cost {cost}; rollout wall time {t['wall_s']:.1f} s")
+               f"cost {usd(t['cost_usd'])}; rollout wall time {t['wall_s']:.1f} s")
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -159,13 +149,13 @@ def render_html(data: dict[str, Any]) -> str:
         ("Lineage", charts.lineage_tree(data["candidates"])),
         ("Gates", charts.forest(data["gates"])
          + f"<p>{esc(ledger['gates'])} gates run, expected false accepts "
-           f"{_num(ledger['expected_false_accepts'])}{esc(keep_count(ledger))}.</p>"
+           f"{num(ledger['expected_false_accepts'])}{esc(keep_count(ledger))}.</p>"
          + f"<p>The loop guarantees: {esc(ledger.get('guarantee') or 'not recorded')}.</p>"),
         ("Candidate × task (val means)", charts.heatmap(data["heatmap"], kept, run["best_id"])),
-        ("pass^k", outcome_charts.pass_k(data["pass_k"], final)),
-        ("Held-out test", (outcome_charts.final_delta(final) if final else "")
+        ("pass^k", charts.pass_k(data["pass_k"], final)),
+        ("Held-out test", (charts.final_delta(final) if final else "")
          + _final_text(final)),
-        ("Spend", outcome_charts.spend(data["spend"], run["created_at"])
+        ("Spend", charts.spend(data["spend"], run["created_at"])
          + f"<p>{_spend_text(data['spend'])}</p>"),
     ]
     cards = "".join(f'<div class="card"><h2>{esc(name)}</h2>{body}</div>'

@@ -23,6 +23,11 @@ def el(tag: str, body: str = "", **attrs: object) -> str:
     return f"<{tag}{parts}>{body}</{tag}>" if body else f"<{tag}{parts}/>"
 
 
+def empty(text: str) -> str:
+    """The paragraph shown instead of a chart or table with nothing to show."""
+    return f'<p class="empty">{esc(text)}</p>'
+
+
 def title(text: object) -> str:
     """A hover tooltip for the enclosing SVG element."""
     return f"<title>{esc(text)}</title>"
@@ -52,15 +57,10 @@ def padded(values: list[float], pad: float = 0.05) -> tuple[float, float]:
     return lo - margin, hi + margin
 
 
-def ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """``n`` evenly spaced tick values from lo to hi."""
-    return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
-
-
 def y_axis(scale: Scale, x: float, width: float, label: str, fmt: str = "{:.2f}") -> str:
     """Grid, tick labels and label of a vertical scale."""
     out = []
-    for value in ticks(scale.lo, scale.hi):
+    for value in (scale.lo + (scale.hi - scale.lo) * i / 4 for i in range(5)):  # 5 ticks
         y = scale(value)
         out.append(el("line", x1=x, x2=x + width, y1=y, y2=y, stroke="#e0e0e0"))
         out.append(el("text", esc(fmt.format(value)), x=x - 4, y=y + 3, text_anchor="end",
