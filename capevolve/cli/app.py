@@ -1,4 +1,5 @@
-"""The capevolve Typer application (console scripts ``capevolve`` and ``cap-evolve``)."""
+"""The capevolve Typer application (console scripts ``capevolve`` and ``cap-evolve``); usage
+errors (unknown command or option, bad value) on one line."""
 
 from __future__ import annotations
 
@@ -6,31 +7,83 @@ import atexit
 import os
 import sys
 import threading
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
+from typer import Abort
+from typer._click.exceptions import ClickException, UsageError  # typer vendors its click
+from typer.core import TyperGroup
 
 from capevolve.cli import (
     compare_cmds,
-    decision_cmds,
     diagnose_cmds,
     doctor_cmds,
-    down_cmds,
     eval_cmds,
-    export_cmds,
     export_jsonl_cmds,
     inspect_cmds,
     optimize_cmds,
     output,
     project_cmds,
-    usage,
-    verify_cmds,
-    view_cmds,
 )
+
+
+def wants_one_line(args: Sequence[str]) -> bool:
+    """Usage errors are one line with --json or when stdout is not a terminal."""
+    if "--json" in args:
+        return True
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def usage_line(exc: ClickException) -> str:
+    """The one line for a usage error, naming the command and its --help."""
+    message = " ".join(exc.format_message().split())
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        path = exc.ctx.command_path
+        return f"{path}: {message} (see `{path} --help`)"
+    return message
+
+
+def plain_help(command: Any) -> None:
+    """Plain-text help for ``command`` and its subcommands: rich's renderer costs more
+    start-up than the rest of --help."""
+    if hasattr(command, "rich_markup_mode"):
+        command.rich_markup_mode = None
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub)
+
+
+class OneLineUsageGroup(TyperGroup):
+    """The root group: one-line usage errors where a program reads them."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        if wants_one_line(argv):
+            plain_help(self)
+        if not standalone_mode or not wants_one_line(argv):
+            return super().main(argv, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, windows_expand_args,
+                                **extra)
+        except ClickException as exc:
+            sys.stderr.write(f"error: {usage_line(exc)}\n")
+            sys.stderr.flush()
+            sys.exit(exc.exit_code)
+        except Abort:
+            sys.stderr.write("error: aborted\n")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 app = typer.Typer(
     name="capevolve", no_args_is_help=True, pretty_exceptions_enable=False,
-    cls=usage.OneLineUsageGroup,
+    cls=OneLineUsageGroup,
     add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
     help="Evolve the capabilities of LLM agents and measure every edit honestly.",
 )
@@ -53,23 +106,17 @@ def _root(version: Annotated[bool, typer.Option(
 for module, names in (
     (project_cmds, ("init", "check", "run")),
     (eval_cmds, ("checkout", "evaluate", "gate", "accept", "reject", "finalize")),
-    (inspect_cmds, ("status", "estimate", "report", "query")),
-    (verify_cmds, ("verify", "quarantine")),
+    (inspect_cmds, ("status", "estimate", "report", "query", "verify", "quarantine")),
+    (doctor_cmds, ("doctor", "down")),
+    (eval_cmds, ("no-change", "confirm", "probe")),
+    (optimize_cmds, ("optimize",)),
+    (compare_cmds, ("compare", "diff", "view")),
 ):
     for name in names:
-        app.command(name)(getattr(module, name))
-app.command("doctor")(doctor_cmds.doctor)
-app.command("down")(down_cmds.down)
-app.command("no-change")(decision_cmds.no_change)
-app.command("confirm")(decision_cmds.confirm)
-app.command("probe")(decision_cmds.probe)
-app.command("optimize")(optimize_cmds.optimize)
-app.command("compare")(compare_cmds.compare)
-app.command("diff")(compare_cmds.diff)
-app.command("view")(view_cmds.view)
+        app.command(name)(getattr(module, name.replace("-", "_")))
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
-export_jsonl_cmds.export_app.command("mlflow")(export_cmds.mlflow)
+export_jsonl_cmds.export_app.command("mlflow")(export_jsonl_cmds.mlflow)
 app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 

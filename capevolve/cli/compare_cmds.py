@@ -1,4 +1,5 @@
-"""compare (per task) and diff (files): two candidates side by side."""
+"""compare (per task) and diff (files): two candidates side by side; view: the local,
+read-only web viewer of a run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from capevolve.cli.options import (
     resolve_run_dir,
     split_or_fail,
 )
-from capevolve.cli.output import command, emit
+from capevolve.cli.output import command, emit, progress
 from capevolve.kinds import Split
 
 CandidateA = Annotated[str, typer.Argument(metavar="A",
@@ -21,26 +22,24 @@ CandidateA = Annotated[str, typer.Argument(metavar="A",
 CandidateB = Annotated[str, typer.Argument(metavar="B", help="The second candidate id.")]
 
 
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
 def _compare_human(result: dict) -> str:
+    from capevolve.report.words import num
+
     lines = [f"{result['a']} -> {result['b']} on {result['split']} ({result['eval_a']} vs "
-             f"{result['eval_b']}): mean {_num(result['mean_a'])} -> {_num(result['mean_b'])};"
+             f"{result['eval_b']}): mean {num(result['mean_a'])} -> {num(result['mean_b'])};"
              f" {result['improved']} tasks up, {result['worsened']} down; "
              f"{len(result['flips']['fail->pass'])} fail->pass, "
              f"{len(result['flips']['pass->fail'])} pass->fail"]
     width = max((len(r["task_id"]) for r in result["tasks"]), default=4)
     lines.append(f"  {'task':<{width}}  {result['a']:>8}  {result['b']:>8}  {'delta':>7}  flip")
     for row in result["tasks"]:
-        delta = "—" if row["delta"] is None else f"{row['delta']:+.3f}"
         moved = ""
         if result["diagnosed"] and row["clusters_a"] != row["clusters_b"]:
             moved = (f"  [{', '.join(row['clusters_a']) or 'no cluster'} -> "
                      f"{', '.join(row['clusters_b']) or 'no cluster'}]")
-        lines.append(f"  {row['task_id']:<{width}}  {_num(row['mean_a']):>8}  "
-                     f"{_num(row['mean_b']):>8}  {delta:>7}  {row['flip'] or ''}{moved}")
+        lines.append(f"  {row['task_id']:<{width}}  {num(row['mean_a']):>8}  "
+                     f"{num(row['mean_b']):>8}  {num(row['delta'], '{:+.3f}'):>7}  "
+                     f"{row['flip'] or ''}{moved}")
     return "\n".join(lines)
 
 
@@ -67,12 +66,11 @@ def diff(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
                                             "line counts.")] = False,
          json: JsonOpt = False) -> None:
     """Unified diff of two candidates' files (their immutable snapshots). Read-only."""
-    run_dir = resolve_run_dir(run_dir, project)
     from capevolve import _api
     from capevolve.view.diff import diff as diff_candidates
     from capevolve.view.diff import stat_text
 
-    result = diff_candidates(_api.run_dir_of(run_dir), a, b)
+    result = diff_candidates(_api.run_dir_of(resolve_run_dir(run_dir, project)), a, b)
     if stat:
         result = {**result, "files": [{k: v for k, v in c.items() if k != "diff"}
                                       for c in result["files"]]}
@@ -81,3 +79,35 @@ def diff(a: CandidateA, b: CandidateB, *, run_dir: MaybeRunDirOpt = None,
     text = "".join(c["diff"] or f"binary file {c['path']} differs ({c['status']})\n"
                    for c in result["files"])
     emit(result, json, text.rstrip("\n") or stat_text(result))
+
+
+@command
+def view(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+         port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535,
+                                           help="Port (0: any free port).")] = 8765,
+         host: Annotated[str, typer.Option(
+             "--host", help="Address to bind. The default serves this machine only; any "
+             "other address lets others on the network read the run.")] = "127.0.0.1",
+         json: JsonOpt = False) -> None:
+    """Serve a read-only web viewer of the run (overview, task -> trial browser, candidates
+    side by side, diffs). Ctrl-C stops it."""
+    run_dir = resolve_run_dir(run_dir, project)
+    from capevolve.view.server import ViewerServer
+
+    try:
+        server = ViewerServer(run_dir, host=host, port=port)
+    except OSError as exc:  # one line for an address that cannot be bound
+        from capevolve.errors import ConfigError
+
+        raise ConfigError(f"view: cannot serve on {host}:{port} ({exc.strerror or exc}); "
+                          "choose another --port or --host") from None
+    scope = ("bound to loopback: only this machine can connect" if server.loopback else
+             f"bound to {host}: anyone who can reach this address can read the run")
+    emit({"url": server.url, "run_dir": str(run_dir), "loopback": server.loopback}, json,
+         f"capevolve view: {server.url} ({scope}); Ctrl-C stops")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        progress("capevolve view: stopped")
+    finally:
+        server.server_close()

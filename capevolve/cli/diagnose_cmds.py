@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json as jsonlib
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -38,10 +39,6 @@ ProjectOpt = Annotated[Path | None, typer.Option(
     "--project", "-p", help="Project dir whose adapter gives targets and trajectories "
                             "(default: the run's project); without --run-dir, diagnose "
                             "reads this project's latest run.")]
-
-
-def _check_split(split: str) -> None:
-    split_or_fail(split, "diagnose")
 
 
 def _diagnosis_human(result: dict, path: Path) -> str:
@@ -83,7 +80,7 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
         return
     if (run_dir is None and project is None) or tag is None:
         fail("diagnose: --run-dir (or --project) and --tag are required")
-    _check_split(split)
+    split_or_fail(split, "diagnose")
     from capevolve import _api
     from capevolve.diagnose.diagnosis import DiagnoseOptions, diagnosis_path
     from capevolve.diagnose.diagnosis import diagnose as diagnose_run
@@ -98,13 +95,10 @@ def diagnose(ctx: typer.Context, run_dir: OptRunDir = None, split: SplitOpt = "v
                               redact_gold=redact_gold, project=project)
     progress(f"capevolve: diagnosing {tag} on {split} ...")
     with live_progress() as display:
-        if display is None:
+        stage = nullcontext() if display is None else display.stage(f"diagnosing {split} / {tag}")
+        with stage:
             result = diagnose_run(run, options)
-        else:
-            with display.stage(f"diagnosing {split} / {tag}"):
-                result = diagnose_run(run, options)
-    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag,
-                                                               ClusterMode(cluster))))
+    emit(result, json, _diagnosis_human(result, diagnosis_path(run, split, tag, options.mode)))
 
 
 @diagnose_app.command("annotate")
@@ -148,7 +142,7 @@ def census_export(*, run_dir: MaybeRunDirOpt = None, tag: Annotated[str, typer.O
     from capevolve.diagnose import census as census_lib
     from capevolve.diagnose.context import adapter_context
 
-    _check_split(split)
+    split_or_fail(split, "diagnose")
     run = _api.run_dir_of(run_dir)
     text = None
     if notes is not None:
@@ -176,7 +170,7 @@ def census_template(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = 
     from capevolve import _api
     from capevolve.diagnose import census as census_lib
 
-    _check_split(split)
+    split_or_fail(split, "diagnose")
     if out.exists():
         fail(f"--out {out}: exists; census template never overwrites a census")
     doc = census_lib.template(_api.run_dir_of(run_dir), split, tag)
@@ -225,6 +219,4 @@ def census_check(file: Annotated[Path, typer.Argument(help="The census.json to c
         except CapevolveError as exc:
             fail(str(exc))
         human += f"\nrecorded {result['recorded']}"
-    emit(result, json, human)
-    if not result["ok"]:
-        raise typer.Exit(1)
+    emit(result, json, human, failed=not result["ok"])

@@ -1,4 +1,5 @@
-"""``capevolve doctor``: check a Ray cluster before any rollout is paid for."""
+"""``capevolve doctor``: check a Ray cluster before any rollout is paid for; ``capevolve
+down``: stop capevolve's own local Ray."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import typer
 import capevolve
 from capevolve.cli.options import AddressOpt, JsonOpt
 from capevolve.cli.output import command, emit, progress
-
-GIB = 1024 ** 3
 
 
 def render(report: dict[str, Any]) -> str:
@@ -27,7 +26,7 @@ def render(report: dict[str, Any]) -> str:
         custom = ", ".join(f"{k}={v:g}" for k, v in n["custom_resources"].items()) or "-"
         lines.append(
             f"{n['node_id'][:12]:<14} {n['address']!s:<16} {'yes' if n['is_head'] else '':<5} "
-            f"{n['cpus']:>5g} {n['gpus']:>4g} {n['object_store_bytes'] / GIB:>8.2f}Gi "
+            f"{n['cpus']:>5g} {n['gpus']:>4g} {n['object_store_bytes'] / 1024 ** 3:>8.2f}Gi "
             f"{p.get('python', '?')!s:<8} {p.get('ray_version', '?')!s:<8} "
             f"{p.get('capevolve_version', '?')!s:<10} {_sandbox(p):<8} {custom}")
     if report["problems"]:
@@ -57,9 +56,22 @@ def doctor(address: AddressOpt = None,
     _api.refuse_unreachable_cluster(address)  # one error line, no progress line before it
     progress(f"capevolve: probing {address or 'a local Ray'} ...")
     report = capevolve.doctor(address, timeout_s).to_dict()
-    emit(report, json, render(report))
-    if not report["ok"]:
-        raise typer.Exit(1)
+    emit(report, json, render(report), failed=not report["ok"])
+
+
+@command
+def down(force: Annotated[bool, typer.Option(
+             "--force", help="Stop it even while other commands are connected (their "
+             "evaluations lose the rollouts in flight; rerun them to resume).")] = False,
+         json: JsonOpt = False) -> None:
+    """Stop capevolve's own local Ray and remove its state (it also stops itself after
+    CAPEVOLVE_RAY_IDLE_S idle seconds, default 900). Exit 2 while another command uses it,
+    unless --force; a Ray joined with --address / RAY_ADDRESS is never touched. Nothing
+    running: exit 0."""
+    from capevolve import _api
+
+    result = _api.local_ray_down(force=force)
+    emit(result, json, result["message"])
 
 
 if __name__ == "__main__":  # `python -m capevolve.cli.doctor_cmds` before app.py registers it

@@ -1,9 +1,8 @@
-"""``capevolve export jsonl``: an evaluation's datapoints as JSON lines, written atomically."""
+"""``capevolve export``: an evaluation's datapoints as JSON lines (jsonl), written atomically;
+the run into MLflow (mlflow)."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -23,15 +22,9 @@ export_app = typer.Typer(no_args_is_help=False, invoke_without_command=True,
 
 
 def _write(run_dir: Path, eval_id: str, out: Path | None, as_json: bool) -> None:
-    from capevolve.report.export_jsonl import export_lines
+    from capevolve.report.export_jsonl import write_export
 
-    lines = list(export_lines(run_dir, eval_id))
-    path = out or Path(run_dir) / "exports" / f"{eval_id}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    path, lines = write_export(run_dir, eval_id, out)
     scored = sum(1 for line in lines if line["score"] is not None)
     excluded = sum(1 for line in lines if "excluded" in line)
     emit({"eval_id": eval_id, "path": str(path), "lines": len(lines), "scored": scored,
@@ -67,5 +60,24 @@ def jsonl(*, run_dir: MaybeRunDirOpt = None,
           project: RunProjectOpt = None, eval_id: EvalOpt, out: OutOpt = None,
           json: JsonOpt = False) -> None:
     """One JSON line per datapoint: id, input snippet, output, score, justification."""
+    _write(resolve_run_dir(run_dir, project), eval_id, out, json)
+
+
+@command
+def mlflow(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
+           tracking_uri: Annotated[str | None, typer.Option(
+               "--tracking-uri", envvar="MLFLOW_TRACKING_URI",
+               help="MLflow tracking store, e.g. sqlite:///mlflow.db or http://host:5000 "
+               "(default: MLflow's own default).")] = None,
+           experiment: Annotated[str | None, typer.Option(
+               "--experiment", help="Experiment name (default: capevolve/<project>).")] = None,
+           json: JsonOpt = False) -> None:
+    """Log the run to MLflow: one run for the capevolve run and a nested run per candidate;
+    exporting again updates them. Needs the `mlflow` extra."""
     run_dir = resolve_run_dir(run_dir, project)
-    _write(run_dir, eval_id, out, json)
+    from capevolve import _api
+    from capevolve.export.to_mlflow import export_mlflow
+
+    result = export_mlflow(_api.run_dir_of(run_dir), tracking_uri, experiment)
+    emit(result, json, f"exported {len(result['runs'])} candidates to MLflow experiment "
+         f"{result['experiment']!r} (parent run {result['parent_run_id']})")

@@ -1,4 +1,5 @@
-"""Commands that read a run: status, estimate, report, query."""
+"""Commands that read a run: status, estimate, report, query; verify checks its history and
+rows, and quarantine sets aside what is forged."""
 
 from __future__ import annotations
 
@@ -11,19 +12,14 @@ from capevolve.cli.options import JsonOpt, MaybeRunDirOpt, RunProjectOpt, resolv
 from capevolve.cli.output import command, emit, fmt_mean, stop_line
 
 if TYPE_CHECKING:
-    from capevolve.records import Estimate, FinalLine, RunStatus
-
-HtmlOpt = Annotated[bool, typer.Option(
-    "--html", help="Also write report.html next to report.md: one self-contained page "
-    "with the plots (no network needed to open it).")]
+    from capevolve.records import Estimate, FinalLine, Quarantine, RunStatus, Verification
 
 
 def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
     from capevolve.report.data import model_spend_lines, standing_text
-    from capevolve.report.words import keep_count, scored_text
+    from capevolve.report.words import keep_count, scored_text, usd
 
     spent, budget, best = status.spent, status.budget, status.best_val
-    cost = "not recorded" if spent.cost_usd is None else f"${spent.cost_usd:.4f}"
     standing = status.best_standing.to_dict() if status.best_standing else {}
 
     def cap(value: float) -> str:
@@ -35,7 +31,7 @@ def _status_human(status: RunStatus, decisions: list[dict[str, Any]]) -> str:
         f"{fmt_mean(best.mean, best.stderr) if best else fmt_mean(None, None)}",
         f"iterations {spent.iterations}{cap(budget.max_iterations)}; metric calls "
         f"{spent.metric_calls}{cap(budget.max_metric_calls)}; tokens "
-        f"{spent.tokens or 'not recorded'}; cost {cost}{cap(budget.max_usd)}; "
+        f"{spent.tokens or 'not recorded'}; cost {usd(spent.cost_usd)}{cap(budget.max_usd)}; "
         f"wall {spent.wall_s:.1f}s",
         f"stop condition: {status.stop_condition or '—'}; stall {status.stall}",
         *(f"model calls, {line}" for line in model_spend_lines(
@@ -121,7 +117,10 @@ def estimate(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
 
 @command
 def report(run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
-           html: HtmlOpt = False, json: JsonOpt = False) -> None:
+           html: Annotated[bool, typer.Option(
+               "--html", help="Also write report.html next to report.md: one self-contained "
+               "page with the plots (no network needed to open it).")] = False,
+           json: JsonOpt = False) -> None:
     """Write report.md from stored data and print it; --html also writes report.html,
     --json prints the report's data too."""
     from capevolve import _api
@@ -157,3 +156,51 @@ def query(sql: Annotated[str, typer.Argument(
     if len(rows) > 200:
         lines.append(f"... {len(rows) - 200} more rows (use --json for all)")
     emit(payload, json, "\n".join(lines))
+
+
+def _verify_human(result: Verification) -> str:
+    lines = [f"{result.run_dir}: {result.events} events, {result.parts} parts "
+             f"({result.hashed} hashed)"]
+    lines += [f"problem: {line}" for line in result.lines]
+    lines += [f"note: {note}" for note in result.notes]
+    if result.ok:
+        lines.append("ok: history and rows are as capevolve wrote them")
+    else:
+        lines.append(f"{len(result.lines)} problems; `capevolve quarantine --run-dir "
+                     f"{result.run_dir}` sets them aside and records that it did")
+    return "\n".join(lines)
+
+
+@command
+def verify(*, run_dir: MaybeRunDirOpt = None,
+           project: RunProjectOpt = None, json: JsonOpt = False) -> None:
+    """Check the event log (hash chain, signatures, mirrored head), every Parquet part
+    against its record, and seal/final against the log. Exit 1 on any problem; writes nothing."""
+    result = capevolve.verify(resolve_run_dir(run_dir, project))
+    emit(result.to_dict(), json, _verify_human(result), failed=not result.ok)
+
+
+def _quarantine_human(result: Quarantine) -> str:
+    if not result.problems:
+        return f"{result.run_dir}: nothing to quarantine (verify finds no problem)"
+    lines = [f"problem: {line}" for line in result.problems]
+    for path, target in result.moved.items():
+        lines.append(f"moved: {path} -> {target}" if target else f"acknowledged missing: {path}")
+    if result.reset_events:
+        lines.append("events.jsonl: cut back to its last verified line (the whole log is "
+                     "kept in quarantine/)")
+    lines += [f"left (not repairable here): {line}" for line in result.left]
+    lines.append("ok: the run verifies" if result.ok else
+                 f"still failing: {'; '.join(result.remaining)}")
+    return "\n".join(lines)
+
+
+@command
+def quarantine(*, run_dir: MaybeRunDirOpt = None,
+               project: RunProjectOpt = None, json: JsonOpt = False) -> None:
+    """Repair a run that fails `capevolve verify`: move unrecorded or changed parts into
+    quarantine/<time>/ (the next evaluate reruns their units), acknowledge missing ones, cut a
+    broken event log back to its last verified line, and record it all. Exit 1 if something
+    cannot be repaired (a deleted seal or final)."""
+    result = capevolve.quarantine(resolve_run_dir(run_dir, project))
+    emit(result.to_dict(), json, _quarantine_human(result), failed=not result.ok)

@@ -21,20 +21,16 @@ if TYPE_CHECKING:
     from capevolve.records import IterationLine, MeanLine, OptimizeSummary
 
 
-def _num(value: float | None, fmt: str = "{:+.3f}") -> str:
-    return "—" if value is None else fmt.format(value)
-
-
 def iteration_line(row: IterationLine) -> str:
     """One row of the iteration table (a gate's power on an indented line)."""
+    from capevolve.report.words import gate_power_text, num
+
     what = row.title or row.focus or ""
     screen = f" screen {row.screen}" if row.screen else ""
-    numbers = (f" val {_num(row.val_child, '{:.3f}')} vs {_num(row.val_best, '{:.3f}')}"
-               f" delta {_num(row.delta)} se {_num(row.se, '{:.3f}')}"
+    numbers = (f" val {num(row.val_child)} vs {num(row.val_best)}"
+               f" delta {num(row.delta, '{:+.3f}')} se {num(row.se)}"
                if row.val_child is not None else "")
     reason = f" ({row.reason})" if row.outcome != "accept" and row.reason else ""
-    from capevolve.report.words import gate_power_text
-
     power = gate_power_text(row.power)
     return (f"{row.iteration:>4}  {row.parent:>8} -> {row.child or '—':<8} "
             f"{row.outcome:<12}{screen}{numbers}  {what}{reason}"
@@ -54,10 +50,11 @@ def render(result: OptimizeSummary) -> str:
         lines.append(result.plateau)
     lines.append(f"best {result.best_id} val {_val(result.best_val)} "
                  f"(seed {_val(result.seed_val)})")
+    from capevolve.report.words import usd
+
     opt = result.spend.optimizer
-    cost = "not recorded" if opt.cost_usd is None else f"${opt.cost_usd:.4f}"
     lines.append(f"spend: {result.spend.run.metric_calls} metric calls; "
-                 f"optimizer {opt.tokens} tokens, {cost}, {opt.wall_s:.1f}s")
+                 f"optimizer {opt.tokens} tokens, {usd(opt.cost_usd)}, {opt.wall_s:.1f}s")
     final = result.final
     if final:
         test, base = final.test, final.test_baseline

@@ -10,8 +10,6 @@ import typer
 from capevolve.kinds import EngineKind, Split
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
-RunDirOpt = Annotated[Path, typer.Option("--run-dir", "-r", envvar="CAPEVOLVE_RUN_DIR",
-                                         help="The run directory.")]
 AddressOpt = Annotated[str | None, typer.Option(
     "--address", envvar="RAY_ADDRESS", help="Ray cluster to join (default: start local Ray).")]
 EngineOpt = Annotated[EngineKind | None, typer.Option(

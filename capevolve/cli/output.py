@@ -84,24 +84,24 @@ def progress(message: str) -> None:
     print(clean(message), file=sys.stderr, flush=True)
 
 
-def emit(payload: dict[str, Any], as_json: bool, human: str | None = None) -> None:
-    """Print the result: JSON on the real stdout, or the human text."""
+def emit(payload: dict[str, Any], as_json: bool, human: str, failed: bool = False) -> None:
+    """Print the result: JSON on the real stdout, or the human text; then exit 1 if
+    ``failed``."""
     stream = _Stdout.stream or sys.stdout
     if as_json:
         stream.write(json.dumps(json_safe(payload), sort_keys=True, default=str,
                                 allow_nan=False) + "\n")
     else:
-        stream.write(clean(human if human is not None else json.dumps(payload, indent=2,
-                                                                      default=str)) + "\n")
+        stream.write(clean(human) + "\n")
     stream.flush()
+    if failed:
+        raise typer.Exit(1)
 
 
 def exit_if_breaker(reason: str | None) -> None:
     """Exit 1 after the result when the circuit breaker stopped the evaluation."""
     if reason and reason.startswith("circuit breaker:"):
-        sys.stderr.write(f"error: {clean(reason)}\n")
-        sys.stderr.flush()
-        raise typer.Exit(1)
+        fail(reason, code=1)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -47,9 +47,7 @@ def check(project: ProjectOpt = Path("."), json: JsonOpt = False) -> None:
     stop = stop_line(result.stop)
     if stop:
         human += "\n" + stop
-    emit(result.to_dict(), json, human)
-    if problems:
-        raise typer.Exit(1)
+    emit(result.to_dict(), json, human, failed=bool(problems))
 
 
 @command

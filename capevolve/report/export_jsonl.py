@@ -4,29 +4,18 @@ justification, parts, mean ``score`` and counts; an excluded datapoint carries `
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 from capevolve._store.evals import load_eval
+from capevolve._store.jsonfiles import write_bytes_atomic
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.kinds import Split
 
 INPUT_SNIPPET = 200
-
-
-def _snippet(text: str | None) -> str | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = text
-    flat = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return flat if len(flat) <= INPUT_SNIPPET else flat[:INPUT_SNIPPET - 3] + "..."
 
 
 def _json(text: str | None) -> Any:
@@ -38,9 +27,27 @@ def _json(text: str | None) -> Any:
         return text
 
 
-def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict[str, Any]]:
-    """The export's lines; RunDirError for an unknown or a test-split evaluation."""
-    run = RunDir.open(Path(run_dir))
+def _snippet(text: str | None) -> str | None:
+    if text is None:
+        return None
+    value = _json(text)
+    flat = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return flat if len(flat) <= INPUT_SNIPPET else flat[:INPUT_SNIPPET - 3] + "..."
+
+
+def write_export(run_dir: Path, eval_id: str,
+                 out: Path | None) -> tuple[Path, list[dict[str, Any]]]:
+    """Write the export to ``out`` (default <run_dir>/exports/<eval_id>.jsonl) atomically;
+    returns the path and the lines. RunDirError for an unknown or a test-split evaluation."""
+    lines = _lines(RunDir.open(run_dir), eval_id)
+    path = out or run_dir / "exports" / f"{eval_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n"
+                                     for line in lines).encode("utf-8"), sync=False)
+    return path, lines
+
+
+def _lines(run: RunDir, eval_id: str) -> list[dict[str, Any]]:
     record = load_eval(run, eval_id)
     if record.split == Split.TEST:
         raise RunDirError(f"--eval {eval_id}: test-split evaluations are never exported "
@@ -49,11 +56,9 @@ def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict
         "SELECT task_id, trial, reward, feedback, score_parts, output, inputs, error "
         "FROM rollouts WHERE eval_id = '" + eval_id.replace("'", "''") + "' "
         "ORDER BY task_id, reward IS NULL, trial", eval_id)
-    by_task: dict[str, list[tuple]] = {}
-    for row in rows:
-        by_task.setdefault(row[0], []).append(row)
     lines: dict[str, dict[str, Any]] = {}
-    for task_id, trials in by_task.items():
+    for task_id, group in groupby(rows, key=lambda row: row[0]):  # rows come by task
+        trials = list(group)
         first = trials[0]
         rewards = [r[2] for r in trials if r[2] is not None]
         errors = [r[7] for r in trials if r[2] is None]
@@ -68,5 +73,4 @@ def export_lines(run_dir: str | os.PathLike[str], eval_id: str) -> Iterator[dict
         lines[task_id] = {"id": task_id, "input": None, "output": None, "score": None,
                           "justification": None, "parts": {}, "trials": 0, "errors": 0,
                           "excluded": reason}
-    for task_id in sorted(lines):
-        yield lines[task_id]
+    return [lines[task_id] for task_id in sorted(lines)]
