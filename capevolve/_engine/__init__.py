@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from capevolve._engine.contract import Engine
-from capevolve.config import EngineConfig
+from typing import TYPE_CHECKING
+
 from capevolve.kinds import EngineKind
+
+if TYPE_CHECKING:  # (the worker process imports this package, never the config)
+    from capevolve._engine.contract import Engine
+    from capevolve.config import EngineConfig
 
 
 def make_engine(config: EngineConfig, address: str | None = None) -> Engine:

@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capevolve._project.bytecode import SourceOnlyLoader, source_only_user_code
 from capevolve._project.calls import call_sync
@@ -16,7 +16,6 @@ from capevolve._project.record_errors import record_error
 from capevolve._project.scoreable import exclusions
 from capevolve._project.tasks import load_tasks  # noqa: F401 - re-exported
 from capevolve.adapter import Rollout, Score, Task
-from capevolve.config import ProjectConfig, check_capability_dir, load_config
 from capevolve.errors import (
     AdapterError,
     CapevolveError,
@@ -25,6 +24,9 @@ from capevolve.errors import (
     JudgeUnavailable,
 )
 from capevolve.models import Meter, judging, resolve, scope
+
+if TYPE_CHECKING:  # (a worker loads an adapter without the config's models)
+    from capevolve.config import ProjectConfig
 
 REQUIRED_METHODS = ("tasks", "run_target", "score")
 
@@ -51,6 +53,8 @@ class Project:
 
 def load_project(project_dir: Path | str, config: ProjectConfig | None = None) -> Project:
     """Load ``capevolve.yaml`` from ``project_dir`` (or use ``config``) and validate paths."""
+    from capevolve.config import check_capability_dir, load_config
+
     root = Path(project_dir).resolve()
     if not root.is_dir():
         raise ConfigError(f"{root}: project directory does not exist")

@@ -12,6 +12,7 @@ from typing import Any
 
 import ray
 
+from capevolve._engine import sandbox
 from capevolve._engine.collector import settle_worker_heap
 from capevolve._engine.contract import EvalJob, Outcome, ScoreJob, picked_items
 from capevolve._engine.plan import WorkUnit
@@ -57,10 +58,14 @@ class RolloutActor:
         if project_root is not None:
             self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
                                retries, isolation, limiter))
+        else:  # warm: try bwrap now, not when a command's first sandboxed job comes
+            sandbox.unavailable()
 
     def _bind(self, b: Binding) -> None:
         _check_token(self.token, b)
         os.environ.update(b.env)
+        if "PATH" in b.env:  # the warm check may have looked for bwrap elsewhere
+            sandbox.unavailable.cache_clear()
         context = ray.get_runtime_context()
         actor_id = context.get_actor_id() or f"pid{os.getpid()}"
         worker_id = f"{actor_id[:12]}-{os.getpid()}"
