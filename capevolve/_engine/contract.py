@@ -5,7 +5,7 @@ do). Worker replies are untrusted; a scorer builds each row from the driver's jo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from capevolve._engine.plan import WorkUnit
@@ -81,12 +81,9 @@ class EvalJob:
 
     def score_job(self) -> ScoreJob:
         """This job without the candidate's files."""
-        tasks = self.tasks if self.score_tasks is None else self.score_tasks
-        return ScoreJob(run_id=self.run_id, eval_id=self.eval_id, split=self.split,
-                        candidate_id=self.candidate_id, candidate_hash=self.candidate_hash,
-                        tasks=tasks, project_root=self.project_root,
-                        adapter_spec=self.adapter_spec, untrusted_roots=self.untrusted_roots,
-                        schema_version=self.schema_version, agent_model=self.agent_model)
+        shared = {f.name: getattr(self, f.name) for f in fields(ScoreJob)}
+        return ScoreJob(**{**shared, "tasks": self.tasks if self.score_tasks is None
+                           else self.score_tasks})
 
 
 Outcome = dict[str, Any]

@@ -297,9 +297,4 @@ def _key_of(key: object) -> tuple[str, int] | None:
 
 
 def _key(raw: object) -> tuple[str, int] | None:
-    if not isinstance(raw, dict):
-        return None
-    task_id, trial = raw.get("task_id"), raw.get("trial")
-    if isinstance(task_id, str) and type(trial) is int:
-        return task_id, trial
-    return None
+    return _key_of((raw.get("task_id"), raw.get("trial"))) if isinstance(raw, dict) else None

@@ -81,7 +81,7 @@ def _rollout(payload: Any) -> Any:
 
 
 def kill_group(pgid: int) -> None:
-    """SIGKILL what is left of an isolated child's process group."""
+    """SIGKILL what is left of a child's process group (an isolated call's, a worker's)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

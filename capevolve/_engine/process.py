@@ -17,6 +17,7 @@ from typing import Any
 
 from capevolve._engine import sandbox
 from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome, WorkerLost
+from capevolve._engine.isolation import kill_group
 from capevolve._engine.materialize import unpack
 from capevolve._engine.plan import WorkUnit
 from capevolve._engine.wire import MAX_LINE, encode, job_to_wire, units_to_wire
@@ -211,10 +212,10 @@ class ProcessWorker:
         if proc is None:
             return
         if proc.returncode is None:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.kill()
             await proc.wait()
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         self._return_permits()
         self.sandboxed = None
         self._drop_scratch()
@@ -231,13 +232,6 @@ class ProcessWorker:
             except TimeoutError:
                 pass
         await self._kill()
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

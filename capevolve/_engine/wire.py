@@ -17,34 +17,26 @@ from capevolve.adapter import Task
 
 MAX_LINE = 1 << 30
 """Largest message line (a job carries the candidate's files)."""
+_PLAIN = ("run_id", "eval_id", "split", "candidate_id", "candidate_hash", "project_root",
+          "adapter_spec", "schema_version")
+"""The job fields sent as they are (``agent_model`` too, but optional)."""
 
 
 def job_to_wire(job: EvalJob) -> dict[str, Any]:
     """An EvalJob as JSON data (file bytes as base64)."""
-    return {
-        "run_id": job.run_id, "eval_id": job.eval_id, "split": job.split,
-        "candidate_id": job.candidate_id, "candidate_hash": job.candidate_hash,
-        "candidate_files": {rel: base64.b64encode(data).decode("ascii")
-                            for rel, data in job.candidate_files.items()},
-        "tasks": _tasks_to_wire(job.tasks),
-        "project_root": job.project_root, "adapter_spec": job.adapter_spec,
-        "untrusted_roots": list(job.untrusted_roots), "schema_version": job.schema_version,
-        "agent_model": job.agent_model,
-    }
+    return {**{name: getattr(job, name) for name in _PLAIN}, "agent_model": job.agent_model,
+            "candidate_files": {rel: base64.b64encode(data).decode("ascii")
+                                for rel, data in job.candidate_files.items()},
+            "tasks": _tasks_to_wire(job.tasks), "untrusted_roots": list(job.untrusted_roots)}
 
 
 def job_from_wire(data: dict[str, Any]) -> EvalJob:
     """The EvalJob of :func:`job_to_wire`."""
-    return EvalJob(
-        run_id=data["run_id"], eval_id=data["eval_id"], split=data["split"],
-        candidate_id=data["candidate_id"], candidate_hash=data["candidate_hash"],
-        candidate_files={rel: base64.b64decode(text)
-                         for rel, text in data["candidate_files"].items()},
-        tasks=_tasks_from_wire(data["tasks"]),
-        project_root=data["project_root"], adapter_spec=data["adapter_spec"],
-        untrusted_roots=tuple(data["untrusted_roots"]), schema_version=data["schema_version"],
-        agent_model=data.get("agent_model"),
-    )
+    return EvalJob(**{name: data[name] for name in _PLAIN}, agent_model=data.get("agent_model"),
+                   candidate_files={rel: base64.b64decode(text)
+                                    for rel, text in data["candidate_files"].items()},
+                   tasks=_tasks_from_wire(data["tasks"]),
+                   untrusted_roots=tuple(data["untrusted_roots"]))
 
 
 def _tasks_to_wire(tasks: Mapping[str, Task] | TaskFile) -> dict[str, Any]:

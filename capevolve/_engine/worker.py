@@ -220,16 +220,13 @@ class WorkerCore:
                 expired = self.deadlines.leave(token)
             if expired:  # the attempt swallowed the cancellation its deadline sent
                 raise TimeoutError
-        except asyncio.CancelledError:
-            if not expired:
+        except (asyncio.CancelledError, TimeoutError) as exc:
+            if isinstance(exc, asyncio.CancelledError) and not expired:
                 raise  # not its deadline: the unit itself is being cancelled
             raise _Failure(ErrorKind.TIMEOUT, f"run_target exceeded {self.timeout_s:g}s",
                            True) from None
         except ChildCrash as exc:
             raise _Failure(ErrorKind.CRASH, str(exc), False) from None
-        except TimeoutError:
-            raise _Failure(ErrorKind.TIMEOUT, f"run_target exceeded {self.timeout_s:g}s",
-                           True) from None
         except TransientError as exc:
             raise _Failure(ErrorKind.EXCEPTION, _describe(exc), True) from None
         except UserExit as exc:  # sys.exit() / KeyboardInterrupt raised by user code

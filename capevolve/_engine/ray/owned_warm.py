@@ -15,11 +15,10 @@ from typing import Any
 import ray
 
 from capevolve._engine.ray.actor import RolloutActor, ScorerActor, scorers_for
-from capevolve._engine.ray.owned_state import WARM_KEEPER, WARM_NAMESPACE
+from capevolve._engine.ray.owned_state import WARM_KEEPER as KEEPER
+from capevolve._engine.ray.owned_state import WARM_NAMESPACE as NAMESPACE
 
 WARM_ENV = "CAPEVOLVE_RAY_WARM"
-NAMESPACE = WARM_NAMESPACE
-KEEPER = WARM_KEEPER
 ROLLOUT, SCORER = "rollout", "scorer"
 REAP_S = 1.0
 """Seconds between reaps."""
