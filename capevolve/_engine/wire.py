@@ -62,7 +62,7 @@ def _tasks_from_wire(tasks: dict[str, Any]) -> TaskTable | TaskFile:
 
 
 def units_to_wire(units: list[WorkUnit]) -> list[list]:
-    """Units as ``[task_id, trial, seed]`` triples."""
+    """Units as ``[task_id, trial, seed]`` lists (which Ray sends as msgpack, not pickle)."""
     return [[u.task_id, u.trial, u.seed] for u in units]
 
 

@@ -93,8 +93,8 @@ def test_what_crosses_to_and_from_actors_packs_without_pickle(ray_session):
     from capevolve._engine.dispatch import Dispatcher
     from capevolve._engine.plan import plan_units
     from capevolve._engine.ray.actor import outcome_keys
-    from capevolve._engine.ray.pool import wire_units
     from capevolve._engine.rows import outcome
+    from capevolve._engine.wire import units_to_wire
 
     context = ray._private.worker.global_worker.get_serialization_context()
 
@@ -104,7 +104,7 @@ def test_what_crosses_to_and_from_actors_packs_without_pickle(ray_session):
     plain = ray._private.ray_constants.OBJECT_METADATA_TYPE_CROSS_LANGUAGE
     assert packed([("t0", 0)]) != plain  # the check can fail: a tuple is pickled
     units = list(plan_units([f"t{i}" for i in range(5)], 2, run_seed=1))
-    assert packed(wire_units(units)) == plain
+    assert packed(units_to_wire(units)) == plain
     outcomes = [outcome(u.task_id, u.trial, attempts=1, latency_s=0.0, started=1.0,
                         finished=2.0, worker_id="w", node_id="n", rollout="{}")
                 for u in units]

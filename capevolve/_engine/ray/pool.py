@@ -7,7 +7,6 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Any
 
 import ray
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
@@ -32,6 +31,7 @@ from capevolve._engine.ray.actor import (
     scorers_for,
 )
 from capevolve._engine.ray.limiter import Limiter
+from capevolve._engine.wire import units_to_wire
 from capevolve._project import taskfile
 from capevolve._project.taskfile import TaskFile
 from capevolve.config import EngineConfig
@@ -125,16 +125,11 @@ class ActorWorker:
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
-        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, wire_units(units), max_wait_s,
-                                                          self.slots)  # the current cap
+        keys, outcomes = self.actor.exchange_keyed.remote(eval_id, units_to_wire(units),
+                                                          max_wait_s, self.slots)  # the current cap
         # the driver reads the keys only; the outcomes go to a scorer by reference
         return KeyedOutcomes(await _bounded(self, keys, max_wait_s,
                                             max_wait_s + self.reply_timeout_s), outcomes)
-
-
-def wire_units(units: list[WorkUnit]) -> list[list[Any]]:
-    """Units as ``[task_id, trial, seed]`` lists, which Ray sends as msgpack, not pickle."""
-    return [[u.task_id, u.trial, u.seed] for u in units]
 
 
 class ActorScorer:
@@ -224,7 +219,10 @@ def rollout_pool(config: EngineConfig, job: EvalJob, shares: int = 1) -> list[Ac
                 1.0, max(1.0, float(totals.get("CPU", 1))) / (workers * shares))
             options = dict(num_cpus=cpus, scheduling_strategy="SPREAD",
                            resources=dict(c.resources) or None)
-            actors = _new_workers(c, job, workers, slots, options, limiter)
+            actors = [ActorWorker(actor, name=f"actor-{i}", slots=slots,
+                                  reply_timeout_s=reply_timeout_s(c), binding=bound)
+                      for i, (actor, bound) in enumerate(
+                          spawn.rollout_actors(c, job, workers, slots, options, limiter))]
             held = _POOLS[key] = {"actors": actors, "users": 0}
         held["users"] += 1
         _POOL.update(key=key, actors=held["actors"])
@@ -265,33 +263,16 @@ def scorer_pool(job: EvalJob, workers: int, config: EngineConfig) -> list[ActorS
     count = max(1, scorers_for(workers))
     key = (root, rel, job.adapter_spec, count, reply_timeout_s(config))
     with _LOCK:
-        return _scorers(job, key, count, config)
-
-
-def _scorers(job: EvalJob, key: tuple, count: int, config: EngineConfig) -> list[ActorScorer]:
-    root, rel = key[0], key[1]
-    if _POOL["scorer_key"] != key:
-        for scorer in _POOL["scorers"]:
-            ray.kill(scorer.actor, no_restart=True)
-        _POOL["scorers"] = _new_scorers(job, root, rel, count, config)
-        _POOL["scorer_key"] = key
-    return _POOL["scorers"]
-
-
-def _new_workers(c: EngineConfig, job: EvalJob, workers: int, slots: int,
-                 options: dict[str, Any], limiter) -> list[ActorWorker]:
-    return [ActorWorker(actor, name=f"actor-{i}", slots=slots,
-                        reply_timeout_s=reply_timeout_s(c), binding=bound)
-            for i, (actor, bound) in enumerate(
-                spawn.rollout_actors(c, job, workers, slots, options, limiter))]
-
-
-def _new_scorers(job: EvalJob, root: str, rel: str | None, count: int,
-                 config: EngineConfig) -> list[ActorScorer]:
-    return [ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
-                        binding=bound)
-            for i, (actor, bound) in enumerate(spawn.scorer_actors(config, job, root, rel,
-                                                                   count))]
+        if _POOL["scorer_key"] != key:
+            for scorer in _POOL["scorers"]:
+                ray.kill(scorer.actor, no_restart=True)
+            _POOL["scorers"] = [
+                ActorScorer(actor, name=f"scorer-{i}", reply_timeout_s=reply_timeout_s(config),
+                            binding=bound)
+                for i, (actor, bound) in enumerate(spawn.scorer_actors(config, job, root, rel,
+                                                                       count))]
+            _POOL["scorer_key"] = key
+        return _POOL["scorers"]
 
 
 def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
