@@ -106,24 +106,22 @@ def _stdlib(path: str) -> bool:
         os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
 
 
-def exposure(project_root: Path | str, adapter_package: Path | str | None,
-             reads: Sequence[str] = (), package_reads: Sequence[str] = (),
-             protected: Sequence[str] = (), hidden: Iterable[Path | str] = (),
-             network: str = "none", sources: Sequence[str] = ()) -> Exposure:
-    """A project's exposure; arguments as in :class:`SandboxSpec`. Raises EngineError past
+def exposure_of(spec: SandboxSpec, project_root: str) -> Exposure:
+    """What ``spec`` shows of the project at ``project_root``. Raises EngineError past
     :data:`MAX_HIDDEN`."""
     root = Path(project_root).resolve()
     env = python_trees()
     trees = [root]
-    allowed_in = {root: reads}
-    if adapter_package is not None:
-        package = Path(adapter_package).resolve()
+    allowed_in: dict[Path, Sequence[str]] = {root: spec.reads}
+    protected = spec.protected
+    if spec.package and os.path.isdir(spec.package):
+        package = Path(spec.package).resolve()
         if not _inside_any(package, [root]) and not _inside_any(
                 package, [Path(__file__).resolve().parents[1]]):
             trees.append(package)
-            allowed_in[package] = package_reads
+            allowed_in[package] = spec.package_reads
     shown: list[str] = []
-    for source in map(Path, sources):
+    for source in map(Path, spec.sources):
         if source.is_dir() and not _inside_any(source, trees):
             trees.append(source)
         elif source.is_file() and _visible_file(source.name, source.name, (), ()):
@@ -135,7 +133,7 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
         skip = [Path(p) for p in env if not _inside_any(tree, [Path(p)])]
         _hide(tree, tree, allowed, protected, skip, files, dirs)
     dirs.append(str(root / ".capevolve"))
-    for path in hidden:
+    for path in spec.hidden:
         resolved = Path(path).resolve()
         if _inside_any(resolved, trees) or any(_inside_any(resolved, [Path(e)]) for e in env):
             (dirs if resolved.is_dir() or not resolved.exists() else files).append(str(resolved))
@@ -149,7 +147,7 @@ def exposure(project_root: Path | str, adapter_package: Path | str | None,
                           f"(more than {MAX_HIDDEN}); put the data in a directory and name it "
                           "in protected_paths so it is hidden whole")
     return Exposure(str(root), tuple(str(t) for t in trees), tuple(sorted(set(files))),
-                    tuple(sorted(set(dirs))), network, tuple(env), tuple(shown))
+                    tuple(sorted(set(dirs))), spec.network, tuple(env), tuple(shown))
 
 
 def _inside_any(path: Path, roots: Sequence[Path]) -> bool:
@@ -245,10 +243,3 @@ def command(exposure: Exposure, argv: Sequence[str], binds: Sequence[str] = (),
         args += ["--ro-bind", real, real]
     args += ["--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp", "--", *argv]
     return args
-
-
-def exposure_of(spec: SandboxSpec, project_root: str) -> Exposure:
-    package = spec.package if spec.package and os.path.isdir(spec.package) else None
-    return exposure(project_root, package, spec.reads, spec.package_reads, spec.protected,
-                    spec.hidden, spec.network, spec.sources)
-
