@@ -78,51 +78,6 @@ class SlotBudget:
             room -= out[key]
         return out
 
-    def _claim(self, key: int, index: int, held: int, left: int, undurable: int,
-               queue: int) -> Grant:
-        with self._lock:
-            state = self._tenants[key]
-            state.left = max(0, left)
-            target = self._targets()[key]
-            n = len(state.workers)
-            mine = target // n + (1 if index < target % n else 0)
-            me = state.workers[index]
-            others = self._sum() - me.bound
-            allow = max(0, min(mine, self.total - others))
-            floor = min(held, me.cap)
-            if floor > allow:  # over its target: nothing new until its units come back
-                me.cap, send = floor, 0
-            else:
-                me.cap, send = allow, max(0, queue * allow - held)
-            me.bound = min(held + send, me.cap)
-            self.peak = max(self.peak, others + me.bound)
-            state.undurable, me.reserved = undurable, 0
-            room = max(0, queue * self.total - sum(
-                t.undurable + sum(w.reserved for w in t.workers)
-                for t in self._tenants.values()))
-            me.reserved = min(send, room)  # until its settle
-            rivals = sum(1 for t in self._tenants.values() if t.left > 0) > 1
-            return Grant(me.cap, send, undurable + room, short=rivals or me.cap < mine)
-
-    def _settle(self, key: int, index: int, held: int, left: int, undurable: int) -> None:
-        with self._lock:
-            state = self._tenants.get(key)
-            if state is not None:
-                state.left, state.undurable = max(0, left), max(0, undurable)
-                me = state.workers[index]
-                me.bound = min(me.bound, max(0, held), me.cap)
-                me.reserved = 0
-
-    def _durable(self, key: int, undurable: int) -> None:
-        with self._lock:
-            state = self._tenants.get(key)
-            if state is not None:
-                state.undurable = min(state.undurable, max(0, undurable))
-
-    def _leave(self, key: int) -> None:
-        with self._lock:
-            self._tenants.pop(key, None)
-
 
 class Tenant:
     """One dispatcher's thread-safe view of the budget."""
@@ -133,16 +88,49 @@ class Tenant:
     def claim(self, index: int, held: int, left: int, undurable: int) -> Grant:
         """Grant worker ``index``, holding ``held``, its next exchange; its cap never drops below
         what it may be executing."""
-        return self.budget._claim(self.key, index, held, left, undurable, self.queue)
+        budget, queue = self.budget, self.queue
+        with budget._lock:
+            state = budget._tenants[self.key]
+            state.left = max(0, left)
+            target = budget._targets()[self.key]
+            n = len(state.workers)
+            mine = target // n + (1 if index < target % n else 0)
+            me = state.workers[index]
+            others = budget._sum() - me.bound
+            allow = max(0, min(mine, budget.total - others))
+            floor = min(held, me.cap)
+            if floor > allow:  # over its target: nothing new until its units come back
+                me.cap, send = floor, 0
+            else:
+                me.cap, send = allow, max(0, queue * allow - held)
+            me.bound = min(held + send, me.cap)
+            budget.peak = max(budget.peak, others + me.bound)
+            state.undurable, me.reserved = undurable, 0
+            room = max(0, queue * budget.total - sum(
+                t.undurable + sum(w.reserved for w in t.workers)
+                for t in budget._tenants.values()))
+            me.reserved = min(send, room)  # until its settle
+            rivals = sum(1 for t in budget._tenants.values() if t.left > 0) > 1
+            return Grant(me.cap, send, undurable + room, short=rivals or me.cap < mine)
 
     def settle(self, index: int, held: int, left: int, undurable: int) -> None:
         """Worker ``index`` now holds ``held`` units (0 when lost)."""
-        self.budget._settle(self.key, index, held, left, undurable)
+        with self.budget._lock:
+            state = self.budget._tenants.get(self.key)
+            if state is not None:
+                state.left, state.undurable = max(0, left), max(0, undurable)
+                me = state.workers[index]
+                me.bound = min(me.bound, max(0, held), me.cap)
+                me.reserved = 0
 
     def durable(self, undurable: int) -> None:
         """Rows reached the disk; ``undurable`` can only fall here."""
-        self.budget._durable(self.key, undurable)
+        with self.budget._lock:
+            state = self.budget._tenants.get(self.key)
+            if state is not None:
+                state.undurable = min(state.undurable, max(0, undurable))
 
     def leave(self) -> None:
         """Return the workers' slots to the budget."""
-        self.budget._leave(self.key)
+        with self.budget._lock:
+            self.budget._tenants.pop(self.key, None)
