@@ -28,6 +28,12 @@ class UserExit(Exception):
     """User code exited or was interrupted; the message says how and where."""
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: message``, or the type alone without a message."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def exit_message(where: str, exc: BaseException) -> str:
     """Error text for an exit user code raised in ``where``."""
     if isinstance(exc, SystemExit):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from capevolve._engine.contain import UserExit, contained
+from capevolve._engine.contain import UserExit, contained, describe
 from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, RowBatch, ScoreJob
 from capevolve._engine.eager import gather_eager
 from capevolve._engine.rows import RowColumns, parse_rollout, reported_error, to_json_text
@@ -151,7 +151,7 @@ class ScorerCore:
         except UserExit as exc:  # sys.exit() in score: an error row, never our exit
             return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
-            return f"score: {_describe(exc)}"
+            return f"score: {describe(exc)}"
 
     async def _score_async(self, task: Task, rollout: Rollout, meter: Meter) -> Score | str:
         try:
@@ -160,7 +160,7 @@ class ScorerCore:
         except UserExit as exc:  # sys.exit() in score: an error row, never our exit
             return str(exc)
         except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
-            return f"score: {_describe(exc)}"
+            return f"score: {describe(exc)}"
 
 
 def _as_score(value: Any) -> Score:
@@ -170,8 +170,3 @@ def _as_score(value: Any) -> Score:
         return Score.model_validate(value)
     except ValidationError as exc:
         raise ValueError(f"returned an invalid Score: {exc.errors()[0]['msg']}") from None
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from capevolve._engine.contain import UserExit, contained
+from capevolve._engine.contain import UserExit, contained, describe
 from capevolve._engine.contract import SCRATCH_PREFIX, EvalJob, Outcome
 from capevolve._engine.deadlines import Deadlines
 from capevolve._engine.isolation import ChildCrash, run_isolated
@@ -137,7 +137,7 @@ class WorkerCore:
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
-            self._fail_unit(unit, started, f"internal error: {_describe(exc)}")
+            self._fail_unit(unit, started, f"internal error: {describe(exc)}")
         finally:  # (a done callback would cost a loop turn per unit)
             self._tasks.discard(asyncio.current_task())
             self.running -= 1
@@ -155,7 +155,7 @@ class WorkerCore:
         try:
             start_at = await self.limiter.acquire()
         except Exception as exc:  # noqa: BLE001 - no limiter: an error row, never a hang
-            self._fail_unit(unit, time.time(), "limiter unavailable: " + _describe(exc))
+            self._fail_unit(unit, time.time(), "limiter unavailable: " + describe(exc))
             return
         try:
             if start_at is not None:  # (bounded: the limiter's clock may be another node's)
@@ -188,7 +188,7 @@ class WorkerCore:
                 text, problem = rollout_json(rollout)
             except Exception as exc:  # noqa: BLE001 - an unserialisable rollout is data
                 text, problem = None, f"run_target returned a Rollout JSON cannot hold: " \
-                                      f"{_describe(exc)}"
+                                      f"{describe(exc)}"
             if problem is not None:  # a bad value is an error of its own kind, never lost
                 failure = failure or _Failure(ErrorKind.INVALID_VALUE, problem, False)
         self.finished.append(outcome(
@@ -228,11 +228,11 @@ class WorkerCore:
         except ChildCrash as exc:
             raise _Failure(ErrorKind.CRASH, str(exc), False) from None
         except TransientError as exc:
-            raise _Failure(ErrorKind.EXCEPTION, _describe(exc), True) from None
+            raise _Failure(ErrorKind.EXCEPTION, describe(exc), True) from None
         except UserExit as exc:  # sys.exit() / KeyboardInterrupt raised by user code
             raise _Failure(ErrorKind.EXCEPTION, str(exc), False) from None
         except Exception as exc:  # noqa: BLE001 - any adapter failure is data
-            raise _Failure(ErrorKind.EXCEPTION, _describe(exc), False) from None
+            raise _Failure(ErrorKind.EXCEPTION, describe(exc), False) from None
         if not isinstance(rollout, Rollout):
             raise _Failure(ErrorKind.ADAPTER,
                            f"run_target returned {type(rollout).__name__}, not Rollout", False)
@@ -243,8 +243,3 @@ class WorkerCore:
     def close(self) -> None:
         """Stop the thread pool; running sync calls finish in the background."""
         self.executor.shutdown(wait=False)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
