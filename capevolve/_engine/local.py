@@ -51,7 +51,8 @@ class LocalEngine:
         self.config = config
         self.workers: list[ProcessWorker] = []
         self.budget = SlotBudget(config.concurrency)
-        self.shares_hint = 1
+        self.shares = 1
+        """Evaluations meant to run at once; each starts its share of ``engine.workers``."""
         self._lock = threading.Lock()
 
     def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
@@ -81,15 +82,6 @@ class LocalEngine:
             await asyncio.gather(*(w.close() for w in workers))
             with self._lock:
                 self.workers = [w for w in self.workers if w not in workers]
-
-    @property
-    def shares(self) -> int:
-        """Evaluations meant to run at once; each starts its share of ``engine.workers``."""
-        return self.shares_hint
-
-    @shares.setter
-    def shares(self, k: int) -> None:
-        self.shares_hint = max(1, int(k))
 
     def worker_pids(self) -> list[int]:
         """Pids of the running worker processes (for tests)."""

@@ -62,12 +62,14 @@ class RayEngine:
         self.config = config
         self.address = address
         self.budget = SlotBudget(config.concurrency)
-        self.shares_hint = 1
+        self.shares = 1
+        """Evaluations meant to run at once; each pool gets 1/shares of the actors and CPUs,
+        and all share one in-flight budget."""
 
     def run(self, job: EvalJob, units: Sequence[WorkUnit], sink: RowSink,
             limit: Limit | None = None, ledger: DispatchLedger | None = None) -> EngineReport:
         ensure_ray(self.address, reuse=self.config.reuse_local_ray)
-        shares = self.shares
+        shares = max(1, self.shares)
         # the pool can hold the whole budget; the shared budget sets its actors' slots
         actors = pool.rollout_pool(self.config, job, shares)
         try:  # scorers are shared by every candidate: sized for the whole pool
@@ -78,16 +80,6 @@ class RayEngine:
             return asyncio.run(dispatcher.run(job, units, sink, limit, ledger))
         finally:
             pool.release(actors)
-
-    @property
-    def shares(self) -> int:
-        """Evaluations meant to run at once; each pool gets 1/shares of the actors and CPUs,
-        and all share one in-flight budget."""
-        return self.shares_hint
-
-    @shares.setter
-    def shares(self, k: int) -> None:
-        self.shares_hint = max(1, int(k))
 
     def close(self) -> None:
         """Actors stay for the next evaluation; :func:`.pool.shutdown_pool` ends them."""
