@@ -6,59 +6,40 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+class _At:
+    """A fixed path under the run dir, read as an attribute of a :class:`Layout`."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def __get__(self, layout: Layout, owner: object = None) -> Path:
+        return layout.root.joinpath(*self.names)
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each file of a run dir lives."""
 
     root: Path
 
-    @property
-    def run_json(self) -> Path:
-        return self.root / "run.json"
-
-    @property
-    def splits_json(self) -> Path:
-        return self.root / "splits.json"
-
-    @property
-    def events(self) -> Path:
-        return self.root / "events.jsonl"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state.json"
-
-    @property
-    def candidates(self) -> Path:
-        return self.root / "candidates"
-
-    @property
-    def rollouts(self) -> Path:
-        return self.root / "rollouts"
-
-    @property
-    def evals(self) -> Path:
-        return self.root / "evals"
-
-    @property
-    def diagnoses(self) -> Path:
-        return self.root / "diagnoses"
-
-    @property
-    def confirmations(self) -> Path:
-        return self.root / "confirmations"
-
-    @property
-    def seal(self) -> Path:
-        return self.root / "seal.json"
-
-    @property
-    def final(self) -> Path:
-        return self.root / "final.json"
-
-    @property
-    def report_md(self) -> Path:
-        return self.root / "report.md"
+    run_json = _At("run.json")
+    splits_json = _At("splits.json")
+    events = _At("events.jsonl")
+    state = _At("state.json")
+    candidates = _At("candidates")
+    rollouts = _At("rollouts")
+    evals = _At("evals")
+    diagnoses = _At("diagnoses")
+    confirmations = _At("confirmations")
+    seal = _At("seal.json")
+    final = _At("final.json")
+    report_md = _At("report.md")
+    lock = _At("lock")
+    """The writer lock's file; it stays between holders."""
+    seal_lock = _At("seal.lock")
+    """Held while the seal is created or judged."""
+    journal = _At("journal")
+    """Evaluation sessions' dispatch and row journals."""
 
     def candidate_files(self, candidate_id: str) -> Path:
         """A candidate's snapshotted files."""
@@ -70,32 +51,17 @@ class Layout:
     def eval_json(self, eval_id: str) -> Path:
         return self.evals / f"{eval_id}.json"
 
-    def partition(self, split: str, candidate_id: str) -> Path:
-        """One split and candidate's partition."""
-        return self.rollouts / f"split={split}" / f"candidate={candidate_id}"
-
-    @property
-    def lock(self) -> Path:
-        """The writer lock's file; it stays between holders."""
-        return self.root / "lock"
-
-    @property
-    def seal_lock(self) -> Path:
-        """Held while the seal is created or judged."""
-        return self.root / "seal.lock"
-
-    def seal_aborted(self, stamp: str) -> Path:
-        """Where a dead finalize's seal is set aside."""
-        return self.root / f"seal.aborted-{stamp}.json"
-
     def split_rollouts(self, split: str) -> Path:
         """One split's partition."""
         return self.rollouts / f"split={split}"
 
-    @property
-    def journal(self) -> Path:
-        """Evaluation sessions' dispatch and row journals."""
-        return self.root / "journal"
+    def partition(self, split: str, candidate_id: str) -> Path:
+        """One split and candidate's partition."""
+        return self.split_rollouts(split) / f"candidate={candidate_id}"
+
+    def seal_aborted(self, stamp: str) -> Path:
+        """Where a dead finalize's seal is set aside."""
+        return self.root / f"seal.aborted-{stamp}.json"
 
     def quarantine(self) -> Path:
         return self.root / "quarantine"
