@@ -183,20 +183,3 @@ def pack(root: Path) -> dict[str, bytes]:
     """A candidate's files as ``{relative path: bytes}``."""
     return {rel.as_posix(): (root / rel).read_bytes() for rel in iter_files(root)}
 
-
-def unpack(files: dict[str, bytes], dest: Path) -> Path:
-    """Materialise a packed candidate at ``dest`` atomically, unless already there."""
-    if dest.is_dir():
-        return dest
-    tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
-    for rel, data in files.items():
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    tmp.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(tmp, dest)
-    except OSError:  # another process won the race: theirs is identical
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
-

@@ -2,12 +2,8 @@
 
 import os
 
-from capevolve._store.candidates import (
-    content_hash,
-    copy_readonly,
-    pack,
-    unpack,
-)
+from capevolve._engine.materialize import unpack
+from capevolve._store.candidates import content_hash, copy_readonly, pack
 
 
 def _tree(root, files):

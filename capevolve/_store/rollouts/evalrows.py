@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from capevolve._store.layout import Layout
@@ -78,7 +77,3 @@ def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
 
     return _CACHE.get(layout, eval_id, lambda: EvalRows(()), read)
 
-
-def output_digest(text: str | None) -> str:
-    """An output's digest as :class:`Row` keeps it."""
-    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
