@@ -32,6 +32,11 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
 def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Refuse ``sql`` unless it is exactly one SELECT statement."""
     try:
@@ -52,7 +57,7 @@ def read_only_statement(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 
 def lock_down(con: duckdb.DuckDBPyConnection, readable: Sequence[Path]) -> None:
     """Allow reading only ``readable``, then lock the configuration."""
-    paths = ", ".join("'" + str(p).replace("'", "''") + "'" for p in readable)
+    paths = ", ".join(sql_literal(str(p)) for p in readable)
     con.execute(f"SET allowed_paths = [{paths}]")
     con.execute("SET allowed_directories = []")
     for statement in _SETTINGS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from capevolve._store.layout import Layout
+from capevolve._store.rollouts.confine import sql_literal
 from capevolve._store.rollouts.parts_cache import PartsCache
 from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes
 
@@ -66,10 +67,9 @@ _CACHE: PartsCache[EvalRows] = PartsCache(CACHED_EVALS)
 def eval_rows(layout: Layout, eval_id: str) -> EvalRows:
     """``eval_id``'s rows, cached while its parts are unchanged."""
     def read() -> EvalRows:
-        literal = "'" + eval_id.replace("'", "''") + "'"
         _, rows = RolloutStore(layout).query(
             "SELECT task_id, trial, reward, error, coalesce(tokens, 0), cost_usd, "
-            "sha256(coalesce(output, '')) FROM rollouts WHERE eval_id = " + literal
+            "sha256(coalesce(output, '')) FROM rollouts WHERE eval_id = " + sql_literal(eval_id)
             + " ORDER BY task_id, trial", eval_id)
         return EvalRows(tuple(Row(str(t), int(k), None if r is None else float(r), e,
                                   int(n), None if c is None else float(c), str(d))

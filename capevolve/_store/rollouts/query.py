@@ -16,7 +16,12 @@ import pyarrow as pa
 
 from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
-from capevolve._store.rollouts.confine import first_line, lock_down, read_only_statement
+from capevolve._store.rollouts.confine import (
+    first_line,
+    lock_down,
+    read_only_statement,
+    sql_literal,
+)
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
 
@@ -111,7 +116,7 @@ class RolloutStore:
                  else candidate_part_files(self.layout, candidate_id))
         self._last_parts[eval_id] = parts
         if parts:
-            files = ", ".join(_sql_literal(str(p)) for p in parts)
+            files = ", ".join(sql_literal(str(p)) for p in parts)
             source = (f"read_parquet([{files}], hive_partitioning=true, union_by_name=true, "
                       "hive_types_autocast=false, filename='_part', file_row_number=true)")
             rank_source = (f"SELECT *, file_row_number AS _part_row FROM {source} "
@@ -140,21 +145,20 @@ class RolloutStore:
 
     def query(self, sql: str, eval_id: str | None = None) -> tuple[list[str], list[tuple]]:
         """(column names, rows) of one read-only SELECT over ``rollouts``; else StoreError."""
-        for attempt in range(3):
-            try:
-                return self._query_once(sql, eval_id)
-            except _PartsMoved:
-                if attempt == 2:
-                    raise StoreError("rollouts unreadable: parts kept changing while they "
-                                     "were read (a compaction); try again") from None
-        raise AssertionError("unreachable")
+        return self._read(sql, eval_id)
 
-    def table(self, sql: str, eval_id: str | None = None, *,
-              candidate_id: str | None = None) -> pa.Table:
-        """:meth:`query` as an Arrow table; ``candidate_id`` reads that candidate's parts only."""
+    def table(self, sql: str, eval_id: str | None = None, *, candidate_id: str | None = None,
+              every_row: bool = False, params: dict[str, Any] | None = None) -> pa.Table:
+        """:meth:`query` as an Arrow table; ``candidate_id`` reads that candidate's parts only,
+        ``every_row`` as in :meth:`connect`, ``params`` bind the SQL's ``$names``."""
+        return self._read(sql, eval_id, arrow=True, candidate_id=candidate_id,
+                          every_row=every_row, params=params)
+
+    def _read(self, sql: str, eval_id: str | None, **how: Any) -> Any:
+        """:meth:`_query_once`, read again while a compaction moves the listed parts."""
         for attempt in range(3):
             try:
-                return self._query_once(sql, eval_id, arrow=True, candidate_id=candidate_id)
+                return self._query_once(sql, eval_id, **how)
             except _PartsMoved:
                 if attempt == 2:
                     raise StoreError("rollouts unreadable: parts kept changing while they "
@@ -162,15 +166,16 @@ class RolloutStore:
         raise AssertionError("unreachable")
 
     def _query_once(self, sql: str, eval_id: str | None, arrow: bool = False,
-                    candidate_id: str | None = None) -> Any:
+                    candidate_id: str | None = None, every_row: bool = False,
+                    params: dict[str, Any] | None = None) -> Any:
         try:
-            con = self.connect(eval_id, candidate_id=candidate_id)
+            con = self.connect(eval_id, candidate_id=candidate_id, every_row=every_row)
         except duckdb.Error as exc:
             raise self._unreadable("rollouts unreadable", exc, eval_id) from None
         try:
             read_only_statement(con, sql)
             if arrow:  # DuckDB 2 names it to_arrow_table, 1.x arrow (pyproject: duckdb>=1.1)
-                relation = con.sql(sql)
+                relation = con.sql(sql, params=params)
                 return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
             cursor = con.execute(sql)
             names = [d[0] for d in cursor.description] if cursor.description else []
@@ -183,18 +188,15 @@ class RolloutStore:
     def _unreadable(self, what: str, exc: duckdb.Error, eval_id: str | None) -> Exception:
         """A one-line StoreError, or _PartsMoved (read again) when a listed part is gone."""
         if isinstance(exc, duckdb.IOException) and \
-                not all(p.is_file() for p in self._listed(eval_id)):
+                not all(p.is_file() for p in self._last_parts.get(eval_id, [])):
             return _PartsMoved()
         return StoreError(f"{what}: {first_line(exc)}")
-
-    def _listed(self, eval_id: str | None) -> list[Path]:
-        return self._last_parts.get(eval_id, [])
 
     def done_units(self, eval_id: str, valid_only: bool = False) -> set[tuple[str, int]]:
         """(task_id, trial) pairs with a stored row (``valid_only``: a scored row)."""
         where = " AND reward IS NOT NULL" if valid_only else ""
         _, rows = self.query(
-            f"SELECT task_id, trial FROM rollouts WHERE eval_id = {_sql_literal(eval_id)}"
+            f"SELECT task_id, trial FROM rollouts WHERE eval_id = {sql_literal(eval_id)}"
             + where, eval_id)
         return {(task_id, int(trial)) for task_id, trial in rows}
 
@@ -206,7 +208,7 @@ class RolloutStore:
                    count(*) FILTER (WHERE reward IS NULL),
                    count(*), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0),
                    count(*) FILTER (WHERE cost_usd IS NULL)
-            FROM rollouts WHERE eval_id = {_sql_literal(eval_id)}
+            FROM rollouts WHERE eval_id = {sql_literal(eval_id)}
             GROUP BY task_id ORDER BY task_id
         """, eval_id)
         out = TaskOutcomes()
@@ -226,8 +228,3 @@ def _has_duplicates(con: duckdb.DuckDBPyConnection, rank_source: str) -> bool:
     row = con.execute(f"SELECT count(*) > count(DISTINCT (eval_id, task_id, trial)) "
                       f"FROM ({rank_source})").fetchone()
     return bool(row and row[0])
-
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"

@@ -11,15 +11,11 @@ import pyarrow as pa
 from capevolve._lazy import lazy_module
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values
-from capevolve._store.rollouts.confine import first_line, read_only_statement
 from capevolve._store.rollouts.query import RolloutStore
-from capevolve.errors import StoreError
 
 if TYPE_CHECKING:
-    import duckdb
     import pyarrow.compute as pc
-else:  # imported at first use: an evaluation reaches its first rollout without them
-    duckdb = lazy_module("duckdb")
+else:  # imported at first use: an evaluation reaches its first rollout without it
     pc = lazy_module("pyarrow.compute")
 
 _SQL = """
@@ -71,18 +67,9 @@ def read_eval_rows(store: RolloutStore, eval_id: str, lost_prefix: str) -> EvalR
 def _read(store: RolloutStore, eval_id: str, lost_prefix: str, every_row: bool) -> pa.Table:
     """The query's answer as an Arrow table; DuckDB's memory is released on close."""
     try:
-        con = store.connect(eval_id, every_row=every_row)
-    except duckdb.Error as exc:
-        raise StoreError(f"rollouts unreadable: {first_line(exc)}") from None
-    try:
-        read_only_statement(con, _SQL)
-        relation = con.sql(_SQL, params={"prefix": lost_prefix, "eval_id": eval_id})
-        # DuckDB 2 names it to_arrow_table, 1.x arrow (pyproject: duckdb>=1.1)
-        return (getattr(relation, "to_arrow_table", None) or relation.arrow)()
-    except duckdb.Error as exc:
-        raise StoreError(f"query failed: {first_line(exc)}") from None
+        return store.table(_SQL, eval_id, every_row=every_row,
+                           params={"prefix": lost_prefix, "eval_id": eval_id})
     finally:
-        con.close()
         arrowpool.release_unused()
 
 

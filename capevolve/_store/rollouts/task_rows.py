@@ -32,7 +32,7 @@ _SQL = """
            array_to_string(list_sort(list_distinct(
                list(sha256(coalesce(output, ''))) FILTER (WHERE reward IS NOT NULL))), ','
            ) AS outputs
-    FROM rollouts WHERE eval_id = {eval_id} GROUP BY task_id ORDER BY task_id
+    FROM rollouts WHERE eval_id = $eval_id GROUP BY task_id ORDER BY task_id
 """
 # ORDER BY: DuckDB compares strings by their UTF-8 bytes, which is Python's code point
 # order, so the Python check in ``_columns`` finds them sorted and takes nothing
@@ -69,8 +69,7 @@ def task_rows(layout: Layout, eval_id: str) -> TaskRows:
                                   "outputs": pa.array([], pa.string())}))
 
     def read() -> TaskRows:
-        literal = "'" + eval_id.replace("'", "''") + "'"
-        return _columns(RolloutStore(layout).table(_SQL.format(eval_id=literal), eval_id))
+        return _columns(RolloutStore(layout).table(_SQL, eval_id, params={"eval_id": eval_id}))
 
     return _CACHE.get(layout, eval_id, empty, read)
 
