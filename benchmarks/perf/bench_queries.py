@@ -126,9 +126,9 @@ def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
     from capevolve._loop.summary import summary as _summary
     from capevolve._store.evals import eval_id_for, write_eval
     from capevolve._store.evals_means import write_task_means
-    from capevolve._store.journal.recover import RowSpend, settle
+    from capevolve._store.journal.recover import settle
     from capevolve._store.rollouts import compact
-    from capevolve._store.rollouts.writer import session_token, table_spend, write_part
+    from capevolve._store.rollouts.writer import RowTally, session_token, write_part
     from capevolve._store.rundir import utc_now
     from capevolve.kinds import EvalStatus, EventKind
     from capevolve.records import EvalRecord
@@ -148,13 +148,13 @@ def _evaluation(run, candidate_id: str, task_ids: list[str], n_parts: int, p,
         chunk = table.slice(i * step, step)
         final = write_part(chunk, directory / f"{eval_id}-{session}-{i:05d}.parquet")
         run.record_part(final, chunk.num_rows)
-    rows, tokens, cost, unrecorded = table_spend(table)
-    settle(run, session, rows, RowSpend(rows, tokens, cost, unrecorded), 1.0,
-           reconciled=False)
+    tally = RowTally()
+    tally.add(table)
+    settle(run, session, tally.rows, tally, 1.0, reconciled=False)
     stats, means, _ = _summary(run, eval_id, tuple(task_ids), None, 1.0)
     stats["task_means_file"] = write_task_means(run, eval_id, means.tasks, means.means,
                                                 means.counts)
-    record.update(stats, status=EvalStatus.COMPLETE, finished_at=utc_now(), units_run=rows,
+    record.update(stats, status=EvalStatus.COMPLETE, finished_at=utc_now(), units_run=tally.rows,
                   resumed=False, worker_restarts=0)
     stored = EvalRecord.model_validate(record)
     write_eval(run, stored)

@@ -54,11 +54,8 @@ class Session:
         arrowpool.release_unused()  # what the writer's tables freed goes back to the OS
         self.ledger.close()
         tampered = guard.documents_changed()  # before anything else is recorded
-        tally = self.tally
         try:
-            journal.settle(self.run, self.token, self.ledger.units,
-                           journal.RowSpend(tally.rows, tally.tokens, tally.cost_usd,
-                                            tally.cost_unrecorded),
+            journal.settle(self.run, self.token, self.ledger.units, self.tally,
                            time.monotonic() - self.t0, reconciled=False)
             if failure is None:
                 journal.remove_session(self.run.layout, self.token)

@@ -22,7 +22,7 @@ from capevolve._store.journal.dispatch import DispatchJournal, read_dispatch
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.segments import read_segment
-from capevolve._store.rollouts.writer import PartWriter, write_part
+from capevolve._store.rollouts.writer import PartWriter, RowTally, write_part
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import SEED_ID, EventKind
@@ -208,7 +208,7 @@ def test_recovery_keeps_every_journalled_row_once_and_settles_the_spend_once(run
 def test_a_session_settled_before_its_files_were_removed_is_not_counted_twice(run):
     """Killed after its spend event and before removing its journal: recovery only cleans."""
     _dead_session(run, "dead0002", units=3, journalled=[_row("a")], in_parts=[])
-    journal.settle(run, "dead0002", 3, journal.RowSpend(1, 3, 0.5, 0), 1.0, reconciled=False)
+    journal.settle(run, "dead0002", 3, RowTally(1, 3, 0.5, 0), 1.0, reconciled=False)
     with run.locked():
         journal.recover(run)
     assert len(_spend_events(run)) == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,7 @@ from capevolve._store.journal.pending import unsettled  # noqa: F401 - re-export
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.segments import SUFFIX as ROWS_SUFFIX
 from capevolve._store.rollouts.segments import read_segment
-from capevolve._store.rollouts.writer import table_spend, write_part
+from capevolve._store.rollouts.writer import RowTally, write_part
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EventKind, SpendRole
@@ -34,17 +33,7 @@ live_sessions: set[str] = set()
 """Sessions running in this process; under the run lock any other belongs to a dead one."""
 
 
-@dataclass(frozen=True)
-class RowSpend:
-    """A session's rows, their tokens and cost, and rows without a cost."""
-
-    rows: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    cost_unrecorded: int = 0
-
-
-def settle(run: RunDir, session: str, dispatched: int, rows: RowSpend, wall_s: float,
+def settle(run: RunDir, session: str, dispatched: int, rows: RowTally, wall_s: float,
            reconciled: bool) -> bool:
     """Record a session's spend once (False if already recorded); a unit without a row has
     an unknown cost."""
@@ -93,7 +82,9 @@ def recover(run: RunDir) -> list[str]:
             raise StoreError(f"{path}: names session {record.session!r}, not its file name")
         _compact_leftovers(run, record)
         parts = _session_parts(layout, record)
-        spend = _spend(pq.read_table(p, columns=["tokens", "cost_usd"]) for p in parts)
+        spend = RowTally()
+        for part in parts:
+            spend.add(pq.read_table(part, columns=["tokens", "cost_usd"]))
         settle(run, record.session, record.units, spend, record.last - record.started,
                reconciled=True)
         remove_session(layout, record.session)
@@ -110,15 +101,6 @@ def journalled_units(layout: Layout, session: str, eval_id: str) -> set[tuple[st
             table = table.filter(pc.equal(table["eval_id"], eval_id))
             units |= set(_keys(table))
     return units
-
-
-def _spend(tables) -> RowSpend:
-    rows = tokens = unrecorded = 0
-    cost = 0.0
-    for table in tables:
-        n, t, c, u = table_spend(table)
-        rows, tokens, cost, unrecorded = rows + n, tokens + t, cost + c, unrecorded + u
-    return RowSpend(rows, tokens, cost, unrecorded)
 
 
 def _session_parts(layout: Layout, record: DispatchRecord) -> list[Path]:

@@ -68,6 +68,22 @@ class RowTally:
     cost_usd: float = 0.0
     cost_unrecorded: int = 0
 
+    def add(self, table: pa.Table) -> None:
+        """Count ``table``'s rows and spend; a row's spend includes its judge's."""
+        tokens = pc.sum(table["tokens"]).as_py() or 0
+        cost = pc.sum(table["cost_usd"]).as_py() or 0.0
+        unrecorded = table["cost_usd"].null_count
+        if "judge_tokens" in table.column_names and \
+                table["judge_tokens"].null_count < table.num_rows:
+            tokens += pc.sum(table["judge_tokens"]).as_py() or 0
+            cost += pc.sum(table["judge_cost_usd"]).as_py() or 0.0
+            neither = pc.and_(pc.is_null(table["cost_usd"]), pc.is_null(table["judge_cost_usd"]))
+            unrecorded = pc.sum(neither.cast(pa.int64())).as_py() or 0
+        self.rows += table.num_rows
+        self.tokens += int(tokens)
+        self.cost_usd += float(cost)
+        self.cost_unrecorded += int(unrecorded)
+
 
 def session_token() -> str:
     """A fresh random session name."""
@@ -189,11 +205,7 @@ class PartWriter:
         tables = [columns_to_table(*b) if isinstance(b, tuple) else rows_to_table(b)
                   for b in batches]
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        n, tokens, cost, unrecorded = table_spend(table)
-        self.tally.tokens += tokens
-        self.tally.cost_usd += cost
-        self.tally.cost_unrecorded += unrecorded
-        self.tally.rows += n
+        self.tally.add(table)
         if self._segment is None:
             self._segment = Segment(segment_path(self.journal_dir, self.session,
                                                  self._segments))
@@ -228,16 +240,3 @@ class PartWriter:
         self.rows_written += table.num_rows
         self._tables, self._pending, self._unsynced, self._first_at = [], 0, 0, None
         self._pending_bytes = 0
-
-
-def table_spend(table: pa.Table) -> tuple[int, int, float, int]:
-    """(rows, tokens, cost_usd, rows without a cost); a row's spend includes its judge's."""
-    tokens = pc.sum(table["tokens"]).as_py() or 0
-    cost = pc.sum(table["cost_usd"]).as_py() or 0.0
-    unrecorded = table["cost_usd"].null_count
-    if "judge_tokens" in table.column_names and table["judge_tokens"].null_count < table.num_rows:
-        tokens += pc.sum(table["judge_tokens"]).as_py() or 0
-        cost += pc.sum(table["judge_cost_usd"]).as_py() or 0.0
-        neither = pc.and_(pc.is_null(table["cost_usd"]), pc.is_null(table["judge_cost_usd"]))
-        unrecorded = pc.sum(neither.cast(pa.int64())).as_py() or 0
-    return table.num_rows, int(tokens), float(cost), int(unrecorded)
