@@ -52,12 +52,4 @@ def read_one(run_root: Path, number: int) -> DecisionRecord:
 
 def read_all(run_root: Path) -> list[DecisionRecord]:
     """Every decision record, in number order."""
-    folder, out = results_dir(run_root), []
-    for number in _numbers(folder):
-        path = folder / f"{number}.json"
-        try:
-            out.append(DecisionRecord.model_validate(jsonfiles.read(path)))
-        except (ValidationError, ValueError) as exc:
-            raise RunDirError(f"{path}: not a decision record ({str(exc).splitlines()[0]})"
-                              ) from None
-    return out
+    return [read_one(run_root, number) for number in _numbers(results_dir(run_root))]
