@@ -215,7 +215,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
     if refusal:
         raise GateError(refusal)
     if prior is not None:  # accepted, but killed before the best moved: finish, once
-        run._promote(candidate_id, reason="accepted", previous_best=run.best_id)
+        run.set_best(candidate_id, reason="accepted", previous_best=run.best_id)
         run.update_spent(iterations=1)
         settle(run)  # its results/<n>.json, if the kill came before it
         return _accepted(prior.event, run.best_id, repeated=True)
@@ -226,7 +226,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
     previous = run.best_id
     event = run.record(EventKind.ACCEPT, candidate_id=candidate_id,
                         previous_best=previous, note=note, delta=gate.delta)
-    run._promote(candidate_id, reason="accepted", previous_best=previous)
+    run.set_best(candidate_id, reason="accepted", previous_best=previous)
     run.update_spent(iterations=1)
     record = record_decision(run, Decision.ACCEPT, candidate_id)
     return {**_accepted(event, run.best_id, repeated=False), "result": record.iteration,

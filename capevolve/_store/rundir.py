@@ -300,9 +300,6 @@ class RunDir:
 
     def set_best(self, candidate_id: str, **fields: Any) -> None:
         """Make ``candidate_id`` the best; it must hold a passing gate (:meth:`passing_gate`)."""
-        self._promote(candidate_id, **fields)
-
-    def _promote(self, candidate_id: str, **fields: Any) -> None:
         with self.locked():
             self.require_open("set_best")
             self.candidate_meta(candidate_id)
