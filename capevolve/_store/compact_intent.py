@@ -4,37 +4,31 @@ the new parts are, removed last. Unsigned: only the ``parts_compacted`` event re
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from capevolve._store import jsonfiles
 from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
 from capevolve.errors import StoreError
+from capevolve.records import CompactedPart
 
 SUFFIX = ".compact"
 
 
-@dataclass(frozen=True)
-class Target:
-    """A new part: its run-relative path and what it holds."""
-
-    path: str
-    sha256: str
-    size: int
-    n_rows: int
-
-
-@dataclass(frozen=True)
-class Intent:
+class Intent(BaseModel):
     """What a compaction is about to do."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     token: str
     eval_id: str
     sources: list[str]
     """The parts it replaces, run-relative, sorted."""
-    targets: list[Target]
+    targets: list[CompactedPart]
+    """The new parts, as its ``parts_compacted`` event will record them."""
 
     def files(self) -> set[str]:
         """Every part it names, old and new."""
@@ -49,20 +43,18 @@ def write_intent(layout: Layout, intent: Intent) -> Path:
     """Write the intent atomically and durably."""
     path = intent_path(layout, intent.token)
     layout.journal.mkdir(parents=True, exist_ok=True)
-    jsonfiles.write_atomic(path, asdict(intent))
+    jsonfiles.write_atomic(path, intent.model_dump())
     fsync_dir(layout.journal)
     return path
 
 
 def _parse(data: Any, path: Path) -> Intent:
     try:
-        targets = [Target(str(t["path"]), str(t["sha256"]), int(t["size"]), int(t["n_rows"]))
-                   for t in data["targets"]]
-        intent = Intent(str(data["token"]), str(data["eval_id"]),
-                        [str(s) for s in data["sources"]], targets)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreError(f"{path}: not a compaction journal ({type(exc).__name__}: {exc})"
-                         ) from None
+        intent = Intent.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise StoreError(f"{path}: not a compaction journal ({'.'.join(map(str, error['loc']))}: "
+                         f"{error['msg']})") from None
     if f"{intent.token}{SUFFIX}" != path.name:
         raise StoreError(f"{path}: names compaction {intent.token!r}, not its file name")
     return intent

@@ -16,13 +16,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from capevolve._lazy import lazy_module
-from capevolve._store.compact_intent import (
-    Intent,
-    Target,
-    intent_path,
-    read_intents,
-    write_intent,
-)
+from capevolve._store.compact_intent import Intent, intent_path, read_intents, write_intent
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import recorded_parts, relative, sha256_file
 from capevolve._store.rollouts import arrowpool
@@ -117,9 +111,6 @@ class _Files:
         self._writer: pq.ParquetWriter | None = None
         self._fh: BinaryIO | None = None
 
-    def tmp(self, final: Path) -> Path:
-        return _tmp(final)
-
     def write(self, table: pa.Table) -> None:
         """Append ``table`` as a row group; a new file past MAX_ROWS."""
         if self._writer is None or self.rows[-1] + table.num_rows > MAX_ROWS:
@@ -127,7 +118,7 @@ class _Files:
             final = self.directory / f"{self.eval_id}-{self.token}-{len(self.finals):05d}.parquet"
             self.finals.append(final)
             self.rows.append(0)
-            self._fh = open(self.tmp(final), "wb")  # noqa: SIM115 - closed by close()
+            self._fh = open(_tmp(final), "wb")  # noqa: SIM115 - closed by close()
             self._writer = pq.ParquetWriter(self._fh, ROLLOUT_SCHEMA, compression="zstd")
         self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
         self.rows[-1] += table.num_rows
@@ -143,7 +134,7 @@ class _Files:
     def remove(self) -> None:
         self.close()
         for final in self.finals:
-            self.tmp(final).unlink(missing_ok=True)
+            _tmp(final).unlink(missing_ok=True)
 
 
 def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
@@ -198,17 +189,16 @@ def _commit(run: RunDir, eval_id: str, candidate_id: str, sources: list[Path],
     if not _write(sources, files, eval_id, candidate_id):
         files.remove()
         return None
-    targets = [Target(relative(run.root, f), sha256_file(files.tmp(f)),
-                      files.tmp(f).stat().st_size, n)
+    targets = [CompactedPart(path=relative(run.root, f), sha256=sha256_file(_tmp(f)),
+                             size=_tmp(f).stat().st_size, n_rows=n)
                for f, n in zip(files.finals, files.rows, strict=True)]
     retired = [relative(run.root, p) for p in sources]
-    write_intent(run.layout, Intent(files.token, eval_id, retired, targets))
+    write_intent(run.layout, Intent(token=files.token, eval_id=eval_id, sources=retired,
+                                    targets=targets))
     for final in files.finals:
-        os.replace(files.tmp(final), final)
+        os.replace(_tmp(final), final)
     fsync_dir(files.directory)
-    run.record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired,
-                parts=[{"path": t.path, "sha256": t.sha256, "size": t.size,
-                        "n_rows": t.n_rows} for t in targets])
+    run.record(EventKind.PARTS_COMPACTED, eval_id=eval_id, retired=retired, parts=targets)
     _retire(run, retired)
     intent_path(run.layout, files.token).unlink(missing_ok=True)
     return Compaction(eval_id, len(sources), list(files.finals), sum(files.rows))
