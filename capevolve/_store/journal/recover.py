@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import relative
 from capevolve._store.journal.dispatch import SUFFIX, DispatchRecord, read_dispatch
 from capevolve._store.journal.pending import unsettled  # noqa: F401 - re-exported
 from capevolve._store.layout import Layout
+from capevolve._store.lazy import pc, pq
 from capevolve._store.rollouts.segments import SUFFIX as ROWS_SUFFIX
 from capevolve._store.rollouts.segments import read_segment
 from capevolve._store.rollouts.writer import RowTally, write_part
@@ -21,13 +20,6 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EventKind, SpendRole
 from capevolve.records import PartWritten, SpendEvent
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-else:  # imported at first use: an evaluation reaches its first rollout without them
-    pc = lazy_module("pyarrow.compute")
-    pq = lazy_module("pyarrow.parquet")
 
 live_sessions: set[str] = set()
 """Sessions running in this process; under the run lock any other belongs to a dead one."""

@@ -6,11 +6,11 @@ import datetime as dt
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
+from capevolve._store.lazy import pc
 from capevolve._store.rollouts.schema import (
     _INT32,
     _INT64,
@@ -21,14 +21,7 @@ from capevolve._store.rollouts.schema import (
     rows_to_table,
 )
 
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:  # imported at first use: an evaluation reaches its first rollout without it
-    pc = lazy_module("pyarrow.compute")
-
 _NONE = type(None)
-_TEXT = {"feedback", "output", "inputs", "tool_calls", "trace", "trajectory", "worker_id",
-         "node_id"}
 _KEY_TEXT = ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")
 _TIMES = ("started_at", "finished_at")
 

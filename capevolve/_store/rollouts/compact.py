@@ -11,14 +11,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
 from capevolve._store.compact_intent import Intent, intent_path, read_intents, write_intent
 from capevolve._store.durable import fsync_dir
 from capevolve._store.integrity import recorded_parts, relative, sha256_file
+from capevolve._store.lazy import pc, pq
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve._store.rollouts.writer import session_token
@@ -26,13 +26,6 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EvalStatus, EventKind
 from capevolve.records import CompactedPart, EvalFinished, EvalRecord, PartsCompacted
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-else:  # imported at first use: an evaluation reaches its first rollout without them
-    pc = lazy_module("pyarrow.compute")
-    pq = lazy_module("pyarrow.parquet")
 
 MAX_ROWS = 4_000_000
 """Rows per compacted file at most."""

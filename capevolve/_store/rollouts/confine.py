@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from capevolve._lazy import lazy_module
+from capevolve._store.lazy import duckdb
 from capevolve.errors import StoreError
-
-if TYPE_CHECKING:
-    import duckdb
-else:  # imported at first use: an evaluation reaches its first rollout without it
-    duckdb = lazy_module("duckdb")
 
 ALLOWED_STATEMENTS = frozenset({"SELECT"})
 """``duckdb.StatementType`` names a query may run."""

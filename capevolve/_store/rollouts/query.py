@@ -10,12 +10,12 @@ import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
+from capevolve._store.lazy import duckdb
 from capevolve._store.rollouts.confine import (
     first_line,
     lock_down,
@@ -24,11 +24,6 @@ from capevolve._store.rollouts.confine import (
 )
 from capevolve._store.rollouts.schema import ROLLOUT_SCHEMA
 from capevolve.errors import StoreError
-
-if TYPE_CHECKING:
-    import duckdb
-else:  # imported at first use: an evaluation reaches its first rollout without it
-    duckdb = lazy_module("duckdb")
 
 PARQUET_MAGIC = b"PAR1"
 PART_GLOB = "split=*/candidate=*/*.parquet"

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
+from capevolve._store.lazy import pc
 from capevolve._store.rollouts import arrowpool
 from capevolve._store.rollouts.arrow_numpy import int64_array, valid, values
 from capevolve._store.rollouts.query import RolloutStore
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:  # imported at first use: an evaluation reaches its first rollout without it
-    pc = lazy_module("pyarrow.compute")
 
 _SQL = """
     SELECT task_id, trial, reward,

@@ -5,21 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
 from capevolve._store.layout import Layout
+from capevolve._store.lazy import pc
 from capevolve._store.rollouts.arrow_numpy import values
 from capevolve._store.rollouts.parts_cache import PartsCache
 from capevolve._store.rollouts.query import RolloutStore
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-else:  # imported at first use: an evaluation reaches its first rollout without it
-    pc = lazy_module("pyarrow.compute")
 
 CACHED = 16
 """Evaluations kept per process (LRU)."""

@@ -12,24 +12,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from capevolve._lazy import lazy_module
 from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
+from capevolve._store.lazy import pc, pq
 from capevolve._store.rollouts.columns import columns_to_table
 from capevolve._store.rollouts.schema import rows_to_table
 from capevolve._store.rollouts.segments import Segment, segment_path
 from capevolve.errors import StoreError
-
-if TYPE_CHECKING:
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-else:  # imported at first use: an evaluation reaches its first rollout without them
-    pc = lazy_module("pyarrow.compute")
-    pq = lazy_module("pyarrow.parquet")
 
 MAX_PART_BYTES = 8 << 20
 """Arrow bytes at which held rows become a part."""
