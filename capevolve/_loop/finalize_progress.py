@@ -17,13 +17,13 @@ def progress(run: RunDir) -> str | None:
     taken = seal.read_seal(run.layout)
     if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
         return None
-    from capevolve._store.rollouts.query import RolloutStore  # DuckDB: only for this count
+    from capevolve._store.rollouts.evalrows import eval_rows  # DuckDB: only for this count
 
     trials = run_config(run).num_trials
     sides = {str(taken.best_id), str(taken.baseline_id or SEED_ID)}
     total = len(run.splits.ids(Split.TEST)) * trials * len(sides)
-    store = RolloutStore(run.layout)
-    scored = sum(len(store.done_units(eval_id_for(Split.TEST, side, trials), valid_only=True))
+    scored = sum(len(eval_rows(run.layout, eval_id_for(Split.TEST, side, trials))
+                     .done_units(valid_only=True))
                  for side in sorted(sides))
     if seal.holder_alive(run.layout):
         return f"finalize running: {scored} of {total} test units scored"

@@ -10,7 +10,7 @@ from capevolve._loop.guard import EvaluationGuard
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import DispatchJournal
 from capevolve._store.rollouts import arrowpool
-from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.writer import PartWriter, RowTally, session_token
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
@@ -68,7 +68,7 @@ class Session:
 
     def on_disk(self, n_units: int) -> str:
         """How many units have a finished rollout on disk, in words."""
-        parts = RolloutStore(self.run.layout).done_units(self.eval_id)
+        parts = eval_rows(self.run.layout, self.eval_id).done_units()
         pending = journal.journalled_units(self.run.layout, self.token, self.eval_id) - parts
         where = (f" ({len(pending)} in the row journal, kept by the next command)"
                  if pending else "")

@@ -19,6 +19,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._store import integrity
 from capevolve._store.rollouts import compact
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, part_files
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
@@ -108,13 +109,13 @@ def test_completion_leaves_one_part_holding_every_row_and_the_same_view(uncompac
     old = part_files(run.layout, EVAL)
     assert len(old) == 3
     before, rows = _view(run), sum(pq.ParquetFile(p).metadata.num_rows for p in old)
-    outcomes = RolloutStore(run.layout).outcomes(EVAL)
+    outcomes = eval_rows(run.layout, EVAL).outcomes()
     done = compact.compact_evaluation(run, EVAL, "val", "cand_001")
     assert done is not None and done.retired == 3 and done.rows == rows
     (new,) = part_files(run.layout, EVAL)
     assert new not in old and not any(p.exists() for p in old)
     assert _view(run) == before
-    assert RolloutStore(run.layout).outcomes(EVAL) == outcomes
+    assert eval_rows(run.layout, EVAL).outcomes() == outcomes
     (event,) = run.events(EventKind.PARTS_COMPACTED)
     assert sorted(event.retired) == sorted(integrity.relative(run.root, p) for p in old)
     assert event.parts[0].sha256 == integrity.sha256_file(new)

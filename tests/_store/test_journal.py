@@ -19,7 +19,7 @@ from capevolve._engine.plan import WorkUnit
 from capevolve._store.journal import recover as journal
 from capevolve._store.journal.dispatch import SUFFIX as DISPATCH_SUFFIX
 from capevolve._store.journal.dispatch import DispatchJournal, read_dispatch
-from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.segments import read_segment
 from capevolve._store.rollouts.writer import PartWriter, RowTally, write_part
@@ -192,7 +192,7 @@ def test_recovery_keeps_every_journalled_row_once_and_settles_the_spend_once(run
     with run.locked():
         assert journal.recover(run) == ["dead0001"]
         assert journal.recover(run) == []
-    assert RolloutStore(run.layout).done_units(EVAL) == {(f"t{i}", 0) for i in range(5)}
+    assert eval_rows(run.layout, EVAL).done_units() == {(f"t{i}", 0) for i in range(5)}
     raw = sum(pq.ParquetFile(p).metadata.num_rows for p in run.layout.rollouts.rglob("*.parquet"))
     assert raw == 5
     [event] = _spend_events(run)
@@ -212,7 +212,7 @@ def test_a_session_settled_before_its_files_were_removed_is_not_counted_twice(ru
     with run.locked():
         journal.recover(run)
     assert len(_spend_events(run)) == 1
-    assert RolloutStore(run.layout).done_units(EVAL) == {("a", 0)}
+    assert eval_rows(run.layout, EVAL).done_units() == {("a", 0)}
 
 
 def test_a_sessions_segments_are_gone_on_disk_before_its_dispatch_journal(run, monkeypatch):

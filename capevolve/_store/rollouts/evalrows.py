@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from capevolve._store.layout import Layout
 from capevolve._store.rollouts.confine import sql_literal
 from capevolve._store.rollouts.parts_cache import PartsCache
-from capevolve._store.rollouts.query import RolloutStore, TaskOutcomes
+from capevolve._store.rollouts.query import RolloutStore
 
 CACHED_EVALS = 64
 """Evaluations kept per process (LRU)."""
+
+
+@dataclass
+class TaskOutcomes:
+    """Per-task trial outcomes of one evaluation."""
+
+    rewards: dict[str, list[float]] = field(default_factory=dict)  # valid rewards by task
+    errors: dict[str, int] = field(default_factory=dict)  # errored trials by task
+    n_rows: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    cost_unrecorded: int = 0
 
 
 @dataclass(frozen=True)
@@ -33,7 +45,7 @@ class EvalRows:
     rows: tuple[Row, ...]
 
     def outcomes(self) -> TaskOutcomes:
-        """As :meth:`RolloutStore.outcomes`."""
+        """Valid rewards and error counts per task."""
         out = TaskOutcomes()
         for r in self.rows:
             out.rewards.setdefault(r.task_id, [])
@@ -48,7 +60,7 @@ class EvalRows:
         return out
 
     def done_units(self, valid_only: bool = False) -> set[tuple[str, int]]:
-        """As :meth:`RolloutStore.done_units`."""
+        """(task_id, trial) pairs with a stored row (``valid_only``: a scored row)."""
         return {(r.task_id, r.trial) for r in self.rows
                 if not valid_only or r.reward is not None}
 

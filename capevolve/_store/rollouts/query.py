@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,18 +77,6 @@ def part_files(layout: Layout, eval_id: str | None = None) -> list[Path]:
     pattern = f"split=*/candidate=*/{glob.escape(eval_id)}-*.parquet"
     return sorted(p for p in layout.rollouts.glob(pattern)
                   if p.is_file() and p.name.startswith(f"{eval_id}-"))
-
-
-@dataclass
-class TaskOutcomes:
-    """Per-task trial outcomes of one evaluation."""
-
-    rewards: dict[str, list[float]] = field(default_factory=dict)  # valid rewards by task
-    errors: dict[str, int] = field(default_factory=dict)  # errored trials by task
-    n_rows: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    cost_unrecorded: int = 0
 
 
 class _PartsMoved(Exception):
@@ -186,36 +173,6 @@ class RolloutStore:
                 not all(p.is_file() for p in self._last_parts.get(eval_id, [])):
             return _PartsMoved()
         return StoreError(f"{what}: {first_line(exc)}")
-
-    def done_units(self, eval_id: str, valid_only: bool = False) -> set[tuple[str, int]]:
-        """(task_id, trial) pairs with a stored row (``valid_only``: a scored row)."""
-        where = " AND reward IS NOT NULL" if valid_only else ""
-        _, rows = self.query(
-            f"SELECT task_id, trial FROM rollouts WHERE eval_id = {sql_literal(eval_id)}"
-            + where, eval_id)
-        return {(task_id, int(trial)) for task_id, trial in rows}
-
-    def outcomes(self, eval_id: str) -> TaskOutcomes:
-        """Valid rewards and error counts per task of one evaluation."""
-        _, rows = self.query(f"""
-            SELECT task_id,
-                   list(reward ORDER BY trial) FILTER (WHERE reward IS NOT NULL),
-                   count(*) FILTER (WHERE reward IS NULL),
-                   count(*), coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0),
-                   count(*) FILTER (WHERE cost_usd IS NULL)
-            FROM rollouts WHERE eval_id = {sql_literal(eval_id)}
-            GROUP BY task_id ORDER BY task_id
-        """, eval_id)
-        out = TaskOutcomes()
-        for task_id, rewards, n_errors, n_rows, tokens, cost, unrecorded in rows:
-            out.rewards[task_id] = [float(r) for r in (rewards or [])]
-            if n_errors:
-                out.errors[task_id] = int(n_errors)
-            out.n_rows += int(n_rows)
-            out.tokens += int(tokens)
-            out.cost_usd += float(cost)
-            out.cost_unrecorded += int(unrecorded)
-        return out
 
 
 def _has_duplicates(con: duckdb.DuckDBPyConnection, rank_source: str) -> bool:
