@@ -32,7 +32,6 @@ def ids_digest(test_ids: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(test_ids)).encode()).hexdigest()
 
 
-
 @dataclass
 class Ledger:
     """The readable entries of a ledger, and how many lines were not."""
@@ -63,26 +62,16 @@ def read(project_dir: Path | str) -> Ledger:
     return ledger
 
 
-def append(project_dir: Path | str, entry: FinalizeEntry) -> None:
-    """Append one entry."""
-    path = ledger_path(project_dir)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        jsonfiles.append_line(path, entry.to_json())
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot record this finalize ({exc})") from None
-
-
 def record(project_dir: Path | str, entry: FinalizeEntry) -> TestReuse:
     """Count earlier finalizes on ``entry``'s test ids, then append it, under the ledger lock."""
     path = ledger_path(project_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        with hold(path.with_name(LEDGER_LOCK), wait_s=LEDGER_LOCK_WAIT_S):
+            found = reuse(read(project_dir), entry)
+            jsonfiles.append_line(path, entry.to_json())
     except OSError as exc:
         raise RunDirError(f"{path}: cannot record this finalize ({exc})") from None
-    with hold(path.with_name(LEDGER_LOCK), wait_s=LEDGER_LOCK_WAIT_S):
-        found = reuse(read(project_dir), entry)
-        append(project_dir, entry)
     return found
 
 
