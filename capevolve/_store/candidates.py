@@ -147,17 +147,12 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def clean_staging(candidates: Path) -> None:
-    """Remove what a dead snapshot left in ``candidates/.staging``."""
-    _remove_tree(Path(candidates) / STAGING)
-
-
 def install_snapshot(src: Path, dest: Path, digest: str,
                      describe: Callable[[dict[str, str]], dict[str, Any]]) -> dict[str, str]:
     """Snapshot ``src`` atomically as ``dest`` (``files/``, ``candidate.json``); return digests."""
     dest = Path(dest)
     staging = dest.parent / STAGING / f"{dest.name}.{os.getpid()}"
-    clean_staging(dest.parent)
+    _remove_tree(dest.parent / STAGING)  # what a dead snapshot left
     if dest.exists() and not (dest / "candidate.json").is_file():
         _remove_tree(dest)
     try:
@@ -175,7 +170,7 @@ def install_snapshot(src: Path, dest: Path, digest: str,
         raise CandidateError(f"candidate: cannot snapshot {_shown(src)}: "
                              f"{_shown(exc.filename or dest)}: {exc.strerror}") from None
     finally:
-        clean_staging(dest.parent)
+        _remove_tree(dest.parent / STAGING)
     return digests
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,6 @@ from capevolve._store import jsonfiles, signing
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
 from capevolve.records import Event, RunCreated, SetBestEvent, SpendEvent, parse_event
-
-SPEND_FIELDS = ("iterations", "metric_calls", "tokens", "cost_usd", "cost_unrecorded",
-                "wall_s")
 
 
 @dataclass
@@ -46,12 +43,13 @@ class Spend:
     def to_dict(self) -> dict[str, Any]:
         """JSON form; ``cost_usd`` is None when no rollout reported a cost."""
         data = asdict(self)
-        data["cost_usd"] = round(self.cost_usd, 6) if self._any_cost_recorded() else None
+        recorded = self.cost_usd > 0 or self.metric_calls > self.cost_unrecorded
+        data["cost_usd"] = round(self.cost_usd, 6) if recorded else None
         data["wall_s"] = round(self.wall_s, 3)
         return data
 
-    def _any_cost_recorded(self) -> bool:
-        return self.cost_usd > 0 or (self.metric_calls > self.cost_unrecorded)
+
+SPEND_FIELDS = tuple(f.name for f in fields(Spend))
 
 
 class EventLog:

@@ -123,9 +123,9 @@ class _Checker:
         try:
             log.events()
         except RunDirError as exc:
-            text = str(exc)
+            text, prefix = str(exc), f"{self.run.root}/"
             where = text.split(": ", 1)
-            self.problem("events", relative_or_abs(self.run.root, where[0]),
+            self.problem("events", where[0].removeprefix(prefix),
                          where[1] if len(where) > 1 else text)
         events = log.verified()
         self.result.events = len(events)
@@ -406,12 +406,6 @@ def _journalled(journal: Path, session: str) -> bool:
     """True when ``session`` still has journal files: the next evaluate settles it."""
     return bool(session) and session.isalnum() and journal.is_dir() \
         and any(journal.glob(f"{session}*"))
-
-
-def relative_or_abs(root: Path, where: str) -> str:
-    """``where`` relative to ``root`` when inside it."""
-    prefix = f"{root}/"
-    return where[len(prefix):] if where.startswith(prefix) else where
 
 
 def verify(run: RunDir, first_only: bool = False) -> Verification:

@@ -9,8 +9,8 @@ import datetime as dt
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Self, cast
 
@@ -177,11 +177,9 @@ class RunDir:
             self._splits = splits
         return self._splits
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> AbstractContextManager[bool]:
         """Hold the run's writer lock for the block (re-entrant)."""
-        with hold(self.layout.lock):
-            yield
+        return hold(self.layout.lock)
 
     def finalized(self) -> bool:
         """True once finalize has written final.json."""

@@ -136,7 +136,6 @@ def release(layout: Layout) -> None:
         os.close(fd)
 
 
-
 def abandon(layout: Layout) -> bool:
     """Move aside this process's seal if no test row exists (reopening the run), else only
     release it; whether it moved."""
@@ -146,6 +145,7 @@ def abandon(layout: Layout) -> bool:
     os.rename(layout.seal, layout.seal_aborted(utc_now().replace(":", "")))
     release(layout)
     return True
+
 
 def complete(layout: Layout, seal: SealRecord) -> SealRecord:
     """Mark the seal complete and release its lock."""

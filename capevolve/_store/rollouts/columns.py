@@ -64,14 +64,6 @@ def _seconds_to_datetimes(values: Sequence[Any]) -> list[Any]:
     return [s if good else v for v, s, good in zip(values, stamps, ok, strict=True)]
 
 
-def _is_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple))
-
-
-def _types(values: Sequence[Any]) -> set[type]:
-    return set(map(type, values))
-
-
 def _times(values: Sequence[Any], n: int) -> pa.Array:
     """POSIX seconds as microsecond UTC timestamps."""
     seconds = pa.array(values, pa.float64())
@@ -86,14 +78,14 @@ def _times(values: Sequence[Any], n: int) -> pa.Array:
 def _column(name: str, value: Any, n: int) -> pa.Array:
     """One column as Arrow, or _Suspect when a value needs the full check."""
     field = ROLLOUT_SCHEMA.field(name)
-    if not _is_list(value):
+    if not isinstance(value, (list, tuple)):
         if name in _KEY_TEXT or name in ("schema_version", "task_id", "trial", "seed"):
             if value is None:
                 raise _Suspect
         value = [value] * n
     if len(value) != n:
         raise _Suspect
-    types = _types(value)
+    types = set(map(type, value))
     if name in _TIMES:
         if types <= {float, int, _NONE} and bool not in types:
             return _times(value, n)

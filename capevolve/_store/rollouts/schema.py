@@ -9,7 +9,7 @@ import datetime as dt
 import json
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -245,13 +245,8 @@ def storable_row(row: Mapping[str, Any]) -> dict:
     return out
 
 
-def storable_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict]:
-    """:func:`storable_row` of every row, in order."""
-    return [storable_row(row) for row in rows]
-
-
 def rows_to_table(rows: list[dict]) -> pa.Table:
-    """A table of :func:`storable_rows`, missing keys null."""
-    checked = storable_rows(rows)
+    """A table of every row's :func:`storable_row`, missing keys null."""
+    checked = [storable_row(row) for row in rows]
     columns = {name: [row[name] for row in checked] for name in COLUMNS}
     return pa.Table.from_pydict(columns, schema=ROLLOUT_SCHEMA)
