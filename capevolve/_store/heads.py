@@ -49,20 +49,15 @@ def write(project_dir: Path | str, key_id: str, key: bytes, run_dir: Path, n_eve
     """Mirror the signed head beside the key and in the project; an OSError keeps the old one."""
     data = {"run_dir": str(run_dir), "n_events": n_events, "head": head}
     data["mac"] = signing.mac(key, data)
-    beside_key = key_head_path(key_id, run_dir)
-    try:
-        beside_key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        jsonfiles.write_atomic(beside_key, data)
-    except OSError:
-        pass
-    path = head_path(project_dir, key_id, run_dir)
-    if not Path(project_dir).is_dir():
-        return  # the project moved or is gone: never recreate its path
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        jsonfiles.write_atomic(path, data)
-    except OSError:
-        pass  # best effort
+    mirrors = [(key_head_path(key_id, run_dir), 0o700)]
+    if Path(project_dir).is_dir():  # the project moved or is gone: never recreate its path
+        mirrors.append((head_path(project_dir, key_id, run_dir), 0o777))
+    for path, mode in mirrors:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=mode)
+            jsonfiles.write_atomic(path, data)
+        except OSError:
+            pass  # best effort
 
 
 def read(project_dir: Path | str | None, key_id: str, key: bytes | None,

@@ -183,7 +183,11 @@ class _Checker:
         # then an unfinished compaction's old and new parts, then the log as it is now:
         # a compaction running meanwhile is then seen as pending or as recorded
         pending = pending_files(self.run.layout)
-        recorded, retired = recorded_parts(self._latest(events))
+        try:
+            events = self.run._log.events()
+        except RunDirError:
+            pass  # the events verified so far
+        recorded, retired = recorded_parts(events)
         self.result.parts = len(on_disk)
         writing = other_process_holds(self.run.layout.lock)
         cache = PartCache(self.run._log.key_id)
@@ -217,12 +221,6 @@ class _Checker:
                              "(deleted or moved by hand)")
         finally:
             cache.save()
-
-    def _latest(self, events: list[Event]) -> list[Event]:
-        try:
-            return self.run._log.events()
-        except RunDirError:
-            return events
 
     def _check_part(self, path: Path, rel: str, record: PartWritten | CompactedPart,
                     cache: PartCache) -> None:

@@ -20,14 +20,8 @@ class LoopFiles:
 
     def __init__(self, run_root: Path | str) -> None:
         self.root = Path(run_root) / "optimize"
-
-    @property
-    def ledger(self) -> Path:
-        return self.root / "ledger.jsonl"
-
-    @property
-    def loop_json(self) -> Path:
-        return self.root / "loop.json"
+        self.ledger = self.root / "ledger.jsonl"
+        self.loop_json = self.root / "loop.json"
 
     def pending(self, iteration: int) -> Path:
         return self.root / "pending" / f"{iteration:04d}.json"
