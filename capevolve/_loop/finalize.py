@@ -15,8 +15,7 @@ from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-export
 from capevolve._loop.gate_evals import gateable_val
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
-from capevolve._store import ledger, seal
-from capevolve._store.documents import write_final
+from capevolve._store import jsonfiles, ledger, seal
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.integrity import sha256_file
 from capevolve._store.rollouts.query import RolloutStore
@@ -118,7 +117,7 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     final = final_record(best_id, best, baseline, test_ids, val_gain(run, best_id), reuse,
                          entry.test_ids_sha256, incomparable)
     final = final.model_copy(update={"containment": run_warnings(run)})
-    write_final(run.layout, final)
+    jsonfiles.write_atomic(run.layout.final, final.to_json())
     seal.complete(run.layout, taken)
     run.record(EventKind.FINALIZED, best_id=best_id, delta=final.delta,
                 final_sha256=sha256_file(run.layout.final))

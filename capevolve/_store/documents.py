@@ -29,11 +29,6 @@ def read_final(layout: Layout) -> FinalRecord:
     return read_document(FinalRecord, layout.final)
 
 
-def write_final(layout: Layout, record: FinalRecord) -> None:
-    """Write final.json atomically."""
-    jsonfiles.write_atomic(layout.final, record.to_json())
-
-
 def read_diagnosis(path: Path) -> DiagnosisRecord:
     """A diagnosis file."""
     return read_document(DiagnosisRecord, path)

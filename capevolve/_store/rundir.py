@@ -216,12 +216,16 @@ class RunDir:
     def record(self, kind: EventKind, **fields: Any) -> Event:
         """Append a library event (validated by its model) and refresh state.json."""
         model = LIBRARY_EVENTS[EventKind(kind)]
-        event = cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(), **fields))
+        return self._append(cast(Event, model(kind=kind, ts=utc_now(), pid=os.getpid(),
+                                              **fields)))
+
+    def _append(self, event: Event) -> Event:
+        """Append ``event`` to the log, then refresh state.json and the mirrored chain head."""
         with self.locked(), self._appending:
-            event = self._log.append(event)
+            stored = self._log.append(event)
             self._write_state()
             self._mirror_head()
-        return event
+        return stored
 
     def _mirror_head(self) -> None:
         from capevolve._store import heads
@@ -268,11 +272,7 @@ class RunDir:
             event = UserEvent(kind=name, ts=utc_now(), pid=os.getpid(), data=fields)
         except (ValidationError, TypeError, ValueError) as exc:
             raise RecordError(f"log_event {name!r}: fields must be JSON values ({exc})") from None
-        with self.locked(), self._appending:
-            stored = self._log.append(event)
-            self._write_state()
-            self._mirror_head()
-        return cast(UserEvent, stored)
+        return cast(UserEvent, self._append(event))
 
     def passing_gate(self, candidate_id: str) -> GateEvent:
         """The gate that licenses making ``candidate_id`` the best, or GateError."""

@@ -57,10 +57,7 @@ _CACHE: PartsCache[TaskRows] = PartsCache(CACHED)
 def task_rows(layout: Layout, eval_id: str) -> TaskRows:
     """``eval_id``'s rows by task, cached while its parts are unchanged; else StoreError."""
     def empty() -> TaskRows:
-        return _columns(pa.table({"task_id": pa.array([], pa.string()),
-                                  "rewards": pa.array([], pa.list_(pa.float64())),
-                                  "trials": pa.array([], pa.list_(pa.int64())),
-                                  "outputs": pa.array([], pa.string())}))
+        return TaskRows((), np.zeros(1, dtype=np.int64), np.zeros(0), frozenset(), ())
 
     def read() -> TaskRows:
         return _columns(RolloutStore(layout).table(_SQL, eval_id, params={"eval_id": eval_id}))
