@@ -35,7 +35,7 @@ from fixtures.projects import clean_env, make_candidate, make_project  # noqa: E
 
 from capevolve._loop.run import create_run, start_run  # noqa: E402
 from capevolve._store.journal.recover import recover  # noqa: E402
-from capevolve._store.rollouts.query import RolloutStore  # noqa: E402
+from capevolve._store.rollouts.evalrows import eval_rows  # noqa: E402
 from capevolve._store.rundir import RunDir  # noqa: E402
 
 CAPEVOLVE = Path(sys.executable).with_name("capevolve")
@@ -111,7 +111,7 @@ def stored(run_dir: Path, eval_id: str) -> tuple[set[tuple[str, int]], int]:
     run = RunDir.open(run_dir)
     raw = sum(pq.ParquetFile(p).metadata.num_rows
               for p in run.layout.rollouts.rglob(f"{eval_id}-*.parquet"))
-    return RolloutStore(run.layout).done_units(eval_id), raw
+    return eval_rows(run.layout, eval_id).done_units(), raw
 
 
 def settle(run_dir: Path) -> None:

@@ -27,7 +27,7 @@ from capevolve._loop.run import start_run
 from capevolve._policy.budget import priced_cost
 from capevolve._store.evals import find_eval
 from capevolve._store.journal.recover import recover
-from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rundir import RunDir
 from capevolve.kinds import EventKind
 from capevolve.records import SpendEvent
@@ -114,7 +114,7 @@ def _stored(run: RunDir, eval_id: str) -> tuple[set[tuple[str, int]], int]:
     """(units with a stored row, raw row count in the parts) of an evaluation."""
     raw = sum(pq.ParquetFile(p).metadata.num_rows
               for p in run.layout.rollouts.rglob(f"{eval_id}-*.parquet"))
-    return RolloutStore(run.layout).done_units(eval_id), raw
+    return eval_rows(run.layout, eval_id).done_units(), raw
 
 
 def _session_rows(run: RunDir, session: str) -> int:

@@ -22,6 +22,7 @@ from capevolve._loop.summary import summary as _columns_summary
 from capevolve._policy.gate.thresholds import pass_counts, pass_counts_of_columns, passes
 from capevolve._store.evals import find_eval
 from capevolve._store.evals_means import with_task_means
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.summary_query import read_eval_rows
 from capevolve.stats import clustered_se, mean_and_se, pass_k_table, task_means
@@ -59,7 +60,7 @@ def _old_pass_counts(rewards_by_task, threshold):
 def _oracle(run, eval_id, task_ids, clusters, pass_threshold):
     """The former ``summarize`` + ``_run_means`` + ``_judge_unreachable`` (the oracle)."""
     store = RolloutStore(run.layout)
-    outcomes = store.outcomes(eval_id)
+    outcomes = eval_rows(store.layout, eval_id).outcomes()
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
@@ -110,7 +111,7 @@ def test_the_run_holds_every_case_the_summary_must_get_right(evaluated):
     assert record["excluded"] > 0 and record["n_errors"] > 0
     assert set(record["run_means"]) == {"0", "1", "2"}
     assert "judge was unreachable" in (record["incomplete_reason"] or "")
-    rewards = RolloutStore(run.layout).outcomes(record["eval_id"]).rewards
+    rewards = eval_rows(run.layout, record["eval_id"]).outcomes().rewards
     assert {0.7, 0.7000000001, 0.6999999} <= {r for v in rewards.values() for r in v}
 
 
@@ -162,12 +163,13 @@ def test_vectorised_pass_counts_tie_like_passes():
 def test_the_read_is_one_confined_query_of_the_deduplicated_view(evaluated):
     run, record, _, _ = evaluated
     rows = read_eval_rows(RolloutStore(run.layout), record["eval_id"], JUDGE_UNREACHABLE_ROW)
-    done = RolloutStore(run.layout).done_units(record["eval_id"])
+    done = eval_rows(run.layout, record["eval_id"]).done_units()
     assert rows.n_rows == len(done)
-    pairs = {(rows.tasks[c], t) for c, t in zip(rows.task.tolist(), rows.trial.tolist(),
+    tasks = rows.names.to_pylist()
+    pairs = {(tasks[c], t) for c, t in zip(rows.task.tolist(), rows.trial.tolist(),
                                                   strict=True)}
     assert pairs == done  # one row per unit, the view's rule
-    assert list(rows.tasks) == sorted(rows.tasks) and np.all(np.diff(rows.task) >= 0)
+    assert tasks == sorted(tasks) and np.all(np.diff(rows.task) >= 0)
 
 
 def test_duplicate_rows_in_a_copied_part_change_nothing(evaluated, tmp_path):

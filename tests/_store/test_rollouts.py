@@ -19,6 +19,7 @@ from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store import jsonfiles
 from capevolve._store.evals_means import task_means_of
 from capevolve._store.rollouts import compact
+from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
 from capevolve._store.rollouts.writer import PartWriter, write_part
@@ -221,7 +222,7 @@ def test_truncated_part_is_quarantined_and_the_view_still_works(multipart_run):
     store = RolloutStore(run.layout)
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(15,)]
     all_units = {(t, k) for t in run.splits.ids("val") for k in range(2)}
-    assert store.done_units(record["eval_id"]) == all_units - lost
+    assert eval_rows(store.layout, record["eval_id"]).done_units() == all_units - lost
     assert quarantine_bad_parts(run.layout) == []  # the good parts stay
 
 
@@ -275,7 +276,7 @@ def test_a_unit_written_twice_is_counted_once(tmp_path):
     record = evaluate(run, SEED_ID, "val")
     store = RolloutStore(run.layout)
     eval_id = record["eval_id"]
-    before = store.outcomes(eval_id)
+    before = eval_rows(store.layout, eval_id).outcomes()
     rows = [r for p in _parts(run) for r in pq.read_table(p).to_pylist()]
     assert len(rows) == 8
 
@@ -285,9 +286,10 @@ def test_a_unit_written_twice_is_counted_once(tmp_path):
     assert len(_raw_units(run)) == 16
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(8,)]
     assert store.query("SELECT count(*) FROM rollouts", eval_id)[1] == [(8,)]
-    after = store.outcomes(eval_id)
+    after = eval_rows(store.layout, eval_id).outcomes()
     assert after.n_rows == 8 and after.rewards == before.rewards
-    assert store.done_units(eval_id) == {(r["task_id"], r["trial"]) for r in rows}
+    assert eval_rows(store.layout, eval_id).done_units() == {(r["task_id"], r["trial"])
+                                                             for r in rows}
 
     early = rows[0]
     flipped = {**early, "reward": 1.0 - early["reward"],
@@ -312,8 +314,8 @@ def test_an_empty_run_can_be_queried(tmp_path):
     names, rows = store.query("SELECT task_id, reward FROM rollouts WHERE split = 'val' "
                               "AND reward < 1 AND cost_usd IS NULL")
     assert names == ["task_id", "reward"] and rows == []
-    assert store.done_units("val__seed__k2") == set()
-    assert store.outcomes("val__seed__k2").n_rows == 0
+    assert eval_rows(store.layout, "val__seed__k2").done_units() == set()
+    assert eval_rows(store.layout, "val__seed__k2").outcomes().n_rows == 0
     run.layout.rollouts.rmdir()  # no rollouts folder at all
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(0,)]
 

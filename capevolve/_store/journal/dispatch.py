@@ -31,7 +31,6 @@ class DispatchJournal:
 
     def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
         self.path = Path(path)
-        self.header = dict(header)
         self.units = 0
         self._mutex = threading.Lock()
         self._buffer: list[bytes] = []
@@ -45,8 +44,7 @@ class DispatchJournal:
                                0o644)
         except OSError as exc:
             raise _oserror(self.path, "create the dispatch journal", exc) from None
-        self.started = time.time()
-        self._write(_line({**self.header, "t": self.started}), 0)
+        self._write(_line({**header, "t": time.time()}), 0)
         fsync_dir(self.path.parent)
 
     def _write(self, data: bytes, count: int) -> None:

@@ -31,11 +31,6 @@ class EvalRows:
     lost: np.ndarray  # bool: no reward and the judge was unreachable
 
     @property
-    def tasks(self) -> tuple[str, ...]:
-        """``names`` as Python strings."""
-        return tuple(self.names.to_pylist())
-
-    @property
     def n_rows(self) -> int:
         """Rows held."""
         return int(self.trial.size)

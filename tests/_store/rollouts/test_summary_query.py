@@ -40,7 +40,7 @@ def _oracle(run) -> list[tuple]:
 
 def _read(run) -> list[tuple]:
     rows = read_eval_rows(RolloutStore(run.layout), EVAL, LOST)
-    names = rows.tasks
+    names = tuple(rows.names.to_pylist())
     assert np.all(np.diff(rows.task) >= 0) and list(names) == sorted(names)
     return [(names[c], int(k), float(r) if s else None, bool(lost))
             for c, k, r, s, lost in zip(rows.task.tolist(), rows.trial.tolist(),
@@ -88,4 +88,4 @@ def test_a_unit_stored_twice_is_read_once_by_the_views_rule(run):
 
 def test_no_part_reads_as_no_row(run):
     rows = read_eval_rows(RolloutStore(run.layout), EVAL, LOST)
-    assert rows.n_rows == 0 and rows.tasks == () and not rows.has_duplicate_units()
+    assert rows.n_rows == 0 and rows.names.to_pylist() == [] and not rows.has_duplicate_units()
