@@ -77,34 +77,32 @@ class EventLog:
         """The bytes this object appended, in order."""
 
     def _refresh(self) -> None:
+        """Fold the lines appended since the last read; RunDirError if the log was rewritten."""
         with self._mutex:
-            self._read_new()
-
-    def _read_new(self) -> None:
-        try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            info = None
-        size = info.st_size if info else 0
-        ident = (info.st_dev, info.st_ino) if info else None
-        if self._offset and ident != self._ident:
-            raise RunDirError(f"{self.path}: replaced since it was read: the append-only "
-                              "event log was rewritten")
-        self._ident = ident
-        if size == self._offset:
-            return
-        if size < self._offset:
-            raise RunDirError(f"{self.path}: shorter than already read: the append-only "
-                              "event log was rewritten")
-        with open(self.path, "rb") as fh:
-            fh.seek(self._offset)
-            chunk = fh.read(size - self._offset)
-        end = chunk.rfind(b"\n") + 1  # a partial last line waits for its newline
-        for line in chunk[:end].split(b"\n")[:-1]:
-            if line.strip():  # a bad line raises, and the log stays at the good lines
-                self._fold(line, self._lines + 1)
-            self._lines += 1
-            self._offset += len(line) + 1
+            try:
+                info = os.stat(self.path)
+            except FileNotFoundError:
+                info = None
+            size = info.st_size if info else 0
+            ident = (info.st_dev, info.st_ino) if info else None
+            if self._offset and ident != self._ident:
+                raise RunDirError(f"{self.path}: replaced since it was read: the append-only "
+                                  "event log was rewritten")
+            self._ident = ident
+            if size == self._offset:
+                return
+            if size < self._offset:
+                raise RunDirError(f"{self.path}: shorter than already read: the append-only "
+                                  "event log was rewritten")
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read(size - self._offset)
+            end = chunk.rfind(b"\n") + 1  # a partial last line waits for its newline
+            for line in chunk[:end].split(b"\n")[:-1]:
+                if line.strip():  # a bad line raises, and the log stays at the good lines
+                    self._fold(line, self._lines + 1)
+                self._lines += 1
+                self._offset += len(line) + 1
 
     @property
     def verified_bytes(self) -> int:

@@ -75,11 +75,6 @@ def _sources(run: RunDir, eval_id: str, split: str, candidate_id: str) -> list[P
     return parts
 
 
-def _readable(part: Path) -> bool:
-    """Whether ``part`` has this version's schema."""
-    return pq.read_schema(part).equals(ROLLOUT_SCHEMA, check_metadata=False)
-
-
 def _batches(part: Path, eval_id: str, candidate_id: str) -> Iterator[pa.Table]:
     """``part``'s rows that count for the evaluation, in order."""
     pool = arrowpool.POOL
@@ -132,7 +127,8 @@ class _Files:
 
 def _write(sources: list[Path], files: _Files, eval_id: str, candidate_id: str) -> bool:
     """Stream ``sources``' rows into ``files``; False for a part of another schema."""
-    if not all(_readable(part) for part in sources):
+    if not all(pq.read_schema(part).equals(ROLLOUT_SCHEMA, check_metadata=False)
+               for part in sources):
         return False
     buffered: list[pa.Table] = []
     pending = 0
