@@ -124,7 +124,7 @@ def test_the_pick_and_the_read_are_one_connection_over_the_candidates_parts(
     monkeypatch.setattr(query.RolloutStore, "connect", spy_connect)
     trials = load_trials(run, "val", "seed")
     assert [t.feedback for t in trials] == ["y", "y"]
-    assert connections == [{"candidate_id": "seed"}]
+    assert [c.get("candidate_id") for c in connections] == ["seed"]  # one connection
     assert listed == [["val__seed__k1-x-00000.parquet", "val__seed__k2-x-00000.parquet"]]
 
 
