@@ -56,8 +56,7 @@ def _first_fresh_trial(run: RunDir, sides: tuple[str, str], pair: tuple[str, str
 
 def confirm_screen(run: RunDir, screen: GateNumbers, cand_eval: EvalRecord,
                    best_eval: EvalRecord, frozen: ProjectConfig, val_ids: list[str],
-                   engine: Engine | None = None,
-                   address: str | None = None) -> tuple[GateNumbers, dict[str, Any] | None]:
+                   engine: Engine | None = None) -> tuple[GateNumbers, dict[str, Any] | None]:
     """(the gate's verdict, the confirmation's record or None) for a screen verdict."""
     level = stage_alpha(frozen.gate.alpha, frozen.budget.max_iterations)
     bound = 0.0 if screen.exact else level * level
@@ -72,7 +71,7 @@ def confirm_screen(run: RunDir, screen: GateNumbers, cand_eval: EvalRecord,
         for candidate_id in sides:
             fresh[candidate_id] = EvalRecord.model_validate(evaluate(
                 run, candidate_id, Split.VAL, n_trials=trials, first_trial=first,
-                purpose=EvalPurpose.CONFIRM, engine=engine, address=address))
+                purpose=EvalPurpose.CONFIRM, engine=engine))
     except BudgetError as exc:
         return screen.model_copy(update=dict(decision=Decision.INDECISIVE, alpha=bound, reasons=[
             *screen.reasons, f"confirmation not run: {exc}"])), None

@@ -81,7 +81,7 @@ def _settings(frozen: GateConfig, overrides: dict[str, Any]) -> tuple[GateConfig
 def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
                    mode: GateMode | str | None = None, min_delta: float | None = None,
                    n_trials: int | None = None, target: str | None = None,
-                   engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
+                   engine: Engine | None = None) -> dict[str, Any]:
     """Gate ``candidate_id`` against the best on full val; records a gate event.
 
     Overriding the frozen ``gate`` makes it exploratory (never a basis for accept); an
@@ -91,12 +91,12 @@ def gate_candidate(run: RunDir, candidate_id: str, *, k_se: float | None = None,
     with run.locked():
         run.require_open("gate")
         return _gate(run, candidate_id, {"k_se": k_se, "mode": mode, "min_delta": min_delta},
-                     n_trials, target, engine, address)
+                     n_trials, target, engine)
 
 
 def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
-          n_trials: int | None, target: str | None = None, engine: Engine | None = None,
-          address: str | None = None) -> dict[str, Any]:
+          n_trials: int | None, target: str | None = None,
+          engine: Engine | None = None) -> dict[str, Any]:
     run.candidate_meta(candidate_id)
     best_id = run.best_id
     if candidate_id == best_id:
@@ -139,7 +139,7 @@ def _gate(run: RunDir, candidate_id: str, overrides: dict[str, Any],
         shared = set(cand_eval.excluded_tasks) & set(best_eval.excluded_tasks)
         verdict, confirmation = confirm_stage.confirm_screen(
             run, verdict, cand_eval, best_eval, frozen,
-            [t for t in run.splits.val if t not in shared], engine, address)
+            [t for t in run.splits.val if t not in shared], engine)
     if model_edit:
         verdict = verdict.model_copy(update=dict(reasons=[
             *verdict.reasons, "the candidate's model.yaml changes the agent model's "

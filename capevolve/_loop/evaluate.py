@@ -80,8 +80,8 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
 def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | None = None,
              tasks: Sequence[str] | None = None, first_trial: int = 0,
              purpose: EvalPurpose | str | None = None, target: str | None = None,
-             engine: Engine | None = None, address: str | None = None,
-             allow_test: bool = False, trials_now: int | None = None) -> dict[str, Any]:
+             engine: Engine | None = None, allow_test: bool = False,
+             trials_now: int | None = None) -> dict[str, Any]:
     """Evaluate ``candidate`` (id or directory) on ``split``; returns the eval record.
     ``target`` (a census bucket or val cluster) is stored for the gate's audit; ``trials_now``
     runs only that many trials, leaving it incomplete."""
@@ -126,16 +126,16 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
         running.add(eval_id)
         try:
             return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
-                            address, resumed=previous is not None, limit=limit, scope=scope,
+                            resumed=previous is not None, limit=limit, scope=scope,
                             trials_now=trials_now)
         finally:
             running.discard(eval_id)
 
 
 def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
-             candidate_id: str, n_trials: int, engine: Engine | None, address: str | None,
-             resumed: bool, limit: BudgetConfig | None,
-             scope: EvalScope, trials_now: int | None = None) -> dict[str, Any]:
+             candidate_id: str, n_trials: int, engine: Engine | None, resumed: bool,
+             limit: BudgetConfig | None, scope: EvalScope,
+             trials_now: int | None) -> dict[str, Any]:
     project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
@@ -167,7 +167,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
                 split=str(split), units=len(units), resumed=resumed)
     guard = EvaluationGuard(run, project)  # what candidate code might write meanwhile
     session = Session(run, eval_id, str(split), candidate_id)
-    engine = engine or make_engine(config.engine, address)
+    engine = engine or make_engine(config.engine)
     # one allowance across every evaluation of this run dispatching in this process
     allowance = shared_budget.allowance(run, limit, session.token, session.tally,
                                         len(units)) if limit else None

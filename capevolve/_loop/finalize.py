@@ -73,7 +73,7 @@ def seed_refusal(run: RunDir) -> str | None:
             "then count as used)")
 
 
-def finalize(run: RunDir, engine: Engine | None = None, address: str | None = None, *,
+def finalize(run: RunDir, engine: Engine | None = None, *,
              spend_test_ids: bool = False) -> dict[str, Any]:
     """Burn the seal, score best and seed on test and write final.json (returned), once per run;
     a seed best is refused (SeedIsBest) unless ``spend_test_ids``."""
@@ -88,14 +88,13 @@ def finalize(run: RunDir, engine: Engine | None = None, address: str | None = No
             seal.abandon(run.layout)
             raise
         try:
-            return _finalize(run, engine, address, taken)
+            return _finalize(run, engine, taken)
         finally:
             seal.release(run.layout)  # a failed finalize lets a retry judge the seal by its rows
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _finalize(run: RunDir, engine: Engine | None, address: str | None,
-              taken: SealRecord) -> dict[str, Any]:
+def _finalize(run: RunDir, engine: Engine | None, taken: SealRecord) -> dict[str, Any]:
     best_id = str(taken.best_id)
     if run.events(EventKind.FINALIZED):
         raise TestSealError(f"{run.layout.events}: the run was already finalized (a finalized "
@@ -108,9 +107,9 @@ def _finalize(run: RunDir, engine: Engine | None, address: str | None,
     reuse = ledger.record(run.manifest.project_dir, entry)  # before any test rollout is run
     run.record(EventKind.FINALIZE_STARTED, best_id=best_id)
     baseline_id = str(taken.baseline_id or SEED_ID)
-    best = evaluate(run, best_id, Split.TEST, engine=engine, address=address, allow_test=True)
+    best = evaluate(run, best_id, Split.TEST, engine=engine, allow_test=True)
     baseline = best if best_id == baseline_id else evaluate(
-        run, baseline_id, Split.TEST, engine=engine, address=address, allow_test=True)
+        run, baseline_id, Split.TEST, engine=engine, allow_test=True)
     best, baseline = with_task_means(run, best), with_task_means(run, baseline)
     incomparable = None if best is baseline else models_pin.pooled_refusal(
         RolloutStore(run.layout), [best["eval_id"]], [baseline["eval_id"]])

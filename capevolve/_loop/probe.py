@@ -59,7 +59,7 @@ def _reference(run: RunDir, split: Split) -> EvalRecord:
 
 def probe(run: RunDir, candidate: str | Path, *, tasks: Sequence[str] | None = None,
           cluster: str | None = None, failing: bool = False, split: str = "val",
-          engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
+          engine: Engine | None = None) -> dict[str, Any]:
     """Probe ``candidate`` on its targets; the outcome from both evaluations' stored rows."""
     split = refuse_test(split, "probe")
     threshold = run_config(run).gate.pass_threshold
@@ -68,7 +68,7 @@ def probe(run: RunDir, candidate: str | Path, *, tasks: Sequence[str] | None = N
     how, ids = _targets(run, split, best_rows, threshold, tasks, cluster, failing)
     record = EvalRecord.model_validate(evaluate(
         run, candidate, split, tasks=ids, n_trials=reference.n_trials,
-        purpose=EvalPurpose.PROBE, engine=engine, address=address))
+        purpose=EvalPurpose.PROBE, engine=engine))
     result = probe_outcome(eval_rows(run.layout, record.eval_id).outcomes().rewards, best_rows,
                            sorted(set(ids) - set(record.excluded_tasks)), threshold)
     if record.status != EvalStatus.COMPLETE:  # missing data kills nothing

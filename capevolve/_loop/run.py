@@ -73,10 +73,10 @@ def next_commands(run: RunDir) -> list[str]:
 
 
 def start_run(project_dir: Path | str, run_dir: Path | str | None = None,
-              engine: Engine | None = None, address: str | None = None) -> dict[str, Any]:
+              engine: Engine | None = None) -> dict[str, Any]:
     """Create the run, score the seed on val (the baseline), return the handoff."""
     run = create_run(project_dir, run_dir)
-    baseline = evaluate(run, SEED_ID, Split.VAL, engine=engine, address=address)
+    baseline = evaluate(run, SEED_ID, Split.VAL, engine=engine)
     config = run_config(run)
     scoreable = len(run.splits.val) - (baseline.get("excluded") or 0)
     return {
