@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from capevolve._loop import estimate as estimating
     from capevolve._loop import evaluate as evaluating
     from capevolve._loop import finalize as finalizing
-    from capevolve._loop import frozen_config as frozen
     from capevolve._loop import no_change as no_changes
     from capevolve._loop import probe as probing
     from capevolve._loop import project as projects
@@ -66,7 +65,6 @@ else:
     checkouts = lazy_module("capevolve._loop.checkout")
     evaluating = lazy_module("capevolve._loop.evaluate")
     finalizing = lazy_module("capevolve._loop.finalize")
-    frozen = lazy_module("capevolve._loop.frozen_config")
     no_changes = lazy_module("capevolve._loop.no_change")
     probing = lazy_module("capevolve._loop.probe")
     projects = lazy_module("capevolve._loop.project")
@@ -87,8 +85,9 @@ def _split(value: Split | str) -> Split:
         raise ConfigError(f"split {value!r}: expected train or val") from None
 
 
-def _writer(run: RunLike | StoreRunDir) -> StoreRunDir:
-    """The internal run behind ``run``, opening and verifying a path."""
+def run_dir_of(run: RunLike | StoreRunDir) -> StoreRunDir:
+    """The internal run behind ``run`` (a path is opened and verified), for the verbs and the
+    CLI's presenters."""
     if isinstance(run, RunDir):
         return store_run(run)
     return run if isinstance(run, StoreRunDir) else StoreRunDir.open(Path(run))
@@ -96,7 +95,7 @@ def _writer(run: RunLike | StoreRunDir) -> StoreRunDir:
 
 def open_run(run: RunLike) -> RunDir:
     """``run`` as a read-only RunDir; RunDirError if not a run."""
-    return run if isinstance(run, RunDir) else RunDir(_writer(run))
+    return run if isinstance(run, RunDir) else RunDir(run_dir_of(run))
 
 
 def init_project(directory: str | os.PathLike[str], *, kind: str = "adapter") -> ProjectInit:
@@ -132,16 +131,13 @@ def evaluate(run: RunLike, candidate: str | os.PathLike[str], split: Split | str
              address: str | None = None) -> EvalRecord:
     """Evaluate ``candidate`` (an id, or a directory to snapshot) on train or val, resuming
     an incomplete evaluation; a subset (``tasks``, ``first_trial``, ``purpose``) never gates."""
-    opened = _writer(run)
-    from capevolve._loop.local_ray import join_early
-
+    opened = run_dir_of(run)
     # Ray's import and join, and claiming the warm actors, overlap the checks below
-    join_early(opened, engine, address)
-    config = frozen.run_config(opened).engine
+    engines.join_early(opened, engine, address)
     return EvalRecord.model_validate(evaluating.evaluate(
         opened, os.fspath(candidate), _split(split), n_trials=n_trials, tasks=tasks,
         first_trial=first_trial, purpose=purpose, target=target,
-        engine=engines.engine_for(config, engine, address)))
+        engine=engines.engine_for(opened.manifest.config.engine, engine, address)))
 
 
 def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
@@ -149,10 +145,10 @@ def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
          address: str | None = None) -> GateRecord:
     """Gate ``candidate_id`` against the best on full val with the frozen settings and record
     it; missing data never rejects."""
-    opened = _writer(run)
+    opened = run_dir_of(run)
     chosen = None
     if engine is not None or address is not None:
-        chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
+        chosen = engines.engine_for(opened.manifest.config.engine, engine, address)
     return GateRecord.model_validate(decide.gate_candidate(
         opened, candidate_id, n_trials=n_trials, target=target, engine=chosen))
 
@@ -162,7 +158,7 @@ def explore_gate(run: RunLike, candidate_id: str, *, k_se: float | None = None,
                  n_trials: int | None = None) -> GateRecord:
     """:func:`gate` with other settings: exploratory, never a basis for accept."""
     return GateRecord.model_validate(decide.gate_candidate(
-        _writer(run), candidate_id, k_se=k_se, mode=mode, min_delta=min_delta,
+        run_dir_of(run), candidate_id, k_se=k_se, mode=mode, min_delta=min_delta,
         n_trials=n_trials))
 
 
@@ -170,7 +166,7 @@ def gate_numbers(current: float, candidate: float, current_stderr: float,
                  candidate_stderr: float, *, k_se: float | None = None,
                  min_delta: float | None = None, run: RunLike | None = None) -> GateNumbers:
     """The gate of means and SEs computed elsewhere, unrecorded; GateError for a bad input."""
-    frozen = _writer(run).manifest.config.gate if run is not None else None
+    frozen = run_dir_of(run).manifest.config.gate if run is not None else None
     return GateNumbers.model_validate(decide.gate_summary(
         current, candidate, current_stderr, candidate_stderr, k_se=k_se, min_delta=min_delta,
         frozen=frozen))
@@ -179,23 +175,23 @@ def gate_numbers(current: float, candidate: float, current_stderr: float,
 def accept(run: RunLike, candidate_id: str, note: str | None = None, *,
            target: str | None = None) -> Accepted:
     """Make ``candidate_id`` the best; refused unless its latest gate said accept."""
-    return Accepted.model_validate(decide.accept(_writer(run), candidate_id, note,
+    return Accepted.model_validate(decide.accept(run_dir_of(run), candidate_id, note,
                                                  target=target))
 
 
 def reject(run: RunLike, candidate_id: str, note: str | None = None) -> Rejected:
     """Record that ``candidate_id`` is rejected; the best stays."""
-    return Rejected.model_validate(decide.reject(_writer(run), candidate_id, note))
+    return Rejected.model_validate(decide.reject(run_dir_of(run), candidate_id, note))
 
 
 def confirm(run: RunLike, candidate_id: str, *, trials: int | None = None,
             engine: EngineKind | str | None = None, address: str | None = None
             ) -> Confirmation:
     """Pool ``trials`` more trials of both sides of a move; the best never moves."""
-    opened = _writer(run)
-    config = frozen.run_config(opened).engine
-    return Confirmation.model_validate(confirming.confirm(
-        opened, candidate_id, trials, engine=engines.engine_for(config, engine, address)))
+    opened = run_dir_of(run)
+    chosen = engines.engine_for(opened.manifest.config.engine, engine, address)
+    return Confirmation.model_validate(confirming.confirm(opened, candidate_id, trials,
+                                                          engine=chosen))
 
 
 def probe(run: RunLike, candidate: str | os.PathLike[str], *,
@@ -204,16 +200,16 @@ def probe(run: RunLike, candidate: str | os.PathLike[str], *,
           engine: EngineKind | str | None = None,
           address: str | None = None) -> ProbeResult:
     """Count the best's targeted failures ``candidate`` flips; informational, never gated."""
-    opened = _writer(run)
-    config = frozen.run_config(opened).engine
+    opened = run_dir_of(run)
+    chosen = engines.engine_for(opened.manifest.config.engine, engine, address)
     return ProbeResult.model_validate(probing.probe(
         opened, os.fspath(candidate), tasks=tasks, cluster=cluster, failing=failing,
-        split=_split(split), engine=engines.engine_for(config, engine, address)))
+        split=_split(split), engine=chosen))
 
 
 def no_change(run: RunLike, reason: str, candidate_id: str | None = None) -> NoChange:
     """Record an iteration whose change could not be scored; no iteration is spent."""
-    return NoChange.model_validate(no_changes.no_change(_writer(run), reason, candidate_id))
+    return NoChange.model_validate(no_changes.no_change(run_dir_of(run), reason, candidate_id))
 
 
 def diagnose_candidate(run: RunLike, candidate_id: str, split: Split | str = Split.VAL, *,
@@ -230,7 +226,7 @@ def diagnose_candidate(run: RunLike, candidate_id: str, split: Split | str = Spl
     options = DiagnoseOptions(split=str(_split(split)), tag=candidate_id, mode=Mode(cluster),
                               redact_gold=redact_gold,
                               project=None if project is None else Path(project))
-    return DiagnosisRecord.model_validate(diagnose_run(_writer(run), options))
+    return DiagnosisRecord.model_validate(diagnose_run(run_dir_of(run), options))
 
 
 def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | None = None,
@@ -244,12 +240,12 @@ def optimize_run(run: RunLike, *, algorithm: str | None = None, proposer: str | 
     from capevolve.optimize.loop import LoopSettings, run_loop
     from capevolve.optimize.summary import iteration_row
 
-    opened = _writer(run)
+    opened = run_dir_of(run)
     settings = LoopSettings(algorithm=algorithm, proposer=proposer, iterations=iterations,
                             parallel=parallel, focus=focus, timeout_s=timeout_s,
                             finalize=finalize, resume=resume, minibatch=minibatch,
                             spend_test_ids=spend_test_ids)
-    chosen = engines.engine_for(frozen.run_config(opened).engine, engine, address)
+    chosen = engines.engine_for(opened.manifest.config.engine, engine, address)
 
     def report(record: Any) -> None:
         if on_iteration is not None:
@@ -262,22 +258,21 @@ def finalize(run: RunLike, *, engine: EngineKind | str | None = None,
              address: str | None = None, spend_test_ids: bool = False) -> FinalRecord:
     """Score the best and the seed on test, once per run (TestSealError); while the best is
     the seed, only with ``spend_test_ids``."""
-    opened = _writer(run)
-    config = frozen.run_config(opened).engine
+    opened = run_dir_of(run)
     return FinalRecord.model_validate(finalizing.finalize(
-        opened, engine=engines.engine_for(config, engine, address),
+        opened, engine=engines.engine_for(opened.manifest.config.engine, engine, address),
         spend_test_ids=spend_test_ids))
 
 
 def estimate(run: RunLike, *, iterations: int | None = None,
              finalize: bool = True) -> Estimate:
     """The run's planned rollouts, tokens and dollars, as a range; reads only."""
-    return Estimate.model_validate(estimating.estimate(_writer(run), iterations, finalize))
+    return Estimate.model_validate(estimating.estimate(run_dir_of(run), iterations, finalize))
 
 
 def status(run: RunLike) -> RunStatus:
     """The run at a glance; reads only."""
-    return RunStatus.model_validate(statuses.run_status(_writer(run)))
+    return RunStatus.model_validate(statuses.run_status(run_dir_of(run)))
 
 
 def verify(run: str | os.PathLike[str]) -> Verification:
@@ -292,7 +287,7 @@ def quarantine(run: str | os.PathLike[str]) -> Quarantine:
 
 def query(run: RunLike, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """(column names, rows) of one read-only SQL query over the ``rollouts`` view."""
-    return rollout_query.RolloutStore(_writer(run).layout).query(sql)
+    return rollout_query.RolloutStore(run_dir_of(run).layout).query(sql)
 
 
 def doctor(address: str | None = None, timeout_s: float = 60.0) -> ClusterReport:
@@ -311,7 +306,7 @@ def refuse_unreachable_cluster(address: str | None) -> None:
 
 def log_event(run: RunLike, kind: str, **fields: Any) -> UserEvent:
     """Record a user event; RecordError for a kind capevolve records itself."""
-    return _writer(run).log_event(kind, **fields)
+    return run_dir_of(run).log_event(kind, **fields)
 
 
 def register_event_kind(name: str) -> None:
@@ -319,16 +314,9 @@ def register_event_kind(name: str) -> None:
     StoreRunDir.register_event_kind(name)
 
 
-def run_dir_of(run: RunLike) -> StoreRunDir:
-    """The internal run behind ``run``, for the CLI's presenters."""
-    return _writer(run)
-
-
 def local_ray_down(force: bool = False) -> dict[str, Any]:
     """Stop capevolve's shared local Ray; refused while in use, unless ``force``."""
-    from capevolve._loop.local_ray import down
-
-    return down(force=force)
+    return engines.down(force=force)
 
 
 def latest_run_dir(project: str | os.PathLike[str]) -> Path:
@@ -339,4 +327,4 @@ def latest_run_dir(project: str | os.PathLike[str]) -> Path:
 def checkout(run: RunLike, dest: str | os.PathLike[str],
              candidate_id: str | None = None) -> Checkout:
     """A writable copy of ``candidate_id`` (default: the best) in a new or empty ``dest``."""
-    return Checkout.model_validate(checkouts.checkout(_writer(run), Path(dest), candidate_id))
+    return Checkout.model_validate(checkouts.checkout(run_dir_of(run), Path(dest), candidate_id))
