@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from capevolve._store.evals import all_evals
 from capevolve._store.rundir import RunDir as StoreRunDir
@@ -11,10 +12,21 @@ from capevolve.kinds import EventKind, Split
 from capevolve.records import CandidateRecord, EvalRecord, Event, RunManifest, Spent
 
 
+def _read(name: str, doc: str) -> Any:
+    """A read-only property: the internal run's ``name``."""
+    return property(lambda view: getattr(view._run, name), doc=doc)
+
+
 class RunDir:
     """A run directory, read-only (open with :meth:`open` or ``capevolve.open_run``)."""
 
     __slots__ = ("_run",)
+    root: Path = _read("root", "The run directory.")
+    run_id: str = _read("run_id", "The run's id: its directory's name.")
+    manifest: RunManifest = _read("manifest", "run.json: the config snapshot, versions, seed, "
+                                  "task count.")
+    splits: Splits = _read("splits", "The frozen train / val / test task ids.")
+    best_id: str = _read("best_id", "The current best candidate.")
 
     def __init__(self, run: StoreRunDir | Path | str) -> None:
         """The run at path ``run`` (as :meth:`open`), or an internal one."""
@@ -27,30 +39,6 @@ class RunDir:
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.root)!r})"
-
-    @property
-    def root(self) -> Path:
-        """The run directory."""
-        return self._run.root
-
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
-
-    @property
-    def manifest(self) -> RunManifest:
-        """run.json: the config snapshot, versions, seed, task count."""
-        return self._run.manifest
-
-    @property
-    def splits(self) -> Splits:
-        """The frozen train / val / test task ids."""
-        return self._run.splits
-
-    @property
-    def best_id(self) -> str:
-        """The current best candidate."""
-        return self._run.best_id
 
     @property
     def spent(self) -> Spent:
