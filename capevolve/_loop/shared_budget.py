@@ -7,10 +7,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from capevolve._policy import budget
+from capevolve._store.events import Spend
 from capevolve._store.rundir import RunDir
 from capevolve.config import BudgetConfig
 
@@ -19,24 +20,14 @@ _KEY = "shared_budget"
 
 @dataclass
 class _Live:
-    reserved: int = 0
-    tally: Any = None  # the session's RowTally (rows, cost_usd, cost_unrecorded)
+    reserved: int
+    tally: Any  # the session's RowTally (rows, cost_usd, cost_unrecorded)
 
 
 @dataclass
 class _Registry:
     lock: threading.RLock = field(default_factory=threading.RLock)
     live: dict[str, _Live] = field(default_factory=dict)
-
-
-@dataclass
-class _Combined:
-    """The run's spend plus the other live evaluations' reservations."""
-
-    iterations: int
-    metric_calls: int
-    cost_usd: float
-    cost_unrecorded: int
 
 
 def _registry(run: RunDir) -> _Registry:
@@ -47,18 +38,16 @@ def _registry(run: RunDir) -> _Registry:
         return reg
 
 
-def _combined(run: RunDir, reg: _Registry, token: str) -> _Combined:
+def _combined(run: RunDir, reg: _Registry, token: str) -> Spend:
+    """The run's spend plus the other live evaluations' reservations."""
     spent = run.spent
     calls, cost, unrecorded = spent.metric_calls, spent.cost_usd, spent.cost_unrecorded
     for other, live in reg.live.items():
-        if other == token:
-            continue
-        rows = live.tally.rows if live.tally is not None else 0
-        calls += live.reserved
-        cost += live.tally.cost_usd if live.tally is not None else 0.0
-        unrecorded += (live.tally.cost_unrecorded if live.tally is not None else 0) + max(
-            0, live.reserved - rows)
-    return _Combined(spent.iterations, calls, cost, unrecorded)
+        if other != token:
+            calls += live.reserved
+            cost += live.tally.cost_usd
+            unrecorded += live.tally.cost_unrecorded + max(0, live.reserved - live.tally.rows)
+    return replace(spent, metric_calls=calls, cost_usd=cost, cost_unrecorded=unrecorded)
 
 
 def allowance(run: RunDir, cap: BudgetConfig, token: str, tally: Any,
