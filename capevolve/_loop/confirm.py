@@ -5,6 +5,7 @@ relabel it; never moves the best.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from capevolve._loop.decision_records import last_gate
@@ -52,12 +53,10 @@ def _existing(run: RunDir, candidate_id: str, n_trials: int) -> EvalRecord:
     return require_gateable(run, record, "confirm")
 
 
-def _next_path(run: RunDir) -> Any:
-    folder = run.layout.confirmations
-    numbers = [int(m.group(1)) for p in folder.glob("*.json") if (m := _NAME.match(p.name))] \
-        if folder.is_dir() else []
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{max(numbers, default=0) + 1}.json"
+def _numbered(run: RunDir) -> list[tuple[int, Path]]:
+    """The stored confirmations' files, by number."""
+    return sorted((int(m.group(1)), p) for p in run.layout.confirmations.glob("*.json")
+                  if (m := _NAME.match(p.name)))
 
 
 def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
@@ -96,7 +95,9 @@ def confirm(run: RunDir, candidate_id: str, trials: int | None = None,
            "tentative": numbers["confidence"] != Confidence.SIGNIFICANT,
            "confirmed_at": utc_now()}
     with run.locked():
-        path = _next_path(run)
+        found = _numbered(run)
+        path = run.layout.confirmations / f"{found[-1][0] + 1 if found else 1}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
         jsonfiles.write_atomic(path, doc)
     return {**doc, "path": str(path)}
 
@@ -142,11 +143,8 @@ def verified_label(run: RunDir, doc: Any) -> Confidence | None:
 
 def confirmations(run: RunDir) -> list[tuple[str, str, Confidence]]:
     """(candidate, reference, recomputed label) of each stored confirmation that checks out."""
-    folder = run.layout.confirmations
-    found = sorted((int(m.group(1)), p) for p in folder.glob("*.json")
-                   if (m := _NAME.match(p.name))) if folder.is_dir() else []
     out = []
-    for _, path in found:
+    for _, path in _numbered(run):
         try:
             doc = jsonfiles.read(path)
         except (OSError, ValueError):
