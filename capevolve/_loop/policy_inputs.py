@@ -33,7 +33,6 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
     if goal.metric == "reward" and below_trial is None:  # one grouped read, cached
         rows = task_rows(store.layout, eval_id)
         return SideOutcomes.from_columns(rows.tasks, rows.offsets, rows.reward, sign)
-    part = goal.metric.split(".", 1)[1] if goal.metric != "reward" else None
     trials = "" if below_trial is None else f" AND trial < {int(below_trial)}"
     _, found = store.query(
         f"SELECT task_id, trial, reward, score_parts FROM rollouts "
@@ -41,9 +40,7 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
     rewards: dict[str, list[float]] = defaultdict(list)
     for task_id, _trial, reward, parts in found:
         rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
-        if reward is None:
-            continue
-        value = float(reward) if part is None else _part(parts, part)
+        value = None if reward is None else _value(reward, parts, goal.metric)
         if value is not None:
             rewards[task_id].append(value)
     return SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
@@ -54,18 +51,20 @@ def trial_means(store: RolloutStore, eval_id: str, metric: str) -> dict[int, flo
     _, rows = store.query(
         f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = {_lit(eval_id)} "
         "AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
-    part = metric.split(".", 1)[1] if metric != "reward" else None
     values: dict[int, list[float]] = defaultdict(list)
     for trial, reward, parts in rows:
-        value = float(reward) if part is None else _part(parts, part)
+        value = _value(reward, parts, metric)
         if value is not None:
             values[int(trial)].append(value)
     return {k: math.fsum(v) / len(v) for k, v in sorted(values.items())}
 
 
-def _part(parts: str | None, name: str) -> float | None:
+def _value(reward: Any, parts: str | None, metric: str) -> float | None:
+    """A row's value of ``metric``: its reward, or a score part (None: missing)."""
+    if metric == "reward":
+        return float(reward)
     try:
-        value = json.loads(parts or "{}").get(name)
+        value = json.loads(parts or "{}").get(metric.split(".", 1)[1])
     except (ValueError, AttributeError):
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
