@@ -18,8 +18,7 @@ from capevolve._loop import containment, models_pin, shared_budget
 from capevolve._loop.eval_scope import EvalScope, resolve_scope
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.guard import EvaluationGuard
-from capevolve._loop.intake import refuse_tampering, resolve_candidate
-from capevolve._loop.leakscan import refuse_leaks
+from capevolve._loop.intake import refuse_leaks, refuse_tampering, resolve_candidate
 from capevolve._loop.session import Session
 from capevolve._loop.summary import summary as _summary
 from capevolve._policy import budget
