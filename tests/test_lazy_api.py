@@ -105,7 +105,6 @@ def test_status_helpers_live_in_one_place():
         evaluate,
         false_accepts,
         finalize,
-        finalize_progress,
         frozen_config,
         status,
     )
@@ -113,7 +112,7 @@ def test_status_helpers_live_in_one_place():
 
     assert evaluate.run_config is frozen_config.run_config
     assert decide.false_accept_ledger is false_accepts.false_accept_ledger
-    assert finalize.progress is finalize_progress.progress
+    assert finalize.progress is status.finalize_progress
     assert recover.unsettled is pending.unsettled
     assert status.run_config is frozen_config.run_config
 

@@ -11,8 +11,8 @@ from typing import Any
 from capevolve._engine.contract import Engine
 from capevolve._loop import models_pin
 from capevolve._loop.evaluate import evaluate
-from capevolve._loop.finalize_progress import progress  # noqa: F401 - re-exported
 from capevolve._loop.gate_evals import gateable_val
+from capevolve._loop.status import finalize_progress as progress  # noqa: F401 - re-exported
 from capevolve._loop.status import run_warnings
 from capevolve._policy import verdict as rule
 from capevolve._store import jsonfiles, ledger, seal

@@ -6,18 +6,18 @@ from typing import Any
 
 from capevolve._loop.containment import NOT_CONTAINED
 from capevolve._loop.false_accepts import false_accept_ledger
-from capevolve._loop.finalize_progress import progress as finalize_progress
 from capevolve._loop.frozen_config import run_config
 from capevolve._loop.gate_evals import gateable_val
 from capevolve._loop.loop_status import loop_status, stop_parse
 from capevolve._loop.model_spend import model_spend
 from capevolve._loop.standing import standings
 from capevolve._policy import budget
+from capevolve._store import seal
 from capevolve._store.documents import read_final
-from capevolve._store.evals import all_evals, displayed_status
+from capevolve._store.evals import all_evals, displayed_status, eval_id_for
 from capevolve._store.journal.pending import unsettled
 from capevolve._store.rundir import RunDir
-from capevolve.kinds import EventKind
+from capevolve.kinds import SEED_ID, EventKind, SealStatus, Split
 from capevolve.records import EvalRecord
 
 EVAL_KEYS = ("eval_id", "candidate_id", "split", "status", "mean", "stderr", "n_tasks",
@@ -92,3 +92,23 @@ def _final(run: RunDir) -> dict[str, Any] | None:
     return {"verdict": str(final.verdict), "verdict_text": final.verdict_text,
             "delta": final.delta, "ci95": final.ci95, "missing": final.missing,
             "test_reuse": final.test_reuse.message if final.test_reuse else None}
+
+
+def finalize_progress(run: RunDir) -> str | None:
+    """How many test units an unfinished finalize has scored, in words; None before finalize or
+    once complete."""
+    taken = seal.read_seal(run.layout)
+    if taken is None or taken.status == SealStatus.COMPLETE or run.layout.final.is_file():
+        return None
+    from capevolve._store.rollouts.evalrows import eval_rows  # DuckDB: only for this count
+
+    trials = run_config(run).num_trials
+    sides = {str(taken.best_id), str(taken.baseline_id or SEED_ID)}
+    total = len(run.splits.ids(Split.TEST)) * trials * len(sides)
+    scored = sum(len(eval_rows(run.layout, eval_id_for(Split.TEST, side, trials))
+                     .done_units(valid_only=True))
+                 for side in sorted(sides))
+    if seal.holder_alive(run.layout):
+        return f"finalize running: {scored} of {total} test units scored"
+    return (f"finalize interrupted: {scored} of {total} test units scored; rerun finalize to "
+            "complete")
