@@ -3,14 +3,13 @@ strict (no booleans, quoted numbers, NaN or infinities)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import Field, Strict, ValidationError, model_validator
 
-from capevolve.config_models import ModelsConfig
+from capevolve.config_models import Int, ModelsConfig, Num, Section
 from capevolve.errors import ConfigError
 from capevolve.kinds import (
     AlphaSpending,
@@ -27,10 +26,6 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_TRIALS = 1000
 """The most trials per task an evaluation may run."""
 
-Int = Annotated[int, Strict()]
-"""Strict integer: no booleans, floats or quoted numbers."""
-Num = Annotated[float, Strict()]
-"""Strict number: no booleans or quoted numbers."""
 Bool = Annotated[bool, Strict()]
 """true or false only."""
 
@@ -42,13 +37,7 @@ SCORE_DATA_PATTERNS = ("*scorer*", "*gold*", "*answers*", "*answer_key*")
 """Files the scores depend on: protected from candidates, fingerprinted."""
 
 
-class _Section(BaseModel):
-    """A config section: unknown keys and non-finite numbers are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as Record's
-
-
-class SplitsConfig(_Section):
+class SplitsConfig(Section):
     """How tasks are divided into train, val and test."""
 
     train: Num = Field(0.5, ge=0, le=1)
@@ -70,7 +59,7 @@ class SplitsConfig(_Section):
         return self
 
 
-class GateConfig(_Section):
+class GateConfig(Section):
     """When a candidate is accepted over the best, on full val."""
 
     mode: GateMode = GateMode.PAIRED
@@ -99,7 +88,7 @@ class GateConfig(_Section):
     """optimize, strict: a child whose first trial does not lead the best stops, ungated."""
 
 
-class GoalConfig(_Section):
+class GoalConfig(Section):
     """What the decision policies optimise, and which way."""
 
     metric: str = Field("reward", pattern=r"^(reward|parts\.[A-Za-z0-9_.-]+)$")
@@ -108,7 +97,7 @@ class GoalConfig(_Section):
     """maximize or minimize the metric."""
 
 
-class BudgetConfig(_Section):
+class BudgetConfig(Section):
     """Spending caps; 0 means no cap."""
 
     max_iterations: Int = Field(20, ge=0)
@@ -121,7 +110,7 @@ class BudgetConfig(_Section):
     """Stop after this many consecutive rejections."""
 
 
-class EngineConfig(_Section):
+class EngineConfig(Section):
     """Where and how rollouts run."""
 
     kind: EngineKind = EngineKind.RAY
@@ -160,7 +149,7 @@ class EngineConfig(_Section):
         return self
 
 
-class LeakScanConfig(_Section):
+class LeakScanConfig(Section):
     """What a candidate may not carry, checked before any rollout."""
 
     min_chars: Int = Field(4, ge=1)
@@ -175,7 +164,7 @@ class LeakScanConfig(_Section):
     """Length of a verbatim val/test input span that leaks; 0: unchecked."""
 
 
-class DatasetConfig(_Section):
+class DatasetConfig(Section):
     """A JSONL file of datapoints."""
 
     path: str = Field(min_length=1)
@@ -188,7 +177,7 @@ class DatasetConfig(_Section):
     """Field of the expected output; None: no ground truth."""
 
 
-class EvaluatorConfig(_Section):
+class EvaluatorConfig(Section):
     """One metric of a dataset project (a score part)."""
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -241,7 +230,7 @@ class EvaluatorConfig(_Section):
         return self
 
 
-class ProjectConfig(_Section):
+class ProjectConfig(Section):
     """The whole capevolve.yaml of a project."""
 
     name: str = Field(min_length=1)
@@ -329,26 +318,18 @@ class ProjectConfig(_Section):
         return self
 
 
-def _error_path(error: Mapping[str, Any]) -> str:
-    return ".".join(str(part) for part in error["loc"]) or "<root>"
-
-
-def format_validation_error(source: str, exc: ValidationError, limit: int = 5) -> str:
-    """One line naming ``source`` and the first ``limit`` bad key paths."""
-    errors = exc.errors()
-    problems = "; ".join(f"{_error_path(e)}: {e['msg']}" for e in errors[:limit])
-    more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
-    return f"{source}: {problems}{more}"
-
-
 def parse_config(data: object, source: str) -> ProjectConfig:
-    """Validate parsed YAML; ConfigError naming ``source`` and key paths."""
+    """Validate parsed YAML; ConfigError naming ``source`` and the first five bad key paths."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     try:
         return ProjectConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+        errors = exc.errors()
+        problems = "; ".join(f"{'.'.join(str(part) for part in e['loc']) or '<root>'}: "
+                             f"{e['msg']}" for e in errors[:5])
+        more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise ConfigError(f"{source}: {problems}{more}") from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply") from None
 

@@ -1,5 +1,6 @@
 """The ``models:`` section of capevolve.yaml: each role's endpoint, pinned in the run; the
-environment gives only API keys.
+environment gives only API keys. Also the strict numbers and the section base of every
+capevolve.yaml model.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 Int = Annotated[int, Strict()]
+"""Strict integer: no booleans, floats or quoted numbers."""
 Num = Annotated[float, Strict()]
+"""Strict number: no booleans or quoted numbers."""
 
 PROVIDERS = {
     "openai": "https://api.openai.com/v1",
@@ -32,11 +35,13 @@ class TokenParam(StrEnum):
     MAX_COMPLETION_TOKENS = "max_completion_tokens"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+class Section(BaseModel):
+    """A config section: unknown keys and non-finite numbers are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # as Record's
 
 
-class PriceConfig(_Section):
+class PriceConfig(Section):
     """Dollars per million tokens, overriding the shipped price table."""
 
     input: Num = Field(ge=0)
@@ -45,7 +50,7 @@ class PriceConfig(_Section):
     """Dollars per million completion tokens."""
 
 
-class ModelConfig(_Section):
+class ModelConfig(Section):
     """One model endpoint and how to call it."""
 
     model: str = Field(min_length=1)
@@ -96,7 +101,7 @@ class ModelConfig(_Section):
         return PROVIDERS[self.provider] if self.provider else str(self.base_url)
 
 
-class RolloutLimits(_Section):
+class RolloutLimits(Section):
     """Bounds of one rollout; reaching one is the agent's failure."""
 
     max_tokens: Int | None = Field(None, ge=1)
@@ -107,14 +112,14 @@ class RolloutLimits(_Section):
     """Dollars (needs a known price)."""
 
 
-class BreakerConfig(_Section):
+class BreakerConfig(Section):
     """When an evaluation stops on an endpoint that keeps failing."""
 
     failures: Int = Field(3, ge=1)
     """Consecutive same-kind model failures that stop the evaluation."""
 
 
-class ModelsConfig(_Section):
+class ModelsConfig(Section):
     """The models of a project, by role (``models:``)."""
 
     agent: ModelConfig | None = None
