@@ -207,7 +207,7 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
     events = run.events()
     if candidate_id == run.best_id:
         last = decisions.last_accept(events)
-        if last is not None and _field(last, "candidate_id") == candidate_id:
+        if last is not None and last.candidate_id == candidate_id:
             return _accepted(last, run.best_id, repeated=True)
         raise GateError(f"accept refused: {candidate_id!r} is already the best")
     prior = decisions.prior_decision(events, candidate_id, run.best_id)
@@ -235,10 +235,9 @@ def _accept(run: RunDir, candidate_id: str, note: str | None,
 
 
 def _accepted(event: Any, best_id: str | None, repeated: bool) -> dict[str, Any]:
-    return {"decision": "accept", "candidate_id": _field(event, "candidate_id"),
-            "previous_best": _field(event, "previous_best"), "best_id": best_id,
-            "delta": _field(event, "delta"), "note": _field(event, "note"),
-            "repeated": repeated, "decided_at": _field(event, "ts")}
+    return {"decision": "accept", "candidate_id": event.candidate_id,
+            "previous_best": event.previous_best, "best_id": best_id, "delta": event.delta,
+            "note": event.note, "repeated": repeated, "decided_at": event.ts}
 
 
 def reject(run: RunDir, candidate_id: str, note: str | None = None) -> dict[str, Any]:
@@ -260,7 +259,8 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
         raise GateError(refusal)
     if prior is not None:
         return _rejected(prior.event, repeated=True)
-    if not any(_field(g, "candidate_id") == candidate_id for g in run.events(EventKind.GATE)):
+    if not any(getattr(g, "candidate_id", None) == candidate_id
+               for g in run.events(EventKind.GATE)):
         raise GateError(f"reject refused: {candidate_id!r} was never gated; run `capevolve gate "
                         f"--candidate {candidate_id}` first (nothing recorded, no iteration "
                         "spent)")
@@ -273,16 +273,11 @@ def _reject(run: RunDir, candidate_id: str, note: str | None) -> dict[str, Any]:
 
 
 def _rejected(event: Any, repeated: bool) -> dict[str, Any]:
-    return {"decision": "reject", "candidate_id": _field(event, "candidate_id"),
-            "best_id": _field(event, "best_id"), "note": _field(event, "note"),
-            "repeated": repeated, "decided_at": _field(event, "ts")}
+    return {"decision": "reject", "candidate_id": event.candidate_id, "best_id": event.best_id,
+            "note": event.note, "repeated": repeated, "decided_at": event.ts}
 
 
 def _refuse_past_budget(run: RunDir, verb: str) -> None:
     why = budget.decision_refusal(run_config(run).budget, run.spent)
     if why:
         raise BudgetError(f"{verb} refused: {why}")
-
-
-def _field(event: Any, name: str) -> Any:
-    return event.get(name) if isinstance(event, dict) else getattr(event, name, None)

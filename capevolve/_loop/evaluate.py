@@ -57,11 +57,10 @@ def _job(run: RunDir, project: Project, eval_id: str, split: str, candidate_id: 
     if loaded.missing:
         raise RunDirError(f"split {split}: tasks {loaded.missing[:5]} are no longer returned "
                           "by the adapter (the task set changed after the splits were frozen)")
-    files_dir = run.candidate_dir(candidate_id)
     sees_target = containment.sees_target(adapter)
     worker_tasks = loaded.table if sees_target else without_targets(
         loaded.table, run.layout.root / "tasks" / "blind", split)
-    files = pack(files_dir)
+    files = pack(run.candidate_dir(candidate_id))
     agent_model = models_pin.agent_settings(run, files)
     return EvalJob(
         run_id=run.run_id, eval_id=eval_id, split=split, candidate_id=candidate_id,
@@ -110,22 +109,20 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
                               f"({previous.refused}); snapshot the candidate in a new run")
         if previous and previous.status == EvalStatus.COMPLETE and _intact(run, previous):
             return previous.to_json()
-        limit = None
-        if not allow_test:
-            reasons = budget.exhausted(config.budget, run.spent, budget.stall_count(run.events()))
-            if confirming:  # not a decision: only the spending caps hold it
-                reasons = budget.spending_exhausted(config.budget, run.spent)
+        if not allow_test:  # confirming is not a decision: only the spending caps hold it
+            reasons = budget.spending_exhausted(config.budget, run.spent) if confirming else \
+                budget.exhausted(config.budget, run.spent, budget.stall_count(run.events()))
             if reasons:
                 raise BudgetError(f"evaluate refused: budget exhausted ({'; '.join(reasons)})"
                                   "; run `capevolve finalize`")
-            limit = config.budget
         running = run.shared.setdefault("evaluating", set())
         if eval_id in running:  # another thread of this process is running it now
             raise RunDirError(f"evaluation {eval_id} is already running in this process")
         running.add(eval_id)
         try:
             return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
-                            resumed=previous is not None, limit=limit, scope=scope,
+                            resumed=previous is not None,
+                            limit=None if allow_test else config.budget, scope=scope,
                             trials_now=trials_now)
         finally:
             running.discard(eval_id)
@@ -206,9 +203,7 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     if failure is not None:  # a write failed: the rows on disk stay for the resume
         raise StoreError(f"{failure}; {session.on_disk(n_units)}; "
                          "rerun to resume once the cause is fixed") from None
-    tally = session.tally
-    clusters = loaded.clusters
-    stats, means, judge_lost = _summary(run, eval_id, task_ids, clusters or None,
+    stats, means, judge_lost = _summary(run, eval_id, task_ids, loaded.clusters or None,
                                         config.gate.pass_threshold)
     stats["task_means_file"] = write_task_means(run, eval_id, means.tasks, means.means,
                                                 means.counts)
@@ -216,11 +211,10 @@ def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
     stats.update(excluded=len(excluded), excluded_reasons=reason_counts(excluded),
                  excluded_tasks=excluded)
     why = breaker.reason or incomplete_reason(
-        stats, len(task_ids) * n_trials, config.gate.min_coverage,
-        report.stop_reason or paused) \
+        stats, n_units, config.gate.min_coverage, report.stop_reason or paused) \
         or _judge_unreachable(judge_lost)
     record.update(stats, status=EvalStatus.INCOMPLETE if why else EvalStatus.COMPLETE,
-                  incomplete_reason=why, finished_at=utc_now(), units_run=tally.rows,
+                  incomplete_reason=why, finished_at=utc_now(), units_run=session.tally.rows,
                   resumed=resumed, worker_restarts=report.worker_restarts)
     stored = EvalRecord.model_validate(record)
     write_eval(run, stored)

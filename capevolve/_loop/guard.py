@@ -72,30 +72,27 @@ class EvaluationGuard:
 
     def documents_changed(self) -> str | None:
         """Restore every run document candidate code changed; the first, in words."""
-        with self.run._appending:
-            return self._documents_changed()
-
-    def _documents_changed(self) -> str | None:
-        events = self.run.layout.events
-        own = list(self.run._log.appended[self._mark:])
-        expected = dict(self.documents)
-        expected[events] = self.documents.get(events, b"") + b"".join(own)
-        expected.update(self.run.own_writes_since(self._writes))
-        now = _documents(self.run)
-        now.pop(self.run.layout.state, None)
-        changed = sorted(p for p in set(now) | set(expected) if now.get(p) != expected.get(p))
-        for path in changed:
-            if path == events:  # back to its bytes before, then capevolve's own events
-                _restore(path, self.documents.get(events, b""))
-            elif path in expected:
-                _restore(path, expected[path])
-            else:
-                self._quarantine_document(path)
-        if changed:
-            self.run.forget_cached_events()
-            if events in changed:
-                self._reappend(own)
-        self.run._write_state()  # a cache: whatever it holds now is rewritten from the log
+        run, events = self.run, self.run.layout.events
+        with run._appending:
+            own = list(run._log.appended[self._mark:])
+            expected = dict(self.documents)
+            expected[events] = self.documents.get(events, b"") + b"".join(own)
+            expected.update(run.own_writes_since(self._writes))
+            now = _documents(run)
+            now.pop(run.layout.state, None)
+            changed = sorted(p for p in set(now) | set(expected) if now.get(p) != expected.get(p))
+            for path in changed:
+                if path == events:  # back to its bytes before, then capevolve's own events
+                    _restore(path, self.documents.get(events, b""))
+                elif path in expected:
+                    _restore(path, expected[path])
+                else:
+                    _move(path, run.layout.quarantine() / "documents" / path.relative_to(run.root))
+            if changed:
+                run.forget_cached_events()
+                if events in changed:
+                    self._reappend(own)
+            run._write_state()  # a cache: whatever it holds now is rewritten from the log
         if not changed:
             return None
         return (f"{changed[0]} was changed during the evaluation by something other than "
@@ -117,11 +114,6 @@ class EvaluationGuard:
         for path in ours:
             if path.is_file() and relative(self.run.root, path) not in recorded:
                 self.run.record_part(path, pq.ParquetFile(path).metadata.num_rows)
-
-    def _quarantine_document(self, path: Path) -> None:
-        target = self.run.layout.quarantine() / "documents" / path.relative_to(self.run.root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
 
     def foreign_parts(self, ours: list[Path]) -> list[Path]:
         """Rollout files created or changed since the snapshot, not ours."""
@@ -153,18 +145,14 @@ class EvaluationGuard:
             self._record_own_parts([Path(p) for p in ours])
         foreign = self.foreign_parts(ours)
         if foreign:
-            self._quarantine([p for p in foreign if p not in self.before])
+            layout = self.run.layout
+            for path in foreign:  # a new file is moved aside; a changed one stays
+                if path not in self.before:
+                    _move(path, layout.quarantine() / path.relative_to(layout.rollouts))
             why = why or (f"{foreign[0]} was written during the evaluation by something other "
                           "than capevolve's writer (moved to quarantine when new)")
         if why is not None:
             self._refuse(record, f"{why}; its rows do not count")
-
-    def _quarantine(self, paths: list[Path]) -> None:
-        layout = self.run.layout
-        for path in paths:
-            target = layout.quarantine() / path.relative_to(layout.rollouts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
 
     def _refuse(self, record: dict[str, Any], why: str) -> None:
         write_eval(self.run, EvalRecord.model_validate({
@@ -184,6 +172,12 @@ def _live_session_file(path: Path) -> bool:
     found = _PART_NAME.search(path.name)
     return found is not None and (found["session"] in live_sessions
                                   or found["session"] in compaction.running)
+
+
+def _move(path: Path, target: Path) -> None:
+    """Move ``path`` aside to ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, target)
 
 
 def _restore(path: Path, data: bytes) -> None:
