@@ -16,7 +16,7 @@ from capevolve._loop.false_accepts import (  # noqa: F401 - false_accept_ledger 
     gate_tallies,
 )
 from capevolve._loop.frozen_config import run_config
-from capevolve._loop.gate_evals import require_gateable, require_gateable_id, val_eval
+from capevolve._loop.gate_evals import require_gateable, val_eval
 from capevolve._loop.policy_gate import policy_verdict
 from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy import budget, decisions
@@ -25,6 +25,7 @@ from capevolve._policy.gate.alpha import (
     run_alpha_refusal,
 )
 from capevolve._policy.keep_best import tentative
+from capevolve._store.evals import load_eval
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import prefetch
 from capevolve._store.rundir import RunDir
@@ -177,7 +178,7 @@ def _passing_gate(run: RunDir, candidate_id: str) -> GateEvent:
     except GateError as exc:
         raise GateError(f"accept refused: {exc}") from None
     for eval_id in (gate.candidate_eval, gate.best_eval):
-        require_gateable_id(run, eval_id or "", "accept")
+        require_gateable(run, load_eval(run, eval_id or ""), "accept")
     return gate
 
 

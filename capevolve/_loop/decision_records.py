@@ -13,7 +13,7 @@ from capevolve._store.events import Spend
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.kinds import Confidence, Decision, EventKind
-from capevolve.records import DecisionRecord, Event, GateEvent, SpendEvent
+from capevolve.records import DecisionRecord, Event, GateEvent, SetBestEvent, SpendEvent
 
 DECISIONS = {EventKind.ACCEPT: (EventKind.SET_BEST, EventKind.SPEND),
              EventKind.REJECT: (EventKind.SPEND,), EventKind.NO_CHANGE: ()}
@@ -49,12 +49,10 @@ def _state_after(events: Sequence[Event], index: int) -> tuple[str | None, Spend
     for event in events[:end]:
         if isinstance(event, SpendEvent):
             spent.add(event)
-    following = [i for i in range(index + 1, len(events)) if events[i].kind in DECISIONS]
-    best = None
-    for event in events[:following[0] if following else len(events)]:
-        if event.kind == EventKind.SET_BEST:
-            best = getattr(event, "candidate_id", best)
-    return best, spent
+    following = next((i for i in range(index + 1, len(events)) if events[i].kind in DECISIONS),
+                     len(events))
+    bests = [e.candidate_id for e in events[:following] if isinstance(e, SetBestEvent)]
+    return (bests[-1] if bests else None), spent
 
 
 def build(run: RunDir, events: Sequence[Event], index: int, number: int) -> DecisionRecord:

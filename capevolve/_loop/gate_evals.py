@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from capevolve._loop.frozen_config import run_config
 from capevolve._policy.gateable import StoredUnits, gate_refusal
-from capevolve._store.evals import latest_eval, load_eval
+from capevolve._store.evals import latest_eval
 from capevolve._store.rundir import RunDir
 from capevolve.errors import GateError
 from capevolve.kinds import EvalStatus, Split
@@ -54,8 +54,3 @@ def require_gateable(run: RunDir, record: EvalRecord, verb: str, *,
         raise GateError(f"{verb} refused: {why}; only a complete full-split evaluation of "
                         "purpose gate can be gated, accepted, confirmed against or finalized")
     return record
-
-
-def require_gateable_id(run: RunDir, eval_id: str, verb: str) -> EvalRecord:
-    """:func:`require_gateable` of the stored record ``eval_id``."""
-    return require_gateable(run, load_eval(run, eval_id), verb)

@@ -145,14 +145,16 @@ class EvaluationGuard:
             self._record_own_parts([Path(p) for p in ours])
         foreign = self.foreign_parts(ours)
         if foreign:
-            layout = self.run.layout
-            for path in foreign:  # a new file is moved aside; a changed one stays
-                if path not in self.before:
-                    _move(path, layout.quarantine() / path.relative_to(layout.rollouts))
+            self._quarantine([p for p in foreign if p not in self.before])
             why = why or (f"{foreign[0]} was written during the evaluation by something other "
                           "than capevolve's writer (moved to quarantine when new)")
         if why is not None:
             self._refuse(record, f"{why}; its rows do not count")
+
+    def _quarantine(self, paths: list[Path]) -> None:
+        layout = self.run.layout
+        for path in paths:
+            _move(path, layout.quarantine() / path.relative_to(layout.rollouts))
 
     def _refuse(self, record: dict[str, Any], why: str) -> None:
         write_eval(self.run, EvalRecord.model_validate({
