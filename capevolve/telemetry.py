@@ -24,9 +24,8 @@ ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPO
 
 def enabled() -> bool:
     """Whether spans are wanted."""
-    if os.environ.get("CAPEVOLVE_OTEL", "").strip() in ("1", "true", "yes"):
-        return True
-    return any(os.environ.get(name) for name in ENDPOINT_VARS)
+    return os.environ.get("CAPEVOLVE_OTEL", "").strip() in ("1", "true", "yes") \
+        or any(os.environ.get(name) for name in ENDPOINT_VARS)
 
 
 def _tracer() -> Any:

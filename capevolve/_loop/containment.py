@@ -41,8 +41,7 @@ def adapter_sources(adapter: Any, project_root: Path | str) -> tuple[str, ...]:
     if start is None:
         return ()
     package = adapter_package(adapter)
-    known = [Path(p) for p in (*sandbox.python_trees(), project_root, package) if p]
-    known = [p.resolve() for p in known]
+    known = [Path(p).resolve() for p in (*sandbox.python_trees(), project_root, package) if p]
     found: set[str] = set()
     seen = {start.__name__}
     todo = [start]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from capevolve._store import integrity
+from capevolve._store.jsonfiles import write_bytes_atomic
 from capevolve._store.rundir import RunDir, utc_now
 from capevolve.errors import RunDirError
 from capevolve.kinds import EventKind
@@ -85,13 +86,7 @@ def _cut_events(run: RunDir, aside: Path) -> bool:
         return False
     aside.mkdir(parents=True, exist_ok=True)
     shutil.copy2(run.layout.events, aside / "events.jsonl")
-    data = run.layout.events.read_bytes()[:keep]
-    tmp = run.layout.events.with_name(".events.jsonl.quarantine.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, run.layout.events)
+    write_bytes_atomic(run.layout.events, run.layout.events.read_bytes()[:keep])
     run.forget_cached_events()
     run.events()  # reads the kept lines (and learns the key again)
     return True
