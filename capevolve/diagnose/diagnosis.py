@@ -47,13 +47,13 @@ from capevolve.diagnose.reflective import (
     with_makeable_claims,
 )
 from capevolve.diagnose.sanity import sanity_checks
+from capevolve.diagnose.signature import preamble_cuts_of
 from capevolve.diagnose.source import TraceUnread, Trial, TrialRows, read_trials, refuse_test
 from capevolve.diagnose.units import (
     Unit,
     UnitCache,
     common_labels_of,
     passing_statements,
-    preamble_cuts_of,
     score_parts,
 )
 from capevolve.errors import ConfigError

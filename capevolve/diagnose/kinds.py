@@ -9,8 +9,8 @@ class FailureKind(StrEnum):
     """The kind of a failing scored trial."""
 
     ZERO = "zero"  # reward ~ 0: the task was not achieved
-    PARTIAL = "partial"  # 0 < reward < 0.7: partial credit
-    NEAR_MISS = "near_miss"  # 0.7 <= reward < 1: almost right
+    PARTIAL = "partial"  # 0 < reward < classify.NEAR_MISS_FLOOR: partial credit
+    NEAR_MISS = "near_miss"  # classify.NEAR_MISS_FLOOR <= reward < 1: almost right
     COMMUNICATION = "communication"  # an omission / communication failure, where detectable
 
 

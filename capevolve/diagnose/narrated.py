@@ -174,18 +174,13 @@ def final_message(output: str | None, trace: str | None) -> str:
 
 @lru_cache(maxsize=16384)
 def claims_in(message: str) -> tuple[str, ...]:
-    """:func:`claimed_states` as a tuple, cached per message."""
+    """The state verbs the message says happened, lowercased, in order (negations excluded)."""
     found = []
     for match in _CLAIM.finditer(message):
         before = message[max(0, match.start() - 12):match.end()]
         if not _NEGATION.search(before):
             found.append(match.group().lower().split()[-1])
     return tuple(found)
-
-
-def claimed_states(message: str) -> list[str]:
-    """The state verbs the message says happened, lowercased, in order (negations excluded)."""
-    return list(claims_in(message))
 
 
 def claims_state_change(message: str) -> bool:

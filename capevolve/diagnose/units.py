@@ -16,17 +16,10 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
+from capevolve.diagnose.classify import TOLERANCE
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.signature import (
-    even_digits,
-    preamble_cuts,
-    preamble_cuts_of,
-    raw_tokens,
-)
+from capevolve.diagnose.signature import even_digits, raw_tokens
 
-__all__ = ["Unit", "preamble_cuts", "preamble_cuts_of", "units_of"]
-
-TOLERANCE = 1e-9
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*:\s+")
 _TAG = re.compile(r"^\s*(?:[-*+\u2022]\s+)?\[\s*([A-Za-z][A-Za-z0-9_ \-]{0,30}?)\s*\]\s*:?\s+")
 _SEGMENTS = re.compile(r"\n+|;\s+(?=[A-Za-z][A-Za-z0-9_ \-]{0,30}?:\s)")
