@@ -54,10 +54,6 @@ class Failure(NamedTuple):
         return bool(self.claimed) and not self.narrated
 
 
-def tool_names(calls: list[Call]) -> frozenset[str]:
-    return frozenset(c.name for c in calls)
-
-
 def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
             redact: bool, tools: Iterable[str] | None = None) -> Failure:
     """The facts of one failing trial; ``tools``: the agent's mutating tools."""
@@ -71,8 +67,8 @@ def analyse(trial: Trial, calls: list[Call], guard: GoldGuard | None,
     claimed = () if narrated else tuple(unmatched_claims(trial.output, calls, trial.trace,
                                                          tools))
     return Failure(trial=trial, kind=failure_kind(trial), narrated=narrated,
-                   tools=tool_names(calls), identifiers=identifiers, feedback=feedback,
-                   gold_leak=leak, claimed=claimed)
+                   tools=frozenset(c.name for c in calls), identifiers=identifiers,
+                   feedback=feedback, gold_leak=leak, claimed=claimed)
 
 
 def with_makeable_claims(failures: list[Failure],
@@ -120,7 +116,8 @@ class Analyser:
             writes = frozenset(name_words(c.name) for c in calls
                                if call_mutates(c.name, c.mutates))
             known = self._calls[key] = CallFacts(
-                tool_names(calls), frozenset(map(str.lower, names)), bool(writes), writes)
+                frozenset(c.name for c in calls), frozenset(map(str.lower, names)),
+                bool(writes), writes)
         return known
 
     def write_words(self) -> list[frozenset[str]]:

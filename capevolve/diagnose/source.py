@@ -39,11 +39,6 @@ class Trial(NamedTuple):
     error_kind: str | None
 
     @property
-    def errored(self) -> bool:
-        """True when the trial has no reward."""
-        return self.reward is None
-
-    @property
     def unit_id(self) -> str:
         """``task_id#trial``: the id of this datapoint in diagnoses and censuses."""
         return f"{self.task_id}#{self.trial}"
