@@ -205,6 +205,18 @@ def test_recovery_keeps_every_journalled_row_once_and_settles_the_spend_once(run
                for p in run.layout.rollouts.rglob("*.parquet"))
 
 
+def test_recovery_counts_the_judges_spend_as_the_sessions_own(run):
+    """A dead session's rows carry their judge's tokens and cost: recovery settles those too,
+    from the part written before the kill and from the part it writes from the segment."""
+    rows = [{**_row(f"t{i}"), "judge_tokens": 4, "judge_cost_usd": 0.25} for i in range(3)]
+    _dead_session(run, "dead0009", units=3, journalled=rows, in_parts=rows[:1])
+    with run.locked():
+        assert journal.recover(run) == ["dead0009"]
+    [event] = _spend_events(run)
+    assert event.metric_calls == 3 and event.tokens == 3 * (3 + 4)
+    assert event.cost_usd == pytest.approx(3 * (0.5 + 0.25)) and event.cost_unrecorded == 0
+
+
 def test_a_session_settled_before_its_files_were_removed_is_not_counted_twice(run):
     """Killed after its spend event and before removing its journal: recovery only cleans."""
     _dead_session(run, "dead0002", units=3, journalled=[_row("a")], in_parts=[])

@@ -15,7 +15,7 @@ from capevolve._store.layout import Layout
 from capevolve._store.lazy import pc, pq
 from capevolve._store.rollouts.segments import SUFFIX as ROWS_SUFFIX
 from capevolve._store.rollouts.segments import read_segment
-from capevolve._store.rollouts.writer import RowTally, write_part
+from capevolve._store.rollouts.writer import SPEND_COLUMNS, RowTally, write_part
 from capevolve._store.rundir import RunDir
 from capevolve.errors import StoreError
 from capevolve.kinds import EventKind, SpendRole
@@ -76,7 +76,8 @@ def recover(run: RunDir) -> list[str]:
         parts = _session_parts(layout, record)
         spend = RowTally()
         for part in parts:
-            spend.add(pq.read_table(part, columns=["tokens", "cost_usd"]))
+            names = pq.read_schema(part).names  # a judge's spend is the session's too
+            spend.add(pq.read_table(part, columns=[c for c in SPEND_COLUMNS if c in names]))
         settle(run, record.session, record.units, spend, record.last - record.started,
                reconciled=True)
         remove_session(layout, record.session)

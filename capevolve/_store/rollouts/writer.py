@@ -52,6 +52,10 @@ def write_part(rows: list[dict] | pa.Table, final: Path) -> Path:
     return final
 
 
+SPEND_COLUMNS = ("tokens", "cost_usd", "judge_tokens", "judge_cost_usd")
+"""The columns a row's spend is counted from (``RowTally.add``)."""
+
+
 @dataclass
 class RowTally:
     """Rows taken so far, their tokens and cost, and rows without a cost."""
