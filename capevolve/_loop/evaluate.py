@@ -237,7 +237,7 @@ def _judge_unreachable(n: int) -> str | None:
 def _intact(run: RunDir, record: EvalRecord) -> bool:
     """A complete evaluation still has all its rows (truncated parts are quarantined)."""
     quarantine_bad_parts(run.layout)
-    return len(eval_rows(run.layout, record.eval_id).rows) == record.n_rows
+    return len(eval_rows(run.layout, record.eval_id).units) == record.n_rows
 
 
 def incomplete_reason(stats: dict[str, Any], n_units: int, min_coverage: float,

@@ -16,7 +16,7 @@ from capevolve._loop.policy_inputs import target_tasks
 from capevolve._policy.probe import failing_tasks, probe_outcome
 from capevolve._policy.splits import refuse_test
 from capevolve._store.evals import latest_complete_eval
-from capevolve._store.rollouts.evalrows import eval_rows
+from capevolve._store.rollouts.task_rows import task_rows
 from capevolve._store.rundir import RunDir
 from capevolve.errors import ConfigError, GateError
 from capevolve.kinds import EvalPurpose, EvalStatus, Split
@@ -64,12 +64,12 @@ def probe(run: RunDir, candidate: str | Path, *, tasks: Sequence[str] | None = N
     split = refuse_test(split, "probe")
     threshold = run_config(run).gate.pass_threshold
     reference = _reference(run, split)
-    best_rows = eval_rows(run.layout, reference.eval_id).outcomes().rewards
+    best_rows = task_rows(run.layout, reference.eval_id).rewards()
     how, ids = _targets(run, split, best_rows, threshold, tasks, cluster, failing)
     record = EvalRecord.model_validate(evaluate(
         run, candidate, split, tasks=ids, n_trials=reference.n_trials,
         purpose=EvalPurpose.PROBE, engine=engine))
-    result = probe_outcome(eval_rows(run.layout, record.eval_id).outcomes().rewards, best_rows,
+    result = probe_outcome(task_rows(run.layout, record.eval_id).rewards(), best_rows,
                            sorted(set(ids) - set(record.excluded_tasks)), threshold)
     if record.status != EvalStatus.COMPLETE:  # missing data kills nothing
         result.update(suggestion=None, reasoning=f"{result['reasoning']}; the probe is "

@@ -8,7 +8,7 @@ from capevolve._loop.frozen_config import run_config
 from capevolve._policy.gate.thresholds import passes
 from capevolve._store.documents import read_diagnosis
 from capevolve._store.evals import latest_complete_eval
-from capevolve._store.rollouts.evalrows import eval_rows
+from capevolve._store.rollouts.task_rows import task_rows
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
 from capevolve.kinds import Split
@@ -61,8 +61,8 @@ def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict
     if split == Split.TEST:
         raise RunDirError("compare: the test split is held out; finalize reports it once")
     eval_a, eval_b = comparable_evals(run, a, b, split)
-    rewards_a = eval_rows(run.layout, eval_a.eval_id).outcomes().rewards
-    rewards_b = eval_rows(run.layout, eval_b.eval_id).outcomes().rewards
+    rewards_a = task_rows(run.layout, eval_a.eval_id).rewards()
+    rewards_b = task_rows(run.layout, eval_b.eval_id).rewards()
     threshold = run_config(run).gate.pass_threshold
     clusters_a, clusters_b = task_clusters(run, split, a), task_clusters(run, split, b)
     rows, deltas = [], []

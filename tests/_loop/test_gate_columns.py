@@ -1,8 +1,9 @@
 """A recorded gate equals the former per-row reads and scalar statistics, number for number.
 
 The gate reads each side once (``capevolve._store.rollouts.task_rows``: one grouped query,
-columns) and computes its statistics over columns. The oracle is the former path: the
-per-row reads of ``eval_rows`` (outcomes, output digests, units) and the scalar code of
+columns) and computes its statistics over columns. The oracle is the former path: a
+per-row read (``gate_oracle.per_row``: rewards, output digests), the units of ``eval_rows``
+and the scalar code of
 ``tests/fixtures/gate_oracle.py``. The run has errored tasks on both sides, tasks retried
 to a score, fractional rewards within the tolerance of each other, clusters and three
 trials; both goal directions are gated.
@@ -56,7 +57,7 @@ def gated(request, tmp_path_factory):
 
 
 def _old_side(run, eval_id: str, sign: float) -> old.SideOutcomes:
-    rewards = eval_rows(run.layout, eval_id).outcomes().rewards
+    rewards = old.per_row(run.layout, eval_id).rewards
     return old.SideOutcomes.from_rewards({t: [sign * v for v in vs] for t, vs in rewards.items()})
 
 
@@ -64,10 +65,11 @@ def test_the_grouped_read_is_the_per_row_read(gated):
     """Rewards in trial order, the units covered and the distinct outputs per task."""
     run, result = gated
     for eval_id in (result["candidate_eval"], result["best_eval"]):
-        rows, per_row = task_rows(run.layout, eval_id), eval_rows(run.layout, eval_id)
-        assert rows.rewards() == dict(sorted(per_row.outcomes().rewards.items()))
-        assert stored_units(run, eval_id) == StoredUnits.of(per_row.done_units())
-        outputs = per_row.outputs()
+        rows, per_row = task_rows(run.layout, eval_id), old.per_row(run.layout, eval_id)
+        assert rows.rewards() == dict(sorted(per_row.rewards.items()))
+        assert stored_units(run, eval_id) == StoredUnits.of(
+            eval_rows(run.layout, eval_id).done_units())
+        outputs = per_row.outputs
         assert {t: o for t, o in zip(rows.tasks, rows.outputs, strict=True) if o} == \
             {t: ",".join(v) for t, v in outputs.items()}
         assert any(not v for v in rows.rewards().values())  # errored tasks are present
@@ -80,7 +82,7 @@ def test_the_recorded_gate_equals_the_oracle(gated):
     sign = -1.0 if config.goal.direction == "minimize" else 1.0
     cand = _old_side(run, result["candidate_eval"], sign)
     best = _old_side(run, result["best_eval"], sign)
-    records = {e: eval_rows(run.layout, e) for e in (result["candidate_eval"],
+    records = {e: old.per_row(run.layout, e) for e in (result["candidate_eval"],
                                                      result["best_eval"])}
     cand_eval, best_eval = (load_eval(run, e) for e in records)
     both = set(cand_eval.excluded_tasks) & set(best_eval.excluded_tasks)
@@ -98,10 +100,10 @@ def test_the_recorded_gate_equals_the_oracle(gated):
     assert result["reasons"][:len(screen)] == screen
     if result["confirmation"] is None:
         assert result["decision"] == verdict["decision"]
-    outs = {e: r.outputs() for e, r in records.items()}
+    outs = {e: r.outputs for e, r in records.items()}
     changed = {t: outs[cand_eval.eval_id][t] != outs[best_eval.eval_id][t]
                for t in outs[cand_eval.eval_id].keys() & outs[best_eval.eval_id].keys()}
-    scored = {e: r.outcomes().rewards for e, r in records.items()}
+    scored = {e: r.rewards for e, r in records.items()}
     vary = {}  # differing outputs on a side; one output on >= 2 scored trials of each
     for t in changed:
         if any(len(outs[e][t]) > 1 for e in outs):

@@ -13,6 +13,7 @@ import statistics
 
 import numpy as np
 import pytest
+from fixtures.gate_oracle import per_row
 from fixtures.projects import make_candidate, make_project
 
 from capevolve._loop.evaluate import evaluate
@@ -60,7 +61,7 @@ def _old_pass_counts(rewards_by_task, threshold):
 def _oracle(run, eval_id, task_ids, clusters, pass_threshold):
     """The former ``summarize`` + ``_run_means`` + ``_judge_unreachable`` (the oracle)."""
     store = RolloutStore(run.layout)
-    outcomes = eval_rows(store.layout, eval_id).outcomes()
+    outcomes = per_row(store.layout, eval_id)
     rewards = {t: outcomes.rewards[t] for t in task_ids if t in outcomes.rewards}
     means = task_means(rewards)
     mean, stderr = mean_and_se(list(means.values()))
@@ -111,7 +112,7 @@ def test_the_run_holds_every_case_the_summary_must_get_right(evaluated):
     assert record["excluded"] > 0 and record["n_errors"] > 0
     assert set(record["run_means"]) == {"0", "1", "2"}
     assert "judge was unreachable" in (record["incomplete_reason"] or "")
-    rewards = eval_rows(run.layout, record["eval_id"]).outcomes().rewards
+    rewards = per_row(run.layout, record["eval_id"]).rewards
     assert {0.7, 0.7000000001, 0.6999999} <= {r for v in rewards.values() for r in v}
 
 

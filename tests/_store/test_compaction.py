@@ -13,13 +13,13 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fixtures.gate_oracle import per_row
 from fixtures.projects import clean_env, make_candidate, make_project
 
 from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._store import integrity
 from capevolve._store.rollouts import compact
-from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, part_files
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
@@ -109,13 +109,13 @@ def test_completion_leaves_one_part_holding_every_row_and_the_same_view(uncompac
     old = part_files(run.layout, EVAL)
     assert len(old) == 3
     before, rows = _view(run), sum(pq.ParquetFile(p).metadata.num_rows for p in old)
-    outcomes = eval_rows(run.layout, EVAL).outcomes()
+    outcomes = per_row(run.layout, EVAL)
     done = compact.compact_evaluation(run, EVAL, "val", "cand_001")
     assert done is not None and done.retired == 3 and done.rows == rows
     (new,) = part_files(run.layout, EVAL)
     assert new not in old and not any(p.exists() for p in old)
     assert _view(run) == before
-    assert eval_rows(run.layout, EVAL).outcomes() == outcomes
+    assert per_row(run.layout, EVAL) == outcomes
     (event,) = run.events(EventKind.PARTS_COMPACTED)
     assert sorted(event.retired) == sorted(integrity.relative(run.root, p) for p in old)
     assert event.parts[0].sha256 == integrity.sha256_file(new)

@@ -18,6 +18,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import SEED_ID, create_run
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore
+from capevolve._store.rollouts.task_rows import task_rows
 from capevolve._store.rollouts.writer import write_part
 from capevolve.cli.app import app
 from capevolve.errors import StoreError
@@ -190,7 +191,7 @@ def test_exact_duplicates_resolve_by_part_path_whatever_the_write_order(tmp_path
     assert n >= 2
     for scope in (None, eval_id):
         assert store.query("SELECT count(*), sum(reward) FROM rollouts", scope)[1] == [(n, 0.0)]
-    assert all(v == [0.0] for v in eval_rows(store.layout, eval_id).outcomes().rewards.values())
+    assert all(v == [0.0] for v in task_rows(store.layout, eval_id).rewards().values())
 
 
 def test_duplicates_within_one_part_resolve_to_the_first_row(tmp_path):
@@ -229,14 +230,14 @@ def test_a_row_in_a_part_named_for_another_evaluation_is_ignored_everywhere(tmp_
     run, eval_id, rows = _dup_run(tmp_path)
     store = RolloutStore(run.layout)
     before = (store.query("SELECT count(*), sum(reward) FROM rollouts")[1],
-              eval_rows(store.layout, eval_id).outcomes().rewards)
+              task_rows(store.layout, eval_id).rewards())
     forged = [{**r, "eval_id": "val__seed__k9", "reward": 1.0} for r in rows]
     write_part(forged, run.layout.partition("val", SEED_ID) / f"{eval_id}-forged00-00000.parquet")
     write_part([{**r, "reward": 1.0} for r in rows],
                run.layout.partition("val", "cand_999") / f"{eval_id}-forged01-00000.parquet")
     assert store.query("SELECT count(*), sum(reward) FROM rollouts")[1] == before[0]
-    assert eval_rows(store.layout, eval_id).outcomes().rewards == before[1]
-    assert eval_rows(store.layout, "val__seed__k9").outcomes().n_rows == 0
+    assert task_rows(store.layout, eval_id).rewards() == before[1]
+    assert eval_rows(store.layout, "val__seed__k9").done_units() == set()
 
 
 def test_the_public_query_verb_is_the_confined_one(scored_run):

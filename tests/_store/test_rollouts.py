@@ -22,6 +22,7 @@ from capevolve._store.rollouts import compact
 from capevolve._store.rollouts.evalrows import eval_rows
 from capevolve._store.rollouts.query import RolloutStore, quarantine_bad_parts
 from capevolve._store.rollouts.schema import SCHEMA_VERSION
+from capevolve._store.rollouts.task_rows import task_rows
 from capevolve._store.rollouts.writer import PartWriter, write_part
 from capevolve.errors import StoreError
 from capevolve.kinds import EvalStatus
@@ -276,7 +277,7 @@ def test_a_unit_written_twice_is_counted_once(tmp_path):
     record = evaluate(run, SEED_ID, "val")
     store = RolloutStore(run.layout)
     eval_id = record["eval_id"]
-    before = eval_rows(store.layout, eval_id).outcomes()
+    before = task_rows(store.layout, eval_id).rewards()
     rows = [r for p in _parts(run) for r in pq.read_table(p).to_pylist()]
     assert len(rows) == 8
 
@@ -286,8 +287,8 @@ def test_a_unit_written_twice_is_counted_once(tmp_path):
     assert len(_raw_units(run)) == 16
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(8,)]
     assert store.query("SELECT count(*) FROM rollouts", eval_id)[1] == [(8,)]
-    after = eval_rows(store.layout, eval_id).outcomes()
-    assert after.n_rows == 8 and after.rewards == before.rewards
+    assert len(eval_rows(store.layout, eval_id).units) == 8
+    assert task_rows(store.layout, eval_id).rewards() == before
     assert eval_rows(store.layout, eval_id).done_units() == {(r["task_id"], r["trial"])
                                                              for r in rows}
 
@@ -315,7 +316,7 @@ def test_an_empty_run_can_be_queried(tmp_path):
                               "AND reward < 1 AND cost_usd IS NULL")
     assert names == ["task_id", "reward"] and rows == []
     assert eval_rows(store.layout, "val__seed__k2").done_units() == set()
-    assert eval_rows(store.layout, "val__seed__k2").outcomes().n_rows == 0
+    assert task_rows(store.layout, "val__seed__k2").rewards() == {}
     run.layout.rollouts.rmdir()  # no rollouts folder at all
     assert store.query("SELECT count(*) FROM rollouts")[1] == [(0,)]
 
