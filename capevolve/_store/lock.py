@@ -77,6 +77,20 @@ def is_held(path: Path) -> bool:
     return Path(path).resolve() in _HELD
 
 
+def keep(path: Path, fd: int) -> None:
+    """Count ``fd``, flocked, as this process's hold on ``path`` until :func:`drop`."""
+    with _GUARD:
+        _HELD[Path(path).resolve()] = _Held(fd, 1)
+
+
+def drop(path: Path) -> None:
+    """Close the descriptor kept for ``path``, if any, which releases its flock."""
+    with _GUARD:
+        held = _HELD.pop(Path(path).resolve(), None)
+    if held is not None:
+        os.close(held.fd)
+
+
 @contextmanager
 def hold(path: Path, wait_s: float = 0.0) -> Iterator[bool]:
     """Hold the lock for the block, waiting up to ``wait_s``; re-entrant. Yields whether this

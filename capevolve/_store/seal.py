@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from capevolve._store import jsonfiles
 from capevolve._store.layout import Layout
-from capevolve._store.lock import hold, try_flock
+from capevolve._store.lock import drop, hold, is_held, keep, try_flock
 from capevolve._store.partcache import other_process_holds
 from capevolve._store.rundir import utc_now
 from capevolve.errors import RecordError, RunDirError, TestSealError
@@ -20,21 +20,6 @@ from capevolve.records import SealRecord, parse_record
 
 SEAL_LOCK_WAIT_S = 5.0
 """Seconds a taker waits for another taker's seal.lock."""
-
-_HELD: dict[str, int] = {}  # seal path -> the flocked descriptor of the seal this process took
-
-
-def _forget_in_child() -> None:
-    for fd in _HELD.values():
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _HELD.clear()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
-
 
 def test_rollouts_exist(layout: Layout) -> bool:
     """True when a test split part exists."""
@@ -64,7 +49,7 @@ def _create(layout: Layout, fields: dict[str, Any]) -> SealRecord:
         raise TestSealError(f"{layout.seal}: could not lock the seal just taken")
     os.write(fd, (json.dumps(seal.to_json(), sort_keys=True, indent=2) + "\n").encode())
     os.fsync(fd)
-    _HELD[str(layout.seal)] = fd
+    keep(layout.seal, fd)
     return seal
 
 
@@ -131,15 +116,13 @@ def _retry(layout: Layout, fields: dict[str, Any]) -> SealRecord:
 
 def release(layout: Layout) -> None:
     """Drop this process's lock on its seal, if held."""
-    fd = _HELD.pop(str(layout.seal), None)
-    if fd is not None:
-        os.close(fd)
+    drop(layout.seal)
 
 
 def abandon(layout: Layout) -> bool:
     """Move aside this process's seal if no test row exists (reopening the run), else only
     release it; whether it moved."""
-    if str(layout.seal) not in _HELD or test_rollouts_exist(layout):
+    if not is_held(layout.seal) or test_rollouts_exist(layout):
         release(layout)
         return False
     os.rename(layout.seal, layout.seal_aborted(utc_now().replace(":", "")))
