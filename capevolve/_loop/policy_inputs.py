@@ -13,16 +13,13 @@ import numpy as np
 
 from capevolve._policy.gate.outcomes import SideOutcomes
 from capevolve._store import censuses, jsonfiles
+from capevolve._store.rollouts.confine import sql_literal
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rollouts.task_rows import TaskRows, task_rows
 from capevolve._store.rundir import RunDir
 from capevolve.config import GoalConfig
 from capevolve.errors import GateError
 from capevolve.kinds import GoalDirection, Split
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
@@ -36,7 +33,7 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
     trials = "" if below_trial is None else f" AND trial < {int(below_trial)}"
     _, found = store.query(
         f"SELECT task_id, trial, reward, score_parts FROM rollouts "
-        f"WHERE eval_id = {_lit(eval_id)}{trials} ORDER BY task_id, trial", eval_id)
+        f"WHERE eval_id = {sql_literal(eval_id)}{trials} ORDER BY task_id, trial", eval_id)
     rewards: dict[str, list[float]] = defaultdict(list)
     for task_id, _trial, reward, parts in found:
         rewards[task_id]  # noqa: B018 -- run but unscored is an empty list
@@ -49,8 +46,8 @@ def goal_sides(store: RolloutStore, eval_id: str, goal: GoalConfig, *,
 def trial_means(store: RolloutStore, eval_id: str, metric: str) -> dict[int, float]:
     """Trial index -> mean of ``metric`` over that trial's valid rows (no direction)."""
     _, rows = store.query(
-        f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = {_lit(eval_id)} "
-        "AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
+        f"SELECT trial, reward, score_parts FROM rollouts WHERE eval_id = "
+        f"{sql_literal(eval_id)} AND reward IS NOT NULL ORDER BY trial, task_id", eval_id)
     values: dict[int, list[float]] = defaultdict(list)
     for trial, reward, parts in rows:
         value = _value(reward, parts, metric)
