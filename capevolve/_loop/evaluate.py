@@ -100,7 +100,8 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
             run.require_open("evaluate")  # confirm may add val trials to a closed run
         candidate_id = resolve_candidate(run, candidate)
         refuse_tampering(run, config, candidate_id)
-        refuse_leaks(run, config, candidate_id, run_project(run).adapter())
+        project = run_project(run)
+        refuse_leaks(run, config, candidate_id, project.adapter())
         eval_id = scope.eval_id(split, candidate_id, n_trials)
         previous = find_eval(run, eval_id)
         scope = scope.resumed(previous)
@@ -120,7 +121,7 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
             raise RunDirError(f"evaluation {eval_id} is already running in this process")
         running.add(eval_id)
         try:
-            return _execute(run, config, eval_id, split, candidate_id, n_trials, engine,
+            return _execute(run, project, config, eval_id, split, candidate_id, n_trials, engine,
                             resumed=previous is not None,
                             limit=None if allow_test else config.budget, scope=scope,
                             trials_now=trials_now)
@@ -128,11 +129,10 @@ def evaluate(run: RunDir, candidate: str | Path, split: str, *, n_trials: int | 
             running.discard(eval_id)
 
 
-def _execute(run: RunDir, config: ProjectConfig, eval_id: str, split: Split,
+def _execute(run: RunDir, project: Project, config: ProjectConfig, eval_id: str, split: Split,
              candidate_id: str, n_trials: int, engine: Engine | None, resumed: bool,
              limit: BudgetConfig | None, scope: EvalScope,
              trials_now: int | None) -> dict[str, Any]:
-    project = run_project(run)
     verify_adapter_unchanged(run, project)
     quarantine_bad_parts(run.layout)
     selected = scope.select(run.splits.ids(split))
