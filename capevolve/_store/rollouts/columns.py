@@ -1,4 +1,4 @@
-"""The storage boundary for rows that arrive as columns."""
+"""Rows that arrive as columns, as the row dicts ``storable_row`` checks."""
 
 from __future__ import annotations
 
@@ -9,14 +9,9 @@ from typing import Any
 import pyarrow as pa
 
 from capevolve._store.lazy import pc
-from capevolve._store.rollouts.schema import COLUMNS, rows_to_table
+from capevolve._store.rollouts.schema import COLUMNS
 
 _TIMES = ("started_at", "finished_at")
-
-
-def columns_to_table(columns: Mapping[str, Any], n: int) -> pa.Table:
-    """The batch as a checked table, stored as ``storable_row`` would; RecordError for a bad key."""
-    return rows_to_table(column_rows(columns, n))
 
 
 def column_rows(columns: Mapping[str, Any], n: int) -> list[dict]:
