@@ -3,6 +3,10 @@ completes, fails or dies; the O_EXCL creation still lets exactly one taker throu
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 
 from capevolve._loop.finalize import finalize
@@ -32,6 +36,23 @@ def test_a_held_seal_refuses_a_second_taker_in_the_same_process(run):
     finally:
         seal.release(run.layout)
     assert not list(run.root.glob("seal.aborted-*"))
+
+
+def test_a_forked_child_does_not_keep_the_seal(run):
+    """A child forked while this process holds the seal closes its copy: once released, a
+    retry takes the seal although the child is still alive."""
+    seal.burn(run.layout, best_id=SEED_ID, baseline_id=SEED_ID)
+    child = os.fork()
+    if child == 0:  # the forked child lives on without touching the seal
+        time.sleep(5)
+        os._exit(0)
+    try:
+        seal.release(run.layout)
+        assert seal.burn(run.layout, best_id=SEED_ID, baseline_id=SEED_ID).retry_of
+    finally:
+        seal.release(run.layout)
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
 
 
 def test_a_finalize_that_failed_before_any_test_row_can_be_retried_in_process(run):
