@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
@@ -53,30 +52,13 @@ def is_full_eval_id(eval_id: str, split: Split | str, candidate_id: str) -> bool
     return eval_id.startswith(prefix) and eval_id[len(prefix):].isdigit()
 
 
-_VERSION_1 = re.compile(rb'"format_version"\s*:\s*1\s*[,}]')
-
-
-def _parse_fast(raw: bytes) -> EvalRecord | None:
-    """The record validated in one pass, or None for the checked path: on an error, or unless
-    the text holds exactly one ``"format_version": 1``."""
-    if raw.count(b'"format_version"') != 1 or not _VERSION_1.search(raw):
-        return None
-    try:
-        return EvalRecord.model_validate_json(raw)
-    except ValueError:
-        return None
-
-
 def read_eval_file(path: Path) -> EvalRecord:
     """A validated record whose id matches its file name; else RunDirError."""
     try:
-        raw = Path(path).read_bytes()
-        record = _parse_fast(raw)
-        data = None if record is not None else json.loads(raw.decode("utf-8"))
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise RunDirError(f"{path}: unreadable evaluation record ({exc})") from None
-    if record is None:
-        record = parse_record(EvalRecord, data, str(path))
+    record = parse_record(EvalRecord, data, str(path))
     if record.eval_id != Path(path).stem:
         raise RunDirError(f"{path}: holds evaluation {record.eval_id!r}, not the one its "
                           "name says")
