@@ -19,7 +19,7 @@ from capevolve.models.settings import ModelSettings, resolve
 
 __all__ = ["Meter", "ModelClient", "ModelError", "ModelSettings", "ModelUnavailable", "Price",
            "RolloutLimitReached", "Scope", "agent_client", "current_judge_meter",
-           "current_scope", "judging", "resolve", "scope", "table_price"]
+           "judging", "resolve", "scope", "table_price"]
 
 T = TypeVar("T")
 
@@ -51,11 +51,6 @@ def _set(var: contextvars.ContextVar[T | None], value: T) -> Iterator[T]:
 def scope(settings: ModelSettings | None, meter: Meter) -> contextlib.AbstractContextManager[Scope]:
     """Run the body as one rollout, counting on ``meter``."""
     return _set(_SCOPE, Scope(settings, meter))
-
-
-def current_scope() -> Scope | None:
-    """The running rollout's scope, if any."""
-    return _SCOPE.get()
 
 
 def judging(meter: Meter) -> contextlib.AbstractContextManager[Meter]:
