@@ -229,8 +229,6 @@ class RowColumns:
 
 
 _FAILURES = {str(kind) for kind in ModelFailure}
-_NO_CALLS = Meter()
-"""The meter of a unit that reported no usage (never merged into)."""
 
 
 def _usage_columns(raws: list[Outcome], rollouts: list[Rollout | None]) -> dict[str, list]:
@@ -239,10 +237,8 @@ def _usage_columns(raws: list[Outcome], rollouts: list[Rollout | None]) -> dict[
     out: dict[str, list] = {k: [] for k in ("tokens", "cost_usd", "model", "usage",
                                             "unknown_attempts", "model_failure")}
     for raw, r in zip(raws, rollouts, strict=True):
-        meter = _NO_CALLS
-        if raw.get("usage"):
-            meter = Meter()
-            meter.merge(raw["usage"])  # untrusted: only well-formed counts are taken
+        meter = Meter()
+        meter.merge(raw.get("usage"))  # untrusted: only well-formed counts are taken
         counted = meter.counts["attempts"] > 0
         all_unknown = meter.counts["unknown_attempts"] == meter.counts["attempts"]
         if counted:  # a lower bound when some attempts are unknown (their count is stored)
