@@ -40,8 +40,8 @@ class SandboxSpec:
 
 
 @dataclass(frozen=True)
-class ScoreJob:
-    """A scorer's view of a job: no candidate files."""
+class Job:
+    """What the driver, its workers and its scorers all know of one evaluation."""
 
     run_id: str
     eval_id: str
@@ -54,34 +54,27 @@ class ScoreJob:
     untrusted_roots: tuple[str, ...] = ()
     schema_version: int = 1
     agent_model: str | None = None
-    """Agent model settings JSON, recorded on every row."""
+    """Agent model settings JSON, recorded on every row (pinned: each unit's model scope)."""
 
 
 @dataclass(frozen=True)
-class EvalJob:
+class ScoreJob(Job):
+    """A scorer's view of a job: no candidate files."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalJob(Job):
     """What a worker needs to run one evaluation's units."""
 
-    run_id: str
-    eval_id: str
-    split: str
-    candidate_id: str
-    candidate_hash: str
     candidate_files: dict[str, bytes]
-    tasks: Mapping[str, Task] | TaskFile
-    project_root: str
-    adapter_spec: str
-    untrusted_roots: tuple[str, ...] = ()
-    schema_version: int = 1
     sandbox: SandboxSpec | None = None
     """None: no sandbox (``engine.isolation: none``)."""
     score_tasks: Mapping[str, Task] | TaskFile | None = None
     """The scorer's tasks when ``tasks`` lack targets; None: ``tasks``."""
-    agent_model: str | None = None
-    """Pinned agent model settings JSON; each unit's model scope comes from it."""
 
     def score_job(self) -> ScoreJob:
         """This job without the candidate's files."""
-        shared = {f.name: getattr(self, f.name) for f in fields(ScoreJob)}
+        shared = {f.name: getattr(self, f.name) for f in fields(Job)}
         return ScoreJob(**{**shared, "tasks": self.tasks if self.score_tasks is None
                            else self.score_tasks})
 
