@@ -12,7 +12,7 @@ from fixtures.projects import make_project
 @pytest.mark.ray
 def test_actor_resolves_project_relative_to_its_working_dir(tmp_path, ray_session):
     """With a bogus absolute root, an actor in a working_dir still loads the adapter."""
-    from capevolve._engine.ray.actor import RolloutActor
+    from capevolve._engine.ray.actor import Binding, RolloutActor
 
     work = tmp_path / "wd"
     make_project(work / "projects" / "flex", 4)
@@ -21,7 +21,7 @@ def test_actor_resolves_project_relative_to_its_working_dir(tmp_path, ray_sessio
     bogus = str(work / "projects" / "flex")  # the 'driver path': absent on this 'node'
     actor = RolloutActor.options(num_cpus=0,
                                  runtime_env={"working_dir": f"file://{archive}"}).remote(
-        bogus, "adapter.py:FlexAdapter", 2, 10.0, 0, "none", project_rel="projects/flex")
+        Binding(bogus, "adapter.py:FlexAdapter", "projects/flex", 2, 10.0, 0, "none"))
     try:
         assert ray_session.get(actor.pid.remote(), timeout=60) > 0
     finally:
@@ -31,11 +31,11 @@ def test_actor_resolves_project_relative_to_its_working_dir(tmp_path, ray_sessio
 @pytest.mark.ray
 def test_actor_without_the_project_fails_with_a_clear_error(tmp_path, ray_session):
     """No working-dir copy and no absolute path: the actor dies naming both locations."""
-    from capevolve._engine.ray.actor import RolloutActor
+    from capevolve._engine.ray.actor import Binding, RolloutActor
 
     bogus = str(tmp_path / "nowhere" / "flex")
     actor = RolloutActor.options(num_cpus=0, max_restarts=0).remote(
-        bogus, "adapter.py:FlexAdapter", 2, 10.0, 0, "none", project_rel="projects/flex")
+        Binding(bogus, "adapter.py:FlexAdapter", "projects/flex", 2, 10.0, 0, "none"))
     with pytest.raises(Exception, match="project not found"):
         ray_session.get(actor.pid.remote(), timeout=60)
 

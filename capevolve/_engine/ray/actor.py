@@ -26,7 +26,7 @@ from capevolve.errors import EngineError
 
 @dataclass(frozen=True)
 class Binding:
-    """What binds a warm actor to a command; ``env`` is applied before the adapter loads."""
+    """What binds an actor to a command; ``env`` is applied before the adapter loads."""
 
     project_root: str
     adapter_spec: str
@@ -41,59 +41,85 @@ class Binding:
     """The claim token a warm actor requires."""
 
 
-@ray.remote(max_restarts=-1, max_task_retries=0)
-class RolloutActor:
-    """A WorkerCore behind async actor methods; started without arguments, unbound."""
+class _Actor:
+    """An actor started bound to a project, or unbound and warm: then only a binding with its
+    claim ``token`` binds it, and a job before one is refused."""
 
-    def __init__(self, project_root: str | None = None, adapter_spec: str = "", slots: int = 1,
-                 timeout_s: float = 60.0, retries: int = 0, isolation: str = "none",
-                 project_rel: str | None = None, limiter=None, token: str = "") -> None:
-        self.core: WorkerCore | None = None
+    kind = where = ""
+
+    def __init__(self, binding: Binding | None = None, token: str = "") -> None:
+        self.core: Any = None
+        self.id = ""  # the worker or scorer id
+        self.token = token
+        if binding is not None:
+            self._bind(binding)
+
+    def _bind(self, b: Binding) -> None:
+        if self.token and not hmac.compare_digest(self.token, b.token):
+            raise EngineError("this warm actor was not claimed with that token; refusing to bind")
+        os.environ.update(b.env)
+        self.id = self._load(b, resolve_project_root(b.project_root, b.project_rel))
+        settle_worker_heap()  # the project is loaded: never rescanned by the collector
+
+    def _load(self, b: Binding, root: str) -> str:
+        raise NotImplementedError
+
+    async def bind(self, binding: Binding) -> str:
+        """Load the project; idempotent. Returns the worker or scorer id."""
+        if self.core is None:
+            self._bind(binding)
+        return self.id
+
+    def _ready(self, job: EvalJob | ScoreJob, binding: Binding | None) -> bool:
+        """Bind first if unbound; False when this node lacks ``job``'s task file."""
+        if self.core is None:
+            if binding is None:
+                raise EngineError(f"a warm {self.kind} actor was given a job before its project")
+            self._bind(binding)
+        return not isinstance(job.tasks, TaskFile) or os.path.exists(job.tasks.path)
+
+    def _core(self, eval_id: str) -> Any:
+        if self.core is None:  # restarted unbound: the driver's prepare binds it again
+            raise KeyError(f"job {eval_id} not prepared on this {self.where}")
+        return self.core
+
+    async def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class RolloutActor(_Actor):
+    """A WorkerCore behind async actor methods."""
+
+    kind, where = "rollout", "worker"
+
+    def __init__(self, binding: Binding | None = None, token: str = "") -> None:
         self.received: dict[str, EvalJob] = {}  # each eval id's job as the driver sent it
-        self.token = token  # a warm actor's: only its claimant can bind it
         self.binding: Binding | None = None
         self.box: ProcessWorker | None = None  # the sandboxed worker of the current candidate
         self.boxed: set[str] = set()  # eval ids relayed to it
         self.relay = asyncio.Lock()  # one request at a time on its channel
-        if project_root is not None:
-            self._bind(Binding(project_root, adapter_spec, project_rel, slots, timeout_s,
-                               retries, isolation, limiter))
-        else:  # warm: try bwrap now, not when a command's first sandboxed job comes
+        super().__init__(binding, token)
+        if binding is None:  # warm: try bwrap now, not when a command's first sandboxed job comes
             sandbox.unavailable()
 
-    def _bind(self, b: Binding) -> None:
-        _check_token(self.token, b)
-        os.environ.update(b.env)
+    def _load(self, b: Binding, root: str) -> str:
         if "PATH" in b.env:  # the warm check may have looked for bwrap elsewhere
             sandbox.unavailable.cache_clear()
         context = ray.get_runtime_context()
         actor_id = context.get_actor_id() or f"pid{os.getpid()}"
-        worker_id = f"{actor_id[:12]}-{os.getpid()}"
-        self.core = WorkerCore(resolve_project_root(b.project_root, b.project_rel),
-                               b.adapter_spec, b.slots, b.timeout_s, b.retries,
-                               worker_id=worker_id, node_id=context.get_node_id(),
-                               isolation=b.isolation)
+        self.core = WorkerCore(root, b.adapter_spec, b.slots, b.timeout_s, b.retries,
+                               worker_id=f"{actor_id[:12]}-{os.getpid()}",
+                               node_id=context.get_node_id(), isolation=b.isolation)
         if b.limiter is not None:  # a restarted actor first returns what its old self held
             b.limiter.forget.remote(actor_id)
             self.core.limiter = LimiterClient(b.limiter, actor_id)
         self.binding = b
-        settle_worker_heap()  # the project is loaded: never rescanned by the collector
-
-    async def bind(self, binding: Binding) -> str:
-        """Load the project; idempotent. Returns the worker id."""
-        if self.core is None:
-            self._bind(binding)
-        assert self.core is not None
         return self.core.worker_id
 
     async def prepare(self, job: EvalJob, binding: Binding | None = None) -> str:
         """Take ``job``; return the worker id, or :data:`NEED_TASKS` without its task file."""
-        if self.core is None:
-            if binding is None:
-                raise EngineError("a warm rollout actor was given a job before its project")
-            self._bind(binding)
-        assert self.core is not None
-        if not _tasks_here(job):
+        if not self._ready(job, binding):
             return NEED_TASKS
         if job.sandbox is not None:
             return await self._prepare_boxed(job)
@@ -101,7 +127,7 @@ class RolloutActor:
             self.core.jobs.pop(job.eval_id, None)
         self.received[job.eval_id] = job
         self.core.prepare(job)
-        return self.core.worker_id
+        return self.id
 
     async def _prepare_boxed(self, job: EvalJob) -> str:
         b = self.binding
@@ -110,7 +136,7 @@ class RolloutActor:
             init = {"project_root": self.core.project_root, "adapter_spec": b.adapter_spec,
                     "timeout_s": b.timeout_s, "retries": b.retries, "isolation": b.isolation,
                     "node_id": self.core.node_id}
-            self.box = ProcessWorker(self.core.worker_id, b.slots, init,
+            self.box = ProcessWorker(self.id, b.slots, init,
                                      b.timeout_s * (b.retries + 1) + 60.0, self.core.limiter)
         if job.project_root != self.core.project_root:
             # the sandbox shows the project where this node has it (a job's working_dir)
@@ -118,7 +144,7 @@ class RolloutActor:
         async with self.relay:
             await self.box.prepare(job)
         self.boxed.add(job.eval_id)
-        return self.core.worker_id
+        return self.id
 
     async def end_sandbox(self) -> None:
         """End the sandboxed worker and everything the candidate started in it."""
@@ -129,16 +155,14 @@ class RolloutActor:
 
     async def exchange(self, eval_id: str, units: list[list[Any]],
                        max_wait_s: float, slots: int | None = None) -> list[Outcome]:
-        if self.core is None:  # restarted unbound: the driver's prepare binds it again
-            raise KeyError(f"job {eval_id} not prepared on this worker")
+        core = self._core(eval_id)
         if eval_id in self.boxed and self.box is not None:
             if slots is not None and slots >= 0:
                 self.box.slots = slots
             async with self.relay:
                 return await self.box.exchange(eval_id, [WorkUnit(*u) for u in units],
                                                max_wait_s)
-        return await self.core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s,
-                                        slots)
+        return await core.exchange(eval_id, [WorkUnit(*u) for u in units], max_wait_s, slots)
 
     @ray.method(num_returns=2)
     async def exchange_keyed(self, eval_id: str, units: list[list[Any]],
@@ -148,63 +172,35 @@ class RolloutActor:
         outcomes = await self.exchange(eval_id, units, max_wait_s, slots)
         return outcome_keys(outcomes), outcomes
 
-    async def pid(self) -> int:
-        return os.getpid()
-
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
-class ScorerActor:
+class ScorerActor(_Actor):
     """A ScorerCore behind async actor methods."""
 
-    def __init__(self, project_root: str | None = None, adapter_spec: str = "",
-                 project_rel: str | None = None, token: str = "") -> None:
-        self.core: ScorerCore | None = None
-        self.token = token  # a warm actor's: only its claimant can bind it
-        if project_root is not None:
-            self._bind(Binding(project_root, adapter_spec, project_rel))
+    kind = where = "scorer"
 
-    def _bind(self, b: Binding) -> None:
-        _check_token(self.token, b)
-        os.environ.update(b.env)
+    def _load(self, b: Binding, root: str) -> str:
         actor_id = ray.get_runtime_context().get_actor_id() or "none"
-        scorer_id = f"scorer-{actor_id[:12]}-{os.getpid()}"
-        self.core = ScorerCore(resolve_project_root(b.project_root, b.project_rel),
-                               b.adapter_spec, scorer_id=scorer_id)
-        settle_worker_heap()
-
-    async def bind(self, binding: Binding) -> str:
-        """Load the project's adapter; idempotent."""
-        if self.core is None:
-            self._bind(binding)
-        assert self.core is not None
+        self.core = ScorerCore(root, b.adapter_spec,
+                               scorer_id=f"scorer-{actor_id[:12]}-{os.getpid()}")
         return self.core.scorer_id
 
     async def prepare(self, job: ScoreJob, binding: Binding | None = None) -> str:
         """The scorer id, or :data:`NEED_TASKS`."""
-        if self.core is None:
-            if binding is None:
-                raise EngineError("a warm scorer actor was given a job before its project")
-            self._bind(binding)
-        assert self.core is not None
-        if not _tasks_here(job):
+        if not self._ready(job, binding):
             return NEED_TASKS
         self.core.prepare(job)
-        return self.core.scorer_id
+        return self.id
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]]
                     ) -> tuple[dict, int]:
-        if self.core is None:  # restarted unbound: the driver's prepare binds it again
-            raise KeyError(f"job {eval_id} not prepared on this scorer")
-        batch = await self.core.score(eval_id, items)
+        batch = await self._core(eval_id).score(eval_id, items)
         return batch.columns, len(batch)  # plain columns pickle fastest
 
     async def score_picked(self, eval_id: str, outcomes: list[Outcome],
                            picks: list[list[Any]]) -> tuple[dict, int]:
         """Score accepted outcomes by their picks' trusted keys and seeds."""
         return await self.score(eval_id, picked_items(outcomes, picks))
-
-    async def pid(self) -> int:
-        return os.getpid()
 
 
 def outcome_keys(outcomes: list[Outcome]) -> list[list[Any]]:
@@ -223,16 +219,6 @@ def scorers_for(rollout_actors: int) -> int:
 
 NEED_TASKS = "capevolve:need-tasks"
 """``prepare``'s answer without the task file: resend with the table."""
-
-
-def _tasks_here(job: EvalJob | ScoreJob) -> bool:
-    return not isinstance(job.tasks, TaskFile) or os.path.exists(job.tasks.path)
-
-
-def _check_token(expected: str, binding: Binding) -> None:
-    """Refuse a binding without the claim token, so no other code can bind a warm actor."""
-    if expected and not hmac.compare_digest(expected, binding.token):
-        raise EngineError("this warm actor was not claimed with that token; refusing to bind")
 
 
 def project_location(project_root: str) -> tuple[str, str | None]:

@@ -39,13 +39,14 @@ def _bound(claimed: list[tuple[Any, str]], binding: Binding | None) -> Spawned:
 def rollout_actors(c: EngineConfig, job: EvalJob, count: int, slots: int,
                    options: dict[str, Any], limiter) -> Spawned:
     """``count`` rollout actors for one candidate; fresh ones start with ``options``."""
-    binding = warm_binding(c, job, slots=slots, timeout_s=c.timeout_s, retries=c.retries,
-                           isolation=c.isolation, limiter=limiter)
+    worker: dict[str, Any] = dict(slots=slots, timeout_s=c.timeout_s, retries=c.retries,
+                                  isolation=c.isolation, limiter=limiter)
+    binding = warm_binding(c, job, **worker)
     warm = _bound(owned_warm.claim(owned_warm.ROLLOUT, count, binding is not None), binding)
     root, rel = project_location(job.project_root)
-    fresh: Spawned = [(RolloutActor.options(**options).remote(  # type: ignore[attr-defined]
-        root, job.adapter_spec, slots, c.timeout_s, c.retries, c.isolation,
-        project_rel=rel, limiter=limiter), None) for _ in range(count - len(warm))]
+    own = Binding(root, job.adapter_spec, rel, **worker)
+    fresh: Spawned = [(RolloutActor.options(**options).remote(own), None)  # type: ignore[attr-defined]
+                      for _ in range(count - len(warm))]
     return [*warm, *fresh]
 
 
@@ -54,8 +55,8 @@ def scorer_actors(config: EngineConfig, job: EvalJob, root: str, rel: str | None
     """``count`` zero-CPU scorer actors for the project."""
     binding = warm_binding(config, job)
     warm = _bound(owned_warm.claim(owned_warm.SCORER, count, binding is not None), binding)
+    own = Binding(root, job.adapter_spec, rel)
     fresh: Spawned = [(ScorerActor.options(  # type: ignore[attr-defined]
-        num_cpus=0, scheduling_strategy="SPREAD").remote(root, job.adapter_spec,
-                                                         project_rel=rel), None)
+        num_cpus=0, scheduling_strategy="SPREAD").remote(own), None)
         for _ in range(count - len(warm))]
     return [*warm, *fresh]
