@@ -4,11 +4,12 @@ copy) of the process that made it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable
-from contextvars import ContextVar, Token
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 _REAL_EXIT = os._exit
@@ -43,11 +44,20 @@ def exit_message(where: str, exc: BaseException) -> str:
             "error of the unit, not an outcome")
 
 
-def _leave(token: Token, pid: int) -> None:
-    """Reset the call's context; a forked copy exits here."""
-    _IN_CALL.reset(token)
-    if os.getpid() != pid:
-        _REAL_EXIT(0)
+@contextlib.contextmanager
+def _user_call(where: str) -> Iterator[None]:
+    """The body as user code in ``where``: an exit raised is UserExit; a forked copy exits
+    at the end."""
+    pid = os.getpid()
+    token = _IN_CALL.set((where, pid))
+    try:
+        yield
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise UserExit(exit_message(where, exc)) from None
+    finally:
+        _IN_CALL.reset(token)
+        if os.getpid() != pid:
+            _REAL_EXIT(0)
 
 
 def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
@@ -57,26 +67,14 @@ def contained(fn: Callable[..., Any], where: str) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            pid = os.getpid()
-            token = _IN_CALL.set((where, pid))
-            try:
+            with _user_call(where):
                 return await fn(*args, **kwargs)
-            except (SystemExit, KeyboardInterrupt) as exc:
-                raise UserExit(exit_message(where, exc)) from None
-            finally:
-                _leave(token, pid)
         return run_async
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        pid = os.getpid()
-        token = _IN_CALL.set((where, pid))
-        try:
+        with _user_call(where):
             return fn(*args, **kwargs)
-        except (SystemExit, KeyboardInterrupt) as exc:
-            raise UserExit(exit_message(where, exc)) from None
-        finally:
-            _leave(token, pid)
     return run
 
 
