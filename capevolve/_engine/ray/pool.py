@@ -111,17 +111,25 @@ async def _started(handle, ref):
                           ) from None
 
 
-class ActorWorker:
-    """A bounded WorkerHandle over a RolloutActor; a warm actor's ``binding`` is re-sent on
-    prepare."""
+class _Handle:
+    """A bounded handle on an actor; a warm actor's ``binding`` is re-sent on prepare."""
+
+    def __init__(self, actor, name: str, reply_timeout_s: float,
+                 binding: Binding | None = None) -> None:
+        self.actor, self.name = actor, name
+        self.reply_timeout_s, self.binding = reply_timeout_s, binding
+
+    async def prepare(self, job: EvalJob | ScoreJob) -> None:
+        await _prepare(self, job)
+
+
+class ActorWorker(_Handle):
+    """A WorkerHandle over a RolloutActor."""
 
     def __init__(self, actor, name: str, slots: int, reply_timeout_s: float,
                  binding: Binding | None = None) -> None:
-        self.actor, self.name, self.slots = actor, name, slots
-        self.reply_timeout_s, self.binding = reply_timeout_s, binding
-
-    async def prepare(self, job: EvalJob) -> None:
-        await _prepare(self, job)
+        super().__init__(actor, name, reply_timeout_s, binding)
+        self.slots = slots
 
     async def exchange(self, eval_id: str, units: list[WorkUnit],
                        max_wait_s: float) -> KeyedOutcomes:
@@ -132,16 +140,8 @@ class ActorWorker:
                                             max_wait_s + self.reply_timeout_s), outcomes)
 
 
-class ActorScorer:
-    """A bounded ScorerHandle over a ScorerActor."""
-
-    def __init__(self, actor, name: str, reply_timeout_s: float,
-                 binding: Binding | None = None) -> None:
-        self.actor, self.name = actor, name
-        self.reply_timeout_s, self.binding = reply_timeout_s, binding
-
-    async def prepare(self, job: ScoreJob) -> None:
-        await _prepare(self, job)
+class ActorScorer(_Handle):
+    """A ScorerHandle over a ScorerActor."""
 
     async def score(self, eval_id: str, items: list[tuple[Outcome, int]] | Picked
                     ) -> RowBatch:
@@ -295,7 +295,8 @@ def pool_size(config: EngineConfig, totals: dict[str, float]) -> int:
     return max(1, min(workers, config.concurrency))
 
 
-def _kill_rollout_actors() -> None:
+def shutdown_pool() -> None:
+    """Kill the cached actors, scorers and limiter."""
     with _LOCK:
         for held in _POOLS.values():
             for worker in held["actors"]:
@@ -303,16 +304,10 @@ def _kill_rollout_actors() -> None:
         _POOLS.clear()
         if _POOL.get("limiter") is not None:
             ray.kill(_POOL["limiter"], no_restart=True)
-        _POOL.update(key=None, actors=[], limiter=None, limiter_key=None)
-
-
-def shutdown_pool() -> None:
-    """Kill the cached actors, scorers and limiter."""
-    with _LOCK:
-        _kill_rollout_actors()
         for scorer in _POOL["scorers"]:
             ray.kill(scorer.actor, no_restart=True)
-        _POOL.update(scorer_key=None, scorers=[])
+        _POOL.update(key=None, actors=[], limiter=None, limiter_key=None, scorer_key=None,
+                     scorers=[])
 
 
 def limiter_stats() -> dict | None:
