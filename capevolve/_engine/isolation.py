@@ -98,7 +98,7 @@ def _child_main() -> None:
     meter = Meter()
     try:
         adapter = load_adapter(Path(root), spec)
-        with scope(None if model is None else ModelSettings.from_json(model), meter):
+        with scope(None if model is None else ModelSettings.model_validate_json(model), meter):
             rollout = call_sync(contained(adapter.run_target, "run_target"), Path(candidate),
                                 Task.model_validate(task), trial=trial, seed=seed)
         result = (("ok", rollout.model_dump(warnings=False)) if isinstance(rollout, Rollout)

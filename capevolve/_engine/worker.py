@@ -86,7 +86,7 @@ class WorkerCore:
             path = unpack(job.candidate_files, self.scratch / job.candidate_hash[:32])
             self.jobs[job.eval_id] = (job, path)
             self.models[job.eval_id] = None if job.agent_model is None \
-                else ModelSettings.from_json(job.agent_model)
+                else ModelSettings.model_validate_json(job.agent_model)
 
     def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
         """Queue ``units`` to start as slots free up; returns the units not yet finished."""

@@ -31,14 +31,6 @@ _switched: dict[tuple[str, str], str] = {}
 """Endpoints that refused max_tokens: later clients send max_completion_tokens."""
 
 
-def _sdk(settings: ModelSettings, api_key: str | None) -> Any:
-    import openai
-
-    key = api_key or (os.environ.get(settings.api_key_env) if settings.api_key_env else None)
-    return openai.OpenAI(api_key=key or "not-needed", base_url=settings.base_url,
-                         max_retries=0)
-
-
 def _header(exc: Any, name: str) -> str | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -58,6 +50,17 @@ class ModelClient:
         self._token_key = self._first_token_key()
         self._client: Any = None
         self._formatted = False  # the last attempt carried a response_format
+
+    def _sdk(self) -> Any:
+        """The ``openai`` client, made on first use."""
+        if self._client is None:
+            import openai
+
+            s, key = self.settings, self._api_key
+            key = key or (os.environ.get(s.api_key_env) if s.api_key_env else None)
+            self._client = openai.OpenAI(api_key=key or "not-needed", base_url=s.base_url,
+                                         max_retries=0)
+        return self._client
 
     def _first_token_key(self) -> str:
         if self.settings.token_param != TokenParam.AUTO:
@@ -145,12 +148,10 @@ class ModelClient:
         root = self.settings.base_url.rstrip("/").removesuffix("/v1")
         if root in _untokenized:
             return None
-        if self._client is None:
-            self._client = _sdk(self.settings, self._api_key)
 
         def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-            found = self._client.post(f"{root}{path}", cast_to=object, body=body,
-                                      options={"timeout": timeout_s})
+            found = self._sdk().post(f"{root}{path}", cast_to=object, body=body,
+                                     options={"timeout": timeout_s})
             return found if isinstance(found, dict) else {}
 
         chat: dict[str, Any] = {"messages": messages, **({"tools": tools} if tools else {})}
@@ -175,10 +176,8 @@ class ModelClient:
         """Why the endpoint cannot be used (None: usable)."""
         import openai
 
-        if self._client is None:
-            self._client = _sdk(self.settings, self._api_key)
         try:
-            self._client.models.list(timeout=timeout_s)
+            self._sdk().models.list(timeout=timeout_s)
         except openai.APIStatusError as exc:
             return f"HTTP {exc.status_code}: the endpoint refused the API key" \
                 if exc.status_code in (401, 403) else None
@@ -202,9 +201,7 @@ class ModelClient:
     def _attempt(self, payload: dict[str, Any], left: float) -> dict[str, Any]:
         import openai
 
-        if self._client is None:
-            self._client = _sdk(self.settings, self._api_key)
-        body = self.body(payload)
+        sdk, body = self._sdk(), self.body(payload)
         self._formatted = "response_format" in body
         messages = body.pop("messages")
         model = body.pop("model")
@@ -212,7 +209,7 @@ class ModelClient:
         n = self.meter.counts["attempts"] + 1
         t0 = time.monotonic()
         try:
-            response = self._client.chat.completions.create(
+            response = sdk.chat.completions.create(
                 model=model, messages=messages, extra_body=body, timeout=timeout)
         except openai.APIStatusError as exc:
             self._refused(exc, n)

@@ -82,11 +82,6 @@ class ModelSettings(BaseModel):
         """Canonical JSON (travels on the job)."""
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
-    @classmethod
-    def from_json(cls, text: str) -> ModelSettings:
-        """The settings of :meth:`to_json`."""
-        return cls.model_validate_json(text)
-
 
 def resolve(config: ModelConfig, role: str, models: ModelsConfig | None = None) -> ModelSettings:
     """A role's settings, priced from config, else the shipped table."""
