@@ -148,19 +148,15 @@ class ScorerCore:
         try:
             with judging(meter):
                 return _as_score(call_sync(self._score_fn, task, rollout))
-        except UserExit as exc:  # sys.exit() in score: an error row, never our exit
-            return str(exc)
-        except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
-            return f"score: {describe(exc)}"
+        except Exception as exc:  # noqa: BLE001 - a scorer bug or sys.exit() is an error row
+            return str(exc) if isinstance(exc, UserExit) else f"score: {describe(exc)}"
 
     async def _score_async(self, task: Task, rollout: Rollout, meter: Meter) -> Score | str:
         try:
             with judging(meter):
                 return _as_score(await self._score_fn(task, rollout))
-        except UserExit as exc:  # sys.exit() in score: an error row, never our exit
-            return str(exc)
-        except Exception as exc:  # noqa: BLE001 - a scorer bug is an error row
-            return f"score: {describe(exc)}"
+        except Exception as exc:  # noqa: BLE001 - a scorer bug or sys.exit() is an error row
+            return str(exc) if isinstance(exc, UserExit) else f"score: {describe(exc)}"
 
 
 def _as_score(value: Any) -> Score:
