@@ -26,8 +26,6 @@ from capevolve._engine.scorer import ScorerCore
 from capevolve._engine.shares import SlotBudget
 from capevolve.config import EngineConfig
 
-REPLY_MARGIN_S = 60.0
-
 
 class InlineScorer:
     """A ScorerHandle over a ScorerCore in this process."""
@@ -66,12 +64,11 @@ class LocalEngine:
         count = max(1, min(math.ceil(wanted / max(1, self.shares)), c.concurrency))
         init = {"project_root": job.project_root, "adapter_spec": job.adapter_spec,
                 "timeout_s": c.timeout_s, "retries": c.retries, "isolation": c.isolation}
-        reply_timeout = c.timeout_s * (c.retries + 1) + REPLY_MARGIN_S
         scorer = InlineScorer(ScorerCore(job.project_root, job.adapter_spec,  # the table
                                          scorer_id=f"driver-{os.getpid()}",  # lives with
                                          keep_tasks=False))  # this evaluation only
         # each process can run the whole budget; the shared budget sets its slots
-        workers = [ProcessWorker(f"local{i}", c.concurrency, init, reply_timeout)
+        workers = [ProcessWorker(f"local{i}", c.concurrency, init)
                    for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]

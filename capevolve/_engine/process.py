@@ -25,6 +25,8 @@ from capevolve._project.taskfile import TaskFile
 from capevolve.errors import EngineError
 
 START_TIMEOUT_S = 120.0
+REPLY_MARGIN_S = 60.0
+"""Slack past a unit's longest run (every attempt timing out) before its reply is missing."""
 
 
 def _child_env() -> dict[str, str]:
@@ -56,12 +58,11 @@ def _how(code: int | None) -> str:
 class ProcessWorker:
     """A worker process running a WorkerCore; restarted on demand after a loss."""
 
-    def __init__(self, name: str, slots: int, init: dict[str, Any],
-                 reply_timeout_s: float, limiter: Any = None) -> None:
+    def __init__(self, name: str, slots: int, init: dict[str, Any], limiter: Any = None) -> None:
         self.name, self.slots = name, slots
         self.init = {"op": "init", "name": name, "slots": slots, **init,
                      "limited": limiter is not None}
-        self.reply_timeout_s = reply_timeout_s
+        self.reply_timeout_s = init["timeout_s"] * (init["retries"] + 1) + REPLY_MARGIN_S
         self.limiter = limiter
         self.held = 0  # permits granted to the process and not yet released
         self.granting: set[asyncio.Task] = set()

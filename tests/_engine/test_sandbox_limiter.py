@@ -117,7 +117,7 @@ def test_the_cap_holds_and_every_permit_comes_back(tmp_path):
 def _worker(root: Path, limiter: CountingLimiter) -> ProcessWorker:
     return ProcessWorker("w", 4, {"project_root": str(root), "adapter_spec": "adapter.py:A",
                                   "timeout_s": 120, "retries": 0, "isolation": "none"},
-                         60, limiter)
+                         limiter)
 
 
 def test_a_process_ended_mid_unit_returns_its_permits(tmp_path):

@@ -136,8 +136,7 @@ class RolloutActor(_Actor):
             init = {"project_root": self.core.project_root, "adapter_spec": b.adapter_spec,
                     "timeout_s": b.timeout_s, "retries": b.retries, "isolation": b.isolation,
                     "node_id": self.core.node_id}
-            self.box = ProcessWorker(self.id, b.slots, init,
-                                     b.timeout_s * (b.retries + 1) + 60.0, self.core.limiter)
+            self.box = ProcessWorker(self.id, b.slots, init, self.core.limiter)
         if job.project_root != self.core.project_root:
             # the sandbox shows the project where this node has it (a job's working_dir)
             job = dataclasses.replace(job, project_root=self.core.project_root)

@@ -23,6 +23,7 @@ from capevolve._engine.contract import (
     WorkerLost,
 )
 from capevolve._engine.plan import WorkUnit
+from capevolve._engine.process import REPLY_MARGIN_S
 from capevolve._engine.ray import spawn
 from capevolve._engine.ray.actor import (
     NEED_TASKS,
@@ -44,7 +45,6 @@ GRACE_S = 15.0
 """Slack past a call's expected wait before a health check."""
 HEALTH_TIMEOUT_S = 15.0
 """Longest a live actor may take to answer a health check."""
-REPLY_MARGIN_S = 60.0
 
 
 async def _call(ref):
