@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 import pydantic_core
 
-from capevolve._engine.contract import EvalJob, TaskTable
+from capevolve._engine.contract import EvalJob, Job, TaskTable
 from capevolve._engine.plan import WorkUnit
 from capevolve._project.taskfile import TaskFile
 from capevolve._project.tasktable import TaskTableBuilder, as_table
@@ -17,24 +18,22 @@ from capevolve.adapter import Task
 
 MAX_LINE = 1 << 30
 """Largest message line (a job carries the candidate's files)."""
-_PLAIN = ("run_id", "eval_id", "split", "candidate_id", "candidate_hash", "project_root",
-          "adapter_spec", "schema_version")
-"""The job fields sent as they are (``agent_model`` too, but optional)."""
+_PLAIN = [f.name for f in fields(Job) if f.name not in ("tasks", "untrusted_roots")]
+"""The job fields sent as they are."""
 
 
 def job_to_wire(job: EvalJob) -> dict[str, Any]:
     """An EvalJob as JSON data (file bytes as base64)."""
-    return {**{name: getattr(job, name) for name in _PLAIN}, "agent_model": job.agent_model,
-            "candidate_files": {rel: base64.b64encode(data).decode("ascii")
-                                for rel, data in job.candidate_files.items()},
+    files = {rel: base64.b64encode(data).decode("ascii")
+             for rel, data in job.candidate_files.items()}
+    return {**{name: getattr(job, name) for name in _PLAIN}, "candidate_files": files,
             "tasks": _tasks_to_wire(job.tasks), "untrusted_roots": list(job.untrusted_roots)}
 
 
 def job_from_wire(data: dict[str, Any]) -> EvalJob:
     """The EvalJob of :func:`job_to_wire`."""
-    return EvalJob(**{name: data[name] for name in _PLAIN}, agent_model=data.get("agent_model"),
-                   candidate_files={rel: base64.b64decode(text)
-                                    for rel, text in data["candidate_files"].items()},
+    files = {rel: base64.b64decode(text) for rel, text in data["candidate_files"].items()}
+    return EvalJob(**{name: data[name] for name in _PLAIN}, candidate_files=files,
                    tasks=_tasks_from_wire(data["tasks"]),
                    untrusted_roots=tuple(data["untrusted_roots"]))
 
