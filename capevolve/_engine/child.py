@@ -16,24 +16,19 @@ from capevolve._engine.wire import MAX_LINE, encode, job_from_wire, units_from_w
 from capevolve.errors import CapevolveError
 
 
-class _Replies:
-    """Writes reply lines to the private channel."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def send(self, message: dict[str, Any]) -> None:
-        data = memoryview(encode(message))
-        while data:
-            data = data[os.write(self.fd, data):]
+def _send(fd: int, message: dict[str, Any]) -> None:
+    """Write one reply line to the private channel ``fd``."""
+    data = memoryview(encode(message))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 class ChannelLimiter:
     """The parent's limiter over the channel: ``{"limiter": "acquire", "id": n}`` out,
     ``{"op": "grant", "id": n, "at": t}`` in, ``{"limiter": "release"}`` out."""
 
-    def __init__(self, replies: _Replies) -> None:
-        self.replies = replies
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
         self.waiting: dict[int, asyncio.Future[float | None]] = {}
         self.next_id = 0
 
@@ -42,11 +37,11 @@ class ChannelLimiter:
         ask = self.next_id
         granted: asyncio.Future[float | None] = asyncio.get_running_loop().create_future()
         self.waiting[ask] = granted
-        self.replies.send({"limiter": "acquire", "id": ask})
+        _send(self.fd, {"limiter": "acquire", "id": ask})
         return await granted
 
     def release(self) -> None:
-        self.replies.send({"limiter": "release"})
+        _send(self.fd, {"limiter": "release"})
 
     def grant(self, message: dict[str, Any]) -> None:
         """Resolve a waiting acquire with the parent's grant or ``error``."""
@@ -60,14 +55,14 @@ class ChannelLimiter:
             waiter.set_result(float(at) if isinstance(at, (int, float)) else None)
 
 
-async def _serve(replies: _Replies) -> None:
+async def _serve(fd: int) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    limiter = ChannelLimiter(replies)
+    limiter = ChannelLimiter(fd)
     requests: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     tasks = {loop.create_task(_read(reader, requests, limiter)),
-             loop.create_task(_handle(requests, replies, limiter))}
+             loop.create_task(_handle(requests, fd, limiter))}
     done, running = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     for task in running:  # end of stdin, or a failure: the process ends
         task.cancel()
@@ -85,7 +80,7 @@ async def _read(reader: asyncio.StreamReader, requests: asyncio.Queue[dict[str, 
             requests.put_nowait(request)
 
 
-async def _handle(requests: asyncio.Queue[dict[str, Any]], replies: _Replies,
+async def _handle(requests: asyncio.Queue[dict[str, Any]], fd: int,
                   limiter: ChannelLimiter) -> None:
     from capevolve._engine.worker import WorkerCore
 
@@ -104,32 +99,32 @@ async def _handle(requests: asyncio.Queue[dict[str, Any]], replies: _Replies,
                 if request.get("limited"):
                     core.limiter = limiter
                 settle_worker_heap()  # the project is loaded: never rescanned by the collector
-                replies.send({"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})
+                _send(fd, {"ok": True, "pid": os.getpid(), "worker_id": core.worker_id})
             elif op == "prepare" and core is not None:
                 job = job_from_wire(request["job"])
                 core.jobs.pop(job.eval_id, None)  # same eval id, maybe another run: replace
                 core.prepare(job)
-                replies.send({"ok": True})
+                _send(fd, {"ok": True})
             elif op == "exchange" and core is not None:
                 outcomes = await core.exchange(request["eval_id"],
                                                units_from_wire(request["units"]),
                                                request["max_wait_s"], request.get("slots"))
-                replies.send({"ok": True, "outcomes": outcomes})
+                _send(fd, {"ok": True, "outcomes": outcomes})
             else:
-                replies.send({"error": f"unexpected request {op!r}"})
+                _send(fd, {"error": f"unexpected request {op!r}"})
         except CapevolveError as exc:
-            replies.send({"error": str(exc)})
+            _send(fd, {"error": str(exc)})
         except KeyError as exc:
-            replies.send({"error": f"KeyError: {exc}"})
+            _send(fd, {"error": f"KeyError: {exc}"})
 
 
 def main() -> None:
     """Keep the reply channel private, serve until stdin closes, then end the group."""
-    replies = _Replies(os.dup(1))
+    fd = os.dup(1)  # the reply channel
     os.dup2(2, 1)
-    end_forks_of((replies.fd,))  # a fork made by candidate code never speaks for us
+    end_forks_of((fd,))  # a fork made by candidate code never speaks for us
     try:
-        asyncio.run(_serve(replies))
+        asyncio.run(_serve(fd))
     except BaseException as exc:  # noqa: BLE001 - the driver sees the end of the channel
         print(f"capevolve worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:

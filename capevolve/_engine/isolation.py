@@ -31,7 +31,7 @@ def _signal_name(code: int | None) -> str:
 
 async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, task: Task,
                        trial: int, seed: int, timeout_s: float,
-                       settings: ModelSettings | None = None, meter: Meter | None = None) -> Any:
+                       settings: ModelSettings | None, meter: Meter) -> Any:
     """The child's Rollout, run in a model scope of ``settings`` with usage merged into
     ``meter``. Raises ChildCrash, TimeoutError, TransientError, UserExit or RuntimeError."""
     fd, result_path = tempfile.mkstemp(prefix="capevolve-isolated-", suffix=".json")
@@ -49,8 +49,7 @@ async def run_isolated(project_root: str, adapter_spec: str, candidate: Path, ta
         if not data:
             raise ChildCrash(f"isolated run_target process died ({_signal_name(proc.returncode)})")
         status, payload, usage = json.loads(data)
-        if meter is not None:
-            meter.merge(usage)
+        meter.merge(usage)
     finally:  # a timeout or a cancellation from outside: never leave the child running
         if proc.returncode is None:
             proc.kill()

@@ -88,14 +88,13 @@ class WorkerCore:
             self.models[job.eval_id] = None if job.agent_model is None \
                 else ModelSettings.model_validate_json(job.agent_model)
 
-    def submit(self, eval_id: str, units: list[WorkUnit]) -> int:
-        """Queue ``units`` to start as slots free up; returns the units not yet finished."""
+    def submit(self, eval_id: str, units: list[WorkUnit]) -> None:
+        """Queue ``units`` to start as slots free up."""
         if eval_id not in self.jobs:
             raise KeyError(f"job {eval_id} not prepared on this worker")
         self._queued.extend((eval_id, unit) for unit in units)
         self.running += len(units)
         self._start()
-        return self.running
 
     def _start(self) -> None:
         loop = asyncio.get_running_loop() if self._queued else None
