@@ -82,22 +82,20 @@ class EvalJob(Job):
 Outcome = dict[str, Any]
 """A worker's untrusted, plain-JSON report of one unit (:func:`capevolve._engine.rows.outcome`)."""
 
+@dataclass(slots=True, eq=False)
 class KeyedOutcomes:
     """Untrusted unit ``keys`` for the dispatcher and an opaque ``payload`` only a scorer opens."""
 
-    __slots__ = ("keys", "payload")
-
-    def __init__(self, keys: list, payload: Any) -> None:
-        self.keys, self.payload = keys, payload
+    keys: list
+    payload: Any
 
 
+@dataclass(slots=True, eq=False)
 class Picked:
     """Accepted outcomes: ``[payload index, task_id, trial, trusted seed]`` per unit."""
 
-    __slots__ = ("payload", "picks")
-
-    def __init__(self, payload: Any, picks: list[list[Any]]) -> None:
-        self.payload, self.picks = payload, picks
+    payload: Any
+    picks: list[list[Any]]
 
     def __len__(self) -> int:
         return len(self.picks)
@@ -118,13 +116,12 @@ def picked_items(outcomes: Any, picks: list[list[Any]]) -> list[tuple[Outcome, i
     return items
 
 
+@dataclass(slots=True, eq=False)
 class RowBatch:
     """Rows as columns: a list of ``n`` values, or one value all share."""
 
-    __slots__ = ("columns", "n")
-
-    def __init__(self, columns: dict[str, Any], n: int) -> None:
-        self.columns, self.n = columns, n
+    columns: dict[str, Any]
+    n: int
 
     def __len__(self) -> int:
         return self.n
