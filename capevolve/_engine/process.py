@@ -190,23 +190,16 @@ class ProcessWorker:
                                       "error": f"{type(exc).__name__}: {exc}"}
         else:
             granted, answer = True, {"op": "grant", "id": ask, "at": start_at}
-        if proc is None or proc is not self.proc or proc.returncode is not None \
-                or proc.stdin is None:
-            if granted:  # the process that asked is gone
-                self.limiter.release()
-            return
         try:
+            if proc is None or proc is not self.proc or proc.returncode is not None \
+                    or proc.stdin is None:
+                raise ConnectionError("the process that asked is gone")
             proc.stdin.write(encode(answer))
         except (ConnectionError, RuntimeError):
             if granted:
                 self.limiter.release()
             return
         self.held += granted
-
-    def _return_permits(self) -> None:
-        while self.held > 0:
-            self.held -= 1
-            self.limiter.release()
 
     async def _kill(self) -> None:
         proc = self.proc
@@ -217,7 +210,9 @@ class ProcessWorker:
             proc.kill()
             await proc.wait()
         kill_group(proc.pid)
-        self._return_permits()
+        while self.held > 0:  # the permits the process held come back
+            self.held -= 1
+            self.limiter.release()
         self.sandboxed = None
         self._drop_scratch()
 
