@@ -129,10 +129,8 @@ class WorkerCore:
     async def _run(self, eval_id: str, unit: WorkUnit) -> None:
         started = time.time()
         try:
-            if self.limiter is None:
-                await self._execute(eval_id, unit)
-            else:
-                await self._execute_limited(eval_id, unit)
+            run = self._execute if self.limiter is None else self._execute_limited
+            await run(eval_id, unit)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - a bug here is still a row, never a hang
@@ -238,7 +236,3 @@ class WorkerCore:
         if rollout.error:
             raise _Failure(ErrorKind.ADAPTER, rollout.error, rollout.transient, rollout)
         return rollout
-
-    def close(self) -> None:
-        """Stop the thread pool; running sync calls finish in the background."""
-        self.executor.shutdown(wait=False)

@@ -64,7 +64,7 @@ def _outcomes(tmp_path, monkeypatch):
         done = await core.exchange("e", plan_units(MODES, 1, run_seed=0), 0.5)
         while core.running:
             done += await core.drain(0.5)
-        core.close()
+        core.executor.shutdown(wait=False)
         return {o["task_id"]: o for o in done}
 
     return asyncio.run(go())
