@@ -10,7 +10,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from capevolve._engine.contract import Outcome, RowBatch, ScoreJob
-from capevolve.adapter import Rollout, Score, Task, ToolCall
+from capevolve.adapter import Rollout, ToolCall
 from capevolve.kinds import ErrorKind, ModelFailure
 from capevolve.models.meter import Meter
 
@@ -175,57 +175,42 @@ PER_ROW = ("task_id", "trial", "seed", "reward", "feedback", "score_parts", "out
 """Per-row columns; the rest come from the job."""
 
 
-class RowColumns:
-    """Builds a :class:`RowBatch`: keys from the trusted job and unit, worker values type-checked,
-    reward only from ``score`` and null on error."""
-
-    def __init__(self, job: ScoreJob) -> None:
-        self.job = job
-        self.rows: list[tuple] = []
-
-    def add(self, task: Task, trial: int, seed: int, inputs: str | None, raw: Outcome,
-            now: float, rollout: Rollout | None, score: Score | None, error: str | None,
-            error_kind: ErrorKind | None, judge: Meter | None = None) -> None:
-        if error is not None:
-            score = None
-        self.rows.append((task.id, trial, seed, inputs, raw, now, rollout, score, error,
-                          error_kind, judge))
-
-    def batch(self) -> RowBatch:
-        job, rows = self.job, self.rows
-        keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
-                ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
-        (task_ids, trials, seeds, inputs, raws, nows, rollouts, scores, errors,
-         kinds, judges) = map(list, zip(*rows, strict=True)) if rows else ([],) * 11
-        attempts = [raw.get("attempts") for raw in raws]
-        columns: dict[str, Any] = {
-            "task_id": task_ids, "trial": trials, "seed": seeds, "inputs": inputs,
-            "reward": [None if s is None else s.reward for s in scores],
-            "feedback": [None if s is None else s.feedback for s in scores],
-            "score_parts": [to_json_text(s.parts) if s is not None and s.parts else None
-                            for s in scores],
-            "output": [None if r is None else output_text(r.output) for r in rollouts],
-            "trace": [None if r is None else to_json_text(r.trace) for r in rollouts],
-            "tool_calls": [None if r is None else _calls_text(r) for r in rollouts],
-            "trajectory": [None if r is None else r.trajectory for r in rollouts],
-            **_usage_columns(raws, rollouts),
-            "judge_tokens": [None if j is None else j.tokens for j in judges],
-            "judge_cost_usd": [None if j is None else j.cost_usd for j in judges],
-            "error": [None if e is None else bounded(e) for e in errors],
-            "error_kind": [None if e is None else str(k)
-                           for e, k in zip(errors, kinds, strict=True)],
-            "attempts": [a if type(a) is int and a >= 0 else 0 for a in attempts],
-            "latency_s": [max(0.0, _number(raw.get("latency_s"), 0.0)) for raw in raws],
-            "started_at": [_number(raw.get("started"), now)
-                           for raw, now in zip(raws, nows, strict=True)],
-            "finished_at": [_number(raw.get("finished"), now)
-                            for raw, now in zip(raws, nows, strict=True)],
-            "worker_id": [_text(raw.get("worker_id")) for raw in raws],
-            "node_id": [_text(raw.get("node_id")) for raw in raws],
-        }
-        return RowBatch({"schema_version": job.schema_version, **keys,
-                         "model_settings": job.agent_model,
-                         **{name: columns[name] for name in PER_ROW}}, len(rows))
+def row_batch(job: ScoreJob, rows: list[tuple], now: float) -> RowBatch:
+    """``(task_id, trial, seed, inputs, outcome, rollout, score, error, error_kind, judge
+    meter)`` rows as a :class:`RowBatch`: keys from the trusted job and unit, worker values
+    type-checked, reward only from ``score`` and null on error."""
+    keys = {name: str(getattr(job, name)) for name in  # plain str (a Split is a StrEnum)
+            ("run_id", "eval_id", "split", "candidate_id", "candidate_hash")}
+    (task_ids, trials, seeds, inputs, raws, rollouts, scores, errors,
+     kinds, judges) = map(list, zip(*rows, strict=True)) if rows else ([],) * 10
+    scores = [None if e is not None else s for s, e in zip(scores, errors, strict=True)]
+    attempts = [raw.get("attempts") for raw in raws]
+    columns: dict[str, Any] = {
+        "task_id": task_ids, "trial": trials, "seed": seeds, "inputs": inputs,
+        "reward": [None if s is None else s.reward for s in scores],
+        "feedback": [None if s is None else s.feedback for s in scores],
+        "score_parts": [to_json_text(s.parts) if s is not None and s.parts else None
+                        for s in scores],
+        "output": [None if r is None else output_text(r.output) for r in rollouts],
+        "trace": [None if r is None else to_json_text(r.trace) for r in rollouts],
+        "tool_calls": [None if r is None else _calls_text(r) for r in rollouts],
+        "trajectory": [None if r is None else r.trajectory for r in rollouts],
+        **_usage_columns(raws, rollouts),
+        "judge_tokens": [None if j is None else j.tokens for j in judges],
+        "judge_cost_usd": [None if j is None else j.cost_usd for j in judges],
+        "error": [None if e is None else bounded(e) for e in errors],
+        "error_kind": [None if e is None else str(k)
+                       for e, k in zip(errors, kinds, strict=True)],
+        "attempts": [a if type(a) is int and a >= 0 else 0 for a in attempts],
+        "latency_s": [max(0.0, _number(raw.get("latency_s"), 0.0)) for raw in raws],
+        "started_at": [_number(raw.get("started"), now) for raw in raws],
+        "finished_at": [_number(raw.get("finished"), now) for raw in raws],
+        "worker_id": [_text(raw.get("worker_id")) for raw in raws],
+        "node_id": [_text(raw.get("node_id")) for raw in raws],
+    }
+    return RowBatch({"schema_version": job.schema_version, **keys,
+                     "model_settings": job.agent_model,
+                     **{name: columns[name] for name in PER_ROW}}, len(rows))
 
 
 _FAILURES = {str(kind) for kind in ModelFailure}

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from capevolve._engine.contain import UserExit, contained, describe
 from capevolve._engine.contract import SCRATCH_PREFIX, Outcome, RowBatch, ScoreJob
 from capevolve._engine.eager import gather_eager
-from capevolve._engine.rows import RowColumns, parse_rollout, reported_error, to_json_text
+from capevolve._engine.rows import parse_rollout, reported_error, row_batch, to_json_text
 from capevolve._project import taskfile
 from capevolve._project.calls import call_sync
 from capevolve._project.loader import load_adapter
@@ -104,8 +104,7 @@ class ScorerCore:
         judged = {i: m for (i, _, _), m in zip(wanted, meters, strict=True)
                   if m.counts["attempts"]}
         refuse_if_tainted(job)  # a score call that imported candidate code voids the batch
-        columns, now = RowColumns(job), time.time()
-        inputs = self._inputs[job.eval_id]
+        rows, inputs = [], self._inputs[job.eval_id]
         for i, (task, trial, seed, raw, rollout, err) in enumerate(plans):
             score = None
             if err is None:
@@ -113,9 +112,9 @@ class ScorerCore:
                 err = None if isinstance(verdict, Score) else (verdict, ErrorKind.SCORE)
                 score = verdict if isinstance(verdict, Score) else None
             error, kind = err or (None, None)
-            columns.add(task, trial, seed, inputs[task.id], raw, now, rollout, score, error,
-                        kind, judge=judged.get(i))
-        return columns.batch()
+            rows.append((task.id, trial, seed, inputs[task.id], raw, rollout, score, error, kind,
+                         judged.get(i)))
+        return row_batch(job, rows, time.time())
 
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
         """``(task, trial, seed, raw, rollout, error)``; error is ``(text, kind)`` or None."""
