@@ -95,25 +95,21 @@ class ScorerCore:
             raise KeyError(f"job {eval_id} not prepared on {self.scorer_id}")
         refuse_if_tainted(job)
         plans = [self._plan(job, raw, seed) for raw, seed in items]
-        wanted = [(i, plan[0], plan[4]) for i, plan in enumerate(plans) if plan[5] is None]
-        meters = [Meter() for _ in wanted]  # each row's judge calls
-        verdicts = await self._score_all([(task, rollout, meter) for (_, task, rollout), meter
-                                          in zip(wanted, meters, strict=True)])
-        results: dict[int, Score | str] = {
-            i: v for (i, _, _), v in zip(wanted, verdicts, strict=True)}
-        judged = {i: m for (i, _, _), m in zip(wanted, meters, strict=True)
-                  if m.counts["attempts"]}
+        wanted = {i: (plan[0], plan[4], Meter())  # each row's judge calls
+                  for i, plan in enumerate(plans) if plan[5] is None}
+        verdicts = dict(zip(wanted, await self._score_all(list(wanted.values())), strict=True))
         refuse_if_tainted(job)  # a score call that imported candidate code voids the batch
         rows, inputs = [], self._inputs[job.eval_id]
         for i, (task, trial, seed, raw, rollout, err) in enumerate(plans):
-            score = None
+            score = judge = None
             if err is None:
-                verdict = results[i]
+                verdict, meter = verdicts[i], wanted[i][2]
                 err = None if isinstance(verdict, Score) else (verdict, ErrorKind.SCORE)
                 score = verdict if isinstance(verdict, Score) else None
+                judge = meter if meter.counts["attempts"] else None
             error, kind = err or (None, None)
             rows.append((task.id, trial, seed, inputs[task.id], raw, rollout, score, error, kind,
-                         judged.get(i)))
+                         judge))
         return row_batch(job, rows, time.time())
 
     def _plan(self, job: ScoreJob, raw: Any, seed: int):
