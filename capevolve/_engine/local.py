@@ -68,8 +68,7 @@ class LocalEngine:
                                          scorer_id=f"driver-{os.getpid()}",  # lives with
                                          keep_tasks=False))  # this evaluation only
         # each process can run the whole budget; the shared budget sets its slots
-        workers = [ProcessWorker(f"local{i}", c.concurrency, init)
-                   for i in range(count)]
+        workers = [ProcessWorker(f"local{i}", c.concurrency, init) for i in range(count)]
         with self._lock:
             self.workers = [*self.workers, *workers]
         try:
