@@ -23,13 +23,6 @@ def _call(hook: Any, name: str, task: Task) -> Any:
                            f"{type(exc).__name__}: {exc}") from None
 
 
-def _reason(adapter: Any, task: Task) -> str:
-    explain = getattr(adapter, "exclusion_reason", None)
-    if not callable(explain):
-        return DEFAULT_REASON
-    return str(_call(explain, "exclusion_reason", task)).strip() or DEFAULT_REASON
-
-
 def exclusion(adapter: Any, task: Task) -> str | None:
     """Why ``task`` cannot be scored, or None when it can (or there is no hook)."""
     hook = getattr(adapter, "scoreable", None)
@@ -39,7 +32,12 @@ def exclusion(adapter: Any, task: Task) -> str | None:
     if not isinstance(verdict, bool):
         raise AdapterError(f"adapter: scoreable() returned {type(verdict).__name__} "
                            f"on task {task.id!r}, expected bool")
-    return None if verdict else _reason(adapter, task)
+    if verdict:
+        return None
+    explain = getattr(adapter, "exclusion_reason", None)
+    if not callable(explain):
+        return DEFAULT_REASON
+    return str(_call(explain, "exclusion_reason", task)).strip() or DEFAULT_REASON
 
 
 def exclusions(adapter: Any, tasks: Iterable[Task]) -> dict[str, str]:
