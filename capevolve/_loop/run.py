@@ -15,7 +15,7 @@ from capevolve._loop.frozen_config import run_config
 from capevolve._loop.locate import default_run_dir
 from capevolve._policy.power_plan import planned_power
 from capevolve._project import fingerprint as project_fingerprint
-from capevolve._project.loader import check_project_warnings
+from capevolve._project.loader import check_project
 from capevolve._project.tasks import task_ids
 from capevolve._store.candidates import content_hash
 from capevolve._store.rundir import RunDir
@@ -33,7 +33,7 @@ def create_run(project_dir: Path | str, run_dir: Path | str | None = None) -> Ru
     config_file = Path(project_dir) / CONFIG_FILENAME
     pins = models_pin.pinned(load_config(Path(project_dir)), str(config_file))
     probe = Meter()  # the check's probe rollout is spend too (role check)
-    project, problems, _ = check_project_warnings(project_dir, probe)
+    project, problems = check_project(project_dir, probe)
     if project is None or problems:
         raise AdapterError("project check failed: " + "; ".join(problems))
     ids = task_ids(project.adapter())  # streamed: only the ids are kept

@@ -166,11 +166,17 @@ def _probe_score(adapter: Any, project: Project, task: Task,
     return [], []
 
 
-def check_project_warnings(project_dir: Path | str, meter: Meter
+def check_project(project_dir: Path | str, meter: Meter | None = None
+                  ) -> tuple[Project | None, list[str]]:
+    """Every problem found with a project, in words (empty: runnable)."""
+    project, problems, _ = check_project_warnings(project_dir, meter)
+    return project, problems
+
+
+def check_project_warnings(project_dir: Path | str, meter: Meter | None = None
                            ) -> tuple[Project | None, list[str], list[str]]:
-    """(project, problems, warnings): every problem found with a project, in words (none:
-    runnable); warnings (an LLM judge's non-determinism or off-schema answer) do not stop a
-    run; probe calls count on ``meter``."""
+    """(project, problems, warnings): warnings (an LLM judge's non-determinism or off-schema
+    answer) do not stop a run; probe calls count on ``meter``."""
     try:
         project = load_project(project_dir)
         adapter = project.adapter()
@@ -183,5 +189,6 @@ def check_project_warnings(project_dir: Path | str, meter: Meter
         problems.append("tasks() ids are not stable across two calls (order or content differs)")
     excluded = exclusions(adapter, tasks)
     probe = next((t for t in tasks if t.id not in excluded), tasks[0])
-    found, warnings = _probe_score(adapter, project, probe, meter)
+    found, warnings = _probe_score(adapter, project, probe,
+                                   meter if meter is not None else Meter())
     return project, problems + found, warnings
