@@ -90,6 +90,10 @@ class Dispatcher:
             raise self.failure
         return self.report
 
+    def _headroom(self) -> int:
+        """Units that may go out keeping undurable ones within ``capacity``."""
+        return max(0, self.capacity - self._undurable())
+
     def _undurable(self) -> int:
         return len(self.outstanding) + self.scoring_units + self.backlog
 
@@ -123,8 +127,7 @@ class Dispatcher:
                                           self._undurable())
                 worker.slots, queue, self.capacity = grant.slots, grant.send, grant.capacity
                 wait = SHORT_WAIT_S if grant.short else DRAIN_WAIT_S
-            headroom = max(0, self.capacity - self._undurable())  # undurable within capacity
-            room = self._room(min(queue, share, headroom))
+            room = self._room(min(queue, share, self._headroom()))
             batch = self.pending.take(room)
             self.dispatched += len(batch)
             if batch and self.ledger is not None:
