@@ -76,21 +76,14 @@ def state_dir() -> Path:
     return Path.home() / ".cache" / "capevolve" / "ray"
 
 
-def ray_version() -> str:
-    """Ray's version, without importing ray."""
-    try:
-        return version("ray")
-    except PackageNotFoundError:
-        return "missing"
-
-
-def install_key() -> str:
-    """Hash of this Python and Ray version."""
-    return hashlib.sha256(f"{sys.executable}\0{ray_version()}".encode()).hexdigest()[:12]
-
-
 def state_path(directory: Path | None = None) -> Path:
-    return (directory or state_dir()) / f"ray-{install_key()}.json"
+    """The state file of this Python and Ray version (read without importing ray)."""
+    try:
+        ray = version("ray")
+    except PackageNotFoundError:
+        ray = "missing"
+    key = hashlib.sha256(f"{sys.executable}\0{ray}".encode()).hexdigest()[:12]
+    return (directory or state_dir()) / f"ray-{key}.json"
 
 
 def token_path(state: Path) -> Path:
