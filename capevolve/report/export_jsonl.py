@@ -10,6 +10,7 @@ from typing import Any
 
 from capevolve._store.evals import load_eval
 from capevolve._store.jsonfiles import write_bytes_atomic
+from capevolve._store.rollouts.confine import sql_literal
 from capevolve._store.rollouts.query import RolloutStore
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
@@ -54,7 +55,7 @@ def _lines(run: RunDir, eval_id: str) -> list[dict[str, Any]]:
                           "(the held-out outputs stay in the run dir)")
     _, rows = RolloutStore(run.layout).query(
         "SELECT task_id, trial, reward, feedback, score_parts, output, inputs, error "
-        "FROM rollouts WHERE eval_id = '" + eval_id.replace("'", "''") + "' "
+        f"FROM rollouts WHERE eval_id = {sql_literal(eval_id)} "
         "ORDER BY task_id, reward IS NULL, trial", eval_id)
     lines: dict[str, dict[str, Any]] = {}
     for task_id, group in groupby(rows, key=lambda row: row[0]):  # rows come by task

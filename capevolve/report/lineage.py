@@ -58,8 +58,7 @@ def iterations(run: RunDir, val: dict[str, dict[str, Any]],
             continue
         if kind not in DECISIONS:
             continue
-        cid = getattr(event, "candidate_id", None) or getattr(event, "data", {}).get(
-            "candidate_id")
+        cid = getattr(event, "candidate_id", None)
         cand = cands.get(str(cid))
         if cand is None:
             continue
@@ -116,10 +115,11 @@ def diff_stat(run: RunDir, cid: str, parent: str | None) -> dict[str, Any] | Non
     mine, theirs = run.candidate_meta(cid).files, run.candidate_meta(parent).files
     changed = sorted(p for p in set(mine) & set(theirs) if mine[p] != theirs[p])
     added, removed = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))
+    new_dir, old_dir = run.candidate_dir(cid), run.candidate_dir(parent)
     plus = minus = 0
     for rel in changed + added + removed:
-        new = _text(run.candidate_dir(cid) / rel) if rel in mine else []
-        old = _text(run.candidate_dir(parent) / rel) if rel in theirs else []
+        new = _text(new_dir / rel) if rel in mine else []
+        old = _text(old_dir / rel) if rel in theirs else []
         if new is None or old is None:
             continue
         for line in difflib.unified_diff(old, new, lineterm="", n=0):

@@ -10,6 +10,7 @@ from typing import Any
 from capevolve._loop.status import run_status
 from capevolve._store.documents import read_diagnosis
 from capevolve._store.evals import all_evals
+from capevolve._store.rollouts.confine import sql_literal
 from capevolve._store.rollouts.query import RolloutStore, part_files
 from capevolve._store.rundir import RunDir
 from capevolve.errors import RunDirError
@@ -23,16 +24,11 @@ OUTCOMES = ("passed", "failed", "errored")
 MAX_ROWS = 2000
 
 
-def literal(text: str) -> str:
-    """``text`` as a SQL string literal."""
-    return "'" + str(text).replace("'", "''") + "'"
-
-
 def _running_rows(run: RunDir, eval_id: str) -> int:
     if not part_files(run.layout, eval_id):
         return 0
     _, rows = RolloutStore(run.layout).query(
-        f"SELECT count(*) FROM rollouts WHERE eval_id = {literal(eval_id)}", eval_id)
+        f"SELECT count(*) FROM rollouts WHERE eval_id = {sql_literal(eval_id)}", eval_id)
     return int(rows[0][0])
 
 
@@ -89,7 +85,7 @@ def trials(run: RunDir, *, split: str | None = None, candidate: str | None = Non
     for column, value in (("split", split), ("candidate_id", candidate),
                           ("eval_id", eval_id), ("task_id", task)):
         if value:
-            where.append(f"{column} = {literal(value)}")
+            where.append(f"{column} = {sql_literal(value)}")
     if outcome:
         if outcome not in OUTCOMES:
             raise RunDirError(f"outcome {outcome!r}: expected one of {', '.join(OUTCOMES)}")
@@ -100,7 +96,7 @@ def trials(run: RunDir, *, split: str | None = None, candidate: str | None = Non
         if not (split and candidate):
             raise RunDirError("a cluster filter needs a split and a candidate")
         ids = sorted(cluster_tasks(run, split, candidate, cluster))
-        where.append(f"task_id IN ({', '.join(literal(t) for t in ids) or 'NULL'})")
+        where.append(f"task_id IN ({', '.join(sql_literal(t) for t in ids) or 'NULL'})")
     sql = (f"SELECT {', '.join(LIST_COLUMNS)}, left(feedback, 160) AS feedback "
            f"FROM rollouts {'WHERE ' + ' AND '.join(where) if where else ''} "
            f"ORDER BY eval_id, task_id, trial LIMIT {MAX_ROWS + 1}")
@@ -112,8 +108,8 @@ def trials(run: RunDir, *, split: str | None = None, candidate: str | None = Non
 def trial(run: RunDir, eval_id: str, task_id: str, trial_no: int) -> dict[str, Any]:
     """One stored rollout in full, JSON columns decoded; RunDirError when absent."""
     names, rows = RolloutStore(run.layout).query(
-        f"SELECT * FROM rollouts WHERE eval_id = {literal(eval_id)} AND task_id = "
-        f"{literal(task_id)} AND trial = {int(trial_no)}", eval_id)
+        f"SELECT * FROM rollouts WHERE eval_id = {sql_literal(eval_id)} AND task_id = "
+        f"{sql_literal(task_id)} AND trial = {int(trial_no)}", eval_id)
     if not rows:
         raise RunDirError(f"no stored rollout {eval_id} / {task_id} / trial {trial_no}")
     row = dict(zip(names, rows[0], strict=True))
