@@ -65,7 +65,7 @@ def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict
     rewards_b = task_rows(run.layout, eval_b.eval_id).rewards()
     threshold = run_config(run).gate.pass_threshold
     clusters_a, clusters_b = task_clusters(run, split, a), task_clusters(run, split, b)
-    rows, deltas = [], []
+    rows = []
     for task in run.splits.ids(split):
         mean_a, pass_a = _side(rewards_a.get(task), threshold)
         mean_b, pass_b = _side(rewards_b.get(task), threshold)
@@ -73,8 +73,6 @@ def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict
         flip = None
         if pass_a is not None and pass_b is not None and pass_a != pass_b:
             flip = FAIL_TO_PASS if pass_b else PASS_TO_FAIL
-        if delta is not None:
-            deltas.append(delta)
         rows.append({
             "task_id": task, "mean_a": mean_a, "mean_b": mean_b, "delta": delta,
             "passed_a": pass_a, "passed_b": pass_b, "flip": flip,
@@ -83,8 +81,9 @@ def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict
             "clusters_a": None if clusters_a is None else clusters_a.get(task, []),
             "clusters_b": None if clusters_b is None else clusters_b.get(task, []),
         })
-    flips = {FAIL_TO_PASS: [r["task_id"] for r in rows if r["flip"] == FAIL_TO_PASS],
-             PASS_TO_FAIL: [r["task_id"] for r in rows if r["flip"] == PASS_TO_FAIL]}
+    deltas = [r["delta"] for r in rows if r["delta"] is not None]
+    flips = {kind: [r["task_id"] for r in rows if r["flip"] == kind]
+             for kind in (FAIL_TO_PASS, PASS_TO_FAIL)}
     return {
         "split": str(split), "a": a, "b": b, "eval_a": eval_a.eval_id,
         "eval_b": eval_b.eval_id, "n_trials": eval_a.n_trials, "pass_threshold": threshold,

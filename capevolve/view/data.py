@@ -81,11 +81,9 @@ def trials(run: RunDir, *, split: str | None = None, candidate: str | None = Non
            eval_id: str | None = None, task: str | None = None, outcome: str | None = None,
            cluster: str | None = None, pass_threshold: float = 1.0) -> dict[str, Any]:
     """Stored rows matching every given filter; at most ``MAX_ROWS`` (``truncated`` if more)."""
-    where = []
-    for column, value in (("split", split), ("candidate_id", candidate),
-                          ("eval_id", eval_id), ("task_id", task)):
-        if value:
-            where.append(f"{column} = {sql_literal(value)}")
+    where = [f"{column} = {sql_literal(value)}" for column, value in (
+        ("split", split), ("candidate_id", candidate), ("eval_id", eval_id), ("task_id", task))
+        if value]
     if outcome:
         if outcome not in OUTCOMES:
             raise RunDirError(f"outcome {outcome!r}: expected one of {', '.join(OUTCOMES)}")
