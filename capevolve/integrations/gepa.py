@@ -16,7 +16,7 @@ from typing import Any
 from capevolve import _api as api
 from capevolve._policy.protect import protected_patterns
 from capevolve.diagnose import DiagnoseOptions, diagnose
-from capevolve.errors import CandidateError, CapevolveError, ConfigError, RunDirError
+from capevolve.errors import CapevolveError, ConfigError, RunDirError
 from capevolve.kinds import Decision
 from capevolve.models import Meter, ModelClient, ModelSettings
 from capevolve.optimize.proposers.llm_settings import LLMSettings, api_key, load_settings
@@ -44,9 +44,7 @@ class GEPAAdapter:
         self.run = api.open_run(run)
         self.engine, self.address = engine, address
         self.base = base
-        self.base_dir = self.run.candidate_dir(base)
-        if not self.base_dir.is_dir():
-            raise CandidateError(f"gepa adapter: no candidate {base!r} in {self.run.root}")
+        self.base_dir = self.run.candidate_dir(base)  # CandidateError for an unknown id
         patterns = protected_patterns(self.run.manifest.config.protected_paths)
         texts = {rel: text for rel, text in _text_files(self.base_dir).items()
                  if not any(fnmatch.fnmatch(rel, p) for p in patterns)}

@@ -45,8 +45,8 @@ def render(run: RunDir) -> str:
              f"Run `{run.run_id}` · best candidate **{run.best_id}** · "
              f"splits train {len(run.splits.train)} / val {len(run.splits.val)} / "
              f"test {len(run.splits.test)} tasks (seed {run.splits.seed})", ""]
-    lines += [f"> **Warning:** {w}." for w in run_warnings(run)] + (
-        [""] if run_warnings(run) else [])
+    warnings = run_warnings(run)
+    lines += [f"> **Warning:** {w}." for w in warnings] + ([""] if warnings else [])
     lines += ["## Validation", "",
               "| candidate | eval | mean ± SE | scored | errors | pass^k | gate | decision |",
               "|---|---|---|---|---|---|---|---|"]

@@ -65,7 +65,7 @@ def compare(run: RunDir, a: str, b: str, split: Split | str = Split.VAL) -> dict
     rewards_b = task_rows(run.layout, eval_b.eval_id).rewards()
     threshold = run_config(run).gate.pass_threshold
     clusters_a, clusters_b = task_clusters(run, split, a), task_clusters(run, split, b)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for task in run.splits.ids(split):
         mean_a, pass_a = _side(rewards_a.get(task), threshold)
         mean_b, pass_b = _side(rewards_b.get(task), threshold)

@@ -9,7 +9,7 @@ from fixtures.chat_server import ChatServer, completion
 from fixtures.projects import make_project
 
 import capevolve
-from capevolve.errors import ConfigError, RunDirError, TestSealError
+from capevolve.errors import CandidateError, ConfigError, RunDirError, TestSealError
 
 gepa = pytest.importorskip("gepa", reason="gepa is not installed (pip install '.[gepa]')")
 from gepa.utils import MaxCandidateProposalsStopper  # noqa: E402
@@ -112,7 +112,9 @@ def test_evaluate_answers_a_minibatch_from_its_stored_split(flex_run):
 
 def test_test_ids_and_unknown_components_are_refused(flex_run):
     """A batch of test ids never reaches the engine; a component that is not a file of the
-    base candidate is a ConfigError."""
+    base candidate is a ConfigError, and so is an unknown base a CandidateError."""
+    with pytest.raises(CandidateError, match="no such candidate"):
+        GEPAAdapter(flex_run, base="cand_999", engine="local")
     adapter = GEPAAdapter(flex_run, engine="local")
     with pytest.raises(RunDirError, match="test belongs to finalize"):
         adapter.evaluate(list(flex_run.splits.test[:2]), adapter.seed_candidate())
