@@ -113,10 +113,6 @@ def _gate_human(result: GateRecord | GateNumbers) -> str:
         f"- {r}" for r in result.reasons) + (f"\n{power}" if power else "")
 
 
-def _run(run_dir: str | None, project: Path | None) -> Path:
-    return resolve_run_dir(None if run_dir is None else Path(run_dir), project)
-
-
 def _raw_gate(candidate: str, current: float, current_stderr: float | None,
               candidate_stderr: float | None, k_se: float | None, min_delta: float | None,
               run_dir: str | None) -> GateNumbers:
@@ -176,11 +172,13 @@ def gate(candidate: Annotated[str, typer.Option(
         from capevolve.progress.live import live_progress
 
         with live_progress():  # a confirmation's evaluations: units, rate, ETA on stderr
-            result = capevolve.gate(_run(run_dir, project), candidate, n_trials=n_trials,
-                                    target=target, engine=engine, address=address)
+            result = capevolve.gate(resolve_run_dir(run_dir, project), candidate,
+                                    n_trials=n_trials, target=target, engine=engine,
+                                    address=address)
     else:
-        result = capevolve.explore_gate(_run(run_dir, project), candidate, k_se=k_se, mode=mode,
-                                        min_delta=min_delta, n_trials=n_trials)
+        result = capevolve.explore_gate(resolve_run_dir(run_dir, project), candidate,
+                                        k_se=k_se, mode=mode, min_delta=min_delta,
+                                        n_trials=n_trials)
     emit(result.to_dict(), json, _gate_human(result))
 
 

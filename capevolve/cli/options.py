@@ -27,11 +27,11 @@ RunProjectOpt = Annotated[Path | None, typer.Option(
                             "when it holds a capevolve.yaml).")]
 
 
-def resolve_run_dir(run_dir: Path | None, project: Path | None) -> Path:
+def resolve_run_dir(run_dir: str | Path | None, project: Path | None) -> Path:
     """``run_dir``, else the latest run of ``project`` or of a project in the current
     directory; ConfigError otherwise."""
     if run_dir is not None:
-        return run_dir
+        return Path(run_dir)
     if project is None and (Path.cwd() / "capevolve.yaml").is_file():
         project = Path(".")
     if project is None:
