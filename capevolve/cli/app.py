@@ -116,7 +116,6 @@ for module, names in (
         app.command(name)(getattr(module, name.replace("-", "_")))
 app.add_typer(diagnose_cmds.diagnose_app, name="diagnose")
 app.add_typer(diagnose_cmds.census_app, name="census")
-export_jsonl_cmds.export_app.command("mlflow")(export_jsonl_cmds.mlflow)
 app.add_typer(export_jsonl_cmds.export_app, name="export")
 
 

@@ -63,6 +63,7 @@ def jsonl(*, run_dir: MaybeRunDirOpt = None,
     _write(resolve_run_dir(run_dir, project), eval_id, out, json)
 
 
+@export_app.command("mlflow")
 @command
 def mlflow(*, run_dir: MaybeRunDirOpt = None, project: RunProjectOpt = None,
            tracking_uri: Annotated[str | None, typer.Option(

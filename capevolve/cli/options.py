@@ -50,10 +50,10 @@ def split_or_fail(split: str, verb: str) -> str:
 
     if split in (Split.TRAIN, Split.VAL):
         return split
-    if split.strip().lower() == Split.TEST:
+    lowered = split.strip().lower()
+    if lowered == Split.TEST:
         fail(f"--split {split!r}: {verb} takes train or val; the test split is held out and "
              "scored once, by `capevolve finalize`")
-    lowered = split.strip().lower()
     near = [s for s in ("train", "val") if lowered.startswith(s) or s.startswith(lowered[:3])]
     hint = f" (did you mean {near[0]}?)" if lowered and len(near) == 1 else ""
     fail(f"--split {split!r}: no such split; {verb} takes train or val{hint}")

@@ -239,10 +239,6 @@ def final_delta(final: dict[str, Any] | None) -> str:
     return figure(w, h, "".join(body), "final test delta", "final-delta")
 
 
-def _seconds(ts: str, t0: datetime) -> float:
-    return (datetime.fromisoformat(ts) - t0).total_seconds()
-
-
 def spend(data: dict[str, Any], created_at: str) -> str:
     """Cumulative rollouts and tokens (cost when recorded) since the run was created."""
     series = data["series"]
@@ -250,7 +246,7 @@ def spend(data: dict[str, Any], created_at: str) -> str:
         return empty("No spend recorded yet.")
     t0 = datetime.fromisoformat(created_at)
     w, h = 520, 260
-    times = [_seconds(p["ts"], t0) for p in series]
+    times = [(datetime.fromisoformat(p["ts"]) - t0).total_seconds() for p in series]
     xs = Scale(0.0, max(max(times), 1.0), L + 10, w - R - 120)
     lines = [("metric_calls", "rollouts", "#2166ac")]
     if data["tokens_recorded"]:
