@@ -44,9 +44,7 @@ def overview(run: RunDir) -> dict[str, Any]:
                    **decisions.get(m.id, {})} for m in metas]
     evaluations = []
     for record in all_evals(run):
-        item = record.to_json()
-        item.pop("task_means", None)
-        item.pop("clusters", None)
+        item = {k: v for k, v in record.to_json().items() if k not in ("task_means", "clusters")}
         if record.status == EvalStatus.RUNNING:
             item["rows_on_disk"] = _running_rows(run, record.eval_id)
         evaluations.append(item)

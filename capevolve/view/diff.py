@@ -30,14 +30,11 @@ def diff(run: RunDir, a: str, b: str) -> dict[str, Any]:
         status = ADDED if name not in files_a else REMOVED if name not in files_b else MODIFIED
         old = [] if name not in files_a else _text(root_a / name)
         new = [] if name not in files_b else _text(root_b / name)
-        if old is None or new is None:
-            changes.append({"path": name, "status": status, "binary": True,
-                            "added": 0, "removed": 0, "diff": ""})
-            continue
-        lines = list(difflib.unified_diff(old, new, f"{a}/{name}", f"{b}/{name}"))
+        lines = [] if old is None or new is None else list(
+            difflib.unified_diff(old, new, f"{a}/{name}", f"{b}/{name}"))
         body = [line for line in lines[2:] if not line.startswith("@@")]
         changes.append({
-            "path": name, "status": status, "binary": False,
+            "path": name, "status": status, "binary": old is None or new is None,
             "added": sum(1 for line in body if line.startswith("+")),
             "removed": sum(1 for line in body if line.startswith("-")),
             "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines),
