@@ -207,10 +207,8 @@ def pass_k(tables: dict[str, dict[str, float]], final: dict[str, Any] | None) ->
     return figure(w, h, "".join(body), "pass^k against k", "pass-k")
 
 
-def final_delta(final: dict[str, Any] | None) -> str:
-    """The paired test delta (best - seed) with its 95% CI, and the verdict."""
-    if final is None:
-        return empty("Not finalized: the test split has not been scored.")
+def final_delta(final: dict[str, Any]) -> str:
+    """A finalized run's paired test delta (best - seed) with its 95% CI, and the verdict."""
     if final.get("delta") is None:
         missing = "; ".join(final.get("missing") or []) or "no delta"
         return empty(f"Test delta not measured ({missing}). {final.get('verdict_text', '')}")
