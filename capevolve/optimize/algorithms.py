@@ -48,10 +48,6 @@ class HillClimb:
         return fresh[0] if fresh else view.clusters[0]
 
 
-Algorithm = HillClimb
-"""What the loop drives: hill-climb, or a variant choosing parents otherwise."""
-
-
 def frontier_weights(val_task_means: Mapping[str, Mapping[str, float]]) -> dict[str, int]:
     """candidate -> val tasks it is (jointly) best on, for non-dominated candidates."""
     tasks = sorted({t for means in val_task_means.values() for t in means})
@@ -86,7 +82,7 @@ class Pareto(HillClimb):
 ALGORITHMS: dict[str, type[HillClimb]] = {"hill-climb": HillClimb, "pareto": Pareto}
 
 
-def build_algorithm(name: str, focus: str = "all") -> Algorithm:
+def build_algorithm(name: str, focus: str = "all") -> HillClimb:
     """The algorithm ``name`` with ``focus``; ConfigError naming the valid values."""
     if focus not in FOCUS_MODES:
         raise ConfigError(f"--focus {focus!r}: expected one of {', '.join(FOCUS_MODES)}")

@@ -10,7 +10,7 @@ from capevolve._policy.protect import protected_patterns
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
 from capevolve.config import ProjectConfig
-from capevolve.optimize.algorithms import Algorithm
+from capevolve.optimize.algorithms import HillClimb
 from capevolve.optimize.proposers.base import Proposer
 from capevolve.optimize.timing import TimedEngine
 from capevolve.records import StopParse
@@ -31,7 +31,8 @@ class Session:
     files: LoopFiles
     proposer: Proposer
     proposer_spec: str
-    algorithm: Algorithm
+    algorithm: HillClimb
+    """Hill-climb, or a variant choosing parents otherwise."""
     engine: TimedEngine
     stop: StopParse
     ledger: list[IterationRecord] = field(default_factory=list)
