@@ -43,7 +43,6 @@ class GEPAAdapter:
                  components: Sequence[str] | None = None) -> None:
         self.run = api.open_run(run)
         self.engine, self.address = engine, address
-        self.base = base
         self.base_dir = self.run.candidate_dir(base)  # CandidateError for an unknown id
         patterns = protected_patterns(self.run.manifest.config.protected_paths)
         texts = {rel: text for rel, text in _text_files(self.base_dir).items()
@@ -92,12 +91,6 @@ class GEPAAdapter:
 
     def _metric_calls(self) -> int:
         return api.open_run(self.run.root).spent.metric_calls
-
-    @property
-    def proposer_model(self) -> ModelSettings | None:
-        """The run's pinned ``models.proposer`` (for :class:`ChatReflectionLM`), if any."""
-        data = self.run.manifest.models.get("proposer")
-        return None if data is None else ModelSettings.model_validate(data)
 
     def _evaluate_split(self, candidate: Mapping[str, str], split: str) -> dict[str, Any]:
         """The evaluation record, with ``rollouts_run`` (0 when a stored one was reused)."""
