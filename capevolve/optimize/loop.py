@@ -94,7 +94,7 @@ def open_session(run: RunDir, settings: LoopSettings, engine: Engine) -> tuple[S
     algorithm = build_algorithm(str(loop["algorithm"]), str(loop.get("focus") or "all"))
     proposer = build_proposer(str(loop["proposer"]), ProposerConfig(
         project_dir=Path(run.manifest.project_dir), timeout_s=settings.timeout_s,
-        seed=config.seed, model=run_settings(run, "proposer")))
+        model=run_settings(run, "proposer")))
     stop = parse_stop(config.stop_condition)
     if config.stop_condition.strip() and not stop.predicates:
         raise ConfigError(f"stop_condition {config.stop_condition!r} parses to nothing "

@@ -79,10 +79,6 @@ class ProposerConfig:
     """The project directory, for relative paths in a spec."""
     timeout_s: float = 900.0
     """Wall-time bound of one proposal."""
-    seed: int = 0
-    """The run seed."""
-    tail_chars: int = 2000
-    """Characters of a command's stdout / stderr tail kept."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment: secrets only."""
     model: ModelSettings | None = None

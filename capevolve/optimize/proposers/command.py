@@ -23,10 +23,12 @@ from capevolve.errors import ConfigError
 from capevolve.optimize.proposers.base import Proposal, ProposalContext, ProposerConfig, Spend
 
 PLACEHOLDERS = ("workdir", "instructions", "context", "root", "iteration", "parent")
+TAIL_CHARS = 2000
+"""Characters of a command's stdout / stderr tail kept."""
 
 
-def _tail(data: bytes, chars: int) -> str:
-    return data.decode("utf-8", errors="replace")[-chars:]
+def _tail(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")[-TAIL_CHARS:]
 
 
 def _spend(path: Path, wall_s: float) -> tuple[Spend, str | None]:
@@ -45,7 +47,6 @@ class CommandProposer:
 
     template: str
     timeout_s: float
-    tail_chars: int
     name: str = "command"
     wants_diagnosis: bool = True
 
@@ -80,8 +81,7 @@ class CommandProposer:
         spend, note = _spend(spend_file, wall)
         detail: dict[str, Any] = {"argv": argv, "exit_status": proc.returncode,
                                   "timed_out": timed_out, "wall_s": round(wall, 3),
-                                  "stdout_tail": _tail(out, self.tail_chars),
-                                  "stderr_tail": _tail(err, self.tail_chars)}
+                                  "stdout_tail": _tail(out), "stderr_tail": _tail(err)}
         if note:
             detail["spend_note"] = note
         if timed_out:
@@ -110,5 +110,4 @@ def build(options: str, config: ProposerConfig) -> CommandProposer:
     except (KeyError, IndexError, ValueError) as exc:
         raise ConfigError(f"--proposer command:{template}: unknown placeholder {exc} "
                           f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})") from None
-    return CommandProposer(template, config.timeout_s, config.tail_chars,
-                           name=f"command:{Path(parts[0]).name}")
+    return CommandProposer(template, config.timeout_s, name=f"command:{Path(parts[0]).name}")
