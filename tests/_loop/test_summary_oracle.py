@@ -20,7 +20,7 @@ from capevolve._loop.evaluate import evaluate
 from capevolve._loop.run import create_run
 from capevolve._loop.summary import JUDGE_UNREACHABLE_ROW, summarize
 from capevolve._loop.summary import summary as _columns_summary
-from capevolve._policy.gate.thresholds import pass_counts, pass_counts_of_columns, passes
+from capevolve._policy.gate.thresholds import pass_count_columns, passes
 from capevolve._store.evals import find_eval
 from capevolve._store.evals_means import with_task_means
 from capevolve._store.rollouts.evalrows import eval_rows
@@ -154,11 +154,12 @@ def test_vectorised_pass_counts_tie_like_passes():
     tasks = ("c", "a", "b")  # any order in, sorted out
     task = np.array([1, 1, 1, 0, 0])
     reward = np.array([*rewards["a"], *rewards["c"]])
-    got = pass_counts_of_columns(tasks, task, reward, 0.7)
-    assert got == pass_counts(rewards, 0.7) == _old_pass_counts(rewards, 0.7)
-    assert got == {"a": (2, 3), "b": (0, 0), "c": (1, 2)} and list(got) == ["a", "b", "c"]
-    assert pass_counts({}, 1.0) == {} == pass_counts_of_columns((), np.array([], int),
-                                                                np.array([]), 1.0)
+    n_passed, n_valid = pass_count_columns(task, reward, 0.7, len(tasks))
+    got = {t: (int(n_passed[i]), int(n_valid[i])) for i, t in sorted(enumerate(tasks),
+                                                                      key=lambda it: it[1])}
+    assert got == _old_pass_counts(rewards, 0.7) == {"a": (2, 3), "b": (0, 0), "c": (1, 2)}
+    empty = pass_count_columns(np.array([], int), np.array([]), 1.0, 0)
+    assert [column.size for column in empty] == [0, 0]
 
 
 def test_the_read_is_one_confined_query_of_the_deduplicated_view(evaluated):

@@ -115,11 +115,16 @@ def test_noop_edits_of_a_stochastic_program_are_mostly_noise_real_harm_is_caused
     assert harmed_caused / 200 > 0.8, harmed_caused / 200
 
 
-def _noisy(mean_shift: float) -> tuple[SideOutcomes, SideOutcomes]:
+def _noisy_rewards(mean_shift: float) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     base = {t: [0.0, 1.0, 0.0, 1.0] for t in VAL}
     moved = {t: [0.0, 1.0, 0.0, 1.0] for t in VAL}
     moved["t0"] = [1.0, 1.0, 0.0, 1.0] if mean_shift > 0 else [0.0, 0.0, 0.0, 1.0]
     moved["t1"] = [0.0, 1.0, 1.0, 1.0] if mean_shift > 0 else [0.0, 1.0, 0.0, 1.0]
+    return moved, base
+
+
+def _noisy(mean_shift: float) -> tuple[SideOutcomes, SideOutcomes]:
+    moved, base = _noisy_rewards(mean_shift)
     return _side(moved), _side(base)
 
 
@@ -135,9 +140,9 @@ def test_keep_best_keeps_a_within_noise_gain_as_tentative_strict_refuses_it():
 
 
 def test_keep_best_refuses_a_gain_whose_audit_fails_and_a_move_away_from_the_goal():
-    cand, best = _noisy(+1)
-    best = _side({**best.rewards, "t5": (0.0, 0.0, 0.0, 0.0)})  # a hard datapoint ...
-    shrunk = _side({**cand.rewards, "t5": ()})  # ... that drops out of the candidate's mean
+    cand_rewards, best_rewards = _noisy_rewards(+1)
+    best = _side({**best_rewards, "t5": [0.0, 0.0, 0.0, 0.0]})  # a hard datapoint ...
+    shrunk = _side({**cand_rewards, "t5": []})  # ... that drops out of the candidate's mean
     strict = decide(shrunk, best, VAL, GateConfig(no_regression=False, max_missing=0.5))
     assert strict.delta > 0  # the point estimate rose: only the audit stands in the way
     refused = keep_best(strict, audit(shrunk, best, VAL))

@@ -19,8 +19,3 @@ def stage_alpha(alpha: float, decisions: int) -> float:
 def first_look(gate: GateConfig, num_trials: int) -> bool:
     """Whether optimize takes a first look at each child."""
     return gate.first_look and gate.policy == GatePolicy.STRICT and num_trials > 1
-
-
-def loop_bound(alpha: float, decisions: int) -> float:
-    """Bound on P(a loop of ``decisions`` promotes a no-better candidate)."""
-    return min(1.0, stage_alpha(alpha, decisions) ** 2 * max(1, decisions))

@@ -137,31 +137,10 @@ class SideOutcomes:
         return self.aligned(tasks).n
 
     @functools.cached_property
-    def rewards(self) -> dict[str, tuple[float, ...]]:
-        """Task -> valid rewards by trial."""
-        values, bounds = self.values.tolist(), self.offsets.tolist()
-        return {t: tuple(values[bounds[i]:bounds[i + 1]]) for i, t in enumerate(self.tasks)}
-
-    @functools.cached_property
     def scored(self) -> frozenset[str]:
         """Tasks with a valid trial."""
         n = self.stats.n.tolist()
         return frozenset(t for t, k in zip(self.tasks, n, strict=True) if k)
-
-    def mean(self, task: str) -> float:
-        i = self.index[task]
-        if not self.stats.n[i]:
-            raise KeyError(f"task {task!r} has no valid trial")
-        return float(self.stats.mean[i])
-
-    def means(self, tasks: Collection[str]) -> dict[str, float]:
-        """Means of the scored ``tasks``."""
-        return {t: self.mean(t) for t in sorted(tasks) if t in self.scored}
-
-    def trial_variance(self, task: str) -> float:
-        """Sample variance of the task's trials."""
-        i = self.index.get(task)
-        return 0.0 if i is None else float(self.stats.variance[i])
 
     def noiseless(self, tasks: Sequence[str] | Collection[str]) -> bool:
         """No task among ``tasks`` spreads across trials."""

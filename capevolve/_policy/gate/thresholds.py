@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from capevolve.errors import GateError
@@ -59,30 +59,9 @@ def require_finite(value: float, what: str) -> float:
     return number
 
 
-def pass_counts(rewards_by_task: Mapping[str, Sequence[float]],
-                threshold: float) -> dict[str, tuple[int, int]]:
-    """(passed, valid) trials per task: the input of pass^k."""
-    import numpy as np
-
-    tasks = tuple(rewards_by_task)
-    task = np.repeat(np.arange(len(tasks), dtype=np.int64),
-                     [len(rewards_by_task[t]) for t in tasks])
-    reward = np.fromiter((float(r) for t in tasks for r in rewards_by_task[t]),
-                         dtype=np.float64, count=int(task.size))
-    return pass_counts_of_columns(tasks, task, reward, threshold)
-
-
-def pass_counts_of_columns(tasks: Sequence[str], task: np.ndarray, reward: np.ndarray,
-                           threshold: float) -> dict[str, tuple[int, int]]:
-    """``pass_counts`` of columns: ``reward[i]`` is a trial of ``tasks[task[i]]``."""
-    n_passed, n_valid = pass_count_columns(task, reward, threshold, len(tasks))
-    return {tasks[i]: (int(n_passed[i]), int(n_valid[i]))
-            for i in sorted(range(len(tasks)), key=tasks.__getitem__)}
-
-
 def pass_count_columns(task: np.ndarray, reward: np.ndarray, threshold: float,
                        n_tasks: int) -> tuple[np.ndarray, np.ndarray]:
-    """(passed, valid) int64 arrays, by task code."""
+    """(passed, valid) trials per task code, int64 arrays: the input of pass^k."""
     import numpy as np
 
     # passes() itself, applied elementwise: the rule stays in one place

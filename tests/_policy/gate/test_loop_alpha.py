@@ -8,7 +8,7 @@ import math
 import pytest
 
 from capevolve._policy.gate.alpha import gate_risk, guarantee, per_gate_alpha
-from capevolve._policy.gate.loop_alpha import loop_bound, stage_alpha
+from capevolve._policy.gate.loop_alpha import stage_alpha
 from capevolve.config import GateConfig, parse_config
 from capevolve.errors import ConfigError
 from capevolve.kinds import AlphaSpending
@@ -18,7 +18,7 @@ from capevolve.kinds import AlphaSpending
 def test_two_stages_at_sqrt_alpha_over_n_bound_the_loop_by_alpha(alpha, n):
     a = stage_alpha(alpha, n)
     assert a == pytest.approx(math.sqrt(alpha / n))
-    assert loop_bound(alpha, n) == pytest.approx(alpha)
+    assert a * a * n == pytest.approx(alpha)  # n decisions, each passing both stages
     config = GateConfig(alpha=alpha)
     assert config.alpha_spending == AlphaSpending.CONFIRM  # the default
     assert per_gate_alpha(config, n) == pytest.approx(a)

@@ -1,5 +1,6 @@
 """The one tolerance: ties are decided by the rule's wording, never by float rounding."""
 
+import numpy as np
 import pytest
 
 from capevolve._policy.gate.labels import confidence
@@ -9,7 +10,7 @@ from capevolve._policy.gate.thresholds import (
     at_least,
     below,
     exceeds,
-    pass_counts,
+    pass_count_columns,
     passes,
     require_finite,
 )
@@ -28,9 +29,11 @@ def test_ties_do_not_exceed_but_are_at_least():
 def test_pass_threshold_counts_with_the_tolerance():
     """A reward a hair below the threshold passes; pass counts feed pass^k."""
     assert passes(1.0 - 1e-12, 1.0) and not passes(0.99, 1.0) and passes(0.8, 0.75)
-    assert pass_counts({"b": [0.7, 0.8], "a": [1.0 - 1e-12, 0.7]}, 1.0) == {
-        "a": (1, 2), "b": (0, 2)}
-    assert pass_counts({"a": [0.7, 0.8]}, 0.75) == {"a": (1, 2)}
+    n_passed, n_valid = pass_count_columns(np.array([1, 1, 0, 0]),
+                                           np.array([0.7, 0.8, 1.0 - 1e-12, 0.7]), 1.0, 2)
+    assert n_passed.tolist() == [1, 0] and n_valid.tolist() == [2, 2]
+    n_passed, _ = pass_count_columns(np.array([0, 0]), np.array([0.7, 0.8]), 0.75, 1)
+    assert n_passed.tolist() == [1]
 
 
 def test_all_equal_and_require_finite():
