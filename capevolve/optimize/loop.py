@@ -164,7 +164,8 @@ def _iterate(s: Session, settings: LoopSettings,
                 step.discard(planned, breach)
         if fatal:
             for planned in batch:
-                record = step.settle(s, planned)
+                step.record_proposal(s, planned)
+                record = step.no_change(s, planned)
                 if record is not None:
                     on_iteration(record)
             if breach:

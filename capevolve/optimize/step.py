@@ -66,7 +66,7 @@ def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
 
 def plan(s: Session, n: int) -> Planned:
     """Step 1: parent, focus and prepared context (resumed when recorded)."""
-    t0, busy0, rows0 = time.monotonic(), s.engine.busy_s, s.engine.rows
+    clock = _clock(s)
     pending = s.files.read_pending(n)
     notes: tuple[str, ...] = ()
     if pending and pending.get("proposal") is not None and _child_available(s, n, pending):
@@ -93,9 +93,22 @@ def plan(s: Session, n: int) -> Planned:
         s.files.write_pending(n, pending)
         p = Planned(n, parent_id, focus, pending, notes=notes)
         p.ctx = build_context(s, n, parent_id, focus, diagnosis)
-    p.overhead_s = (time.monotonic() - t0) - (s.engine.busy_s - busy0)
-    p.rows = s.engine.rows - rows0
+    clock(p)
     return p
+
+
+def _clock(s: Session) -> Callable[[Planned], None]:
+    """Start a clock on the calling thread; the call it returns adds the time since, less
+    engine time, to a Planned's overhead and the rows delivered since to its rows."""
+    t0 = time.monotonic()
+    busy0, rows0 = s.engine.mine()
+
+    def stop(p: Planned) -> None:
+        busy, rows = s.engine.mine()
+        p.overhead_s += (time.monotonic() - t0) - (busy - busy0)
+        p.rows += rows - rows0
+
+    return stop
 
 
 def _child_available(s: Session, n: int, pending: dict[str, Any]) -> bool:
@@ -124,15 +137,9 @@ def discard(p: Planned, why: str) -> None:
         p.proposal = replace(p.proposal, changed=False, blocker=f"refused: {why}")
 
 
-def settle(s: Session, p: Planned) -> IterationRecord | None:
-    """Step 3: the no_change record, or None with the proposal recorded in pending."""
-    record_proposal(s, p)
-    return no_change(s, p)
-
-
 def record_proposal(s: Session, p: Planned) -> bool:
-    """Step 3 without its ledger line: the proposal recorded in pending; True when the
-    child is to be evaluated."""
+    """Step 3: the proposal recorded in pending (its ledger line, if it leaves nothing to
+    evaluate, is :func:`no_change`'s); True when the child is to be evaluated."""
     proposal, ctx = p.proposal, p.ctx
     if proposal is None:  # resumed with a recorded proposal
         return p.pending["proposal"]["child_hash"] is not None
@@ -208,14 +215,11 @@ def measure(s: Session, p: Planned) -> None:
 
 def timed(s: Session, p: Planned, work: Callable[[], Any]) -> Any:
     """Run ``work``, adding its non-engine time to ``p``'s overhead and its rows to ``p``'s."""
-    t0 = time.monotonic()
-    busy0, rows0 = s.engine.mine()
+    stop = _clock(s)
     try:
         return work()
     finally:
-        busy, rows = s.engine.mine()
-        p.overhead_s += (time.monotonic() - t0) - (busy - busy0)
-        p.rows += rows - rows0
+        stop(p)
 
 
 def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
@@ -228,15 +232,7 @@ def minibatch(s: Session, p: Planned) -> tuple[str, ...]:
 
 def finish(s: Session, p: Planned) -> IterationRecord:
     """Step 4b and 5: gate against the best at this turn, decide, record."""
-    t0 = time.monotonic()
-    busy0, rows0 = s.engine.mine()
-
-    def measured() -> None:  # called by _record, before the record is written
-        busy, rows = s.engine.mine()
-        p.overhead_s += (time.monotonic() - t0) - (busy - busy0)
-        p.rows += rows - rows0
-
-    p.on_record = measured
+    p.on_record = partial(_clock(s), p)  # called by _record, before the record is written
     m = p.measured or Measured(failure=RuntimeError("the iteration was never measured"))
     if isinstance(m.failure, BudgetError):
         raise LoopStop(str(m.failure)) from None

@@ -1,4 +1,4 @@
-"""An engine wrapper that measures engine time, in all and per calling thread."""
+"""An engine wrapper that measures engine time per calling thread."""
 
 from __future__ import annotations
 
@@ -19,12 +19,10 @@ from capevolve._engine.plan import WorkUnit
 
 
 class TimedEngine:
-    """Delegates to ``inner``, adding up its ``run`` calls' time and rows."""
+    """Delegates to ``inner``, adding up its ``run`` calls' time and rows per calling thread."""
 
     def __init__(self, inner: Engine) -> None:
         self.inner = inner
-        self.busy_s = 0.0
-        self.rows = 0
         self._lock = threading.Lock()
         self._by_thread: dict[int, list[float]] = {}  # thread -> [busy_s, rows]
 
@@ -48,7 +46,6 @@ class TimedEngine:
 
         def counting(rows: list[dict[str, Any]]) -> int | None:
             with self._lock:
-                self.rows += len(rows)
                 mine[1] += len(rows)
             return sink(rows)
 
@@ -56,7 +53,6 @@ class TimedEngine:
             return self.inner.run(job, units, counting, limit, ledger)
         finally:
             with self._lock:
-                self.busy_s += time.monotonic() - t0
                 mine[0] += time.monotonic() - t0
 
     def close(self) -> None:
