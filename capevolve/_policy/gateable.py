@@ -16,11 +16,6 @@ class StoredUnits:
     task_ids: frozenset[str]
     trials: frozenset[int]
 
-    @classmethod
-    def of(cls, units: Iterable[tuple[str, int]]) -> StoredUnits:
-        pairs = list(units)
-        return cls(frozenset(t for t, _ in pairs), frozenset(int(k) for _, k in pairs))
-
 
 def _trials(first: int, n: int) -> str:
     return f"trial {first}" if n == 1 else f"trials {first}..{first + n - 1}"

@@ -67,8 +67,9 @@ def test_the_grouped_read_is_the_per_row_read(gated):
     for eval_id in (result["candidate_eval"], result["best_eval"]):
         rows, per_row = task_rows(run.layout, eval_id), old.per_row(run.layout, eval_id)
         assert rows.rewards() == dict(sorted(per_row.rewards.items()))
-        assert stored_units(run, eval_id) == StoredUnits.of(
-            eval_rows(run.layout, eval_id).done_units())
+        done = eval_rows(run.layout, eval_id).done_units()
+        assert stored_units(run, eval_id) == StoredUnits(frozenset(t for t, _ in done),
+                                                         frozenset(k for _, k in done))
         outputs = per_row.outputs
         assert {t: o for t, o in zip(rows.tasks, rows.outputs, strict=True) if o} == \
             {t: ",".join(v) for t, v in outputs.items()}

@@ -16,7 +16,7 @@ def _record(**fields) -> EvalRecord:
 
 
 def _units(tasks=SPLIT, trials=(0, 1)) -> StoredUnits:
-    return StoredUnits.of((t, k) for t in tasks for k in trials)
+    return StoredUnits(frozenset(tasks), frozenset(trials))
 
 
 def test_a_complete_full_gate_evaluation_may_decide():

@@ -54,7 +54,7 @@ def comparable(candidate: SideOutcomes, best: SideOutcomes, val_ids: Sequence[st
             f"than max_missing {config.max_missing:g}: missing data is never a win; resume "
             "its evaluation to retry them"))
     paired = sorted(both)
-    ref_trials, cand_trials = best.counts(paired), candidate.counts(paired)
+    ref_trials, cand_trials = best.aligned(paired).n, candidate.aligned(paired).n
     lost = int((ref_trials - cand_trials).clip(min=0).sum())
     trials = int(ref_trials.sum())
     if lost and exceeds(lost / trials, config.max_missing):

@@ -96,13 +96,6 @@ class SideOutcomes:
     def index(self) -> dict[str, int]:
         return {t: i for i, t in enumerate(self.tasks)}
 
-    def positions(self, tasks: Sequence[str]) -> np.ndarray:
-        """Positions of ``tasks`` (-1: never run)."""
-        import numpy as np
-
-        get = self.index.get
-        return np.fromiter((get(t, -1) for t in tasks), dtype=np.int64, count=len(tasks))
-
     def aligned(self, tasks: Sequence[str] | Collection[str]) -> TaskStats:
         """``stats`` at ``tasks`` in order (never run: n 0, mean NaN)."""
         import numpy as np
@@ -111,7 +104,8 @@ class SideOutcomes:
         hit = self._aligned.get(key)
         if hit is not None:
             return hit
-        pos = self.positions(key)
+        get = self.index.get
+        pos = np.fromiter((get(t, -1) for t in key), dtype=np.int64, count=len(key))
         known = pos >= 0
         safe = np.where(known, pos, 0)
         stats = self.stats
@@ -131,10 +125,6 @@ class SideOutcomes:
     @functools.cached_property
     def _aligned(self) -> dict[tuple[str, ...], TaskStats]:
         return {}
-
-    def counts(self, tasks: Sequence[str]) -> np.ndarray:
-        """Valid trials per task."""
-        return self.aligned(tasks).n
 
     @functools.cached_property
     def scored(self) -> frozenset[str]:

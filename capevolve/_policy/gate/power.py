@@ -19,7 +19,7 @@ POWER = 0.8
 def _pooled_within(side: SideOutcomes, tasks: Sequence[str]) -> float:
     import numpy as np
 
-    k = side.counts(tasks)
+    k = side.aligned(tasks).n
     many = k >= 2
     terms = side.aligned(tasks).variance[many] * (k[many] - 1)
     den = float((k[many] - 1).sum())
