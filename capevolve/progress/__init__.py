@@ -72,15 +72,12 @@ class Watch:
         if self.display is not None and rows:
             self.display.rows(self.label, rows)
 
-    def end(self) -> None:
-        if self.display is not None:
-            self.display.end(self.label)
-
     def __enter__(self) -> Watch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.end()
+        if self.display is not None:
+            self.display.end(self.label)
 
 
 class _CountingLedger:

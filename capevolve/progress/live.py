@@ -79,12 +79,9 @@ class LiveDisplay:
             self.stages[label] = time.monotonic()
         try:
             yield
-        except BaseException:
+        finally:
             with self.lock:
-                self.stages.pop(label, None)
-            raise
-        with self.lock:
-            started = self.stages.pop(label, time.monotonic())
+                started = self.stages.pop(label, time.monotonic())
         self._say(f"{label}: done in {fmt_duration(time.monotonic() - started)}")
 
     # -- output ---------------------------------------------------------------------------
