@@ -63,13 +63,10 @@ def component_files(parent_dir: Path, files: Sequence[str], protected: Sequence[
             continue
         try:
             data = path.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data or len(data) > 4 * max_chars:
-            continue
-        try:
+            if b"\0" in data or len(data) > 4 * max_chars:
+                continue
             text = data.decode("utf-8")
-        except UnicodeDecodeError:
+        except (OSError, UnicodeDecodeError):
             continue
         if len(text) <= max_chars:
             chosen[rel] = text
@@ -87,18 +84,14 @@ def target_cluster(diagnosis: Mapping[str, Any] | None,
     return clusters[0] if clusters else None
 
 
-def _words(cluster: Mapping[str, Any]) -> set[str]:
-    return {str(t).lower() for t in cluster.get("tools") or []} | set(
-        re.findall(r"[a-z_][a-z0-9_]{3,}", str(cluster.get("signature", "")).lower()))
-
-
 def choose_file(texts: Mapping[str, str], iteration: int, by_cluster: bool,
                 cluster: Mapping[str, Any] | None) -> str:
     """The file to rewrite: the one the cluster's words hit most (``by_cluster``), else
     round-robin."""
     names = sorted(texts)
     if by_cluster and cluster is not None:
-        words = _words(cluster)
+        words = {str(t).lower() for t in cluster.get("tools") or []} | set(
+            re.findall(r"[a-z_][a-z0-9_]{3,}", str(cluster.get("signature", "")).lower()))
         hits = {n: sum(texts[n].lower().count(w) for w in words) for n in names}
         best = max(names, key=lambda n: (hits[n], -names.index(n)))
         if hits[best] > 0:
