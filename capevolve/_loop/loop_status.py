@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from capevolve._policy import budget
 from capevolve._policy.stop import PLATEAU_WINDOW, parse_stop, plateau
 from capevolve._store.iterations import LoopFiles
 from capevolve._store.rundir import RunDir
@@ -31,14 +32,10 @@ def loop_status(run: RunDir) -> dict[str, Any] | None:
     if loop is None and not ledger:
         return None
     gated = accept_flags(ledger)
-    costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
     return {"algorithm": (loop or {}).get("algorithm"), "proposer": (loop or {}).get("proposer"),
             "iterations": len(ledger),
             "outcomes": dict(sorted(Counter(str(r.outcome) for r in ledger).items())),
             "in_flight": [n for n in files.pending_iterations() if n > len(ledger)],
             "stopped": (loop or {}).get("stopped"),
-            "optimizer_spend": {"tokens": sum(r.spend.tokens for r in ledger),
-                                "cost_usd": sum(costs) if costs else None,
-                                "cost_unrecorded": len(ledger) - len(costs),
-                                "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)},
+            "optimizer_spend": budget.optimizer_spend(ledger),
             "plateau": plateau(gated, PLATEAU_WINDOW)}

@@ -5,11 +5,12 @@ Only max_iterations limits decisions; the others stop new evaluations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from capevolve.config import BudgetConfig
 from capevolve.kinds import EventKind
+from capevolve.records._optimize import IterationRecord
 
 
 class Spent(Protocol):
@@ -57,6 +58,15 @@ def spend_by_role(events: Iterable[Any]) -> dict[str, dict[str, float]]:
             into[name] += fields.get(name) or 0
     return {role: {k: round(v, 6) if isinstance(v, float) else v for k, v in spend.items()}
             for role, spend in sorted(totals.items())}
+
+
+def optimizer_spend(ledger: Sequence[IterationRecord]) -> dict[str, Any]:
+    """The proposers' spend over an optimize ledger (cost None when no proposal reported one)."""
+    costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
+    return {"tokens": sum(r.spend.tokens for r in ledger),
+            "cost_usd": sum(costs) if costs else None,
+            "cost_unrecorded": len(ledger) - len(costs),
+            "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)}
 
 
 def priced_cost(spent: Spent) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from capevolve._loop.gate_evals import gateable_val
+from capevolve._policy.budget import optimizer_spend
 from capevolve.kinds import SEED_ID
 from capevolve.optimize.session import Session
 from capevolve.records._optimize import IterationRecord
@@ -24,15 +25,6 @@ def iteration_row(r: IterationRecord) -> dict[str, Any]:
             "reason": r.reasons[0] if r.reasons else None, "metric_calls": r.metric_calls,
             "proposer_tokens": r.spend.tokens, "proposer_cost_usd": r.spend.cost_usd,
             "wall_s": round(r.wall_s, 3), "overhead_s": round(r.overhead_s, 3)}
-
-
-def optimizer_spend(ledger: list[IterationRecord]) -> dict[str, Any]:
-    """The proposers' spend over the ledger (cost None when no proposal reported one)."""
-    costs = [r.spend.cost_usd for r in ledger if r.spend.cost_usd is not None]
-    return {"tokens": sum(r.spend.tokens for r in ledger),
-            "cost_usd": sum(costs) if costs else None,
-            "cost_unrecorded": sum(1 for r in ledger if r.spend.cost_usd is None),
-            "wall_s": round(sum(r.spend.wall_s for r in ledger), 3)}
 
 
 def loop_summary(s: Session, stop_reason: str, plateau: str | None,
