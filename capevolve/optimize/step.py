@@ -21,7 +21,7 @@ from capevolve._store.evals import all_evals
 from capevolve._store.evals_means import task_means_of, with_task_means
 from capevolve._store.rundir import utc_now
 from capevolve.errors import BudgetError, CandidateError, GateError
-from capevolve.kinds import Decision, EvalPurpose, EvalStatus, EventKind, Split
+from capevolve.kinds import Decision, EvalPurpose, EventKind, Split
 from capevolve.optimize import look as looks
 from capevolve.optimize import screening
 from capevolve.optimize.algorithms import SearchView
@@ -59,8 +59,8 @@ class Planned:
 def search_view(s: Session, clusters: tuple[str, ...] = ()) -> SearchView:
     """The best and every complete full-val evaluation's task means."""
     means = {e.candidate_id: task_means_of(s.run, e) for e in all_evals(s.run)
-             if e.split == Split.VAL and e.status == EvalStatus.COMPLETE and not e.refused
-             and e.n_trials == s.config.num_trials and gate_refusal(e) is None}
+             if e.split == Split.VAL and e.n_trials == s.config.num_trials
+             and gate_refusal(e) is None}  # complete, full-split, of purpose gate, not refused
     return SearchView(s.run.best_id, means, tuple(s.ledger), clusters)
 
 
