@@ -49,18 +49,11 @@ def refuse_test(split: str) -> Split:
     return policy_splits.refuse_test(split, "diagnose")
 
 
-def _quote(text: str) -> str:
-    return str(text).replace("'", "''")
-
-
-_PICK = """SELECT eval_id FROM rollouts WHERE {where}
+_WHERE = "split = $split AND candidate_id = $candidate"
+_PICK = f"""SELECT eval_id FROM rollouts WHERE {_WHERE}
         GROUP BY eval_id
         ORDER BY count(*) DESC, max(finished_at) DESC NULLS LAST, eval_id DESC
         LIMIT 1"""
-
-
-def _where(split: str, candidate_id: str) -> str:
-    return f"split = '{_quote(split)}' AND candidate_id = '{_quote(candidate_id)}'"
 
 
 assert _COLUMNS == Trial._fields
@@ -88,14 +81,13 @@ def read_trials(run: RunDir, split: str, candidate_id: str,
     without one). CandidateError when there is none."""
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
-    where = _where(split, candidate_id)
     columns = list(_COLUMNS)
     if trace_where is not None:
         columns[_COLUMNS.index("trace")] = f"CASE WHEN {trace_where} THEN trace END AS trace"
         columns.append(f"coalesce({trace_where}, false) AS _trace_read")
     table = RolloutStore(run.layout).table(
-        f"SELECT {', '.join(columns)} FROM rollouts WHERE {where} "
-        f"AND eval_id = ({_PICK.format(where=where)})", candidate_id=candidate_id)
+        f"SELECT {', '.join(columns)} FROM rollouts WHERE {_WHERE} AND eval_id = ({_PICK})",
+        candidate_id=candidate_id, params={"split": str(split), "candidate": candidate_id})
     if table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
                              "evaluate it first")
