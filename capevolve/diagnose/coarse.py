@@ -121,7 +121,7 @@ def causes_of(units: Sequence[int], keys: Sequence[Key], identifiers: Sequence[f
 
 
 def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[str | None],
-                 owners: Sequence[int], identifiers_of: Callable[[int], frozenset[str]],
+                 owners: Sequence[int], identifiers: Sequence[frozenset[str]],
                  task_of: Callable[[int], str]) -> tuple[list[list[int]], list[Split]]:
     """The groups (one part each) with every too-coarse one split, and the splits made."""
     kinds = set(parts)
@@ -138,7 +138,7 @@ def split_coarse(groups: list[list[int]], keys: Sequence[Key], parts: Sequence[s
         found = None
         if size >= 2 * MIN_TRIALS and (most or len(
                 set(map(task_of, trials))) >= 2 * MIN_TASKS):  # room for two causes
-            found = causes_of(group, keys, [identifiers_of(u) for u in group], trials, task_of,
+            found = causes_of(group, keys, [identifiers[u] for u in group], trials, task_of,
                               1 if most else MIN_TASKS)
         if found is None:
             out.append(group)

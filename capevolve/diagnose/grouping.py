@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from capevolve.diagnose.classify import TOLERANCE, is_communication
@@ -133,8 +134,8 @@ def cluster_failures(failures: list[Failure], mode: ClusterMode
             merge_rewordings(group_root_cause(keys, parts), parts, owners, task_ids,
                              [f.inferred_part for f in failures],
                              [bool(key.tokens) for key in keys], parts_lost(failures)),
-            keys, parts, owners,
-            lambda j: failures[owners[j]].identifiers, task_ids.__getitem__)
+            keys, parts, owners, [failures[i].identifiers for i in owners],
+            task_ids.__getitem__)
         first = len(clusters)
         demote = {g: split.shared for split in splits for g in split.groups}
         for g, group in enumerate(lexical_groups):
@@ -174,15 +175,6 @@ def unit_sites(key: Key | None, identifiers: frozenset[str]) -> list[str]:
                   if not t.startswith(PART_TOKEN) and ("_" in t or t in identifiers))
 
 
-def cluster_tools(cluster: Cluster, failures: list[Failure]) -> list[str]:
-    """Tools called by at least half of the cluster's failing trials, sorted."""
-    counts: Counter[str] = Counter()
-    for tools, n in Counter(failures[i].tools for i in cluster.trials).items():
-        for tool in tools:
-            counts[tool] += n
-    return sorted(t for t, n in counts.items() if 2 * n >= cluster.size)
-
-
 def suggest_blast_radius(tools: list[str], passing_tools: dict[str, frozenset[str]]) -> list[str]:
     """Sorted passing tasks whose rollouts call all the cluster's tools."""
     if not tools:
@@ -190,10 +182,10 @@ def suggest_blast_radius(tools: list[str], passing_tools: dict[str, frozenset[st
     return sorted(t for t, used in passing_tools.items() if used.issuperset(tools))
 
 
-def _expand(counts: Counter, names: dict) -> Counter[str]:
+def _expand(counts: Counter, names: Callable[[Any], Iterable[str]]) -> Counter[str]:
     out: Counter[str] = Counter()
     for value, n in counts.items():
-        for name in names[value]:
+        for name in names(value):
             out[name] += n
     return out
 
@@ -205,22 +197,23 @@ def cluster_records(clusters: list[Cluster], placed: list[Placed], failures: lis
     records = []
     known: dict[tuple[int, frozenset[str]], list[str]] = {}  # keys are shared: sites once
     key_by_id = {id(key): key for key in unit_keys.values()}
+    tools_of, kind_of = [f.tools for f in failures], [f.kind for f in failures]
+    unit_of = [unit for _, unit in placed]
+    site_of = [(id(unit_keys.get(u)), failures[i].identifiers) for u, (i, _) in enumerate(placed)]
     for cluster in clusters:
-        tools = cluster_tools(cluster, failures)
-        kind_counts = Counter(failures[i].kind for i in cluster.trials)
-        kinds = _expand(kind_counts, {k: (str(k),) for k in kind_counts})
-        units = [placed[u][1] for u in cluster.units]
-        parts = Counter(unit.part or "" for unit in units if unit is not None)
-        pairs = Counter((id(unit_keys.get(u)), failures[placed[u][0]].identifiers)
-                        for u in cluster.units)
+        tool_counts = _expand(Counter(map(tools_of.__getitem__, cluster.trials)), iter)
+        tools = sorted(t for t, n in tool_counts.items() if 2 * n >= cluster.size)  # half
+        kinds = _expand(Counter(map(kind_of.__getitem__, cluster.trials)), lambda k: (str(k),))
+        units = [unit for unit in map(unit_of.__getitem__, cluster.units) if unit is not None]
+        parts = Counter(unit.part or "" for unit in units)
+        pairs = Counter(map(site_of.__getitem__, cluster.units))
         for pair in pairs:
             if pair not in known:
                 known[pair] = unit_sites(key_by_id.get(pair[0]), pair[1])
-        sites = _expand(pairs, known)
+        sites = _expand(pairs, known.__getitem__)
         record = {
             "signature": cluster.signature, "tasks": cluster.tasks,
-            "score_lost": cluster.score_lost, "size": cluster.size,
-            "units": sum(1 for unit in units if unit is not None),
+            "score_lost": cluster.score_lost, "size": cluster.size, "units": len(units),
             "parts": dict(sorted(parts.items())), "sites": dict(sorted(sites.items())),
             "kinds": dict(sorted(kinds.items())), "tools": tools,
             "structural": cluster.structural,
