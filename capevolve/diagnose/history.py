@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from capevolve._store.iterations import LoopFiles
@@ -31,9 +31,7 @@ class TriedFix:
     source: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"iteration": self.iteration, "candidate_id": self.candidate_id,
-                "best_id": self.best_id, "cluster": self.cluster, "note": self.note,
-                "source": self.source}
+        return asdict(self)
 
 
 def targeted_cluster(event: Any) -> str | None:

@@ -44,7 +44,6 @@ CLAIMED_NOTE = ("the final message claims a specific change (e.g. escalated, ref
                 "no mutating call of a matching verb made, though another write happened; "
                 "the fix is structural (the claimed action must be the call that is made), "
                 "not a prose reminder")
-STRUCTURAL_SIGNATURES = frozenset({"narrated_without_action", CLAIMED_SIGNATURE})
 NARRATED_NOTE = ("the final message claims a state change that no mutating tool call made; "
                  "the fix is structural (require the write before the claim, e.g. a tool-use "
                  "rule or a check in the loop), not a prose reminder")

@@ -17,9 +17,6 @@ from capevolve._store.rundir import RunDir
 from capevolve.errors import CandidateError
 from capevolve.kinds import Split
 
-_COLUMNS = ("eval_id", "task_id", "trial", "reward", "feedback", "score_parts", "output",
-            "inputs", "tool_calls", "trace", "trajectory", "error", "error_kind")
-
 
 class Trial(NamedTuple):
     """One stored rollout row (JSON columns as text)."""
@@ -44,6 +41,9 @@ class Trial(NamedTuple):
         return f"{self.task_id}#{self.trial}"
 
 
+_COLUMNS = Trial._fields  # the columns read, in order
+
+
 def refuse_test(split: str) -> Split:
     """The split as a Split; the held-out test split is refused."""
     return policy_splits.refuse_test(split, "diagnose")
@@ -54,9 +54,6 @@ _PICK = f"""SELECT eval_id FROM rollouts WHERE {_WHERE}
         GROUP BY eval_id
         ORDER BY count(*) DESC, max(finished_at) DESC NULLS LAST, eval_id DESC
         LIMIT 1"""
-
-
-assert _COLUMNS == Trial._fields
 
 
 class TraceUnread(Exception):
