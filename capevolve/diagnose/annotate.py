@@ -14,8 +14,6 @@ from capevolve.diagnose.kinds import JudgementTag
 from capevolve.errors import ConfigError, RunDirError
 from capevolve.kinds import EventKind
 
-EVENT = EventKind.DIAGNOSIS_ANNOTATED
-
 
 def parse_tag(text: str) -> JudgementTag:
     """A JudgementTag from its value, case-insensitively (``_`` accepted for ``-``)."""
@@ -72,6 +70,6 @@ def annotate(run: RunDir, file: Path, signature: str, tag: str | None = None,
         if blast_radius is not None:
             cluster["blast_radius"] = _validate_radius(run, doc, blast_radius)
         write_document(path, doc)
-        run.record(EVENT, file=str(path), cluster=signature, tag=cluster["tag"],
-                    blast_radius=cluster["blast_radius"])
+        run.record(EventKind.DIAGNOSIS_ANNOTATED, file=str(path), cluster=signature,
+                   tag=cluster["tag"], blast_radius=cluster["blast_radius"])
         return cluster

@@ -55,11 +55,6 @@ def is_specific(verb: str) -> bool:
     return verb not in GENERIC_STATES and verb not in VERDICTS
 
 
-def tool_words(names: Iterable[str]) -> frozenset[str]:
-    """The stemmed name words of tools, together."""
-    return frozenset().union(*map(name_words, names))
-
-
 def makeable(verbs: Iterable[str], words: frozenset[str]) -> tuple[str, ...]:
     """The claimed verbs whose family holds one of ``words``."""
     return tuple(v for v in verbs if family(v) & words)
@@ -77,7 +72,9 @@ def unmatched_claims(output: str | None, calls: list[Call], trace: str | None,
         return []
     words = [name_words(c.name) for c in writes]
     missing = sorted({v for v in claims if not any(family(v) & w for w in words)})
-    return missing if tools is None else list(makeable(missing, tool_words(tools)))
+    if tools is None:
+        return missing
+    return list(makeable(missing, frozenset().union(*map(name_words, tools))))
 
 
 def claimed_without_matching_action(output: str | None, calls: list[Call],

@@ -57,9 +57,7 @@ from capevolve.diagnose.units import (
     score_parts,
 )
 from capevolve.errors import ConfigError
-from capevolve.records import FORMAT_VERSION
-
-FORMAT = FORMAT_VERSION  # the diagnosis document is a versioned DiagnosisRecord
+from capevolve.records import FORMAT_VERSION  # the document is a versioned DiagnosisRecord
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,7 @@ def with_units(failures: list[Failure], passing_feedback: list[str]) -> list[Fai
                     UnitCache(parts, labels, passing), short[0] if len(short) == 1 else None)
             cut = cuts[key[0]]
             known = seen[key] = (tuple(splitter[0].units(key[0][cut:])), cut, splitter[1])
-        out.append(new(Failure, (*f[:8], *known)))  # f's facts, its units, cut and part
+        out.append(new(Failure, f[:8] + known))  # f's facts, its units, cut and part
     return out
 
 
@@ -232,7 +230,7 @@ def build_diagnosis(trials: list[Trial], context: AdapterContext, options: Diagn
                      causes.get(i, []), primary[i], secondary[i])
                for i, f in enumerate(failures)]
     return {
-        "format_version": FORMAT, "split": str(options.split), "tag": options.tag,
+        "format_version": FORMAT_VERSION, "split": str(options.split), "tag": options.tag,
         "eval_id": trials[0].eval_id if trials else None, "mode": str(options.mode),
         "reflective_dataset": entries, "clusters": records,
         "kept_good": groups.kept_good, "flaky": groups.flaky,

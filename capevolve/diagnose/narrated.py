@@ -60,10 +60,6 @@ class Call(NamedTuple):
 _load = load_or_none
 
 
-def _flag(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
 def _fields(arguments: Any) -> tuple[str, ...]:
     if isinstance(arguments, str):
         arguments = _load(arguments) if arguments.lstrip().startswith("{") else None
@@ -141,8 +137,9 @@ def trace_calls(trace: str | None) -> list[Call]:
             inner = item.get("function")
             fn = inner if isinstance(inner, dict) else item
             if fn.get("name"):
-                flag = _flag(item.get("mutates", fn.get("mutates")))
-                calls.append(Call(str(fn["name"]), flag, _fields(fn.get("arguments"))))
+                flag = item.get("mutates", fn.get("mutates"))
+                calls.append(Call(str(fn["name"]), flag if isinstance(flag, bool) else None,
+                                  _fields(fn.get("arguments"))))
     return calls
 
 
