@@ -18,7 +18,7 @@ from capevolve.diagnose.claimed import (
 from capevolve.diagnose.classify import TaskOutcome, failure_kind
 from capevolve.diagnose.gold import GoldGuard
 from capevolve.diagnose.jsontext import loads
-from capevolve.diagnose.kinds import FailureKind, TaskPattern
+from capevolve.diagnose.kinds import FailureKind
 from capevolve.diagnose.narrated import (
     STATE_PATTERN,
     Call,
@@ -183,30 +183,27 @@ def input_text(inputs: str | None) -> str:
 
 
 class TaskSummary(NamedTuple):
-    """A task's graded mean and pattern, with their JSON values."""
+    """A task's graded mean and pattern as JSON values."""
 
     mean: float | None
-    pattern: TaskPattern | None
-    mean_json: float | None = None
-    pattern_json: str | None = None
+    pattern: str | None
 
     @classmethod
     def of(cls, outcome: TaskOutcome) -> TaskSummary:
         mean, pattern = outcome.mean, outcome.pattern
-        return _new(cls, (mean, pattern, None if mean is None else round(mean, 6),
+        return _new(cls, (None if mean is None else round(mean, 6),
                           None if pattern is None else str(pattern)))
 
 
 _KIND_TEXT = {kind: str(kind) for kind in FailureKind}
 
 
-def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
+def entry(failure: Failure, summary: TaskSummary, trajectory: str,
           causes: list[dict[str, Any]], cluster: str | None,
           secondary: str | None) -> dict[str, Any]:
     """The reflective-dataset entry of one failure; ``cluster`` / ``secondary`` are its best- and
     second-ranked distinct clusters."""
     trial = failure.trial
-    summary = outcome if isinstance(outcome, TaskSummary) else TaskSummary.of(outcome)
     kind = failure.kind
     return {
         "Feedback": failure.feedback, "Generated Outputs": trial.output or "",
@@ -215,7 +212,7 @@ def entry(failure: Failure, outcome: TaskOutcome | TaskSummary, trajectory: str,
         "claimed_without_matching_action": failure.claimed_mismatch,
         "cluster": cluster, "gold_in_feedback": failure.gold_leak,
         "kind": _KIND_TEXT[kind] if kind in _KIND_TEXT else str(kind),
-        "narrated_without_action": failure.narrated, "pattern": summary.pattern_json,
+        "narrated_without_action": failure.narrated, "pattern": summary.pattern,
         "reward": trial.reward, "secondary_cluster": secondary, "task_id": trial.task_id,
-        "task_mean": summary.mean_json, "trial": trial.trial,
+        "task_mean": summary.mean, "trial": trial.trial,
     }
