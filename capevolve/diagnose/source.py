@@ -79,11 +79,13 @@ def read_trials(run: RunDir, split: str, candidate_id: str,
     split = refuse_test(split)
     run.candidate_meta(candidate_id)
     columns = list(_COLUMNS)
-    if trace_where is not None:
-        columns[_COLUMNS.index("trace")] = f"CASE WHEN {trace_where} THEN trace END AS trace"
-        columns.append(f"coalesce({trace_where}, false) AS _trace_read")
+    rows = f"SELECT * FROM rollouts WHERE {_WHERE} AND eval_id = ({_PICK})"
+    if trace_where is not None:  # the guess is evaluated once per row
+        columns[_COLUMNS.index("trace")] = "CASE WHEN _trace_read THEN trace END AS trace"
+        columns.append("_trace_read")
+        rows = f"SELECT *, coalesce({trace_where}, false) AS _trace_read FROM ({rows})"
     table = RolloutStore(run.layout).table(
-        f"SELECT {', '.join(columns)} FROM rollouts WHERE {_WHERE} AND eval_id = ({_PICK})",
+        f"SELECT {', '.join(columns)} FROM ({rows})",
         candidate_id=candidate_id, params={"split": str(split), "candidate": candidate_id})
     if table.num_rows == 0:
         raise CandidateError(f"candidate {candidate_id!r} has no stored rollouts on {split}; "
