@@ -31,12 +31,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (inf and nan become None)."""
-        return {
-            "delta": _json_number(self.delta), "se": _json_number(self.se),
-            "t": _json_number(self.t), "df": _json_number(self.df),
-            "p_value": _json_number(self.p_value), "n": int(self.n),
-            "n_clusters": self.n_clusters,
-        }
+        numbers = {k: _json_number(getattr(self, k)) for k in ("delta", "se", "t", "df", "p_value")}
+        return numbers | {"n": int(self.n), "n_clusters": self.n_clusters}
 
 
 def _build(delta: float, se: float | None, df: float | None, n: int,
