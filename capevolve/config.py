@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Field, Strict, ValidationError, model_validator
 
-from capevolve.config_models import Int, ModelsConfig, Num, Section
+from capevolve.config_models import Int, ModelsConfig, Num, Section, one_line
 from capevolve.errors import ConfigError
 from capevolve.kinds import (
     AlphaSpending,
@@ -325,11 +325,7 @@ def parse_config(data: object, source: str) -> ProjectConfig:
     try:
         return ProjectConfig.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        problems = "; ".join(f"{'.'.join(str(part) for part in e['loc']) or '<root>'}: "
-                             f"{e['msg']}" for e in errors[:5])
-        more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
-        raise ConfigError(f"{source}: {problems}{more}") from None
+        raise ConfigError(f"{source}: {one_line(exc)}") from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply") from None
 

@@ -1,6 +1,6 @@
 """The ``models:`` section of capevolve.yaml: each role's endpoint, pinned in the run; the
 environment gives only API keys. Also the strict numbers and the section base of every
-capevolve.yaml model.
+capevolve.yaml model, and the one-line form of a validation error.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 Int = Annotated[int, Strict()]
 """Strict integer: no booleans, floats or quoted numbers."""
@@ -33,6 +33,12 @@ class TokenParam(StrEnum):
     AUTO = "auto"
     MAX_TOKENS = "max_tokens"
     MAX_COMPLETION_TOKENS = "max_completion_tokens"
+
+
+def one_line(exc: ValidationError) -> str:
+    """The first five problems of ``exc`` as ``path: message; ...`` (+N more)."""
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()]
+    return "; ".join(parts[:5]) + (f" (+{len(parts) - 5} more)" if len(parts) > 5 else "")
 
 
 class Section(BaseModel):

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from capevolve.config_models import one_line
 from capevolve.errors import RunDirError
 
 FORMAT_VERSION = 1
@@ -48,14 +49,6 @@ R = TypeVar("R", bound=Record)
 
 # -- reading --------------------------------------------------------------------------------
 
-def _one_line(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "<root>"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts[:5]) + (f" (+{len(parts) - 5} more)" if len(parts) > 5 else "")
-
-
 def check_version(data: Any, source: str) -> Mapping[str, Any]:
     """``data`` as a mapping of a readable format_version, else RunDirError."""
     if not isinstance(data, Mapping):
@@ -73,4 +66,4 @@ def parse_record(model: type[R], data: Any, source: str) -> R:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise RunDirError(f"{source}: invalid {model.__name__}: {_one_line(exc)}") from None
+        raise RunDirError(f"{source}: invalid {model.__name__}: {one_line(exc)}") from None
