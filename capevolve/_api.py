@@ -146,9 +146,8 @@ def gate(run: RunLike, candidate_id: str, *, n_trials: int | None = None,
     """Gate ``candidate_id`` against the best on full val with the frozen settings and record
     it; missing data never rejects."""
     opened = run_dir_of(run)
-    chosen = None
-    if engine is not None or address is not None:
-        chosen = engines.engine_for(opened.manifest.config.engine, engine, address)
+    chosen = (None if engine is None and address is None  # None: the run's own, if needed
+              else engines.engine_for(opened.manifest.config.engine, engine, address))
     return GateRecord.model_validate(decide.gate_candidate(
         opened, candidate_id, n_trials=n_trials, target=target, engine=chosen))
 
