@@ -185,9 +185,11 @@ def _numbers(split: Split, against: str, decision: str, child: dict[str, Any] | 
     cm = g.get("candidate_mean", child.get("mean") if child else None)
     pm = g.get("best_mean", parent.get("mean") if parent else None)
     delta = g.get("delta", cm - pm if cm is not None and pm is not None else None)
+    se, k_se = g.get("se"), g.get("k_se")
     return GateNumbers(split=str(split), against=against, decision=decision, parent_mean=pm,
-                       child_mean=cm, delta=delta, se=g.get("se"),
-                       threshold=g.get("threshold"), n_tasks=g.get("n_compared"),
+                       child_mean=cm, delta=delta, se=se,
+                       threshold=None if se is None or k_se is None else k_se * se,
+                       n_tasks=g.get("n_compared"),
                        power=g.get("power"))
 
 

@@ -59,6 +59,7 @@ class GateNumbers(BaseModel):
     delta: float | None = None
     se: float | None = None
     threshold: float | None = None
+    """The delta the gate had to exceed: k_se x se."""
     n_tasks: int | None = None
     power: dict[str, Any] | None = None
     """The gate's sensitivity."""

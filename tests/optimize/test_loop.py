@@ -37,6 +37,7 @@ def test_hill_climb_accepts_only_through_the_full_val_gate(tmp_path):
     assert [r["iteration"] for r in stored] == [1, 2, 3, 4, 5]
     first = gates[("cand_001", "seed")]
     assert stored[0]["gate"]["delta"] == first["delta"] and stored[0]["gate"]["se"] == first["se"]
+    assert stored[0]["gate"]["threshold"] == pytest.approx(first["k_se"] * first["se"])
     # 6 val tasks x 2 trials, then the confirmation's 4 fresh trials on both sides (counted
     # from rows); the losing children are stopped at their first val trial
     assert stored[0]["metric_calls"] == 6 * 2 + 2 * 6 * 4
