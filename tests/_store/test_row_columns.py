@@ -1,7 +1,6 @@
-"""The columnar storage boundary (capevolve._store.rollouts.columns, then rows_to_table): a
-scorer's column batch is stored exactly as storable_row would store its rows, a bad value in
-any column is still an invalid_value error row naming that column, and no other row of the
-batch is lost."""
+"""The columnar storage boundary (capevolve._store.rollouts.columns): a scorer's column
+batch is stored exactly as storable_row would store its rows, a bad value in any column is
+still an invalid_value error row naming that column, and no other row of the batch is lost."""
 
 import datetime as dt
 import math
@@ -9,7 +8,8 @@ import math
 import pyarrow as pa
 import pytest
 
-from capevolve._store.rollouts.columns import column_rows
+from capevolve._store.rollouts import columns as columnar
+from capevolve._store.rollouts.columns import column_rows, columns_to_table
 from capevolve._store.rollouts.schema import SCHEMA_VERSION, rows_to_table
 from capevolve.errors import RecordError
 from capevolve.kinds import ErrorKind
@@ -29,10 +29,6 @@ def _batch(n: int = 5, **columns) -> dict:
             "worker_id": ["w"] * n, "node_id": ["n"] * n, "started_at": [T0] * n,
             "finished_at": [T0 + 1] * n}
     return {**KEYS, **base, **columns}
-
-
-def columns_to_table(batch: dict, n: int) -> pa.Table:
-    return rows_to_table(column_rows(batch, n))
 
 
 def _with(column: str, value, at: int = 2, n: int = 5) -> dict:
@@ -71,9 +67,12 @@ BAD = [  # (column, value, words the error must contain): every kind of bad valu
                          ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(BAD)])
 def test_a_bad_value_in_a_column_is_an_error_row_naming_it(column, value, words):
     """One bad value among five rows: that row is invalid_value naming the column (reward
-    null), the four others are stored as they came."""
+    null), the four others are stored as they came, and the result is what storable_row
+    makes of the same rows."""
     batch = _with(column, value)
-    rows = columns_to_table(batch, 5).to_pylist()
+    table = columns_to_table(batch, 5)
+    assert table.equals(rows_to_table(column_rows(batch, 5)))
+    rows = table.to_pylist()
     bad = rows[2]
     assert bad["error_kind"] == ErrorKind.INVALID_VALUE and bad["reward"] is None
     assert f"invalid value in column {column!r}" in bad["error"] and words in bad["error"]
@@ -82,21 +81,19 @@ def test_a_bad_value_in_a_column_is_an_error_row_naming_it(column, value, words)
         assert rows[i]["tokens"] == 10 and rows[i]["cost_usd"] == 0.5
 
 
-def test_a_good_batch_is_stored_as_its_rows_are():
-    """A batch of good rows is stored as the same rows given one by one, its POSIX seconds
-    as UTC datetimes."""
+def test_a_good_batch_is_stored_as_storable_row_would_and_without_it(monkeypatch):
+    """A batch of good rows takes the column-wise path only (storable_row never runs) and
+    gives the very table the row path gives, timestamps included."""
     batch = _batch(50, score_parts=['{"m": 0.5}'] * 50,
                    error=["503"] + [None] * 49, error_kind=["adapter"] + [None] * 49,
                    reward=[None] + [0.5] * 49, feedback=[None] + ["f"] * 49,
                    trace=['{"é": "ü"}'] * 50, tokens=[None] * 25 + [3] * 25)
     batch["score_parts"][0] = None
-    rows = [{name: value[i] if isinstance(value, list) else value
-             for name, value in batch.items()} for i in range(50)]
-    for row in rows:
-        for name in ("started_at", "finished_at"):
-            row[name] = dt.datetime.fromtimestamp(row[name], dt.UTC)
+    expected = rows_to_table(column_rows(batch, 50))
+    calls = []
+    monkeypatch.setattr(columnar, "rows_to_table", lambda rows: calls.append(rows))
     table = columns_to_table(batch, 50)
-    assert table.equals(rows_to_table(rows))
+    assert calls == [] and table.equals(expected)
     assert table["started_at"][0].as_py() == dt.datetime.fromtimestamp(T0, dt.UTC)
 
 

@@ -143,35 +143,63 @@ def _parts(value: Any) -> tuple[Any, str | None]:
 _Check = Callable[[Any], tuple[Any, "str | None"]]
 
 
-_VALUES: tuple[tuple[str, _Check], ...] = (
-    ("reward", lambda v: _real(v, 0.0, 1.0)),
-    ("feedback", _text), ("score_parts", _parts),
-    ("output", _text), ("inputs", _text),
-    ("tool_calls", _text), ("trace", _text),
-    ("trajectory", _text),
-    ("latency_s", lambda v: _real(v, 0.0, math.inf)),
-    ("tokens", lambda v: _integer(v, 0, _INT64[1])),
-    ("cost_usd", lambda v: _real(v, 0.0, math.inf)),
-    ("worker_id", _text), ("node_id", _text),
-    ("started_at", _time), ("finished_at", _time),
-    ("model", _text), ("model_settings", _text),
-    ("usage", _text), ("model_failure", _text),
-    ("unknown_attempts", lambda v: _integer(v, 0, _INT64[1])),
-    ("judge_tokens", lambda v: _integer(v, 0, _INT64[1])),
-    ("judge_cost_usd", lambda v: _real(v, 0.0, math.inf)),
+def _fine_text(v: Any) -> bool:
+    return type(v) is str and v.isascii()
+
+
+def _fine_unit(v: Any) -> bool:
+    return type(v) is float and 0.0 <= v <= 1.0  # NaN fails every comparison
+
+
+def _fine_positive(v: Any) -> bool:
+    return type(v) is float and 0.0 <= v < math.inf
+
+
+def _fine_count(v: Any) -> bool:
+    return type(v) is int and 0 <= v <= _INT64[1]
+
+
+def _fine_time(v: Any) -> bool:
+    return type(v) is dt.datetime and v.tzinfo is not None
+
+
+def _never(v: Any) -> bool:
+    return False
+
+
+_VALUES: tuple[tuple[str, Callable[[Any], bool], _Check], ...] = (
+    ("reward", _fine_unit, lambda v: _real(v, 0.0, 1.0)),
+    ("feedback", _fine_text, _text), ("score_parts", _never, _parts),
+    ("output", _fine_text, _text), ("inputs", _fine_text, _text),
+    ("tool_calls", _fine_text, _text), ("trace", _fine_text, _text),
+    ("trajectory", _fine_text, _text),
+    ("latency_s", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
+    ("tokens", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
+    ("worker_id", _fine_text, _text), ("node_id", _fine_text, _text),
+    ("started_at", _fine_time, _time), ("finished_at", _fine_time, _time),
+    ("model", _fine_text, _text), ("model_settings", _fine_text, _text),
+    ("usage", _fine_text, _text), ("model_failure", _fine_text, _text),
+    ("unknown_attempts", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_tokens", _fine_count, lambda v: _integer(v, 0, _INT64[1])),
+    ("judge_cost_usd", _fine_positive, lambda v: _real(v, 0.0, math.inf)),
 )
-"""Per nullable value column: its check."""
+"""Per nullable value column: a fast test that a value is fine, and its full check."""
 
 
 def _key_columns(row: dict) -> None:
     """RecordError for a bad key column."""
     for name in ("run_id", "eval_id", "split", "candidate_id", "candidate_hash", "task_id"):
         value = row[name]
+        if _fine_text(value) and value:
+            continue
         problem = text_problem(value) or (None if value else "empty")
         if problem:
             raise RecordError(f"rollout row: key column {name!r}: {problem}")
     for name, (low, high) in (("schema_version", (1, _INT32[1])), ("trial", _INT32),
                               ("seed", _INT64)):
+        if type(row[name]) is int and low <= row[name] <= high:
+            continue
         row[name], problem = _integer(row[name], low, high)
         if problem:
             raise RecordError(f"rollout row {row['task_id']!r}: key column {name!r}: {problem}")
@@ -187,9 +215,10 @@ def storable_row(row: Mapping[str, Any]) -> dict:
     out = {name: row.get(name) for name in COLUMNS}
     _key_columns(out)
     problems: list[str] = []
-    for name, check in _VALUES:
-        if out[name] is not None:
-            out[name], problem = check(out[name])
+    for name, fine, check in _VALUES:
+        value = out[name]
+        if value is not None and not fine(value):
+            out[name], problem = check(value)
             if problem:
                 problems.append(f"{name!r}: {problem}")
     out["attempts"], problem = _integer(out["attempts"] if out["attempts"] is not None

@@ -19,7 +19,7 @@ import pyarrow as pa
 from capevolve._store.durable import fsync_dir
 from capevolve._store.layout import Layout
 from capevolve._store.lazy import pc, pq
-from capevolve._store.rollouts.columns import column_rows
+from capevolve._store.rollouts.columns import columns_to_table
 from capevolve._store.rollouts.schema import rows_to_table
 from capevolve._store.rollouts.segments import Segment, segment_path
 from capevolve.errors import StoreError
@@ -199,7 +199,7 @@ class PartWriter:
 
     def _journal(self, batches: list) -> None:
         # the storage boundary checks every value here, once
-        tables = [rows_to_table(column_rows(*b) if isinstance(b, tuple) else b)
+        tables = [columns_to_table(*b) if isinstance(b, tuple) else rows_to_table(b)
                   for b in batches]
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         self.tally.add(table)
